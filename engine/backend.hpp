@@ -1,0 +1,40 @@
+// The interface between the engine and an executor (CPU or CUDA). A backend owns the weights in its
+// compute format and the paged KV cache; the engine hands it one RaggedBatch per step and receives the
+// logits of the sampling rows, or only their argmax ids when every row samples greedily (so a GPU
+// copies back a few bytes per step).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/ragged_batch.hpp"
+
+namespace cbatch {
+
+// Derived from EngineConfig and the backend's memory, never written back into the config.
+struct KvCacheSpec {
+  int num_blocks = 0;
+  int block_size = 16;     // tokens per block
+};
+
+struct StepOutput {
+  bool want_logits = true;        // set by the engine before forward()
+  std::vector<float> logits;      // (num_logits, vocab) when want_logits
+  std::vector<int32_t> argmax;    // (num_logits) when !want_logits; ties go to the lowest id
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu" or "cuda:<GPU name>".
+  virtual std::string device_name() const = 0;
+  // KV bytes per block (all layers, K and V) in this backend's cache dtype.
+  virtual int64_t kv_block_bytes(int block_size) const = 0;
+  // Blocks that fit the memory this backend may give the cache (after weights and workspace).
+  virtual int64_t max_kv_blocks(int block_size) const = 0;
+  virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
+  // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
+  virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
+};
+
+}  // namespace cbatch

@@ -1,0 +1,31 @@
+// The one input type of every backend: a step's tokens packed flat, with no padding in continuous mode.
+// Row r belongs to sequence s when query_start[s] <= r < query_start[s+1]. Row r attends causally to
+// cache positions 0..positions[r] of its sequence through the sequence's block table; its own K/V are
+// written to slot_mapping[r] first. A padding row (static mode) has slot_mapping -1: it is computed in
+// full (that is the waste static batching pays) but stores nothing, and its position repeats a
+// position whose K/V is already in the cache, so it attends only to real tokens.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace cbatch {
+
+struct RaggedBatch {
+  std::vector<int32_t> token_ids;     // (num_tokens)
+  std::vector<int32_t> positions;     // (num_tokens) position of each token in its sequence
+  std::vector<int32_t> slot_mapping;  // (num_tokens) block * block_size + offset, or -1 (padding)
+  std::vector<int32_t> query_start;   // (num_seqs + 1) cu_seqlens: first row of each sequence
+  std::vector<int32_t> seq_lens;      // (num_seqs) tokens of the sequence in the cache after this step
+  std::vector<int32_t> block_tables;  // (num_seqs, max_blocks_per_seq) physical block ids, -1 unused
+  int max_blocks_per_seq = 0;
+  int max_seq_len = 0;                // max of seq_lens
+  int max_query_len = 0;              // most rows of one sequence
+  std::vector<int32_t> logits_rows;   // (num_sampling) rows whose logits are needed, ascending
+
+  int num_tokens() const { return static_cast<int>(token_ids.size()); }
+  int num_seqs() const { return static_cast<int>(seq_lens.size()); }
+  int num_logits() const { return static_cast<int>(logits_rows.size()); }
+  void clear();
+};
+
+}  // namespace cbatch

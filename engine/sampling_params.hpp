@@ -1,0 +1,30 @@
+// Per-request sampling parameters, with vLLM SamplingParams names and defaults.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cbatch {
+
+struct SamplingParams {
+  int max_tokens = 16;
+  float temperature = 1.0f;        // < 1e-5 means greedy
+  float top_p = 1.0f;              // in (0, 1]
+  int top_k = -1;                  // -1 (or 0) = off
+  float min_p = 0.0f;              // in [0, 1]
+  std::optional<uint64_t> seed;    // per-request seed; default derives from --seed and the id
+  std::vector<std::string> stop;   // stop strings (not included in the text)
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  float repetition_penalty = 1.0f;   // > 0
+  float presence_penalty = 0.0f;     // in [-2, 2]
+  float frequency_penalty = 0.0f;    // in [-2, 2]
+
+  bool is_greedy() const { return temperature < 1e-5f; }
+  bool has_penalties() const {
+    return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
+  }
+};
+
+}  // namespace cbatch

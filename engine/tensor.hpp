@@ -1,0 +1,45 @@
+// Weight tensors as the model files hold them: a dtype and a view of the bytes (usually inside a
+// memory-mapped file), or a recipe for dummy random weights. Backends convert each tensor once at load
+// (the CPU backend to fp32, the CUDA backend to its compute dtype), so a quantized file is never
+// expanded in full beyond the final copy. Layout is row-major (rows, cols); a Linear weight is
+// (out_features, in_features), a norm weight is (1, dim).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cbatch {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
+
+std::string_view dtype_name(DType dtype);
+// Elements per quantization block (1 for plain types) and bytes per block.
+int64_t dtype_block_elems(DType dtype);
+int64_t dtype_block_bytes(DType dtype);
+// Bytes of one row of `cols` elements; cols must be a multiple of the block size.
+int64_t row_bytes(DType dtype, int64_t cols);
+
+struct RandomInit {
+  uint64_t seed = 0;     // per tensor: element i = random_weight(seed, i) * scale + offset
+  float scale = 0.0f;
+  float offset = 0.0f;
+};
+
+struct TensorView {
+  std::string name;
+  DType dtype = DType::kF32;
+  int64_t rows = 1;             // (rows, cols), row-major
+  int64_t cols = 1;
+  const void* data = nullptr;   // bytes of rows * row_bytes(dtype, cols); nullptr for random tensors
+  bool is_random = false;       // dummy weights: generated from `random`, never stored in a file
+  RandomInit random;
+
+  int64_t numel() const { return rows * cols; }
+  bool empty() const { return data == nullptr && !is_random; }
+};
+
+// Converts rows [row_begin, row_begin + num_rows) to fp32 into out (num_rows, cols).
+void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out);
+
+}  // namespace cbatch
