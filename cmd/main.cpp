@@ -1,1 +1,58 @@
-int main() { return 0; }
+// cbatch: offline batch inference for Llama-family models. main parses, dispatches, reports.
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cmd/commands.hpp"
+#include "engine/error.hpp"
+
+#ifdef CBATCH_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace {
+
+std::string version_text() {
+  std::string text = std::string("cbatch ") + CBATCH_VERSION + "\n";
+#ifdef CBATCH_HAVE_CUDA
+  text += std::string("CUDA support: yes (compiled for sm ") + CBATCH_CUDA_ARCHS + ")\n";
+  const int count = cbatch::cuda_device_count();
+  if (count == 0) text += "CUDA devices: none found\n";
+  for (int i = 0; i < count; ++i) text += "CUDA device " + std::to_string(i) + ": " + cbatch::cuda_device_description(i) + "\n";
+#else
+  text += "CUDA support: no (CPU backend only)\n";
+#endif
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cbatch: offline batch inference for Llama-family language models"};
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "print the version and CUDA support");
+  const cbatch::Command commands[] = {cbatch::add_run_command(app), cbatch::add_bench_command(app),
+                                      cbatch::add_tokenize_command(app), cbatch::add_inspect_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 1;
+  }
+  try {
+    if (show_version) {
+      std::fputs(version_text().c_str(), stdout);
+      return 0;
+    }
+    for (const cbatch::Command& command : commands) {
+      if (command.app->parsed()) return command.run();
+    }
+    std::fputs(app.help().c_str(), stderr);
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cbatch: error: %s\n", e.what());
+    return 1;
+  }
+}

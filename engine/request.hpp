@@ -35,6 +35,7 @@ struct RequestInput {
 };
 
 struct RequestError {
+  int64_t index = -1;                // position among the input's items (for --ordered), set by the source
   int64_t line = 0;
   std::string id_json;               // JSON text of the id if it could be read, else the line number
   std::string custom_id;

@@ -1,0 +1,42 @@
+# Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo).
+BUILD ?= build
+CMAKE_FLAGS ?=
+JOBS ?= $(shell nproc)
+CBATCH := $(BUILD)/cbatch
+MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all setup configure build test test-cpu run bench model clean
+
+all: build
+
+setup:
+	$(SUDO) apt-get update -qq
+	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev
+
+configure:
+	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
+
+build: configure
+	cmake --build $(BUILD) -j$(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure
+
+model: $(MODEL)
+
+$(MODEL):
+	tools/fetch_model.sh models
+
+run: build $(MODEL)
+	@mkdir -p out
+	$(CBATCH) run examples/prompts/chat.jsonl --model $(MODEL) -o out/chat.jsonl --trace out/chat-trace.jsonl --ordered
+	$(CBATCH) run examples/prompts/completions.jsonl --model $(MODEL) -o out/completions.jsonl --ordered
+	@echo "outputs: out/chat.jsonl out/completions.jsonl (trace: out/chat-trace.jsonl)"
+
+bench: build
+	$(CBATCH) bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 --input-len 16:256 \
+	  --output-len 16:256 --max-num-seqs 16 --json out-bench.json
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,123 @@
+// `cbatch bench`: one workload through each mode on one loaded model and backend; a table on stdout,
+// JSON with --json, and exit status 3 when --baseline shows a throughput regression.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "cmd/commands.hpp"
+#include "cmd/engine_options.hpp"
+#include "engine/bench_report.hpp"
+#include "engine/engine.hpp"
+#include "engine/error.hpp"
+#include "engine/jsonl_source.hpp"
+#include "engine/progress.hpp"
+
+namespace cbatch {
+namespace {
+
+struct BenchOptions {
+  std::string dataset = "random";
+  int num_prompts = 64;
+  std::string input_len = "16:256";
+  std::string output_len = "16:256";
+  std::string modes = "continuous,static,sequential";
+  std::string json;
+  std::string baseline;
+  double tolerance = 0.1;
+  bool warmup = true;
+  EngineOptions engine;
+};
+
+std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, WorkloadSpec& spec) {
+  std::vector<SourceItem> items;
+  if (o.dataset == "random") {
+    for (Request& r : make_random_workload(spec, model)) items.emplace_back(std::move(r));
+    return items;
+  }
+  RequestDefaults defaults;
+  defaults.max_tokens = o.engine.max_tokens;
+  JsonlRequestSource source(o.dataset, model, defaults, o.engine.seed);
+  SourceItem item;
+  while (static_cast<int>(items.size()) < o.num_prompts && source.next(item)) items.push_back(std::move(item));
+  spec.num_prompts = static_cast<int>(items.size());
+  return items;
+}
+
+RunSummary run_mode(const BenchOptions& o, Mode mode, const Model& model, Backend& backend,
+                    std::vector<SourceItem> items) {
+  Engine engine(make_engine_config(o.engine, mode), model, backend);
+  const int64_t total = static_cast<int64_t>(items.size());
+  VectorSource source(std::move(items));
+  CollectingSink sink;
+  ProgressReporter progress(!o.engine.quiet);
+  EngineHooks hooks;
+  hooks.on_step = [&](const StepRecord& record) { progress.on_step(record, total); };
+  const RunSummary summary = engine.run(source, sink, hooks);
+  progress.finish();
+  if (!sink.errors.empty()) {
+    throw Error("bench: " + std::to_string(sink.errors.size()) + " requests failed, first: " + sink.errors[0].message);
+  }
+  return summary;
+}
+
+int run(const BenchOptions& o) {
+  const Model model = load_model_for(o.engine);
+  std::unique_ptr<Backend> backend = make_backend(o.engine, model);
+  BenchReport report;
+  report.model = o.engine.model;
+  report.device = backend->device_name();
+  report.dataset = o.dataset;
+  report.workload.num_prompts = o.num_prompts;
+  report.workload.input_len = parse_length_range(o.input_len, "--input-len");
+  report.workload.output_len = parse_length_range(o.output_len, "--output-len");
+  report.workload.seed = o.engine.seed;
+  const std::vector<SourceItem> items = load_items(o, model, report.workload);
+
+  std::vector<Mode> modes;
+  std::stringstream list(o.modes);
+  for (std::string name; std::getline(list, name, ',');) modes.push_back(parse_mode(name));
+  if (modes.empty()) throw Error("--modes: give at least one of continuous, static, sequential");
+
+  if (o.warmup) {  // first-use costs (allocation, library init) stay out of the figures
+    std::vector<SourceItem> warm(items.begin(), items.begin() + std::min<size_t>(items.size(), 4));
+    run_mode(o, Mode::kContinuous, model, *backend, warm);
+  }
+  for (Mode mode : modes) {
+    if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", std::string(mode_name(mode)).c_str());
+    report.results.push_back({std::string(mode_name(mode)), run_mode(o, mode, model, *backend, items), -1});
+  }
+  std::fputs(format_bench_table(report).c_str(), stdout);
+  if (!o.json.empty()) {
+    std::ofstream out(o.json);
+    out << format_bench_json(report);
+    if (!out) throw Error("cannot write '" + o.json + "'");
+  }
+  if (o.baseline.empty()) return 0;
+  const auto regressions = compare_with_baseline(report, o.baseline, o.tolerance);
+  for (const Regression& r : regressions) {
+    std::fprintf(stderr, "cbatch: regression: %s mode %.1f output tok/s < baseline %.1f - %.0f%%\n", r.mode.c_str(),
+                 r.tokens_per_s, r.baseline_tokens_per_s, o.tolerance * 100);
+  }
+  return regressions.empty() ? 0 : 3;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", "measure throughput and latency of each scheduling mode");
+  sub->add_option("--dataset", o->dataset, "random, or a JSONL prompts file");
+  sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
+  sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
+  sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");
+  sub->add_option("--modes", o->modes, "comma-separated modes to run, in order");
+  sub->add_option("--json", o->json, "write the results as JSON to this file");
+  sub->add_option("--baseline", o->baseline, "bench JSON to compare output tokens/s against");
+  sub->add_option("--tolerance", o->tolerance, "allowed relative drop below the baseline")->check(CLI::Range(0.0, 1.0));
+  sub->add_flag("!--no-warmup", o->warmup, "skip the short warm-up run");
+  add_engine_options(*sub, o->engine);
+  return {sub, [o] { return run(*o); }};
+}
+
+}  // namespace cbatch

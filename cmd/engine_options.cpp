@@ -1,0 +1,100 @@
+#include "cmd/engine_options.hpp"
+
+#include <cstdlib>
+
+#include "engine/cpu_backend.hpp"
+#include "engine/error.hpp"
+
+#ifdef CBATCH_HAVE_CUDA
+#include "cuda/cuda_backend.hpp"
+#endif
+
+namespace cbatch {
+
+void add_engine_options(CLI::App& app, EngineOptions& o) {
+  app.add_option("--model", o.model, "GGUF file, Hugging Face directory, llama2.c .bin, or dummy:CONFIG.json")
+      ->envname("CBATCH_MODEL");
+  app.add_option("--tokenizer", o.tokenizer, "tokenizer.bin for llama2.c checkpoints");
+  app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+  app.add_option("--mode", o.mode, "continuous, static or sequential")
+      ->check(CLI::IsMember({"continuous", "static", "sequential"}));
+  app.add_option("--dtype", o.dtype, "auto, bf16, fp16 or fp32 (CPU: fp32)")
+      ->check(CLI::IsMember({"auto", "bf16", "fp16", "fp32"}));
+  app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "token budget of one step")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-num-seqs", o.max_num_seqs, "sequences in one step")->check(CLI::Range(1, 65536));
+  app.add_option("--block-size", o.block_size, "tokens per KV cache block")->check(CLI::Range(1, 1024));
+  app.add_option("--kv-cache-blocks", o.kv_cache_blocks, "KV cache blocks (default: what memory allows)")
+      ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "fraction of GPU memory to use")
+      ->check(CLI::Range(0.05, 1.0));
+  app.add_option("--max-tokens", o.max_tokens, "max_tokens of requests that do not set it")
+      ->check(CLI::Range(0, 1000000));
+  app.add_option("--seed", o.seed, "base seed of per-request sampling");
+  app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
+  app.add_flag("--quiet", o.quiet, "no progress on stderr");
+}
+
+EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
+  EngineConfig config;
+  config.scheduler.mode = mode;
+  config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
+  config.scheduler.max_num_seqs = o.max_num_seqs;
+  config.scheduler.block_size = o.block_size;
+  config.kv_cache_blocks = o.kv_cache_blocks;
+  config.default_max_tokens = o.max_tokens;
+  config.seed = o.seed;
+  config.quiet = o.quiet;
+  return config;
+}
+
+Model load_model_for(const EngineOptions& o) {
+  if (o.model.empty()) throw Error("no model: pass --model PATH (or set CBATCH_MODEL); `make run` fetches the default one");
+  ModelSource source;
+  source.path = o.model;
+  source.tokenizer_path = o.tokenizer;
+  source.dummy_seed = o.seed;
+  Model model = load_model(source);
+  validate_model_tensors(model);
+  return model;
+}
+
+namespace {
+
+bool want_cuda(const EngineOptions& o) {
+#ifdef CBATCH_HAVE_CUDA
+  if (o.device == "cuda") {
+    if (cuda_device_count() == 0) throw Error("--device cuda: no CUDA device is available");
+    return true;
+  }
+  return o.device == "auto" && cuda_device_count() > 0;
+#else
+  if (o.device == "cuda") throw Error("--device cuda: this cbatch was built without CUDA support");
+  return false;
+#endif
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model) {
+  if (want_cuda(o)) {
+#ifdef CBATCH_HAVE_CUDA
+    CudaBackendOptions cuda;
+    cuda.dtype = o.dtype == "fp32" ? ComputeDType::kF32 : o.dtype == "fp16" ? ComputeDType::kF16 : ComputeDType::kBF16;
+    cuda.max_batch_tokens = std::max(o.max_num_batched_tokens, o.max_num_seqs);
+    cuda.max_num_seqs = o.max_num_seqs;
+    cuda.max_context = model.config.max_context;
+    cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
+    return make_cuda_backend(model, cuda);
+#endif
+  }
+  if (o.dtype != "auto" && o.dtype != "fp32") {
+    throw Error("--dtype " + o.dtype + ": the CPU backend computes in fp32 (use --device cuda for " + o.dtype + ")");
+  }
+  CpuBackendOptions cpu;
+  cpu.num_threads = o.threads;
+  cpu.max_batch_tokens = o.max_num_batched_tokens;
+  return make_cpu_backend(model, cpu);
+}
+
+}  // namespace cbatch

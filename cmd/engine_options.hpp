@@ -1,0 +1,39 @@
+// The options every engine-running subcommand (run, bench) shares: model, device and scheduler flags.
+// Parsed by CLI11 into EngineOptions, then validated once into the EngineConfig the engine receives.
+#pragma once
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "engine/backend.hpp"
+#include "engine/engine_config.hpp"
+#include "engine/model.hpp"
+
+namespace cbatch {
+
+struct EngineOptions {
+  std::string model;
+  std::string tokenizer;
+  std::string device = "auto";
+  std::string mode = "continuous";
+  std::string dtype = "auto";
+  int max_num_batched_tokens = 2048;
+  int max_num_seqs = 256;
+  int block_size = 16;
+  int kv_cache_blocks = 0;
+  double gpu_memory_utilization = 0.9;
+  int max_tokens = 16;
+  uint64_t seed = 0;
+  int threads = 0;
+  bool quiet = false;
+};
+
+void add_engine_options(CLI::App& app, EngineOptions& options);
+
+EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
+Model load_model_for(const EngineOptions& options);
+// Picks and builds the backend (--device auto: CUDA when compiled in and a GPU is present).
+std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model);
+
+}  // namespace cbatch

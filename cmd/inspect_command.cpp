@@ -1,0 +1,48 @@
+// `cbatch inspect --model PATH`: what a model file holds, without running it.
+#include <cstdio>
+#include <memory>
+
+#include "cmd/commands.hpp"
+#include "engine/model.hpp"
+
+namespace cbatch {
+namespace {
+
+struct InspectOptions {
+  std::string model;
+  std::string tokenizer;
+};
+
+int run(const InspectOptions& o) {
+  ModelSource source;
+  source.path = o.model;
+  source.tokenizer_path = o.tokenizer;
+  const Model model = load_model(source);
+  validate_model_tensors(model);
+  const ModelConfig& c = model.config;
+  std::printf("model: %s\nformat: %s\narchitecture: %s\nweight dtype: %s\nparameters: %lld\n", model.path.c_str(),
+              model.format.c_str(), c.architecture.c_str(), model.weight_dtype.c_str(),
+              static_cast<long long>(c.num_parameters()));
+  std::printf("dim: %d\nhidden_dim: %d\nlayers: %d\nheads: %d\nkv_heads: %d\nhead_dim: %d\nvocab: %d\n", c.dim,
+              c.hidden_dim, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size);
+  std::printf("context: %d\nrms_eps: %g\nrope_theta: %g\nrope_layout: %s\nrope_scaling: %s\ntied_embeddings: %s\n",
+              c.max_context, c.rms_eps, c.rope_theta,
+              c.rope_layout == RopeLayout::kHalves ? "halves" : "adjacent pairs",
+              c.rope_scaling.is_llama3 ? "llama3" : "none", c.tied_embeddings ? "yes" : "no");
+  std::printf("tokenizer: %.*s (bos %d, %zu eos ids)\nchat template: %s\n",
+              static_cast<int>(model.tokenizer->kind().size()), model.tokenizer->kind().data(),
+              model.tokenizer->bos_id(), model.tokenizer->eos_ids().size(), model.chat_template.empty() ? "none" : "yes");
+  return 0;
+}
+
+}  // namespace
+
+Command add_inspect_command(CLI::App& app) {
+  auto options = std::make_shared<InspectOptions>();
+  CLI::App* sub = app.add_subcommand("inspect", "print a model's architecture, sizes and tokenizer");
+  sub->add_option("--model", options->model, "model path")->required();
+  sub->add_option("--tokenizer", options->tokenizer, "tokenizer.bin for llama2.c checkpoints");
+  return {sub, [options] { return run(*options); }};
+}
+
+}  // namespace cbatch

@@ -1,0 +1,110 @@
+// `cbatch run PROMPTS.jsonl`: every request of a JSONL file through the engine, results as JSONL.
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "cmd/commands.hpp"
+#include "cmd/engine_options.hpp"
+#include "cmd/signals.hpp"
+#include "engine/engine.hpp"
+#include "engine/error.hpp"
+#include "engine/jsonl_result_writer.hpp"
+#include "engine/jsonl_source.hpp"
+#include "engine/progress.hpp"
+#include "engine/resume.hpp"
+#include "engine/summary_format.hpp"
+#include "engine/trace_writer.hpp"
+
+namespace cbatch {
+namespace {
+
+struct RunOptions {
+  std::string prompts;
+  std::string output = "-";
+  std::string trace;
+  std::string summary;
+  bool ordered = false;
+  bool resume = false;
+  EngineOptions engine;
+};
+
+// Lines in a regular file (an upper bound of its requests, for the progress line); -1 for stdin.
+int64_t count_lines(const std::string& path) {
+  if (path == "-") return -1;
+  std::ifstream in(path, std::ios::binary);
+  int64_t lines = 0;
+  char buffer[1 << 16];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    for (std::streamsize i = 0; i < in.gcount(); ++i) lines += buffer[i] == '\n';
+  }
+  return lines;
+}
+
+std::string model_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw Error("cannot write '" + path + "'");
+}
+
+int run(const RunOptions& o) {
+  if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
+  if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
+  ResumeState resume;
+  if (o.resume) {
+    resume = read_finished_ids(o.output);
+    truncate_torn_tail(o.output, resume);
+  }
+  const Model model = load_model_for(o.engine);
+  std::unique_ptr<Backend> backend = make_backend(o.engine, model);
+  const EngineConfig config = make_engine_config(o.engine, parse_mode(o.engine.mode));
+  Engine engine(config, model, *backend);
+
+  RequestDefaults defaults;
+  defaults.max_tokens = o.engine.max_tokens;
+  JsonlRequestSource source(o.prompts, model, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
+  ResultFormatOptions format;
+  format.model = model_name(model.path);
+  JsonlResultWriter writer(o.output, o.resume, o.ordered, format);
+  std::unique_ptr<TraceWriter> trace = o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace);
+  ProgressReporter progress(!o.engine.quiet);
+  const int64_t total = count_lines(o.prompts);
+
+  EngineHooks hooks;
+  hooks.stop_signal = &install_stop_signals();
+  hooks.on_step = [&](const StepRecord& record) {
+    if (trace) trace->write(record);
+    progress.on_step(record, total < 0 ? -1 : total - static_cast<int64_t>(resume.finished_ids.size()));
+  };
+  const RunSummary summary = engine.run(source, writer, hooks);
+  writer.flush_pending();
+  progress.finish();
+  if (!o.engine.quiet) {
+    if (o.resume) std::fprintf(stderr, "resumed: %lld requests already had results\n", static_cast<long long>(source.num_skipped()));
+    std::fputs(format_summary_text(summary).c_str(), stderr);
+  }
+  if (!o.summary.empty()) write_file(o.summary, format_summary_json(summary, o.engine.mode, backend->device_name()));
+  if (summary.interrupted) return 128 + hooks.stop_signal->load();
+  return summary.requests_failed > 0 ? 2 : 0;
+}
+
+}  // namespace
+
+Command add_run_command(CLI::App& app) {
+  auto options = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "run every request of a JSONL prompts file");
+  sub->add_option("prompts", options->prompts, "JSONL prompts file, or - for standard input")->required();
+  sub->add_option("-o,--output", options->output, "JSONL output file, or - for standard output (default)");
+  sub->add_option("--trace", options->trace, "write one JSON line per engine step to this file");
+  sub->add_option("--summary", options->summary, "write the end-of-run summary as JSON to this file");
+  sub->add_flag("--ordered", options->ordered, "write results in input order");
+  sub->add_flag("--resume", options->resume, "skip requests that already have a line in the output file, append the rest");
+  add_engine_options(*sub, options->engine);
+  return {sub, [options] { return run(*options); }};
+}
+
+}  // namespace cbatch

@@ -1,0 +1,28 @@
+#include "cmd/signals.hpp"
+
+#include <csignal>
+#include <unistd.h>
+
+namespace cbatch {
+namespace {
+
+std::atomic<int> g_stop_signal{0};  // written only by the signal handler (async-signal-safe atomic)
+
+void on_signal(int sig) {
+  if (g_stop_signal.exchange(sig) != 0) _exit(128 + sig);
+  static const char kMessage[] = "\n[cbatch] stopping: finishing the current step (signal again to exit at once)\n";
+  (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+}
+
+}  // namespace
+
+const std::atomic<int>& install_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  return g_stop_signal;
+}
+
+}  // namespace cbatch

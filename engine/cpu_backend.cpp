@@ -1,0 +1,224 @@
+// The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each), an fp32
+// paged KV cache of layout (layer, slot, kv_dim), and the Llama forward pass over a RaggedBatch.
+// Matrix products go through the batch-invariant matmul; everything else is per row.
+#include "engine/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+
+#include "engine/cpu_matmul.hpp"
+#include "engine/cpu_ops.hpp"
+#include "engine/error.hpp"
+#include "engine/thread_pool.hpp"
+
+namespace cbatch {
+namespace {
+
+// Rows of several tensors stacked into one fp32 matrix (rows summed, cols shared).
+std::vector<float> stack_f32(std::initializer_list<const TensorView*> parts) {
+  int64_t rows = 0;
+  for (const TensorView* t : parts) rows += t->rows;
+  const int64_t cols = (*parts.begin())->cols;
+  std::vector<float> out(static_cast<size_t>(rows * cols));
+  int64_t row = 0;
+  for (const TensorView* t : parts) {
+    tensor_rows_to_f32(*t, 0, t->rows, out.data() + row * cols);
+    row += t->rows;
+  }
+  return out;
+}
+
+struct CpuLayer {
+  std::vector<float> attn_norm;  // (dim)
+  std::vector<float> wqkv;       // (q_dim + 2 * kv_dim, dim)
+  std::vector<float> wo;         // (dim, q_dim)
+  std::vector<float> ffn_norm;   // (dim)
+  std::vector<float> w_gate_up;  // (2 * hidden, dim)
+  std::vector<float> w_down;     // (dim, hidden)
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& model, const CpuBackendOptions& options)
+      : config_(model.config), options_(options), pool_(options.num_threads) {
+    load_weights(model.tensors);
+    inv_freq_.resize(config_.head_dim / 2);
+    rope_inv_freq(config_, inv_freq_.data());
+  }
+
+  std::string device_name() const override { return "cpu"; }
+
+  int64_t kv_block_bytes(int block_size) const override {
+    return 2LL * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(float));
+  }
+
+  int64_t max_kv_blocks(int block_size) const override {
+    return options_.kv_cache_bytes / kv_block_bytes(block_size);
+  }
+
+  void allocate_kv_cache(const KvCacheSpec& spec) override {
+    spec_ = spec;
+    const size_t n = static_cast<size_t>(config_.num_layers) * spec.num_blocks * spec.block_size * config_.kv_dim();
+    k_cache_.assign(n, 0.0f);
+    v_cache_.assign(n, 0.0f);
+  }
+
+  void forward(const RaggedBatch& batch, StepOutput& out) override;
+
+ private:
+  void load_weights(const ModelTensors& t);
+  void resize_activations(int num_tokens);
+  void attention_layer(const RaggedBatch& batch, int layer);
+  void ffn_layer(int num_tokens, const CpuLayer& layer);
+  void compute_logits(const RaggedBatch& batch, StepOutput& out);
+
+  ModelConfig config_;
+  CpuBackendOptions options_;
+  ThreadPool pool_;
+  std::vector<float> embedding_;   // (vocab, dim)
+  std::vector<CpuLayer> layers_;
+  std::vector<float> final_norm_;  // (dim)
+  std::vector<float> lm_head_;     // (vocab, dim); empty when tied to embedding_
+  std::vector<float> inv_freq_;    // (head_dim / 2)
+
+  KvCacheSpec spec_;
+  std::vector<float> k_cache_;     // (layers, num_blocks * block_size, kv_dim)
+  std::vector<float> v_cache_;     // (layers, num_blocks * block_size, kv_dim)
+
+  // Activations, resized to the batch: T = rows of the batch.
+  std::vector<float> x_;           // (T, dim) residual stream
+  std::vector<float> h_;           // (T, dim) normalized input of a sublayer
+  std::vector<float> qkv_;         // (T, q_dim + 2 * kv_dim)
+  std::vector<float> att_;         // (T, q_dim)
+  std::vector<float> gate_up_;     // (T, 2 * hidden)
+  std::vector<float> ff_;          // (T, hidden)
+  std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
+  std::vector<float> rope_cos_;    // (T, head_dim / 2)
+  std::vector<float> rope_sin_;    // (T, head_dim / 2)
+  std::vector<int32_t> row_seq_;   // (T) sequence of each row
+};
+
+void CpuBackend::load_weights(const ModelTensors& t) {
+  embedding_ = stack_f32({&t.embedding});
+  for (const LayerTensors& l : t.layers) {
+    CpuLayer layer;
+    layer.attn_norm = stack_f32({&l.attn_norm});
+    layer.wqkv = stack_f32({&l.wq, &l.wk, &l.wv});
+    layer.wo = stack_f32({&l.wo});
+    layer.ffn_norm = stack_f32({&l.ffn_norm});
+    layer.w_gate_up = stack_f32({&l.w_gate, &l.w_up});
+    layer.w_down = stack_f32({&l.w_down});
+    layers_.push_back(std::move(layer));
+  }
+  final_norm_ = stack_f32({&t.final_norm});
+  if (!config_.tied_embeddings) lm_head_ = stack_f32({&t.lm_head});
+}
+
+void CpuBackend::resize_activations(int num_tokens) {
+  const size_t n = static_cast<size_t>(num_tokens);
+  x_.resize(n * config_.dim);
+  h_.resize(n * config_.dim);
+  qkv_.resize(n * (config_.q_dim() + 2 * config_.kv_dim()));
+  att_.resize(n * config_.q_dim());
+  gate_up_.resize(n * 2 * config_.hidden_dim);
+  ff_.resize(n * config_.hidden_dim);
+  delta_.resize(n * config_.dim);
+  rope_cos_.resize(n * config_.head_dim / 2);
+  rope_sin_.resize(n * config_.head_dim / 2);
+  row_seq_.resize(n);
+}
+
+void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
+  const int num_tokens = batch.num_tokens();
+  const int dim = config_.dim;
+  const int half = config_.head_dim / 2;
+  resize_activations(num_tokens);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
+  }
+  for (int r = 0; r < num_tokens; ++r) {
+    const int32_t token = batch.token_ids[r];
+    if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " outside the vocabulary");
+    std::copy_n(embedding_.data() + static_cast<int64_t>(token) * dim, dim, x_.data() + static_cast<int64_t>(r) * dim);
+    rope_angles(batch.positions[r], inv_freq_.data(), config_.head_dim, &rope_cos_[r * half], &rope_sin_[r * half]);
+  }
+  for (int l = 0; l < config_.num_layers; ++l) {
+    attention_layer(batch, l);
+    ffn_layer(num_tokens, layers_[l]);
+  }
+  compute_logits(batch, out);
+}
+
+void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
+  const CpuLayer& layer = layers_[l];
+  const int num_tokens = batch.num_tokens();
+  const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+  }, 1, 64);
+  matmul(h_.data(), layer.wqkv.data(), qkv_.data(), num_tokens, qkv_dim, dim, pool_);
+  for (int r = 0; r < num_tokens; ++r) {
+    float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
+    const float* c = &rope_cos_[r * hd / 2];
+    const float* s = &rope_sin_[r * hd / 2];
+    for (int h = 0; h < config_.num_heads + config_.num_kv_heads; ++h) rope_head(q + h * hd, hd, c, s, config_.rope_layout);
+    const int32_t slot = batch.slot_mapping[r];
+    if (slot < 0) continue;
+    std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
+    std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
+  }
+  const PagedKv cache{k_cache_.data() + layer_offset, v_cache_.data() + layer_offset, kv_dim, spec_.block_size};
+  const int group = config_.num_heads / config_.num_kv_heads;
+  const int64_t work = static_cast<int64_t>(num_tokens) * config_.num_heads;
+  pool_.parallel_for(work, [&](int64_t begin, int64_t end) {
+    std::vector<float> scratch(batch.max_seq_len + 1);
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t r = i / config_.num_heads;
+      const int h = static_cast<int>(i % config_.num_heads);
+      const int32_t* table = &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+      attend_head(&qkv_[r * qkv_dim + h * hd], cache, table, batch.positions[r], h / group, hd, scratch.data(),
+                  &att_[r * q_dim + h * hd]);
+    }
+  }, 1, 64);
+  matmul(att_.data(), layer.wo.data(), delta_.data(), num_tokens, dim, q_dim, pool_);
+  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+}
+
+void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
+  const int dim = config_.dim, hidden = config_.hidden_dim;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+  }, 1, 64);
+  matmul(h_.data(), layer.w_gate_up.data(), gate_up_.data(), num_tokens, 2 * hidden, dim, pool_);
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) swiglu_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden);
+  }, 1, 64);
+  matmul(ff_.data(), layer.w_down.data(), delta_.data(), num_tokens, dim, hidden, pool_);
+  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+}
+
+void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
+  const int n = batch.num_logits();
+  const int dim = config_.dim, vocab = config_.vocab_size;
+  for (int i = 0; i < n; ++i) {
+    const int64_t r = batch.logits_rows[i];
+    rmsnorm_row(&x_[r * dim], final_norm_.data(), &h_[static_cast<int64_t>(i) * dim], dim, config_.rms_eps);
+  }
+  out.logits.resize(static_cast<size_t>(n) * vocab);
+  const float* head = lm_head_.empty() ? embedding_.data() : lm_head_.data();
+  matmul(h_.data(), head, out.logits.data(), n, vocab, dim, pool_);
+  if (out.want_logits) return;
+  out.argmax.resize(n);
+  for (int i = 0; i < n; ++i) out.argmax[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(model, options);
+}
+
+}  // namespace cbatch

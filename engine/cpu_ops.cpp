@@ -1,0 +1,79 @@
+#include "engine/cpu_ops.hpp"
+
+#include <cmath>
+
+namespace cbatch {
+
+void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps) {
+  float sum_sq = 0.0f;
+  for (int i = 0; i < dim; ++i) sum_sq += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
+  for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, float* sin_out) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float angle = static_cast<float>(pos) * inv_freq[i];
+    cos_out[i] = std::cos(angle);
+    sin_out[i] = std::sin(angle);
+  }
+}
+
+void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeLayout layout) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; ++i) {
+    const float c = cos[i];
+    const float s = sin[i];
+    const int ia = layout == RopeLayout::kAdjacentPairs ? 2 * i : i;
+    const int ib = layout == RopeLayout::kAdjacentPairs ? 2 * i + 1 : i + half;
+    const float a = v[ia];
+    const float b = v[ib];
+    v[ia] = a * c - b * s;
+    v[ib] = a * s + b * c;
+  }
+}
+
+void swiglu_row(const float* gate_up, float* out, int hidden) {
+  for (int i = 0; i < hidden; ++i) {
+    const float g = gate_up[i];
+    out[i] = g / (1.0f + std::exp(-g)) * gate_up[hidden + i];
+  }
+}
+
+void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
+                 int head_dim, float* scratch, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  auto slot_of = [&](int p) {
+    return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+  };
+  float max_score = -INFINITY;
+  for (int p = 0; p <= pos; ++p) {
+    const float* k = cache.k + slot_of(p) * cache.kv_dim + head_offset;
+    float dot = 0.0f;
+    for (int i = 0; i < head_dim; ++i) dot += q[i] * k[i];
+    scratch[p] = dot * scale;
+    max_score = std::max(max_score, scratch[p]);
+  }
+  float sum = 0.0f;
+  for (int p = 0; p <= pos; ++p) {
+    scratch[p] = std::exp(scratch[p] - max_score);
+    sum += scratch[p];
+  }
+  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
+  for (int p = 0; p <= pos; ++p) {
+    const float* v = cache.v + slot_of(p) * cache.kv_dim + head_offset;
+    const float weight = scratch[p] / sum;
+    for (int i = 0; i < head_dim; ++i) out[i] += weight * v[i];
+  }
+}
+
+int32_t argmax_row(const float* values, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (values[i] > values[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace cbatch

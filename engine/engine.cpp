@@ -1,0 +1,243 @@
+#include "engine/engine.hpp"
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+
+#include "engine/batch_packer.hpp"
+#include "engine/block_manager.hpp"
+#include "engine/error.hpp"
+#include "engine/sampler.hpp"
+#include "engine/scheduler.hpp"
+#include "engine/stop_checker.hpp"
+
+namespace cbatch {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string_view finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
+// One run's state: the live sequences, the scheduler and block manager of this run, and its counters.
+class EngineRun {
+ public:
+  EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
+            RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
+      : config_(config), model_(model), backend_(backend), source_(source), sink_(sink), hooks_(hooks),
+        blocks_(cache.num_blocks, cache.block_size), scheduler_(make_scheduler(config.scheduler, blocks_)) {}
+
+  RunSummary run() {
+    start_ns_ = now_ns();
+    for (;;) {
+      if (!stopping()) admit();
+      if (!scheduler_->has_work()) break;
+      step();
+      if (stopping()) break;
+    }
+    RunSummary summary = stats_.summarize(static_cast<double>(now_ns() - start_ns_) * 1e-9);
+    summary.interrupted = stopping();
+    if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
+      throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
+    }
+    return summary;
+  }
+
+ private:
+  bool stopping() const { return hooks_.stop_signal != nullptr && hooks_.stop_signal->load() != 0; }
+  int lookahead() const { return config_.lookahead > 0 ? config_.lookahead : 4 * config_.scheduler.max_num_seqs + 64; }
+
+  void admit() {
+    SourceItem item;
+    while (!source_done_ && scheduler_->num_waiting() < lookahead()) {
+      if (!source_.next(item)) {
+        source_done_ = true;
+        break;
+      }
+      if (auto* error = std::get_if<RequestError>(&item)) {
+        stats_.add_failure();
+        sink_.on_error(*error);
+        continue;
+      }
+      admit_request(std::move(std::get<Request>(item)));
+    }
+  }
+
+  void admit_request(Request&& request) {
+    auto seq = std::make_unique<Sequence>();
+    seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
+    seq->tokens = request.prompt_ids;
+    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
+    seq->arrival_ns = now_ns();
+    seq->request = std::move(request);
+    const int needed = blocks_.blocks_for_tokens(seq->max_total_tokens);
+    if (needed > blocks_.num_blocks()) {
+      reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
+                       " tokens) but the whole cache has " + std::to_string(blocks_.num_blocks()));
+      return;
+    }
+    Sequence* raw = seq.get();
+    live_.emplace(raw, std::move(seq));
+    if (raw->request.sampling.max_tokens == 0) {  // nothing to generate: done without computing
+      raw->finish_reason = FinishReason::kLength;
+      emit(*raw);
+      live_.erase(raw);
+      return;
+    }
+    scheduler_->add(raw);
+  }
+
+  void reject(const Sequence& seq, const std::string& message) {
+    RequestError error;
+    error.index = seq.request.index;
+    error.line = seq.request.line;
+    error.id_json = seq.request.id_json;
+    error.custom_id = seq.request.custom_id;
+    error.form = seq.request.form;
+    error.message = "line " + std::to_string(seq.request.line) + ": " + message;
+    stats_.add_failure();
+    sink_.on_error(error);
+  }
+
+  bool needs_logits(const StepPlan& plan) const {
+    for (const ScheduledSeq& s : plan.seqs) {
+      const SamplingParams& p = s.seq->request.sampling;
+      if (s.samples && (!p.is_greedy() || p.has_penalties())) return true;
+    }
+    return false;
+  }
+
+  void step() {
+    const int64_t t0 = now_ns();
+    const StepPlan plan = scheduler_->schedule();
+    if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (s.seq->first_step < 0) s.seq->first_step = step_;
+    }
+    pack_batch(plan, blocks_.block_size(), batch_);
+    output_.want_logits = needs_logits(plan);
+    backend_.forward(batch_, output_);
+    const int finished = commit(plan);
+    for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
+    record_step(plan, t0, finished);
+    ++step_;
+  }
+
+  // Advances computed counts, samples, checks stops; returns how many sequences finished.
+  int commit(const StepPlan& plan) {
+    const int vocab = model_.config.vocab_size;
+    int row = 0, finished = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      Sequence& seq = *s.seq;
+      seq.num_computed += s.num_tokens;
+      if (!s.samples) continue;
+      int32_t token;
+      if (output_.want_logits) {
+        token = sampler_.sample(&output_.logits[static_cast<size_t>(row) * vocab], vocab, seq.request.sampling,
+                                seq.tokens, seq.num_prompt_tokens, seq.request.rng_seed);
+      } else {
+        token = output_.argmax[row];
+      }
+      ++row;
+      if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
+      append_token(seq, token, *model_.tokenizer);
+      if (seq.is_finished()) {
+        seq.finish_step = step_;
+        emit(seq);
+        ++finished;
+      }
+    }
+    return finished;
+  }
+
+  void emit(const Sequence& seq) {
+    const int64_t end_ns = now_ns();
+    RequestResult result;
+    result.request = &seq.request;
+    result.text = seq.text;
+    result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+    result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+    result.prompt_tokens = seq.num_prompt_tokens;
+    result.completion_tokens = seq.num_generated();
+    const int64_t first_ns = seq.first_token_ns != 0 ? seq.first_token_ns : end_ns;
+    result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
+    result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
+    result.first_step = seq.first_step;
+    result.finish_step = seq.finish_step;
+    stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
+    sink_.on_result(result);
+  }
+
+  void record_step(const StepPlan& plan, int64_t t0_ns, int finished) {
+    const int64_t t1 = now_ns();
+    StepRecord r;
+    r.step = step_;
+    r.t_ms = static_cast<double>(t1 - start_ns_) * 1e-6;
+    r.step_ms = static_cast<double>(t1 - t0_ns) * 1e-6;
+    r.mode = mode_name(config_.scheduler.mode);
+    r.num_seqs = static_cast<int>(plan.seqs.size());
+    r.prefill_seqs = plan.num_prefill_seqs();
+    r.decode_seqs = plan.num_decode_seqs();
+    r.prefill_tokens = plan.num_prefill_tokens();
+    r.decode_tokens = plan.num_decode_tokens();
+    r.padding_tokens = plan.num_padding_tokens();
+    r.token_budget = config_.scheduler.max_num_batched_tokens;
+    r.kv_blocks_used = blocks_.num_used();
+    r.kv_blocks_total = blocks_.num_blocks();
+    r.waiting = scheduler_->num_waiting();
+    r.finished = finished;
+    r.preempted = static_cast<int>(plan.preempted.size());
+    stats_.add_step(r);
+    if (hooks_.on_step) hooks_.on_step(r);
+  }
+
+  const EngineConfig& config_;
+  const Model& model_;
+  Backend& backend_;
+  RequestSource& source_;
+  ResultSink& sink_;
+  const EngineHooks& hooks_;
+  BlockManager blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;
+  Sampler sampler_;
+  RaggedBatch batch_;
+  StepOutput output_;
+  RunStats stats_;
+  int64_t start_ns_ = 0;
+  int64_t step_ = 0;
+  bool source_done_ = false;
+};
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
+    : config_(config), model_(model), backend_(backend) {
+  cache_.block_size = config.scheduler.block_size;
+  const int64_t limit = backend.max_kv_blocks(cache_.block_size);
+  if (config.kv_cache_blocks > 0) {
+    if (config.kv_cache_blocks > limit) {
+      throw Error("--kv-cache-blocks " + std::to_string(config.kv_cache_blocks) + " exceeds the " +
+                  std::to_string(limit) + " blocks that fit the " + backend.device_name() + " memory");
+    }
+    cache_.num_blocks = config.kv_cache_blocks;
+  } else {
+    // Enough for every sequence slot at full context; never more than memory allows.
+    const int64_t per_seq = (model.config.max_context + cache_.block_size - 1) / cache_.block_size;
+    cache_.num_blocks = static_cast<int>(std::min<int64_t>(limit, per_seq * config.scheduler.max_num_seqs));
+  }
+  if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.device_name());
+  backend.allocate_kv_cache(cache_);
+}
+
+RunSummary Engine::run(RequestSource& source, ResultSink& sink, const EngineHooks& hooks) {
+  EngineRun run(config_, model_, backend_, cache_, source, sink, hooks);
+  return run.run();
+}
+
+}  // namespace cbatch

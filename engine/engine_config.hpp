@@ -1,0 +1,33 @@
+// The validated configuration of one run, built once by cmd/ and passed down as const&. Values derived
+// from it (the KV block count, the cache layout) live in their own structs, never written back here.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cbatch {
+
+enum class Mode : uint8_t { kContinuous, kStatic, kSequential };
+
+std::string_view mode_name(Mode mode);
+// Parses "continuous" | "static" | "sequential"; throws cbatch::Error naming the value otherwise.
+Mode parse_mode(std::string_view name);
+
+struct SchedulerConfig {
+  Mode mode = Mode::kContinuous;
+  int max_num_batched_tokens = 2048;  // token budget of one step (prefill chunks + decodes + padding)
+  int max_num_seqs = 256;             // sequences in one step
+  int block_size = 16;                // tokens per KV block
+};
+
+struct EngineConfig {
+  SchedulerConfig scheduler;
+  int kv_cache_blocks = 0;            // 0 = as many as the backend's memory allows
+  int default_max_tokens = 16;        // max_tokens of requests that do not set it
+  uint64_t seed = 0;                  // base of per-request seeds
+  bool ordered = false;               // write results in input order
+  bool quiet = false;                 // no progress line
+  int lookahead = 0;                  // requests read ahead of admission; 0 = 4 * max_num_seqs + 64
+};
+
+}  // namespace cbatch

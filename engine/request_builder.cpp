@@ -1,0 +1,61 @@
+#include "engine/request_builder.hpp"
+
+#include "engine/sampler.hpp"
+
+namespace cbatch {
+namespace {
+
+RequestError make_error(const RequestInput& input, int64_t index, const std::string& message) {
+  RequestError error;
+  error.index = index;
+  error.line = input.line;
+  error.id_json = input.id_json;
+  error.custom_id = input.custom_id;
+  error.form = input.form;
+  error.message = "line " + std::to_string(input.line) + ": " + message;
+  return error;
+}
+
+// The prompt's token ids, or an error message.
+std::variant<std::vector<int32_t>, std::string> prompt_ids(const RequestInput& input, const Model& model) {
+  if (input.prompt) return model.tokenizer->encode(*input.prompt, /*add_special=*/true);
+  if (input.prompt_token_ids) {
+    const int vocab = model.config.vocab_size;
+    for (int32_t id : *input.prompt_token_ids) {
+      if (id < 0 || id >= vocab) {
+        return "prompt_token_ids contains " + std::to_string(id) + ", outside the vocabulary [0, " +
+               std::to_string(vocab) + ")";
+      }
+    }
+    return *input.prompt_token_ids;
+  }
+  return std::string("chat messages need a chat template, and this model has none");
+}
+
+}  // namespace
+
+std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
+                                                  uint64_t global_seed) {
+  auto ids = prompt_ids(input, model);
+  if (auto* message = std::get_if<std::string>(&ids)) return make_error(input, index, *message);
+  auto& tokens = std::get<std::vector<int32_t>>(ids);
+  if (tokens.empty()) return make_error(input, index, "the prompt has no tokens");
+  const int context = model.config.max_context;
+  if (static_cast<int>(tokens.size()) >= context) {
+    return make_error(input, index, "prompt of " + std::to_string(tokens.size()) +
+                                        " tokens leaves no room to generate in the model's context of " +
+                                        std::to_string(context) + " tokens");
+  }
+  Request request;
+  request.index = index;
+  request.line = input.line;
+  request.id_json = std::move(input.id_json);
+  request.custom_id = std::move(input.custom_id);
+  request.form = input.form;
+  request.prompt_ids = std::move(tokens);
+  request.sampling = std::move(input.sampling);
+  request.rng_seed = request_rng_seed(request.sampling.seed, global_seed, request.id_json);
+  return request;
+}
+
+}  // namespace cbatch

@@ -1,0 +1,28 @@
+// The engine's two ends: where requests come from (a JSONL file, or bench's synthetic workload) and
+// where results go (the output writer, or bench's collector). Both are small interfaces so the engine
+// loop never knows about files or JSON.
+#pragma once
+#include <variant>
+
+#include "engine/request.hpp"
+#include "engine/request_result.hpp"
+
+namespace cbatch {
+
+using SourceItem = std::variant<Request, RequestError>;
+
+class RequestSource {
+ public:
+  virtual ~RequestSource() = default;
+  // The next request or rejected line; false at the end of the input.
+  virtual bool next(SourceItem& item) = 0;
+};
+
+class ResultSink {
+ public:
+  virtual ~ResultSink() = default;
+  virtual void on_result(const RequestResult& result) = 0;
+  virtual void on_error(const RequestError& error) = 0;
+};
+
+}  // namespace cbatch

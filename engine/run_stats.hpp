@@ -1,0 +1,70 @@
+// What one run measured: per-step counters (summed as steps end) and per-request latencies, reduced
+// into the summary that run prints and bench records.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cbatch {
+
+struct StepRecord {
+  int64_t step = 0;
+  double t_ms = 0;             // end of the step, since the run started
+  double step_ms = 0;
+  std::string_view mode;
+  int num_seqs = 0;
+  int prefill_seqs = 0;
+  int decode_seqs = 0;
+  int prefill_tokens = 0;
+  int decode_tokens = 0;
+  int padding_tokens = 0;
+  int token_budget = 0;
+  int kv_blocks_used = 0;
+  int kv_blocks_total = 0;
+  int waiting = 0;
+  int finished = 0;
+  int preempted = 0;
+};
+
+struct RunSummary {
+  int64_t requests_ok = 0;
+  int64_t requests_failed = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  double wall_s = 0;
+  int64_t steps = 0;
+  double mean_budget_use = 0;
+  double padding_fraction = 0;
+  int64_t preemptions = 0;
+  int peak_kv_blocks = 0;
+  int kv_blocks_total = 0;
+  double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
+  double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
+  bool interrupted = false;
+
+  double output_tokens_per_s() const { return wall_s > 0 ? output_tokens / wall_s : 0; }
+  double total_tokens_per_s() const { return wall_s > 0 ? (prompt_tokens + output_tokens) / wall_s : 0; }
+  double requests_per_s() const { return wall_s > 0 ? requests_ok / wall_s : 0; }
+};
+
+class RunStats {
+ public:
+  void add_step(const StepRecord& record);
+  void add_request(int prompt_tokens, int output_tokens, double ttft_ms, double e2e_ms);
+  void add_failure() { ++summary_.requests_failed; }
+  // Reduces everything so far; wall_s is the caller's.
+  RunSummary summarize(double wall_s) const;
+
+ private:
+  RunSummary summary_;
+  double budget_use_sum_ = 0;
+  int64_t useful_tokens_ = 0;
+  int64_t padding_tokens_ = 0;
+  std::vector<double> ttft_ms_;
+  std::vector<double> e2e_ms_;
+};
+
+// Nearest-rank percentile (q in [0, 100]) of values; 0 when empty.
+double percentile(std::vector<double> values, double q);
+
+}  // namespace cbatch

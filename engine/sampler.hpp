@@ -1,0 +1,38 @@
+// Token sampling from one row of logits with vLLM's SamplingParams semantics: penalties, then greedy
+// argmax or temperature -> top-k -> top-p -> min-p -> one draw. The draw is a pure function of the
+// request's seed and the index of the token being generated, so a request's output never depends on
+// what else shared its batch.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampling_params.hpp"
+
+namespace cbatch {
+
+// The request's RNG seed: its own `seed` if given, else derived from (--seed, id).
+uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed,
+                          std::string_view id_json);
+
+// Uniform draw in [0, 1) for generated token number `token_index` of a request.
+double sample_uniform(uint64_t rng_seed, int64_t token_index);
+
+class Sampler {
+ public:
+  // logits (vocab) may be modified (penalties, temperature). prompt / output: the sequence so far.
+  int32_t sample(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
+                 int num_prompt_tokens, uint64_t rng_seed);
+
+ private:
+  void apply_penalties(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
+                       int num_prompt_tokens);
+
+  std::vector<int32_t> counts_;       // (vocab) occurrences in the output, scratch
+  std::vector<uint8_t> in_prompt_;    // (vocab) 1 when the token occurs in prompt or output, scratch
+  std::vector<int32_t> order_;        // (vocab) candidate ids, scratch
+  std::vector<double> probs_;         // (candidates) scratch
+};
+
+}  // namespace cbatch

@@ -1,0 +1,12 @@
+// The end-of-run summary: a few human lines for stderr, and the same numbers as JSON (--summary).
+#pragma once
+#include <string>
+
+#include "engine/run_stats.hpp"
+
+namespace cbatch {
+
+std::string format_summary_text(const RunSummary& summary);
+std::string format_summary_json(const RunSummary& summary, std::string_view mode, std::string_view device);
+
+}  // namespace cbatch

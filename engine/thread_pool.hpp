@@ -1,0 +1,41 @@
+// A fixed pool of worker threads for the CPU backend's data-parallel loops. parallel_for splits a range
+// into one contiguous chunk per thread (the caller runs the first), so work placement never changes
+// results: every output element is computed by the same code whatever its chunk.
+#pragma once
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cbatch {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);  // 0 = hardware concurrency
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // Calls fn(begin, end) on disjoint chunks covering [0, n); chunk boundaries are multiples of `align`.
+  // Runs inline when n is below `min_parallel` (small work is cheaper than a wake-up).
+  void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int64_t align = 1,
+                    int64_t min_parallel = 2);
+
+ private:
+  void worker_loop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mutex_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> chunks_;  // (num_threads) range of each thread
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace cbatch
