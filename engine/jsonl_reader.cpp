@@ -1,0 +1,103 @@
+// JsonlReader: chunked reads with memchr for line ends; a line is assembled in the caller's buffer,
+// which keeps its capacity from line to line.
+#include "engine/jsonl_reader.hpp"
+
+#include <simdjson.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/error.hpp"
+
+namespace cbatch {
+
+static_assert(kJsonPadding >= simdjson::SIMDJSON_PADDING, "JSONL lines must carry simdjson's padding");
+
+namespace {
+
+bool is_blank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+JsonlReader::JsonlReader(const std::string& path, size_t chunk_bytes)
+    : path_(path), chunk_(chunk_bytes > 0 ? chunk_bytes : 1) {
+  if (path == "-") {
+    file_ = stdin;
+    return;
+  }
+  file_ = std::fopen(path.c_str(), "rb");
+  if (file_ == nullptr) {
+    throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  }
+  owns_file_ = true;
+}
+
+JsonlReader::~JsonlReader() {
+  if (owns_file_) std::fclose(file_);
+}
+
+bool JsonlReader::next(JsonlLine& out) {
+  while (read_raw_line(out)) {
+    if (!is_blank(out.text())) return true;
+  }
+  return false;
+}
+
+bool JsonlReader::fill() {
+  if (at_eof_) return false;
+  const size_t n = std::fread(chunk_.data(), 1, chunk_.size(), file_);
+  if (n == 0) {
+    if (std::ferror(file_)) {
+      throw Error("cannot read '" + path_ + "': " + std::strerror(errno));
+    }
+    at_eof_ = true;
+    return false;
+  }
+  pos_ = 0;
+  end_ = n;
+  return true;
+}
+
+bool JsonlReader::read_raw_line(JsonlLine& out) {
+  out.buffer.clear();
+  out.begin_offset = offset_;
+  bool has_bytes = false;
+  for (;;) {
+    if (pos_ == end_ && !fill()) {
+      if (!has_bytes) return false;
+      out.truncated = true;
+      break;
+    }
+    has_bytes = true;
+    const char* start = chunk_.data() + pos_;
+    const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - pos_));
+    const size_t n = newline != nullptr ? static_cast<size_t>(newline - start) : end_ - pos_;
+    out.buffer.append(start, n);
+    pos_ += n;
+    offset_ += static_cast<int64_t>(n);
+    if (newline != nullptr) {
+      ++pos_;
+      ++offset_;
+      out.truncated = false;
+      break;
+    }
+  }
+  finish_line(out);
+  return true;
+}
+
+void JsonlReader::finish_line(JsonlLine& out) {
+  out.line_no = ++line_no_;
+  out.end_offset = offset_;
+  if (out.line_no == 1 && out.buffer.starts_with("\xEF\xBB\xBF")) out.buffer.erase(0, 3);
+  if (!out.buffer.empty() && out.buffer.back() == '\r') out.buffer.pop_back();
+  out.size = out.buffer.size();
+  out.buffer.append(kJsonPadding, '\0');
+}
+
+}  // namespace cbatch

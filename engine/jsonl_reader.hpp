@@ -1,0 +1,59 @@
+// Streams the lines of a JSONL file (or "-" for stdin) in fixed-size chunks, so memory stays at one
+// chunk plus the longest line however long the file is. Blank lines are skipped but counted; a UTF-8
+// BOM at the start of the file and the "\r" of CRLF line ends are dropped. Each line's text is followed
+// by kJsonPadding zero bytes so simdjson can parse it in place.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cbatch {
+
+inline constexpr size_t kJsonPadding = 64;  // >= SIMDJSON_PADDING (static_assert in the .cpp)
+
+struct JsonlLine {
+  int64_t line_no = 0;       // 1-based, blank lines included
+  bool truncated = false;    // the input's last line, with no trailing newline (possibly torn)
+  int64_t begin_offset = 0;  // byte offset of the line's first byte in the input (BOM included)
+  int64_t end_offset = 0;    // byte offset just past its newline, or the end of the input
+  std::string buffer;        // (size + kJsonPadding) the text, then zero bytes
+  size_t size = 0;           // length of the text, without "\r\n"
+
+  std::string_view text() const { return {buffer.data(), size}; }
+};
+
+class JsonlReader {
+ public:
+  // Throws cbatch::Error naming the path and the errno text when the file cannot be opened.
+  explicit JsonlReader(const std::string& path, size_t chunk_bytes = size_t{1} << 16);
+  ~JsonlReader();
+  JsonlReader(const JsonlReader&) = delete;
+  JsonlReader& operator=(const JsonlReader&) = delete;
+
+  // The next non-blank line; false at the end of the input. Throws cbatch::Error on a read error.
+  bool next(JsonlLine& out);
+
+  const std::string& path() const { return path_; }
+  // Bytes of the input consumed so far; the input's size once next() has returned false.
+  int64_t offset() const { return offset_; }
+
+ private:
+  bool read_raw_line(JsonlLine& out);
+  void finish_line(JsonlLine& out);
+  bool fill();
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  bool owns_file_ = false;
+  std::vector<char> chunk_;  // (chunk_bytes) the bytes read but not yet handed out are [pos_, end_)
+  size_t pos_ = 0;
+  size_t end_ = 0;
+  bool at_eof_ = false;
+  int64_t offset_ = 0;       // input offset of chunk_[pos_]
+  int64_t line_no_ = 0;
+};
+
+}  // namespace cbatch

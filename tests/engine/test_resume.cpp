@@ -1,0 +1,123 @@
+// read_finished_ids / truncate_torn_tail: ids of complete result and error lines in both shapes, keyed
+// exactly as the parser keys input lines; a torn last line is left out and cut, nothing else is.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/error.hpp"
+#include "engine/request_parser.hpp"
+#include "engine/result_format.hpp"
+#include "engine/resume.hpp"
+#include "temp_file.hpp"
+
+using cbatch::ResumeState;
+using cbatch::test::TempFile;
+
+namespace {
+
+const std::string kGood =
+    R"({"id": "q1", "text": "a", "output_token_ids": [1], "finish_reason": "stop"})" "\n"
+    R"({"id": 2, "text": "b", "output_token_ids": [1], "finish_reason": "length"})" "\n"
+    "\n"
+    R"({"id": "q3", "line": 3, "error": {"type": "invalid_request", "message": "m"}})" "\n"
+    R"({"id": "cbatch-4", "custom_id": "r4", "response": {"status_code": 200}, "error": null})" "\n";
+
+// The id_json the parser gives an input line, and the one read back from its formatted result.
+std::string input_id(const std::string& line) {
+  const auto parsed = cbatch::parse_request_line(line, 1, {});
+  REQUIRE(std::holds_alternative<cbatch::RequestInput>(parsed));
+  return std::get<cbatch::RequestInput>(parsed).id_json;
+}
+
+}  // namespace
+
+TEST_CASE("resume: complete lines of both shapes are finished; a file without a torn tail is kept") {
+  TempFile file(kGood);
+  const ResumeState state = cbatch::read_finished_ids(file.path());
+  CHECK(state.finished_ids.size() == 4);
+  CHECK(state.finished_ids.count("\"q1\"") == 1);
+  CHECK(state.finished_ids.count("2") == 1);
+  CHECK(state.finished_ids.count("\"q3\"") == 1);
+  CHECK(state.finished_ids.count("\"r4\"") == 1);
+  CHECK(state.finished_ids.count("\"cbatch-4\"") == 0);  // OpenAI lines are keyed by custom_id
+  CHECK(state.num_bad_lines == 0);
+  CHECK(state.file_bytes == static_cast<int64_t>(kGood.size()));
+  CHECK(state.valid_bytes == state.file_bytes);
+  cbatch::truncate_torn_tail(file.path(), state);
+  CHECK(file.read() == kGood);
+}
+
+TEST_CASE("resume: a last line without its newline is torn, left out and cut") {
+  const std::string torn = R"({"id": "q5", "text": "complete json but no newline"})";
+  TempFile file(kGood + torn);
+  const ResumeState state = cbatch::read_finished_ids(file.path());
+  CHECK(state.finished_ids.count("\"q5\"") == 0);
+  CHECK(state.finished_ids.size() == 4);
+  CHECK(state.valid_bytes == static_cast<int64_t>(kGood.size()));
+  CHECK(state.file_bytes == static_cast<int64_t>(kGood.size() + torn.size()));
+  CHECK(state.num_bad_lines == 0);
+  cbatch::truncate_torn_tail(file.path(), state);
+  CHECK(file.read() == kGood);
+}
+
+TEST_CASE("resume: a last line that does not parse is torn too") {
+  TempFile file(kGood + "{\"id\": \"q6\", \"text\": \"cut her\n");
+  const ResumeState state = cbatch::read_finished_ids(file.path());
+  CHECK(state.finished_ids.size() == 4);
+  CHECK(state.valid_bytes == static_cast<int64_t>(kGood.size()));
+  CHECK(state.num_bad_lines == 0);
+}
+
+TEST_CASE("resume: a bad line in the middle is counted, never cut") {
+  const std::string content = "not json\n" + kGood;
+  TempFile file(content);
+  const ResumeState state = cbatch::read_finished_ids(file.path());
+  CHECK(state.finished_ids.size() == 4);
+  CHECK(state.num_bad_lines == 1);
+  CHECK(state.valid_bytes == static_cast<int64_t>(content.size()));
+}
+
+TEST_CASE("resume: a missing file is an empty state; a directory is an error") {
+  const ResumeState state = cbatch::read_finished_ids("/nonexistent-dir-cbatch/out.jsonl");
+  CHECK(state.finished_ids.empty());
+  CHECK(state.valid_bytes == 0);
+  CHECK(state.file_bytes == 0);
+  CHECK_THROWS_AS(cbatch::read_finished_ids(std::filesystem::temp_directory_path().string()),
+                  cbatch::Error);
+}
+
+TEST_CASE("resume: ids round-trip from input line through output line") {
+  const std::string lines[] = {
+      R"({"id": "q\u0031", "prompt": "x"})",
+      R"({"id": "tab\there \"quoted\" é", "prompt": "x"})",
+      R"({"id": 12345678901234, "prompt": "x"})",
+      R"({"custom_id": "r\\1", "method": "POST", "url": "/v1/chat/completions",
+          "body": {"messages": [{"role": "user", "content": "x"}]}})",
+  };
+  std::string output;
+  std::vector<cbatch::Request> requests;
+  requests.reserve(4);
+  for (const std::string& line : lines) {
+    const auto parsed = cbatch::parse_request_line(line, 1, {});
+    REQUIRE(std::holds_alternative<cbatch::RequestInput>(parsed));
+    const auto& in = std::get<cbatch::RequestInput>(parsed);
+    cbatch::Request& request = requests.emplace_back();
+    request.id_json = in.id_json;
+    request.custom_id = in.custom_id;
+    request.form = in.form;
+    cbatch::RequestResult result;
+    result.request = &request;
+    result.finish_reason = "stop";
+    output += cbatch::format_result_line(result);
+  }
+  TempFile file(output);
+  const ResumeState state = cbatch::read_finished_ids(file.path());
+  CHECK(state.finished_ids.size() == 4);
+  for (const std::string& line : lines) {
+    CAPTURE(line);
+    CHECK(state.finished_ids.count(input_id(line)) == 1);
+  }
+}
