@@ -1,0 +1,184 @@
+// The CPU backend against a plain dense reference forward pass in double precision (no paging, whole
+// sequences), through chunked prefill, mixed decode steps and padding rows, for both RoPE layouts and GQA.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "engine/cpu_backend.hpp"
+#include "engine/cpu_ops.hpp"
+#include "test_model_fixture.hpp"
+
+using namespace cbatch;
+using cbatch::testing::make_test_model;
+using cbatch::testing::TestModelShape;
+
+namespace {
+
+std::vector<double> to_f64(const TensorView& t) {
+  std::vector<float> f(static_cast<size_t>(t.numel()));
+  tensor_rows_to_f32(t, 0, t.rows, f.data());
+  return {f.begin(), f.end()};
+}
+
+// y (n) = W (n, k) x (k)
+std::vector<double> linear(const std::vector<double>& w, const std::vector<double>& x, size_t n) {
+  const size_t k = x.size();
+  std::vector<double> y(n, 0.0);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t j = 0; j < k; ++j) y[i] += w[i * k + j] * x[j];
+  return y;
+}
+
+std::vector<double> rmsnorm(const std::vector<double>& x, const std::vector<double>& w, double eps) {
+  double ss = 0;
+  for (double v : x) ss += v * v;
+  const double s = 1.0 / std::sqrt(ss / static_cast<double>(x.size()) + eps);
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * s * w[i];
+  return y;
+}
+
+// Logits of every position of `tokens`, computed from scratch.
+std::vector<std::vector<double>> reference_logits(const Model& m, const std::vector<int32_t>& tokens) {
+  const ModelConfig& c = m.config;
+  const int hd = c.head_dim, n = static_cast<int>(tokens.size());
+  std::vector<float> inv_freq(hd / 2);
+  rope_inv_freq(c, inv_freq.data());
+  const auto emb = to_f64(m.tensors.embedding);
+  std::vector<std::vector<double>> x(n);
+  for (int p = 0; p < n; ++p) x[p].assign(emb.begin() + tokens[p] * c.dim, emb.begin() + (tokens[p] + 1) * c.dim);
+  auto rope = [&](std::vector<double>& v, int head, int pos) {
+    for (int i = 0; i < hd / 2; ++i) {
+      const double angle = static_cast<double>(static_cast<float>(pos) * inv_freq[i]);
+      const int a = c.rope_layout == RopeLayout::kAdjacentPairs ? 2 * i : i;
+      const int b = c.rope_layout == RopeLayout::kAdjacentPairs ? 2 * i + 1 : i + hd / 2;
+      const double va = v[head * hd + a], vb = v[head * hd + b];
+      v[head * hd + a] = va * std::cos(angle) - vb * std::sin(angle);
+      v[head * hd + b] = va * std::sin(angle) + vb * std::cos(angle);
+    }
+  };
+  for (const LayerTensors& L : m.tensors.layers) {
+    const auto an = to_f64(L.attn_norm), wq = to_f64(L.wq), wk = to_f64(L.wk), wv = to_f64(L.wv), wo = to_f64(L.wo);
+    std::vector<std::vector<double>> q(n), k(n), v(n);
+    for (int p = 0; p < n; ++p) {
+      const auto h = rmsnorm(x[p], an, c.rms_eps);
+      q[p] = linear(wq, h, c.q_dim());
+      k[p] = linear(wk, h, c.kv_dim());
+      v[p] = linear(wv, h, c.kv_dim());
+      for (int head = 0; head < c.num_heads; ++head) rope(q[p], head, p);
+      for (int head = 0; head < c.num_kv_heads; ++head) rope(k[p], head, p);
+    }
+    for (int p = 0; p < n; ++p) {
+      std::vector<double> att(c.q_dim(), 0.0);
+      for (int head = 0; head < c.num_heads; ++head) {
+        const int kvh = head / (c.num_heads / c.num_kv_heads);
+        std::vector<double> s(p + 1);
+        double mx = -1e300, sum = 0;
+        for (int t = 0; t <= p; ++t) {
+          double d = 0;
+          for (int i = 0; i < hd; ++i) d += q[p][head * hd + i] * k[t][kvh * hd + i];
+          s[t] = d / std::sqrt(static_cast<double>(hd));
+          mx = std::max(mx, s[t]);
+        }
+        for (int t = 0; t <= p; ++t) sum += s[t] = std::exp(s[t] - mx);
+        for (int t = 0; t <= p; ++t)
+          for (int i = 0; i < hd; ++i) att[head * hd + i] += s[t] / sum * v[t][kvh * hd + i];
+      }
+      const auto o = linear(wo, att, c.dim);
+      for (int i = 0; i < c.dim; ++i) x[p][i] += o[i];
+    }
+    const auto fn = to_f64(L.ffn_norm), wg = to_f64(L.w_gate), wu = to_f64(L.w_up), wd = to_f64(L.w_down);
+    for (int p = 0; p < n; ++p) {
+      const auto h = rmsnorm(x[p], fn, c.rms_eps);
+      auto g = linear(wg, h, c.hidden_dim);
+      const auto u = linear(wu, h, c.hidden_dim);
+      for (int i = 0; i < c.hidden_dim; ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+      const auto d = linear(wd, g, c.dim);
+      for (int i = 0; i < c.dim; ++i) x[p][i] += d[i];
+    }
+  }
+  const auto fnorm = to_f64(m.tensors.final_norm), head = to_f64(m.tensors.lm_head);
+  std::vector<std::vector<double>> logits(n);
+  for (int p = 0; p < n; ++p) logits[p] = linear(head, rmsnorm(x[p], fnorm, c.rms_eps), c.vocab_size);
+  return logits;
+}
+
+double rel_error(const float* got, const std::vector<double>& ref) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    err += (got[i] - ref[i]) * (got[i] - ref[i]);
+    norm += ref[i] * ref[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// Appends rows [begin, end) of a sequence that owns block table `table` (block size 4).
+void add_rows(RaggedBatch& b, const std::vector<int32_t>& tokens, const std::vector<int32_t>& table, int begin, int end,
+              int padding, bool sample) {
+  for (int p = begin; p < end; ++p) {
+    b.token_ids.push_back(tokens[p]);
+    b.positions.push_back(p);
+    b.slot_mapping.push_back(table[p / 4] * 4 + p % 4);
+  }
+  if (sample) b.logits_rows.push_back(b.num_tokens() - 1);
+  for (int i = 0; i < padding; ++i) {
+    b.token_ids.push_back(tokens[end - 1]);
+    b.positions.push_back(end - 1);
+    b.slot_mapping.push_back(-1);
+  }
+  b.query_start.push_back(b.num_tokens());
+  b.seq_lens.push_back(end);
+  b.max_seq_len = std::max(b.max_seq_len, end);
+}
+
+void set_tables(RaggedBatch& b, const std::vector<const std::vector<int32_t>*>& tables) {
+  b.max_blocks_per_seq = 0;
+  for (auto* t : tables) b.max_blocks_per_seq = std::max(b.max_blocks_per_seq, static_cast<int>(t->size()));
+  for (auto* t : tables) {
+    b.block_tables.insert(b.block_tables.end(), t->begin(), t->end());
+    b.block_tables.insert(b.block_tables.end(), b.max_blocks_per_seq - t->size(), -1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CPU backend matches a dense double-precision reference over chunked, mixed and padded steps") {
+  for (RopeLayout layout : {RopeLayout::kHalves, RopeLayout::kAdjacentPairs}) {
+    for (bool tied : {false, true}) {
+      TestModelShape shape;
+      shape.layout = layout;
+      shape.tied = tied;
+      const Model model = make_test_model(shape);
+      auto backend = make_cpu_backend(model, {});
+      backend->allocate_kv_cache({32, 4});
+      std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3, 8, 61, 77, 12};   // 11 tokens
+      std::vector<int32_t> b = {1, 200, 201, 202, 7};                        // 5 tokens
+      const std::vector<int32_t> table_a = {5, 2, 9}, table_b = {0, 30};
+      const auto ref_a = reference_logits(model, a), ref_b = reference_logits(model, b);
+      StepOutput out;
+
+      // Step 1: a's first chunk (6 tokens, no sample) and b's whole prompt (samples) with 2 padding rows.
+      RaggedBatch s1;
+      s1.query_start.push_back(0);
+      add_rows(s1, a, table_a, 0, 6, 0, false);
+      add_rows(s1, b, table_b, 0, 5, 2, true);
+      set_tables(s1, {&table_a, &table_b});
+      backend->forward(s1, out);
+      REQUIRE(out.logits.size() == static_cast<size_t>(model.config.vocab_size));
+      CHECK(rel_error(out.logits.data(), ref_b[4]) < 1e-5);
+
+      // Step 2: a's last 5 tokens (samples at position 10) and a padding-only row for b.
+      RaggedBatch s2;
+      s2.query_start.push_back(0);
+      add_rows(s2, a, table_a, 6, 11, 0, true);
+      add_rows(s2, b, table_b, 5, 5, 1, false);
+      set_tables(s2, {&table_a, &table_b});
+      out.want_logits = false;
+      backend->forward(s2, out);
+      REQUIRE(out.argmax.size() == 1);
+      CHECK(rel_error(out.logits.data(), ref_a[10]) < 1e-5);
+      CHECK(out.argmax[0] == argmax_row(out.logits.data(), model.config.vocab_size));
+    }
+  }
+}
