@@ -51,6 +51,9 @@ struct ModelSource {
 // Throws cbatch::Error naming the file and the problem.
 Model load_model(const ModelSource& source);
 
+// Only the tokenizer of a model (a vocab-only GGUF is enough), for `cbatch tokenize`.
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source);
+
 // Checks shapes of every tensor against the config (throws cbatch::Error naming the tensor).
 void validate_model_tensors(const Model& model);
 

@@ -1,0 +1,23 @@
+// The per-format model loaders behind load_model (model_loader.cpp dispatches on the path), and the
+// config sanity check they share before building any tensor list. Each loader fills every field of
+// Model and throws cbatch::Error naming the file and the problem.
+#pragma once
+#include <string>
+
+#include "engine/model.hpp"
+
+namespace cbatch {
+
+Model load_gguf_model(const ModelSource& source);     // gguf_model.cpp
+Model load_llama2c_model(const ModelSource& source);  // llama2c_model.cpp
+Model load_dummy_model(const ModelSource& source);    // dummy_model.cpp: source.path without "dummy:"
+
+// The tokenizer alone, for `cbatch tokenize` (a vocab-only GGUF is enough).
+std::unique_ptr<Tokenizer> load_gguf_model_tokenizer(const std::string& path);
+std::unique_ptr<Tokenizer> load_llama2c_model_tokenizer(const ModelSource& source);
+std::unique_ptr<Tokenizer> load_dummy_model_tokenizer(const ModelSource& source);
+
+// Positive sizes within sane limits, heads dividing evenly, an even head_dim. `path` names the file.
+void check_model_config(const ModelConfig& config, const std::string& path);
+
+}  // namespace cbatch

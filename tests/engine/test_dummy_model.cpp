@@ -1,0 +1,152 @@
+// dummy:CONFIG.json models: configs of real shapes from examples/models, deterministic random weights
+// per seed, errors that name the config field, and the byte tokenizer they come with.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "engine/model.hpp"
+#include "test_files.hpp"
+
+namespace cbatch {
+namespace {
+
+using test::error_of;
+using test::TempFile;
+
+Model load_dummy(const std::string& example, uint64_t seed = 0) {
+  return load_model(ModelSource{"dummy:" + test::source_path("examples/models/" + example), "", seed});
+}
+
+std::vector<float> first_row(const TensorView& t) {
+  std::vector<float> row(static_cast<size_t>(t.cols));
+  tensor_rows_to_f32(t, 0, 1, row.data());
+  return row;
+}
+
+}  // namespace
+
+TEST_CASE("dummy model: SmolLM2-135M config") {
+  const Model model = load_dummy("smollm2-135m.json");
+  const ModelConfig& c = model.config;
+  CHECK(model.format == "dummy");
+  CHECK(model.weight_dtype == "random");
+  CHECK(c.dim == 576);
+  CHECK(c.hidden_dim == 1536);
+  CHECK(c.num_layers == 30);
+  CHECK(c.num_heads == 9);
+  CHECK(c.num_kv_heads == 3);
+  CHECK(c.head_dim == 64);
+  CHECK(c.vocab_size == 49152);
+  CHECK(c.max_context == 8192);
+  CHECK(c.rope_theta == 100000.0f);
+  CHECK(c.rms_eps == 1e-5f);
+  CHECK(c.tied_embeddings);
+  CHECK(c.rope_layout == RopeLayout::kHalves);
+  CHECK(!c.rope_scaling.is_llama3);
+  CHECK(c.num_parameters() == 134515008);
+  CHECK(model.tensors.lm_head.random.seed == model.tensors.embedding.random.seed);
+  CHECK(model.tokenizer->kind() == "byte");
+  CHECK(model.tokenizer->bos_id() == 1);
+  CHECK(model.tokenizer->eos_ids() == std::vector<int32_t>{2});
+}
+
+TEST_CASE("dummy model: Llama 3.2 1B and 3.1 8B configs") {
+  const Model small = load_dummy("llama-3.2-1b.json");
+  CHECK(small.config.head_dim == 64);
+  CHECK(small.config.num_kv_heads == 8);
+  CHECK(small.config.tied_embeddings);
+  CHECK(small.config.rope_scaling.is_llama3);
+  CHECK(small.config.rope_scaling.factor == 32.0f);
+  CHECK(small.config.rope_scaling.original_max_position == 8192);
+  CHECK(small.config.max_context == 131072);
+  CHECK(small.tokenizer->bos_id() == 128000);
+  CHECK(small.tokenizer->eos_ids() == std::vector<int32_t>{128001, 128008, 128009});
+  CHECK(small.config.num_parameters() == 1235814400);
+
+  const Model big = load_dummy("llama-3.1-8b.json");
+  CHECK(!big.config.tied_embeddings);
+  CHECK(big.config.rope_scaling.factor == 8.0f);
+  CHECK(big.config.num_parameters() == 8030261248);
+  CHECK(big.tensors.lm_head.random.seed != big.tensors.embedding.random.seed);
+}
+
+TEST_CASE("dummy model: weights depend only on the seed") {
+  const Model a = load_dummy("smollm2-135m.json", 7);
+  const Model b = load_dummy("smollm2-135m.json", 7);
+  const Model c = load_dummy("smollm2-135m.json", 8);
+  const TensorView& wq = a.tensors.layers[3].wq;
+  CHECK(first_row(wq) == first_row(b.tensors.layers[3].wq));
+  CHECK(first_row(wq) != first_row(c.tensors.layers[3].wq));
+  CHECK(first_row(wq) != first_row(a.tensors.layers[3].wk));  // tensors differ from each other
+  // Scales: linear weights within sqrt(3 / in_features), norms within 1 +- 0.1.
+  float max_abs = 0.0f;
+  for (float x : first_row(wq)) max_abs = std::max(max_abs, std::fabs(x));
+  CHECK(max_abs <= std::sqrt(3.0f / 576.0f));
+  CHECK(max_abs > 0.5f * std::sqrt(3.0f / 576.0f));
+  for (float x : first_row(a.tensors.final_norm)) CHECK((x >= 0.9f && x <= 1.1f));
+}
+
+TEST_CASE("dummy model: config errors name the file and the field") {
+  const std::string good = test::read_bytes(test::source_path("examples/models/smollm2-135m.json"));
+  SUBCASE("missing hidden_size") {
+    std::string text = good;
+    text.replace(text.find("\"hidden_size\""), 13, "\"hidden_sizeX\"");
+    const TempFile file(text, ".json");
+    const std::string message = error_of([&] { load_model(ModelSource{"dummy:" + file.path(), "", 0}); });
+    CHECK(message.find("'hidden_size'") != std::string::npos);
+    CHECK(message.find(file.path()) != std::string::npos);
+  }
+  SUBCASE("wrong type") {
+    std::string text = good;
+    text.replace(text.find("\"num_hidden_layers\": 30"), 23, "\"num_hidden_layers\": \"30\"");
+    const TempFile file(text, ".json");
+    CHECK(error_of([&] {
+            load_model(ModelSource{"dummy:" + file.path(), "", 0});
+          }).find("'num_hidden_layers'") != std::string::npos);
+  }
+  SUBCASE("heads that do not divide") {
+    std::string text = good;
+    text.replace(text.find("\"num_key_value_heads\": 3"), 24, "\"num_key_value_heads\": 4");
+    const TempFile file(text, ".json");
+    CHECK(error_of([&] {
+            load_model(ModelSource{"dummy:" + file.path(), "", 0});
+          }).find("num_kv_heads") != std::string::npos);
+  }
+  SUBCASE("invalid JSON and a missing file") {
+    const TempFile file(good.substr(0, 100), ".json");
+    CHECK(error_of([&] {
+            load_model(ModelSource{"dummy:" + file.path(), "", 0});
+          }).find(file.path()) != std::string::npos);
+    CHECK(error_of([] {
+            load_model(ModelSource{"dummy:/nonexistent/config.json", "", 0});
+          }).find("/nonexistent/config.json") != std::string::npos);
+  }
+}
+
+TEST_CASE("byte tokenizer: bytes round-trip, specials decode to nothing") {
+  const Model model = load_dummy("smollm2-135m.json");
+  const Tokenizer& tok = *model.tokenizer;
+  const std::string text = "héllo\n🌟";
+  const std::vector<int32_t> ids = tok.encode(text, true);
+  REQUIRE(ids.size() == text.size() + 1);
+  CHECK(ids[0] == 1);
+  CHECK(ids[2] == 0xC3);
+  CHECK(tok.decode(ids) == text);
+  CHECK(tok.encode(text, false).size() == text.size());
+  CHECK(tok.decode_piece(-1, 2).empty());    // EOS, although it collides with byte 0x02
+  CHECK(tok.decode_piece(-1, 300).empty());  // ids above the bytes
+  CHECK_THROWS_AS(tok.decode_piece(-1, 49152), Error);
+}
+
+TEST_CASE("byte tokenizer: BOS/EOS default to the last two ids") {
+  std::string text = test::read_bytes(test::source_path("examples/models/smollm2-135m.json"));
+  text.replace(text.find("\"bos_token_id\": 1"), 17, "\"bos_token_id\": null");
+  text.replace(text.find("\"eos_token_id\": 2"), 17, "\"unused_field\": 2");
+  const TempFile file(text, ".json");
+  const std::unique_ptr<Tokenizer> tok = load_tokenizer(ModelSource{"dummy:" + file.path(), "", 0});
+  CHECK(tok->bos_id() == 49150);
+  CHECK(tok->eos_ids() == std::vector<int32_t>{49151});
+  CHECK(tok->decode_piece(-1, 2) == "\x02");
+}
+
+}  // namespace cbatch

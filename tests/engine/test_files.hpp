@@ -1,0 +1,78 @@
+// Test data helpers: paths under the shared data directory (CBATCH_SHARED_DIR) and the source tree
+// (CBATCH_SOURCE_DIR), whole-file reads, and temporary files removed at scope exit. Tests that need
+// shared data call have_files() and return early (a visible skip) when it is absent.
+#pragma once
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <iterator>
+#include <string>
+
+#include "engine/error.hpp"
+
+namespace cbatch::test {
+
+inline std::string shared_path(const std::string& relative) {
+  return std::string(CBATCH_SHARED_DIR) + "/" + relative;
+}
+
+inline std::string source_path(const std::string& relative) {
+  return std::string(CBATCH_SOURCE_DIR) + "/" + relative;
+}
+
+// False (with a skip message) when any of the files is missing.
+inline bool have_files(std::initializer_list<std::string> paths) {
+  for (const std::string& path : paths) {
+    if (!std::filesystem::exists(path)) {
+      MESSAGE("SKIPPED: test data " << path << " is missing");
+      return false;
+    }
+  }
+  return true;
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+class TempFile {
+ public:
+  explicit TempFile(const std::string& bytes, const std::string& suffix = ".bin") {
+    static int counter = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("cbatch_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + suffix))
+                .string();
+    write(bytes);
+  }
+  ~TempFile() { std::filesystem::remove(path_); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  void write(const std::string& bytes) const {
+    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// The message of the cbatch::Error that fn throws; fails the test when it throws nothing.
+inline std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  FAIL("expected a cbatch::Error");
+  return "";
+}
+
+}  // namespace cbatch::test

@@ -1,0 +1,156 @@
+// The SentencePiece tokenizer against real goldens: aidreams260K's tokenize.jsonl and greedy.jsonl
+// (run.c's encoder) from both the GGUF and tok512.bin, and llama.cpp's llama-spm suite (Hugging Face
+// ids of the Llama 2 vocabulary). Plus decoding rules and a long-input round trip.
+#include <doctest/doctest.h>
+#include <simdjson.h>
+
+#include <sstream>
+
+#include "engine/model.hpp"
+#include "test_files.hpp"
+
+namespace cbatch {
+namespace {
+
+using test::have_files;
+using test::shared_path;
+
+const std::string kModelDir = "models/aidreams260K/";
+
+std::unique_ptr<Tokenizer> aidreams_tokenizer(bool from_gguf) {
+  ModelSource source;
+  if (from_gguf) {
+    source.path = shared_path(kModelDir + "aidreams260K.gguf");
+  } else {
+    source.path = shared_path(kModelDir + "aidreams260K.bin");
+    source.tokenizer_path = shared_path(kModelDir + "tok512.bin");
+  }
+  return load_tokenizer(source);
+}
+
+std::vector<int32_t> to_ids(simdjson::dom::array array) {
+  std::vector<int32_t> ids;
+  for (simdjson::dom::element e : array) ids.push_back(static_cast<int32_t>(int64_t(e)));
+  return ids;
+}
+
+// Cases of a llama.cpp vocab test: separated by "\n__ggml_vocab_test__\n".
+std::vector<std::string> read_vocab_cases(const std::string& path) {
+  const std::string text = test::read_bytes(path);
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> cases;
+  size_t begin = 0;
+  for (size_t at; (at = text.find(sep, begin)) != std::string::npos; begin = at + sep.size()) {
+    cases.push_back(text.substr(begin, at - begin));
+  }
+  return cases;
+}
+
+std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
+  std::istringstream in(test::read_bytes(path));
+  std::vector<std::vector<int32_t>> all;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; fields >> id;) ids.push_back(id);
+    all.push_back(ids);
+  }
+  return all;
+}
+
+}  // namespace
+
+TEST_CASE("llama tokenizer reproduces golden/tokenize.jsonl from the GGUF and from tok512.bin") {
+  const std::string golden = shared_path(kModelDir + "golden/tokenize.jsonl");
+  if (!have_files(
+          {golden, shared_path(kModelDir + "aidreams260K.gguf"), shared_path(kModelDir + "tok512.bin")}))
+    return;
+  for (bool from_gguf : {true, false}) {
+    const auto tokenizer = aidreams_tokenizer(from_gguf);
+    CHECK(tokenizer->kind() == "llama");
+    CHECK(tokenizer->vocab_size() == 512);
+    CHECK(tokenizer->bos_id() == 1);
+    CHECK(tokenizer->is_eos(2));
+    simdjson::dom::parser parser;
+    int cases = 0;
+    for (simdjson::dom::element line : parser.load_many(golden)) {
+      const std::string_view text = line["text"];
+      INFO("from_gguf=" << from_gguf << " text=" << text);
+      CHECK(tokenizer->encode(text, true) == to_ids(line["ids"]));
+      // Decoding after nothing drops the dummy-prefix space (the piece follows BOS): a round trip.
+      CHECK(tokenizer->decode(tokenizer->encode(text, true)) == text);
+      ++cases;
+    }
+    CHECK(cases == 50);
+  }
+}
+
+TEST_CASE("llama tokenizer encodes the greedy prompts and decodes the greedy outputs") {
+  const std::string golden = shared_path(kModelDir + "golden/greedy.jsonl");
+  if (!have_files(
+          {golden, shared_path(kModelDir + "aidreams260K.gguf"), shared_path(kModelDir + "tok512.bin")}))
+    return;
+  for (bool from_gguf : {true, false}) {
+    const auto tokenizer = aidreams_tokenizer(from_gguf);
+    simdjson::dom::parser parser;
+    for (simdjson::dom::element line : parser.load_many(golden)) {
+      const std::string_view prompt = line["prompt"];
+      const std::vector<int32_t> prompt_ids = to_ids(line["prompt_ids"]);
+      std::vector<int32_t> output_ids = to_ids(line["output_ids"]);
+      INFO("from_gguf=" << from_gguf << " prompt=" << prompt);
+      CHECK(tokenizer->encode(prompt, true) == prompt_ids);
+      if (!output_ids.empty() && output_ids.back() == 2) output_ids.pop_back();
+      CHECK(tokenizer->decode(output_ids, prompt_ids.back()) == std::string_view(line["output_text"]));
+    }
+  }
+}
+
+TEST_CASE("llama tokenizer reproduces llama.cpp's ggml-vocab-llama-spm suite") {
+  const std::string vocab = shared_path("tokenizers/ggml-vocab-llama-spm.gguf");
+  if (!have_files({vocab, vocab + ".inp", vocab + ".out"})) return;
+  const auto tokenizer = load_tokenizer(ModelSource{vocab, "", 0});
+  CHECK(tokenizer->vocab_size() == 32000);
+  const std::vector<std::string> cases = read_vocab_cases(vocab + ".inp");
+  const std::vector<std::vector<int32_t>> expected = read_vocab_ids(vocab + ".out");
+  REQUIRE(cases.size() == expected.size());
+  REQUIRE(cases.size() > 40);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    INFO("case " << i << ": [" << cases[i] << "]");
+    CHECK(tokenizer->encode(cases[i], false) == expected[i]);
+  }
+  // add_special follows the file's flags: BOS yes (add_bos_token), EOS no.
+  CHECK(tokenizer->encode("Hello", true) == std::vector<int32_t>{1, 15043});
+  CHECK(tokenizer->encode("", true) == std::vector<int32_t>{1});
+  CHECK(tokenizer->encode("", false).empty());
+}
+
+TEST_CASE("llama tokenizer decoding: spaces, byte tokens, control tokens") {
+  const std::string gguf = shared_path(kModelDir + "aidreams260K.gguf");
+  if (!have_files({gguf})) return;
+  const auto tok = aidreams_tokenizer(true);
+  CHECK(tok->decode_piece(-1, 429) == " ");      // "▁"
+  CHECK(tok->decode_piece(1, 429).empty());      // the first piece after BOS loses its space
+  CHECK(tok->decode_piece(1, 3 + 0x20) == " ");  // but a byte token keeps its byte
+  CHECK(tok->decode_piece(-1, 3 + 0xE6) == "\xE6");
+  CHECK(tok->decode_piece(-1, 0).empty());
+  CHECK(tok->decode_piece(-1, 1).empty());
+  CHECK(tok->decode_piece(-1, 2).empty());
+  CHECK_THROWS_AS(tok->decode_piece(-1, 512), Error);
+  // Special-token text is plain text, never the control id.
+  const std::vector<int32_t> ids = tok->encode("<s>", false);
+  CHECK(std::find(ids.begin(), ids.end(), 1) == ids.end());
+  CHECK(tok->decode(ids) == " <s>");
+}
+
+TEST_CASE("llama tokenizer handles long inputs (priority-queue merges)") {
+  const std::string gguf = shared_path(kModelDir + "aidreams260K.gguf");
+  if (!have_files({gguf})) return;
+  const auto tok = aidreams_tokenizer(true);
+  std::string text;
+  while (text.size() < (1 << 20)) text += "I dreamed of vectors unfolding, a gentle hum of precision. ";
+  const std::vector<int32_t> ids = tok->encode(text, true);
+  CHECK(ids.size() < text.size() / 2);
+  CHECK(tok->decode(ids) == text);
+}
+
+}  // namespace cbatch
