@@ -23,7 +23,7 @@ int run(const TokenizeOptions& o) {
   ModelSource source;
   source.path = o.model;
   source.tokenizer_path = o.tokenizer;
-  const Model model = load_model(source);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(source);
   JsonlReader reader("-");
   JsonlLine line;
   simdjson::dom::parser parser;
@@ -37,7 +37,7 @@ int run(const TokenizeOptions& o) {
       ++failures;
       w.begin_object().key("line").int64(line.line_no).key("error").string("expected an object with a string field 'text'").end_object();
     } else {
-      const std::vector<int32_t> ids = model.tokenizer->encode(text, !o.no_special);
+      const std::vector<int32_t> ids = tokenizer->encode(text, !o.no_special);
       w.begin_object().key("ids").int_array(ids).end_object();
     }
     std::string out = w.take() + "\n";

@@ -18,7 +18,7 @@ for i in range(220):
     if i % 3 == 0:
         row["prompt_token_ids"] = [1] + [rng.randrange(3, 512) for _ in range(rng.randint(0, 100))]
     else:
-        row["prompt"] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 40)))
+        row["prompt"] = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 25)))
     if i % 4 == 1:  # seeded sampling
         row.update({"temperature": 0.9, "top_p": 0.9, "top_k": 50, "seed": i})
     elif i % 4 == 2:  # sampling seeded from --seed and the id
