@@ -81,6 +81,9 @@ int run(const BenchOptions& o) {
 
   if (o.warmup) {  // first-use costs (allocation, library init) stay out of the figures
     std::vector<SourceItem> warm(items.begin(), items.begin() + std::min<size_t>(items.size(), 4));
+    for (SourceItem& item : warm) {
+      if (auto* r = std::get_if<Request>(&item)) r->sampling.max_tokens = std::min(r->sampling.max_tokens, 4);
+    }
     run_mode(o, Mode::kContinuous, model, *backend, warm);
   }
   for (Mode mode : modes) {
