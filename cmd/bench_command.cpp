@@ -45,7 +45,7 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Wo
 }
 
 RunSummary run_mode(const BenchOptions& o, Mode mode, const Model& model, Backend& backend,
-                    std::vector<SourceItem> items) {
+                    std::vector<SourceItem> items, const DevicePeaks& peaks = {}) {
   Engine engine(make_engine_config(o.engine, mode), model, backend);
   const int64_t total = static_cast<int64_t>(items.size());
   VectorSource source(std::move(items));
@@ -53,6 +53,7 @@ RunSummary run_mode(const BenchOptions& o, Mode mode, const Model& model, Backen
   ProgressReporter progress(!o.engine.quiet);
   EngineHooks hooks;
   hooks.on_step = [&](const StepRecord& record) { progress.on_step(record, total); };
+  hooks.peaks = peaks;
   const RunSummary summary = engine.run(source, sink, hooks);
   progress.finish();
   if (!sink.errors.empty()) {
@@ -86,9 +87,15 @@ int run(const BenchOptions& o) {
     }
     run_mode(o, Mode::kContinuous, model, *backend, warm);
   }
+  const DevicePeaks peaks = backend->measure_peaks();
+  if (peaks.valid()) {
+    report.peak_bytes_per_s = peaks.bytes_per_s;
+    report.peak_flops_per_s = peaks.flops_per_s;
+  }
   for (Mode mode : modes) {
     if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", std::string(mode_name(mode)).c_str());
-    report.results.push_back({std::string(mode_name(mode)), run_mode(o, mode, model, *backend, items), -1});
+    const RunSummary summary = run_mode(o, mode, model, *backend, items, peaks);
+    report.results.push_back({std::string(mode_name(mode)), summary, peaks.valid() ? summary.roofline_fraction() : -1});
   }
   std::fputs(format_bench_table(report).c_str(), stdout);
   if (!o.json.empty()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/ragged_batch.hpp"
+#include "engine/roofline.hpp"
 
 namespace cbatch {
 
@@ -35,6 +36,11 @@ class Backend {
   virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
   // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
   virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
+  // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
+  virtual double weight_bytes_per_param() const { return 4.0; }
+  virtual double kv_bytes_per_elem() const { return 4.0; }
+  // Measured copy bandwidth and matrix throughput (bench's roofline); invalid where not measured.
+  virtual DevicePeaks measure_peaks() { return {}; }
 };
 
 }  // namespace cbatch

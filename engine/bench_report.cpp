@@ -44,6 +44,12 @@ std::string format_bench_json(const BenchReport& report) {
   w.key("output_len").begin_array().int64(report.workload.output_len.min).int64(report.workload.output_len.max).end_array();
   w.key("seed").uint64(report.workload.seed);
   w.end_object();
+  if (report.peak_bytes_per_s > 0) {
+    w.key("peaks").begin_object();
+    w.key("copy_bytes_per_s").number(report.peak_bytes_per_s, 0);
+    w.key("gemm_flops_per_s").number(report.peak_flops_per_s, 0);
+    w.end_object();
+  }
   w.key("results").begin_array();
   for (const BenchModeResult& r : report.results) {
     const RunSummary& s = r.summary;

@@ -20,6 +20,8 @@ struct BenchReport {
   std::string device;
   WorkloadSpec workload;
   std::string dataset = "random";
+  double peak_bytes_per_s = 0;     // measured device peaks behind roofline_fraction (0: not measured)
+  double peak_flops_per_s = 0;
   std::vector<BenchModeResult> results;
 };
 

@@ -30,7 +30,8 @@ class EngineRun {
   EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), sink_(sink), hooks_(hooks),
-        blocks_(cache.num_blocks, cache.block_size), scheduler_(make_scheduler(config.scheduler, blocks_)) {}
+        blocks_(cache.num_blocks, cache.block_size), scheduler_(make_scheduler(config.scheduler, blocks_)),
+        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {}
 
   RunSummary run() {
     start_ns_ = now_ns();
@@ -192,6 +193,7 @@ class EngineRun {
     r.waiting = scheduler_->num_waiting();
     r.finished = finished;
     r.preempted = static_cast<int>(plan.preempted.size());
+    if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_), hooks_.peaks);
     stats_.add_step(r);
     if (hooks_.on_step) hooks_.on_step(r);
   }
@@ -209,6 +211,7 @@ class EngineRun {
   RaggedBatch batch_;
   StepOutput output_;
   RunStats stats_;
+  CostModel cost_model_;
   int64_t start_ns_ = 0;
   int64_t step_ = 0;
   bool source_done_ = false;

@@ -16,6 +16,7 @@ namespace cbatch {
 struct EngineHooks {
   std::function<void(const StepRecord&)> on_step;          // trace and progress
   const std::atomic<int>* stop_signal = nullptr;           // non-zero: stop admitting, end after this step
+  DevicePeaks peaks;                                       // valid: sum each step's roofline time
 };
 
 class Engine {

@@ -24,6 +24,7 @@ struct StepRecord {
   int waiting = 0;
   int finished = 0;
   int preempted = 0;
+  double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
 };
 
 struct RunSummary {
@@ -41,6 +42,9 @@ struct RunSummary {
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
   bool interrupted = false;
+  double roofline_s = 0;       // sum of the steps' roofline times
+
+  double roofline_fraction() const { return wall_s > 0 ? roofline_s / wall_s : 0; }
 
   double output_tokens_per_s() const { return wall_s > 0 ? output_tokens / wall_s : 0; }
   double total_tokens_per_s() const { return wall_s > 0 ? (prompt_tokens + output_tokens) / wall_s : 0; }

@@ -1,0 +1,34 @@
+#include <doctest/doctest.h>
+
+#include "engine/roofline.hpp"
+
+using namespace cbatch;
+
+TEST_CASE("cost model counts weights once, each sequence's KV once, and useful rows only") {
+  ModelConfig c;
+  c.dim = 8;
+  c.hidden_dim = 16;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.head_dim = 4;
+  c.vocab_size = 10;
+  c.tied_embeddings = true;
+  // per layer: 2*8 norms + 8*8 q + 2*8*4 k,v + 8*8 o + 3*8*16 ffn = 16 + 64 + 64 + 64 + 384 = 592
+  const double layer_params = 2 * 592.0;
+  CostModel model(c, 2.0, 2.0);
+  RaggedBatch b;
+  b.token_ids = {1, 2, 3, 4};
+  b.positions = {0, 1, 5, 5};
+  b.slot_mapping = {0, 1, 9, -1};  // the last row is padding
+  b.query_start = {0, 2, 4};
+  b.seq_lens = {2, 6};
+  b.logits_rows = {1, 2};
+  const StepCost cost = model.step_cost(b);
+  const double kv_per_token = 2.0 * 2 * 4 * 2.0;  // K and V, 2 layers, kv_dim 4, 2 bytes
+  CHECK(cost.bytes == doctest::Approx((layer_params + 8) * 2 + 80 * 2 + 8 * kv_per_token + 3 * kv_per_token));
+  const double attention = 4.0 * 2 * 2 * 4 * (1 + 2 + 6);
+  CHECK(cost.flops == doctest::Approx(2 * layer_params * 3 + 2 * 10 * 8 * 2 + attention));
+  CHECK(CostModel::roofline_seconds(cost, {cost.bytes, cost.flops * 4}) == doctest::Approx(1.0));
+  CHECK(CostModel::roofline_seconds(cost, {}) == 0);
+}
