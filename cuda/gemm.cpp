@@ -33,7 +33,11 @@ void gemm(cublasHandle_t handle, cudaStream_t stream, TOut* d_y, const T* d_x, c
   if (m == 0) return;
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  CUBLAS_CHECK(cublasSetStream(handle, stream));
+  // cublasSetStream also resets the handle's workspace to cuBLAS's own pool, so re-bind only when the
+  // stream really changes (the backend binds its one stream and its workspace once, in CudaContext).
+  cudaStream_t bound = nullptr;
+  CUBLAS_CHECK(cublasGetStream(handle, &bound));
+  if (bound != stream) CUBLAS_CHECK(cublasSetStream(handle, stream));
   CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, d_w, cuda_data_type<T>(), k, d_x,
                             cuda_data_type<T>(), k, &beta, d_y, cuda_data_type<TOut>(), n, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
