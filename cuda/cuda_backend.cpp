@@ -67,11 +67,13 @@ class CudaBackend final : public Backend {
   void forward(const RaggedBatch& batch, StepOutput& out) override;
 
  private:
-  // Positions a sequence may reach: sizes the block table width (never below the model's own limit).
-  int max_context() const { return std::max({options_.max_context, config_.max_context, 1}); }
+  // The longest sequence the engine will run: the KV cache must hold at least one of these.
+  int max_context() const { return std::max(options_.max_context > 0 ? options_.max_context : config_.max_context, 1); }
+  // Block table width accepted from the engine: generous (the model's own limit too), it costs little.
   BatchLimits limits(int block_size, int num_blocks) const {
+    const int table_context = std::max({options_.max_context, config_.max_context, 1});
     return BatchLimits{options_.max_batch_tokens, options_.max_num_seqs,
-                       static_cast<int>(ceil_div(max_context(), block_size)), config_.vocab_size, num_blocks,
+                       static_cast<int>(ceil_div(table_context, block_size)), config_.vocab_size, num_blocks,
                        block_size};
   }
   size_t layer_cache_elems() const {
@@ -153,10 +155,15 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   validate_batch(batch, limits(shape_.block_size, shape_.num_blocks));
   context_.make_current();
   const cudaStream_t stream = context_.stream();
-  const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), stream);
-  embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
-  for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
-  run_head(batch, idx, out);
+  try {
+    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), stream);
+    embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
+    for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
+    run_head(batch, idx, out);
+  } catch (...) {
+    cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
+    throw;
+  }
 }
 
 template <typename T>
