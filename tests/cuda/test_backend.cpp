@@ -132,7 +132,7 @@ CudaBackendOptions small_options(ComputeDType dtype) {
 }
 
 // Runs the scenario on the backend and the reference; checks logits within `tol` and, where the
-// reference's top two logits are clearly apart, the same argmax. Also checks that the argmax path
+// reference's top two logits are apart by more than 10 tol rms(logits), the same argmax. Also checks that the argmax path
 // returns exactly the argmax of the logits path (each step run twice: rewriting the same k and v).
 void check_scenario(const Model& model, ComputeDType dtype, double tol) {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
@@ -143,7 +143,8 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol) {
   const int vocab = model.config.vocab_size;
   int step_index = 0;
   for (const RaggedBatch& batch : scenario(vocab)) {
-    CAPTURE(++step_index);
+    ++step_index;
+    CAPTURE(step_index);
     const std::vector<double> ref = reference.forward(batch);
     StepOutput out;
     out.want_logits = true;
@@ -163,7 +164,10 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol) {
       std::vector<double> ref_row(ref.begin() + static_cast<long>(i) * vocab, ref.begin() + static_cast<long>(i + 1) * vocab);
       std::vector<double> sorted = ref_row;
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
-      if (sorted[0] - sorted[1] > 1e-2) {
+      double sum_sq = 0.0;
+      for (double v : ref_row) sum_sq += v * v;
+      const double rms = std::sqrt(sum_sq / vocab);
+      if (sorted[0] - sorted[1] > 10.0 * tol * rms) {  // a clear winner: any backend within tol agrees
         const auto best = std::max_element(ref_row.begin(), ref_row.end()) - ref_row.begin();
         CHECK(ids.argmax[i] == best);
       }
@@ -183,8 +187,8 @@ TEST_CASE("CUDA backend fp32 with tied embeddings and adjacent-pair RoPE") {
 
 TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
-  check_scenario(model, ComputeDType::kBF16, 5e-2);
-  check_scenario(model, ComputeDType::kF16, 1e-2);
+  check_scenario(model, ComputeDType::kBF16, 3e-2);  // bf16 weights and activations: about 1e-2 expected
+  check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
 }
 
 TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {

@@ -44,7 +44,8 @@ TEST_CASE_TEMPLATE("gemm computes X W^T", T, float, __nv_bfloat16, __half) {
 TEST_CASE_TEMPLATE("gemm writes fp32 outputs for the logits", T, __nv_bfloat16, __half) {
   CudaContext ctx(0);
   for (const GemmShape& s : kShapes) {
-    // fp32 output of 16-bit inputs: only the fp32 accumulation differs from the reference.
+    // fp32 output of 16-bit inputs: products are exact, but tensor cores accumulate in fp32 with
+    // truncation, which over k = 4096 can reach ~1e-4; 1e-3 still catches any wrong layout or type.
     CAPTURE(type_name<T>());
     const std::vector<float> x = round_to<T>(random_vector(static_cast<size_t>(s.m) * s.k, 81 + s.m));
     const std::vector<float> w = round_to<T>(random_vector(static_cast<size_t>(s.n) * s.k, 82 + s.n));
@@ -54,7 +55,7 @@ TEST_CASE_TEMPLATE("gemm writes fp32 outputs for the logits", T, __nv_bfloat16, 
     poison(d_y);
     gemm<T, float>(ctx.cublas(), ctx.stream(), d_y.get(), d_x.get(), d_w.get(), s.m, s.n, s.k);
     ctx.synchronize();
-    CHECK(rel_error(to_host(d_y), gemm_ref(x, w, s.m, s.n, s.k)) < 1e-5);
+    CHECK(rel_error(to_host(d_y), gemm_ref(x, w, s.m, s.n, s.k)) < 1e-3);
   }
 }
 

@@ -43,7 +43,7 @@ float to_f32(T v) {
 }
 
 // Relative tolerance of a kernel output in T: fp32 math is checked tightly, 16-bit outputs carry one
-// rounding of about 2^-9 (bf16) or 2^-12 (fp16).
+// rounding of about 2^-9 (bf16) or 2^-12 (fp16), plus tensor-core accumulation in cuBLAS GEMMs.
 template <typename T>
 double tolerance() {
   if constexpr (std::is_same_v<T, float>) {
@@ -51,7 +51,7 @@ double tolerance() {
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
     return 1e-2;
   } else {
-    return 2e-3;
+    return 5e-3;
   }
 }
 
