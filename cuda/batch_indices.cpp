@@ -1,0 +1,127 @@
+// Validation and single-copy upload of a step's RaggedBatch index arrays.
+#include "cuda/batch_indices.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/paged_attention.hpp"
+
+namespace cbatch {
+namespace {
+
+[[noreturn]] void bad_batch(const std::string& what) { throw Error("invalid batch for the CUDA backend: " + what); }
+
+std::string num(int64_t v) { return std::to_string(v); }
+
+void validate_sizes(const RaggedBatch& b, const BatchLimits& lim) {
+  const int n = b.num_tokens();
+  const int s = b.num_seqs();
+  if (b.positions.size() != b.token_ids.size() || b.slot_mapping.size() != b.token_ids.size()) {
+    bad_batch("token_ids, positions and slot_mapping differ in length");
+  }
+  if (n > lim.max_tokens) bad_batch(num(n) + " tokens exceed max_batch_tokens " + num(lim.max_tokens));
+  if (s > lim.max_seqs) bad_batch(num(s) + " sequences exceed max_num_seqs " + num(lim.max_seqs));
+  if (b.num_logits() > lim.max_seqs) bad_batch(num(b.num_logits()) + " logits rows exceed max_num_seqs " + num(lim.max_seqs));
+  if (static_cast<int>(b.query_start.size()) != s + 1 || b.query_start[0] != 0 || b.query_start[s] != n) {
+    bad_batch("query_start must have num_seqs + 1 entries from 0 to num_tokens");
+  }
+  for (int i = 0; i < s; ++i) {
+    if (b.query_start[i + 1] < b.query_start[i]) bad_batch("query_start decreases at sequence " + num(i));
+  }
+  if (s > 0 && (b.max_blocks_per_seq <= 0 || b.max_blocks_per_seq > lim.max_blocks_per_seq)) {
+    bad_batch("max_blocks_per_seq " + num(b.max_blocks_per_seq) + " is not in [1, " + num(lim.max_blocks_per_seq) + "]");
+  }
+  if (b.block_tables.size() != static_cast<size_t>(s) * static_cast<size_t>(b.max_blocks_per_seq)) {
+    bad_batch("block_tables must hold num_seqs * max_blocks_per_seq entries");
+  }
+  for (int r = 0; r < n; ++r) {
+    if (b.token_ids[r] < 0 || b.token_ids[r] >= lim.vocab_size) {
+      bad_batch("row " + num(r) + ": token id " + num(b.token_ids[r]) + " outside the vocabulary of " + num(lim.vocab_size));
+    }
+  }
+  for (int i = 0; i < b.num_logits(); ++i) {
+    const int r = b.logits_rows[i];
+    if (r < 0 || r >= n || (i > 0 && r <= b.logits_rows[i - 1])) bad_batch("logits_rows must be ascending rows");
+  }
+}
+
+// Every row's position maps through its sequence's block table to a valid block, and its slot (unless
+// -1) is exactly that cache position, so attention reads what rope_kv_cache wrote.
+void validate_cache_addresses(const RaggedBatch& b, const BatchLimits& lim) {
+  const int bs = lim.block_size;
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int32_t* table = b.block_tables.data() + static_cast<size_t>(s) * b.max_blocks_per_seq;
+    int max_pos = -1;
+    for (int r = b.query_start[s]; r < b.query_start[s + 1]; ++r) {
+      const int pos = b.positions[r];
+      if (pos < 0 || pos / bs >= b.max_blocks_per_seq) {
+        bad_batch("row " + num(r) + ": position " + num(pos) + " outside the block table");
+      }
+      max_pos = std::max(max_pos, pos);
+      const int slot = b.slot_mapping[r];
+      if (slot != -1 && (table[pos / bs] < 0 || slot != table[pos / bs] * bs + pos % bs)) {
+        bad_batch("row " + num(r) + ": slot " + num(slot) + " is not position " + num(pos) + " of its block table");
+      }
+    }
+    for (int blk = 0; blk <= max_pos / bs && max_pos >= 0; ++blk) {
+      if (table[blk] < 0 || table[blk] >= lim.num_blocks) {
+        bad_batch("sequence " + num(s) + ": block table entry " + num(blk) + " = " + num(table[blk]) +
+                  " is not a block of the " + num(lim.num_blocks) + "-block cache");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void validate_batch(const RaggedBatch& batch, const BatchLimits& limits) {
+  validate_sizes(batch, limits);
+  validate_cache_addresses(batch, limits);
+}
+
+size_t BatchUploader::capacity(const BatchLimits& lim) {
+  const size_t tokens = static_cast<size_t>(lim.max_tokens);
+  const size_t seqs = static_cast<size_t>(lim.max_seqs);
+  // tokens, positions, slots, tile_seq, tile_row; query_start; logits_rows; block_tables
+  return 5 * tokens + (seqs + 1) + seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
+}
+
+BatchUploader::BatchUploader(const BatchLimits& limits) : host_(capacity(limits)), device_(capacity(limits)) {}
+
+BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, cudaStream_t stream) {
+  int32_t* host = host_.get();
+  size_t used = 0;
+  // Reserves count elements at the end of the packed buffer; returns (host, device) addresses.
+  auto reserve = [&](size_t count) {
+    const size_t at = used;
+    used += count;
+    if (used > host_.size()) throw Error("BatchUploader: batch larger than the buffers it was sized for");
+    return std::make_pair(host + at, static_cast<const int32_t*>(device_.get() + at));
+  };
+  auto put = [&](const std::vector<int32_t>& v) {
+    auto [h, d] = reserve(v.size());
+    if (!v.empty()) std::memcpy(h, v.data(), v.size() * sizeof(int32_t));
+    return d;
+  };
+  BatchIndices idx;
+  idx.tokens = put(b.token_ids);
+  idx.positions = put(b.positions);
+  idx.slots = put(b.slot_mapping);
+  idx.query_start = put(b.query_start);
+  idx.logits_rows = put(b.logits_rows);
+  idx.block_tables = put(b.block_tables);
+  // A tile holds at least one row, so num_tokens entries suffice for each tile array.
+  auto [h_tile_seq, d_tile_seq] = reserve(b.token_ids.size());
+  auto [h_tile_row, d_tile_row] = reserve(b.token_ids.size());
+  idx.tile_seq = d_tile_seq;
+  idx.tile_row = d_tile_row;
+  idx.num_tiles = build_attention_tiles(b.query_start.data(), b.num_seqs(), rows_per_tile, h_tile_seq, h_tile_row);
+  CUDA_CHECK(cudaMemcpyAsync(device_.get(), host, used * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  return idx;
+}
+
+}  // namespace cbatch

@@ -1,0 +1,58 @@
+// One step's index arrays on the device. The host checks the RaggedBatch against the backend's limits
+// (so no kernel can index out of bounds), packs every array into one pinned buffer and enqueues a single
+// host-to-device copy; BatchIndices then points into the device copy.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/device_buffer.hpp"
+#include "engine/ragged_batch.hpp"
+
+namespace cbatch {
+
+struct BatchIndices {
+  const int32_t* tokens = nullptr;        // (num_tokens)
+  const int32_t* positions = nullptr;     // (num_tokens)
+  const int32_t* slots = nullptr;         // (num_tokens)
+  const int32_t* query_start = nullptr;   // (num_seqs + 1)
+  const int32_t* logits_rows = nullptr;   // (num_logits)
+  const int32_t* tile_seq = nullptr;      // (num_tiles) attention tiles, see paged_attention.hpp
+  const int32_t* tile_row = nullptr;      // (num_tiles)
+  const int32_t* block_tables = nullptr;  // (num_seqs, max_blocks_per_seq)
+  int num_tiles = 0;
+};
+
+struct BatchLimits {
+  int max_tokens = 0;          // rows
+  int max_seqs = 0;            // sequences, and sampling rows
+  int max_blocks_per_seq = 0;  // block table width
+  int vocab_size = 0;
+  int num_blocks = 0;          // KV cache blocks
+  int block_size = 0;
+};
+
+// Throws cbatch::Error naming the first inconsistency: sizes over the limits, token ids outside the
+// vocabulary, query_start not a partition of the rows, positions whose blocks are not valid cache blocks,
+// slots that disagree with the block table, logits rows not ascending.
+void validate_batch(const RaggedBatch& batch, const BatchLimits& limits);
+
+class BatchUploader {
+ public:
+  BatchUploader() = default;
+  explicit BatchUploader(const BatchLimits& limits);
+
+  // int32 elements the buffers hold for these limits.
+  static size_t capacity(const BatchLimits& limits);
+
+  // Packs a validated batch and enqueues its copy on stream. The pinned buffer is reused by the next
+  // call: the caller synchronizes the stream in between.
+  BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, cudaStream_t stream);
+
+ private:
+  PinnedBuffer<int32_t> host_;    // (capacity)
+  DeviceBuffer<int32_t> device_;  // (capacity)
+};
+
+}  // namespace cbatch

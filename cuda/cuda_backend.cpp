@@ -1,0 +1,244 @@
+// The CUDA backend: a Llama forward pass over ragged batches, with the weights in the compute dtype T
+// (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and logits, and a paged KV cache in T.
+// Per layer: norm -> fused QKV GEMM -> RoPE + cache write -> paged attention -> wo GEMM -> residual add +
+// norm -> fused gate|up GEMM -> SwiGLU -> w_down GEMM (added to x by the next norm). Everything runs on
+// the context's one stream; forward() synchronizes once, after the single device-to-host copy.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "cuda/argmax.hpp"
+#include "cuda/batch_indices.hpp"
+#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_context.hpp"
+#include "cuda/device_weights.hpp"
+#include "cuda/embedding.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/paged_attention.hpp"
+#include "cuda/rmsnorm.hpp"
+#include "cuda/rope_kv_cache.hpp"
+#include "cuda/swiglu.hpp"
+#include "cuda/workspace.hpp"
+
+namespace cbatch {
+namespace {
+
+[[noreturn]] void unsupported(const std::string& what) { throw Error("the CUDA backend does not support " + what); }
+
+const ModelConfig& checked_config(const ModelConfig& c) {
+  if (c.dim <= 0 || c.hidden_dim <= 0 || c.num_layers < 0 || c.vocab_size <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0) {
+    unsupported("a model config with non-positive sizes");
+  }
+  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
+    unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
+  }
+  if (c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) {
+    unsupported("head_dim " + std::to_string(c.head_dim) + " (multiples of 16 up to 128)");
+  }
+  return c;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+template <typename T>
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const Model& model, const CudaBackendOptions& options)
+      : config_(checked_config(model.config)),
+        options_(options),
+        context_(options.device_index),
+        weights_(upload_weights<T>(model, context_.stream())),
+        workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
+        shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0} {}
+
+  std::string device_name() const override { return std::string("cuda:") + context_.properties().name; }
+
+  int64_t kv_block_bytes(int block_size) const override {
+    return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(T));
+  }
+
+  int64_t max_kv_blocks(int block_size) const override;
+  void allocate_kv_cache(const KvCacheSpec& spec) override;
+  void forward(const RaggedBatch& batch, StepOutput& out) override;
+
+ private:
+  // The longest sequence the engine will run: the KV cache must hold at least one of these.
+  int max_context() const { return std::max(options_.max_context > 0 ? options_.max_context : config_.max_context, 1); }
+  // Block table width accepted from the engine: generous (the model's own limit too), it costs little.
+  BatchLimits limits(int block_size, int num_blocks) const {
+    const int table_context = std::max({options_.max_context, config_.max_context, 1});
+    return BatchLimits{options_.max_batch_tokens, options_.max_num_seqs,
+                       static_cast<int>(ceil_div(table_context, block_size)), config_.vocab_size, num_blocks,
+                       block_size};
+  }
+  size_t layer_cache_elems() const {
+    return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * config_.kv_dim();
+  }
+  T* k_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer)) * layer_cache_elems(); }
+  T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
+
+  void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
+
+  ModelConfig config_;
+  CudaBackendOptions options_;
+  CudaContext context_;
+  DeviceWeights<T> weights_;
+  Workspace<T> workspace_;
+  AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
+  DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
+  BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
+};
+
+template <typename T>
+int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
+  if (block_size <= 0) throw Error("block size must be positive, got " + std::to_string(block_size));
+  context_.make_current();
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const double budget = static_cast<double>(total_bytes) * options_.gpu_memory_utilization;
+  const double in_use = static_cast<double>(total_bytes - free_bytes);  // weights, workspace, CUDA context
+  const double index_bytes = static_cast<double>(BatchUploader::capacity(limits(block_size, 0)) * sizeof(int32_t));
+  const double available = budget - in_use - index_bytes;
+  const int64_t block_bytes = kv_block_bytes(block_size);
+  const int64_t blocks = available > 0 ? static_cast<int64_t>(available / static_cast<double>(block_bytes)) : 0;
+  const int64_t needed = ceil_div(max_context(), block_size);
+  if (blocks <= 0 || blocks < needed) {
+    throw Error("not enough GPU memory for the KV cache: " + gib_string(static_cast<double>(total_bytes)) + " x " +
+                std::to_string(options_.gpu_memory_utilization) + " = " + gib_string(budget) + " allowed, " +
+                gib_string(in_use) + " already in use (weights " + gib_string(static_cast<double>(weights_.bytes())) +
+                ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes())) + "), leaving " +
+                gib_string(std::max(available, 0.0)) + " for " + std::to_string(blocks) + " blocks; one sequence of " +
+                std::to_string(max_context()) + " tokens needs " + std::to_string(needed) + " blocks of " +
+                std::to_string(block_bytes) + " bytes. Raise --gpu-memory-utilization, lower --max-num-batched-tokens "
+                "or --max-num-seqs, or use a smaller dtype or model");
+  }
+  return blocks;
+}
+
+template <typename T>
+void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
+  if (spec.num_blocks <= 0 || spec.block_size <= 0) {
+    throw Error("KV cache needs positive num_blocks and block_size, got " + std::to_string(spec.num_blocks) + " and " +
+                std::to_string(spec.block_size));
+  }
+  context_.make_current();
+  kv_cache_ = DeviceBuffer<T>();  // free the old cache before asking for the new one
+  uploader_ = BatchUploader();
+  shape_.block_size = 0;          // "no cache" until every allocation below has succeeded
+  shape_.num_blocks = 0;
+  const size_t layer_elems = static_cast<size_t>(spec.num_blocks) * spec.block_size * config_.kv_dim();
+  DeviceBuffer<T> cache(2 * static_cast<size_t>(config_.num_layers) * layer_elems);
+  BatchUploader uploader(limits(spec.block_size, spec.num_blocks));
+  // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
+  // a stray read would give finite values and runs stay deterministic.
+  if (cache.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(cache.get(), 0, cache.bytes(), context_.stream()));
+  kv_cache_ = std::move(cache);
+  uploader_ = std::move(uploader);
+  shape_.block_size = spec.block_size;
+  shape_.num_blocks = spec.num_blocks;
+  context_.synchronize();
+}
+
+template <typename T>
+void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
+  out.logits.clear();
+  out.argmax.clear();
+  if (shape_.num_blocks == 0) throw Error("CUDA backend: forward() before allocate_kv_cache()");
+  if (batch.num_tokens() == 0) return;
+  validate_batch(batch, limits(shape_.block_size, shape_.num_blocks));
+  context_.make_current();
+  const cudaStream_t stream = context_.stream();
+  try {
+    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), stream);
+    embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
+    for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
+    run_head(batch, idx, out);
+  } catch (...) {
+    cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
+    throw;
+  }
+}
+
+template <typename T>
+void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const cublasHandle_t cublas = context_.cublas();
+  const int n = batch.num_tokens();
+  const int dim = config_.dim;
+  const int q_dim = config_.q_dim();
+  const int hidden = config_.hidden_dim;
+  const float eps = config_.rms_eps;
+  const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
+
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream);
+  gemm<T, T>(cublas, stream, ws.qkv.get(), ws.h.get(), w.wqkv.get(), n, q_dim + 2 * config_.kv_dim(), dim);
+  rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots,
+                   weights_.rope_inv_freq.get(), n, shape_, config_.rope_layout == RopeLayout::kHalves, stream);
+  paged_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
+                     idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
+                     stream);
+  gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream);
+  gemm<T, T>(cublas, stream, ws.gate_up.get(), ws.h.get(), w.w_gate_up.get(), n, 2 * hidden, dim);
+  swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream);
+  gemm<T, T>(cublas, stream, ws.delta.get(), ws.ffn.get(), w.w_down.get(), n, dim, hidden);
+}
+
+// Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
+template <typename T>
+void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out) {
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int num_logits = batch.num_logits();
+  const int vocab = config_.vocab_size;
+  if (num_logits > 0) {
+    const T* last_delta = config_.num_layers > 0 ? ws.delta.get() : nullptr;
+    rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm.get(), idx.logits_rows, num_logits,
+                      config_.dim, config_.rms_eps, stream);
+    gemm<T, float>(context_.cublas(), stream, ws.logits.get(), ws.h.get(), weights_.lm_head(), num_logits, vocab,
+                   config_.dim);
+    if (out.want_logits) {
+      out.logits.resize(static_cast<size_t>(num_logits) * vocab);
+      CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), ws.logits.get(), out.logits.size() * sizeof(float),
+                                 cudaMemcpyDeviceToHost, stream));
+    } else {
+      argmax(ws.argmax.get(), ws.logits.get(), num_logits, vocab, stream);
+      CUDA_CHECK(cudaMemcpyAsync(ws.host_argmax.get(), ws.argmax.get(), static_cast<size_t>(num_logits) * sizeof(int32_t),
+                                 cudaMemcpyDeviceToHost, stream));
+    }
+  }
+  context_.synchronize();  // the step's one synchronization; also frees the pinned index buffer for reuse
+  if (!out.want_logits) out.argmax.assign(ws.host_argmax.get(), ws.host_argmax.get() + num_logits);
+}
+
+void check_options(const CudaBackendOptions& o) {
+  if (o.max_batch_tokens <= 0) throw Error("max_batch_tokens must be positive, got " + std::to_string(o.max_batch_tokens));
+  if (o.max_num_seqs <= 0) throw Error("max_num_seqs must be positive, got " + std::to_string(o.max_num_seqs));
+  if (o.max_context < 0) throw Error("max_context must not be negative, got " + std::to_string(o.max_context));
+  if (!(o.gpu_memory_utilization > 0.0f && o.gpu_memory_utilization <= 1.0f)) {
+    throw Error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(const Model& model, const CudaBackendOptions& options) {
+  check_options(options);
+  switch (options.dtype) {
+    case ComputeDType::kBF16: return std::make_unique<CudaBackend<__nv_bfloat16>>(model, options);
+    case ComputeDType::kF16: return std::make_unique<CudaBackend<__half>>(model, options);
+    case ComputeDType::kF32: return std::make_unique<CudaBackend<float>>(model, options);
+  }
+  throw Error("unknown compute dtype");
+}
+
+}  // namespace cbatch

@@ -1,0 +1,38 @@
+// Host side of the paged attention over a ragged batch (paged_attention.cu): the launcher and the
+// host-built tile list it consumes.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention_shape.hpp"
+
+namespace cbatch {
+
+// (row, q-head) pairs one CTA serves; a tile holds this many pairs divided by the GQA group size rows.
+constexpr int kAttentionItemsPerTile = 64;
+
+// Query rows per tile: kAttentionItemsPerTile / (num_heads / num_kv_heads), at least 1.
+int paged_attention_rows_per_tile(const AttentionShape& shape);
+
+// Splits every sequence's rows [query_start[s], query_start[s+1]) into tiles of at most rows_per_tile
+// rows: tile t covers rows [tile_row[t], min(tile_row[t] + rows_per_tile, query_start[s+1])) of sequence
+// tile_seq[t]. Writes at most num_tokens tiles and returns their number. Host memory.
+int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per_tile, int32_t* tile_seq,
+                          int32_t* tile_row);
+
+// out (num_tokens, num_heads * head_dim) T: for every row r of sequence s and q head h, softmax-weighted
+// sum of the v of s at cache positions 0..positions[r], with scores q.k / sqrt(head_dim), kv head
+// h / (num_heads / num_kv_heads). Reads q from qkv (num_tokens, (num_heads + 2 * num_kv_heads) *
+// head_dim), already rotated; k and v only from the cache (num_blocks, num_kv_heads, block_size,
+// head_dim), into which this step's rows were written before. block_tables (num_seqs,
+// max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
+// from build_attention_tiles with paged_attention_rows_per_tile(shape). head_dim: a multiple of 16 up
+// to 128. Block table entries for positions 0..positions[r] must be valid blocks (host-validated).
+template <typename T>
+void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+                     const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
+                     const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
+                     const AttentionShape& shape, cudaStream_t stream);
+
+}  // namespace cbatch

@@ -1,0 +1,22 @@
+// Host launchers of the RMSNorm family (rmsnorm.cu).
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace cbatch {
+
+// For every row r < num_rows: x[r] += delta[r] (skipped when d_delta is null), then
+// out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight. x (num_rows, dim) fp32 residual stream (updated in
+// place), delta (num_rows, dim) T, weight (dim) fp32, out (num_rows, dim) T.
+template <typename T>
+void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
+                      float eps, cudaStream_t stream);
+
+// The final norm of the sampling rows: out[i] = rmsnorm(x[rows[i]] + delta[rows[i]]) * weight for
+// i < num_rows (delta skipped when null). x is read, not updated. out (num_rows, dim) T.
+template <typename T>
+void rmsnorm_gather(T* d_out, const float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
+                    int num_rows, int dim, float eps, cudaStream_t stream);
+
+}  // namespace cbatch

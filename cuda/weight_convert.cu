@@ -1,0 +1,62 @@
+// Weight materialization on the device: dummy random tensors are generated element by element with the
+// shared counter-based generator (so an 8B dummy model never touches host memory), and host-converted
+// fp32 chunks are narrowed to the compute dtype. Grid-stride loops over flat element indices (size_t:
+// an lm_head holds 128256 * 4096 elements).
+#include "cuda/weight_convert.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_dtype.cuh"
+#include "engine/random_weights.hpp"
+
+namespace cbatch {
+
+constexpr int kConvertThreads = 256;
+
+template <typename T>
+__global__ void fill_random_kernel(T* __restrict__ out, size_t n, uint64_t seed, float scale, float offset) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = from_float<T>(random_element(seed, scale, offset, static_cast<uint64_t>(i)));
+  }
+}
+
+template <typename T>
+__global__ void convert_f32_kernel(T* __restrict__ out, const float* __restrict__ in, size_t n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = from_float<T>(in[i]);
+  }
+}
+
+static unsigned grid_for(size_t n) {
+  return static_cast<unsigned>(std::min<size_t>((n + kConvertThreads - 1) / kConvertThreads, 65536));
+}
+
+template <typename T>
+void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, cudaStream_t stream) {
+  if (n == 0) return;
+  fill_random_kernel<T><<<grid_for(n), kConvertThreads, 0, stream>>>(d_out, n, seed, scale, offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <typename T>
+void convert_f32(T* d_out, const float* d_in, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  convert_f32_kernel<T><<<grid_for(n), kConvertThreads, 0, stream>>>(d_out, d_in, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+#define CBATCH_INSTANTIATE_CONVERT(T)                                                        \
+  template void fill_random<T>(T*, size_t, uint64_t, float, float, cudaStream_t);          \
+  template void convert_f32<T>(T*, const float*, size_t, cudaStream_t);
+CBATCH_INSTANTIATE_CONVERT(float)
+CBATCH_INSTANTIATE_CONVERT(__nv_bfloat16)
+CBATCH_INSTANTIATE_CONVERT(__half)
+#undef CBATCH_INSTANTIATE_CONVERT
+
+}  // namespace cbatch

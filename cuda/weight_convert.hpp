@@ -1,0 +1,20 @@
+// Host launchers that materialize weights on the device (weight_convert.cu): random dummy weights
+// generated in place, and fp32 rows converted to the compute dtype after upload.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cbatch {
+
+// out[i] = T(random_element(seed, scale, offset, i)) for i < n: bit-identical to the host generator
+// (engine/random_weights.hpp) in fp32, and its round-to-nearest-even in bf16/fp16. out (n) T.
+template <typename T>
+void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, cudaStream_t stream);
+
+// out[i] = T(in[i]) for i < n, round to nearest even. in (n) fp32, out (n) T.
+template <typename T>
+void convert_f32(T* d_out, const float* d_in, size_t n, cudaStream_t stream);
+
+}  // namespace cbatch

@@ -1,0 +1,246 @@
+// The whole CUDA backend against the CPU reference model on a small random model (GQA, head_dim 64,
+// vocab 1000) over three steps: (1) prefill chunks, one of them the first part of a longer prompt;
+// (2) that prompt's continuation chunk plus decodes; (3) decodes plus a padding row with slot -1.
+// Also: the argmax path, batch validation, and the "does not fit" errors.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_backend.hpp"
+#include "engine/error.hpp"
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/reference_model.hpp"
+#include "tests/cuda/test_util.hpp"
+
+namespace cbatch::test {
+
+namespace {
+
+constexpr int kBlockSize = 16;
+constexpr int kNumBlocks = 24;
+constexpr int kMaxBlocksPerSeq = 4;
+
+TensorView random_tensor(const std::string& name, int64_t rows, int64_t cols, uint64_t seed, float scale,
+                         float offset) {
+  TensorView t;
+  t.name = name;
+  t.rows = rows;
+  t.cols = cols;
+  t.is_random = true;
+  t.random = RandomInit{seed, scale, offset};
+  return t;
+}
+
+Model make_model(int num_layers, bool tied, RopeLayout layout) {
+  Model m;
+  m.format = "dummy";
+  m.weight_dtype = "random";
+  ModelConfig& c = m.config;
+  c.dim = 256;
+  c.hidden_dim = 300;
+  c.num_layers = num_layers;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.vocab_size = 1000;
+  c.max_context = 64;
+  c.rms_eps = 1e-5f;
+  c.rope_theta = 500000.0f;
+  c.rope_scaling.is_llama3 = layout == RopeLayout::kHalves;
+  c.rope_scaling.factor = 8.0f;
+  c.rope_scaling.original_max_position = 32;
+  c.rope_layout = layout;
+  c.tied_embeddings = tied;
+  uint64_t seed = 1000;
+  // Uniform [-1, 1) * sqrt(3 / in) has unit variance per input: activations stay O(1).
+  auto linear = [&](const std::string& name, int out, int in) {
+    return random_tensor(name, out, in, seed++, std::sqrt(3.0f / static_cast<float>(in)), 0.0f);
+  };
+  auto norm = [&](const std::string& name) { return random_tensor(name, 1, c.dim, seed++, 0.2f, 1.0f); };
+  ModelTensors& t = m.tensors;
+  t.embedding = random_tensor("token_embd", c.vocab_size, c.dim, seed++, 1.0f, 0.0f);
+  for (int l = 0; l < num_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.layers.push_back({norm(p + "attn_norm"), linear(p + "wq", c.q_dim(), c.dim), linear(p + "wk", c.kv_dim(), c.dim),
+                        linear(p + "wv", c.kv_dim(), c.dim), linear(p + "wo", c.dim, c.q_dim()), norm(p + "ffn_norm"),
+                        linear(p + "w_gate", c.hidden_dim, c.dim), linear(p + "w_up", c.hidden_dim, c.dim),
+                        linear(p + "w_down", c.dim, c.hidden_dim)});
+  }
+  t.final_norm = norm("output_norm");
+  t.lm_head = tied ? t.embedding : linear("output", c.vocab_size, c.dim);
+  return m;
+}
+
+// One sequence's part of a step: rows at positions first_pos .. first_pos + num_rows - 1.
+struct StepSeq {
+  std::vector<int32_t> table;  // physical blocks
+  int first_pos;
+  int num_rows;
+  bool sample;                 // its last row's logits are wanted
+  bool padding;                // static-mode padding: slot -1, position already cached
+};
+
+RaggedBatch make_batch(const std::vector<StepSeq>& seqs, std::mt19937& rng, int vocab) {
+  RaggedBatch b;
+  b.max_blocks_per_seq = kMaxBlocksPerSeq;
+  b.query_start.push_back(0);
+  for (const StepSeq& s : seqs) {
+    for (int i = 0; i < s.num_rows; ++i) {
+      const int pos = s.first_pos + i;
+      b.token_ids.push_back(static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab)));
+      b.positions.push_back(pos);
+      b.slot_mapping.push_back(s.padding ? -1 : s.table[pos / kBlockSize] * kBlockSize + pos % kBlockSize);
+    }
+    b.query_start.push_back(b.num_tokens());
+    b.seq_lens.push_back(s.first_pos + s.num_rows);
+    for (int j = 0; j < kMaxBlocksPerSeq; ++j) b.block_tables.push_back(j < static_cast<int>(s.table.size()) ? s.table[j] : -1);
+    if (s.sample) b.logits_rows.push_back(b.num_tokens() - 1);
+    b.max_seq_len = std::max(b.max_seq_len, s.first_pos + s.num_rows);
+    b.max_query_len = std::max(b.max_query_len, s.num_rows);
+  }
+  return b;
+}
+
+// Step 1: prefill 20 of S0's 35 prompt tokens, all of S1 (13) and S2 (5). Step 2: S0's remaining 15
+// tokens (crossing a block boundary) and decodes of S1, S2. Step 3: decodes of all three plus a padding
+// row that repeats S1's position 7 through S1's block table.
+std::vector<RaggedBatch> scenario(int vocab) {
+  const std::vector<int32_t> t0 = {5, 2, 9, 14}, t1 = {7, 0}, t2 = {3};
+  std::mt19937 rng(7);
+  std::vector<RaggedBatch> steps;
+  steps.push_back(make_batch({{t0, 0, 20, false, false}, {t1, 0, 13, true, false}, {t2, 0, 5, true, false}}, rng, vocab));
+  steps.push_back(make_batch({{t0, 20, 15, true, false}, {t1, 13, 1, true, false}, {t2, 5, 1, true, false}}, rng, vocab));
+  steps.push_back(make_batch({{t0, 35, 1, true, false},
+                              {t1, 14, 1, true, false},
+                              {t2, 6, 1, true, false},
+                              {t1, 7, 1, true, true}},
+                             rng, vocab));
+  return steps;
+}
+
+CudaBackendOptions small_options(ComputeDType dtype) {
+  CudaBackendOptions o;
+  o.dtype = dtype;
+  o.max_batch_tokens = 64;
+  o.max_num_seqs = 8;
+  o.max_context = 64;
+  return o;
+}
+
+// Runs the scenario on the backend and the reference; checks logits within `tol` and, where the
+// reference's top two logits are apart by more than 10 tol rms(logits), the same argmax. Also checks that the argmax path
+// returns exactly the argmax of the logits path (each step run twice: rewriting the same k and v).
+void check_scenario(const Model& model, ComputeDType dtype, double tol) {
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
+  CHECK(backend->device_name().rfind("cuda:", 0) == 0);
+  CHECK(backend->max_kv_blocks(kBlockSize) >= kNumBlocks);
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  ReferenceModel reference(model, kNumBlocks, kBlockSize);
+  const int vocab = model.config.vocab_size;
+  int step_index = 0;
+  for (const RaggedBatch& batch : scenario(vocab)) {
+    ++step_index;
+    CAPTURE(step_index);
+    const std::vector<double> ref = reference.forward(batch);
+    StepOutput out;
+    out.want_logits = true;
+    backend->forward(batch, out);
+    REQUIRE(out.logits.size() == static_cast<size_t>(batch.num_logits()) * vocab);
+    const double err = rel_error(out.logits, ref);
+    MESSAGE("step " << step_index << " logits relative error " << err);
+    CHECK(err < tol);
+
+    StepOutput ids;
+    ids.want_logits = false;
+    backend->forward(batch, ids);
+    REQUIRE(ids.argmax.size() == static_cast<size_t>(batch.num_logits()));
+    for (int i = 0; i < batch.num_logits(); ++i) {
+      const float* row = out.logits.data() + static_cast<size_t>(i) * vocab;
+      CHECK(ids.argmax[i] == argmax_ref(row, vocab));
+      std::vector<double> ref_row(ref.begin() + static_cast<long>(i) * vocab, ref.begin() + static_cast<long>(i + 1) * vocab);
+      std::vector<double> sorted = ref_row;
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
+      double sum_sq = 0.0;
+      for (double v : ref_row) sum_sq += v * v;
+      const double rms = std::sqrt(sum_sq / vocab);
+      if (sorted[0] - sorted[1] > 10.0 * tol * rms) {  // a clear winner: any backend within tol agrees
+        const auto best = std::max_element(ref_row.begin(), ref_row.end()) - ref_row.begin();
+        CHECK(ids.argmax[i] == best);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("CUDA backend fp32 matches the CPU reference over chunked prefill, decode and padding") {
+  check_scenario(make_model(3, false, RopeLayout::kHalves), ComputeDType::kF32, 1e-4);
+}
+
+TEST_CASE("CUDA backend fp32 with tied embeddings and adjacent-pair RoPE") {
+  check_scenario(make_model(2, true, RopeLayout::kAdjacentPairs), ComputeDType::kF32, 1e-4);
+}
+
+TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
+  const Model model = make_model(3, false, RopeLayout::kHalves);
+  check_scenario(model, ComputeDType::kBF16, 3e-2);  // bf16 weights and activations: about 1e-2 expected
+  check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
+}
+
+TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {
+  const Model model = make_model(2, false, RopeLayout::kHalves);
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  CHECK(backend->kv_block_bytes(16) == int64_t{2} * 2 * 16 * model.config.kv_dim() * 2);
+  const std::vector<RaggedBatch> steps = scenario(model.config.vocab_size);
+  StepOutput out;
+  CHECK_THROWS_AS(backend->forward(steps[0], out), Error);  // no KV cache yet
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+
+  RaggedBatch bad_token = steps[0];
+  bad_token.token_ids[3] = model.config.vocab_size;
+  CHECK_THROWS_AS(backend->forward(bad_token, out), Error);
+
+  RaggedBatch bad_slot = steps[0];
+  bad_slot.slot_mapping[0] = kNumBlocks * kBlockSize;
+  CHECK_THROWS_AS(backend->forward(bad_slot, out), Error);
+
+  RaggedBatch too_long = steps[0];
+  for (int i = 0; i < 64; ++i) {  // past max_batch_tokens = 64
+    too_long.token_ids.push_back(1);
+    too_long.positions.push_back(0);
+    too_long.slot_mapping.push_back(-1);
+  }
+  too_long.query_start.back() = too_long.num_tokens();
+  CHECK_THROWS_AS(backend->forward(too_long, out), Error);
+
+  backend->forward(steps[0], out);  // still usable after the rejected batches
+  CHECK(out.logits.size() == static_cast<size_t>(steps[0].num_logits()) * model.config.vocab_size);
+}
+
+TEST_CASE("CUDA backend says so when the KV cache or the model does not fit") {
+  const Model model = make_model(2, false, RopeLayout::kHalves);
+  CudaBackendOptions huge_context = small_options(ComputeDType::kBF16);
+  huge_context.max_context = 1 << 30;  // one sequence would need terabytes of KV cache
+  CHECK_THROWS_AS(make_cuda_backend(model, huge_context)->max_kv_blocks(kBlockSize), Error);
+
+  CudaBackendOptions tiny_share = small_options(ComputeDType::kBF16);
+  tiny_share.gpu_memory_utilization = 0.001f;  // less than the CUDA context itself takes
+  CHECK_THROWS_AS(make_cuda_backend(model, tiny_share)->max_kv_blocks(kBlockSize), Error);
+
+  Model giant = make_model(0, true, RopeLayout::kHalves);
+  giant.config.vocab_size = 1 << 22;
+  giant.config.dim = 1 << 16;
+  giant.config.num_heads = 512;
+  giant.config.num_kv_heads = 512;
+  giant.config.head_dim = 128;
+  giant.tensors.embedding = random_tensor("token_embd", giant.config.vocab_size, giant.config.dim, 1, 1.0f, 0.0f);
+  giant.tensors.lm_head = giant.tensors.embedding;
+  giant.tensors.final_norm = random_tensor("output_norm", 1, giant.config.dim, 2, 0.1f, 1.0f);
+  CHECK_THROWS_AS(make_cuda_backend(giant, small_options(ComputeDType::kBF16)), Error);  // 512 GiB of embedding
+}
+
+}  // namespace cbatch::test

@@ -1,0 +1,170 @@
+// paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
+// existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
+// that repeats a cached position; blocks scattered through the cache, unused slots NaN-poisoned (the
+// kernel must never read them), head_dim 16..128, GQA groups 1..8, block sizes 16 and 5.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "cuda/paged_attention.hpp"
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/test_util.hpp"
+
+namespace cbatch::test {
+
+namespace {
+
+struct AttnSeq {
+  int context;                     // cache positions 0..context-1 hold k and v
+  std::vector<int> row_positions;  // this step's query rows
+};
+
+std::vector<int> range(int begin, int end) {
+  std::vector<int> v(static_cast<size_t>(end - begin));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+std::vector<AttnSeq> mixed_batch() {
+  return {
+      {57, range(20, 57)},    // chunked prefill on top of 20 cached positions
+      {101, {100}},           // decode
+      {70, range(0, 70)},     // prefill from the start
+      {1, {0}},               // decode of a one-token sequence
+      {9, {5}},               // padding row: repeats cached position 5
+      {150, range(0, 150)},   // longer prefill, many key tiles
+      {701, {700}},           // long decode
+  };
+}
+
+template <typename T>
+void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size) {
+  const std::vector<AttnSeq> seqs = mixed_batch();
+  const int num_seqs = static_cast<int>(seqs.size());
+  std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
+
+  // Block tables: each sequence gets ceil(context / block_size) blocks from a shuffled pool; one spare
+  // column of -1 at the end of every table.
+  int max_blocks = 0;
+  int total_blocks = 0;
+  for (const AttnSeq& s : seqs) {
+    const int blocks = (s.context + block_size - 1) / block_size;
+    max_blocks = std::max(max_blocks, blocks + 1);
+    total_blocks += blocks;
+  }
+  const int num_blocks = total_blocks + 3;
+  std::vector<int32_t> pool(static_cast<size_t>(num_blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::vector<int32_t> tables(static_cast<size_t>(num_seqs) * max_blocks, -1);
+  size_t next_block = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int blocks = (seqs[s].context + block_size - 1) / block_size;
+    for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s) * max_blocks + b] = pool[next_block++];
+  }
+
+  // Cache: NaN everywhere, random (T-representable) k and v at every position each sequence holds.
+  HostKvCache cache(num_blocks, block_size, num_kv_heads, head_dim, NAN);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto random_t = [&](float scale) { return static_cast<double>(to_f32(from_f32<T>(scale * dist(rng)))); };
+  for (int s = 0; s < num_seqs; ++s) {
+    const int32_t* table = tables.data() + static_cast<size_t>(s) * max_blocks;
+    for (int p = 0; p < seqs[s].context; ++p) {
+      const int slot = table[p / block_size] * block_size + p % block_size;
+      for (int h = 0; h < num_kv_heads; ++h) {
+        for (int d = 0; d < head_dim; ++d) {
+          cache.k[cache.offset(slot, h) + d] = random_t(1.0f);
+          cache.v[cache.offset(slot, h) + d] = random_t(1.0f);
+        }
+      }
+    }
+  }
+
+  // Rows, positions, query_start and q (inside a full qkv row; its k and v parts are not read).
+  std::vector<int32_t> positions, query_start = {0}, row_seq;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int p : seqs[s].row_positions) {
+      positions.push_back(p);
+      row_seq.push_back(s);
+    }
+    query_start.push_back(static_cast<int32_t>(positions.size()));
+  }
+  const int n = static_cast<int>(positions.size());
+  const int q_dim = num_heads * head_dim;
+  const int stride = (num_heads + 2 * num_kv_heads) * head_dim;
+  const std::vector<float> qkv = round_to<T>(random_vector(static_cast<size_t>(n) * stride, rng(), -3.0f, 3.0f));
+
+  std::vector<double> ref(static_cast<size_t>(n) * q_dim);
+  const int group = num_heads / num_kv_heads;
+  for (int r = 0; r < n; ++r) {
+    for (int h = 0; h < num_heads; ++h) {
+      const std::vector<double> q(qkv.begin() + static_cast<long>(r) * stride + h * head_dim,
+                                  qkv.begin() + static_cast<long>(r) * stride + (h + 1) * head_dim);
+      attention_ref(q.data(), positions[r], tables.data() + static_cast<size_t>(row_seq[r]) * max_blocks, cache,
+                    h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim);
+    }
+  }
+
+  const AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, num_blocks};
+  std::vector<int32_t> tile_seq(static_cast<size_t>(n)), tile_row(static_cast<size_t>(n));
+  const int num_tiles = build_attention_tiles(query_start.data(), num_seqs, paged_attention_rows_per_tile(shape),
+                                              tile_seq.data(), tile_row.data());
+  tile_seq.resize(static_cast<size_t>(num_tiles));
+  tile_row.resize(static_cast<size_t>(num_tiles));
+
+  std::vector<float> k_flat(cache.k.begin(), cache.k.end());
+  std::vector<float> v_flat(cache.v.begin(), cache.v.end());
+  auto d_qkv = to_device<T>(qkv);
+  auto d_k = to_device<T>(k_flat);
+  auto d_v = to_device<T>(v_flat);
+  auto d_positions = to_device_i32(positions);
+  auto d_query_start = to_device_i32(query_start);
+  auto d_tables = to_device_i32(tables);
+  auto d_tile_seq = to_device_i32(tile_seq);
+  auto d_tile_row = to_device_i32(tile_row);
+  DeviceBuffer<T> d_out(static_cast<size_t>(n) * q_dim);
+  poison(d_out);
+  paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                     d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
+  CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+}
+
+}  // namespace
+
+TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
+  const std::vector<int32_t> query_start = {0, 37, 38, 38, 108};  // an empty sequence in the middle
+  std::vector<int32_t> tile_seq(108), tile_row(108);
+  const int num_tiles = build_attention_tiles(query_start.data(), 4, 16, tile_seq.data(), tile_row.data());
+  CHECK(num_tiles == 3 + 1 + 0 + 5);
+  std::vector<int> covered(108, 0);
+  for (int t = 0; t < num_tiles; ++t) {
+    const int s = tile_seq[t];
+    for (int r = tile_row[t]; r < std::min(tile_row[t] + 16, query_start[s + 1]); ++r) ++covered[r];
+  }
+  CHECK(std::count(covered.begin(), covered.end(), 1) == 108);
+  CHECK(paged_attention_rows_per_tile(AttentionShape{32, 8, 128, 16, 1}) == kAttentionItemsPerTile / 4);
+  CHECK(paged_attention_rows_per_tile(AttentionShape{6, 2, 64, 16, 1}) == kAttentionItemsPerTile / 3);
+}
+
+TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
+                   __half) {
+  struct Shape {
+    int head_dim, num_heads, num_kv_heads;
+  };
+  const Shape shapes[] = {{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}};
+  for (const Shape& s : shapes) {
+    for (int block_size : {16, 5}) {
+      CAPTURE(s.head_dim);
+      CAPTURE(s.num_heads);
+      CAPTURE(s.num_kv_heads);
+      CAPTURE(block_size);
+      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size);
+    }
+  }
+}
+
+}  // namespace cbatch::test
