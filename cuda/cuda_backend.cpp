@@ -15,6 +15,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/device_peaks.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
@@ -65,6 +66,9 @@ class CudaBackend final : public Backend {
   int64_t max_kv_blocks(int block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   void forward(const RaggedBatch& batch, StepOutput& out) override;
+  double weight_bytes_per_param() const override { return sizeof(T); }
+  double kv_bytes_per_elem() const override { return sizeof(T); }
+  DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
 
  private:
   // The longest sequence the engine will run: the KV cache must hold at least one of these.

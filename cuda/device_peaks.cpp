@@ -1,0 +1,74 @@
+#include "cuda/device_peaks.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/device_buffer.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/weight_convert.hpp"
+
+namespace cbatch {
+namespace {
+
+// Median milliseconds of `repeats` runs of fn on the stream, timed with events after `warmup` runs.
+double median_ms(cudaStream_t stream, int warmup, int repeats, const std::function<void()>& fn) {
+  for (int i = 0; i < warmup; ++i) fn();
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int i = 0; i < repeats; ++i) {
+    CUDA_CHECK(cudaEventRecord(start, stream));
+    fn();
+    CUDA_CHECK(cudaEventRecord(stop, stream));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  std::nth_element(times.begin(), times.begin() + repeats / 2, times.end());
+  return times[repeats / 2];
+}
+
+}  // namespace
+
+template <typename T>
+DevicePeaks measure_device_peaks(const CudaContext& context) {
+  context.make_current();
+  const cudaStream_t stream = context.stream();
+  DevicePeaks peaks;
+  {
+    const size_t bytes = size_t{1} << 30;  // 1 GiB each way: far beyond L2
+    DeviceBuffer<uint8_t> src(bytes), dst(bytes);
+    CUDA_CHECK(cudaMemsetAsync(src.get(), 1, bytes, stream));
+    const double ms = median_ms(stream, 2, 10, [&] {
+      CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    });
+    peaks.bytes_per_s = 2.0 * static_cast<double>(bytes) / (ms * 1e-3);
+  }
+  {
+    const int n = 8192;  // random (not zero) operands: zeros run faster than real data
+    const size_t elems = static_cast<size_t>(n) * n;
+    DeviceBuffer<T> a(elems), b(elems), c(elems);
+    fill_random<T>(a.get(), elems, 11, 0.05f, 0.0f, stream);
+    fill_random<T>(b.get(), elems, 12, 0.05f, 0.0f, stream);
+    const double ms = median_ms(stream, 2, 10, [&] {
+      gemm<T, T>(context.cublas(), stream, c.get(), a.get(), b.get(), n, n, n);
+    });
+    peaks.flops_per_s = 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3);
+  }
+  return peaks;
+}
+
+template DevicePeaks measure_device_peaks<float>(const CudaContext&);
+template DevicePeaks measure_device_peaks<__nv_bfloat16>(const CudaContext&);
+template DevicePeaks measure_device_peaks<__half>(const CudaContext&);
+
+}  // namespace cbatch

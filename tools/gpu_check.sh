@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# GPU validation and benchmarks in one call, for a machine with a CUDA GPU. Stages run in the order given
+# (default: info unit sanitize e2e); each has its own time limit and writes its full log to $OUT_DIR.
+#   info      GPU, driver, cbatch --version
+#   unit      the CUDA unit tests (kernels vs CPU references, whole backend)
+#   sanitize  compute-sanitizer memcheck on the CUDA unit tests
+#   e2e       tests/e2e/test_gpu.py: CUDA vs CPU outputs, bf16 agreement, modes and budgets on the GPU
+#   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
+#   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
+#   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
+#   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous,static
+# Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN_DIR=${BIN_DIR:-build}
+OUT_DIR=${OUT_DIR:-gpu-out}
+NUM_PROMPTS=${NUM_PROMPTS:-1000}
+CBATCH="$BIN_DIR/cbatch"
+mkdir -p "$OUT_DIR"
+export CBATCH_BIN="$CBATCH"
+
+stage() {  # stage NAME LIMIT_S COMMAND...: runs with a time limit, keeps the whole log, shows its tail
+  local name=$1 limit=$2
+  shift 2
+  echo "=== $name ($(date -u +%H:%M:%S))"
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$OUT_DIR/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$OUT_DIR/$name.log"
+  echo "=== $name: exit $rc in $((SECONDS - start)) s"
+}
+
+bench() {  # bench NAME LIMIT_S CONFIG INPUT OUTPUT MODES [extra flags]: one issue-5 workload as a stage
+  local name=$1 limit=$2 config=$3 input=$4 output=$5 modes=$6
+  shift 6
+  stage "$name" "$limit" "$CBATCH" bench --model "dummy:examples/models/$config" --num-prompts "$NUM_PROMPTS" \
+    --input-len "$input" --output-len "$output" --modes "$modes" --max-num-seqs 256 --device cuda --quiet \
+    --json "$OUT_DIR/bench-$name.json" "$@"
+}
+
+for s in "${@:-info unit sanitize e2e}"; do
+  for name in $s; do
+    case $name in
+      info) stage info 60 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; $CBATCH --version" ;;
+      unit) stage unit 300 "$BIN_DIR/tests/test_cuda" ;;
+      sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
+      e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
+      smol) stage smol 300 "$CBATCH" bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 \
+              --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;
+      1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;
+      8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
+      8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous,static --max-num-batched-tokens 8192 ;;
+      *) echo "unknown stage $name" ;;
+    esac
+  done
+done
