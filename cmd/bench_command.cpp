@@ -95,8 +95,11 @@ int run(const BenchOptions& o) {
   }
   for (Mode mode : modes) {
     if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", std::string(mode_name(mode)).c_str());
+    const double busy_before = backend->device_busy_seconds();
     const RunSummary summary = run_mode(o, mode, model, *backend, items, peaks);
-    report.results.push_back({std::string(mode_name(mode)), summary, peaks.valid() ? summary.roofline_fraction() : -1});
+    const double busy = backend->device_busy_seconds() - busy_before;
+    report.results.push_back({std::string(mode_name(mode)), summary, peaks.valid() ? summary.roofline_fraction() : -1,
+                              busy > 0 ? 1.0 - busy / summary.wall_s : -1});
   }
   std::fputs(format_bench_table(report).c_str(), stdout);
   if (!o.json.empty()) {

@@ -87,12 +87,13 @@ size_t BatchUploader::capacity(const BatchLimits& lim) {
   const size_t tokens = static_cast<size_t>(lim.max_tokens);
   const size_t seqs = static_cast<size_t>(lim.max_seqs);
   // tokens, positions, slots, tile_seq, tile_row; query_start; logits_rows; block_tables
-  return 5 * tokens + (seqs + 1) + seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
+  // ... decode_seqs
+  return 5 * tokens + (seqs + 1) + 2 * seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
 }
 
 BatchUploader::BatchUploader(const BatchLimits& limits) : host_(capacity(limits)), device_(capacity(limits)) {}
 
-BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, cudaStream_t stream) {
+BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool split_decode, cudaStream_t stream) {
   int32_t* host = host_.get();
   size_t used = 0;
   // Reserves count elements at the end of the packed buffer; returns (host, device) addresses.
@@ -117,9 +118,22 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, cuda
   // A tile holds at least one row, so num_tokens entries suffice for each tile array.
   auto [h_tile_seq, d_tile_seq] = reserve(b.token_ids.size());
   auto [h_tile_row, d_tile_row] = reserve(b.token_ids.size());
+  auto [h_decode, d_decode] = reserve(static_cast<size_t>(b.num_seqs()));
   idx.tile_seq = d_tile_seq;
   idx.tile_row = d_tile_row;
-  idx.num_tiles = build_attention_tiles(b.query_start.data(), b.num_seqs(), rows_per_tile, h_tile_seq, h_tile_row);
+  idx.decode_seqs = d_decode;
+  for (int s = 0; s < b.num_seqs(); ++s) {
+    const int rows = b.query_start[s + 1] - b.query_start[s];
+    if (split_decode && rows == 1) {
+      h_decode[idx.num_decode++] = s;
+      continue;
+    }
+    for (int r = b.query_start[s]; r < b.query_start[s + 1]; r += rows_per_tile) {
+      h_tile_seq[idx.num_tiles] = s;
+      h_tile_row[idx.num_tiles] = r;
+      ++idx.num_tiles;
+    }
+  }
   CUDA_CHECK(cudaMemcpyAsync(device_.get(), host, used * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   return idx;
 }

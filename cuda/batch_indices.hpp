@@ -21,7 +21,9 @@ struct BatchIndices {
   const int32_t* tile_seq = nullptr;      // (num_tiles) attention tiles, see paged_attention.hpp
   const int32_t* tile_row = nullptr;      // (num_tiles)
   const int32_t* block_tables = nullptr;  // (num_seqs, max_blocks_per_seq)
-  int num_tiles = 0;
+  const int32_t* decode_seqs = nullptr;   // (num_decode) single-row sequences, for decode_attention
+  int num_tiles = 0;                      // tiles of the sequences with several rows (all, without decode)
+  int num_decode = 0;
 };
 
 struct BatchLimits {
@@ -45,10 +47,12 @@ class BatchUploader {
 
   // int32 elements the buffers hold for these limits.
   static size_t capacity(const BatchLimits& limits);
+  size_t device_bytes() const { return device_.bytes(); }
 
   // Packs a validated batch and enqueues its copy on stream. The pinned buffer is reused by the next
-  // call: the caller synchronizes the stream in between.
-  BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, cudaStream_t stream);
+  // call: the caller synchronizes the stream in between. With split_decode, single-row sequences go to
+  // the decode list instead of the attention tiles.
+  BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, bool split_decode, cudaStream_t stream);
 
  private:
   PinnedBuffer<int32_t> host_;    // (capacity)

@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
+#include "cuda/decode_attention.hpp"
 #include "cuda/device_peaks.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/embedding.hpp"
@@ -22,6 +24,7 @@
 #include "cuda/paged_attention.hpp"
 #include "cuda/rmsnorm.hpp"
 #include "cuda/rope_kv_cache.hpp"
+#include "cuda/step_profiler.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/workspace.hpp"
 
@@ -55,7 +58,10 @@ class CudaBackend final : public Backend {
         context_(options.device_index),
         weights_(upload_weights<T>(model, context_.stream())),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
-        shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0} {}
+        shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
+        decode_partial_o_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) *
+                          config_.head_dim),
+        decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {}
 
   std::string device_name() const override { return std::string("cuda:") + context_.properties().name; }
 
@@ -69,6 +75,7 @@ class CudaBackend final : public Backend {
   double weight_bytes_per_param() const override { return sizeof(T); }
   double kv_bytes_per_elem() const override { return sizeof(T); }
   DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
+  double device_busy_seconds() const override { return profiler_.busy_seconds(); }
 
  private:
   // The longest sequence the engine will run: the KV cache must hold at least one of these.
@@ -97,6 +104,22 @@ class CudaBackend final : public Backend {
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
   DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
   BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
+  StepProfiler profiler_;
+  // Single-row sequences take decode_attention (CBATCH_DECODE_ATTENTION=0 sends them through the general
+  // paged_attention, for comparison). Its split-KV scratch holds max_partials() partial results.
+  bool use_decode_kernel_ = decode_kernel_enabled(config_);
+  DecodeSplit decode_split_;
+  DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
+  DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
+
+  int num_sms() const { return context_.properties().multiProcessorCount; }
+  int max_partials() const { return 8 * num_sms(); }
+  static bool decode_kernel_enabled(const ModelConfig& c) {
+    const char* env = std::getenv("CBATCH_DECODE_ATTENTION");
+    const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
+                          (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
+    return shape_ok && (env == nullptr || std::string(env) != "0");
+  }
 };
 
 template <typename T>
@@ -107,7 +130,10 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
   size_t total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const double budget = static_cast<double>(total_bytes) * options_.gpu_memory_utilization;
-  const double in_use = static_cast<double>(total_bytes - free_bytes);  // weights, workspace, CUDA context
+  // Weights, workspace and the CUDA context; a cache this backend already holds is replaced, so it and its
+  // batch index buffer count as free.
+  const double own_cache = static_cast<double>(kv_cache_.bytes() + uploader_.device_bytes());
+  const double in_use = static_cast<double>(total_bytes - free_bytes) - own_cache;
   const double index_bytes = static_cast<double>(BatchUploader::capacity(limits(block_size, 0)) * sizeof(int32_t));
   const double available = budget - in_use - index_bytes;
   const int64_t block_bytes = kv_block_bytes(block_size);
@@ -160,8 +186,13 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   context_.make_current();
   const cudaStream_t stream = context_.stream();
   try {
-    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), stream);
+    profiler_.begin_step(stream);
+    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), use_decode_kernel_, stream);
+    profiler_.phase("upload", stream);
+    decode_split_ = choose_decode_split(idx.num_decode, config_.num_kv_heads, batch.max_seq_len, 4 * num_sms(),
+                                        max_partials());
     embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
+    profiler_.phase("embedding", stream);
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
     run_head(batch, idx, out);
   } catch (...) {
@@ -184,17 +215,29 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
 
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream);
+  profiler_.phase("norm", stream);
   gemm<T, T>(cublas, stream, ws.qkv.get(), ws.h.get(), w.wqkv.get(), n, q_dim + 2 * config_.kv_dim(), dim);
+  profiler_.phase("gemm_qkv", stream);
   rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots,
                    weights_.rope_inv_freq.get(), n, shape_, config_.rope_layout == RopeLayout::kHalves, stream);
+  profiler_.phase("rope_kv", stream);
   paged_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                      idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
                      stream);
+  decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
+                      idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
+                      decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream);
+  profiler_.phase("attention", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
+  profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream);
+  profiler_.phase("norm", stream);
   gemm<T, T>(cublas, stream, ws.gate_up.get(), ws.h.get(), w.w_gate_up.get(), n, 2 * hidden, dim);
+  profiler_.phase("gemm_gate_up", stream);
   swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream);
+  profiler_.phase("swiglu", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.ffn.get(), w.w_down.get(), n, dim, hidden);
+  profiler_.phase("gemm_down", stream);
 }
 
 // Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
@@ -220,7 +263,7 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
                                  cudaMemcpyDeviceToHost, stream));
     }
   }
-  context_.synchronize();  // the step's one synchronization; also frees the pinned index buffer for reuse
+  profiler_.end_step(stream);  // the step's one synchronization; also frees the pinned index buffer for reuse
   if (!out.want_logits) out.argmax.assign(ws.host_argmax.get(), ws.host_argmax.get() + num_logits);
 }
 

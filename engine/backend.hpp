@@ -41,6 +41,8 @@ class Backend {
   virtual double kv_bytes_per_elem() const { return 4.0; }
   // Measured copy bandwidth and matrix throughput (bench's roofline); invalid where not measured.
   virtual DevicePeaks measure_peaks() { return {}; }
+  // Seconds the device spent executing steps so far (0 where not measured, e.g. the CPU).
+  virtual double device_busy_seconds() const { return 0; }
 };
 
 }  // namespace cbatch

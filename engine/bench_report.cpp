@@ -14,7 +14,8 @@ std::string format_bench_table(const BenchReport& report) {
   char line[512];
   std::snprintf(line, sizeof(line), "%-11s %8s %10s %11s %8s %7s %8s %7s %9s %9s %9s %9s %8s%s\n", "mode", "requests",
                 "out_tok/s", "total_tok/s", "req/s", "budget", "padding", "preempt", "ttft_p50", "ttft_p99",
-                "e2e_p50", "e2e_p99", "wall_s", report.results.empty() || report.results[0].roofline_fraction < 0 ? "" : " roofline");
+                "e2e_p50", "e2e_p99", "wall_s",
+                report.results.empty() || report.results[0].roofline_fraction < 0 ? "" : " roofline gpu_idle");
   out += line;
   for (const BenchModeResult& r : report.results) {
     const RunSummary& s = r.summary;
@@ -24,7 +25,7 @@ std::string format_bench_table(const BenchReport& report) {
                   s.ttft_ms_p50, s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, s.wall_s);
     out += line;
     if (r.roofline_fraction >= 0) {
-      std::snprintf(line, sizeof(line), " %8.3f", r.roofline_fraction);
+      std::snprintf(line, sizeof(line), " %8.3f %8.3f", r.roofline_fraction, r.device_idle_fraction);
       out += line;
     }
     out += "\n";
@@ -70,7 +71,11 @@ std::string format_bench_json(const BenchReport& report) {
     w.key("ttft_ms_p99").number(s.ttft_ms_p99, 2);
     w.key("e2e_ms_p50").number(s.e2e_ms_p50, 2);
     w.key("e2e_ms_p99").number(s.e2e_ms_p99, 2);
+    w.key("host_schedule_s").number(s.schedule_s, 4);
+    w.key("forward_s").number(s.forward_s, 4);
+    w.key("host_update_s").number(s.update_s, 4);
     if (r.roofline_fraction >= 0) w.key("roofline_fraction").number(r.roofline_fraction, 4);
+    if (r.device_idle_fraction >= 0) w.key("gpu_idle_fraction").number(r.device_idle_fraction, 4);
     w.end_object();
   }
   w.end_array();

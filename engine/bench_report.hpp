@@ -13,6 +13,7 @@ struct BenchModeResult {
   std::string mode;
   RunSummary summary;
   double roofline_fraction = -1;   // CUDA only; < 0 when not measured
+  double device_idle_fraction = -1;  // 1 - device busy time / wall time; < 0 when not measured
 };
 
 struct BenchReport {

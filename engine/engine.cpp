@@ -1,5 +1,6 @@
 #include "engine/engine.hpp"
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <memory>
@@ -122,10 +123,12 @@ class EngineRun {
     }
     pack_batch(plan, blocks_.block_size(), batch_);
     output_.want_logits = needs_logits(plan);
+    const int64_t t1 = now_ns();
     backend_.forward(batch_, output_);
+    const int64_t t2 = now_ns();
     const int finished = commit(plan);
     for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
-    record_step(plan, t0, finished);
+    record_step(plan, {t0, t1, t2}, finished);
     ++step_;
   }
 
@@ -174,12 +177,16 @@ class EngineRun {
     sink_.on_result(result);
   }
 
-  void record_step(const StepPlan& plan, int64_t t0_ns, int finished) {
-    const int64_t t1 = now_ns();
+  // times: step start, forward start, forward end (ns).
+  void record_step(const StepPlan& plan, const std::array<int64_t, 3>& times, int finished) {
+    const int64_t end = now_ns();
     StepRecord r;
     r.step = step_;
-    r.t_ms = static_cast<double>(t1 - start_ns_) * 1e-6;
-    r.step_ms = static_cast<double>(t1 - t0_ns) * 1e-6;
+    r.t_ms = static_cast<double>(end - start_ns_) * 1e-6;
+    r.step_ms = static_cast<double>(end - times[0]) * 1e-6;
+    r.schedule_ms = static_cast<double>(times[1] - times[0]) * 1e-6;
+    r.forward_ms = static_cast<double>(times[2] - times[1]) * 1e-6;
+    r.update_ms = static_cast<double>(end - times[2]) * 1e-6;
     r.mode = mode_name(config_.scheduler.mode);
     r.num_seqs = static_cast<int>(plan.seqs.size());
     r.prefill_seqs = plan.num_prefill_seqs();

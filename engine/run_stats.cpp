@@ -16,6 +16,9 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_used);
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;
+  summary_.schedule_s += r.schedule_ms * 1e-3;
+  summary_.forward_s += r.forward_ms * 1e-3;
+  summary_.update_s += r.update_ms * 1e-3;
 }
 
 void RunStats::add_request(int prompt_tokens, int output_tokens, double ttft_ms, double e2e_ms) {

@@ -25,6 +25,9 @@ struct StepRecord {
   int finished = 0;
   int preempted = 0;
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
+  double schedule_ms = 0;      // host: schedule + pack
+  double forward_ms = 0;       // the backend's forward() call
+  double update_ms = 0;        // host: sampling, stop checks, bookkeeping, output
 };
 
 struct RunSummary {
@@ -43,6 +46,9 @@ struct RunSummary {
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
   bool interrupted = false;
   double roofline_s = 0;       // sum of the steps' roofline times
+  double schedule_s = 0;       // host time in schedule + pack, summed
+  double forward_s = 0;        // time in the backend's forward(), summed
+  double update_s = 0;         // host time sampling and updating, summed
 
   double roofline_fraction() const { return wall_s > 0 ? roofline_s / wall_s : 0; }
 

@@ -8,7 +8,8 @@
 #   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
 #   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
 #   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
-#   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous,static
+#   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
+#   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,7 +50,8 @@ for s in "${@:-info unit sanitize e2e}"; do
               --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;
       1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;
       8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
-      8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous,static --max-num-batched-tokens 8192 ;;
+      8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
+      8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
       *) echo "unknown stage $name" ;;
     esac
   done

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda/decode_attention.hpp"
 #include "cuda/paged_attention.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -131,9 +132,57 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                      d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
   CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+
+  // The production split: multi-row sequences through paged_attention, single-row ones through
+  // decode_attention, without and with split-KV (many CTAs per long sequence, combined after).
+  const bool decode_shape = group <= kDecodeMaxGroup && (head_dim == 16 || head_dim == 32 || head_dim == 64 ||
+                                                         head_dim == 128);
+  if (!decode_shape) return;
+  std::vector<int32_t> multi_seq, multi_row, decode_seqs;
+  for (int t = 0; t < num_tiles; ++t) {
+    const bool single = query_start[tile_seq[t] + 1] - query_start[tile_seq[t]] == 1;
+    if (single) {
+      decode_seqs.push_back(tile_seq[t]);
+    } else {
+      multi_seq.push_back(tile_seq[t]);
+      multi_row.push_back(tile_row[t]);
+    }
+  }
+  REQUIRE(decode_seqs.size() == 4);
+  auto d_multi_seq = to_device_i32(multi_seq);
+  auto d_multi_row = to_device_i32(multi_row);
+  auto d_decode = to_device_i32(decode_seqs);
+  const int max_partials = 1024;
+  DeviceBuffer<float> partial_o(static_cast<size_t>(max_partials) * group * head_dim);
+  DeviceBuffer<float> partial_ml(static_cast<size_t>(max_partials) * group * 2);
+  for (int target_ctas : {1, 512}) {
+    const DecodeSplit split = choose_decode_split(4, num_kv_heads, 701, target_ctas, max_partials);
+    CAPTURE(split.num_splits);
+    CHECK((split.num_splits > 1) == (target_ctas > 1));
+    poison(d_out);
+    paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                       d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                       static_cast<int>(multi_seq.size()), shape, nullptr);
+    decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                        d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
+                        max_partials, shape, nullptr);
+    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+  }
 }
 
 }  // namespace
+
+TEST_CASE("choose_decode_split fills the GPU only when the sequences do not") {
+  const DecodeSplit one = choose_decode_split(256, 8, 2000, 528, 1056);
+  CHECK(one.num_splits == 1);
+  CHECK(one.keys_per_split >= 2000);
+  const DecodeSplit many = choose_decode_split(2, 8, 4000, 528, 1056);
+  CHECK(many.num_splits > 1);
+  CHECK(many.num_splits * many.keys_per_split >= 4000);
+  CHECK((many.num_splits - 1) * many.keys_per_split < 4000);  // no empty trailing split
+  CHECK(2 * 8 * many.num_splits <= 1056);
+  CHECK(many.keys_per_split % kDecodeKeysPerChunk == 0);
+}
 
 TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
   const std::vector<int32_t> query_start = {0, 37, 38, 38, 108};  // an empty sequence in the middle

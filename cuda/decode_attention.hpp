@@ -1,0 +1,39 @@
+// Host side of the decode attention (decode_attention.cu): the attention of single-row sequences (a
+// decode token, or a one-row chunk), the bulk of every decode-heavy step. Memory-bound on the KV cache,
+// so it reads each kv head's keys and values once for all the query heads that share them, spreads long
+// contexts over several CTAs (split-KV) when there are too few sequences to fill the GPU, and combines
+// the partial softmaxes in a second launch.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention_shape.hpp"
+
+namespace cbatch {
+
+constexpr int kDecodeMaxGroup = 8;        // query heads per kv head
+constexpr int kDecodeKeysPerChunk = 128;  // keys per CTA iteration (one per thread)
+
+// How a decode launch splits each sequence's keys: CTAs per (sequence, kv head) and keys per CTA.
+struct DecodeSplit {
+  int num_splits = 1;
+  int keys_per_split = 0;   // a multiple of kDecodeKeysPerChunk
+};
+
+// Splits so that the launch fills about `target_ctas` CTAs (never more than max_partials partial results
+// in total); one split when the sequences alone fill the GPU.
+DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials);
+
+// For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
+// out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the
+// layouts of paged_attention.hpp. d_partial_o (max_partials, group, head_dim) and d_partial_ml
+// (max_partials, group, 2) are scratch for split.num_splits > 1, where num_seqs * num_kv_heads *
+// num_splits <= max_partials. head_dim in {16, 32, 64, 128}; num_heads / num_kv_heads <= kDecodeMaxGroup.
+template <typename T>
+void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
+                      const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
+                      float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream);
+
+}  // namespace cbatch

@@ -1,0 +1,71 @@
+#include "cuda/step_profiler.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "cuda/cuda_check.hpp"
+
+namespace cbatch {
+
+StepProfiler::StepProfiler() {
+  const char* env = std::getenv("CBATCH_CUDA_PROFILE");
+  detailed_ = env != nullptr && std::strcmp(env, "0") != 0;
+}
+
+StepProfiler::~StepProfiler() {
+  if (detailed_ && steps_ > 0) {
+    std::fprintf(stderr, "[cbatch] CUDA profile: %ld steps, %.1f ms busy\n", steps_, busy_ms_);
+    for (const auto& [name, ms] : phase_ms_) {
+      std::fprintf(stderr, "[cbatch]   %-14s %10.1f ms %5.1f%%\n", name.c_str(), ms, 100.0 * ms / busy_ms_);
+    }
+  }
+  for (cudaEvent_t e : pool_) cudaEventDestroy(e);
+}
+
+cudaEvent_t StepProfiler::next_event() {
+  if (marks_.size() == pool_.size()) {
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreate(&e));
+    pool_.push_back(e);
+  }
+  return pool_[marks_.size()];
+}
+
+void StepProfiler::begin_step(cudaStream_t stream) {
+  marks_.clear();
+  cudaEvent_t e = next_event();
+  CUDA_CHECK(cudaEventRecord(e, stream));
+  marks_.emplace_back("", e);
+}
+
+void StepProfiler::phase(const char* name, cudaStream_t stream) {
+  if (!detailed_) return;
+  cudaEvent_t e = next_event();
+  CUDA_CHECK(cudaEventRecord(e, stream));
+  marks_.emplace_back(name, e);
+}
+
+void StepProfiler::end_step(cudaStream_t stream) {
+  if (marks_.empty()) {  // no begin_step: still the step's synchronization point
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  cudaEvent_t e = next_event();
+  CUDA_CHECK(cudaEventRecord(e, stream));
+  marks_.emplace_back("head+copy", e);
+  CUDA_CHECK(cudaEventSynchronize(e));
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, marks_.front().second, marks_.back().second));
+  busy_ms_ += ms;
+  ++steps_;
+  if (detailed_) {
+    for (size_t i = 1; i < marks_.size(); ++i) {
+      CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[i - 1].second, marks_[i].second));
+      phase_ms_[marks_[i].first] += ms;
+    }
+  }
+  marks_.clear();
+}
+
+}  // namespace cbatch
