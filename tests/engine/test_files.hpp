@@ -10,7 +10,9 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/error.hpp"
 
@@ -73,6 +75,30 @@ inline std::string error_of(const std::function<void()>& fn) {
   }
   FAIL("expected a cbatch::Error");
   return "";
+}
+
+// Cases of a llama.cpp vocab test: separated by "\n__ggml_vocab_test__\n".
+inline std::vector<std::string> read_vocab_cases(const std::string& path) {
+  const std::string text = read_bytes(path);
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> cases;
+  size_t begin = 0;
+  for (size_t at; (at = text.find(sep, begin)) != std::string::npos; begin = at + sep.size()) {
+    cases.push_back(text.substr(begin, at - begin));
+  }
+  return cases;
+}
+
+inline std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
+  std::istringstream in(read_bytes(path));
+  std::vector<std::vector<int32_t>> all;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; fields >> id;) ids.push_back(id);
+    all.push_back(ids);
+  }
+  return all;
 }
 
 }  // namespace cbatch::test
