@@ -1,5 +1,6 @@
 #include "cmd/engine_options.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "engine/cpu_backend.hpp"
@@ -93,6 +94,13 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
   return make_cpu_backend(model, cpu);
+}
+
+void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "[cbatch] loaded %s (%s, %s, %.1fM parameters) on %s in %.2f s\n", model.path.c_str(),
+               model.format.c_str(), model.weight_dtype.c_str(), static_cast<double>(model.config.num_parameters()) / 1e6,
+               backend.device_name().c_str(), seconds);
 }
 
 }  // namespace cbatch

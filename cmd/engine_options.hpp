@@ -1,6 +1,7 @@
 // The options every engine-running subcommand (run, bench) shares: model, device and scheduler flags.
 // Parsed by CLI11 into EngineOptions, then validated once into the EngineConfig the engine receives.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -35,5 +36,7 @@ EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
 Model load_model_for(const EngineOptions& options);
 // Picks and builds the backend (--device auto: CUDA when compiled in and a GPU is present).
 std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model);
+// "[cbatch] loaded PATH (format, dtype, parameters) on DEVICE in S s" on stderr.
+void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start);
 
 }  // namespace cbatch
