@@ -66,6 +66,33 @@ class TempFile {
   std::string path_;
 };
 
+// A temporary directory (optionally a copy of `source`), removed with its contents at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& source = "") {
+    static int counter = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("cbatch_test_dir_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                .string();
+    std::filesystem::create_directories(path_);
+    if (!source.empty()) std::filesystem::copy(source, path_, std::filesystem::copy_options::recursive);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void write(const std::string& name, const std::string& bytes) const {
+    std::ofstream out(file(name), std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::string read(const std::string& name) const { return read_bytes(file(name)); }
+
+ private:
+  std::string path_;
+};
+
 // The message of the cbatch::Error that fn throws; fails the test when it throws nothing.
 inline std::string error_of(const std::function<void()>& fn) {
   try {
