@@ -16,6 +16,7 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--model", o.model, "GGUF file, Hugging Face directory, llama2.c .bin, or dummy:CONFIG.json")
       ->envname("CBATCH_MODEL");
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.bin for llama2.c checkpoints");
+  add_chat_template_option(app, o.chat_template);
   app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--mode", o.mode, "continuous, static or sequential")
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
@@ -34,6 +35,12 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--quiet", o.quiet, "no progress on stderr");
+}
+
+void add_chat_template_option(CLI::App& app, std::string& name) {
+  app.add_option("--chat-template", name,
+                 "render chat messages with this template (chatml, llama3, llama2) instead of the model's own")
+      ->check(CLI::IsMember({"chatml", "llama3", "llama2"}));
 }
 
 EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {

@@ -16,6 +16,7 @@ namespace cbatch {
 struct EngineOptions {
   std::string model;
   std::string tokenizer;
+  std::string chat_template;  // --chat-template NAME; "" = the model's own
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";
@@ -31,6 +32,8 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
+// --chat-template NAME (also used by `tokenize`).
+void add_chat_template_option(CLI::App& app, std::string& name);
 
 EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
 Model load_model_for(const EngineOptions& options);

@@ -69,7 +69,8 @@ int run(const RunOptions& o) {
 
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
-  JsonlRequestSource source(o.prompts, model, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
+  const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
+  JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
   ResultFormatOptions format;
   format.model = model_name(model.path);
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);

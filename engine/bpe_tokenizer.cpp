@@ -64,6 +64,7 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
       specials_.add(spec.tokens[id], static_cast<int32_t>(id));
     }
   }
+  tokens_ = std::move(spec.tokens);
   bos_id_ = spec.bos_id;
   for (int32_t id : spec.eos_ids) {
     if (id >= 0 && !is_eos(id)) eos_ids_.push_back(id);

@@ -45,6 +45,9 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
   std::string decode_piece(int32_t prev, int32_t id) const override;
   int vocab_size() const override { return static_cast<int>(decoded_.size()); }
+  std::string token_text(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? tokens_[id] : std::string();
+  }
   std::string_view kind() const override { return is_byte_level_ ? "gpt2" : "llama"; }
 
  private:
@@ -60,6 +63,7 @@ class BpeTokenizer final : public Tokenizer {
   bool add_eos_;
   BpeModel model_;
   SpecialTokenMatcher specials_;      // control, user-defined and unknown tokens
+  std::vector<std::string> tokens_;   // (vocab) token texts as stored
   std::vector<std::string> decoded_;  // (vocab) the bytes each token decodes to
   std::vector<bool> keeps_space_;     // (vocab) byte tokens keep a leading space after BOS
 };

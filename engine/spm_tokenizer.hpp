@@ -38,6 +38,9 @@ class SpmTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
   std::string decode_piece(int32_t prev, int32_t id) const override;
   int vocab_size() const override { return static_cast<int>(vocab_.pieces.size()); }
+  std::string token_text(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? vocab_.pieces[id] : std::string();
+  }
   std::string_view kind() const override { return "llama"; }
 
  private:

@@ -33,6 +33,8 @@ class Tokenizer {
   // special tokens give "". SentencePiece drops the leading space of the first piece after BOS.
   virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;
   virtual int vocab_size() const = 0;
+  // The token's text as the vocabulary stores it ("<s>", "<|im_end|>", "Ġthe"); "" when unknown.
+  virtual std::string token_text(int32_t /*id*/) const { return ""; }
   // "llama" (SentencePiece BPE), "gpt2" (byte-level BPE) or "byte" (dummy models).
   virtual std::string_view kind() const = 0;
 
