@@ -2,7 +2,8 @@
 with cbatch: the `gguf` package parses the file and dequantizes its tensors (its own Python
 implementation of Q4_0/Q4_1/Q8_0/F16), the math below is a plain transcription of the Llama
 architecture: RMSNorm, RoPE on adjacent pairs (2i, 2i+1) as GGUF files are permuted for, grouped-query
-attention with a causal mask, SwiGLU, tied or separate output head. Greedy decoding with a KV cache."""
+attention with a causal mask, SwiGLU, tied or separate output head. Greedy decoding with a KV cache and
+vLLM's repetition / frequency / presence penalties."""
 import numpy as np
 from gguf import GGUFReader
 from gguf.quants import dequantize
@@ -81,7 +82,19 @@ class GgufLlama:
             x = x + (gate / (1.0 + np.exp(-gate)) * up) @ l["ffn_down"].T
         return self.rmsnorm(x, self.final_norm) @ self.output.T
 
-    def greedy(self, prompts, num_tokens):
+    @staticmethod
+    def penalize(logits, prompt, output, repetition, frequency, presence):
+        """vLLM's penalties: repetition over prompt and output tokens (divide positive logits, multiply
+        negative ones), frequency (per occurrence) and presence (once) over output tokens."""
+        logits = logits.copy()
+        seen = np.unique(np.array(prompt + output, dtype=np.int64))
+        logits[seen] = np.where(logits[seen] > 0, logits[seen] / repetition, logits[seen] * repetition)
+        if output:
+            ids, counts = np.unique(np.array(output, dtype=np.int64), return_counts=True)
+            logits[ids] -= frequency * counts + presence
+        return logits
+
+    def greedy(self, prompts, num_tokens, repetition=1.0, frequency=0.0, presence=0.0):
         """Per prompt (a list of ids): (generated ids, top-1 minus top-2 logit margin at each step). The
         prompts are prefilled one by one and decoded together, one row each."""
         caches = [{"k": [None] * self.n_layers, "v": [None] * self.n_layers} for _ in prompts]
@@ -95,6 +108,7 @@ class GgufLlama:
         for step in range(num_tokens):
             tokens = []
             for s, logits in enumerate(last):
+                logits = self.penalize(logits, list(prompts[s]), outs[s], repetition, frequency, presence)
                 top2 = np.sort(logits)[-2:]
                 tokens.append(int(np.argmax(logits)))
                 outs[s].append(tokens[-1])

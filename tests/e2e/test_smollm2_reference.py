@@ -1,7 +1,8 @@
 """SmolLM2-135M-Instruct (Q4_1 GGUF): cbatch's greedy completions of 5 raw prompts agree for 32 tokens
 with an independent float64 numpy forward pass (reference_llama.py: the `gguf` package reads and
-dequantizes, Hugging Face `tokenizers` tokenizes). Prints the smallest top-1/top-2 logit margin, so a
-disagreement at a near-tie can be told apart from a real bug."""
+dequantizes, Hugging Face `tokenizers` tokenizes), plain and with repetition, frequency and presence
+penalties. Prints the smallest top-1/top-2 logit margin, so a disagreement at a near-tie can be told
+apart from a real bug."""
 import json
 import os
 
@@ -28,8 +29,9 @@ model = need_smollm2()
 c = Checks()
 work = tmpdir()
 prompts = os.path.join(work, "prompts.jsonl")
-write_jsonl(prompts, [{"id": i, "prompt": p, "max_tokens": NUM_TOKENS, "temperature": 0, "ignore_eos": True}
-                      for i, p in enumerate(PROMPTS)])
+PENALTIES = {"repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_penalty": 0.3}
+rows = [{"id": i, "prompt": p, "max_tokens": NUM_TOKENS, "temperature": 0, "ignore_eos": True} for i, p in enumerate(PROMPTS)]
+write_jsonl(prompts, rows + [dict(r, id=r["id"] + len(PROMPTS), **PENALTIES) for r in rows])
 out = os.path.join(work, "out.jsonl")
 run(["run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
 results = {r["id"]: r for r in read_jsonl(out)}
@@ -37,14 +39,17 @@ results = {r["id"]: r for r in read_jsonl(out)}
 tokenizer = hf_tokenizer_from_gguf(model)
 reference = GgufLlama(model)
 all_prompt_ids = [tokenizer.encode(p, add_special_tokens=False).ids for p in PROMPTS]
-for i, (prompt, prompt_ids, (want, margins)) in enumerate(zip(PROMPTS, all_prompt_ids,
-                                                               reference.greedy(all_prompt_ids, NUM_TOKENS))):
-    got = results[i]["output_token_ids"]
-    c.check(results[i]["prompt_tokens"] == len(prompt_ids), f"prompt {i}: {results[i]['prompt_tokens']} prompt tokens, "
-                                                             f"HF tokenizers gives {len(prompt_ids)}")
-    agree = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
-    c.check(got == want, f"prompt {i}: first difference at token {agree} (reference margin there "
-                         f"{margins[agree] if agree < len(margins) else 'n/a'}):\n  cbatch    {got}\n  reference {want}")
-    print(f"prompt {i}: {agree}/{NUM_TOKENS} greedy tokens agree, smallest reference margin {min(margins):.4f}: "
-          f"{json.dumps(prompt + tokenizer.decode(want))[:100]}")
+for offset, penalties in [(0, {}), (len(PROMPTS), PENALTIES)]:
+    kwargs = {"repetition": penalties.get("repetition_penalty", 1.0), "frequency": penalties.get("frequency_penalty", 0.0),
+              "presence": penalties.get("presence_penalty", 0.0)}
+    for i, (prompt_ids, (want, margins)) in enumerate(zip(all_prompt_ids, reference.greedy(all_prompt_ids, NUM_TOKENS, **kwargs))):
+        result = results[offset + i]
+        got = result["output_token_ids"]
+        c.check(result["prompt_tokens"] == len(prompt_ids),
+                f"prompt {i}: {result['prompt_tokens']} prompt tokens, HF tokenizers gives {len(prompt_ids)}")
+        agree = next((k for k, (a, b) in enumerate(zip(got, want)) if a != b), min(len(got), len(want)))
+        c.check(got == want, f"prompt {i} {penalties}: first difference at token {agree} (reference margin there "
+                             f"{margins[agree] if agree < len(margins) else 'n/a'}):\n  cbatch    {got}\n  reference {want}")
+        print(f"prompt {i}{' with penalties' if penalties else ''}: {agree}/{NUM_TOKENS} greedy tokens agree, smallest "
+              f"reference margin {min(margins):.4f}: {json.dumps(PROMPTS[i] + tokenizer.decode(want))[:90]}")
 c.done()
