@@ -71,6 +71,15 @@ void add_unique(std::vector<int32_t>& ids, const std::vector<int32_t>& more) {
   }
 }
 
+// generation_config.json (optional): more eos ids, and the bos id when nothing else named one.
+void read_generation_config(const std::string& path, BpeTokenizerSpec& spec) {
+  if (!std::filesystem::exists(path)) return;
+  const JsonFile generation(path);
+  add_unique(spec.eos_ids, generation.fields().get_ids("eos_token_id"));
+  const std::vector<int32_t> bos = generation.fields().get_ids("bos_token_id");
+  if (spec.bos_id < 0 && !bos.empty()) spec.bos_id = bos[0];
+}
+
 }  // namespace
 
 std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfConfig& config,
@@ -97,15 +106,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfCon
     if (id < 0) throw Error("'" + config_path + "': eos_token '" + text + "' is not a token of tokenizer.json");
     add_unique(spec.eos_ids, {id});
   }
-  const std::string generation_path = (fs::path(dir) / "generation_config.json").string();
-  if (fs::exists(generation_path)) {
-    const JsonFile generation(generation_path);
-    add_unique(spec.eos_ids, generation.fields().get_ids("eos_token_id"));
-    if (spec.bos_id < 0) {
-      const std::vector<int32_t> bos = generation.fields().get_ids("bos_token_id");
-      if (!bos.empty()) spec.bos_id = bos[0];
-    }
-  }
+  read_generation_config((fs::path(dir) / "generation_config.json").string(), spec);
   add_unique(spec.eos_ids, config.eos_ids);
   spec.add_bos = ids.add_bos;
   spec.add_eos = ids.add_eos;

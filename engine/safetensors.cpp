@@ -37,6 +37,37 @@ int64_t other_dtype_bytes(std::string_view name) {
   return 0;
 }
 
+// One header entry {"dtype", "shape", "data_offsets"}, checked against the data section's size.
+SafetensorsTensor parse_entry(simdjson::dom::element value, uint64_t data_bytes, const std::string& bad) {
+  SafetensorsTensor t;
+  std::string_view dtype;
+  simdjson::dom::array shape, offsets;
+  if (value["dtype"].get_string().get(dtype) || value["shape"].get_array().get(shape) ||
+      value["data_offsets"].get_array().get(offsets) || offsets.size() != 2) {
+    throw Error(bad + "needs fields 'dtype' (string), 'shape' (array) and 'data_offsets' ([begin, end])");
+  }
+  t.dtype = std::string(dtype);
+  int64_t numel = 1;
+  for (simdjson::dom::element d : shape) {
+    int64_t n;
+    if (d.get_int64().get(n) || n < 0 || (n > 0 && numel > INT64_MAX / n)) throw Error(bad + "has an invalid shape");
+    numel *= n;
+    t.shape.push_back(n);
+  }
+  if (offsets.at(0).get_uint64().get(t.begin) || offsets.at(1).get_uint64().get(t.end) || t.begin > t.end ||
+      t.end > data_bytes) {
+    throw Error(bad + "has data_offsets outside the data (" + std::to_string(data_bytes) + " bytes)");
+  }
+  int64_t elem_bytes = 0;
+  t.is_supported = supported_dtype(t.dtype, &t.type, &elem_bytes);
+  if (!t.is_supported) elem_bytes = other_dtype_bytes(t.dtype);
+  if (elem_bytes > 0 && (numel > INT64_MAX / elem_bytes || t.end - t.begin != static_cast<uint64_t>(numel * elem_bytes))) {
+    throw Error(bad + "holds " + std::to_string(t.end - t.begin) + " bytes, its " + t.dtype + " shape needs " +
+                std::to_string(numel * elem_bytes));
+  }
+  return t;
+}
+
 }  // namespace
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(std::make_shared<MappedFile>(path)) {
@@ -59,38 +90,10 @@ void SafetensorsFile::read_header() {
   if (auto error = parser.parse(json).get(header)) {
     throw Error(where + ": the safetensors header is not a JSON object: " + simdjson::error_message(error));
   }
-  const uint64_t data_bytes = file_->size() - data_offset_;
   for (auto [key, value] : header) {
     if (key == "__metadata__") continue;
     const std::string name(key);
-    const std::string bad = where + ": tensor '" + name + "' ";
-    SafetensorsTensor t;
-    std::string_view dtype;
-    simdjson::dom::array shape, offsets;
-    if (value["dtype"].get_string().get(dtype) || value["shape"].get_array().get(shape) ||
-        value["data_offsets"].get_array().get(offsets) || offsets.size() != 2) {
-      throw Error(bad + "needs fields 'dtype' (string), 'shape' (array) and 'data_offsets' ([begin, end])");
-    }
-    t.dtype = std::string(dtype);
-    int64_t numel = 1;
-    for (simdjson::dom::element d : shape) {
-      int64_t n;
-      if (d.get_int64().get(n) || n < 0 || (n > 0 && numel > INT64_MAX / n)) throw Error(bad + "has an invalid shape");
-      numel *= n;
-      t.shape.push_back(n);
-    }
-    if (offsets.at(0).get_uint64().get(t.begin) || offsets.at(1).get_uint64().get(t.end) || t.begin > t.end ||
-        t.end > data_bytes) {
-      throw Error(bad + "has data_offsets outside the data (" + std::to_string(data_bytes) + " bytes)");
-    }
-    int64_t elem_bytes = 0;
-    t.is_supported = supported_dtype(t.dtype, &t.type, &elem_bytes);
-    if (!t.is_supported) elem_bytes = other_dtype_bytes(t.dtype);
-    if (elem_bytes > 0 && (numel > INT64_MAX / elem_bytes || t.end - t.begin != static_cast<uint64_t>(numel * elem_bytes))) {
-      throw Error(bad + "holds " + std::to_string(t.end - t.begin) + " bytes, its " + t.dtype + " shape needs " +
-                  std::to_string(numel * elem_bytes));
-    }
-    tensors_.emplace(name, std::move(t));
+    tensors_.emplace(name, parse_entry(value, file_->size() - data_offset_, where + ": tensor '" + name + "' "));
   }
 }
 
