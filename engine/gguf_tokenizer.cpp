@@ -117,7 +117,7 @@ std::unique_ptr<Tokenizer> load_byte_level(const GgufFile& gguf) {
   for (int32_t id : end_of_generation_ids(spec.tokens, spec.types)) spec.eos_ids.push_back(id);
   spec.add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token", is_llama3 && spec.bos_id >= 0);
   spec.add_eos = gguf.get_bool("tokenizer.ggml.add_eos_token", false);
-  if (gguf.get_bool("tokenizer.ggml.add_space_prefix", false)) spec.add_prefix_space = true;
+  // tokenizer.ggml.add_space_prefix is ignored here, as llama.cpp ignores it for BPE vocabularies.
   return std::make_unique<BpeTokenizer>(std::move(spec), gguf.path());
 }
 
