@@ -86,3 +86,29 @@ def write_vocab_gguf(path, tokens, types, merges, pre):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
+
+
+def spm_tokenizer_json_from_gguf(path):
+    """A SentencePiece-style tokenizer.json (BPE with byte fallback, "▁" normalizer, <s> template) from a
+    `llama` GGUF vocabulary, its merges derived from the piece scores as transformers'
+    SentencePieceExtractor derives them for Llama tokenizers."""
+    from tokenizers import normalizers, processors
+    r = GGUFReader(path)
+    tokens, scores, types = (field(r, k) for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+                                                    "tokenizer.ggml.token_type"))
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for i in sorted(range(len(tokens)), key=lambda i: -scores[i]):
+        if types[i] != 1:
+            continue
+        piece = tokens[i]
+        local = [(piece[:k], piece[k:], scores[i]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+        merges.extend(sorted(local, key=lambda x: (vocab[x[0]], vocab[x[1]])))
+    merges.sort(key=lambda x: -x[2])
+    tok = Tokenizer(models.BPE(vocab, [(a, b) for a, b, _ in merges], unk_token=tokens[0], fuse_unk=True, byte_fallback=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(tokens, types) if ty in (2, 3)])
+    tok.post_processor = processors.TemplateProcessing(single=f"{tokens[1]} $A", special_tokens=[(tokens[1], 1)])
+    return tok
