@@ -1,18 +1,21 @@
-# Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo).
+# Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo) and
+# the Python packages the end-to-end tests compare against (pinned; tests skip visibly without them).
 BUILD ?= build
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24"
 
-.PHONY: all setup configure build test test-cpu run bench model clean
+.PHONY: all setup configure build test test-cpu test-data run bench model clean
 
 all: build
 
 setup:
 	$(SUDO) apt-get update -qq
 	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev
+	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet $(PY_TEST_PACKAGES)
 
 configure:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -20,8 +23,12 @@ configure:
 build: configure
 	cmake --build $(BUILD) -j$(JOBS)
 
-test: build
+test: build test-data
 	ctest --test-dir $(BUILD) --output-on-failure
+
+# The default model for the SmolLM2 tests; they are skipped (with a message) when it cannot be fetched.
+test-data:
+	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
 
 model: $(MODEL)
 

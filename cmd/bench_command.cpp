@@ -37,7 +37,8 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Wo
   }
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
-  JsonlRequestSource source(o.dataset, model, defaults, o.engine.seed);
+  const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
+  JsonlRequestSource source(o.dataset, model, &chat, defaults, o.engine.seed);
   SourceItem item;
   while (static_cast<int>(items.size()) < o.num_prompts && source.next(item)) items.push_back(std::move(item));
   spec.num_prompts = static_cast<int>(items.size());

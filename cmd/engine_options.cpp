@@ -1,5 +1,6 @@
 #include "cmd/engine_options.hpp"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "engine/cpu_backend.hpp"
@@ -15,6 +16,7 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--model", o.model, "GGUF file, Hugging Face directory, llama2.c .bin, or dummy:CONFIG.json")
       ->envname("CBATCH_MODEL");
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.bin for llama2.c checkpoints");
+  add_chat_template_option(app, o.chat_template);
   app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--mode", o.mode, "continuous, static or sequential")
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
@@ -33,6 +35,12 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--quiet", o.quiet, "no progress on stderr");
+}
+
+void add_chat_template_option(CLI::App& app, std::string& name) {
+  app.add_option("--chat-template", name,
+                 "render chat messages with this template (chatml, llama3, llama2) instead of the model's own")
+      ->check(CLI::IsMember({"chatml", "llama3", "llama2"}));
 }
 
 EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
@@ -93,6 +101,13 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
   return make_cpu_backend(model, cpu);
+}
+
+void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start) {
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::fprintf(stderr, "[cbatch] loaded %s (%s, %s, %.1fM parameters) on %s in %.2f s\n", model.path.c_str(),
+               model.format.c_str(), model.weight_dtype.c_str(), static_cast<double>(model.config.num_parameters()) / 1e6,
+               backend.device_name().c_str(), seconds);
 }
 
 }  // namespace cbatch

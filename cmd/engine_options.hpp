@@ -1,6 +1,7 @@
 // The options every engine-running subcommand (run, bench) shares: model, device and scheduler flags.
 // Parsed by CLI11 into EngineOptions, then validated once into the EngineConfig the engine receives.
 #pragma once
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@ namespace cbatch {
 struct EngineOptions {
   std::string model;
   std::string tokenizer;
+  std::string chat_template;  // --chat-template NAME; "" = the model's own
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";
@@ -30,10 +32,14 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
+// --chat-template NAME (also used by `tokenize`).
+void add_chat_template_option(CLI::App& app, std::string& name);
 
 EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
 Model load_model_for(const EngineOptions& options);
 // Picks and builds the backend (--device auto: CUDA when compiled in and a GPU is present).
 std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model);
+// "[cbatch] loaded PATH (format, dtype, parameters) on DEVICE in S s" on stderr.
+void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start);
 
 }  // namespace cbatch

@@ -1,8 +1,11 @@
 // `cbatch inspect --model PATH`: what a model file holds, without running it.
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "cmd/commands.hpp"
+#include "engine/chat_template.hpp"
 #include "engine/model.hpp"
 
 namespace cbatch {
@@ -12,6 +15,16 @@ struct InspectOptions {
   std::string model;
   std::string tokenizer;
 };
+
+std::string describe_chat_template(const std::string& jinja) {
+  if (jinja.empty()) return "none";
+  const std::optional<ChatTemplate> t = recognize_chat_template(jinja);
+  if (!t) return "not recognized (chats need --chat-template NAME)";
+  std::string name = t->family == ChatFamily::kChatMl ? "ChatML" : t->family == ChatFamily::kLlama3 ? "Llama 3" : "Llama 2";
+  if (!t->default_system.empty()) name += ", default system prompt \"" + t->default_system + "\"";
+  if (t->dated_system) name += ", dated system block (" + t->today + ")";
+  return name;
+}
 
 int run(const InspectOptions& o) {
   ModelSource source;
@@ -28,9 +41,12 @@ int run(const InspectOptions& o) {
               c.max_context, c.rms_eps, c.rope_theta,
               c.rope_layout == RopeLayout::kHalves ? "halves" : "adjacent pairs",
               c.rope_scaling.is_llama3 ? "llama3" : "none", c.tied_embeddings ? "yes" : "no");
-  std::printf("tokenizer: %.*s (bos %d, %zu eos ids)\nchat template: %s\n",
-              static_cast<int>(model.tokenizer->kind().size()), model.tokenizer->kind().data(),
-              model.tokenizer->bos_id(), model.tokenizer->eos_ids().size(), model.chat_template.empty() ? "none" : "yes");
+  const Tokenizer& tok = *model.tokenizer;
+  std::string eos;
+  for (int32_t id : tok.eos_ids()) eos += (eos.empty() ? "" : ", ") + std::to_string(id) + " " + tok.token_text(id);
+  std::printf("tokenizer: %.*s, %d tokens (bos %d %s; eos %s)\nchat template: %s\n", static_cast<int>(tok.kind().size()),
+              tok.kind().data(), tok.vocab_size(), tok.bos_id(), tok.token_text(tok.bos_id()).c_str(), eos.c_str(),
+              describe_chat_template(model.chat_template).c_str());
   return 0;
 }
 

@@ -1,4 +1,5 @@
 // `cbatch run PROMPTS.jsonl`: every request of a JSONL file through the engine, results as JSONL.
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -59,14 +60,17 @@ int run(const RunOptions& o) {
     resume = read_finished_ids(o.output);
     truncate_torn_tail(o.output, resume);
   }
+  const auto load_start = std::chrono::steady_clock::now();
   const Model model = load_model_for(o.engine);
   std::unique_ptr<Backend> backend = make_backend(o.engine, model);
+  if (!o.engine.quiet) print_load_line(model, *backend, load_start);
   const EngineConfig config = make_engine_config(o.engine, parse_mode(o.engine.mode));
   Engine engine(config, model, *backend);
 
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
-  JsonlRequestSource source(o.prompts, model, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
+  const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
+  JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
   ResultFormatOptions format;
   format.model = model_name(model.path);
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);

@@ -1,14 +1,20 @@
 // `cbatch tokenize --model PATH`: {"text": ...} lines on stdin -> {"ids": [...]} lines on stdout.
+// A {"messages": [...]} line is rendered with the chat template (the model's, or --chat-template) and
+// gives {"ids": [...], "text": RENDERED}, so templates can be checked against a Jinja rendering.
 #include <cstdio>
-#include <iostream>
 #include <memory>
+#include <variant>
 
 #include <simdjson.h>
 
 #include "cmd/commands.hpp"
-#include "engine/jsonl_reader.hpp"
+#include "cmd/engine_options.hpp"
+#include "engine/chat_format.hpp"
+#include "engine/error.hpp"
 #include "engine/json_writer.hpp"
+#include "engine/jsonl_reader.hpp"
 #include "engine/model.hpp"
+#include "engine/request_parser.hpp"
 
 namespace cbatch {
 namespace {
@@ -16,29 +22,55 @@ namespace {
 struct TokenizeOptions {
   std::string model;
   std::string tokenizer;
+  std::string chat_template;
   bool no_special = false;
 };
+
+void write_error(JsonWriter& w, int64_t line, const std::string& message) {
+  w.begin_object().key("line").int64(line).key("error").string(message).end_object();
+}
+
+// One output line for a {"messages": ...} line; false on an error.
+bool tokenize_chat(const JsonlLine& line, RequestParser& requests, const ChatFormat& chat, JsonWriter& w) {
+  ParsedRequest parsed = requests.parse(line);
+  if (auto* error = std::get_if<RequestError>(&parsed)) {
+    write_error(w, line.line_no, error->message);
+    return false;
+  }
+  try {
+    const RenderedChat rendered = chat.render(*std::get<RequestInput>(parsed).messages);
+    w.begin_object().key("ids").int_array(rendered.ids).key("text").string(rendered.text).end_object();
+    return true;
+  } catch (const Error& e) {
+    write_error(w, line.line_no, e.what());
+    return false;
+  }
+}
 
 int run(const TokenizeOptions& o) {
   ModelSource source;
   source.path = o.model;
   source.tokenizer_path = o.tokenizer;
-  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(source);
+  std::string chat_template;
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(source, &chat_template);
+  const ChatFormat chat(chat_template, o.chat_template, *tokenizer);
   JsonlReader reader("-");
   JsonlLine line;
   simdjson::dom::parser parser;
+  RequestParser requests;
   int failures = 0;
   while (reader.next(line)) {
     JsonWriter w;
     simdjson::dom::element doc;
     std::string_view text;
-    const auto error = parser.parse(line.buffer.data(), line.size, false).get(doc);
-    if (error || doc["text"].get_string().get(text)) {
+    const bool is_json = !parser.parse(line.buffer.data(), line.size, false).get(doc);
+    if (is_json && doc.is_object() && !doc["messages"].error()) {
+      failures += !tokenize_chat(line, requests, chat, w);
+    } else if (!is_json || doc["text"].get_string().get(text)) {
       ++failures;
-      w.begin_object().key("line").int64(line.line_no).key("error").string("expected an object with a string field 'text'").end_object();
+      write_error(w, line.line_no, "expected an object with a string field 'text' or a list 'messages'");
     } else {
-      const std::vector<int32_t> ids = tokenizer->encode(text, !o.no_special);
-      w.begin_object().key("ids").int_array(ids).end_object();
+      w.begin_object().key("ids").int_array(tokenizer->encode(text, !o.no_special)).end_object();
     }
     std::string out = w.take() + "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
@@ -51,10 +83,11 @@ int run(const TokenizeOptions& o) {
 
 Command add_tokenize_command(CLI::App& app) {
   auto options = std::make_shared<TokenizeOptions>();
-  CLI::App* sub = app.add_subcommand("tokenize", "tokenize {\"text\": ...} lines from standard input");
+  CLI::App* sub = app.add_subcommand("tokenize", "tokenize {\"text\": ...} or {\"messages\": [...]} lines from standard input");
   sub->add_option("--model", options->model, "model or vocab-only GGUF whose tokenizer to use")->required();
   sub->add_option("--tokenizer", options->tokenizer, "tokenizer.bin for llama2.c checkpoints");
-  sub->add_flag("--no-special", options->no_special, "add no BOS/EOS");
+  add_chat_template_option(*sub, options->chat_template);
+  sub->add_flag("--no-special", options->no_special, "add no BOS/EOS to text lines");
   return {sub, [options] { return run(*options); }};
 }
 

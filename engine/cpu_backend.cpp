@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
+#include <memory>
 
 #include "engine/cpu_matmul.hpp"
 #include "engine/cpu_ops.hpp"
@@ -15,27 +17,64 @@
 namespace cbatch {
 namespace {
 
-// Rows of several tensors stacked into one fp32 matrix (rows summed, cols shared).
-std::vector<float> stack_f32(std::initializer_list<const TensorView*> parts) {
+// A vector of floats that are not value-initialized: every weight is written once by its conversion
+// (in parallel, so the pages are first touched on every core, never zero-filled by one thread first).
+template <typename T>
+struct NoInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Weights = std::vector<float, NoInitAllocator<float>>;
+
+// A zeroed float array from calloc: large ones are fresh zero pages that become resident only when
+// written, so the KV cache costs memory for the blocks in use, not for the whole reservation.
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using ZeroedFloats = std::unique_ptr<float[], FreeDeleter>;
+
+ZeroedFloats calloc_floats(size_t n) {
+  auto* p = static_cast<float*>(std::calloc(std::max<size_t>(n, 1), sizeof(float)));
+  if (p == nullptr) throw Error("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes for the KV cache");
+  return ZeroedFloats(p);
+}
+
+// Rows of several tensors stacked into one fp32 matrix (rows summed, cols shared). Each tensor is
+// converted straight into its place, rows split across the pool: no intermediate copy, and the
+// conversion (dequantization and first touch of the pages) runs on every core.
+Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& pool) {
   int64_t rows = 0;
   for (const TensorView* t : parts) rows += t->rows;
   const int64_t cols = (*parts.begin())->cols;
-  std::vector<float> out(static_cast<size_t>(rows * cols));
+  Weights out(static_cast<size_t>(rows * cols));
   int64_t row = 0;
   for (const TensorView* t : parts) {
-    tensor_rows_to_f32(*t, 0, t->rows, out.data() + row * cols);
+    float* dst = out.data() + row * cols;
+    pool.parallel_for(t->rows, [&](int64_t begin, int64_t end) {
+      tensor_rows_to_f32(*t, begin, end - begin, dst + begin * cols);
+    }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
     row += t->rows;
   }
   return out;
 }
 
 struct CpuLayer {
-  std::vector<float> attn_norm;  // (dim)
-  std::vector<float> wqkv;       // (q_dim + 2 * kv_dim, dim)
-  std::vector<float> wo;         // (dim, q_dim)
-  std::vector<float> ffn_norm;   // (dim)
-  std::vector<float> w_gate_up;  // (2 * hidden, dim)
-  std::vector<float> w_down;     // (dim, hidden)
+  Weights attn_norm;  // (dim)
+  Weights wqkv;       // (q_dim + 2 * kv_dim, dim)
+  Weights wo;         // (dim, q_dim)
+  Weights ffn_norm;   // (dim)
+  Weights w_gate_up;  // (2 * hidden, dim)
+  Weights w_down;     // (dim, hidden)
 };
 
 class CpuBackend final : public Backend {
@@ -60,8 +99,8 @@ class CpuBackend final : public Backend {
   void allocate_kv_cache(const KvCacheSpec& spec) override {
     spec_ = spec;
     const size_t n = static_cast<size_t>(config_.num_layers) * spec.num_blocks * spec.block_size * config_.kv_dim();
-    k_cache_.assign(n, 0.0f);
-    v_cache_.assign(n, 0.0f);
+    k_cache_ = calloc_floats(n);
+    v_cache_ = calloc_floats(n);
   }
 
   void forward(const RaggedBatch& batch, StepOutput& out) override;
@@ -76,15 +115,15 @@ class CpuBackend final : public Backend {
   ModelConfig config_;
   CpuBackendOptions options_;
   ThreadPool pool_;
-  std::vector<float> embedding_;   // (vocab, dim)
+  Weights embedding_;   // (vocab, dim)
   std::vector<CpuLayer> layers_;
-  std::vector<float> final_norm_;  // (dim)
-  std::vector<float> lm_head_;     // (vocab, dim); empty when tied to embedding_
+  Weights final_norm_;  // (dim)
+  Weights lm_head_;     // (vocab, dim); empty when tied to embedding_
   std::vector<float> inv_freq_;    // (head_dim / 2)
 
   KvCacheSpec spec_;
-  std::vector<float> k_cache_;     // (layers, num_blocks * block_size, kv_dim)
-  std::vector<float> v_cache_;     // (layers, num_blocks * block_size, kv_dim)
+  ZeroedFloats k_cache_;           // (layers, num_blocks * block_size, kv_dim)
+  ZeroedFloats v_cache_;           // (layers, num_blocks * block_size, kv_dim)
 
   // Activations, resized to the batch: T = rows of the batch.
   std::vector<float> x_;           // (T, dim) residual stream
@@ -100,19 +139,19 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
-  embedding_ = stack_f32({&t.embedding});
+  embedding_ = stack_f32({&t.embedding}, pool_);
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
-    layer.attn_norm = stack_f32({&l.attn_norm});
-    layer.wqkv = stack_f32({&l.wq, &l.wk, &l.wv});
-    layer.wo = stack_f32({&l.wo});
-    layer.ffn_norm = stack_f32({&l.ffn_norm});
-    layer.w_gate_up = stack_f32({&l.w_gate, &l.w_up});
-    layer.w_down = stack_f32({&l.w_down});
+    layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
+    layer.wqkv = stack_f32({&l.wq, &l.wk, &l.wv}, pool_);
+    layer.wo = stack_f32({&l.wo}, pool_);
+    layer.ffn_norm = stack_f32({&l.ffn_norm}, pool_);
+    layer.w_gate_up = stack_f32({&l.w_gate, &l.w_up}, pool_);
+    layer.w_down = stack_f32({&l.w_down}, pool_);
     layers_.push_back(std::move(layer));
   }
-  final_norm_ = stack_f32({&t.final_norm});
-  if (!config_.tied_embeddings) lm_head_ = stack_f32({&t.lm_head});
+  final_norm_ = stack_f32({&t.final_norm}, pool_);
+  if (!config_.tied_embeddings) lm_head_ = stack_f32({&t.lm_head}, pool_);
 }
 
 void CpuBackend::resize_activations(int num_tokens) {
@@ -170,7 +209,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
     std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
     std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
   }
-  const PagedKv cache{k_cache_.data() + layer_offset, v_cache_.data() + layer_offset, kv_dim, spec_.block_size};
+  const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
   const int group = config_.num_heads / config_.num_kv_heads;
   const int64_t work = static_cast<int64_t>(num_tokens) * config_.num_heads;
   pool_.parallel_for(work, [&](int64_t begin, int64_t end) {

@@ -4,7 +4,6 @@
 // embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors.
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <vector>
 
 #include "engine/error.hpp"
@@ -119,24 +118,6 @@ ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& config) {
   return t;
 }
 
-// The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32).
-std::string dominant_dtype(const ModelTensors& t) {
-  std::map<DType, int64_t> elements;
-  auto count = [&](const TensorView& v) { elements[v.dtype] += v.numel(); };
-  count(t.embedding);
-  count(t.final_norm);
-  if (t.lm_head.data != t.embedding.data) count(t.lm_head);
-  for (const LayerTensors& l : t.layers) {
-    for (const TensorView* v :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
-      count(*v);
-    }
-  }
-  auto best = std::max_element(elements.begin(), elements.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  return std::string(dtype_name(best->first));
-}
-
 }  // namespace
 
 Model load_gguf_model(const ModelSource& source) {
@@ -153,8 +134,10 @@ Model load_gguf_model(const ModelSource& source) {
   return model;
 }
 
-std::unique_ptr<Tokenizer> load_gguf_model_tokenizer(const std::string& path) {
-  return load_gguf_tokenizer(GgufFile(path));
+std::unique_ptr<Tokenizer> load_gguf_model_tokenizer(const std::string& path, std::string* chat_template) {
+  const GgufFile gguf(path);
+  *chat_template = gguf.get_string("tokenizer.chat_template", "");
+  return load_gguf_tokenizer(gguf);
 }
 
 }  // namespace cbatch

@@ -14,6 +14,7 @@ struct HfConfig {
   ModelConfig config;            // rope_layout kHalves (HF rotates halves)
   int32_t bos_id = -1;           // -1 when the file has none
   std::vector<int32_t> eos_ids;  // eos_token_id as an int or a list; empty when none
+  std::string torch_dtype;       // "bfloat16", "float32", ... ("" when absent); the files decide
 };
 
 HfConfig read_hf_config(const std::string& path);

@@ -4,9 +4,10 @@
 
 namespace cbatch {
 
-JsonlRequestSource::JsonlRequestSource(const std::string& path, const Model& model, const RequestDefaults& defaults,
-                                       uint64_t seed, const std::unordered_set<std::string>* skip_ids)
-    : reader_(path), parser_(defaults), model_(model), seed_(seed), skip_ids_(skip_ids) {}
+JsonlRequestSource::JsonlRequestSource(const std::string& path, const Model& model, const ChatFormat* chat,
+                                       const RequestDefaults& defaults, uint64_t seed,
+                                       const std::unordered_set<std::string>* skip_ids)
+    : reader_(path), parser_(defaults), model_(model), chat_(chat), seed_(seed), skip_ids_(skip_ids) {}
 
 bool JsonlRequestSource::next(SourceItem& item) {
   for (;;) {
@@ -29,7 +30,7 @@ bool JsonlRequestSource::next(SourceItem& item) {
       ++num_skipped_;
       continue;
     }
-    auto built = build_request(std::move(input), next_index_++, model_, seed_);
+    auto built = build_request(std::move(input), next_index_++, model_, chat_, seed_);
     if (auto* request = std::get_if<Request>(&built)) {
       item = std::move(*request);
     } else {

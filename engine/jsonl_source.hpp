@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "engine/chat_format.hpp"
 #include "engine/jsonl_reader.hpp"
 #include "engine/model.hpp"
 #include "engine/request_parser.hpp"
@@ -14,7 +15,9 @@ namespace cbatch {
 
 class JsonlRequestSource final : public RequestSource {
  public:
-  JsonlRequestSource(const std::string& path, const Model& model, const RequestDefaults& defaults, uint64_t seed,
+  // `chat` renders chat messages (null: they are errors); it must outlive the source.
+  JsonlRequestSource(const std::string& path, const Model& model, const ChatFormat* chat,
+                     const RequestDefaults& defaults, uint64_t seed,
                      const std::unordered_set<std::string>* skip_ids = nullptr);
 
   bool next(SourceItem& item) override;
@@ -26,6 +29,7 @@ class JsonlRequestSource final : public RequestSource {
   JsonlReader reader_;
   RequestParser parser_;
   const Model& model_;
+  const ChatFormat* chat_;
   uint64_t seed_;
   const std::unordered_set<std::string>* skip_ids_;
   JsonlLine line_;

@@ -51,8 +51,9 @@ struct ModelSource {
 // Throws cbatch::Error naming the file and the problem.
 Model load_model(const ModelSource& source);
 
-// Only the tokenizer of a model (a vocab-only GGUF is enough), for `cbatch tokenize`.
-std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source);
+// Only the tokenizer of a model (a vocab-only GGUF is enough), for `cbatch tokenize`; *chat_template
+// (when given) receives the model's chat template text, "" if it has none.
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string* chat_template = nullptr);
 
 // Checks shapes of every tensor against the config (throws cbatch::Error naming the tensor).
 void validate_model_tensors(const Model& model);

@@ -1,10 +1,12 @@
-// load_model: picks the format from the path (dummy: prefix, directory, GGUF magic, else a llama2.c
-// checkpoint), runs its loader and checks every tensor shape against the config. Also the config
+// load_model: picks the format from the path (dummy: prefix, a directory is Hugging Face, GGUF magic,
+// else a llama2.c checkpoint), runs its loader and checks every tensor shape against the config. Also the config
 // sanity limits shared by all loaders; they keep size arithmetic far from int64 overflow.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "engine/error.hpp"
 #include "engine/model_formats.hpp"
@@ -12,18 +14,14 @@
 namespace cbatch {
 namespace {
 
-enum class Format { kDummy, kGguf, kLlama2c };
+enum class Format { kDummy, kGguf, kLlama2c, kHf };
 
 Format detect_format(const std::string& path) {
   if (path.rfind("dummy:", 0) == 0) return Format::kDummy;
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (!std::filesystem::exists(status)) throw Error("model '" + path + "' does not exist");
-  if (std::filesystem::is_directory(status)) {
-    throw Error("model '" + path +
-                "' is a directory: Hugging Face directories are not supported yet "
-                "(use a GGUF file, a llama2.c .bin or dummy:CONFIG.json)");
-  }
+  if (std::filesystem::is_directory(status)) return Format::kHf;
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error("cannot open model '" + path + "'");
   char magic[4] = {};
@@ -80,22 +78,50 @@ Model load_model(const ModelSource& source) {
     case Format::kLlama2c:
       model = load_llama2c_model(source);
       break;
+    case Format::kHf:
+      model = load_hf_model(source);
+      break;
   }
   validate_model_tensors(model);
   return model;
 }
 
-std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source) {
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string* chat_template) {
+  std::string unused;
+  std::string& text = chat_template ? *chat_template : unused;
+  text.clear();
   switch (detect_format(source.path)) {
     case Format::kDummy:
       return load_dummy_model_tokenizer(source);
     case Format::kGguf:
-      return load_gguf_model_tokenizer(source.path);
+      return load_gguf_model_tokenizer(source.path, &text);
     case Format::kLlama2c:
       return load_llama2c_model_tokenizer(source);
+    case Format::kHf:
+      return load_hf_model_tokenizer(source.path, &text);
   }
   return nullptr;
 }
+
+// The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32).
+std::string dominant_dtype(const ModelTensors& t) {
+  std::map<DType, int64_t> elements;
+  auto count = [&](const TensorView& v) { elements[v.dtype] += v.numel(); };
+  count(t.embedding);
+  count(t.final_norm);
+  if (t.lm_head.data != t.embedding.data) count(t.lm_head);
+  for (const LayerTensors& l : t.layers) {
+    for (const TensorView* v :
+         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      count(*v);
+    }
+  }
+  auto best = std::max_element(elements.begin(), elements.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return std::string(dtype_name(best->first));
+}
+
+
 
 void validate_model_tensors(const Model& model) {
   const ModelConfig& c = model.config;

@@ -1,5 +1,6 @@
 #include "engine/request_builder.hpp"
 
+#include "engine/error.hpp"
 #include "engine/sampler.hpp"
 
 namespace cbatch {
@@ -16,8 +17,31 @@ RequestError make_error(const RequestInput& input, int64_t index, const std::str
   return error;
 }
 
+// The ids of a chat prompt; the end of turn stops generation (as a stop token, or as a stop string when
+// the vocabulary has no such token), unless the request ignores EOS.
+std::variant<std::vector<int32_t>, std::string> chat_ids(RequestInput& input, const ChatFormat* chat) {
+  if (chat == nullptr || !chat->is_available()) {
+    return "chat messages need a chat template: " +
+           (chat ? chat->unavailable_reason() : std::string("none is available here"));
+  }
+  RenderedChat rendered;
+  try {
+    rendered = chat->render(*input.messages);
+  } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  SamplingParams& p = input.sampling;
+  if (!p.ignore_eos && rendered.end_of_turn >= 0) {
+    p.stop_token_ids.push_back(rendered.end_of_turn);
+  } else if (!p.ignore_eos && !rendered.end_of_turn_text.empty()) {
+    p.stop.push_back(rendered.end_of_turn_text);
+  }
+  return std::move(rendered.ids);
+}
+
 // The prompt's token ids, or an error message.
-std::variant<std::vector<int32_t>, std::string> prompt_ids(const RequestInput& input, const Model& model) {
+std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, const Model& model,
+                                                           const ChatFormat* chat) {
   if (input.prompt) return model.tokenizer->encode(*input.prompt, /*add_special=*/true);
   if (input.prompt_token_ids) {
     const int vocab = model.config.vocab_size;
@@ -29,14 +53,14 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(const RequestInput& i
     }
     return *input.prompt_token_ids;
   }
-  return std::string("chat messages need a chat template, and this model has none");
+  return chat_ids(input, chat);
 }
 
 }  // namespace
 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
-                                                  uint64_t global_seed) {
-  auto ids = prompt_ids(input, model);
+                                                  const ChatFormat* chat, uint64_t global_seed) {
+  auto ids = prompt_ids(input, model, chat);
   if (auto* message = std::get_if<std::string>(&ids)) return make_error(input, index, *message);
   auto& tokens = std::get<std::vector<int32_t>>(ids);
   if (tokens.empty()) return make_error(input, index, "the prompt has no tokens");

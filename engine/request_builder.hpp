@@ -1,16 +1,19 @@
 // Turns a parsed input line into a Request the scheduler can run: tokenizes the prompt (or renders and
-// tokenizes the chat), checks ids against the vocabulary and the length against the model's context,
-// and derives the request's RNG seed. Failures become a RequestError for that line.
+// tokenizes the chat with the run's ChatFormat, which also adds the end-of-turn token as a stop), checks
+// ids against the vocabulary and the length against the model's context, and derives the request's RNG
+// seed. Failures become a RequestError for that line.
 #pragma once
 #include <cstdint>
 #include <variant>
 
+#include "engine/chat_format.hpp"
 #include "engine/model.hpp"
 #include "engine/request.hpp"
 
 namespace cbatch {
 
+// `chat` may be null (then chat messages are an error for their line).
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
-                                                  uint64_t global_seed);
+                                                  const ChatFormat* chat, uint64_t global_seed);
 
 }  // namespace cbatch

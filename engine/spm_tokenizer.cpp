@@ -118,6 +118,9 @@ SpmTokenizer::SpmTokenizer(SpmVocab vocab, const std::string& source) : vocab_(s
       piece_ids_.emplace(piece, static_cast<int32_t>(id));  // the first of duplicate pieces wins
       decoded_[id] = unescape_spaces(piece);
     }  // control and unknown tokens decode to ""
+    if (type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown) {
+      specials_.add(piece, static_cast<int32_t>(id));
+    }
   }
   bos_id_ = vocab_.bos_id;
   eos_ids_ = {vocab_.eos_id};
@@ -179,9 +182,13 @@ void SpmTokenizer::encode_text(const std::string& text, std::vector<int32_t>& ou
 std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_special) const {
   std::vector<int32_t> ids;
   if (add_special && vocab_.add_bos) ids.push_back(vocab_.bos_id);
-  if (!text.empty()) {
+  for (const TextFragment& fragment : specials_.split(text)) {
+    if (fragment.token >= 0) {
+      ids.push_back(fragment.token);
+      continue;
+    }
     const std::string escaped =
-        (vocab_.add_space_prefix ? std::string(kSpace) : std::string()) + escape_spaces(text);
+        (vocab_.add_space_prefix ? std::string(kSpace) : std::string()) + escape_spaces(fragment.text);
     encode_text(escaped, ids);
   }
   if (add_special && vocab_.add_eos) ids.push_back(vocab_.eos_id);

@@ -1,8 +1,9 @@
 // SentencePiece-style BPE with byte fallback (tokenizer kind "llama"), as SentencePiece, Hugging Face
 // and llama.cpp encode: spaces become U+2581 "▁", a dummy "▁" prefixes non-empty text, adjacent pieces
 // merge highest score first (ties: leftmost) via a priority queue (O(n log n)), and characters with
-// no piece fall back to their UTF-8 bytes as <0xNN> tokens. Special-token text in the input ("<s>")
-// is plain text. Built from GGUF metadata or a llama2.c tokenizer.bin (see tokenizer_loaders.hpp).
+// no piece fall back to their UTF-8 bytes as <0xNN> tokens. The text of control, user-defined and
+// unknown tokens ("<s>") becomes their id; the text between gets the dummy prefix again (llama.cpp,
+// Hugging Face). Built from GGUF metadata or a llama2.c tokenizer.bin (see tokenizer_loaders.hpp).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -11,19 +12,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/special_tokens.hpp"
 #include "engine/tokenizer.hpp"
 
 namespace cbatch {
-
-// ggml's token types (tokenizer.ggml.token_type).
-enum class TokenType : int32_t {
-  kNormal = 1,
-  kUnknown = 2,
-  kControl = 3,
-  kUserDefined = 4,
-  kUnused = 5,
-  kByte = 6,
-};
 
 struct SpmVocab {
   std::vector<std::string> pieces;  // (vocab) piece text, spaces written as U+2581
@@ -46,6 +38,9 @@ class SpmTokenizer final : public Tokenizer {
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
   std::string decode_piece(int32_t prev, int32_t id) const override;
   int vocab_size() const override { return static_cast<int>(vocab_.pieces.size()); }
+  std::string token_text(int32_t id) const override {
+    return id >= 0 && id < vocab_size() ? vocab_.pieces[id] : std::string();
+  }
   std::string_view kind() const override { return "llama"; }
 
  private:
@@ -57,6 +52,7 @@ class SpmTokenizer final : public Tokenizer {
   std::unordered_map<std::string, int32_t> piece_ids_;  // normal, user-defined and unused pieces
   std::array<int32_t, 256> byte_ids_{};                 // byte -> its <0xNN> token (unk if none)
   std::vector<std::string> decoded_;                    // (vocab) the bytes each token decodes to
+  SpecialTokenMatcher specials_;                        // control, user-defined and unknown tokens
 };
 
 // Whether `piece` is a byte token's text "<0xNN>"; stores NN in *byte.

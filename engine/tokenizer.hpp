@@ -11,16 +11,30 @@
 
 namespace cbatch {
 
+// Token types as ggml numbers them (tokenizer.ggml.token_type); Hugging Face added tokens map to
+// kControl (special) and kUserDefined (not special).
+enum class TokenType : int32_t {
+  kNormal = 1,
+  kUnknown = 2,
+  kControl = 3,
+  kUserDefined = 4,
+  kUnused = 5,
+  kByte = 6,
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // add_special: prepend BOS (and append EOS) as the model's add_bos/add_eos flags say.
+  // add_special: prepend BOS (and append EOS) as the model's add_bos/add_eos flags say. Text of special
+  // and added tokens ("<|im_start|>", "<s>") always becomes their ids, as Hugging Face tokenizers do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
   // The bytes token `id` contributes when it follows token `prev` (-1 at the start). Control and
   // special tokens give "". SentencePiece drops the leading space of the first piece after BOS.
   virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;
   virtual int vocab_size() const = 0;
+  // The token's text as the vocabulary stores it ("<s>", "<|im_end|>", "Ġthe"); "" when unknown.
+  virtual std::string token_text(int32_t /*id*/) const { return ""; }
   // "llama" (SentencePiece BPE), "gpt2" (byte-level BPE) or "byte" (dummy models).
   virtual std::string_view kind() const = 0;
 

@@ -11,8 +11,12 @@
 
 namespace cbatch {
 
-// tokenizer.ggml.model "llama" (SentencePiece BPE); other models are not supported yet.
+// tokenizer.ggml.model "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE).
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);
+
+// Control tokens that end generation by their text, as llama.cpp recognizes them ("<|im_end|>",
+// "<|eot_id|>", "<|endoftext|>", ...).
+std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& tokens, const std::vector<TokenType>& types);
 
 // A llama2.c tokenizer.bin: int32 max_token_length, then per token float score, int32 length, bytes.
 // Exactly vocab_size tokens must follow (vocab_size <= 0: as many as the file holds).

@@ -1,5 +1,6 @@
-"""Shared helpers of the end-to-end tests: locate the binary and the shared test data, run cbatch,
-read JSONL. A test that needs ../shared exits with 77 (ctest: skipped) when it is absent."""
+"""Shared helpers of the end-to-end tests: locate the binary, the shared test data and the default model,
+run cbatch, read JSONL. A test that needs ../shared, the default model or a Python package exits with
+77 (ctest: skipped) and says why when it is absent."""
 import json
 import os
 import subprocess
@@ -10,6 +11,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 BIN = os.environ.get("CBATCH_BIN", os.path.join(ROOT, "build", "cbatch"))
 SHARED = os.environ.get("CBATCH_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
 AIDREAMS = os.path.join(SHARED, "models", "aidreams260K")
+MODELS = os.environ.get("CBATCH_MODELS_DIR", os.path.join(ROOT, "models"))
+SMOLLM2 = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
 SKIP = 77
 
 
@@ -17,6 +20,29 @@ def need(path):
     if not os.path.exists(path):
         print(f"SKIPPED: test data {path} not found")
         sys.exit(SKIP)
+
+
+def need_modules(*names):
+    """Imports the named Python packages or skips the test (make setup installs them)."""
+    import importlib
+    modules = []
+    for name in names:
+        try:
+            modules.append(importlib.import_module(name))
+        except ImportError:
+            print(f"SKIPPED: Python package {name} is not installed (make setup installs it)")
+            sys.exit(SKIP)
+    return modules
+
+
+def need_smollm2():
+    """The default model's path; fetches it with tools/fetch_model.sh when missing, skips if that fails."""
+    if not os.path.exists(SMOLLM2):
+        proc = subprocess.run([os.path.join(ROOT, "tools", "fetch_model.sh"), MODELS], capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(SMOLLM2):
+            print(f"SKIPPED: {SMOLLM2} is missing and tools/fetch_model.sh failed:\n{proc.stderr[-1000:]}")
+            sys.exit(SKIP)
+    return SMOLLM2
 
 
 def run(args, stdin=None, check=True, expect_rc=0):

@@ -1,5 +1,6 @@
-"""Greedy outputs of aidreams260K equal llama2.c's goldens token for token, from the .bin and the GGUF;
-cbatch tokenize equals golden/tokenize.jsonl."""
+"""Greedy outputs of aidreams260K equal llama2.c's goldens token for token, from the .bin, the GGUF and
+the Hugging Face directory (safetensors, tokenizer.json, rotate-half RoPE); cbatch tokenize equals
+golden/tokenize.jsonl from all three."""
 import json
 import os
 
@@ -10,6 +11,7 @@ golden = read_jsonl(os.path.join(AIDREAMS, "golden", "greedy.jsonl"))
 models = {
     "bin": ["--model", os.path.join(AIDREAMS, "aidreams260K.bin"), "--tokenizer", os.path.join(AIDREAMS, "tok512.bin")],
     "gguf": ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf")],
+    "hf": ["--model", os.path.join(AIDREAMS, "hf")],
 }
 c = Checks()
 work = tmpdir()

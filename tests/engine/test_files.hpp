@@ -10,7 +10,9 @@
 #include <functional>
 #include <initializer_list>
 #include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "engine/error.hpp"
 
@@ -64,6 +66,33 @@ class TempFile {
   std::string path_;
 };
 
+// A temporary directory (optionally a copy of `source`), removed with its contents at scope exit.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& source = "") {
+    static int counter = 0;
+    path_ = (std::filesystem::temp_directory_path() /
+             ("cbatch_test_dir_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)))
+                .string();
+    std::filesystem::create_directories(path_);
+    if (!source.empty()) std::filesystem::copy(source, path_, std::filesystem::copy_options::recursive);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  std::string file(const std::string& name) const { return path_ + "/" + name; }
+  void write(const std::string& name, const std::string& bytes) const {
+    std::ofstream out(file(name), std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  std::string read(const std::string& name) const { return read_bytes(file(name)); }
+
+ private:
+  std::string path_;
+};
+
 // The message of the cbatch::Error that fn throws; fails the test when it throws nothing.
 inline std::string error_of(const std::function<void()>& fn) {
   try {
@@ -73,6 +102,30 @@ inline std::string error_of(const std::function<void()>& fn) {
   }
   FAIL("expected a cbatch::Error");
   return "";
+}
+
+// Cases of a llama.cpp vocab test: separated by "\n__ggml_vocab_test__\n".
+inline std::vector<std::string> read_vocab_cases(const std::string& path) {
+  const std::string text = read_bytes(path);
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::vector<std::string> cases;
+  size_t begin = 0;
+  for (size_t at; (at = text.find(sep, begin)) != std::string::npos; begin = at + sep.size()) {
+    cases.push_back(text.substr(begin, at - begin));
+  }
+  return cases;
+}
+
+inline std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
+  std::istringstream in(read_bytes(path));
+  std::vector<std::vector<int32_t>> all;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::vector<int32_t> ids;
+    for (int32_t id; fields >> id;) ids.push_back(id);
+    all.push_back(ids);
+  }
+  return all;
 }
 
 }  // namespace cbatch::test

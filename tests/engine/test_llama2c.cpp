@@ -115,13 +115,13 @@ TEST_CASE("llama2.c loader rejects wrong sizes, bad headers and a missing tokeni
   }
 }
 
-TEST_CASE("load_model names a missing file and rejects directories") {
+TEST_CASE("load_model names a missing file; a directory without config.json is no Hugging Face model") {
   CHECK(error_of([] {
           load_model(ModelSource{"/nonexistent/model.gguf", "", 0});
         }).find("/nonexistent/model.gguf") != std::string::npos);
   CHECK(error_of([] {
           load_model(ModelSource{CBATCH_SOURCE_DIR, "", 0});
-        }).find("not supported yet") != std::string::npos);
+        }).find("needs config.json") != std::string::npos);
 }
 
 }  // namespace cbatch

@@ -4,8 +4,6 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
-#include <sstream>
-
 #include "engine/model.hpp"
 #include "test_files.hpp"
 
@@ -32,30 +30,6 @@ std::vector<int32_t> to_ids(simdjson::dom::array array) {
   std::vector<int32_t> ids;
   for (simdjson::dom::element e : array) ids.push_back(static_cast<int32_t>(int64_t(e)));
   return ids;
-}
-
-// Cases of a llama.cpp vocab test: separated by "\n__ggml_vocab_test__\n".
-std::vector<std::string> read_vocab_cases(const std::string& path) {
-  const std::string text = test::read_bytes(path);
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
-  size_t begin = 0;
-  for (size_t at; (at = text.find(sep, begin)) != std::string::npos; begin = at + sep.size()) {
-    cases.push_back(text.substr(begin, at - begin));
-  }
-  return cases;
-}
-
-std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
-  std::istringstream in(test::read_bytes(path));
-  std::vector<std::vector<int32_t>> all;
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream fields(line);
-    std::vector<int32_t> ids;
-    for (int32_t id; fields >> id;) ids.push_back(id);
-    all.push_back(ids);
-  }
-  return all;
 }
 
 }  // namespace
@@ -110,8 +84,8 @@ TEST_CASE("llama tokenizer reproduces llama.cpp's ggml-vocab-llama-spm suite") {
   if (!have_files({vocab, vocab + ".inp", vocab + ".out"})) return;
   const auto tokenizer = load_tokenizer(ModelSource{vocab, "", 0});
   CHECK(tokenizer->vocab_size() == 32000);
-  const std::vector<std::string> cases = read_vocab_cases(vocab + ".inp");
-  const std::vector<std::vector<int32_t>> expected = read_vocab_ids(vocab + ".out");
+  const std::vector<std::string> cases = test::read_vocab_cases(vocab + ".inp");
+  const std::vector<std::vector<int32_t>> expected = test::read_vocab_ids(vocab + ".out");
   REQUIRE(cases.size() == expected.size());
   REQUIRE(cases.size() > 40);
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -136,10 +110,17 @@ TEST_CASE("llama tokenizer decoding: spaces, byte tokens, control tokens") {
   CHECK(tok->decode_piece(-1, 1).empty());
   CHECK(tok->decode_piece(-1, 2).empty());
   CHECK_THROWS_AS(tok->decode_piece(-1, 512), Error);
-  // Special-token text is plain text, never the control id.
-  const std::vector<int32_t> ids = tok->encode("<s>", false);
-  CHECK(std::find(ids.begin(), ids.end(), 1) == ids.end());
-  CHECK(tok->decode(ids) == " <s>");
+  // Special-token text becomes the control id (as Hugging Face encodes it); the text after it gets the
+  // dummy prefix again.
+  CHECK(tok->encode("<s>", false) == std::vector<int32_t>{1});
+  const std::vector<int32_t> ids = tok->encode("a</s>b<unk>", false);
+  REQUIRE(ids.size() >= 4);
+  CHECK(ids.back() == 0);
+  CHECK(std::count(ids.begin(), ids.end(), 2) == 1);
+  CHECK(tok->decode(ids) == " a b");
+  const std::vector<int32_t> partial = tok->encode("<s", false);  // not a special token's text
+  CHECK(std::find(partial.begin(), partial.end(), 1) == partial.end());
+  CHECK(tok->decode(partial) == " <s");
 }
 
 TEST_CASE("llama tokenizer handles long inputs (priority-queue merges)") {

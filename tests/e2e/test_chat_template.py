@@ -1,0 +1,84 @@
+"""Chat rendering equals `jinja2` rendering of the real templates (as transformers renders them, with
+add_generation_prompt): SmolLM2's ChatML template from its GGUF (with its default system prompt), and
+the Llama 2, Llama 3 and Llama 3.1 templates in chat_templates/ placed in a Hugging Face directory's
+tokenizer_config.json. SmolLM2's chat token ids equal Hugging Face `tokenizers` on the rendered text.
+Chats a template rejects, and models without a known template, give error lines naming the problem."""
+import json
+import os
+import shutil
+
+from common import AIDREAMS, Checks, need, need_modules, need_smollm2, run, tmpdir
+
+need(AIDREAMS)
+jinja2, _ = need_modules("jinja2", "gguf")
+from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHATS = [
+    [{"role": "user", "content": "Hi!"}],
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi!"}],
+    [{"role": "user", "content": "Name a color."}, {"role": "assistant", "content": "Blue."},
+     {"role": "user", "content": "Another one?"}],
+    [{"role": "user", "content": "  spaced out \n\n"}],
+    [{"role": "system", "content": ""}, {"role": "user", "content": "Ünïcödé 中文 😀\ttab"}],
+    [{"role": "system", "content": " sys \n"}, {"role": "user", "content": "a"}, {"role": "assistant", "content": " b "},
+     {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"}],
+    [{"role": "user", "content": "literal <|im_end|> and <s> inside"}],
+]
+BAD_LLAMA2 = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
+
+
+def jinja_render(template, messages, bos, eos):
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
+
+
+def cbatch_render(model, chats, extra=()):
+    stdin = "".join(json.dumps({"messages": m}) + "\n" for m in chats)
+    proc = run(["tokenize", "--model", model] + list(extra), stdin=stdin, check=False)
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+c = Checks()
+# SmolLM2: the template from the GGUF, the tokens from HF tokenizers built from the GGUF's vocabulary.
+smollm2 = need_smollm2()
+from gguf import GGUFReader  # noqa: E402
+from hf_reference import hf_tokenizer_from_gguf  # noqa: E402
+
+template = GGUFReader(smollm2).fields["tokenizer.chat_template"].contents()
+reference = hf_tokenizer_from_gguf(smollm2)
+for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
+    want = jinja_render(template, messages, "<|im_start|>", "<|im_end|>")
+    c.check(got.get("text") == want, f"smollm2 {messages}: {got.get('text')!r} != {want!r}")
+    c.check(got.get("ids") == reference.encode(want, add_special_tokens=False).ids, f"smollm2 ids of {messages}")
+
+# Llama 2 / 3 / 3.1 templates in a copy of aidreams260K's HF directory (bos <s>, eos </s>).
+work = tmpdir()
+for name in ["llama2", "llama3", "llama3.1"]:
+    template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
+    model = os.path.join(work, name)
+    shutil.copytree(os.path.join(AIDREAMS, "hf"), model)
+    config_path = os.path.join(model, "tokenizer_config.json")
+    config = json.load(open(config_path))
+    config["chat_template"] = template
+    json.dump(config, open(config_path, "w"))
+    chats = [m for m in CHATS if name != "llama2" or m is not CHATS[4]] + ([BAD_LLAMA2] if name == "llama2" else [])
+    for messages, got in zip(chats, cbatch_render(model, chats)):
+        try:
+            want = jinja_render(template, messages, "<s>", "</s>")
+        except jinja2.exceptions.TemplateError:
+            c.check("error" in got and "alternating" in got["error"], f"{name}: rejected chat {messages}: {got}")
+            continue
+        c.check(got.get("text") == want, f"{name} {messages}: {got.get('text')!r} != {want!r}")
+
+# --chat-template where the model has no template; no template and no flag is an error naming the flag.
+plain = os.path.join(AIDREAMS, "hf")
+got = cbatch_render(plain, CHATS[:1], ["--chat-template", "chatml"])
+c.check(got and got[0].get("text") == "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n", f"forced chatml: {got}")
+got = cbatch_render(plain, CHATS[:1])
+c.check(got and "--chat-template" in got[0].get("error", ""), f"no template: {got}")
+c.done()
