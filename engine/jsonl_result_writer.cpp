@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "engine/signal_block.hpp"
 
 namespace cbatch {
 
@@ -50,6 +51,7 @@ void JsonlResultWriter::flush_pending() {
 }
 
 void JsonlResultWriter::write_line(const std::string& line) {
+  const StopSignalsBlocked blocked;
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
@@ -58,6 +60,12 @@ void JsonlResultWriter::write_line(const std::string& line) {
     done += static_cast<size_t>(n);
   }
   ++num_written_;
+}
+
+void JsonlResultWriter::sync() {
+  if (owns_fd_ && ::fdatasync(fd_) != 0) {
+    throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
+  }
 }
 
 }  // namespace cbatch

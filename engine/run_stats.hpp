@@ -41,6 +41,8 @@ struct RunSummary {
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
   bool interrupted = false;
+  int64_t resumed_ok = 0;      // --resume: lines skipped because the output file already has their result
+  int64_t resumed_failed = 0;  // ... or their error line
 
   double output_tokens_per_s() const { return wall_s > 0 ? output_tokens / wall_s : 0; }
   double total_tokens_per_s() const { return wall_s > 0 ? (prompt_tokens + output_tokens) / wall_s : 0; }
