@@ -344,3 +344,21 @@ TEST_CASE("request parser: lines from a JsonlReader parse in place, line numbers
   REQUIRE(std::holds_alternative<RequestError>(second));
   CHECK(std::get<RequestError>(second).message == "line 3: field 'prompt' must be a string (got 1)");
 }
+
+TEST_CASE("request parser: a torn last line says the file may be truncated; a whole one without newline parses") {
+  cbatch::test::TempFile torn("{\"prompt\": \"a\"}\n{\"id\": \"t\", \"prompt\": \"I dre");
+  cbatch::JsonlReader reader(torn.path());
+  cbatch::RequestParser parser;
+  cbatch::JsonlLine line;
+  REQUIRE(reader.next(line));
+  CHECK(std::holds_alternative<RequestInput>(parser.parse(line)));
+  REQUIRE(reader.next(line));
+  const ParsedRequest last = parser.parse(line);
+  REQUIRE(std::holds_alternative<RequestError>(last));
+  CHECK(std::get<RequestError>(last).message.starts_with(
+      "line 2: invalid JSON (the last line has no newline: is the file truncated?): "));
+  cbatch::test::TempFile whole("{\"prompt\": \"a\"}");
+  cbatch::JsonlReader whole_reader(whole.path());
+  REQUIRE(whole_reader.next(line));
+  CHECK(std::holds_alternative<RequestInput>(parser.parse(line)));
+}
