@@ -1,6 +1,7 @@
 #include "engine/jsonl_result_writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -63,9 +64,9 @@ void JsonlResultWriter::write_line(const std::string& line) {
 }
 
 void JsonlResultWriter::sync() {
-  if (owns_fd_ && ::fdatasync(fd_) != 0) {
-    throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
-  }
+  struct stat st {};
+  if (!owns_fd_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return;  // /dev/null, a pipe: nothing to sync
+  if (::fdatasync(fd_) != 0) throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
 }
 
 }  // namespace cbatch

@@ -24,7 +24,8 @@ class JsonlResultWriter final : public ResultSink {
   void on_error(const RequestError& error) override;
   // Writes whatever --ordered still holds (after an interrupted run some earlier items never finish).
   void flush_pending();
-  // fdatasync of an output file (a no-op for standard output): the lines survive a power loss too.
+  // fdatasync of a regular output file (a no-op for standard output, /dev/null, pipes): the lines then
+  // survive a power loss too.
   void sync();
   int64_t num_written() const { return num_written_; }
 
