@@ -1,18 +1,22 @@
 # Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo).
+# `make test-robust`: the CPU tests under ASan+UBSan (clang) and a bounded run of every fuzz target.
 BUILD ?= build
+ROBUST_BUILD ?= build-robust
+FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all setup configure build test test-cpu run bench model clean
+.PHONY: all setup configure build test test-cpu test-robust run bench model clean
 
 all: build
 
 setup:
 	$(SUDO) apt-get update -qq
 	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev
+	$(SUDO) apt-get install -y -qq --no-install-recommends clang libclang-rt-dev time
 
 configure:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -22,6 +26,14 @@ build: configure
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure
+
+# One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
+test-robust:
+	CC=clang CXX=clang++ cmake -S . -B $(ROBUST_BUILD) -DCBATCH_CUDA=OFF -DCBATCH_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(ROBUST_BUILD) -j$(JOBS)
+	ctest --test-dir $(ROBUST_BUILD) --output-on-failure
+	tools/run_fuzzers.sh $(ROBUST_BUILD) $(FUZZ_SECONDS)
 
 model: $(MODEL)
 
@@ -39,4 +51,4 @@ bench: build
 	  --output-len 16:256 --max-num-seqs 16 --json out-bench.json
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ROBUST_BUILD)
