@@ -222,6 +222,13 @@ RequestParser::RequestParser(const RequestDefaults& defaults) : impl_(std::make_
 RequestParser::~RequestParser() = default;
 
 ParsedRequest RequestParser::parse(const JsonlLine& line) {
+  if (line.too_long) {
+    RequestInput in;
+    in.line = line.line_no;
+    in.id_json = std::to_string(line.line_no);
+    return make_error(in, "the line is longer than " + std::to_string(kMaxLineBytes) +
+                              " bytes (64 MiB), the most a line may have");
+  }
   return parse_padded(impl_->parser, impl_->defaults, line.text(), line.line_no, line.truncated);
 }
 

@@ -362,3 +362,15 @@ TEST_CASE("request parser: a torn last line says the file may be truncated; a wh
   REQUIRE(whole_reader.next(line));
   CHECK(std::holds_alternative<RequestInput>(parser.parse(line)));
 }
+
+TEST_CASE("request parser: a line over the reader's limit is an error naming the limit") {
+  cbatch::test::TempFile file(std::string(100, ' ') + "{\"prompt\": \"x\"}\n");
+  cbatch::JsonlReader reader(file.path(), 64, 50);
+  cbatch::RequestParser parser;
+  cbatch::JsonlLine line;
+  REQUIRE(reader.next(line));
+  const ParsedRequest parsed = parser.parse(line);
+  REQUIRE(std::holds_alternative<RequestError>(parsed));
+  CHECK(std::get<RequestError>(parsed).message ==
+        "line 1: the line is longer than 67108864 bytes (64 MiB), the most a line may have");
+}
