@@ -2,7 +2,8 @@
 invalid UTF-8, wrong types, out-of-range sampling values, an unknown OpenAI url, duplicate ids, a
 prompt longer than the context, token ids outside the vocabulary, a 10 MB line, a torn last line),
 behind a BOM, with CRLF and blank lines, give exactly the results the 1000 valid lines give alone,
-one error line per invalid line with its line number and a message naming the problem, exit status 2."""
+one error line per invalid line with its line number and a message naming the problem, exit status 2;
+and so does --resume from half of that output."""
 import json
 import os
 import random
@@ -148,5 +149,20 @@ c.check([error_line(r)[0] for r in errors] == sorted(expected), "--ordered: erro
 s = json.load(open(summary))
 c.check(s["requests_ok"] == NUM_VALID and s["requests_failed"] == NUM_INVALID,
         f"summary {s['requests_ok']} ok, {s['requests_failed']} failed")
+# Resume after a kill that left half the output and a torn line: the same 1000 results and 200 error
+# lines, none twice (error lines are matched by line number, duplicates found again), exit status 2.
+with open(mixed_out, "rb") as f:
+    kept = f.read().split(b"\n")
+with open(mixed_out, "wb") as f:
+    f.write(b"\n".join(kept[:len(kept) // 2]) + b"\n" + kept[len(kept) // 2][:30])
+proc = run(["run", mixed_path, "-o", mixed_out, "--resume", "--summary", summary] + MODEL, check=False)
+c.check(proc.returncode == 2, f"resumed mixed run exited {proc.returncode}, expected 2")
+rows = read_jsonl(mixed_out)
+errors = [error_line(r)[0] for r in rows if r.get("error") is not None]
+c.check(outputs(r for r in rows if r.get("error") is None) == reference, "resumed: results differ from the clean run")
+c.check(sorted(errors) == sorted(expected), f"resumed: {len(errors)} error lines, {len(set(errors))} distinct")
+s = json.load(open(summary))
+c.check(s["resumed_ok"] + s["requests_ok"] == NUM_VALID and s["resumed_failed"] + s["requests_failed"] == NUM_INVALID,
+        f"resumed summary {s}")
 shutil.rmtree(work, ignore_errors=True)
 c.done()
