@@ -63,6 +63,13 @@ ResumeState open_resume(const RunOptions& o) {
   return resume;
 }
 
+// Lines still to answer (an upper bound of the requests, for the progress line); -1 for stdin.
+int64_t remaining_lines(const RunOptions& o, const ResumeState& resume) {
+  const int64_t lines = count_lines(o.prompts);
+  if (lines < 0) return -1;
+  return lines - static_cast<int64_t>(resume.result_ids.size() + resume.error_lines.size());
+}
+
 void report(const RunOptions& o, const RunSummary& summary, const Backend& backend) {
   if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
   if (!o.summary.empty()) write_file(o.summary, format_summary_json(summary, o.engine.mode, backend.device_name()));
@@ -95,8 +102,7 @@ int run(const RunOptions& o) {
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);
   std::unique_ptr<TraceWriter> trace = o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace);
   ProgressReporter progress(!o.engine.quiet);
-  const int64_t lines = count_lines(o.prompts);
-  const int64_t total = lines < 0 ? -1 : lines - static_cast<int64_t>(resume.result_ids.size() + resume.error_lines.size());
+  const int64_t total = remaining_lines(o, resume);
   hooks.on_step = [&](const StepRecord& record) {
     if (trace) trace->write(record);
     progress.on_step(record, total);
@@ -121,7 +127,8 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--trace", options->trace, "write one JSON line per engine step to this file");
   sub->add_option("--summary", options->summary, "write the end-of-run summary as JSON to this file");
   sub->add_flag("--ordered", options->ordered, "write results in input order");
-  sub->add_flag("--resume", options->resume, "skip requests that already have a line in the output file, append the rest");
+  sub->add_flag("--resume", options->resume,
+                "skip requests that already have a line in the output file, append the rest");
   add_engine_options(*sub, options->engine);
   return {sub, [options] { return run(*options); }};
 }

@@ -21,7 +21,8 @@ std::string format_summary_text(const RunSummary& s) {
                 s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99);
   std::string text = buf;
   if (s.resumed_ok + s.resumed_failed > 0) {
-    std::snprintf(buf, sizeof(buf), "resumed: %lld ok and %lld failed already in the output file; in all %lld ok, %lld failed\n",
+    std::snprintf(buf, sizeof(buf),
+                  "resumed: %lld ok and %lld failed already in the output file; in all %lld ok, %lld failed\n",
                   static_cast<long long>(s.resumed_ok), static_cast<long long>(s.resumed_failed),
                   static_cast<long long>(s.requests_ok + s.resumed_ok),
                   static_cast<long long>(s.requests_failed + s.resumed_failed));

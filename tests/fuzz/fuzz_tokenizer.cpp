@@ -55,7 +55,9 @@ void check_round_trip(const Tokenizer& tokenizer, std::string_view text) {
   for (int32_t id : ids) fuzz::require(id >= 0 && id < tokenizer.vocab_size(), "id in the vocabulary");
   const bool defined = tokenizer.kind() != "llama" ||
                        (is_valid_utf8(text) && text.find("\xE2\x96\x81") == std::string_view::npos);
-  if (defined) fuzz::require(tokenizer.decode(ids) == text, "decode(encode(text)) == text", std::string(tokenizer.kind()));
+  if (defined) {
+    fuzz::require(tokenizer.decode(ids) == text, "decode(encode(text)) == text", std::string(tokenizer.kind()));
+  }
 }
 
 }  // namespace
