@@ -11,6 +11,7 @@
 #include "engine/signal_block.hpp"
 #include "engine/jsonl_result_writer.hpp"
 #include "engine/jsonl_source.hpp"
+#include "engine/output_lock.hpp"
 #include "engine/progress.hpp"
 #include "engine/resume.hpp"
 #include "engine/summary_format.hpp"
@@ -85,6 +86,7 @@ int run(const RunOptions& o) {
   if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
   EngineHooks hooks;
   hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step
+  const OutputFileLock lock(o.output);
   const ResumeState resume = o.resume ? open_resume(o) : ResumeState{};
   const Model model = load_model_for(o.engine);
   std::unique_ptr<Backend> backend;

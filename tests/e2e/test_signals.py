@@ -1,7 +1,7 @@
 """SIGINT and SIGTERM stop a run cleanly: admission stops, the current step ends, finished results are
 flushed (--ordered too), the summary says interrupted, and the exit status is 130 / 143; a second
 signal exits at once. In every case the output holds only whole lines of correct results, and
---resume completes it to exactly the clean run's results."""
+--resume completes it to exactly the clean run's results. A second run on an output in use fails."""
 import json
 import os
 import shutil
@@ -73,6 +73,18 @@ for name, sig, rc, extra in [("term", signal.SIGTERM, (143,), []), ("int", signa
     c.check(s["interrupted"] is True and s["requests_ok"] == num_done,
             f"{name}: summary says interrupted={s['interrupted']}, {s['requests_ok']} ok for {num_done} lines")
     resume_completes(name, out)
+
+# A second run on an output file in use fails at once and leaves the first run's output alone.
+out = os.path.join(work, "busy.jsonl")
+first = subprocess.Popen([BIN, "run", prompts, "-o", out] + MODEL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+while num_lines(out) < 10 and first.poll() is None:
+    time.sleep(0.01)
+for extra in [[], ["--resume"]]:
+    second = run(["run", prompts, "-o", out] + extra + MODEL, check=False)
+    c.check(second.returncode == 1 and "is in use by another cbatch run" in second.stderr,
+            f"second run {extra}: exit {second.returncode}, {second.stderr.strip()[-200:]}")
+first.communicate()
+c.check(first.returncode == 0 and len(read_jsonl(out)) == len(rows), "busy: the first run completes")
 
 # Two different signals are both delivered (two SIGTERMs could merge while pending), in either order; the
 # second handler exits at once with 128 + its signal, before the run could write its summary.
