@@ -8,12 +8,12 @@
 #include "cmd/signals.hpp"
 #include "engine/engine.hpp"
 #include "engine/error.hpp"
-#include "engine/signal_block.hpp"
 #include "engine/jsonl_result_writer.hpp"
 #include "engine/jsonl_source.hpp"
 #include "engine/output_lock.hpp"
 #include "engine/progress.hpp"
 #include "engine/resume.hpp"
+#include "engine/signal_block.hpp"
 #include "engine/summary_format.hpp"
 #include "engine/trace_writer.hpp"
 
