@@ -1,6 +1,9 @@
 # Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo) and
 # the Python packages the end-to-end tests compare against (pinned; tests skip visibly without them).
+# `make test-robust`: the CPU tests under ASan+UBSan (clang) and a bounded run of every fuzz target.
 BUILD ?= build
+ROBUST_BUILD ?= build-robust
+FUZZ_SECONDS ?= 30
 CMAKE_FLAGS ?=
 JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
@@ -8,7 +11,7 @@ MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24"
 
-.PHONY: all setup configure build test test-cpu test-data run bench model clean
+.PHONY: all setup configure build test test-data test-robust run bench model clean
 
 all: build
 
@@ -16,6 +19,7 @@ setup:
 	$(SUDO) apt-get update -qq
 	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev
 	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet $(PY_TEST_PACKAGES)
+	$(SUDO) apt-get install -y -qq --no-install-recommends clang libclang-rt-dev time
 
 configure:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
@@ -29,6 +33,14 @@ test: build test-data
 # The default model for the SmolLM2 tests; they are skipped (with a message) when it cannot be fetched.
 test-data:
 	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
+
+# One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
+test-robust:
+	CC=clang CXX=clang++ cmake -S . -B $(ROBUST_BUILD) -DCBATCH_CUDA=OFF -DCBATCH_FUZZ=ON \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(ROBUST_BUILD) -j$(JOBS)
+	ctest --test-dir $(ROBUST_BUILD) --output-on-failure
+	tools/run_fuzzers.sh $(ROBUST_BUILD) $(FUZZ_SECONDS)
 
 model: $(MODEL)
 
@@ -46,4 +58,4 @@ bench: build
 	  --output-len 16:256 --max-num-seqs 16 --json out-bench.json
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(ROBUST_BUILD)

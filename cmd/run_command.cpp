@@ -11,8 +11,10 @@
 #include "engine/error.hpp"
 #include "engine/jsonl_result_writer.hpp"
 #include "engine/jsonl_source.hpp"
+#include "engine/output_lock.hpp"
 #include "engine/progress.hpp"
 #include "engine/resume.hpp"
+#include "engine/signal_block.hpp"
 #include "engine/summary_format.hpp"
 #include "engine/trace_writer.hpp"
 
@@ -52,48 +54,73 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw Error("cannot write '" + path + "'");
 }
 
+// --resume: reads the output file back and cuts a torn last line before anything is appended.
+ResumeState open_resume(const RunOptions& o) {
+  ResumeState resume = read_resume_state(o.output);
+  if (resume.num_bad_lines > 0) {
+    std::fprintf(stderr, "cbatch: warning: %lld lines of '%s' are not cbatch output lines (is it the right file?)\n",
+                 static_cast<long long>(resume.num_bad_lines), o.output.c_str());
+  }
+  truncate_torn_tail(o.output, resume);
+  return resume;
+}
+
+// Lines still to answer (an upper bound of the requests, for the progress line); -1 for stdin.
+int64_t remaining_lines(const RunOptions& o, const ResumeState& resume) {
+  const int64_t lines = count_lines(o.prompts);
+  if (lines < 0) return -1;
+  return lines - static_cast<int64_t>(resume.result_ids.size() + resume.error_lines.size());
+}
+
+void report(const RunOptions& o, const RunSummary& summary, const Backend& backend) {
+  if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
+  if (!o.summary.empty()) write_file(o.summary, format_summary_json(summary, o.engine.mode, backend.device_name()));
+}
+
+int exit_status(const RunSummary& summary, int stop_signal) {
+  if (summary.interrupted) return 128 + stop_signal;
+  return summary.requests_failed + summary.resumed_failed > 0 ? 2 : 0;
+}
+
 int run(const RunOptions& o) {
   if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
   if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
-  ResumeState resume;
-  if (o.resume) {
-    resume = read_finished_ids(o.output);
-    truncate_torn_tail(o.output, resume);
-  }
+  EngineHooks hooks;
+  hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step
+  const OutputFileLock lock(o.output);
+  const ResumeState resume = o.resume ? open_resume(o) : ResumeState{};
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = load_model_for(o.engine);
-  std::unique_ptr<Backend> backend = make_backend(o.engine, model);
+  std::unique_ptr<Backend> backend;
+  {
+    const StopSignalsBlocked blocked;  // threads the backend starts never take SIGINT/SIGTERM
+    backend = make_backend(o.engine, model);
+  }
   if (!o.engine.quiet) print_load_line(model, *backend, load_start);
-  const EngineConfig config = make_engine_config(o.engine, parse_mode(o.engine.mode));
-  Engine engine(config, model, *backend);
+  Engine engine(make_engine_config(o.engine, parse_mode(o.engine.mode)), model, *backend);
 
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
-  JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume.finished_ids : nullptr);
+  JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
   ResultFormatOptions format;
   format.model = model_name(model.path);
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);
   std::unique_ptr<TraceWriter> trace = o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace);
   ProgressReporter progress(!o.engine.quiet);
-  const int64_t total = count_lines(o.prompts);
-
-  EngineHooks hooks;
-  hooks.stop_signal = &install_stop_signals();
+  const int64_t total = remaining_lines(o, resume);
   hooks.on_step = [&](const StepRecord& record) {
     if (trace) trace->write(record);
-    progress.on_step(record, total < 0 ? -1 : total - static_cast<int64_t>(resume.finished_ids.size()));
+    progress.on_step(record, total);
   };
-  const RunSummary summary = engine.run(source, writer, hooks);
+  RunSummary summary = engine.run(source, writer, hooks);
   writer.flush_pending();
+  writer.sync();
   progress.finish();
-  if (!o.engine.quiet) {
-    if (o.resume) std::fprintf(stderr, "resumed: %lld requests already had results\n", static_cast<long long>(source.num_skipped()));
-    std::fputs(format_summary_text(summary).c_str(), stderr);
-  }
-  if (!o.summary.empty()) write_file(o.summary, format_summary_json(summary, o.engine.mode, backend->device_name()));
-  if (summary.interrupted) return 128 + hooks.stop_signal->load();
-  return summary.requests_failed > 0 ? 2 : 0;
+  summary.resumed_ok = source.num_resumed_ok();
+  summary.resumed_failed = source.num_resumed_failed();
+  report(o, summary, *backend);
+  return exit_status(summary, hooks.stop_signal->load());
 }
 
 }  // namespace
@@ -106,7 +133,8 @@ Command add_run_command(CLI::App& app) {
   sub->add_option("--trace", options->trace, "write one JSON line per engine step to this file");
   sub->add_option("--summary", options->summary, "write the end-of-run summary as JSON to this file");
   sub->add_flag("--ordered", options->ordered, "write results in input order");
-  sub->add_flag("--resume", options->resume, "skip requests that already have a line in the output file, append the rest");
+  sub->add_flag("--resume", options->resume,
+                "skip requests that already have a line in the output file, append the rest");
   add_engine_options(*sub, options->engine);
   return {sub, [options] { return run(*options); }};
 }

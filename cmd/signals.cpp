@@ -1,3 +1,6 @@
+// The handler only sets an atomic flag and writes a fixed message (both async-signal-safe); _exit on a
+// second signal skips destructors and stdio buffers, which is safe because every output line has
+// already been written whole with write() (the writer blocks these signals while it writes one).
 #include "cmd/signals.hpp"
 
 #include <csignal>
@@ -19,6 +22,7 @@ void on_signal(int sig) {
 const std::atomic<int>& install_stop_signals() {
   struct sigaction action {};
   action.sa_handler = on_signal;
+  action.sa_flags = SA_RESTART;  // reads and writes go on; the engine polls the flag between steps
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);

@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -24,8 +25,8 @@ bool is_blank(std::string_view s) {
 
 }  // namespace
 
-JsonlReader::JsonlReader(const std::string& path, size_t chunk_bytes)
-    : path_(path), chunk_(chunk_bytes > 0 ? chunk_bytes : 1) {
+JsonlReader::JsonlReader(const std::string& path, size_t chunk_bytes, size_t max_line_bytes)
+    : path_(path), max_line_bytes_(max_line_bytes), chunk_(chunk_bytes > 0 ? chunk_bytes : 1) {
   if (path == "-") {
     file_ = stdin;
     return;
@@ -43,7 +44,7 @@ JsonlReader::~JsonlReader() {
 
 bool JsonlReader::next(JsonlLine& out) {
   while (read_raw_line(out)) {
-    if (!is_blank(out.text())) return true;
+    if (out.too_long || !is_blank(out.text())) return true;
   }
   return false;
 }
@@ -66,6 +67,7 @@ bool JsonlReader::fill() {
 bool JsonlReader::read_raw_line(JsonlLine& out) {
   out.buffer.clear();
   out.begin_offset = offset_;
+  out.too_long = false;
   bool has_bytes = false;
   for (;;) {
     if (pos_ == end_ && !fill()) {
@@ -77,7 +79,9 @@ bool JsonlReader::read_raw_line(JsonlLine& out) {
     const char* start = chunk_.data() + pos_;
     const auto* newline = static_cast<const char*>(std::memchr(start, '\n', end_ - pos_));
     const size_t n = newline != nullptr ? static_cast<size_t>(newline - start) : end_ - pos_;
-    out.buffer.append(start, n);
+    const size_t room = max_line_bytes_ - std::min(max_line_bytes_, out.buffer.size());
+    out.too_long = out.too_long || n > room;
+    out.buffer.append(start, std::min(n, room));
     pos_ += n;
     offset_ += static_cast<int64_t>(n);
     if (newline != nullptr) {
@@ -93,7 +97,7 @@ bool JsonlReader::read_raw_line(JsonlLine& out) {
 
 void JsonlReader::finish_line(JsonlLine& out) {
   out.line_no = ++line_no_;
-  out.end_offset = offset_;
+  out.end_offset = offset_;  // with too_long, end_offset - begin_offset is the line's real length
   if (out.line_no == 1 && out.buffer.starts_with("\xEF\xBB\xBF")) out.buffer.erase(0, 3);
   if (!out.buffer.empty() && out.buffer.back() == '\r') out.buffer.pop_back();
   out.size = out.buffer.size();

@@ -1,7 +1,8 @@
 // Streams the lines of a JSONL file (or "-" for stdin) in fixed-size chunks, so memory stays at one
-// chunk plus the longest line however long the file is. Blank lines are skipped but counted; a UTF-8
-// BOM at the start of the file and the "\r" of CRLF line ends are dropped. Each line's text is followed
-// by kJsonPadding zero bytes so simdjson can parse it in place.
+// chunk plus the longest line however long the file is; a line longer than max_line_bytes (a binary
+// file given by mistake is one endless line) keeps only its start and is flagged too_long. Blank lines
+// are skipped but counted; a UTF-8 BOM at the start of the file and the "\r" of CRLF line ends are
+// dropped. Each line's text is followed by kJsonPadding zero bytes so simdjson can parse it in place.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -13,10 +14,12 @@
 namespace cbatch {
 
 inline constexpr size_t kJsonPadding = 64;  // >= SIMDJSON_PADDING (static_assert in the .cpp)
+inline constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
 struct JsonlLine {
   int64_t line_no = 0;       // 1-based, blank lines included
   bool truncated = false;    // the input's last line, with no trailing newline (possibly torn)
+  bool too_long = false;     // longer than the reader's max_line_bytes: text() holds only its start
   int64_t begin_offset = 0;  // byte offset of the line's first byte in the input (BOM included)
   int64_t end_offset = 0;    // byte offset just past its newline, or the end of the input
   std::string buffer;        // (size + kJsonPadding) the text, then zero bytes
@@ -28,7 +31,8 @@ struct JsonlLine {
 class JsonlReader {
  public:
   // Throws cbatch::Error naming the path and the errno text when the file cannot be opened.
-  explicit JsonlReader(const std::string& path, size_t chunk_bytes = size_t{1} << 16);
+  explicit JsonlReader(const std::string& path, size_t chunk_bytes = size_t{1} << 16,
+                       size_t max_line_bytes = kMaxLineBytes);
   ~JsonlReader();
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
@@ -48,6 +52,7 @@ class JsonlReader {
   std::string path_;
   std::FILE* file_ = nullptr;
   bool owns_file_ = false;
+  size_t max_line_bytes_;
   std::vector<char> chunk_;  // (chunk_bytes) the bytes read but not yet handed out are [pos_, end_)
   size_t pos_ = 0;
   size_t end_ = 0;

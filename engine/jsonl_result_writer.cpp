@@ -1,12 +1,14 @@
 #include "engine/jsonl_result_writer.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "engine/error.hpp"
+#include "engine/signal_block.hpp"
 
 namespace cbatch {
 
@@ -50,6 +52,7 @@ void JsonlResultWriter::flush_pending() {
 }
 
 void JsonlResultWriter::write_line(const std::string& line) {
+  const StopSignalsBlocked blocked;
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
@@ -58,6 +61,12 @@ void JsonlResultWriter::write_line(const std::string& line) {
     done += static_cast<size_t>(n);
   }
   ++num_written_;
+}
+
+void JsonlResultWriter::sync() {
+  struct stat st {};
+  if (!owns_fd_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return;  // /dev/null, a pipe: nothing to sync
+  if (::fdatasync(fd_) != 0) throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
 }
 
 }  // namespace cbatch

@@ -1,6 +1,8 @@
 // ResultSink that writes one JSONL line per finished (or rejected) request, each with a single write()
-// so a killed run never leaves an interleaved line, flushed as it finishes; with `ordered`, lines are
-// held back until every earlier item has been written. "-" writes to standard output.
+// (O_APPEND, no user-space buffer) as it finishes, so a killed run loses no finished line and leaves at
+// most a torn last line (which --resume cuts). SIGINT/SIGTERM are blocked while a line is written, so a
+// signal handler that exits never cuts one. With `ordered`, lines are held back until every earlier
+// item has been written. "-" writes to standard output.
 #pragma once
 #include <map>
 #include <string>
@@ -22,6 +24,9 @@ class JsonlResultWriter final : public ResultSink {
   void on_error(const RequestError& error) override;
   // Writes whatever --ordered still holds (after an interrupted run some earlier items never finish).
   void flush_pending();
+  // fdatasync of a regular output file (a no-op for standard output, /dev/null, pipes): the lines then
+  // survive a power loss too.
+  void sync();
   int64_t num_written() const { return num_written_; }
 
  private:

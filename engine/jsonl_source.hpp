@@ -1,40 +1,53 @@
 // RequestSource over a JSONL file: reads lines with bounded memory, parses and tokenizes each one, and
-// numbers every item (request or rejected line) in input order for --ordered output. With --resume it
-// skips lines whose id already has a line in the output file.
+// numbers every item (request or rejected line) in input order for --ordered output. Ids must be
+// unique: the first line with an id runs, every later one gets a "duplicate id" error line. With
+// --resume it skips lines that already have an output line (results by id, errors by line number),
+// while still tracking their ids, so a resumed run writes exactly the lines a clean run would add.
 #pragma once
 #include <string>
-#include <unordered_set>
 
 #include "engine/chat_format.hpp"
+#include "engine/id_set.hpp"
 #include "engine/jsonl_reader.hpp"
 #include "engine/model.hpp"
 #include "engine/request_parser.hpp"
 #include "engine/request_stream.hpp"
+#include "engine/resume.hpp"
 
 namespace cbatch {
 
 class JsonlRequestSource final : public RequestSource {
  public:
-  // `chat` renders chat messages (null: they are errors); it must outlive the source.
+  // chat renders chat messages (null: they are errors); resume is the output file's state, or nullptr for
+  // a fresh run. Both must outlive the source.
   JsonlRequestSource(const std::string& path, const Model& model, const ChatFormat* chat,
-                     const RequestDefaults& defaults, uint64_t seed,
-                     const std::unordered_set<std::string>* skip_ids = nullptr);
+                     const RequestDefaults& defaults, uint64_t seed, const ResumeState* resume = nullptr);
 
   bool next(SourceItem& item) override;
-  int64_t num_items() const { return next_index_; }   // requests and errors handed out so far
-  int64_t num_skipped() const { return num_skipped_; }
+  int64_t num_items() const { return next_index_; }  // requests and errors handed out so far
+  int64_t num_resumed_ok() const { return num_resumed_ok_; }          // skipped: a result exists
+  int64_t num_resumed_failed() const { return num_resumed_failed_; }  // skipped: an error line exists
+  int64_t num_duplicates() const { return num_duplicates_; }
   bool at_end() const { return at_end_; }
 
  private:
+  void reject_duplicate(ParsedRequest& parsed);
+  bool is_finished(const ParsedRequest& parsed);
+  SourceItem build(RequestInput&& input);
+
   JsonlReader reader_;
   RequestParser parser_;
   const Model& model_;
   const ChatFormat* chat_;
   uint64_t seed_;
-  const std::unordered_set<std::string>* skip_ids_;
+  const ResumeState* resume_;
+  int64_t prompt_byte_limit_;
+  IdSet seen_ids_;  // every id of a line that parsed, with its line
   JsonlLine line_;
   int64_t next_index_ = 0;
-  int64_t num_skipped_ = 0;
+  int64_t num_resumed_ok_ = 0;
+  int64_t num_resumed_failed_ = 0;
+  int64_t num_duplicates_ = 0;
   bool at_end_ = false;
 };
 

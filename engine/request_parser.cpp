@@ -175,20 +175,22 @@ RequestError make_error(const RequestInput& in, const std::string& message) {
   return err;
 }
 
-std::string describe_parse_error(simdjson::error_code code) {
+// unterminated: the input's last line, without its newline (a file cut short ends like this).
+std::string describe_parse_error(simdjson::error_code code, bool unterminated) {
   if (code == simdjson::UTF8_ERROR) return "invalid UTF-8: the line must be UTF-8 encoded JSON";
-  return std::string("invalid JSON: ") + simdjson::error_message(code);
+  const std::string hint = unterminated ? " (the last line has no newline: is the file truncated?)" : "";
+  return std::string("invalid JSON") + hint + ": " + simdjson::error_message(code);
 }
 
 ParsedRequest parse_padded(simdjson::dom::parser& parser, const RequestDefaults& defaults,
-                           std::string_view text, int64_t line_no) {
+                           std::string_view text, int64_t line_no, bool unterminated = false) {
   RequestInput in;
   in.line = line_no;
   in.id_json = std::to_string(line_no);
   in.sampling.max_tokens = defaults.max_tokens;
   simdjson::dom::element root;
   const auto code = parser.parse(text.data(), text.size(), /*realloc_if_needed=*/false).get(root);
-  if (code != simdjson::SUCCESS) return make_error(in, describe_parse_error(code));
+  if (code != simdjson::SUCCESS) return make_error(in, describe_parse_error(code, unterminated));
   simdjson::dom::object obj;
   if (root.get_object().get(obj) != simdjson::SUCCESS) {
     return make_error(in, "the line must be a JSON object (got " + show_value(root) + ")");
@@ -220,7 +222,14 @@ RequestParser::RequestParser(const RequestDefaults& defaults) : impl_(std::make_
 RequestParser::~RequestParser() = default;
 
 ParsedRequest RequestParser::parse(const JsonlLine& line) {
-  return parse_padded(impl_->parser, impl_->defaults, line.text(), line.line_no);
+  if (line.too_long) {
+    RequestInput in;
+    in.line = line.line_no;
+    in.id_json = std::to_string(line.line_no);
+    return make_error(in, "the line is longer than " + std::to_string(kMaxLineBytes) +
+                              " bytes (64 MiB), the most a line may have");
+  }
+  return parse_padded(impl_->parser, impl_->defaults, line.text(), line.line_no, line.truncated);
 }
 
 ParsedRequest RequestParser::parse(std::string_view text, int64_t line_no) {

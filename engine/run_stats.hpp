@@ -50,8 +50,10 @@ struct RunSummary {
   double forward_s = 0;        // time in the backend's forward(), summed
   double update_s = 0;         // host time sampling and updating, summed
 
-  double roofline_fraction() const { return wall_s > 0 ? roofline_s / wall_s : 0; }
+  int64_t resumed_ok = 0;      // --resume: lines skipped because the output file already has their result
+  int64_t resumed_failed = 0;  // ... or their error line
 
+  double roofline_fraction() const { return wall_s > 0 ? roofline_s / wall_s : 0; }
   double output_tokens_per_s() const { return wall_s > 0 ? output_tokens / wall_s : 0; }
   double total_tokens_per_s() const { return wall_s > 0 ? (prompt_tokens + output_tokens) / wall_s : 0; }
   double requests_per_s() const { return wall_s > 0 ? requests_ok / wall_s : 0; }

@@ -19,7 +19,16 @@ std::string format_summary_text(const RunSummary& s) {
                 static_cast<long long>(s.steps), s.mean_budget_use, s.padding_fraction,
                 static_cast<long long>(s.preemptions), s.peak_kv_blocks, s.kv_blocks_total, s.ttft_ms_p50,
                 s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99);
-  return buf;
+  std::string text = buf;
+  if (s.resumed_ok + s.resumed_failed > 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "resumed: %lld ok and %lld failed already in the output file; in all %lld ok, %lld failed\n",
+                  static_cast<long long>(s.resumed_ok), static_cast<long long>(s.resumed_failed),
+                  static_cast<long long>(s.requests_ok + s.resumed_ok),
+                  static_cast<long long>(s.requests_failed + s.resumed_failed));
+    text += buf;
+  }
+  return text;
 }
 
 std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device) {
@@ -30,6 +39,8 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   w.key("requests_ok").int64(s.requests_ok);
   w.key("requests_failed").int64(s.requests_failed);
   w.key("interrupted").boolean(s.interrupted);
+  w.key("resumed_ok").int64(s.resumed_ok);
+  w.key("resumed_failed").int64(s.resumed_failed);
   w.key("prompt_tokens").int64(s.prompt_tokens);
   w.key("output_tokens").int64(s.output_tokens);
   w.key("wall_s").number(s.wall_s, 4);

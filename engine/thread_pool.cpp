@@ -2,10 +2,13 @@
 
 #include <algorithm>
 
+#include "engine/signal_block.hpp"
+
 namespace cbatch {
 
 ThreadPool::ThreadPool(int num_threads) {
   if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const StopSignalsBlocked blocked;  // workers inherit it: SIGINT/SIGTERM go to the calling thread
   for (int i = 1; i < num_threads; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 

@@ -69,6 +69,9 @@ c.check(set(out_rows[0]) >= {"id", "text", "output_token_ids", "finish_reason", 
                              "completion_tokens", "metrics"}, "output line fields")
 c.check(set(out_rows[0]["metrics"]) == {"ttft_ms", "e2e_ms", "first_step", "finish_step"}, "metrics fields")
 
+# An output that cannot be synced to disk (a device) is fine.
+run(["run", "-", "-o", os.devnull] + MODEL, stdin=stdin)
+
 # Stop strings and stop token ids: the text never includes the stop string.
 stop_rows = [{"id": "s1", "prompt": "", "max_tokens": 60, "temperature": 0},
              {"id": "s2", "prompt": "", "max_tokens": 60, "temperature": 0, "stop": ["hum"]},

@@ -153,3 +153,23 @@ TEST_CASE("jsonl reader: \"-\" reads standard input") {
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].text == "{\"s\":1}");
 }
+
+TEST_CASE("jsonl reader: a line over max_line_bytes keeps only its start and the next line is whole") {
+  TempFile file("{\"a\": 1}\n" + std::string(1000, 'x') + "\n{\"b\": 2}\n" + std::string(101, 'y'));
+  JsonlReader reader(file.path(), 7, 100);
+  JsonlLine line;
+  REQUIRE(reader.next(line));
+  CHECK_FALSE(line.too_long);
+  REQUIRE(reader.next(line));
+  CHECK(line.too_long);
+  CHECK(line.line_no == 2);
+  CHECK(line.text() == std::string(100, 'x'));
+  CHECK(line.end_offset - line.begin_offset == 1001);
+  REQUIRE(reader.next(line));
+  CHECK_FALSE(line.too_long);
+  CHECK(line.text() == "{\"b\": 2}");
+  REQUIRE(reader.next(line));
+  CHECK(line.too_long);
+  CHECK(line.truncated);
+  CHECK_FALSE(reader.next(line));
+}

@@ -344,3 +344,33 @@ TEST_CASE("request parser: lines from a JsonlReader parse in place, line numbers
   REQUIRE(std::holds_alternative<RequestError>(second));
   CHECK(std::get<RequestError>(second).message == "line 3: field 'prompt' must be a string (got 1)");
 }
+
+TEST_CASE("request parser: a torn last line says the file may be truncated; a whole one without newline parses") {
+  cbatch::test::TempFile torn("{\"prompt\": \"a\"}\n{\"id\": \"t\", \"prompt\": \"I dre");
+  cbatch::JsonlReader reader(torn.path());
+  cbatch::RequestParser parser;
+  cbatch::JsonlLine line;
+  REQUIRE(reader.next(line));
+  CHECK(std::holds_alternative<RequestInput>(parser.parse(line)));
+  REQUIRE(reader.next(line));
+  const ParsedRequest last = parser.parse(line);
+  REQUIRE(std::holds_alternative<RequestError>(last));
+  CHECK(std::get<RequestError>(last).message.starts_with(
+      "line 2: invalid JSON (the last line has no newline: is the file truncated?): "));
+  cbatch::test::TempFile whole("{\"prompt\": \"a\"}");
+  cbatch::JsonlReader whole_reader(whole.path());
+  REQUIRE(whole_reader.next(line));
+  CHECK(std::holds_alternative<RequestInput>(parser.parse(line)));
+}
+
+TEST_CASE("request parser: a line over the reader's limit is an error naming the limit") {
+  cbatch::test::TempFile file(std::string(100, ' ') + "{\"prompt\": \"x\"}\n");
+  cbatch::JsonlReader reader(file.path(), 64, 50);
+  cbatch::RequestParser parser;
+  cbatch::JsonlLine line;
+  REQUIRE(reader.next(line));
+  const ParsedRequest parsed = parser.parse(line);
+  REQUIRE(std::holds_alternative<RequestError>(parsed));
+  CHECK(std::get<RequestError>(parsed).message ==
+        "line 1: the line is longer than 67108864 bytes (64 MiB), the most a line may have");
+}

@@ -1,5 +1,6 @@
-// read_finished_ids / truncate_torn_tail: ids of complete result and error lines in both shapes, keyed
-// exactly as the parser keys input lines; a torn last line is left out and cut, nothing else is.
+// read_resume_state / truncate_torn_tail: ids of complete result lines in both shapes, keyed exactly as
+// the parser keys input lines, and the input lines of error lines; a torn last line is left out and
+// cut, nothing else is.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -36,13 +37,15 @@ std::string input_id(const std::string& line) {
 
 TEST_CASE("resume: complete lines of both shapes are finished; a file without a torn tail is kept") {
   TempFile file(kGood);
-  const ResumeState state = cbatch::read_finished_ids(file.path());
-  CHECK(state.finished_ids.size() == 4);
-  CHECK(state.finished_ids.count("\"q1\"") == 1);
-  CHECK(state.finished_ids.count("2") == 1);
-  CHECK(state.finished_ids.count("\"q3\"") == 1);
-  CHECK(state.finished_ids.count("\"r4\"") == 1);
-  CHECK(state.finished_ids.count("\"cbatch-4\"") == 0);  // OpenAI lines are keyed by custom_id
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.result_ids.size() == 3);
+  CHECK(state.has_result("\"q1\""));
+  CHECK(state.has_result("2"));
+  CHECK_FALSE(state.has_result("\"q3\""));  // an error line is keyed by its input line
+  CHECK(state.error_lines == std::vector<int64_t>{3});
+  CHECK(state.has_error_line(3));
+  CHECK(state.has_result("\"r4\""));
+  CHECK_FALSE(state.has_result("\"cbatch-4\""));  // OpenAI lines are keyed by custom_id
   CHECK(state.num_bad_lines == 0);
   CHECK(state.file_bytes == static_cast<int64_t>(kGood.size()));
   CHECK(state.valid_bytes == state.file_bytes);
@@ -53,9 +56,9 @@ TEST_CASE("resume: complete lines of both shapes are finished; a file without a 
 TEST_CASE("resume: a last line without its newline is torn, left out and cut") {
   const std::string torn = R"({"id": "q5", "text": "complete json but no newline"})";
   TempFile file(kGood + torn);
-  const ResumeState state = cbatch::read_finished_ids(file.path());
-  CHECK(state.finished_ids.count("\"q5\"") == 0);
-  CHECK(state.finished_ids.size() == 4);
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK_FALSE(state.has_result("\"q5\""));
+  CHECK(state.result_ids.size() == 3);
   CHECK(state.valid_bytes == static_cast<int64_t>(kGood.size()));
   CHECK(state.file_bytes == static_cast<int64_t>(kGood.size() + torn.size()));
   CHECK(state.num_bad_lines == 0);
@@ -65,8 +68,8 @@ TEST_CASE("resume: a last line without its newline is torn, left out and cut") {
 
 TEST_CASE("resume: a last line that does not parse is torn too") {
   TempFile file(kGood + "{\"id\": \"q6\", \"text\": \"cut her\n");
-  const ResumeState state = cbatch::read_finished_ids(file.path());
-  CHECK(state.finished_ids.size() == 4);
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.result_ids.size() == 3);
   CHECK(state.valid_bytes == static_cast<int64_t>(kGood.size()));
   CHECK(state.num_bad_lines == 0);
 }
@@ -74,18 +77,19 @@ TEST_CASE("resume: a last line that does not parse is torn too") {
 TEST_CASE("resume: a bad line in the middle is counted, never cut") {
   const std::string content = "not json\n" + kGood;
   TempFile file(content);
-  const ResumeState state = cbatch::read_finished_ids(file.path());
-  CHECK(state.finished_ids.size() == 4);
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.result_ids.size() == 3);
   CHECK(state.num_bad_lines == 1);
   CHECK(state.valid_bytes == static_cast<int64_t>(content.size()));
 }
 
 TEST_CASE("resume: a missing file is an empty state; a directory is an error") {
-  const ResumeState state = cbatch::read_finished_ids("/nonexistent-dir-cbatch/out.jsonl");
-  CHECK(state.finished_ids.empty());
+  const ResumeState state = cbatch::read_resume_state("/nonexistent-dir-cbatch/out.jsonl");
+  CHECK(state.result_ids.size() == 0);
+  CHECK(state.error_lines.empty());
   CHECK(state.valid_bytes == 0);
   CHECK(state.file_bytes == 0);
-  CHECK_THROWS_AS(cbatch::read_finished_ids(std::filesystem::temp_directory_path().string()),
+  CHECK_THROWS_AS(cbatch::read_resume_state(std::filesystem::temp_directory_path().string()),
                   cbatch::Error);
 }
 
@@ -114,10 +118,36 @@ TEST_CASE("resume: ids round-trip from input line through output line") {
     output += cbatch::format_result_line(result);
   }
   TempFile file(output);
-  const ResumeState state = cbatch::read_finished_ids(file.path());
-  CHECK(state.finished_ids.size() == 4);
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.result_ids.size() == 4);
   for (const std::string& line : lines) {
     CAPTURE(line);
-    CHECK(state.finished_ids.count(input_id(line)) == 1);
+    CHECK(state.has_result(input_id(line)));
   }
+}
+
+TEST_CASE("resume: error lines of both shapes, as the formatter writes them, key their input line") {
+  const std::string lines[] = {R"({"id": "a", "max_tokens": -1, "prompt": "x"})", "{torn json",
+                               R"({"custom_id": "c", "method": "GET", "url": "/v1/completions", "body": {}})"};
+  std::string output;
+  for (int i = 0; i < 3; ++i) {
+    const auto parsed = cbatch::parse_request_line(lines[i], 7 * (i + 1), {});
+    REQUIRE(std::holds_alternative<cbatch::RequestError>(parsed));
+    output += cbatch::format_error_line(std::get<cbatch::RequestError>(parsed));
+  }
+  TempFile file(output);
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.error_lines == std::vector<int64_t>{7, 14, 21});
+  CHECK(state.result_ids.size() == 0);
+  CHECK(state.num_bad_lines == 0);
+}
+
+TEST_CASE("resume: error lines without a usable line number are not cbatch lines") {
+  TempFile file(R"({"id": "a", "error": {"message": "m"}})" "\n"
+                R"({"id": "a", "line": 0, "error": {"message": "m"}})" "\n"
+                R"({"id": "x-3", "custom_id": "c", "error": {"code": "e"}})" "\n"
+                R"({"id": "cbatch-4", "custom_id": "c", "error": {"code": "e"}})" "\n");
+  const ResumeState state = cbatch::read_resume_state(file.path());
+  CHECK(state.error_lines == std::vector<int64_t>{4});
+  CHECK(state.num_bad_lines == 3);
 }

@@ -1,0 +1,74 @@
+"""A killed job loses no finished work: a run is killed with SIGKILL at seeded random moments six times
+(once with a torn half line appended to the output, as a kill inside a write leaves it), each time
+picked up with --resume, and the final output holds exactly the clean run's results: the same ids and
+greedy texts, no duplicates, no torn lines; the last --resume's summary counts both parts."""
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+from common import AIDREAMS, BIN, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+
+need(AIDREAMS)
+MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+WORDS = "I dreamed of a quiet city where the robots sang softly under glass rivers and memory light".split()
+NUM_KILLS = 6
+
+rng = random.Random(99)
+rows = [{"id": f"k{i}", "prompt": " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 10))),
+         "max_tokens": rng.randint(1, 100), "temperature": 0} for i in range(600)]
+c = Checks()
+work = tmpdir()
+prompts, out, ref_out = (os.path.join(work, name) for name in ("prompts.jsonl", "out.jsonl", "ref.jsonl"))
+write_jsonl(prompts, rows)
+
+t0 = time.monotonic()
+run(["run", prompts, "-o", ref_out] + MODEL)
+clean_s = time.monotonic() - t0
+reference = {r["id"]: (r["text"], r["output_token_ids"]) for r in read_jsonl(ref_out)}
+c.check(len(reference) == len(rows), f"clean run: {len(reference)} results")
+
+
+def complete_lines(path):
+    """The parsed lines of the output file and whether its last line is torn (no newline)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    torn = bool(data) and not data.endswith(b"\n")
+    return [json.loads(line) for line in data.split(b"\n")[:-1] if line.strip()], torn
+
+
+num_killed = 0
+for attempt in range(NUM_KILLS):
+    args = [BIN, "run", prompts, "-o", out] + MODEL + (["--resume"] if attempt > 0 else [])
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(rng.uniform(0.04, 0.11) * clean_s)
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGKILL)
+        num_killed += 1
+    proc.wait()
+    done, torn = complete_lines(out)  # every complete line parses, or json.loads raises
+    ids = [r["id"] for r in done]
+    c.check(len(ids) == len(set(ids)), f"kill {attempt}: duplicate ids in the output")
+    c.check(all(reference.get(r["id"]) == (r["text"], r["output_token_ids"]) for r in done),
+            f"kill {attempt}: a finished result differs from the clean run")
+    if attempt == 2 and not torn:  # a kill inside a write: half a line that --resume must cut
+        with open(out, "ab") as f:
+            f.write(json.dumps({"id": rows[-1]["id"], "text": "half"}).encode()[:20])
+c.check(num_killed >= 5, f"only {num_killed} of {NUM_KILLS} runs were still running when killed")
+
+summary = os.path.join(work, "summary.json")
+run(["run", prompts, "-o", out, "--resume", "--summary", summary] + MODEL)
+final, torn = complete_lines(out)
+c.check(not torn, "the final output ends in a torn line")
+ids = [r["id"] for r in final]
+c.check(len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} duplicate ids in the final output")
+got = {r["id"]: (r["text"], r["output_token_ids"]) for r in final}
+c.check(got == reference, f"{sum(got.get(k) != v for k, v in reference.items())} results differ from the clean run")
+s = json.load(open(summary))
+c.check(s["resumed_ok"] > 0 and s["resumed_ok"] + s["requests_ok"] == len(rows) and s["requests_failed"] == 0,
+        f"last resume counts {s['resumed_ok']} resumed + {s['requests_ok']} new of {len(rows)}")
+shutil.rmtree(work, ignore_errors=True)
+c.done()

@@ -1,0 +1,95 @@
+"""SIGINT and SIGTERM stop a run cleanly: admission stops, the current step ends, finished results are
+flushed (--ordered too), the summary says interrupted, and the exit status is 130 / 143; a second
+signal exits at once. In every case the output holds only whole lines of correct results, and
+--resume completes it to exactly the clean run's results. A second run on an output in use fails."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+
+from common import AIDREAMS, BIN, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+
+need(AIDREAMS)
+MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+rows = [{"id": f"s{i}", "prompt": "I dreamed of a quiet city" if i % 2 else "The robots", "max_tokens": 10 + i % 60,
+         "temperature": 0} for i in range(300)]
+c = Checks()
+work = tmpdir()
+prompts, ref_out = os.path.join(work, "prompts.jsonl"), os.path.join(work, "ref.jsonl")
+write_jsonl(prompts, rows)
+run(["run", prompts, "-o", ref_out] + MODEL)
+reference = {r["id"]: (r["text"], r["output_token_ids"]) for r in read_jsonl(ref_out)}
+
+
+def num_lines(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read().count(b"\n")
+    except FileNotFoundError:
+        return 0
+
+
+def interrupt(name, signals, extra_args, expect_rc):
+    out, summary = os.path.join(work, f"{name}.jsonl"), os.path.join(work, f"{name}-summary.json")
+    proc = subprocess.Popen([BIN, "run", prompts, "-o", out, "--summary", summary] + extra_args + MODEL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while num_lines(out) < 10 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    c.check(proc.poll() is None, f"{name}: the run ended before it could be interrupted")
+    for sig in signals:
+        proc.send_signal(sig)
+    t0 = time.monotonic()
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+    c.check(proc.returncode in expect_rc, f"{name}: exit {proc.returncode}, expected {expect_rc}")
+    c.check(time.monotonic() - t0 < 10, f"{name}: took {time.monotonic() - t0:.1f} s to stop")
+    c.check("stopping" in stderr, f"{name}: no stopping message on stderr")
+    with open(out, "rb") as f:
+        data = f.read()
+    c.check(data.endswith(b"\n"), f"{name}: the output ends in a torn line")
+    done = [json.loads(line) for line in data.splitlines()]
+    c.check(0 < len(done) < len(rows), f"{name}: {len(done)} results after the interrupt")
+    c.check(all(reference[r["id"]] == (r["text"], r["output_token_ids"]) for r in done), f"{name}: wrong result")
+    return out, summary, len(done)
+
+
+def resume_completes(name, out):
+    run(["run", prompts, "-o", out, "--resume"] + MODEL)
+    final = read_jsonl(out)
+    c.check(len(final) == len(rows), f"{name}: {len(final)} lines after --resume, expected {len(rows)}")
+    got = {r["id"]: (r["text"], r["output_token_ids"]) for r in final}
+    c.check(got == reference, f"{name}: --resume does not reproduce the clean run")
+
+
+for name, sig, rc, extra in [("term", signal.SIGTERM, (143,), []), ("int", signal.SIGINT, (130,), ["--ordered"])]:
+    out, summary, num_done = interrupt(name, [sig], extra, rc)
+    s = json.load(open(summary))
+    c.check(s["interrupted"] is True and s["requests_ok"] == num_done,
+            f"{name}: summary says interrupted={s['interrupted']}, {s['requests_ok']} ok for {num_done} lines")
+    resume_completes(name, out)
+
+# A second run on an output file in use fails at once and leaves the first run's output alone.
+out = os.path.join(work, "busy.jsonl")
+first = subprocess.Popen([BIN, "run", prompts, "-o", out] + MODEL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+while num_lines(out) < 10 and first.poll() is None:
+    time.sleep(0.01)
+for extra in [[], ["--resume"]]:
+    second = run(["run", prompts, "-o", out] + extra + MODEL, check=False)
+    c.check(second.returncode == 1 and "is in use by another cbatch run" in second.stderr,
+            f"second run {extra}: exit {second.returncode}, {second.stderr.strip()[-200:]}")
+first.communicate()
+c.check(first.returncode == 0 and len(read_jsonl(out)) == len(rows), "busy: the first run completes")
+
+# Two different signals are both delivered (two SIGTERMs could merge while pending), in either order; the
+# second handler exits at once with 128 + its signal, before the run could write its summary.
+out, summary, _ = interrupt("twice", [signal.SIGINT, signal.SIGTERM], [], (130, 143))
+c.check(not os.path.exists(summary), "twice: the summary was written, so the second signal did not exit at once")
+resume_completes("twice", out)
+shutil.rmtree(work, ignore_errors=True)
+c.done()

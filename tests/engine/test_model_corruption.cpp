@@ -1,0 +1,107 @@
+// Corrupt and truncated model files give cbatch::Error naming the file, never a crash, another
+// exception type or a giant allocation: llama2.c headers with extreme values, tokenizer.bin and GGUF
+// headers cut at every few bytes, random byte flips in tokenizer.bin. (The fuzz targets in tests/fuzz
+// explore further; these sweeps run in every test build, under the sanitizers in CI.)
+#include <doctest/doctest.h>
+
+#include <climits>
+#include <cstring>
+#include <random>
+
+#include "engine/gguf.hpp"
+#include "engine/model.hpp"
+#include "engine/tokenizer_loaders.hpp"
+#include "test_files.hpp"
+
+namespace cbatch {
+namespace {
+
+using test::error_of;
+using test::shared_path;
+using test::TempFile;
+
+const std::string kBin = shared_path("models/aidreams260K/aidreams260K.bin");
+const std::string kTok = shared_path("models/aidreams260K/tok512.bin");
+const std::string kGguf = shared_path("models/aidreams260K/aidreams260K.gguf");
+
+// Loads `bytes` as a model (with the real tokenizer.bin for llama2.c files); "" when it loads and
+// its tokenizer works, else the cbatch::Error message. Any other exception fails the test.
+std::string load_message(const TempFile& file, const std::string& bytes) {
+  file.write(bytes);
+  try {
+    const Model model = load_model(ModelSource{file.path(), kTok, 0});
+    const std::vector<int32_t> ids = model.tokenizer->encode("I dreamed of a quiet city", true);
+    for (int32_t id : ids) REQUIRE(id < model.config.vocab_size);
+    model.tokenizer->decode(ids);
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+}  // namespace
+
+TEST_CASE("llama2.c header fields at extreme values are errors naming the file") {
+  if (!test::have_files({kBin, kTok})) return;
+  const std::string original = test::read_bytes(kBin);
+  const TempFile file(original);
+  for (int field = 0; field < 7; ++field) {
+    for (int32_t value : {0, -1, 1, INT32_MIN, INT32_MAX, 1 << 20, -(1 << 20)}) {
+      std::string bytes = original;
+      int32_t old_value;
+      std::memcpy(&old_value, &bytes[4 * field], 4);
+      if (value == old_value) continue;
+      std::memcpy(&bytes[4 * field], &value, 4);
+      CAPTURE(field);
+      CAPTURE(value);
+      const std::string message = load_message(file, bytes);
+      CHECK(message.find(file.path()) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("tokenizer.bin cut anywhere is an error naming the file") {
+  if (!test::have_files({kTok})) return;
+  const std::string original = test::read_bytes(kTok);
+  const TempFile file(original);
+  for (size_t cut = 0; cut < original.size(); cut += cut < 64 ? 1 : 41) {
+    file.write(original.substr(0, cut));
+    CAPTURE(cut);
+    CHECK(error_of([&] { load_llama2c_tokenizer(file.path(), 512); }).find(file.path()) != std::string::npos);
+  }
+}
+
+TEST_CASE("tokenizer.bin with random byte flips loads into a working tokenizer or is an error") {
+  if (!test::have_files({kTok})) return;
+  const std::string original = test::read_bytes(kTok);
+  const TempFile file(original);
+  std::mt19937 rng(77);
+  int num_errors = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    std::string bytes = original;
+    for (int flips = 0; flips < 4; ++flips) bytes[rng() % bytes.size()] = static_cast<char>(rng());
+    file.write(bytes);
+    try {
+      const auto tokenizer = load_llama2c_tokenizer(file.path(), trial % 2 == 0 ? 512 : 0);
+      const std::vector<int32_t> ids = tokenizer->encode("I dreamed of a quiet city \xC3\xA9", true);
+      for (int32_t id : ids) REQUIRE((id >= 0 && id < tokenizer->vocab_size()));
+      tokenizer->decode(ids);
+    } catch (const Error&) {
+      ++num_errors;
+    }
+  }
+  CHECK(num_errors > 0);
+}
+
+TEST_CASE("GGUF cut anywhere in its header is an error naming the file") {
+  if (!test::have_files({kGguf})) return;
+  const std::string original = test::read_bytes(kGguf);
+  const size_t header_bytes = GgufFile(kGguf).data_offset();
+  const TempFile file(original, ".gguf");
+  for (size_t cut = 0; cut < header_bytes + 64; cut += cut < 64 ? 1 : 97) {
+    CAPTURE(cut);
+    CHECK(load_message(file, original.substr(0, cut)).find(file.path()) != std::string::npos);
+  }
+}
+
+}  // namespace cbatch
