@@ -169,7 +169,7 @@ TEST_CASE("safetensors F16 and BF16 tensors decode; corrupt headers are errors")
     return std::string(reinterpret_cast<const char*>(&length), 8) + header + std::string(8, '\0');
   };
   const std::string good = with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}})");
-  for (const auto& [bytes, needle] : std::vector<std::pair<std::string, std::string>>{
+  for (const auto& entry : std::vector<std::pair<std::string, std::string>>{
            {good.substr(0, good.size() - 1), "'a'"},  // truncated data
            {with_header(R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 12]}})"), "'a'"},
            {with_header(R"({"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})"), "'a'"},
@@ -180,6 +180,8 @@ TEST_CASE("safetensors F16 and BF16 tensors decode; corrupt headers are errors")
            {std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}", "header length"},
            {good.substr(0, 5), "8-byte"},
        }) {
+    const std::string& bytes = entry.first;
+    const std::string& needle = entry.second;  // a plain reference: doctest's INFO captures it in a lambda
     test::TempFile bad(bytes, ".safetensors");
     const std::string message = error_of([&] { SafetensorsFile f(bad.path()); });
     INFO(needle);
