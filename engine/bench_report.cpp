@@ -6,6 +6,7 @@
 
 #include "engine/error.hpp"
 #include "engine/json_writer.hpp"
+#include "engine/summary_format.hpp"
 
 namespace cbatch {
 
@@ -57,20 +58,7 @@ std::string format_bench_json(const BenchReport& report) {
     w.begin_object();
     w.key("mode").string(r.mode);
     w.key("requests").int64(s.requests_ok);
-    w.key("prompt_tokens").int64(s.prompt_tokens);
-    w.key("output_tokens").int64(s.output_tokens);
-    w.key("wall_s").number(s.wall_s, 4);
-    w.key("output_tokens_per_s").number(s.output_tokens_per_s(), 2);
-    w.key("total_tokens_per_s").number(s.total_tokens_per_s(), 2);
-    w.key("requests_per_s").number(s.requests_per_s(), 3);
-    w.key("steps").int64(s.steps);
-    w.key("mean_budget_use").number(s.mean_budget_use, 4);
-    w.key("padding_fraction").number(s.padding_fraction, 4);
-    w.key("preemptions").int64(s.preemptions);
-    w.key("ttft_ms_p50").number(s.ttft_ms_p50, 2);
-    w.key("ttft_ms_p99").number(s.ttft_ms_p99, 2);
-    w.key("e2e_ms_p50").number(s.e2e_ms_p50, 2);
-    w.key("e2e_ms_p99").number(s.e2e_ms_p99, 2);
+    write_throughput_fields(w, s);
     w.key("host_schedule_s").number(s.schedule_s, 4);
     w.key("forward_s").number(s.forward_s, 4);
     w.key("host_update_s").number(s.update_s, 4);

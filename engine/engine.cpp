@@ -118,6 +118,7 @@ class EngineRun {
     const int64_t t0 = now_ns();
     const StepPlan plan = scheduler_->schedule();
     if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
+    kv_blocks_in_step_ = blocks_.num_used();
     for (const ScheduledSeq& s : plan.seqs) {
       if (s.seq->first_step < 0) s.seq->first_step = step_;
     }
@@ -196,6 +197,7 @@ class EngineRun {
     r.padding_tokens = plan.num_padding_tokens();
     r.token_budget = config_.scheduler.max_num_batched_tokens;
     r.kv_blocks_used = blocks_.num_used();
+    r.kv_blocks_in_step = kv_blocks_in_step_;
     r.kv_blocks_total = blocks_.num_blocks();
     r.waiting = scheduler_->num_waiting();
     r.finished = finished;
@@ -221,6 +223,7 @@ class EngineRun {
   CostModel cost_model_;
   int64_t start_ns_ = 0;
   int64_t step_ = 0;
+  int kv_blocks_in_step_ = 0;  // blocks in use after this step's schedule()
   bool source_done_ = false;
 };
 

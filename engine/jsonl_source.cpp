@@ -4,19 +4,6 @@
 #include "engine/request_builder.hpp"
 
 namespace cbatch {
-namespace {
-
-RequestError input_error(const RequestInput& input, const std::string& message) {
-  RequestError error;
-  error.line = input.line;
-  error.id_json = input.id_json;
-  error.custom_id = input.custom_id;
-  error.form = input.form;
-  error.message = "line " + std::to_string(input.line) + ": " + message;
-  return error;
-}
-
-}  // namespace
 
 JsonlRequestSource::JsonlRequestSource(const std::string& path, const Model& model, const ChatFormat* chat,
                                        const RequestDefaults& defaults, uint64_t seed, const ResumeState* resume)
@@ -47,7 +34,7 @@ void JsonlRequestSource::reject_duplicate(ParsedRequest& parsed) {
   auto* input = std::get_if<RequestInput>(&parsed);
   if (input == nullptr || seen_ids_.insert(input->id_json, input->line)) return;
   ++num_duplicates_;
-  parsed = input_error(*input, "duplicate id " + input->id_json + " (first used on line " +
+  parsed = make_input_error(*input, -1, "duplicate id " + input->id_json + " (first used on line " +
                                    std::to_string(seen_ids_.line_of(input->id_json)) +
                                    "): every line needs its own id");
 }
@@ -69,9 +56,7 @@ bool JsonlRequestSource::is_finished(const ParsedRequest& parsed) {
 
 SourceItem JsonlRequestSource::build(RequestInput&& input) {
   if (auto message = check_prompt_bytes(input, prompt_byte_limit_, model_.config.max_context)) {
-    RequestError error = input_error(input, *message);
-    error.index = next_index_++;
-    return error;
+    return make_input_error(input, next_index_++, *message);
   }
   auto built = build_request(std::move(input), next_index_++, model_, chat_, seed_);
   if (auto* request = std::get_if<Request>(&built)) return std::move(*request);

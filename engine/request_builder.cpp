@@ -4,9 +4,8 @@
 #include "engine/sampler.hpp"
 
 namespace cbatch {
-namespace {
 
-RequestError make_error(const RequestInput& input, int64_t index, const std::string& message) {
+RequestError make_input_error(const RequestInput& input, int64_t index, const std::string& message) {
   RequestError error;
   error.index = index;
   error.line = input.line;
@@ -16,6 +15,8 @@ RequestError make_error(const RequestInput& input, int64_t index, const std::str
   error.message = "line " + std::to_string(input.line) + ": " + message;
   return error;
 }
+
+namespace {
 
 // The ids of a chat prompt; the end of turn stops generation (as a stop token, or as a stop string when
 // the vocabulary has no such token), unless the request ignores EOS.
@@ -61,12 +62,12 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
                                                   const ChatFormat* chat, uint64_t global_seed) {
   auto ids = prompt_ids(input, model, chat);
-  if (auto* message = std::get_if<std::string>(&ids)) return make_error(input, index, *message);
+  if (auto* message = std::get_if<std::string>(&ids)) return make_input_error(input, index, *message);
   auto& tokens = std::get<std::vector<int32_t>>(ids);
-  if (tokens.empty()) return make_error(input, index, "the prompt has no tokens");
+  if (tokens.empty()) return make_input_error(input, index, "the prompt has no tokens");
   const int context = model.config.max_context;
   if (static_cast<int>(tokens.size()) >= context) {
-    return make_error(input, index, "prompt of " + std::to_string(tokens.size()) +
+    return make_input_error(input, index, "prompt of " + std::to_string(tokens.size()) +
                                         " tokens leaves no room to generate in the model's context of " +
                                         std::to_string(context) + " tokens");
   }

@@ -13,6 +13,9 @@
 namespace cbatch {
 
 // `chat` may be null (then chat messages are an error for their line).
+// An error for the line of `input` (message prefixed with "line N: "); index -1 until the source numbers it.
+RequestError make_input_error(const RequestInput& input, int64_t index, const std::string& message);
+
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
                                                   const ChatFormat* chat, uint64_t global_seed);
 

@@ -13,7 +13,7 @@ void RunStats::add_step(const StepRecord& r) {
   padding_tokens_ += r.padding_tokens;
   budget_use_sum_ += static_cast<double>(useful + r.padding_tokens) / r.token_budget;
   summary_.preemptions += r.preempted;
-  summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_used);
+  summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;
   summary_.schedule_s += r.schedule_ms * 1e-3;

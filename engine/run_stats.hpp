@@ -19,7 +19,8 @@ struct StepRecord {
   int decode_tokens = 0;
   int padding_tokens = 0;
   int token_budget = 0;
-  int kv_blocks_used = 0;
+  int kv_blocks_used = 0;      // after the step (finished sequences have released theirs)
+  int kv_blocks_in_step = 0;   // while the step ran (its peak)
   int kv_blocks_total = 0;
   int waiting = 0;
   int finished = 0;

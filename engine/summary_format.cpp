@@ -31,16 +31,7 @@ std::string format_summary_text(const RunSummary& s) {
   return text;
 }
 
-std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device) {
-  JsonWriter w;
-  w.begin_object();
-  w.key("mode").string(mode);
-  w.key("device").string(device);
-  w.key("requests_ok").int64(s.requests_ok);
-  w.key("requests_failed").int64(s.requests_failed);
-  w.key("interrupted").boolean(s.interrupted);
-  w.key("resumed_ok").int64(s.resumed_ok);
-  w.key("resumed_failed").int64(s.resumed_failed);
+void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("prompt_tokens").int64(s.prompt_tokens);
   w.key("output_tokens").int64(s.output_tokens);
   w.key("wall_s").number(s.wall_s, 4);
@@ -51,12 +42,25 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   w.key("mean_budget_use").number(s.mean_budget_use, 4);
   w.key("padding_fraction").number(s.padding_fraction, 4);
   w.key("preemptions").int64(s.preemptions);
-  w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
-  w.key("kv_blocks_total").int64(s.kv_blocks_total);
   w.key("ttft_ms_p50").number(s.ttft_ms_p50, 3);
   w.key("ttft_ms_p99").number(s.ttft_ms_p99, 3);
   w.key("e2e_ms_p50").number(s.e2e_ms_p50, 3);
   w.key("e2e_ms_p99").number(s.e2e_ms_p99, 3);
+}
+
+std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("mode").string(mode);
+  w.key("device").string(device);
+  w.key("requests_ok").int64(s.requests_ok);
+  w.key("requests_failed").int64(s.requests_failed);
+  w.key("interrupted").boolean(s.interrupted);
+  w.key("resumed_ok").int64(s.resumed_ok);
+  w.key("resumed_failed").int64(s.resumed_failed);
+  write_throughput_fields(w, s);
+  w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
+  w.key("kv_blocks_total").int64(s.kv_blocks_total);
   w.end_object();
   return w.take() + "\n";
 }
