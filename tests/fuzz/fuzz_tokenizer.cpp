@@ -1,10 +1,11 @@
 // Fuzz target: arbitrary bytes as prompt text through the SentencePiece tokenizer of the shared
-// llama-spm vocabulary (32000 pieces; a small built-in vocabulary when the shared data is absent) and
-// the byte tokenizer of dummy models. Properties: any bytes encode to ids inside the vocabulary, and
-// decoding gives the text back exactly. The SentencePiece round trip is checked where it is defined:
+// llama-spm vocabulary (32000 pieces; a small built-in vocabulary when the shared data is absent), the
+// byte-level BPE of the shared GPT-2 vocabulary (when present), and the byte tokenizer of dummy models.
+// Properties: any bytes encode to ids inside the vocabulary, and decoding gives the text back exactly. The BPE round trips are checked where they are defined:
 // valid UTF-8 (what JSON prompts always are; on invalid bytes the tokenizer, like llama.cpp, sizes a
 // character by its lead byte, so "\xEF " swallows part of the escaped space), without U+2581 (read as a
-// space, as SentencePiece does), with byte tokens for every byte (both vocabularies have them).
+// space, as SentencePiece does), without the text of a special token (it becomes the control id, which
+// decodes to nothing), with byte tokens for every byte (both vocabularies have them).
 #include <filesystem>
 #include <memory>
 #include <string_view>
@@ -50,11 +51,23 @@ std::unique_ptr<Tokenizer> load_spm() {
   return load_gguf_tokenizer(GgufFile(path));
 }
 
+// The GPT-2 byte-level BPE vocabulary of the shared suite; nullptr when the shared data is absent.
+std::unique_ptr<Tokenizer> load_gpt2() {
+  const std::string path = std::string(CBATCH_SHARED_DIR) + "/tokenizers/ggml-vocab-gpt-2.gguf";
+  if (!std::filesystem::exists(path)) return nullptr;
+  return load_gguf_tokenizer(GgufFile(path));
+}
+
 void check_round_trip(const Tokenizer& tokenizer, std::string_view text) {
   const std::vector<int32_t> ids = tokenizer.encode(text, /*add_special=*/true);
   for (int32_t id : ids) fuzz::require(id >= 0 && id < tokenizer.vocab_size(), "id in the vocabulary");
-  const bool defined = tokenizer.kind() != "llama" ||
-                       (is_valid_utf8(text) && text.find("\xE2\x96\x81") == std::string_view::npos);
+  // Special-token text ("</s>") becomes its id, as in Hugging Face, and control ids decode to nothing.
+  bool has_control = false;
+  for (int32_t id : tokenizer.encode(text, /*add_special=*/false)) {
+    has_control = has_control || tokenizer.decode_piece(-1, id).empty();
+  }
+  const bool defined = !has_control && (tokenizer.kind() == "byte" || is_valid_utf8(text)) &&
+                       (tokenizer.kind() != "llama" || text.find("\xE2\x96\x81") == std::string_view::npos);
   if (defined) {
     fuzz::require(tokenizer.decode(ids) == text, "decode(encode(text)) == text", std::string(tokenizer.kind()));
   }
@@ -65,8 +78,10 @@ void check_round_trip(const Tokenizer& tokenizer, std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::unique_ptr<Tokenizer> spm = load_spm();
   static const std::unique_ptr<Tokenizer> bytes = make_byte_tokenizer(512, -1, {});
+  static const std::unique_ptr<Tokenizer> gpt2 = load_gpt2();
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   check_round_trip(*spm, text);
+  if (gpt2) check_round_trip(*gpt2, text);
   check_round_trip(*bytes, text);
   return 0;
 }
