@@ -1,6 +1,7 @@
-// The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each), an fp32
-// paged KV cache of layout (layer, slot, kv_dim), and the Llama forward pass over a RaggedBatch.
-// Matrix products go through the batch-invariant matmul; everything else is per row.
+// The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
+// packed into matmul panels), an fp32 paged KV cache of layout (layer, slot, kv_dim), and the Llama
+// forward pass over a RaggedBatch. Matrix products go through the batch-invariant matmul; everything
+// else is per row.
 #include "engine/cpu_backend.hpp"
 
 #include <algorithm>
@@ -68,13 +69,31 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
   return out;
 }
 
+// Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
+// panel across the pool (the packed layout is the only fp32 copy made).
+PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool) {
+  const std::vector<const TensorView*> tensors(parts);
+  int64_t rows = 0;
+  for (const TensorView* t : tensors) rows += t->rows;
+  const int64_t cols = tensors.front()->cols;
+  auto fill = [&](int64_t row, int64_t count, float* out) {
+    int64_t first = 0;  // global row of the current tensor's row 0
+    for (const TensorView* t : tensors) {
+      const int64_t begin = std::max(row, first), end = std::min(row + count, first + t->rows);
+      if (begin < end) tensor_rows_to_f32(*t, begin - first, end - begin, out + (begin - row) * cols);
+      first += t->rows;
+    }
+  };
+  return PackedMatrix(rows, cols, fill, pool);
+}
+
 struct CpuLayer {
-  Weights attn_norm;  // (dim)
-  Weights wqkv;       // (q_dim + 2 * kv_dim, dim)
-  Weights wo;         // (dim, q_dim)
-  Weights ffn_norm;   // (dim)
-  Weights w_gate_up;  // (2 * hidden, dim)
-  Weights w_down;     // (dim, hidden)
+  Weights attn_norm;       // (dim)
+  PackedMatrix wqkv;       // (q_dim + 2 * kv_dim, dim)
+  PackedMatrix wo;         // (dim, q_dim)
+  Weights ffn_norm;        // (dim)
+  PackedMatrix w_gate_up;  // (2 * hidden, dim)
+  PackedMatrix w_down;     // (dim, hidden)
 };
 
 class CpuBackend final : public Backend {
@@ -118,7 +137,7 @@ class CpuBackend final : public Backend {
   Weights embedding_;   // (vocab, dim)
   std::vector<CpuLayer> layers_;
   Weights final_norm_;  // (dim)
-  Weights lm_head_;     // (vocab, dim); empty when tied to embedding_
+  PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
   std::vector<float> inv_freq_;    // (head_dim / 2)
 
   KvCacheSpec spec_;
@@ -143,15 +162,15 @@ void CpuBackend::load_weights(const ModelTensors& t) {
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
     layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
-    layer.wqkv = stack_f32({&l.wq, &l.wk, &l.wv}, pool_);
-    layer.wo = stack_f32({&l.wo}, pool_);
+    layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_);
+    layer.wo = pack_stacked({&l.wo}, pool_);
     layer.ffn_norm = stack_f32({&l.ffn_norm}, pool_);
-    layer.w_gate_up = stack_f32({&l.w_gate, &l.w_up}, pool_);
-    layer.w_down = stack_f32({&l.w_down}, pool_);
+    layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_);
+    layer.w_down = pack_stacked({&l.w_down}, pool_);
     layers_.push_back(std::move(layer));
   }
   final_norm_ = stack_f32({&t.final_norm}, pool_);
-  if (!config_.tied_embeddings) lm_head_ = stack_f32({&t.lm_head}, pool_);
+  lm_head_ = pack_stacked({&t.lm_head}, pool_);  // the embedding view when tied
 }
 
 void CpuBackend::resize_activations(int num_tokens) {
@@ -198,7 +217,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, 64);
-  matmul(h_.data(), layer.wqkv.data(), qkv_.data(), num_tokens, qkv_dim, dim, pool_);
+  matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
     const float* c = &rope_cos_[r * hd / 2];
@@ -222,7 +241,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
                   &att_[r * q_dim + h * hd]);
     }
   }, 1, 64);
-  matmul(att_.data(), layer.wo.data(), delta_.data(), num_tokens, dim, q_dim, pool_);
+  matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
@@ -231,11 +250,11 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, 64);
-  matmul(h_.data(), layer.w_gate_up.data(), gate_up_.data(), num_tokens, 2 * hidden, dim, pool_);
+  matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) swiglu_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden);
   }, 1, 64);
-  matmul(ff_.data(), layer.w_down.data(), delta_.data(), num_tokens, dim, hidden, pool_);
+  matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
@@ -247,8 +266,7 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
     rmsnorm_row(&x_[r * dim], final_norm_.data(), &h_[static_cast<int64_t>(i) * dim], dim, config_.rms_eps);
   }
   out.logits.resize(static_cast<size_t>(n) * vocab);
-  const float* head = lm_head_.empty() ? embedding_.data() : lm_head_.data();
-  matmul(h_.data(), head, out.logits.data(), n, vocab, dim, pool_);
+  matmul(h_.data(), lm_head_, out.logits.data(), n, pool_);
   if (out.want_logits) return;
   out.argmax.resize(n);
   for (int i = 0; i < n; ++i) out.argmax[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);

@@ -20,19 +20,28 @@ std::vector<float> random_vector(size_t n, unsigned seed) {
 }
 }  // namespace
 
-TEST_CASE("matmul is batch-invariant: a row's result does not depend on M, its position or threads") {
+PackedMatrix pack(const std::vector<float>& w, int64_t n, int64_t k, ThreadPool& pool) {
+  return PackedMatrix(n, k, [&](int64_t row, int64_t count, float* out) {
+    std::memcpy(out, &w[static_cast<size_t>(row * k)], static_cast<size_t>(count * k) * sizeof(float));
+  }, pool);
+}
+
+TEST_CASE("matmul is batch-invariant: every row equals the fma-chain reference, whatever M, offset or threads") {
   ThreadPool pool(2);
   for (int k : {16, 64, 172, 576}) {
-    const int n = 37, max_m = 23;
-    const auto w = random_vector(static_cast<size_t>(n) * k, 1);
-    const auto x = random_vector(static_cast<size_t>(max_m) * k, 2);
-    std::vector<float> single(static_cast<size_t>(max_m) * n);
-    for (int i = 0; i < max_m; ++i) matmul_ref(&x[static_cast<size_t>(i) * k], w.data(), &single[static_cast<size_t>(i) * n], 1, n, k);
-    for (int m = 1; m <= max_m; ++m) {
-      for (int offset : {0, max_m - m}) {
-        std::vector<float> y(static_cast<size_t>(m) * n, NAN);
-        matmul(&x[static_cast<size_t>(offset) * k], w.data(), y.data(), m, n, k, pool);
-        CHECK(std::memcmp(y.data(), &single[static_cast<size_t>(offset) * n], y.size() * sizeof(float)) == 0);
+    for (int n : {37, 64, 5}) {  // a partial last panel, whole panels, fewer columns than one panel
+      const int max_m = 23;
+      const auto w = random_vector(static_cast<size_t>(n) * k, 1);
+      const auto x = random_vector(static_cast<size_t>(max_m) * k, 2);
+      const PackedMatrix packed = pack(w, n, k, pool);
+      std::vector<float> ref(static_cast<size_t>(max_m) * n);
+      matmul_ref(x.data(), w.data(), ref.data(), max_m, n, k);
+      for (int m = 1; m <= max_m; ++m) {
+        for (int offset : {0, max_m - m}) {
+          std::vector<float> y(static_cast<size_t>(m) * n, NAN);
+          matmul(&x[static_cast<size_t>(offset) * k], packed, y.data(), m, pool);
+          CHECK(std::memcmp(y.data(), &ref[static_cast<size_t>(offset) * n], y.size() * sizeof(float)) == 0);
+        }
       }
     }
   }
@@ -44,7 +53,7 @@ TEST_CASE("matmul agrees with a double-precision reference") {
   const auto w = random_vector(static_cast<size_t>(n) * k, 3);
   const auto x = random_vector(static_cast<size_t>(m) * k, 4);
   std::vector<float> y(static_cast<size_t>(m) * n, NAN);
-  matmul(x.data(), w.data(), y.data(), m, n, k, pool);
+  matmul(x.data(), pack(w, n, k, pool), y.data(), m, pool);
   double err = 0, ref_norm = 0;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {
