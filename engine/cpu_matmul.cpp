@@ -23,7 +23,7 @@ namespace {
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
 constexpr int kMR = 8;   // rows per register tile
-constexpr int kNV = 2;   // panels per register tile: 16 accumulators of 32
+constexpr int kNV = 3;   // panels per register tile: 24 accumulators of 32
 struct Vec {
   __m512 v;
   static Vec zero() { return {_mm512_setzero_ps()}; }
