@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "cuda/argmax.hpp"
@@ -22,6 +23,7 @@
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/paged_attention.hpp"
+#include "cuda/prefill_attention.hpp"
 #include "cuda/rmsnorm.hpp"
 #include "cuda/rope_kv_cache.hpp"
 #include "cuda/step_profiler.hpp"
@@ -94,6 +96,7 @@ class CudaBackend final : public Backend {
   T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
 
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
 
   ModelConfig config_;
@@ -112,6 +115,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
+  // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention when CBATCH_PREFILL_ATTENTION=1
+  // (off by default until its tests have run on a GPU; fp32 always uses paged_attention).
+  bool use_prefill_kernel_ = prefill_kernel_enabled();
   int num_sms() const { return context_.properties().multiProcessorCount; }
   int max_partials() const { return 8 * num_sms(); }
   static bool decode_kernel_enabled(const ModelConfig& c) {
@@ -119,6 +125,10 @@ class CudaBackend final : public Backend {
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
                           (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
     return shape_ok && (env == nullptr || std::string(env) != "0");
+  }
+  static bool prefill_kernel_enabled() {
+    const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
+    return !std::is_same_v<T, float> && env != nullptr && std::string(env) == "1";
   }
 };
 
@@ -221,9 +231,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots,
                    weights_.rope_inv_freq.get(), n, shape_, config_.rope_layout == RopeLayout::kHalves, stream);
   profiler_.phase("rope_kv", stream);
-  paged_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
-                     idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
-                     stream);
+  run_tile_attention(layer, batch, idx);
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                       idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
                       decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream);
@@ -241,6 +249,23 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
 }
 
 // Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
+// Attention of the sequences with several rows (all sequences when the decode kernel is off).
+template <typename T>
+void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const cudaStream_t stream = context_.stream();
+  if constexpr (!std::is_same_v<T, float>) {
+    if (use_prefill_kernel_) {
+      prefill_attention<T>(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions,
+                           idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row,
+                           idx.num_tiles, shape_, stream);
+      return;
+    }
+  }
+  paged_attention<T>(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions,
+                     idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row,
+                     idx.num_tiles, shape_, stream);
+}
+
 template <typename T>
 void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out) {
   Workspace<T>& ws = workspace_;

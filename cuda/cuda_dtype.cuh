@@ -42,6 +42,12 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
 // Sum over the whole block, returned to every thread. blockDim.x must be a multiple of 32. Uses one
 // static shared array: call it at most once per kernel (or __syncthreads() between calls).
 __device__ __forceinline__ float block_sum(float v) {

@@ -266,6 +266,24 @@ int paged_attention_rows_per_tile(const AttentionShape& shape) {
   return group > 0 && group <= kAttentionItemsPerTile ? kAttentionItemsPerTile / group : 1;
 }
 
+void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq) {
+  const bool ok = num_tiles >= 0 && shape.num_heads > 0 && shape.num_kv_heads > 0 && shape.num_kv_heads <= 65535 &&
+                  shape.num_heads % shape.num_kv_heads == 0 &&
+                  shape.num_heads / shape.num_kv_heads <= kAttentionItemsPerTile && shape.block_size > 0 &&
+                  max_blocks_per_seq > 0;
+  if (!ok) {
+    throw Error(std::string(op) + ": bad sizes num_tiles=" + std::to_string(num_tiles) + " num_heads=" +
+                std::to_string(shape.num_heads) + " num_kv_heads=" + std::to_string(shape.num_kv_heads) +
+                " block_size=" + std::to_string(shape.block_size) +
+                " max_blocks_per_seq=" + std::to_string(max_blocks_per_seq));
+  }
+  const int hd = shape.head_dim;
+  if (hd <= 0 || hd % 16 != 0 || hd > kMaxHeadDim) {
+    throw Error(std::string(op) + ": head_dim " + std::to_string(hd) + " is not supported (a multiple of 16 up to " +
+                std::to_string(kMaxHeadDim) + ")");
+  }
+}
+
 int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per_tile, int32_t* tile_seq,
                           int32_t* tile_row) {
   int num_tiles = 0;
@@ -284,21 +302,8 @@ void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
                      const AttentionShape& shape, cudaStream_t stream) {
+  check_paged_attention_sizes("paged_attention", shape, num_tiles, max_blocks_per_seq);
   const int hd = shape.head_dim;
-  const bool ok = num_tiles >= 0 && shape.num_heads > 0 && shape.num_kv_heads > 0 && shape.num_kv_heads <= 65535 &&
-                  shape.num_heads % shape.num_kv_heads == 0 &&
-                  shape.num_heads / shape.num_kv_heads <= kAttentionItemsPerTile && shape.block_size > 0 &&
-                  max_blocks_per_seq > 0;
-  if (!ok) {
-    throw Error("paged_attention: bad sizes num_tiles=" + std::to_string(num_tiles) + " num_heads=" +
-                std::to_string(shape.num_heads) + " num_kv_heads=" + std::to_string(shape.num_kv_heads) +
-                " block_size=" + std::to_string(shape.block_size) +
-                " max_blocks_per_seq=" + std::to_string(max_blocks_per_seq));
-  }
-  if (hd <= 0 || hd % 16 != 0 || hd > kMaxHeadDim) {
-    throw Error("paged_attention: head_dim " + std::to_string(hd) + " is not supported (a multiple of 16 up to " +
-                std::to_string(kMaxHeadDim) + ")");
-  }
   if (num_tiles == 0) return;
   const AttentionArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
                               d_tile_seq, d_tile_row, max_blocks_per_seq, shape.num_heads, shape.num_kv_heads,

@@ -21,6 +21,11 @@ int paged_attention_rows_per_tile(const AttentionShape& shape);
 int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per_tile, int32_t* tile_seq,
                           int32_t* tile_row);
 
+// Throws cbatch::Error (prefixed with op) unless the tile count, heads, block size and head_dim suit the
+// attention kernels over attention tiles: head_dim a multiple of 16 up to 128, num_heads / num_kv_heads
+// at most kAttentionItemsPerTile.
+void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq);
+
 // out (num_tokens, num_heads * head_dim) T: for every row r of sequence s and q head h, softmax-weighted
 // sum of the v of s at cache positions 0..positions[r], with scores q.k / sqrt(head_dim), kv head
 // h / (num_heads / num_kv_heads). Reads q from qkv (num_tokens, (num_heads + 2 * num_kv_heads) *

@@ -1,6 +1,7 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
-// that repeats a cached position; blocks scattered through the cache, unused slots NaN-poisoned (the
+// that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
+// types); blocks scattered through the cache, unused slots NaN-poisoned (the
 // kernel must never read them), head_dim 16..128, GQA groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
 
@@ -8,10 +9,12 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/decode_attention.hpp"
 #include "cuda/paged_attention.hpp"
+#include "cuda/prefill_attention.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 
@@ -132,6 +135,14 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                      d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
   CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+
+  // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included).
+  if constexpr (!std::is_same_v<T, float>) {
+    poison(d_out);
+    prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                         d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
+    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+  }
 
   // The production split: multi-row sequences through paged_attention, single-row ones through
   // decode_attention, without and with split-KV (many CTAs per long sequence, combined after).

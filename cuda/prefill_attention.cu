@@ -1,0 +1,305 @@
+// Tensor-core paged attention for the multi-row tiles of a ragged batch (prefill chunks), bf16 and fp16.
+//
+// Same contract and tile list as paged_attention (paged_attention.hpp); a CTA serves one tile's 64 items
+// ((row, q head) pairs sharing kv head blockIdx.y, item = row * group + head in group) with 4 warps of 16
+// items each; a warp keeps its 16 q rows in WMMA fragments. Per tile of 64 keys (loaded raw through the
+// block table into shared memory, zeros past the last position): S = Q K^T on the tensor cores (WMMA
+// 16x16x16, fp32 accumulate) into shared memory; the
+// warp's 16 rows get the fp32 online softmax (scale, causal mask by position, running max and sum) and
+// their probabilities P are written back in T; O (fp32, shared) is rescaled row by row and O += P V on the
+// tensor cores. A warp touches only its own rows of S, P and O, so only the K/V tile needs block barriers.
+// WMMA fragment layouts are opaque, which is why S and O live in shared memory between the phases.
+#include "cuda/prefill_attention.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include <cmath>
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_dtype.cuh"
+#include "cuda/paged_attention.hpp"
+
+namespace cbatch {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kItems = kAttentionItemsPerTile;  // 64: 16 per warp
+constexpr int kKeys = 64;                       // keys per tile
+constexpr int kFrag = 16;                       // WMMA m = n = k
+static_assert(kItems == kWarps * kFrag, "one 16-row fragment of items per warp");
+
+// Shared-memory layout for head_dim HD. Row strides are padded (against bank conflicts) by multiples of
+// 8 elements, so every fragment pointer stays 32-byte aligned as WMMA requires.
+template <int HD>
+struct Layout {
+  static constexpr int kQkvLd = HD + 8;     // T: s_q (kItems rows), s_k, s_v (kKeys rows)
+  static constexpr int kPLd = kKeys + 8;    // T: s_p (kItems, kKeys)
+  static constexpr int kSLd = kKeys + 8;    // float: s_s (kItems, kKeys)
+  static constexpr int kOLd = HD + 8;       // float: s_o (kItems, HD)
+  template <typename T>
+  static constexpr size_t bytes() {
+    return sizeof(T) * (static_cast<size_t>(kItems + 2 * kKeys) * kQkvLd + kItems * kPLd) +
+           sizeof(float) * (static_cast<size_t>(kItems) * kSLd + kItems * kOLd);
+  }
+};
+
+template <typename T>
+struct PrefillArgs {
+  T* out;                       // (num_tokens, num_heads * hd)
+  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
+  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const int32_t* positions;     // (num_tokens)
+  const int32_t* query_start;   // (num_seqs + 1)
+  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
+  const int32_t* tile_seq;      // (num_tiles)
+  const int32_t* tile_row;      // (num_tiles)
+  int max_blocks_per_seq;
+  int num_heads;
+  int num_kv_heads;
+  int block_size;
+  int rows_per_tile;
+  float scale;
+};
+
+// 16 bytes of T copied as they are.
+template <typename T>
+__device__ __forceinline__ void copy16(T* dst, const T* src) {
+  *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+}
+
+template <typename T>
+__device__ __forceinline__ void zero16(T* dst) {
+  *reinterpret_cast<uint4*>(dst) = make_uint4(0u, 0u, 0u, 0u);
+}
+
+template <typename T>
+using RowFragment = wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, T, wmma::row_major>;
+
+// S rows of one warp: s_s[16 rows][0 .. kKeys) = Q rows (held in fragments, d = 16 k ..) x K^T.
+template <typename T, int HD>
+__device__ __forceinline__ void scores_mma(const RowFragment<T> (&q)[HD / kFrag], const T* s_k, float* s_s) {
+  using L = Layout<HD>;
+#pragma unroll
+  for (int n = 0; n < kKeys / kFrag; ++n) {
+    wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+#pragma unroll
+    for (int k = 0; k < HD / kFrag; ++k) {
+      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, T, wmma::col_major> kt;  // (d, key) = s_k[key][d]
+      wmma::load_matrix_sync(kt, s_k + n * kFrag * L::kQkvLd + k * kFrag, L::kQkvLd);
+      wmma::mma_sync(acc, q[k], kt, acc);
+    }
+    wmma::store_matrix_sync(s_s + n * kFrag, acc, L::kSLd, wmma::mem_row_major);
+  }
+}
+
+// O rows of one warp: s_o[16 rows][0 .. HD) += P rows x V.
+template <typename T, int HD>
+__device__ __forceinline__ void values_mma(const T* s_p, const T* s_v, float* s_o) {
+  using L = Layout<HD>;
+#pragma unroll
+  for (int j = 0; j < HD / kFrag; ++j) {
+    wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+    wmma::load_matrix_sync(acc, s_o + j * kFrag, L::kOLd, wmma::mem_row_major);
+#pragma unroll
+    for (int k = 0; k < kKeys / kFrag; ++k) {
+      RowFragment<T> p;
+      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, T, wmma::row_major> v;  // (key, d) = s_v[key][d]
+      wmma::load_matrix_sync(p, s_p + k * kFrag, L::kPLd);
+      wmma::load_matrix_sync(v, s_v + k * kFrag * L::kQkvLd + j * kFrag, L::kQkvLd);
+      wmma::mma_sync(acc, p, v, acc);
+    }
+    wmma::store_matrix_sync(s_o + j * kFrag, acc, L::kOLd, wmma::mem_row_major);
+  }
+}
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const PrefillArgs<T> a) {
+  using L = Layout<HD>;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPacksPerRow = HD / kVec;
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* s_q = reinterpret_cast<T*>(smem);                               // (kItems, kQkvLd)
+  T* s_k = s_q + kItems * L::kQkvLd;                                  // (kKeys, kQkvLd)
+  T* s_v = s_k + kKeys * L::kQkvLd;                                   // (kKeys, kQkvLd)
+  T* s_p = s_v + kKeys * L::kQkvLd;                                   // (kItems, kPLd)
+  float* s_s = reinterpret_cast<float*>(s_p + kItems * L::kPLd);     // (kItems, kSLd)
+  float* s_o = s_s + kItems * L::kSLd;                                // (kItems, kOLd)
+  __shared__ int s_pos[kItems];      // position of each item's row (0 for unused items: keeps them finite)
+  __shared__ float s_m[kItems];      // running max of the scaled scores
+  __shared__ float s_l[kItems];      // running sum of exp(score - m)
+  __shared__ float s_alpha[kItems];  // this tile's rescale of O
+
+  const int seq = a.tile_seq[blockIdx.x];
+  const int row_begin = a.tile_row[blockIdx.x];
+  const int kv_head = blockIdx.y;
+  const int num_rows = min(a.rows_per_tile, a.query_start[seq + 1] - row_begin);
+  const int group = a.num_heads / a.num_kv_heads;
+  const int num_items = num_rows * group;
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
+
+  for (int idx = threadIdx.x; idx < kItems * kPacksPerRow; idx += kThreads) {
+    const int item = idx / kPacksPerRow;
+    const int d0 = (idx % kPacksPerRow) * kVec;
+    T* dst = s_q + item * L::kQkvLd + d0;
+    if (item < num_items) {
+      const size_t row = static_cast<size_t>(row_begin + item / group);
+      const int q_head = kv_head * group + item % group;
+      copy16(dst, a.qkv + row * qkv_stride + static_cast<size_t>(q_head) * HD + d0);
+    } else {
+      zero16(dst);
+    }
+  }
+  for (int idx = threadIdx.x; idx < kItems * HD; idx += kThreads) s_o[(idx / HD) * L::kOLd + idx % HD] = 0.0f;
+  if (threadIdx.x < kItems) {
+    const int item = threadIdx.x;
+    s_pos[item] = item < num_items ? a.positions[row_begin + item / group] : 0;
+    s_m[item] = -INFINITY;
+    s_l[item] = 0.0f;
+  }
+  __syncthreads();
+
+  int max_pos = 0;
+  for (int item = 0; item < num_items; item += group) max_pos = max(max_pos, s_pos[item]);
+  const int item0 = warp * kFrag;           // this warp's first item
+  const bool warp_busy = item0 < num_items;  // warp-uniform: fragments need the whole warp
+  const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
+  RowFragment<T> q[HD / kFrag];  // this warp's 16 q rows, constant over the key tiles
+  if (warp_busy) {
+#pragma unroll
+    for (int k = 0; k < HD / kFrag; ++k) wmma::load_matrix_sync(q[k], s_q + item0 * L::kQkvLd + k * kFrag, L::kQkvLd);
+  }
+
+  for (int key0 = 0; key0 <= max_pos; key0 += kKeys) {
+    const int num_keys = min(kKeys, max_pos + 1 - key0);
+    __syncthreads();  // every warp is done with the previous tile's s_k and s_v
+    for (int idx = threadIdx.x; idx < kKeys * kPacksPerRow; idx += kThreads) {
+      const int key = idx / kPacksPerRow;
+      const int d0 = (idx % kPacksPerRow) * kVec;
+      T* k_dst = s_k + key * L::kQkvLd + d0;
+      T* v_dst = s_v + key * L::kQkvLd + d0;
+      if (key < num_keys) {
+        const int pos = key0 + key;
+        const size_t block = static_cast<size_t>(table[pos / a.block_size]);
+        const size_t offset = ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * HD + d0;
+        copy16(k_dst, a.k_cache + offset);
+        copy16(v_dst, a.v_cache + offset);
+      } else {  // never read past the last position (it may be garbage); zero V keeps 0 * V finite
+        zero16(k_dst);
+        zero16(v_dst);
+      }
+    }
+    __syncthreads();
+    if (!warp_busy) continue;
+
+    scores_mma<T, HD>(q, s_k, s_s + item0 * L::kSLd);
+    __syncwarp();
+    // Online softmax, one row at a time across the warp: lane owns keys lane and lane + 32.
+    for (int r = 0; r < kFrag; ++r) {
+      const int item = item0 + r;
+      const int pos = s_pos[item];
+      float s[2];
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int key = lane + 32 * j;
+        s[j] = key0 + key <= pos ? s_s[item * L::kSLd + key] * a.scale : -INFINITY;
+        tile_max = fmaxf(tile_max, s[j]);
+      }
+      // Finite: key 0 is visible to every item in the first tile, so m is finite from then on.
+      const float m_old = s_m[item];
+      const float m_new = fmaxf(m_old, warp_max(tile_max));
+      float p_sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float p = expf(s[j] - m_new);  // masked keys: exp(-inf) = 0
+        s_p[item * L::kPLd + lane + 32 * j] = from_float<T>(p);
+        p_sum += p;
+      }
+      p_sum = warp_sum(p_sum);
+      __syncwarp();  // every lane has read s_m[item] before lane 0 rewrites it
+      if (lane == 0) {
+        const float alpha = expf(m_old - m_new);  // 0 in the first tile, where m_old = -inf
+        s_alpha[item] = alpha;
+        s_l[item] = s_l[item] * alpha + p_sum;
+        s_m[item] = m_new;
+      }
+    }
+    __syncwarp();
+    for (int idx = lane; idx < kFrag * HD; idx += 32) {
+      const int item = item0 + idx / HD;
+      s_o[item * L::kOLd + idx % HD] *= s_alpha[item];
+    }
+    __syncwarp();
+    values_mma<T, HD>(s_p + item0 * L::kPLd, s_v, s_o + item0 * L::kOLd);
+  }
+  __syncthreads();
+
+  for (int idx = threadIdx.x; idx < num_items * HD; idx += kThreads) {
+    const int item = idx / HD;
+    const int d = idx % HD;
+    const size_t row = static_cast<size_t>(row_begin + item / group);
+    const int q_head = kv_head * group + item % group;
+    // l >= 1: the maximum contributes exp(0).
+    a.out[row * a.num_heads * HD + static_cast<size_t>(q_head) * HD + d] =
+        from_float<T>(s_o[item * L::kOLd + d] / s_l[item]);
+  }
+}
+
+template <typename T, int HD>
+void launch(const PrefillArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
+  constexpr size_t kSmem = Layout<HD>::template bytes<T>();
+  if (kSmem > 48 * 1024) {
+    CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(kSmem)));
+  }
+  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(num_kv_heads));
+  prefill_attention_kernel<T, HD><<<grid, kThreads, kSmem, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename T>
+void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
+                       const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
+                       const AttentionShape& shape, cudaStream_t stream) {
+  check_paged_attention_sizes("prefill_attention", shape, num_tiles, max_blocks_per_seq);
+  const int hd = shape.head_dim;
+  if (num_tiles == 0) return;
+  const PrefillArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
+                            d_tile_seq, d_tile_row, max_blocks_per_seq, shape.num_heads, shape.num_kv_heads,
+                            shape.block_size, paged_attention_rows_per_tile(shape),
+                            1.0f / std::sqrt(static_cast<float>(hd))};
+  switch (hd) {
+    case 16: return launch<T, 16>(args, num_tiles, shape.num_kv_heads, stream);
+    case 32: return launch<T, 32>(args, num_tiles, shape.num_kv_heads, stream);
+    case 48: return launch<T, 48>(args, num_tiles, shape.num_kv_heads, stream);
+    case 64: return launch<T, 64>(args, num_tiles, shape.num_kv_heads, stream);
+    case 80: return launch<T, 80>(args, num_tiles, shape.num_kv_heads, stream);
+    case 96: return launch<T, 96>(args, num_tiles, shape.num_kv_heads, stream);
+    case 112: return launch<T, 112>(args, num_tiles, shape.num_kv_heads, stream);
+    case 128: return launch<T, 128>(args, num_tiles, shape.num_kv_heads, stream);
+    default: break;
+  }
+}
+
+#define CBATCH_INSTANTIATE_PREFILL(T)                                                                      \
+  template void prefill_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,      \
+                                     const int32_t*, int, const int32_t*, const int32_t*, int,              \
+                                     const AttentionShape&, cudaStream_t);
+CBATCH_INSTANTIATE_PREFILL(__nv_bfloat16)
+CBATCH_INSTANTIATE_PREFILL(__half)
+#undef CBATCH_INSTANTIATE_PREFILL
+
+}  // namespace cbatch

@@ -1,0 +1,20 @@
+// Host side of the tensor-core attention for prefill chunks (prefill_attention.cu): the same contract,
+// arguments and tile list as paged_attention (paged_attention.hpp), for 16-bit T only (bf16, fp16), with
+// Q K^T and P V on the tensor cores. The long prompts of a batch spend most of their attention time here.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "cuda/attention_shape.hpp"
+
+namespace cbatch {
+
+// As paged_attention<T>, for T in {__nv_bfloat16, __half}; probabilities are rounded to T before P V.
+template <typename T>
+void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
+                       const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
+                       const AttentionShape& shape, cudaStream_t stream);
+
+}  // namespace cbatch
