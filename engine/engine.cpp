@@ -195,6 +195,7 @@ class EngineRun {
     r.prefill_tokens = plan.num_prefill_tokens();
     r.decode_tokens = plan.num_decode_tokens();
     r.padding_tokens = plan.num_padding_tokens();
+    r.sampled_tokens = plan.num_sampling_seqs();
     r.token_budget = config_.scheduler.max_num_batched_tokens;
     r.kv_blocks_used = blocks_.num_used();
     r.kv_blocks_in_step = kv_blocks_in_step_;

@@ -10,7 +10,7 @@ ProgressReporter::ProgressReporter(bool enabled) : enabled_(enabled), is_tty_(is
 
 void ProgressReporter::on_step(const StepRecord& r, int64_t total) {
   done_ += r.finished;
-  tokens_ += r.decode_tokens;
+  tokens_ += r.sampled_tokens;
   if (!enabled_) return;
   const double interval_ms = is_tty_ ? 200 : 5000;
   if (r.t_ms - last_print_ms_ < interval_ms) return;

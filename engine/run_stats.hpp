@@ -18,6 +18,7 @@ struct StepRecord {
   int prefill_tokens = 0;
   int decode_tokens = 0;
   int padding_tokens = 0;
+  int sampled_tokens = 0;      // tokens generated (one per sampling sequence; a prefill's last chunk counts)
   int token_budget = 0;
   int kv_blocks_used = 0;      // after the step (finished sequences have released theirs)
   int kv_blocks_in_step = 0;   // while the step ran (its peak)

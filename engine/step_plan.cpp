@@ -27,5 +27,8 @@ int StepPlan::num_prefill_seqs() const {
 int StepPlan::num_decode_seqs() const {
   return sum_over(seqs, [](const ScheduledSeq& s) { return !s.is_prefill && s.num_tokens > 0 ? 1 : 0; });
 }
+int StepPlan::num_sampling_seqs() const {
+  return sum_over(seqs, [](const ScheduledSeq& s) { return s.samples ? 1 : 0; });
+}
 
 }  // namespace cbatch

@@ -25,6 +25,7 @@ struct StepPlan {
   int num_padding_tokens() const;
   int num_prefill_seqs() const;
   int num_decode_seqs() const;
+  int num_sampling_seqs() const;  // tokens this step generates
   int num_rows() const { return num_prefill_tokens() + num_decode_tokens() + num_padding_tokens(); }
   bool empty() const { return seqs.empty(); }
 };

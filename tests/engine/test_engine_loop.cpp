@@ -42,6 +42,7 @@ struct Outcome {
   std::map<int64_t, std::vector<int32_t>> outputs;
   RunSummary summary;
   std::vector<RequestError> errors;
+  int64_t sampled_tokens = 0;  // summed over the step records
 };
 
 Outcome run(const Model& model, Backend& backend, SchedulerConfig sched, int kv_blocks, std::vector<SourceItem> items) {
@@ -52,7 +53,9 @@ Outcome run(const Model& model, Backend& backend, SchedulerConfig sched, int kv_
   VectorSource source(std::move(items));
   CollectingSink sink;
   Outcome o;
-  o.summary = engine.run(source, sink);
+  EngineHooks hooks;
+  hooks.on_step = [&o](const StepRecord& r) { o.sampled_tokens += r.sampled_tokens; };
+  o.summary = engine.run(source, sink, hooks);
   for (size_t i = 0; i < sink.results.size(); ++i) o.outputs[sink.requests[i].index] = sink.results[i].output_token_ids;
   o.errors = sink.errors;
   return o;
@@ -78,6 +81,7 @@ TEST_CASE("engine outputs are identical across modes, budgets, caps and preempti
     const Outcome o = run(model, *backend, c.sched, c.blocks, items);
     CHECK(o.outputs == ref.outputs);
     CHECK(o.summary.requests_ok == 60);
+    CHECK(o.sampled_tokens == o.summary.output_tokens);  // every generated token counted once, preempted or not
     if (c.blocks) CHECK(o.summary.preemptions > 0);
     CHECK((o.summary.padding_fraction > 0) == (c.sched.mode == Mode::kStatic));
   }
