@@ -33,7 +33,10 @@ c.check(len(reference) == len(rows), f"clean run: {len(reference)} results")
 
 
 def complete_lines(path):
-    """The parsed lines of the output file and whether its last line is torn (no newline)."""
+    """The parsed lines of the output file and whether its last line is torn (no newline). A run killed
+    before it opened its output (still loading the model on a busy machine) leaves no file: no lines."""
+    if not os.path.exists(path):
+        return [], False
     with open(path, "rb") as f:
         data = f.read()
     torn = bool(data) and not data.endswith(b"\n")
