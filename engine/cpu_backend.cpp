@@ -1,5 +1,5 @@
 // The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
-// packed into matmul panels), an fp32 paged KV cache of layout (layer, slot, kv_dim), and the Llama
+// packed into matmul panels; embedding rows converted when looked up), an fp32 paged KV cache of layout (layer, slot, kv_dim), and the Llama
 // forward pass over a RaggedBatch. Matrix products go through the batch-invariant matmul; everything
 // else is per row.
 #include "engine/cpu_backend.hpp"
@@ -99,7 +99,7 @@ struct CpuLayer {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, const CpuBackendOptions& options)
-      : config_(model.config), options_(options), pool_(options.num_threads) {
+      : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
     load_weights(model.tensors);
     inv_freq_.resize(config_.head_dim / 2);
     rope_inv_freq(config_, inv_freq_.data());
@@ -134,7 +134,10 @@ class CpuBackend final : public Backend {
   ModelConfig config_;
   CpuBackendOptions options_;
   ThreadPool pool_;
-  Weights embedding_;   // (vocab, dim)
+  // (vocab, dim) as stored (mapped file, owned buffer or random): rows are converted to fp32 when looked
+  // up, so the table never has an fp32 copy (the tied lm_head has its own packed one).
+  TensorView embedding_;
+  std::shared_ptr<const void> storage_;  // keeps the bytes behind embedding_ alive
   std::vector<CpuLayer> layers_;
   Weights final_norm_;  // (dim)
   PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
@@ -158,7 +161,7 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
-  embedding_ = stack_f32({&t.embedding}, pool_);
+  embedding_ = t.embedding;
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
     layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
@@ -198,7 +201,7 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   for (int r = 0; r < num_tokens; ++r) {
     const int32_t token = batch.token_ids[r];
     if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " outside the vocabulary");
-    std::copy_n(embedding_.data() + static_cast<int64_t>(token) * dim, dim, x_.data() + static_cast<int64_t>(r) * dim);
+    tensor_rows_to_f32(embedding_, token, 1, x_.data() + static_cast<int64_t>(r) * dim);
     rope_angles(batch.positions[r], inv_freq_.data(), config_.head_dim, &rope_cos_[r * half], &rope_sin_[r * half]);
   }
   for (int l = 0; l < config_.num_layers; ++l) {
