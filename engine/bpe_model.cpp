@@ -51,9 +51,11 @@ BpeModel::BpeModel(const std::vector<std::string>& tokens,
   ids_.reserve(tokens.size());
   for (size_t id = 0; id < tokens.size(); ++id) ids_.emplace(tokens[id], static_cast<int32_t>(id));
   merges_.reserve(merges.size());
+  std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
     const auto& [left, right] = merges[rank];
-    const int32_t l = find(left), r = find(right), m = find(left + right);
+    joined.assign(left).append(right);
+    const int32_t l = find(left), r = find(right), m = find(joined);
     if (l < 0 || r < 0 || m < 0) {
       throw Error("'" + source + "': merge " + std::to_string(rank) + " ('" + left + " " + right +
                   "') refers to a token that is not in the vocabulary");
@@ -68,7 +70,7 @@ BpeModel::BpeModel(const std::vector<std::string>& tokens,
 }
 
 int32_t BpeModel::find(std::string_view text) const {
-  auto it = ids_.find(std::string(text));
+  auto it = ids_.find(text);
   return it == ids_.end() ? -1 : it->second;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -36,7 +37,11 @@ class BpeModel {
   std::vector<Symbol> initial_symbols(std::string_view word) const;
 
   BpeModelOptions options_;
-  std::unordered_map<std::string, int32_t> ids_;                      // token text -> id
+  struct TextHash {  // lets find() look up a string_view without building a std::string
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> ids_;  // token text -> id
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_;  // (left, right) -> (rank, merged)
   std::array<int32_t, 256> byte_ids_{};                               // byte -> <0xNN> token, or -1
 };
