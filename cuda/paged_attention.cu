@@ -21,6 +21,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/tile_attention.cuh"
 
 namespace cbatch {
 namespace {
@@ -41,25 +42,6 @@ constexpr size_t smem_bytes() {
                           kItems * (kKeysPerTile + 1));
 }
 
-template <typename T>
-struct AttentionArgs {
-  T* out;                      // (num_tokens, num_heads * hd)
-  const T* qkv;                // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;            // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;            // (num_blocks, num_kv_heads, block_size, hd)
-  const int32_t* positions;    // (num_tokens)
-  const int32_t* query_start;  // (num_seqs + 1)
-  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
-  const int32_t* tile_seq;     // (num_tiles)
-  const int32_t* tile_row;     // (num_tiles)
-  int max_blocks_per_seq;
-  int num_heads;
-  int num_kv_heads;
-  int block_size;
-  int rows_per_tile;
-  float scale;
-};
-
 // Reductions over the 16 lanes of a half-warp: xor offsets below 16 never cross into the other half.
 // Every lane of the warp must call them (full mask).
 __device__ __forceinline__ float group_max(float v) {
@@ -77,7 +59,7 @@ __device__ __forceinline__ float group_sum(float v) {
 }
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const AttentionArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAttentionArgs<T> a) {
   constexpr int kDimsPerThread = HD / kLanesPerGroup;
   constexpr int kVec = Pack16<T>::kSize;
   constexpr int kPacksPerRow = HD / kVec;
@@ -248,7 +230,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const Attenti
 }
 
 template <typename T, int HD>
-void launch(const AttentionArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
+void launch(const TileAttentionArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
   constexpr size_t kSmem = smem_bytes<HD>();
   if (kSmem > 48 * 1024) {
     CUDA_CHECK(cudaFuncSetAttribute(paged_attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -303,23 +285,13 @@ void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
                      const AttentionShape& shape, cudaStream_t stream) {
   check_paged_attention_sizes("paged_attention", shape, num_tiles, max_blocks_per_seq);
-  const int hd = shape.head_dim;
   if (num_tiles == 0) return;
-  const AttentionArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                              d_tile_seq, d_tile_row, max_blocks_per_seq, shape.num_heads, shape.num_kv_heads,
-                              shape.block_size, paged_attention_rows_per_tile(shape),
-                              1.0f / std::sqrt(static_cast<float>(hd))};
-  switch (hd) {
-    case 16: return launch<T, 16>(args, num_tiles, shape.num_kv_heads, stream);
-    case 32: return launch<T, 32>(args, num_tiles, shape.num_kv_heads, stream);
-    case 48: return launch<T, 48>(args, num_tiles, shape.num_kv_heads, stream);
-    case 64: return launch<T, 64>(args, num_tiles, shape.num_kv_heads, stream);
-    case 80: return launch<T, 80>(args, num_tiles, shape.num_kv_heads, stream);
-    case 96: return launch<T, 96>(args, num_tiles, shape.num_kv_heads, stream);
-    case 112: return launch<T, 112>(args, num_tiles, shape.num_kv_heads, stream);
-    case 128: return launch<T, 128>(args, num_tiles, shape.num_kv_heads, stream);
-    default: break;
-  }
+  const TileAttentionArgs<T> args =
+      make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
+                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape);
+  dispatch_head_dim(shape.head_dim, [&](auto hd) {
+    launch<T, decltype(hd)::value>(args, num_tiles, shape.num_kv_heads, stream);
+  });
 }
 
 #define CBATCH_INSTANTIATE_ATTENTION(T)                                                                    \

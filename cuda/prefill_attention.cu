@@ -20,6 +20,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/tile_attention.cuh"
 #include "cuda/paged_attention.hpp"
 
 namespace cbatch {
@@ -47,25 +48,6 @@ struct Layout {
     return sizeof(T) * (static_cast<size_t>(kItems + 2 * kKeys) * kQkvLd + kItems * kPLd) +
            sizeof(float) * (static_cast<size_t>(kItems) * kSLd + kItems * kOLd);
   }
-};
-
-template <typename T>
-struct PrefillArgs {
-  T* out;                       // (num_tokens, num_heads * hd)
-  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const int32_t* positions;     // (num_tokens)
-  const int32_t* query_start;   // (num_seqs + 1)
-  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
-  const int32_t* tile_seq;      // (num_tiles)
-  const int32_t* tile_row;      // (num_tiles)
-  int max_blocks_per_seq;
-  int num_heads;
-  int num_kv_heads;
-  int block_size;
-  int rows_per_tile;
-  float scale;
 };
 
 // 16 bytes of T copied as they are.
@@ -121,7 +103,7 @@ __device__ __forceinline__ void values_mma(const T* s_p, const T* s_v, float* s_
 }
 
 template <typename T, int HD>
-__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const PrefillArgs<T> a) {
+__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileAttentionArgs<T> a) {
   using L = Layout<HD>;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPacksPerRow = HD / kVec;
@@ -256,7 +238,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const Prefi
 }
 
 template <typename T, int HD>
-void launch(const PrefillArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
+void launch(const TileAttentionArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
   constexpr size_t kSmem = Layout<HD>::template bytes<T>();
   if (kSmem > 48 * 1024) {
     CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -275,23 +257,13 @@ void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_
                        const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
                        const AttentionShape& shape, cudaStream_t stream) {
   check_paged_attention_sizes("prefill_attention", shape, num_tiles, max_blocks_per_seq);
-  const int hd = shape.head_dim;
   if (num_tiles == 0) return;
-  const PrefillArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                            d_tile_seq, d_tile_row, max_blocks_per_seq, shape.num_heads, shape.num_kv_heads,
-                            shape.block_size, paged_attention_rows_per_tile(shape),
-                            1.0f / std::sqrt(static_cast<float>(hd))};
-  switch (hd) {
-    case 16: return launch<T, 16>(args, num_tiles, shape.num_kv_heads, stream);
-    case 32: return launch<T, 32>(args, num_tiles, shape.num_kv_heads, stream);
-    case 48: return launch<T, 48>(args, num_tiles, shape.num_kv_heads, stream);
-    case 64: return launch<T, 64>(args, num_tiles, shape.num_kv_heads, stream);
-    case 80: return launch<T, 80>(args, num_tiles, shape.num_kv_heads, stream);
-    case 96: return launch<T, 96>(args, num_tiles, shape.num_kv_heads, stream);
-    case 112: return launch<T, 112>(args, num_tiles, shape.num_kv_heads, stream);
-    case 128: return launch<T, 128>(args, num_tiles, shape.num_kv_heads, stream);
-    default: break;
-  }
+  const TileAttentionArgs<T> args =
+      make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
+                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape);
+  dispatch_head_dim(shape.head_dim, [&](auto hd) {
+    launch<T, decltype(hd)::value>(args, num_tiles, shape.num_kv_heads, stream);
+  });
 }
 
 #define CBATCH_INSTANTIATE_PREFILL(T)                                                                      \

@@ -1,0 +1,63 @@
+// What the two kernels over attention tiles share (paged_attention.cu on CUDA cores, prefill_attention.cu
+// on tensor cores): their argument block, built once from the launcher's arguments, and the dispatch of
+// a runtime head_dim to the compile-time HD the kernels are instantiated for. Included only from .cu files.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/attention_shape.hpp"
+#include "cuda/paged_attention.hpp"
+
+namespace cbatch {
+
+template <typename T>
+struct TileAttentionArgs {
+  T* out;                       // (num_tokens, num_heads * hd)
+  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
+  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const int32_t* positions;     // (num_tokens)
+  const int32_t* query_start;   // (num_seqs + 1)
+  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
+  const int32_t* tile_seq;      // (num_tiles)
+  const int32_t* tile_row;      // (num_tiles)
+  int max_blocks_per_seq;
+  int num_heads;
+  int num_kv_heads;
+  int block_size;
+  int rows_per_tile;
+  float scale;
+};
+
+template <typename T>
+TileAttentionArgs<T> make_tile_attention_args(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache,
+                                              const int32_t* d_positions, const int32_t* d_query_start,
+                                              const int32_t* d_block_tables, int max_blocks_per_seq,
+                                              const int32_t* d_tile_seq, const int32_t* d_tile_row,
+                                              const AttentionShape& shape) {
+  return {d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables, d_tile_seq, d_tile_row,
+          max_blocks_per_seq, shape.num_heads, shape.num_kv_heads, shape.block_size,
+          paged_attention_rows_per_tile(shape), 1.0f / std::sqrt(static_cast<float>(shape.head_dim))};
+}
+
+// Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}; the launchers
+// check head_dim first (check_paged_attention_sizes), so no other value reaches here.
+template <typename F>
+void dispatch_head_dim(int head_dim, F&& launch) {
+  switch (head_dim) {
+    case 16: return launch(std::integral_constant<int, 16>{});
+    case 32: return launch(std::integral_constant<int, 32>{});
+    case 48: return launch(std::integral_constant<int, 48>{});
+    case 64: return launch(std::integral_constant<int, 64>{});
+    case 80: return launch(std::integral_constant<int, 80>{});
+    case 96: return launch(std::integral_constant<int, 96>{});
+    case 112: return launch(std::integral_constant<int, 112>{});
+    case 128: return launch(std::integral_constant<int, 128>{});
+    default: break;
+  }
+}
+
+}  // namespace cbatch
