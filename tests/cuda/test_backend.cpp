@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -189,6 +190,16 @@ TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
   check_scenario(model, ComputeDType::kBF16, 3e-2);  // bf16 weights and activations: about 1e-2 expected
   check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
+}
+
+TEST_CASE("CUDA backend bf16 and fp16 with the tensor-core prefill attention (CBATCH_PREFILL_ATTENTION=1)") {
+  const Model model = make_model(3, false, RopeLayout::kHalves);
+  struct ScopedEnv {  // read when a backend is built; unset again however the test ends
+    ScopedEnv() { setenv("CBATCH_PREFILL_ATTENTION", "1", 1); }
+    ~ScopedEnv() { unsetenv("CBATCH_PREFILL_ATTENTION"); }
+  } env;
+  check_scenario(model, ComputeDType::kBF16, 3e-2);
+  check_scenario(model, ComputeDType::kF16, 5e-3);
 }
 
 TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {
