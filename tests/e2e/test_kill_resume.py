@@ -1,5 +1,6 @@
 """A killed job loses no finished work: a run is killed with SIGKILL at seeded random moments six times
-(once with a torn half line appended to the output, as a kill inside a write leaves it), each time
+(each after it has written at least one new result, so every kill lands mid-run whatever the machine's
+speed; once with a torn half line appended to the output, as a kill inside a write leaves it), each time
 picked up with --resume, and the final output holds exactly the clean run's results: the same ids and
 greedy texts, no duplicates, no torn lines; the last --resume's summary counts both parts."""
 import json
@@ -43,11 +44,20 @@ def complete_lines(path):
     return [json.loads(line) for line in data.split(b"\n")[:-1] if line.strip()], torn
 
 
+def output_size():
+    return os.path.getsize(out) if os.path.exists(out) else 0
+
+
 num_killed = 0
 for attempt in range(NUM_KILLS):
     args = [BIN, "run", prompts, "-o", out] + MODEL + (["--resume"] if attempt > 0 else [])
+    size_before = output_size()
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(rng.uniform(0.04, 0.11) * clean_s)
+    # Startup (model load, reading back the output) takes a fixed time that can exceed a fraction of a
+    # fast run: wait for the first new result, then kill at a random moment after it.
+    while proc.poll() is None and output_size() <= size_before:
+        time.sleep(0.001)
+    time.sleep(rng.uniform(0.0, 0.06) * clean_s)
     if proc.poll() is None:
         proc.send_signal(signal.SIGKILL)
         num_killed += 1
