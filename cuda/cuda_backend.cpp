@@ -118,6 +118,7 @@ class CudaBackend final : public Backend {
   // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention when CBATCH_PREFILL_ATTENTION=1
   // (off by default until its tests have run on a GPU; fp32 always uses paged_attention).
   bool use_prefill_kernel_ = prefill_kernel_enabled();
+
   int num_sms() const { return context_.properties().multiProcessorCount; }
   int max_partials() const { return 8 * num_sms(); }
   static bool decode_kernel_enabled(const ModelConfig& c) {
@@ -248,7 +249,6 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   profiler_.phase("gemm_down", stream);
 }
 
-// Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
 // Attention of the sequences with several rows (all sequences when the decode kernel is off).
 template <typename T>
 void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
@@ -266,6 +266,7 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
                      idx.num_tiles, shape_, stream);
 }
 
+// Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
 template <typename T>
 void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out) {
   Workspace<T>& ws = workspace_;

@@ -1,7 +1,7 @@
 // The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
-// packed into matmul panels; embedding rows converted when looked up), an fp32 paged KV cache of layout (layer, slot, kv_dim), and the Llama
-// forward pass over a RaggedBatch. Matrix products go through the batch-invariant matmul; everything
-// else is per row.
+// packed into matmul panels; embedding rows converted when looked up), an fp32 paged KV cache of layout
+// (layer, slot, kv_dim), and the Llama forward pass over a RaggedBatch. Matrix products go through the
+// batch-invariant matmul; everything else is per row.
 #include "engine/cpu_backend.hpp"
 
 #include <algorithm>

@@ -1,8 +1,8 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
 // that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types); blocks scattered through the cache, unused slots NaN-poisoned (the
-// kernel must never read them), head_dim 16..128, GQA groups 1..8, block sizes 16 and 5.
+// types); blocks scattered through the cache, unused slots NaN-poisoned (the kernel must never read
+// them), head_dim 16..128, GQA groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
 
 #include <algorithm>
