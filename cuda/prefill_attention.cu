@@ -4,11 +4,11 @@
 // ((row, q head) pairs sharing kv head blockIdx.y, item = row * group + head in group) with 4 warps of 16
 // items each; a warp keeps its 16 q rows in WMMA fragments. Per tile of 64 keys (loaded raw through the
 // block table into shared memory, zeros past the last position): S = Q K^T on the tensor cores (WMMA
-// 16x16x16, fp32 accumulate) into shared memory; the
-// warp's 16 rows get the fp32 online softmax (scale, causal mask by position, running max and sum) and
-// their probabilities P are written back in T; O (fp32, shared) is rescaled row by row and O += P V on the
-// tensor cores. A warp touches only its own rows of S, P and O, so only the K/V tile needs block barriers.
-// WMMA fragment layouts are opaque, which is why S and O live in shared memory between the phases.
+// 16x16x16, fp32 accumulate) into shared memory; the warp's 16 rows get the fp32 online softmax (scale,
+// causal mask by position, running max and sum) and their probabilities P are written back in T; O (fp32,
+// shared) is rescaled row by row and O += P V on the tensor cores. A warp touches only its own rows of S,
+// P and O, so only the K/V tile needs block barriers. WMMA fragment layouts are opaque, which is why S
+// and O live in shared memory between the phases.
 #include "cuda/prefill_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -16,12 +16,11 @@
 #include <mma.h>
 
 #include <cmath>
-#include <string>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
-#include "cuda/tile_attention.cuh"
 #include "cuda/paged_attention.hpp"
+#include "cuda/tile_attention.cuh"
 
 namespace cbatch {
 namespace {
@@ -35,8 +34,9 @@ constexpr int kKeys = 64;                       // keys per tile
 constexpr int kFrag = 16;                       // WMMA m = n = k
 static_assert(kItems == kWarps * kFrag, "one 16-row fragment of items per warp");
 
-// Shared-memory layout for head_dim HD. Row strides are padded (against bank conflicts) by multiples of
-// 8 elements, so every fragment pointer stays 32-byte aligned as WMMA requires.
+// Shared-memory layout for head_dim HD. Row strides are padded against bank conflicts by 8 elements (16
+// bytes for T, 32 for float); fragments start at rows and columns that are multiples of 16, so every
+// fragment pointer stays 32-byte aligned as WMMA requires.
 template <int HD>
 struct Layout {
   static constexpr int kQkvLd = HD + 8;     // T: s_q (kItems rows), s_k, s_v (kKeys rows)
