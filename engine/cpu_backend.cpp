@@ -232,18 +232,31 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
     std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
   }
   const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
-  const int group = config_.num_heads / config_.num_kv_heads;
-  const int64_t work = static_cast<int64_t>(num_tokens) * config_.num_heads;
-  pool_.parallel_for(work, [&](int64_t begin, int64_t end) {
-    std::vector<float> scratch(batch.max_seq_len + 1);
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t r = i / config_.num_heads;
-      const int h = static_cast<int>(i % config_.num_heads);
-      const int32_t* table = &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
-      attend_head(&qkv_[r * qkv_dim + h * hd], cache, table, batch.positions[r], h / group, hd, scratch.data(),
-                  &att_[r * q_dim + h * hd]);
-    }
-  }, 1, 64);
+  const int num_heads = config_.num_heads;
+  const int group = num_heads / config_.num_kv_heads;
+  auto table_of = [&](int64_t r) {
+    return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+  };
+  if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
+    // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
+      for (int64_t r = begin; r < end; ++r) {
+        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, hd,
+                   scratch.data(), &att_[r * q_dim]);
+      }
+    });
+  } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
+    pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(batch.max_seq_len + 1);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t r = i / num_heads;
+        const int h = static_cast<int>(i % num_heads);
+        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, hd,
+                    scratch.data(), &att_[r * q_dim + h * hd]);
+      }
+    }, 1, 64);
+  }
   matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }

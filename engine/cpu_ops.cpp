@@ -83,6 +83,58 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
   }
 }
 
+void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                int num_kv_heads, int head_dim, float* scratch, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int n = pos + 1;
+  const int group = num_heads / num_kv_heads;
+  float* scores = scratch;                           // (num_heads, n)
+  float* max_score = scores + static_cast<int64_t>(num_heads) * n;  // (num_heads)
+  float* sum = max_score + num_heads;               // (num_heads)
+  auto slot_of = [&](int p) {
+    return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+  };
+  for (int h = 0; h < num_heads; ++h) {
+    max_score[h] = -INFINITY;
+    sum[h] = 0.0f;
+  }
+  // A block is usually one page per layer, where hardware prefetchers stop: fetch the K and V rows a few
+  // positions ahead by hand (V is read in the third pass; it waits in cache).
+  constexpr int kAhead = 4;
+  const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
+  for (int p = 0; p < n; ++p) {
+    if (p + kAhead < n) {
+      const int64_t ahead = slot_of(p + kAhead) * cache.kv_dim;
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.k + ahead) + b);
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.v + ahead) + b);
+      }
+    }
+    const float* k_row = cache.k + slot_of(p) * cache.kv_dim;
+    for (int h = 0; h < num_heads; ++h) {
+      const float s = dot_fixed_order(q + h * head_dim, k_row + (h / group) * head_dim, head_dim) * scale;
+      scores[h * n + p] = s;
+      max_score[h] = std::max(max_score[h], s);
+    }
+  }
+  for (int h = 0; h < num_heads; ++h) {
+    for (int p = 0; p < n; ++p) {
+      scores[h * n + p] = std::exp(scores[h * n + p] - max_score[h]);
+      sum[h] += scores[h * n + p];
+    }
+  }
+  for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
+  for (int p = 0; p < n; ++p) {
+    const float* v_row = cache.v + slot_of(p) * cache.kv_dim;
+    for (int h = 0; h < num_heads; ++h) {
+      const float weight = scores[h * n + p] / sum[h];
+      const float* v = v_row + (h / group) * head_dim;
+      float* o = out + h * head_dim;
+      for (int i = 0; i < head_dim; ++i) o[i] += weight * v[i];
+    }
+  }
+}
+
 int32_t argmax_row(const float* values, int n) {
   int32_t best = 0;
   for (int i = 1; i < n; ++i) {

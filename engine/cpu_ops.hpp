@@ -32,6 +32,14 @@ struct PagedKv {
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
                  int head_dim, float* scratch, float* out);
 
+// All num_heads query heads of one row (q: num_heads * head_dim) at once: each cached position's K and
+// V rows are read once for every head (kv head h / (num_heads / num_kv_heads)). Per head the arithmetic
+// and its order are attend_head's, so out (num_heads * head_dim) is bit-identical to calling attend_head
+// head by head. scratch: attend_row_scratch(num_heads, pos) floats.
+void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                int num_kv_heads, int head_dim, float* scratch, float* out);
+inline int64_t attend_row_scratch(int num_heads, int pos) { return static_cast<int64_t>(num_heads) * (pos + 3); }
+
 // Index of the largest value; ties go to the lowest index.
 int32_t argmax_row(const float* values, int n);
 

@@ -182,3 +182,34 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
     }
   }
 }
+
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks)") {
+  const int num_heads = 6, num_kv_heads = 2, head_dim = 20, block_size = 5, num_blocks = 12;
+  const int kv_dim = num_kv_heads * head_dim;
+  std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
+  std::vector<float> v(k.size());
+  std::vector<float> q(static_cast<size_t>(num_heads) * head_dim);
+  uint32_t state = 12345;
+  auto next = [&state] {  // a small LCG: deterministic values in [-2, 2)
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
+  };
+  for (float& x : k) x = next();
+  for (float& x : v) x = next();
+  for (float& x : q) x = next();
+  const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3, 10, 4, 8, 6};  // scattered blocks
+  const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
+  for (int pos : {0, 4, 5, 23, 59}) {
+    CAPTURE(pos);
+    std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, pos)));
+    std::vector<float> row(q.size(), NAN);
+    attend_row(q.data(), cache, table.data(), pos, num_heads, num_kv_heads, head_dim, scratch.data(), row.data());
+    std::vector<float> head_scratch(static_cast<size_t>(pos) + 1);
+    for (int h = 0; h < num_heads; ++h) {
+      std::vector<float> one(static_cast<size_t>(head_dim), NAN);
+      attend_head(q.data() + h * head_dim, cache, table.data(), pos, h / (num_heads / num_kv_heads), head_dim,
+                  head_scratch.data(), one.data());
+      for (int i = 0; i < head_dim; ++i) CHECK(row[static_cast<size_t>(h * head_dim + i)] == one[static_cast<size_t>(i)]);
+    }
+  }
+}
