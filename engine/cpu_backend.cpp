@@ -219,7 +219,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
-  }, 1, 64);
+  }, 1, min_parallel_items(0.5 * dim));
   matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
@@ -237,6 +237,8 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   auto table_of = [&](int64_t r) {
     return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
   };
+  // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
+  const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;
   if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
     // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
@@ -245,7 +247,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
         attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, hd,
                    scratch.data(), &att_[r * q_dim]);
       }
-    });
+    }, 1, min_parallel_items(num_heads * head_ns));
   } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
     pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(batch.max_seq_len + 1);
@@ -255,7 +257,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
         attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, hd,
                     scratch.data(), &att_[r * q_dim + h * hd]);
       }
-    }, 1, 64);
+    }, 1, min_parallel_items(head_ns));
   }
   matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
@@ -265,11 +267,11 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   const int dim = config_.dim, hidden = config_.hidden_dim;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
-  }, 1, 64);
+  }, 1, min_parallel_items(0.5 * dim));
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) swiglu_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden);
-  }, 1, 64);
+  }, 1, min_parallel_items(10.0 * hidden));  // an exp per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }

@@ -159,9 +159,11 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPo
 
 void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
   const int64_t panels = num_panels(w.rows());
-  const int64_t flops = m * w.rows() * w.cols();
+  // One-core cost of a panel: m x kLanes x K vector multiply-adds (~0.01 ns each) and kLanes x K weights
+  // streamed from memory (~0.2 ns each, all of the cost when m is small).
+  const double panel_ns = (0.01 * static_cast<double>(m) + 0.2) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) { matmul_panels(x, w, y, m, begin, end); },
-                    /*align=*/kNV, /*min_parallel=*/flops < (1 << 16) ? panels + 1 : 2 * kNV);
+                    /*align=*/kNV, /*min_parallel=*/std::max<int64_t>(2 * kNV, min_parallel_items(panel_ns)));
 }
 
 void matmul_ref(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) {
