@@ -252,18 +252,13 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
 // Attention of the sequences with several rows (all sequences when the decode kernel is off).
 template <typename T>
 void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
-  const cudaStream_t stream = context_.stream();
+  auto* attend = &paged_attention<T>;  // the two launchers share one signature
   if constexpr (!std::is_same_v<T, float>) {
-    if (use_prefill_kernel_) {
-      prefill_attention<T>(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions,
-                           idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row,
-                           idx.num_tiles, shape_, stream);
-      return;
-    }
+    if (use_prefill_kernel_) attend = &prefill_attention<T>;
   }
-  paged_attention<T>(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions,
-                     idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row,
-                     idx.num_tiles, shape_, stream);
+  attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
+         idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
+         context_.stream());
 }
 
 // Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.

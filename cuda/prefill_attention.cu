@@ -237,18 +237,6 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
   }
 }
 
-template <typename T, int HD>
-void launch(const TileAttentionArgs<T>& args, int num_tiles, int num_kv_heads, cudaStream_t stream) {
-  constexpr size_t kSmem = Layout<HD>::template bytes<T>();
-  if (kSmem > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(prefill_attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kSmem)));
-  }
-  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(num_kv_heads));
-  prefill_attention_kernel<T, HD><<<grid, kThreads, kSmem, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace
 
 template <typename T>
@@ -262,7 +250,8 @@ void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_
       make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
                                max_blocks_per_seq, d_tile_seq, d_tile_row, shape);
   dispatch_head_dim(shape.head_dim, [&](auto hd) {
-    launch<T, decltype(hd)::value>(args, num_tiles, shape.num_kv_heads, stream);
+    constexpr int HD = decltype(hd)::value;
+    launch_over_tiles<T>(prefill_attention_kernel<T, HD>, args, num_tiles, kThreads, Layout<HD>::template bytes<T>(), stream);
   });
 }
 

@@ -1,6 +1,7 @@
 // What the two kernels over attention tiles share (paged_attention.cu on CUDA cores, prefill_attention.cu
-// on tensor cores): their argument block, built once from the launcher's arguments, and the dispatch of
-// a runtime head_dim to the compile-time HD the kernels are instantiated for. Included only from .cu files.
+// on tensor cores): their argument block, built once from the launcher's arguments, the dispatch of a
+// runtime head_dim to the compile-time HD the kernels are instantiated for, and the launch over the
+// (tile, kv head) grid. Included only from .cu files.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -9,6 +10,7 @@
 #include <type_traits>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/cuda_check.hpp"
 #include "cuda/paged_attention.hpp"
 
 namespace cbatch {
@@ -58,6 +60,19 @@ void dispatch_head_dim(int head_dim, F&& launch) {
     case 128: return launch(std::integral_constant<int, 128>{});
     default: break;
   }
+}
+
+// Runs kernel on the grid (num_tiles, num_kv_heads) with `threads` threads and smem_bytes of dynamic
+// shared memory (opting in past the default 48 KB), and checks the launch.
+template <typename T>
+void launch_over_tiles(void (*kernel)(TileAttentionArgs<T>), const TileAttentionArgs<T>& args, int num_tiles,
+                       int threads, size_t smem_bytes, cudaStream_t stream) {
+  if (smem_bytes > 48 * 1024) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
+  }
+  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads));
+  kernel<<<grid, threads, smem_bytes, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace cbatch

@@ -60,7 +60,7 @@ TEST_CASE("chat rendering") {
 }
 
 TEST_CASE("ChatFormat: the model's template, --chat-template, and clear errors") {
-  const std::string hf = test::shared_path("models/aidreams260K/hf");
+  const std::string& hf = test::kAidreamsHf;
   if (!test::have_files({hf})) return;
   const auto tokenizer = load_tokenizer(ModelSource{hf, "", 0});
   const ChatFormat none("", "", *tokenizer);

@@ -102,7 +102,7 @@ std::string build_test_gguf() {
   return w.bytes;
 }
 
-std::string aidreams_gguf() { return test::shared_path("models/aidreams260K/aidreams260K.gguf"); }
+const std::string& aidreams_gguf() { return test::kAidreamsGguf; }
 
 void put_u64(std::string& bytes, size_t offset, uint64_t value) { std::memcpy(&bytes[offset], &value, 8); }
 void put_u32(std::string& bytes, size_t offset, uint32_t value) { std::memcpy(&bytes[offset], &value, 4); }

@@ -14,11 +14,10 @@ namespace cbatch {
 namespace {
 
 using test::error_of;
-using test::shared_path;
 using test::TempDir;
 
-const std::string kHf = shared_path("models/aidreams260K/hf");
-const std::string kGguf = shared_path("models/aidreams260K/aidreams260K.gguf");
+const std::string& kHf = test::kAidreamsHf;
+const std::string& kGguf = test::kAidreamsGguf;
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));

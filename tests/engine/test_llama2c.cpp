@@ -12,12 +12,11 @@ namespace cbatch {
 namespace {
 
 using test::error_of;
-using test::shared_path;
 using test::TempFile;
 
-const std::string kBin = shared_path("models/aidreams260K/aidreams260K.bin");
-const std::string kTok = shared_path("models/aidreams260K/tok512.bin");
-const std::string kGguf = shared_path("models/aidreams260K/aidreams260K.gguf");
+const std::string& kBin = test::kAidreamsBin;
+const std::string& kTok = test::kAidreamsTokenizerBin;
+const std::string& kGguf = test::kAidreamsGguf;
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));

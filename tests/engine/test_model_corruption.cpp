@@ -17,12 +17,11 @@ namespace cbatch {
 namespace {
 
 using test::error_of;
-using test::shared_path;
 using test::TempFile;
 
-const std::string kBin = shared_path("models/aidreams260K/aidreams260K.bin");
-const std::string kTok = shared_path("models/aidreams260K/tok512.bin");
-const std::string kGguf = shared_path("models/aidreams260K/aidreams260K.gguf");
+const std::string& kBin = test::kAidreamsBin;
+const std::string& kTok = test::kAidreamsTokenizerBin;
+const std::string& kGguf = test::kAidreamsGguf;
 
 // Loads `bytes` as a model (with the real tokenizer.bin for llama2.c files); "" when it loads and
 // its tokenizer works, else the cbatch::Error message. Any other exception fails the test.
