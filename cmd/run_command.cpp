@@ -103,6 +103,7 @@ int run(const RunOptions& o) {
   defaults.max_tokens = o.engine.max_tokens;
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
   JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
+  source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe
   ResultFormatOptions format;
   format.model = model_name(model.path);
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);

@@ -74,6 +74,7 @@ int run(const TokenizeOptions& o) {
     }
     std::string out = w.take() + "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
+    if (!reader.ready()) std::fflush(stdout);  // answer what came before waiting on the producer
   }
   std::fflush(stdout);
   return failures > 0 ? 2 : 0;

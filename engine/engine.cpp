@@ -57,6 +57,7 @@ class EngineRun {
   void admit() {
     SourceItem item;
     while (!source_done_ && scheduler_->num_waiting() < lookahead()) {
+      if (scheduler_->has_work() && !source_.ready()) break;  // step now; read what a pipe has later
       if (!source_.next(item)) {
         source_done_ = true;
         break;

@@ -4,6 +4,11 @@
 
 #include <simdjson.h>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -28,18 +33,18 @@ bool is_blank(std::string_view s) {
 JsonlReader::JsonlReader(const std::string& path, size_t chunk_bytes, size_t max_line_bytes)
     : path_(path), max_line_bytes_(max_line_bytes), chunk_(chunk_bytes > 0 ? chunk_bytes : 1) {
   if (path == "-") {
-    file_ = stdin;
-    return;
+    fd_ = STDIN_FILENO;
+  } else {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+    owns_fd_ = true;
   }
-  file_ = std::fopen(path.c_str(), "rb");
-  if (file_ == nullptr) {
-    throw Error("cannot open '" + path + "': " + std::strerror(errno));
-  }
-  owns_file_ = true;
+  struct stat st {};
+  is_regular_ = ::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode);
 }
 
 JsonlReader::~JsonlReader() {
-  if (owns_file_) std::fclose(file_);
+  if (owns_fd_) ::close(fd_);
 }
 
 bool JsonlReader::next(JsonlLine& out) {
@@ -49,19 +54,46 @@ bool JsonlReader::next(JsonlLine& out) {
   return false;
 }
 
+bool JsonlReader::ready() const {
+  if (is_regular_ || at_eof_ || stopped_) return true;
+  if (std::memchr(chunk_.data() + pos_, '\n', end_ - pos_) != nullptr) return true;
+  pollfd p{fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+// Waits until the input has bytes (or its end, or an error) to read; false once the stop flag is up.
+// poll is never restarted after a signal handler, so a signal ends the wait at once.
+bool JsonlReader::wait_for_input() {
+  if (stop_ == nullptr || is_regular_) return true;
+  for (;;) {
+    if (stop_->load() != 0) return false;
+    pollfd p{fd_, POLLIN, 0};
+    const int n = ::poll(&p, 1, 200);
+    if (n > 0) return true;
+    if (n < 0 && errno != EINTR) return true;  // let read() report it
+  }
+}
+
 bool JsonlReader::fill() {
-  if (at_eof_) return false;
-  const size_t n = std::fread(chunk_.data(), 1, chunk_.size(), file_);
-  if (n == 0) {
-    if (std::ferror(file_)) {
+  if (at_eof_ || stopped_) return false;
+  for (;;) {
+    if (!wait_for_input()) {
+      stopped_ = true;
+      return false;
+    }
+    const ssize_t n = ::read(fd_, chunk_.data(), chunk_.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
       throw Error("cannot read '" + path_ + "': " + std::strerror(errno));
     }
-    at_eof_ = true;
-    return false;
+    if (n == 0) {
+      at_eof_ = true;
+      return false;
+    }
+    pos_ = 0;
+    end_ = static_cast<size_t>(n);
+    return true;
   }
-  pos_ = 0;
-  end_ = n;
-  return true;
 }
 
 bool JsonlReader::read_raw_line(JsonlLine& out) {
@@ -71,7 +103,7 @@ bool JsonlReader::read_raw_line(JsonlLine& out) {
   bool has_bytes = false;
   for (;;) {
     if (pos_ == end_ && !fill()) {
-      if (!has_bytes) return false;
+      if (!has_bytes || stopped_) return false;
       out.truncated = true;
       break;
     }

@@ -3,10 +3,13 @@
 // file given by mistake is one endless line) keeps only its start and is flagged too_long. Blank lines
 // are skipped but counted; a UTF-8 BOM at the start of the file and the "\r" of CRLF line ends are
 // dropped. Each line's text is followed by kJsonPadding zero bytes so simdjson can parse it in place.
+//
+// Reads take what is there (read(2), not a full chunk), so lines from a pipe are handed out as they
+// arrive; ready() tells a caller with other work whether next() can go on without waiting for a producer.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,8 +40,19 @@ class JsonlReader {
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
 
-  // The next non-blank line; false at the end of the input. Throws cbatch::Error on a read error.
+  // The next non-blank line; false at the end of the input, or when the stop flag was raised while
+  // waiting for input (a partly received line is then dropped, not handed out as a torn one). Throws
+  // cbatch::Error on a read error.
   bool next(JsonlLine& out);
+
+  // Whether next() can start without waiting on a producer: a regular file, the end of the input, a whole
+  // line already buffered, or bytes (or the end) waiting in the pipe. It may still wait for the rest of a
+  // line a producer is in the middle of writing.
+  bool ready() const;
+
+  // While waiting for input, give up as soon as *flag is non-zero (a signal handler's flag, say).
+  void set_stop_flag(const std::atomic<int>* flag) { stop_ = flag; }
+  bool stopped() const { return stopped_; }  // next() returned false because of the stop flag
 
   const std::string& path() const { return path_; }
   // Bytes of the input consumed so far; the input's size once next() has returned false.
@@ -48,10 +62,14 @@ class JsonlReader {
   bool read_raw_line(JsonlLine& out);
   void finish_line(JsonlLine& out);
   bool fill();
+  bool wait_for_input();
 
   std::string path_;
-  std::FILE* file_ = nullptr;
-  bool owns_file_ = false;
+  int fd_ = -1;
+  bool owns_fd_ = false;
+  bool is_regular_ = false;  // reads never wait on a producer
+  const std::atomic<int>* stop_ = nullptr;
+  bool stopped_ = false;
   size_t max_line_bytes_;
   std::vector<char> chunk_;  // (chunk_bytes) the bytes read but not yet handed out are [pos_, end_)
   size_t pos_ = 0;

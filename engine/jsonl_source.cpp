@@ -12,10 +12,7 @@ JsonlRequestSource::JsonlRequestSource(const std::string& path, const Model& mod
 
 bool JsonlRequestSource::next(SourceItem& item) {
   for (;;) {
-    if (!reader_.next(line_)) {
-      at_end_ = true;
-      return false;
-    }
+    if (!reader_.next(line_)) return false;
     ParsedRequest parsed = parser_.parse(line_);
     reject_duplicate(parsed);
     if (is_finished(parsed)) continue;

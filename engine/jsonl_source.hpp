@@ -24,11 +24,13 @@ class JsonlRequestSource final : public RequestSource {
                      const RequestDefaults& defaults, uint64_t seed, const ResumeState* resume = nullptr);
 
   bool next(SourceItem& item) override;
+  bool ready() const override { return reader_.ready(); }
+  // A non-zero *flag ends a wait for input: next() then returns false (see JsonlReader::set_stop_flag).
+  void set_stop_flag(const std::atomic<int>* flag) { reader_.set_stop_flag(flag); }
   int64_t num_items() const { return next_index_; }  // requests and errors handed out so far
   int64_t num_resumed_ok() const { return num_resumed_ok_; }          // skipped: a result exists
   int64_t num_resumed_failed() const { return num_resumed_failed_; }  // skipped: an error line exists
   int64_t num_duplicates() const { return num_duplicates_; }
-  bool at_end() const { return at_end_; }
 
  private:
   void reject_duplicate(ParsedRequest& parsed);
@@ -48,7 +50,6 @@ class JsonlRequestSource final : public RequestSource {
   int64_t num_resumed_ok_ = 0;
   int64_t num_resumed_failed_ = 0;
   int64_t num_duplicates_ = 0;
-  bool at_end_ = false;
 };
 
 }  // namespace cbatch

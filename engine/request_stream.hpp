@@ -16,6 +16,9 @@ class RequestSource {
   virtual ~RequestSource() = default;
   // The next request or rejected line; false at the end of the input.
   virtual bool next(SourceItem& item) = 0;
+  // Whether next() can answer without waiting on a slow producer (a pipe with nothing in it yet); the
+  // engine then runs a step instead of waiting, when it has one to run.
+  virtual bool ready() const { return true; }
 };
 
 class ResultSink {

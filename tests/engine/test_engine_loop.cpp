@@ -2,6 +2,7 @@
 // preempting cache; requests that cannot fit get an error; max_tokens 0 finishes without computing.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -100,4 +101,58 @@ TEST_CASE("engine rejects a request that can never fit the cache and finishes ma
   CHECK(o.outputs.size() == 2);
   CHECK(o.outputs.at(1).empty());
   CHECK(o.summary.requests_failed == 1);
+}
+
+namespace {
+
+// A producer that is slow: item i arrives once the engine has run i steps. next() before then stands for
+// a blocking read and is counted.
+class TricklingSource final : public RequestSource {
+ public:
+  explicit TricklingSource(std::vector<SourceItem> items) : items_(std::move(items)) {}
+  bool next(SourceItem& item) override {
+    if (next_ == items_.size()) return false;
+    if (!ready()) ++num_waits;
+    item = std::move(items_[next_++]);
+    return true;
+  }
+  bool ready() const override { return next_ == items_.size() || static_cast<int64_t>(next_) <= steps; }
+
+  int64_t steps = 0;
+  int num_waits = 0;
+
+ private:
+  std::vector<SourceItem> items_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("engine runs steps instead of waiting on a source that is not ready, and loses nothing") {
+  const Model model = testing::make_test_model({});
+  auto backend = make_cpu_backend(model, {});
+  auto items = workload(30, 5);
+  for (SourceItem& item : items) {  // every request lives at least two steps, so there is always one to run
+    auto& sampling = std::get<Request>(item).sampling;
+    sampling.max_tokens = std::max(sampling.max_tokens, 2);
+    sampling.ignore_eos = true;
+  }
+  const Outcome ref = run(model, *backend, {Mode::kContinuous, 4096, 256, 16}, 0, items);
+  for (Mode mode : {Mode::kContinuous, Mode::kStatic, Mode::kSequential}) {
+    EngineConfig config;
+    config.scheduler = {mode, 4096, 256, 16};
+    Engine engine(config, model, *backend);
+    TricklingSource source(items);
+    CollectingSink sink;
+    EngineHooks hooks;
+    hooks.on_step = [&source](const StepRecord&) { ++source.steps; };
+    const RunSummary summary = engine.run(source, sink, hooks);
+    CHECK(summary.requests_ok == 30);
+    std::map<int64_t, std::vector<int32_t>> outputs;
+    for (size_t i = 0; i < sink.results.size(); ++i) outputs[sink.requests[i].index] = sink.results[i].output_token_ids;
+    CHECK(outputs == ref.outputs);
+    // It always had a step to run while it waited for the next item, so it never read before the item came.
+    CHECK(source.num_waits == 0);
+    CHECK(source.steps >= 30);
+  }
 }

@@ -1,10 +1,16 @@
 // JsonlReader: line numbering across blank lines, CRLF, BOM, a torn last line, chunk boundaries,
-// very long lines, the padding simdjson relies on, and errors for unreadable paths.
+// very long lines, the padding simdjson relies on, errors for unreadable paths, and pipes: lines as they
+// arrive, ready(), and the stop flag that ends a wait.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/error.hpp"
@@ -171,5 +177,70 @@ TEST_CASE("jsonl reader: a line over max_line_bytes keeps only its start and the
   REQUIRE(reader.next(line));
   CHECK(line.too_long);
   CHECK(line.truncated);
+  CHECK_FALSE(reader.next(line));
+}
+
+namespace {
+
+// A pipe whose read end the reader opens by path, as it would a FIFO or a shell's process substitution.
+struct Pipe {
+  int fds[2] = {-1, -1};
+  Pipe() { REQUIRE(::pipe(fds) == 0); }
+  ~Pipe() {
+    close_write();
+    ::close(fds[0]);
+  }
+  std::string path() const { return "/dev/fd/" + std::to_string(fds[0]); }
+  void write(std::string_view s) const { REQUIRE(::write(fds[1], s.data(), s.size()) == static_cast<ssize_t>(s.size())); }
+  void close_write() {
+    if (fds[1] >= 0) ::close(fds[1]);
+    fds[1] = -1;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("jsonl reader: a pipe's lines are handed out as they arrive; ready() says when next() would wait") {
+  Pipe pipe;
+  JsonlReader reader(pipe.path());
+  pipe.write("{\"a\":1}\n");
+  CHECK(reader.ready());
+  JsonlLine line;
+  REQUIRE(reader.next(line));  // one line in a 64 KiB chunk: a read that waited for a full chunk would hang
+  CHECK(line.text() == "{\"a\":1}");
+  CHECK_FALSE(reader.ready());  // empty pipe, writer still open
+  pipe.write("{\"b\":2}\n{\"c\"");
+  CHECK(reader.ready());
+  REQUIRE(reader.next(line));
+  CHECK(line.text() == "{\"b\":2}");
+  CHECK_FALSE(reader.ready());  // only the start of line 3 is buffered and the pipe is empty
+  pipe.write(":3}");
+  pipe.close_write();
+  REQUIRE(reader.next(line));
+  CHECK(line.text() == "{\"c\":3}");
+  CHECK(line.truncated);
+  CHECK(line.line_no == 3);
+  CHECK(reader.ready());
+  CHECK_FALSE(reader.next(line));
+  CHECK_FALSE(reader.stopped());
+}
+
+TEST_CASE("jsonl reader: a raised stop flag ends a wait on a silent pipe and drops a partly received line") {
+  Pipe pipe;
+  JsonlReader reader(pipe.path());
+  std::atomic<int> stop{0};
+  reader.set_stop_flag(&stop);
+  pipe.write("{\"a\":1}\n{\"b\"");
+  JsonlLine line;
+  REQUIRE(reader.next(line));
+  CHECK(line.text() == "{\"a\":1}");
+  std::thread raise([&stop] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stop = 15;
+  });
+  CHECK_FALSE(reader.next(line));  // waits for the rest of line 2 until the flag goes up
+  raise.join();
+  CHECK(reader.stopped());
+  CHECK(reader.ready());
   CHECK_FALSE(reader.next(line));
 }
