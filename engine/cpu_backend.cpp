@@ -70,12 +70,27 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
 }
 
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
-// panel across the pool (the packed layout is the only fp32 copy made).
-PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool) {
+// panel across the pool (the packed layout is the only copy made). When every part is stored in the same
+// block type the matrix keeps its blocks (keep_blocks), else it is expanded to fp32.
+PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool, bool keep_blocks) {
   const std::vector<const TensorView*> tensors(parts);
   int64_t rows = 0;
   for (const TensorView* t : tensors) rows += t->rows;
   const int64_t cols = tensors.front()->cols;
+  const DType dtype = tensors.front()->dtype;
+  keep_blocks = keep_blocks && PackedMatrix::keeps_blocks(dtype, cols);
+  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random && t->dtype == dtype;
+  if (keep_blocks) {
+    auto row_blocks = [&](int64_t row) {
+      int64_t first = 0;
+      for (const TensorView* t : tensors) {
+        if (row < first + t->rows) return static_cast<const uint8_t*>(t->data) + (row - first) * row_bytes(dtype, cols);
+        first += t->rows;
+      }
+      throw Error("internal error: row " + std::to_string(row) + " past the stacked tensors");
+    };
+    return PackedMatrix(rows, cols, dtype, row_blocks, pool);
+  }
   auto fill = [&](int64_t row, int64_t count, float* out) {
     int64_t first = 0;  // global row of the current tensor's row 0
     for (const TensorView* t : tensors) {
@@ -107,6 +122,11 @@ class CpuBackend final : public Backend {
 
   std::string device_name() const override { return "cpu"; }
 
+  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones).
+  double weight_bytes_per_param() const override {
+    return matrix_params_ > 0 ? static_cast<double>(matrix_bytes_) / static_cast<double>(matrix_params_) : 4.0;
+  }
+
   int64_t kv_block_bytes(int block_size) const override {
     return 2LL * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(float));
   }
@@ -130,6 +150,10 @@ class CpuBackend final : public Backend {
   void attention_layer(const RaggedBatch& batch, int layer);
   void ffn_layer(int num_tokens, const CpuLayer& layer);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
+  void count_weights(const PackedMatrix& w) {
+    matrix_bytes_ += static_cast<int64_t>(w.bytes());
+    matrix_params_ += w.rows() * w.cols();
+  }
 
   ModelConfig config_;
   CpuBackendOptions options_;
@@ -142,6 +166,8 @@ class CpuBackend final : public Backend {
   Weights final_norm_;  // (dim)
   PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
   std::vector<float> inv_freq_;    // (head_dim / 2)
+  int64_t matrix_bytes_ = 0;       // memory of the packed matrices
+  int64_t matrix_params_ = 0;      // their parameters
 
   KvCacheSpec spec_;
   ZeroedFloats k_cache_;           // (layers, num_blocks * block_size, kv_dim)
@@ -161,19 +187,22 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
+  const bool keep = options_.keep_blocks;
   embedding_ = t.embedding;
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
     layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
-    layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_);
-    layer.wo = pack_stacked({&l.wo}, pool_);
+    layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_, keep);
+    layer.wo = pack_stacked({&l.wo}, pool_, keep);
     layer.ffn_norm = stack_f32({&l.ffn_norm}, pool_);
-    layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_);
-    layer.w_down = pack_stacked({&l.w_down}, pool_);
+    layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
+    layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
+    for (const PackedMatrix* w : {&layer.wqkv, &layer.wo, &layer.w_gate_up, &layer.w_down}) count_weights(*w);
     layers_.push_back(std::move(layer));
   }
   final_norm_ = stack_f32({&t.final_norm}, pool_);
-  lm_head_ = pack_stacked({&t.lm_head}, pool_);  // the embedding view when tied
+  lm_head_ = pack_stacked({&t.lm_head}, pool_, keep);  // the embedding view when tied
+  count_weights(lm_head_);
 }
 
 void CpuBackend::resize_activations(int num_tokens) {

@@ -70,8 +70,25 @@ struct Vec {
 
 constexpr int64_t kRowBlock = 128;  // rows of X kept in cache while the panels stream past
 
-// An MR x NV-panel tile of Y. panels: the first panel of the tile, panel stride k * kLanes. Columns of
-// the tile past `cols` (the end of N) are computed on the zero padding and not stored.
+// Stores an MR x NV-panel tile of accumulators; columns past `cols` (the end of N) were computed on
+// the zero padding and are not stored.
+template <int MR, int NV>
+void store_tile(const Vec (&acc)[MR][NV], float* y, int64_t ldy, int64_t cols) {
+  for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NV; ++v) {
+      const int64_t valid = std::min<int64_t>(kLanes, cols - v * kLanes);
+      if (valid == kLanes) {
+        acc[r][v].store(y + r * ldy + v * kLanes);
+      } else if (valid > 0) {
+        float lanes[kLanes];
+        acc[r][v].store(lanes);
+        std::memcpy(y + r * ldy + v * kLanes, lanes, static_cast<size_t>(valid) * sizeof(float));
+      }
+    }
+  }
+}
+
+// An MR x NV-panel tile of Y. panels: the first panel of the tile, panel stride k * kLanes.
 template <int MR, int NV>
 void tile(const float* x, int64_t ldx, const float* panels, int64_t k, float* y, int64_t ldy, int64_t cols) {
   Vec acc[MR][NV];
@@ -85,18 +102,7 @@ void tile(const float* x, int64_t ldx, const float* panels, int64_t k, float* y,
       for (int v = 0; v < NV; ++v) acc[r][v].fma(xb, w[v]);
     }
   }
-  for (int r = 0; r < MR; ++r) {
-    for (int v = 0; v < NV; ++v) {
-      const int64_t valid = std::min<int64_t>(kLanes, cols - v * kLanes);
-      if (valid == kLanes) {
-        acc[r][v].store(y + r * ldy + v * kLanes);
-      } else if (valid > 0) {
-        float lanes[kLanes];
-        acc[r][v].store(lanes);
-        std::memcpy(y + r * ldy + v * kLanes, lanes, static_cast<size_t>(valid) * sizeof(float));
-      }
-    }
-  }
+  store_tile(acc, y, ldy, cols);
 }
 
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t);
@@ -116,15 +122,179 @@ constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kMR>{});
 
 int64_t num_panels(int64_t n) { return (n + kLanes - 1) / kLanes; }
 
-// Panels [panel_begin, panel_end) of Y for all M rows.
+// Blocked panels. A panel is K / 32 groups, one per block column; a group holds the lanes' scales
+// (float d[kLanes]), their minimums (float m[kLanes], zero but for Q4_1), then the codes of its 32 k in k
+// order: Q8_0 one int8 per lane, Q4 kLanes / 2 bytes whose low nibble is lane j and high nibble lane
+// j + kLanes / 2. Lanes past N decode to +0, as the fp32 panels' padding.
+constexpr int kBlock = 32;
+constexpr int kHalf = kLanes / 2;
+
+constexpr int code_bytes_per_k(DType dtype) { return dtype == DType::kQ8_0 ? kLanes : kHalf; }
+constexpr size_t group_bytes(DType dtype) { return 2 * kLanes * sizeof(float) + kBlock * code_bytes_per_k(dtype); }
+
+// A Q4_0 block of +0 weights (code 8), for the lanes past N: zero bytes would decode to (0 - 8) * 0 = -0.
+constexpr uint8_t kQ4_0Zero[18] = {0, 0, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88,
+                                   0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88};
+
+// One row's block (ggml layout) into lane `lane` of a group.
+void put_block(DType dtype, const uint8_t* block, int lane, uint8_t* group) {
+  float* scales = reinterpret_cast<float*>(group);
+  uint8_t* codes = group + 2 * kLanes * sizeof(float);
+  uint16_t half;
+  std::memcpy(&half, block, 2);
+  scales[lane] = f16_to_f32(half);
+  if (dtype == DType::kQ8_0) {
+    for (int i = 0; i < kBlock; ++i) codes[i * kLanes + lane] = block[2 + i];
+    return;
+  }
+  const uint8_t* q = block + 2;
+  if (dtype == DType::kQ4_1) {
+    std::memcpy(&half, block + 2, 2);
+    scales[kLanes + lane] = f16_to_f32(half);
+    q = block + 4;
+  }
+  const int byte = lane % kHalf, shift = lane < kHalf ? 0 : 4;
+  for (int i = 0; i < kBlock / 2; ++i) {  // ggml: byte i holds element i (low nibble) and i + 16 (high)
+    codes[i * kHalf + byte] |= static_cast<uint8_t>((q[i] & 0x0F) << shift);
+    codes[(i + kBlock / 2) * kHalf + byte] |= static_cast<uint8_t>((q[i] >> 4) << shift);
+  }
+}
+
+// GCC 12 warns about the deliberately undefined pass-through operand inside the AVX-512 conversion
+// intrinsics when they are inlined (a known false positive).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+// One group of one panel, decoded a k at a time into the lanes' fp32 weights through the element
+// formulas of tensor.hpp (the AVX-512 build does 16 lanes at once; its fma is the fused one q4_1_value
+// computes), so both matmul paths see exactly the values tensor_rows_to_f32 gives.
+template <DType D>
+class BlockedGroup {
+ public:
+  BlockedGroup() = default;
+  explicit BlockedGroup(const uint8_t* group)
+      : d_(reinterpret_cast<const float*>(group)), codes_(group + 2 * kLanes * sizeof(float)) {
+#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
+    vd_ = _mm512_loadu_ps(d_);
+    vm_ = _mm512_loadu_ps(d_ + kLanes);
+#endif
+  }
+
+  Vec weights(int i) const {  // i: the k within the block
+#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
+    if constexpr (D == DType::kQ8_0) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_ + i * kLanes));
+      return {_mm512_mul_ps(vd_, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)))};
+    } else {
+      const __m128i low4 = _mm_set1_epi8(0x0F);
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes_ + i * kHalf));
+      const __m128i q = _mm_unpacklo_epi64(_mm_and_si128(b, low4), _mm_and_si128(_mm_srli_epi16(b, 4), low4));
+      const __m512i qi = _mm512_cvtepu8_epi32(q);
+      if constexpr (D == DType::kQ4_0) {
+        return {_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(qi, _mm512_set1_epi32(8))), vd_)};
+      } else {
+        return {_mm512_fmadd_ps(_mm512_cvtepi32_ps(qi), vd_, vm_)};
+      }
+    }
+#else
+    float w[kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      if constexpr (D == DType::kQ8_0) {
+        w[l] = q8_0_value(static_cast<int8_t>(codes_[i * kLanes + l]), d_[l]);
+      } else {
+        const uint8_t b = codes_[i * kHalf + l % kHalf];
+        const int q = l < kHalf ? b & 0x0F : b >> 4;
+        w[l] = D == DType::kQ4_0 ? q4_0_value(q, d_[l]) : q4_1_value(q, d_[l], d_[kLanes + l]);
+      }
+    }
+    return Vec::load(w);
+#endif
+  }
+
+ private:
+  const float* d_ = nullptr;  // d[kLanes], then m[kLanes]
+  const uint8_t* codes_ = nullptr;
+#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
+  __m512 vd_, vm_;
+#endif
+};
+
+template <DType D>
+void unpack_panel(const uint8_t* panel, int64_t k, float* out) {
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    const BlockedGroup<D> group(panel + b * group_bytes(D));
+    for (int i = 0; i < kBlock; ++i) group.weights(i).store(out + (b * kBlock + i) * kLanes);
+  }
+}
+
+// The tile of `tile` straight from blocked panels (panel stride panel_bytes), decoding each weight as it
+// is used: for a few rows this beats unpacking into a buffer and reading it back. Same values, same
+// order of multiply-adds, so the same bits.
+template <DType D, int MR, int NV>
+void tile_blocked(const float* x, int64_t ldx, const uint8_t* panels, size_t panel_bytes, int64_t k, float* y,
+                  int64_t ldy, int64_t cols) {
+  Vec acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < NV; ++v) acc[r][v] = Vec::zero();
+  for (int64_t b = 0; b < k / kBlock; ++b) {
+    BlockedGroup<D> groups[NV];
+    for (int v = 0; v < NV; ++v) groups[v] = BlockedGroup<D>(panels + v * panel_bytes + b * group_bytes(D));
+    for (int i = 0; i < kBlock; ++i) {
+      Vec w[NV];
+      for (int v = 0; v < NV; ++v) w[v] = groups[v].weights(i);
+      const int64_t p = b * kBlock + i;
+      for (int r = 0; r < MR; ++r) {
+        const Vec xb = Vec::broadcast(x[r * ldx + p]);
+        for (int v = 0; v < NV; ++v) acc[r][v].fma(xb, w[v]);
+      }
+    }
+  }
+  store_tile(acc, y, ldy, cols);
+}
+
+#pragma GCC diagnostic pop
+
+using BlockedTileFn = void (*)(const float*, int64_t, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
+
+template <DType D, int... NVs>
+constexpr std::array<BlockedTileFn, kNV> blocked_tile_row(std::integer_sequence<int, NVs...>) {
+  return {&tile_blocked<D, 1, NVs + 1>...};
+}
+
+// kBlockedTiles[dtype][nv - 1]: a one-row tile straight from blocked panels (Q8_0, Q4_0, Q4_1).
+constexpr std::array<std::array<BlockedTileFn, kNV>, 3> kBlockedTiles = {
+    blocked_tile_row<DType::kQ8_0>(std::make_integer_sequence<int, kNV>{}),
+    blocked_tile_row<DType::kQ4_0>(std::make_integer_sequence<int, kNV>{}),
+    blocked_tile_row<DType::kQ4_1>(std::make_integer_sequence<int, kNV>{})};
+
+int blocked_index(DType dtype) { return dtype == DType::kQ8_0 ? 0 : dtype == DType::kQ4_0 ? 1 : 2; }
+
+// Panels [panel_begin, panel_end) of Y for all M rows. Blocked weights: one row (a decode step of one
+// sequence) runs the fused one-row tile; more rows unpack kNV panels at a time into a per-thread buffer
+// (once per kRowBlock rows, which the products then amortize) and run the fp32 tiles on it.
 void matmul_panels(const float* x, const PackedMatrix& w, float* y, int64_t m, int64_t panel_begin,
                    int64_t panel_end) {
   const int64_t n = w.rows(), k = w.cols();
+  if (w.is_blocked() && m == 1) {
+    const auto& tiles = kBlockedTiles[blocked_index(w.dtype())];
+    for (int64_t p = panel_begin; p < panel_end; p += kNV) {
+      const int nv = static_cast<int>(std::min<int64_t>(kNV, panel_end - p));
+      tiles[nv - 1](x, k, w.blocked_panel(p), w.panel_bytes(), k, y + p * kLanes, n, n - p * kLanes);
+    }
+    return;
+  }
+  thread_local std::vector<float> unpacked;
+  if (w.is_blocked() && unpacked.size() < static_cast<size_t>(kNV * k * kLanes)) unpacked.resize(kNV * k * kLanes);
   for (int64_t i0 = 0; i0 < m; i0 += kRowBlock) {
     const int64_t i_end = std::min(m, i0 + kRowBlock);
     for (int64_t p = panel_begin; p < panel_end; p += kNV) {
       const int nv = static_cast<int>(std::min<int64_t>(kNV, panel_end - p));
-      const float* panels = w.data() + p * k * kLanes;
+      const float* panels = unpacked.data();
+      if (w.is_blocked()) {
+        w.unpack_panels(p, nv, unpacked.data());
+      } else {
+        panels = w.data() + p * k * kLanes;
+      }
       for (int64_t i = i0; i < i_end; i += kMR) {
         const int mr = static_cast<int>(std::min<int64_t>(kMR, i_end - i));
         kTiles[mr - 1][nv - 1](x + i * k, k, panels, k, y + i * n + p * kLanes, n, n - p * kLanes);
@@ -137,20 +307,66 @@ void matmul_panels(const float* x, const PackedMatrix& w, float* y, int64_t m, i
 
 int matmul_panel_width() { return kLanes; }
 
-void PackedMatrix::FreeDeleter::operator()(float* p) const { std::free(p); }
+void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+bool PackedMatrix::keeps_blocks(DType dtype, int64_t k) {
+  return (dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1) && k > 0 && k % kBlock == 0;
+}
+
+PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool)
+    : dtype_(dtype), n_(n), k_(k) {
+  if (!keeps_blocks(dtype, k)) throw Error("internal error: weights of this type cannot stay in blocks");
+  const int64_t panels = num_panels(n);
+  panel_bytes_ = static_cast<size_t>(k / kBlock) * group_bytes(dtype);
+  bytes_ = std::max<size_t>(1, static_cast<size_t>(panels) * panel_bytes_);
+  data_.reset(std::malloc(bytes_));
+  if (!data_) throw Error("cannot allocate " + std::to_string(bytes_) + " bytes of weights");
+  const int64_t block_bytes = dtype_block_bytes(dtype);
+  pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
+    for (int64_t p = begin; p < end; ++p) {
+      auto* panel = static_cast<uint8_t*>(data_.get()) + p * panel_bytes_;
+      std::memset(panel, 0, panel_bytes_);
+      for (int lane = 0; lane < kLanes; ++lane) {
+        const bool valid = p * kLanes + lane < n;
+        if (!valid && dtype != DType::kQ4_0) continue;  // zero bytes decode to +0
+        const uint8_t* row = valid ? row_blocks(p * kLanes + lane) : nullptr;
+        for (int64_t b = 0; b < k / kBlock; ++b) {
+          put_block(dtype, valid ? row + b * block_bytes : kQ4_0Zero, lane, panel + b * group_bytes(dtype));
+        }
+      }
+    }
+  });
+}
+
+void PackedMatrix::unpack_panels(int64_t panel, int count, float* out) const {
+  for (int i = 0; i < count; ++i) {
+    float* dst = out + i * k_ * kLanes;
+    if (!is_blocked()) {
+      std::memcpy(dst, data() + (panel + i) * k_ * kLanes, static_cast<size_t>(k_ * kLanes) * sizeof(float));
+      continue;
+    }
+    const uint8_t* src = blocked_panel(panel + i);
+    switch (dtype_) {
+      case DType::kQ8_0: unpack_panel<DType::kQ8_0>(src, k_, dst); break;
+      case DType::kQ4_0: unpack_panel<DType::kQ4_0>(src, k_, dst); break;
+      default: unpack_panel<DType::kQ4_1>(src, k_, dst); break;
+    }
+  }
+}
 
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPool& pool) : n_(n), k_(k) {
   const int64_t panels = num_panels(n);
   const size_t count = static_cast<size_t>(std::max<int64_t>(1, panels * k * kLanes));
-  data_.reset(static_cast<float*>(std::malloc(count * sizeof(float))));
-  if (!data_) throw Error("cannot allocate " + std::to_string(count * sizeof(float)) + " bytes of weights");
+  bytes_ = count * sizeof(float);
+  data_.reset(std::malloc(bytes_));
+  if (!data_) throw Error("cannot allocate " + std::to_string(bytes_) + " bytes of weights");
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
     std::vector<float> rows(static_cast<size_t>(kLanes * k));  // (kLanes, K) rows of one panel
     for (int64_t p = begin; p < end; ++p) {
       const int64_t valid = std::min<int64_t>(kLanes, n - p * kLanes);
       fill(p * kLanes, valid, rows.data());
       std::fill(rows.begin() + valid * k, rows.end(), 0.0f);
-      float* panel = data_.get() + p * k * kLanes;
+      float* panel = static_cast<float*>(data_.get()) + p * k * kLanes;
       for (int64_t c = 0; c < k; ++c)
         for (int l = 0; l < kLanes; ++l) panel[c * kLanes + l] = rows[static_cast<size_t>(l * k + c)];
     }

@@ -8,7 +8,6 @@
 #include "engine/random_weights.hpp"
 
 namespace cbatch {
-namespace {
 
 float f16_to_f32(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -37,6 +36,8 @@ float f16_to_f32(uint16_t h) {
   return out;
 }
 
+namespace {
+
 float bf16_to_f32(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
   float out;
@@ -56,7 +57,7 @@ void dequantize_block(DType dtype, const uint8_t* block, float* out) {
   const float d = f16_to_f32(load_u16(block));
   if (dtype == DType::kQ8_0) {
     const auto* q = reinterpret_cast<const int8_t*>(block + 2);
-    for (int i = 0; i < 32; ++i) out[i] = d * static_cast<float>(q[i]);
+    for (int i = 0; i < 32; ++i) out[i] = q8_0_value(q[i], d);
     return;
   }
   const bool has_min = dtype == DType::kQ4_1;
@@ -66,11 +67,11 @@ void dequantize_block(DType dtype, const uint8_t* block, float* out) {
     const int lo = q[i] & 0x0F;
     const int hi = q[i] >> 4;
     if (has_min) {
-      out[i] = static_cast<float>(lo) * d + m;
-      out[i + 16] = static_cast<float>(hi) * d + m;
+      out[i] = q4_1_value(lo, d, m);
+      out[i + 16] = q4_1_value(hi, d, m);
     } else {
-      out[i] = static_cast<float>(lo - 8) * d;
-      out[i + 16] = static_cast<float>(hi - 8) * d;
+      out[i] = q4_0_value(lo, d);
+      out[i + 16] = q4_0_value(hi, d);
     }
   }
 }

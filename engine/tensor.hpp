@@ -1,9 +1,10 @@
 // Weight tensors as the model files hold them: a dtype and a view of the bytes (usually inside a
 // memory-mapped file), or a recipe for dummy random weights. Backends convert each tensor once at load
-// (the CPU backend to fp32, the CUDA backend to its compute dtype), so a quantized file is never
-// expanded in full beyond the final copy. Layout is row-major (rows, cols); a Linear weight is
+// (the CPU backend to fp32 panels, or to panels that keep Q8_0/Q4_0/Q4_1 blocks; the CUDA backend to its
+// compute dtype), so a quantized file is never expanded in full beyond the final copy. Layout is row-major (rows, cols); a Linear weight is
 // (out_features, in_features), a norm weight is (1, dim).
 #pragma once
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -41,5 +42,20 @@ struct TensorView {
 
 // Converts rows [row_begin, row_begin + num_rows) to fp32 into out (num_rows, cols).
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out);
+
+float f16_to_f32(uint16_t h);  // exact
+
+// The element formulas of the GGUF block types (q: the stored integer, d: the block's scale, m: its
+// minimum). Every dequantizer uses these, so all of them give the same bits: Q4_1's x * d + m is a fused
+// multiply-add wherever the target has one (left as written, the compiler would contract it or not).
+inline float q8_0_value(int q, float d) { return d * static_cast<float>(q); }
+inline float q4_0_value(int q, float d) { return static_cast<float>(q - 8) * d; }
+inline float q4_1_value(int q, float d, float m) {
+#ifdef __FP_FAST_FMAF
+  return std::fma(static_cast<float>(q), d, m);
+#else
+  return static_cast<float>(q) * d + m;  // no fma instruction: nothing to contract
+#endif
+}
 
 }  // namespace cbatch

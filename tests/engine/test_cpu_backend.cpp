@@ -3,10 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 #include "engine/cpu_backend.hpp"
 #include "engine/cpu_ops.hpp"
+#include "test_blocks.hpp"
 #include "test_model_fixture.hpp"
 
 using namespace cbatch;
@@ -180,6 +183,71 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
       CHECK(rel_error(out.logits.data(), ref_a[10]) < 1e-5);
       CHECK(out.argmax[0] == argmax_row(out.logits.data(), model.config.vocab_size));
     }
+  }
+}
+
+TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of their fp32 expansion, bit for bit") {
+  for (bool tied : {false, true}) {
+    TestModelShape shape;  // dim 64, hidden 96, kv_dim 32: whole blocks of 32
+    shape.tied = tied;
+    Model model = make_test_model(shape);
+    auto blocks = std::make_shared<std::vector<std::vector<uint8_t>>>();
+    unsigned seed = 1;
+    auto quantize = [&](TensorView& t, DType dtype) {
+      blocks->push_back(cbatch::testing::random_blocks(dtype, t.rows, t.cols, seed++));
+      t = cbatch::testing::blocks_view(blocks->back(), dtype, t.rows, t.cols);
+    };
+    LayerTensors& l0 = model.tensors.layers[0];
+    for (TensorView* t : {&l0.wq, &l0.wk, &l0.wv, &l0.wo, &l0.w_gate, &l0.w_up, &l0.w_down}) quantize(*t, DType::kQ4_1);
+    LayerTensors& l1 = model.tensors.layers[1];
+    quantize(l1.wq, DType::kQ4_0);
+    quantize(l1.wk, DType::kQ8_0);  // q, k, v of different types: that stacked matrix is expanded to fp32
+    quantize(l1.wv, DType::kQ4_0);
+    quantize(l1.wo, DType::kQ4_0);
+    quantize(l1.w_gate, DType::kQ8_0);
+    quantize(l1.w_up, DType::kQ8_0);
+    quantize(l1.w_down, DType::kQ4_1);
+    quantize(model.tensors.embedding, DType::kQ8_0);
+    if (tied) {
+      model.tensors.lm_head = model.tensors.embedding;
+    } else {
+      quantize(model.tensors.lm_head, DType::kQ4_0);
+    }
+    model.storage = blocks;
+
+    CpuBackendOptions dense_options;
+    dense_options.keep_blocks = false;
+    auto blocked = make_cpu_backend(model, {});
+    auto dense = make_cpu_backend(model, dense_options);
+    CHECK(blocked->weight_bytes_per_param() < 1.5);
+    CHECK(dense->weight_bytes_per_param() >= 4.0);  // fp32, and the panels' padding
+    std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
+    const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
+    std::vector<float> logits[2];
+    for (Backend* backend : {blocked.get(), dense.get()}) {
+      backend->allocate_kv_cache({32, 4});
+      StepOutput out;
+      RaggedBatch s1;  // 13 rows: two prompts, padding
+      s1.query_start.push_back(0);
+      add_rows(s1, a, table_a, 0, 6, 0, true);
+      add_rows(s1, b, table_b, 0, 5, 2, true);
+      set_tables(s1, {&table_a, &table_b});
+      backend->forward(s1, out);
+      std::vector<float>& got = logits[backend == dense.get()];
+      got = out.logits;
+      RaggedBatch s2;  // one row: a decode step of a alone
+      s2.query_start.push_back(0);
+      add_rows(s2, a, table_a, 6, 7, 0, true);
+      set_tables(s2, {&table_a});
+      backend->forward(s2, out);
+      got.insert(got.end(), out.logits.begin(), out.logits.end());
+    }
+    REQUIRE(logits[0].size() == 3 * static_cast<size_t>(shape.vocab));
+    REQUIRE(logits[1].size() == logits[0].size());
+    CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);
+    bool finite = true;
+    for (float v : logits[0]) finite = finite && std::isfinite(v);
+    CHECK(finite);
   }
 }
 

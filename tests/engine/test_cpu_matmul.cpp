@@ -7,6 +7,7 @@
 
 #include "engine/cpu_matmul.hpp"
 #include "engine/thread_pool.hpp"
+#include "test_blocks.hpp"
 
 using namespace cbatch;
 
@@ -64,6 +65,42 @@ TEST_CASE("matmul agrees with a double-precision reference") {
     }
   }
   CHECK(std::sqrt(err / ref_norm) < 1e-6);
+}
+
+TEST_CASE("weights kept in Q8_0/Q4_0/Q4_1 blocks give the bits of their fp32 expansion, whatever M") {
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
+    for (int k : {32, 96, 576}) {
+      for (int n : {37, 64, 5}) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(k);
+        CAPTURE(n);
+        REQUIRE(PackedMatrix::keeps_blocks(dtype, k));
+        const auto bytes = testing::random_blocks(dtype, n, k, static_cast<unsigned>(k * 100 + n));
+        const TensorView view = testing::blocks_view(bytes, dtype, n, k);
+        std::vector<float> w(static_cast<size_t>(n) * k);
+        tensor_rows_to_f32(view, 0, n, w.data());
+        const PackedMatrix dense = pack(w, n, k, pool);
+        const PackedMatrix blocked(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool);
+        CHECK(blocked.is_blocked());
+        CHECK(blocked.bytes() * 3 < dense.bytes());  // Q4: 6 bits a weight, Q8_0: 10, fp32: 32
+        const int panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
+        std::vector<float> a(static_cast<size_t>(panels) * k * matmul_panel_width()), b(a.size());
+        dense.unpack_panels(0, panels, a.data());
+        blocked.unpack_panels(0, panels, b.data());
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+        for (int m : {1, 2, 9, 130}) {  // the one-row fused tile, unpacked panels, more than one row block
+          const auto x = random_vector(static_cast<size_t>(m) * k, 5);
+          std::vector<float> want(static_cast<size_t>(m) * n), got(want.size(), NAN);
+          matmul_ref(x.data(), w.data(), want.data(), m, n, k);
+          matmul(x.data(), blocked, got.data(), m, pool);
+          CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
+        }
+      }
+    }
+  }
+  CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kF16, 64));
+  CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kQ4_1, 48));
 }
 
 TEST_CASE("thread pool covers the range exactly once with aligned chunks") {
