@@ -132,32 +132,39 @@ constexpr int kHalf = kLanes / 2;
 constexpr int code_bytes_per_k(DType dtype) { return dtype == DType::kQ8_0 ? kLanes : kHalf; }
 constexpr size_t group_bytes(DType dtype) { return 2 * kLanes * sizeof(float) + kBlock * code_bytes_per_k(dtype); }
 
-// A Q4_0 block of +0 weights (code 8), for the lanes past N: zero bytes would decode to (0 - 8) * 0 = -0.
-constexpr uint8_t kQ4_0Zero[18] = {0, 0, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88,
-                                   0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88};
+// Blocks that decode to +0 weights, for the lanes past N (Q4_0 needs code 8: code 0 gives (0 - 8) * 0 = -0).
+constexpr uint8_t kZeroBlock[34] = {};
+constexpr uint8_t kQ4_0ZeroBlock[18] = {0, 0, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88,
+                                        0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88, 0x88};
 
-// One row's block (ggml layout) into lane `lane` of a group.
-void put_block(DType dtype, const uint8_t* block, int lane, uint8_t* group) {
+float load_f16(const uint8_t* p) {
+  uint16_t half;
+  std::memcpy(&half, p, 2);
+  return f16_to_f32(half);
+}
+
+// One block column of a panel: every lane's block (ggml layout) into one group.
+void put_group(DType dtype, const uint8_t* const (&blocks)[kLanes], uint8_t* group) {
   float* scales = reinterpret_cast<float*>(group);
   uint8_t* codes = group + 2 * kLanes * sizeof(float);
-  uint16_t half;
-  std::memcpy(&half, block, 2);
-  scales[lane] = f16_to_f32(half);
-  if (dtype == DType::kQ8_0) {
-    for (int i = 0; i < kBlock; ++i) codes[i * kLanes + lane] = block[2 + i];
-    return;
+  uint8_t q[kBlock][kLanes];  // Q4: the codes by k and lane
+  for (int l = 0; l < kLanes; ++l) {
+    const uint8_t* block = blocks[l];
+    scales[l] = load_f16(block);
+    scales[kLanes + l] = dtype == DType::kQ4_1 ? load_f16(block + 2) : 0.0f;
+    if (dtype == DType::kQ8_0) {
+      for (int i = 0; i < kBlock; ++i) codes[i * kLanes + l] = block[2 + i];
+      continue;
+    }
+    const uint8_t* nibbles = block + (dtype == DType::kQ4_1 ? 4 : 2);
+    for (int i = 0; i < kBlock / 2; ++i) {  // ggml: byte i holds element i (low nibble) and i + 16 (high)
+      q[i][l] = nibbles[i] & 0x0F;
+      q[i + kBlock / 2][l] = nibbles[i] >> 4;
+    }
   }
-  const uint8_t* q = block + 2;
-  if (dtype == DType::kQ4_1) {
-    std::memcpy(&half, block + 2, 2);
-    scales[kLanes + lane] = f16_to_f32(half);
-    q = block + 4;
-  }
-  const int byte = lane % kHalf, shift = lane < kHalf ? 0 : 4;
-  for (int i = 0; i < kBlock / 2; ++i) {  // ggml: byte i holds element i (low nibble) and i + 16 (high)
-    codes[i * kHalf + byte] |= static_cast<uint8_t>((q[i] & 0x0F) << shift);
-    codes[(i + kBlock / 2) * kHalf + byte] |= static_cast<uint8_t>((q[i] >> 4) << shift);
-  }
+  if (dtype == DType::kQ8_0) return;
+  for (int i = 0; i < kBlock; ++i)
+    for (int j = 0; j < kHalf; ++j) codes[i * kHalf + j] = static_cast<uint8_t>(q[i][j] | q[i][j + kHalf] << 4);
 }
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside the AVX-512 conversion
@@ -322,17 +329,15 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& r
   data_.reset(std::malloc(bytes_));
   if (!data_) throw Error("cannot allocate " + std::to_string(bytes_) + " bytes of weights");
   const int64_t block_bytes = dtype_block_bytes(dtype);
+  const uint8_t* zero_block = dtype == DType::kQ4_0 ? kQ4_0ZeroBlock : kZeroBlock;
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
     for (int64_t p = begin; p < end; ++p) {
-      auto* panel = static_cast<uint8_t*>(data_.get()) + p * panel_bytes_;
-      std::memset(panel, 0, panel_bytes_);
-      for (int lane = 0; lane < kLanes; ++lane) {
-        const bool valid = p * kLanes + lane < n;
-        if (!valid && dtype != DType::kQ4_0) continue;  // zero bytes decode to +0
-        const uint8_t* row = valid ? row_blocks(p * kLanes + lane) : nullptr;
-        for (int64_t b = 0; b < k / kBlock; ++b) {
-          put_block(dtype, valid ? row + b * block_bytes : kQ4_0Zero, lane, panel + b * group_bytes(dtype));
-        }
+      const uint8_t* rows[kLanes];
+      for (int l = 0; l < kLanes; ++l) rows[l] = p * kLanes + l < n ? row_blocks(p * kLanes + l) : nullptr;
+      for (int64_t b = 0; b < k / kBlock; ++b) {
+        const uint8_t* blocks[kLanes];
+        for (int l = 0; l < kLanes; ++l) blocks[l] = rows[l] != nullptr ? rows[l] + b * block_bytes : zero_block;
+        put_group(dtype, blocks, static_cast<uint8_t*>(data_.get()) + p * panel_bytes_ + b * group_bytes(dtype));
       }
     }
   });
