@@ -169,8 +169,10 @@ void put_group(DType dtype, const uint8_t* const (&blocks)[kLanes], uint8_t* gro
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside the AVX-512 conversion
 // intrinsics when they are inlined (a known false positive).
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 // One group of one panel, decoded a k at a time into the lanes' fp32 weights through the element
 // formulas of tensor.hpp (the AVX-512 build does 16 lanes at once; its fma is the fused one q4_1_value
@@ -259,7 +261,9 @@ void tile_blocked(const float* x, int64_t ldx, const uint8_t* panels, size_t pan
   store_tile(acc, y, ldy, cols);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 using BlockedTileFn = void (*)(const float*, int64_t, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
 

@@ -30,6 +30,7 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
   return bytes;
 }
 
+// A view of stored bytes (blocks or plain elements) as a (rows, cols) tensor of `dtype`.
 inline TensorView blocks_view(const std::vector<uint8_t>& bytes, DType dtype, int64_t rows, int64_t cols) {
   TensorView t;
   t.name = "blocks";

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/tensor.hpp"
+#include "test_blocks.hpp"
 
 namespace cbatch {
 namespace {
@@ -18,14 +19,8 @@ void put_u16(std::vector<uint8_t>& bytes, uint16_t v) {
 }
 
 TensorView view_of(const std::vector<uint8_t>& bytes, DType dtype, int64_t rows, int64_t cols) {
-  TensorView t;
-  t.name = "test";
-  t.dtype = dtype;
-  t.rows = rows;
-  t.cols = cols;
-  t.data = bytes.data();
   REQUIRE(static_cast<int64_t>(bytes.size()) == rows * row_bytes(dtype, cols));
-  return t;
+  return testing::blocks_view(bytes, dtype, rows, cols);
 }
 
 // Two rows of one quantization block each; row 0 is poison, row 1 is `block`.
