@@ -6,10 +6,10 @@
 // with M), and it is exactly matmul_ref's order.
 //
 // A weight stored in a GGUF block type (Q8_0, Q4_0, Q4_1) can stay in its blocks, regrouped by panel
-// (a scale and minimum per lane and 32 k, the codes of a k's lanes side by side): the product then
-// dequantizes a few panels at a time into a per-thread buffer, to exactly the values tensor_rows_to_f32
-// gives, and runs the same kernel. Same bits as the fp32 panels; 5-7x less memory to fill at load and to
-// stream per step.
+// (a scale and minimum per lane and 32 k, the codes of a k's lanes side by side). The product decodes
+// them to exactly the values tensor_rows_to_f32 gives: for one row in registers as each weight is used,
+// for more rows a few panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same
+// bits as the fp32 panels; 3-5x less memory to fill at load and to stream per step.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,8 +1,8 @@
 // Weight tensors as the model files hold them: a dtype and a view of the bytes (usually inside a
 // memory-mapped file), or a recipe for dummy random weights. Backends convert each tensor once at load
 // (the CPU backend to fp32 panels, or to panels that keep Q8_0/Q4_0/Q4_1 blocks; the CUDA backend to its
-// compute dtype), so a quantized file is never expanded in full beyond the final copy. Layout is row-major (rows, cols); a Linear weight is
-// (out_features, in_features), a norm weight is (1, dim).
+// compute dtype), so a quantized file is never expanded in full beyond the final copy. Layout is
+// row-major (rows, cols); a Linear weight is (out_features, in_features), a norm weight is (1, dim).
 #pragma once
 #include <cmath>
 #include <cstddef>
