@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "cuda/cublas_library.hpp"
 #include "engine/error.hpp"
 
 namespace cbatch {
@@ -23,7 +24,7 @@ inline void cuda_check(cudaError_t err, const char* expr, const char* file, int 
 
 inline void cublas_check(cublasStatus_t status, const char* expr, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS) {
-    throw_cuda_failure("cuBLAS", expr, cublasGetStatusString(status), file, line);
+    throw_cuda_failure("cuBLAS", expr, cublas_library().status_string(status), file, line);
   }
 }
 

@@ -24,13 +24,14 @@ CudaContext::CudaContext(int device_index) : device_(device_index) {
   cudaStream_t stream = nullptr;
   CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   stream_.reset(stream);
+  const CublasLibrary& cublas = cublas_library();
   cublasHandle_t handle = nullptr;
-  CUBLAS_CHECK(cublasCreate(&handle));
+  CUBLAS_CHECK(cublas.create(&handle));
   cublas_.reset(handle);
-  CUBLAS_CHECK(cublasSetStream(handle, stream));
-  CUBLAS_CHECK(cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+  CUBLAS_CHECK(cublas.set_stream(handle, stream));
+  CUBLAS_CHECK(cublas.set_math_mode(handle, CUBLAS_DEFAULT_MATH));
   cublas_workspace_ = DeviceBuffer<uint8_t>(kCublasWorkspaceBytes);
-  CUBLAS_CHECK(cublasSetWorkspace(handle, cublas_workspace_.get(), cublas_workspace_.bytes()));
+  CUBLAS_CHECK(cublas.set_workspace(handle, cublas_workspace_.get(), cublas_workspace_.bytes()));
 }
 
 void CudaContext::make_current() const { CUDA_CHECK(cudaSetDevice(device_)); }

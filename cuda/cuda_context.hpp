@@ -8,13 +8,15 @@
 #include <memory>
 #include <type_traits>
 
+#include "cuda/cublas_library.hpp"
 #include "cuda/device_buffer.hpp"
 
 namespace cbatch {
 
 class CudaContext {
  public:
-  // Selects the device and creates the stream and cuBLAS handle. Throws cbatch::Error.
+  // Selects the device and creates the stream and cuBLAS handle (opening cuBLAS the first time). Throws
+  // cbatch::Error.
   explicit CudaContext(int device_index);
 
   int device() const { return device_; }
@@ -30,7 +32,7 @@ class CudaContext {
     void operator()(cudaStream_t stream) const { cudaStreamDestroy(stream); }
   };
   struct CublasDeleter {
-    void operator()(cublasHandle_t handle) const { cublasDestroy(handle); }
+    void operator()(cublasHandle_t handle) const { cublas_library().destroy(handle); }
   };
 
   int device_ = 0;

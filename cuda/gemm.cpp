@@ -35,12 +35,13 @@ void gemm(cublasHandle_t handle, cudaStream_t stream, TOut* d_y, const T* d_x, c
   const float beta = 0.0f;
   // cublasSetStream also resets the handle's workspace to cuBLAS's own pool, so re-bind only when the
   // stream really changes (the backend binds its one stream and its workspace once, in CudaContext).
+  const CublasLibrary& cublas = cublas_library();
   cudaStream_t bound = nullptr;
-  CUBLAS_CHECK(cublasGetStream(handle, &bound));
-  if (bound != stream) CUBLAS_CHECK(cublasSetStream(handle, stream));
-  CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, d_w, cuda_data_type<T>(), k, d_x,
-                            cuda_data_type<T>(), k, &beta, d_y, cuda_data_type<TOut>(), n, CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
+  CUBLAS_CHECK(cublas.get_stream(handle, &bound));
+  if (bound != stream) CUBLAS_CHECK(cublas.set_stream(handle, stream));
+  CUBLAS_CHECK(cublas.gemm_ex(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, d_w, cuda_data_type<T>(), k, d_x,
+                             cuda_data_type<T>(), k, &beta, d_y, cuda_data_type<TOut>(), n, CUBLAS_COMPUTE_32F,
+                             CUBLAS_GEMM_DEFAULT));
 }
 
 template void gemm<float, float>(cublasHandle_t, cudaStream_t, float*, const float*, const float*, int, int, int);
