@@ -174,37 +174,33 @@ void put_group(DType dtype, const uint8_t* const (&blocks)[kLanes], uint8_t* gro
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+// The vector decode of a group needs the fused multiply-add that q4_1_value computes (__FP_FAST_FMAF);
+// without it, or on the portable build, each lane goes through the scalar formulas.
+#if defined(__FP_FAST_FMAF) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+#define CBATCH_VECTOR_DECODE 1
+#endif
+
 // One group of one panel, decoded a k at a time into the lanes' fp32 weights through the element
-// formulas of tensor.hpp (the AVX-512 build does 16 lanes at once; its fma is the fused one q4_1_value
-// computes), so both matmul paths see exactly the values tensor_rows_to_f32 gives.
+// formulas of tensor.hpp (the AVX-512 and AVX2 builds do all lanes at once, with the fused fma that
+// q4_1_value computes), so both matmul paths see exactly the values tensor_rows_to_f32 gives.
 template <DType D>
 class BlockedGroup {
  public:
   BlockedGroup() = default;
   explicit BlockedGroup(const uint8_t* group)
       : d_(reinterpret_cast<const float*>(group)), codes_(group + 2 * kLanes * sizeof(float)) {
-#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
-    vd_ = _mm512_loadu_ps(d_);
-    vm_ = _mm512_loadu_ps(d_ + kLanes);
+#ifdef CBATCH_VECTOR_DECODE
+    vd_ = Vec::load(d_);
+    vm_ = Vec::load(d_ + kLanes);
 #endif
   }
 
   Vec weights(int i) const {  // i: the k within the block
-#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
-    if constexpr (D == DType::kQ8_0) {
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_ + i * kLanes));
-      return {_mm512_mul_ps(vd_, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)))};
-    } else {
-      const __m128i low4 = _mm_set1_epi8(0x0F);
-      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes_ + i * kHalf));
-      const __m128i q = _mm_unpacklo_epi64(_mm_and_si128(b, low4), _mm_and_si128(_mm_srli_epi16(b, 4), low4));
-      const __m512i qi = _mm512_cvtepu8_epi32(q);
-      if constexpr (D == DType::kQ4_0) {
-        return {_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(qi, _mm512_set1_epi32(8))), vd_)};
-      } else {
-        return {_mm512_fmadd_ps(_mm512_cvtepi32_ps(qi), vd_, vm_)};
-      }
-    }
+#ifdef CBATCH_VECTOR_DECODE
+    if constexpr (D == DType::kQ8_0) return {mul(vd_.v, to_float(widen_signed(q8_codes(i))))};
+    const auto q = widen_unsigned(q4_codes(i));
+    if constexpr (D == DType::kQ4_0) return {mul(to_float(minus_8(q)), vd_.v)};
+    return {fmadd(to_float(q), vd_.v, vm_.v)};
 #else
     float w[kLanes];
     for (int l = 0; l < kLanes; ++l) {
@@ -221,10 +217,47 @@ class BlockedGroup {
   }
 
  private:
+#ifdef CBATCH_VECTOR_DECODE
+  // The kLanes int8 codes of k i (Q8_0), and the kLanes 4-bit codes of k i, one byte per lane (Q4: the
+  // low nibbles are lanes 0..kHalf-1, the high ones the rest).
+  __m128i q8_codes(int i) const {
+    return kLanes == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_ + i * kLanes))
+                        : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes_ + i * kLanes));
+  }
+  __m128i q4_codes(int i) const {
+    const __m128i low4 = _mm_set1_epi8(0x0F);
+    __m128i b;
+    if constexpr (kLanes == 16) {
+      b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes_ + i * kHalf));
+    } else {
+      int32_t bytes;
+      std::memcpy(&bytes, codes_ + i * kHalf, sizeof(bytes));
+      b = _mm_cvtsi32_si128(bytes);
+    }
+    const __m128i low = _mm_and_si128(b, low4), high = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
+    return kLanes == 16 ? _mm_unpacklo_epi64(low, high) : _mm_unpacklo_epi32(low, high);
+  }
+#if defined(__AVX512F__)
+  static __m512i widen_signed(__m128i q) { return _mm512_cvtepi8_epi32(q); }
+  static __m512i widen_unsigned(__m128i q) { return _mm512_cvtepu8_epi32(q); }
+  static __m512i minus_8(__m512i q) { return _mm512_sub_epi32(q, _mm512_set1_epi32(8)); }
+  static __m512 to_float(__m512i q) { return _mm512_cvtepi32_ps(q); }
+  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+  static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+#else
+  static __m256i widen_signed(__m128i q) { return _mm256_cvtepi8_epi32(q); }
+  static __m256i widen_unsigned(__m128i q) { return _mm256_cvtepu8_epi32(q); }
+  static __m256i minus_8(__m256i q) { return _mm256_sub_epi32(q, _mm256_set1_epi32(8)); }
+  static __m256 to_float(__m256i q) { return _mm256_cvtepi32_ps(q); }
+  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
+  static __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+#endif
+#endif
+
   const float* d_ = nullptr;  // d[kLanes], then m[kLanes]
   const uint8_t* codes_ = nullptr;
-#if defined(__AVX512F__) && defined(__FP_FAST_FMAF)
-  __m512 vd_, vm_;
+#ifdef CBATCH_VECTOR_DECODE
+  Vec vd_, vm_;
 #endif
 };
 
