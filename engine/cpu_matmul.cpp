@@ -20,10 +20,13 @@ namespace {
 
 // Vec: one panel row of lanes. Three builds of the same arithmetic (a lane-wise fused multiply-add):
 // AVX-512 (16 lanes), AVX2+FMA (8), portable fmaf (8). One binary uses one of them for every call.
+// A register tile is kMR rows by kNV panels; a one-row product (a decode step of one sequence, bound by
+// streaming the weights) takes kRowNV panels at a time instead.
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
-constexpr int kMR = 8;   // rows per register tile
-constexpr int kNV = 3;   // panels per register tile: 24 accumulators of 32
+constexpr int kMR = 8;     // rows per register tile
+constexpr int kNV = 3;     // panels per register tile: 24 accumulators of 32 registers
+constexpr int kRowNV = 3;
 struct Vec {
   __m512 v;
   static Vec zero() { return {_mm512_setzero_ps()}; }
@@ -34,8 +37,12 @@ struct Vec {
 };
 #elif defined(__AVX2__) && defined(__FMA__)
 constexpr int kLanes = 8;
-constexpr int kMR = 4;
-constexpr int kNV = 3;   // 12 accumulators of 16
+// 12 accumulators of 16 registers. 6 x 2 rather than 4 x 3: with 2 weight vectors and a broadcast beside
+// the accumulators, the compiler keeps the weights in registers instead of re-loading them for every
+// multiply-add; one core then runs a 128-row product at ~90% of its FMA peak instead of ~50%.
+constexpr int kMR = 6;
+constexpr int kNV = 2;
+constexpr int kRowNV = 4;
 struct Vec {
   __m256 v;
   static Vec zero() { return {_mm256_setzero_ps()}; }
@@ -48,6 +55,7 @@ struct Vec {
 constexpr int kLanes = 8;
 constexpr int kMR = 4;
 constexpr int kNV = 2;
+constexpr int kRowNV = 2;
 struct Vec {
   float v[8];
   static Vec zero() { return {}; }
@@ -108,7 +116,7 @@ void tile(const float* x, int64_t ldx, const float* panels, int64_t k, float* y,
 using TileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int64_t);
 
 template <int MR, int... NVs>
-constexpr std::array<TileFn, kNV> tile_row(std::integer_sequence<int, NVs...>) {
+constexpr std::array<TileFn, sizeof...(NVs)> tile_row(std::integer_sequence<int, NVs...>) {
   return {&tile<MR, NVs + 1>...};
 }
 
@@ -117,8 +125,10 @@ constexpr std::array<std::array<TileFn, kNV>, kMR> tile_table(std::integer_seque
   return {tile_row<MRs + 1>(std::make_integer_sequence<int, kNV>{})...};
 }
 
-// kTiles[mr - 1][nv - 1] computes an mr-row, nv-panel tile (edges use the smaller ones).
+// kTiles[mr - 1][nv - 1] computes an mr-row, nv-panel tile (edges use the smaller ones); kRowTiles[nv - 1]
+// a one-row tile of up to kRowNV panels.
 constexpr auto kTiles = tile_table(std::make_integer_sequence<int, kMR>{});
+constexpr auto kRowTiles = tile_row<1>(std::make_integer_sequence<int, kRowNV>{});
 
 int64_t num_panels(int64_t n) { return (n + kLanes - 1) / kLanes; }
 
@@ -301,29 +311,34 @@ void tile_blocked(const float* x, int64_t ldx, const uint8_t* panels, size_t pan
 using BlockedTileFn = void (*)(const float*, int64_t, const uint8_t*, size_t, int64_t, float*, int64_t, int64_t);
 
 template <DType D, int... NVs>
-constexpr std::array<BlockedTileFn, kNV> blocked_tile_row(std::integer_sequence<int, NVs...>) {
+constexpr std::array<BlockedTileFn, kRowNV> blocked_tile_row(std::integer_sequence<int, NVs...>) {
   return {&tile_blocked<D, 1, NVs + 1>...};
 }
 
 // kBlockedTiles[dtype][nv - 1]: a one-row tile straight from blocked panels (Q8_0, Q4_0, Q4_1).
-constexpr std::array<std::array<BlockedTileFn, kNV>, 3> kBlockedTiles = {
-    blocked_tile_row<DType::kQ8_0>(std::make_integer_sequence<int, kNV>{}),
-    blocked_tile_row<DType::kQ4_0>(std::make_integer_sequence<int, kNV>{}),
-    blocked_tile_row<DType::kQ4_1>(std::make_integer_sequence<int, kNV>{})};
+constexpr std::array<std::array<BlockedTileFn, kRowNV>, 3> kBlockedTiles = {
+    blocked_tile_row<DType::kQ8_0>(std::make_integer_sequence<int, kRowNV>{}),
+    blocked_tile_row<DType::kQ4_0>(std::make_integer_sequence<int, kRowNV>{}),
+    blocked_tile_row<DType::kQ4_1>(std::make_integer_sequence<int, kRowNV>{})};
 
 int blocked_index(DType dtype) { return dtype == DType::kQ8_0 ? 0 : dtype == DType::kQ4_0 ? 1 : 2; }
 
-// Panels [panel_begin, panel_end) of Y for all M rows. Blocked weights: one row (a decode step of one
-// sequence) runs the fused one-row tile; more rows unpack kNV panels at a time into a per-thread buffer
-// (once per kRowBlock rows, which the products then amortize) and run the fp32 tiles on it.
+// Panels [panel_begin, panel_end) of Y for all M rows. One row (a decode step of one sequence) runs the
+// one-row tiles, kRowNV panels at a time, blocked weights decoded in registers as they are used. More
+// rows unpack kNV blocked panels at a time into a per-thread buffer (once per kRowBlock rows, which the
+// products then amortize) and run the fp32 tiles on it.
 void matmul_panels(const float* x, const PackedMatrix& w, float* y, int64_t m, int64_t panel_begin,
                    int64_t panel_end) {
   const int64_t n = w.rows(), k = w.cols();
-  if (w.is_blocked() && m == 1) {
-    const auto& tiles = kBlockedTiles[blocked_index(w.dtype())];
-    for (int64_t p = panel_begin; p < panel_end; p += kNV) {
-      const int nv = static_cast<int>(std::min<int64_t>(kNV, panel_end - p));
-      tiles[nv - 1](x, k, w.blocked_panel(p), w.panel_bytes(), k, y + p * kLanes, n, n - p * kLanes);
+  if (m == 1) {
+    for (int64_t p = panel_begin; p < panel_end; p += kRowNV) {
+      const int nv = static_cast<int>(std::min<int64_t>(kRowNV, panel_end - p));
+      if (w.is_blocked()) {
+        kBlockedTiles[blocked_index(w.dtype())][nv - 1](x, k, w.blocked_panel(p), w.panel_bytes(), k,
+                                                        y + p * kLanes, n, n - p * kLanes);
+      } else {
+        kRowTiles[nv - 1](x, k, w.data() + p * k * kLanes, k, y + p * kLanes, n, n - p * kLanes);
+      }
     }
     return;
   }
@@ -420,8 +435,10 @@ void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPo
   // One-core cost of a panel: m x kLanes x K vector multiply-adds (~0.01 ns each) and kLanes x K weights
   // streamed from memory (~0.2 ns each, all of the cost when m is small).
   const double panel_ns = (0.01 * static_cast<double>(m) + 0.2) * kLanes * static_cast<double>(w.cols());
+  const int64_t tile_panels = m == 1 ? kRowNV : kNV;  // chunks of whole tiles
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) { matmul_panels(x, w, y, m, begin, end); },
-                    /*align=*/kNV, /*min_parallel=*/std::max<int64_t>(2 * kNV, min_parallel_items(panel_ns)));
+                    /*align=*/tile_panels,
+                    /*min_parallel=*/std::max<int64_t>(2 * tile_panels, min_parallel_items(panel_ns)));
 }
 
 void matmul_ref(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) {
