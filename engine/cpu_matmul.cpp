@@ -11,7 +11,7 @@
 #include "engine/error.hpp"
 #include "engine/thread_pool.hpp"
 
-#if defined(__AVX512F__) || defined(__AVX2__)
+#if defined(__SSE2__)
 #include <immintrin.h>
 #endif
 
@@ -153,28 +153,87 @@ float load_f16(const uint8_t* p) {
   return f16_to_f32(half);
 }
 
-// One block column of a panel: every lane's block (ggml layout) into one group.
+#if defined(__SSE2__)
+template <int W>  // interleave the W-byte elements of a and b: the low halves, then the high halves
+__m128i interleave_low(__m128i a, __m128i b) {
+  if constexpr (W == 1) return _mm_unpacklo_epi8(a, b);
+  if constexpr (W == 2) return _mm_unpacklo_epi16(a, b);
+  if constexpr (W == 4) return _mm_unpacklo_epi32(a, b);
+  if constexpr (W == 8) return _mm_unpacklo_epi64(a, b);
+}
+template <int W>
+__m128i interleave_high(__m128i a, __m128i b) {
+  if constexpr (W == 1) return _mm_unpackhi_epi8(a, b);
+  if constexpr (W == 2) return _mm_unpackhi_epi16(a, b);
+  if constexpr (W == 4) return _mm_unpackhi_epi32(a, b);
+  if constexpr (W == 8) return _mm_unpackhi_epi64(a, b);
+}
+
+// N rows of 16 bytes (N = 2, 4, 8 or 16; row r, byte b) written column by column: out[b * N + r]. Each
+// round interleaves neighbouring rows at twice the width of the round before; the low halves hold the
+// lower columns, so writing the low half before the high half keeps the columns in order. Returns the
+// end of what was written (16 N bytes).
+template <int N, int W = 1>
+uint8_t* store_columns(const __m128i (&rows)[N], uint8_t* out) {
+  if constexpr (N == 1) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), rows[0]);
+    return out + 16;
+  } else {
+    __m128i low[N / 2], high[N / 2];
+    for (int i = 0; i < N / 2; ++i) {
+      low[i] = interleave_low<W>(rows[2 * i], rows[2 * i + 1]);
+      high[i] = interleave_high<W>(rows[2 * i], rows[2 * i + 1]);
+    }
+    return store_columns<N / 2, 2 * W>(high, store_columns<N / 2, 2 * W>(low, out));
+  }
+}
+
+__m128i load16(const uint8_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+#endif
+
+// One block column of a panel: every lane's block (ggml layout) into one group. ggml stores a Q4 block's
+// element i in the low nibble of byte i and element i + 16 in the high nibble; a group's code byte j of
+// k i pairs lane j (low nibble) with lane j + kHalf (high).
 void put_group(DType dtype, const uint8_t* const (&blocks)[kLanes], uint8_t* group) {
   float* scales = reinterpret_cast<float*>(group);
   uint8_t* codes = group + 2 * kLanes * sizeof(float);
-  uint8_t q[kBlock][kLanes];  // Q4: the codes by k and lane
   for (int l = 0; l < kLanes; ++l) {
-    const uint8_t* block = blocks[l];
-    scales[l] = load_f16(block);
-    scales[kLanes + l] = dtype == DType::kQ4_1 ? load_f16(block + 2) : 0.0f;
-    if (dtype == DType::kQ8_0) {
-      for (int i = 0; i < kBlock; ++i) codes[i * kLanes + l] = block[2 + i];
-      continue;
+    scales[l] = load_f16(blocks[l]);
+    scales[kLanes + l] = dtype == DType::kQ4_1 ? load_f16(blocks[l] + 2) : 0.0f;
+  }
+  const int code_offset = dtype == DType::kQ4_1 ? 4 : 2;  // after d (and m)
+#if defined(__SSE2__)
+  if (dtype == DType::kQ8_0) {  // a kLanes x 32 transpose, in two halves of 16 k
+    __m128i rows[kLanes];
+    for (int half = 0; half < 2; ++half) {
+      for (int l = 0; l < kLanes; ++l) rows[l] = load16(blocks[l] + code_offset + 16 * half);
+      store_columns(rows, codes + 16 * half * kLanes);
     }
-    const uint8_t* nibbles = block + (dtype == DType::kQ4_1 ? 4 : 2);
-    for (int i = 0; i < kBlock / 2; ++i) {  // ggml: byte i holds element i (low nibble) and i + 16 (high)
-      q[i][l] = nibbles[i] & 0x0F;
-      q[i + kBlock / 2][l] = nibbles[i] >> 4;
+    return;
+  }
+  // Pair the lanes first (row j: byte i is the code byte of k i, or of k i + 16), then transpose.
+  const __m128i low4 = _mm_set1_epi8(0x0F), high4 = _mm_set1_epi8(static_cast<char>(0xF0));
+  __m128i first[kHalf], second[kHalf];  // k 0..15, k 16..31
+  for (int j = 0; j < kHalf; ++j) {
+    const __m128i a = load16(blocks[j] + code_offset), b = load16(blocks[j + kHalf] + code_offset);
+    first[j] = _mm_or_si128(_mm_and_si128(a, low4), _mm_and_si128(_mm_slli_epi16(b, 4), high4));
+    second[j] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(a, 4), low4), _mm_and_si128(b, high4));
+  }
+  store_columns(second, store_columns(first, codes));
+#else
+  if (dtype == DType::kQ8_0) {
+    for (int l = 0; l < kLanes; ++l)
+      for (int i = 0; i < kBlock; ++i) codes[i * kLanes + l] = blocks[l][code_offset + i];
+    return;
+  }
+  for (int i = 0; i < kBlock / 2; ++i) {
+    for (int j = 0; j < kHalf; ++j) {
+      const uint8_t a = blocks[j][code_offset + i], b = blocks[j + kHalf][code_offset + i];
+      codes[i * kHalf + j] = static_cast<uint8_t>((a & 0x0F) | (b & 0x0F) << 4);
+      codes[(i + kBlock / 2) * kHalf + j] = static_cast<uint8_t>(a >> 4 | (b & 0xF0));
     }
   }
-  if (dtype == DType::kQ8_0) return;
-  for (int i = 0; i < kBlock; ++i)
-    for (int j = 0; j < kHalf; ++j) codes[i * kHalf + j] = static_cast<uint8_t>(q[i][j] | q[i][j + kHalf] << 4);
+#endif
 }
 
 // GCC 12 warns about the deliberately undefined pass-through operand inside the AVX-512 conversion

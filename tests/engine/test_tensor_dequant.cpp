@@ -34,6 +34,21 @@ std::vector<float> second_row(DType dtype, const std::vector<uint8_t>& block) {
 
 }  // namespace
 
+TEST_CASE("f16_to_f32 gives the exact value of every half") {
+  for (uint32_t h = 0; h <= 0xFFFF; ++h) {
+    CAPTURE(h);
+    const int sign = h >> 15, exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+    const float value = f16_to_f32(static_cast<uint16_t>(h));
+    REQUIRE(std::signbit(value) == (sign == 1));
+    if (exponent == 31) {
+      REQUIRE((mantissa == 0 ? std::isinf(value) : std::isnan(value)));
+      continue;
+    }
+    const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+    REQUIRE(std::fabs(static_cast<double>(value)) == magnitude);
+  }
+}
+
 TEST_CASE("dequantize F16 and BF16 incl. subnormals and infinities") {
   std::vector<uint8_t> f16;
   for (uint16_t h : {0x3C00, 0xC000, 0x3555, 0x0001, 0x8000, 0x7C00, 0x7BFF, 0x0400}) put_u16(f16, h);
