@@ -33,6 +33,9 @@ struct Vec {
   static Vec load(const float* p) { return {_mm512_loadu_ps(p)}; }
   static Vec load_to_register(const float* p) { return load(p); }  // see the AVX2 one (not measured here)
   static Vec broadcast(float x) { return {_mm512_set1_ps(x)}; }
+  static Vec from_int8(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }   // 16 lanes
+  static Vec from_uint8(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q))}; }
+  static Vec mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
   void fma(Vec a, Vec b) { v = _mm512_fmadd_ps(a.v, b.v, v); }
   void store(float* p) const { _mm512_storeu_ps(p, v); }
 };
@@ -56,6 +59,9 @@ struct Vec {
     return {r};
   }
   static Vec broadcast(float x) { return {_mm256_set1_ps(x)}; }
+  static Vec from_int8(__m128i q) { return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))}; }  // low 8 bytes
+  static Vec from_uint8(__m128i q) { return {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q))}; }
+  static Vec mul(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
   void fma(Vec a, Vec b) { v = _mm256_fmadd_ps(a.v, b.v, v); }
   void store(float* p) const { _mm256_storeu_ps(p, v); }
 };
@@ -275,10 +281,11 @@ class BlockedGroup {
 
   Vec weights(int i) const {  // i: the k within the block
 #ifdef CBATCH_VECTOR_DECODE
-    if constexpr (D == DType::kQ8_0) return {mul(vd_.v, to_float(widen_signed(q8_codes(i))))};
-    const auto q = widen_unsigned(q4_codes(i));
-    if constexpr (D == DType::kQ4_0) return {mul(to_float(minus_8(q)), vd_.v)};
-    return {fmadd(to_float(q), vd_.v, vm_.v)};
+    if constexpr (D == DType::kQ8_0) return Vec::mul(vd_, Vec::from_int8(q8_codes(i)));
+    if constexpr (D == DType::kQ4_0) return Vec::mul(Vec::from_int8(_mm_sub_epi8(q4_codes(i), _mm_set1_epi8(8))), vd_);
+    Vec w = vm_;  // Q4_1: q * d + m, fused
+    w.fma(Vec::from_uint8(q4_codes(i)), vd_);
+    return w;
 #else
     float w[kLanes];
     for (int l = 0; l < kLanes; ++l) {
@@ -299,8 +306,8 @@ class BlockedGroup {
   // The kLanes int8 codes of k i (Q8_0), and the kLanes 4-bit codes of k i, one byte per lane (Q4: the
   // low nibbles are lanes 0..kHalf-1, the high ones the rest).
   __m128i q8_codes(int i) const {
-    return kLanes == 16 ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes_ + i * kLanes))
-                        : _mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes_ + i * kLanes));
+    const auto* p = reinterpret_cast<const __m128i*>(codes_ + i * kLanes);
+    return kLanes == 16 ? _mm_loadu_si128(p) : _mm_loadl_epi64(p);
   }
   __m128i q4_codes(int i) const {
     const __m128i low4 = _mm_set1_epi8(0x0F);
@@ -315,21 +322,6 @@ class BlockedGroup {
     const __m128i low = _mm_and_si128(b, low4), high = _mm_and_si128(_mm_srli_epi16(b, 4), low4);
     return kLanes == 16 ? _mm_unpacklo_epi64(low, high) : _mm_unpacklo_epi32(low, high);
   }
-#if defined(__AVX512F__)
-  static __m512i widen_signed(__m128i q) { return _mm512_cvtepi8_epi32(q); }
-  static __m512i widen_unsigned(__m128i q) { return _mm512_cvtepu8_epi32(q); }
-  static __m512i minus_8(__m512i q) { return _mm512_sub_epi32(q, _mm512_set1_epi32(8)); }
-  static __m512 to_float(__m512i q) { return _mm512_cvtepi32_ps(q); }
-  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
-  static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
-#else
-  static __m256i widen_signed(__m128i q) { return _mm256_cvtepi8_epi32(q); }
-  static __m256i widen_unsigned(__m128i q) { return _mm256_cvtepu8_epi32(q); }
-  static __m256i minus_8(__m256i q) { return _mm256_sub_epi32(q, _mm256_set1_epi32(8)); }
-  static __m256 to_float(__m256i q) { return _mm256_cvtepi32_ps(q); }
-  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
-  static __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
-#endif
 #endif
 
   const float* d_ = nullptr;  // d[kLanes], then m[kLanes]
