@@ -115,8 +115,8 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
-  // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention when CBATCH_PREFILL_ATTENTION=1
-  // (off by default until its tests have run on a GPU; fp32 always uses paged_attention).
+  // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention (CBATCH_PREFILL_ATTENTION=0 sends
+  // them through the CUDA-core paged_attention, for comparison; fp32 always uses paged_attention).
   bool use_prefill_kernel_ = prefill_kernel_enabled();
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
@@ -129,7 +129,7 @@ class CudaBackend final : public Backend {
   }
   static bool prefill_kernel_enabled() {
     const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
-    return !std::is_same_v<T, float> && env != nullptr && std::string(env) == "1";
+    return !std::is_same_v<T, float> && (env == nullptr || std::string(env) != "0");
   }
 };
 

@@ -10,8 +10,8 @@
 #   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
 #   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
-#   e2e-tc, 1b-tc, 8b-long-tc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=1 (the tensor-core
-#             prefill attention, off by default until proven): compare with the stages without it
+#   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
+#             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,10 +54,10 @@ for s in "${@:-info unit sanitize e2e}"; do
       8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
       8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
-      e2e-tc) CBATCH_PREFILL_ATTENTION=1 stage e2e-tc 400 python3 tests/e2e/test_gpu.py ;;
-      1b-tc) CBATCH_PREFILL_ATTENTION=1 bench 1b-tc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \
+      e2e-cc) CBATCH_PREFILL_ATTENTION=0 stage e2e-cc 400 python3 tests/e2e/test_gpu.py ;;
+      1b-cc) CBATCH_PREFILL_ATTENTION=0 bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \
                --max-num-batched-tokens 8192 ;;
-      8b-long-tc) CBATCH_PREFILL_ATTENTION=1 bench 8b-long-tc 550 llama-3.1-8b.json 1000 1000 continuous \
+      8b-long-cc) CBATCH_PREFILL_ATTENTION=0 bench 8b-long-cc 550 llama-3.1-8b.json 1000 1000 continuous \
                     --max-num-batched-tokens 8192 ;;
       *) echo "unknown stage $name" ;;
     esac

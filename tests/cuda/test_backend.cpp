@@ -192,10 +192,10 @@ TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
   check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
 }
 
-TEST_CASE("CUDA backend bf16 and fp16 with the tensor-core prefill attention (CBATCH_PREFILL_ATTENTION=1)") {
+TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (CBATCH_PREFILL_ATTENTION=0)") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
   struct ScopedEnv {  // read when a backend is built; unset again however the test ends
-    ScopedEnv() { setenv("CBATCH_PREFILL_ATTENTION", "1", 1); }
+    ScopedEnv() { setenv("CBATCH_PREFILL_ATTENTION", "0", 1); }
     ~ScopedEnv() { unsetenv("CBATCH_PREFILL_ATTENTION"); }
   } env;
   check_scenario(model, ComputeDType::kBF16, 3e-2);
