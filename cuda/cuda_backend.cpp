@@ -108,9 +108,12 @@ class CudaBackend final : public Backend {
   DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
   BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
   StepProfiler profiler_;
-  // Single-row sequences take decode_attention (CBATCH_DECODE_ATTENTION=0 sends them through the general
-  // paged_attention, for comparison). Its split-KV scratch holds max_partials() partial results.
+  // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
+  // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
+  // through the general paged_attention, for comparison). Its split-KV scratch holds max_partials()
+  // partial results.
   bool use_decode_kernel_ = decode_kernel_enabled(config_);
+  DecodeKernel decode_kernel_ = decode_kernel_choice(config_);
   DecodeSplit decode_split_;
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
@@ -126,6 +129,13 @@ class CudaBackend final : public Backend {
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
                           (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
     return shape_ok && (env == nullptr || std::string(env) != "0");
+  }
+  static DecodeKernel decode_kernel_choice(const ModelConfig& c) {
+    const char* env = std::getenv("CBATCH_DECODE_ATTENTION");
+    const bool cuda_cores = env != nullptr && std::string(env) == "cuda-cores";
+    return !std::is_same_v<T, float> && !cuda_cores && decode_tensor_cores_support(c.head_dim)
+               ? DecodeKernel::kTensorCores
+               : DecodeKernel::kCudaCores;
   }
   static bool prefill_kernel_enabled() {
     const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
@@ -235,7 +245,8 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   run_tile_attention(layer, batch, idx);
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                       idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
-                      decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream);
+                      decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream,
+                      decode_kernel_);
   profiler_.phase("attention", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
   profiler_.phase("gemm_o", stream);

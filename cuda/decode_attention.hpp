@@ -2,7 +2,7 @@
 // decode token, or a one-row chunk), the bulk of every decode-heavy step. Memory-bound on the KV cache,
 // so it reads each kv head's keys and values once for all the query heads that share them, spreads long
 // contexts over several CTAs (split-KV) when there are too few sequences to fill the GPU, and combines
-// the partial softmaxes in a second launch.
+// the partial softmaxes in a second launch. Its bf16/fp16 kernel does both products on the tensor cores.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -25,6 +25,12 @@ struct DecodeSplit {
 // in total); one split when the sequences alone fill the GPU.
 DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials);
 
+// The kernel that serves the decode rows: CUDA cores (every dtype and head_dim), or the tensor cores
+// (bf16 and fp16, head_dims for which decode_tensor_cores_support() holds; P is rounded to the dtype
+// before P V, as in the prefill kernel).
+enum class DecodeKernel { kCudaCores, kTensorCores };
+bool decode_tensor_cores_support(int head_dim);
+
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
 // out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the
 // layouts of paged_attention.hpp. d_partial_o (max_partials, group, head_dim) and d_partial_ml
@@ -34,6 +40,7 @@ template <typename T>
 void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
-                      float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream);
+                      float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
+                      DecodeKernel kernel = DecodeKernel::kCudaCores);
 
 }  // namespace cbatch

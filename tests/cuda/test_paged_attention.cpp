@@ -1,8 +1,9 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
 // that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types); blocks scattered through the cache, unused slots NaN-poisoned (the kernel must never read
-// them), head_dim 16..128, GQA groups 1..8, block sizes 16 and 5.
+// types; the decode rows also through both decode kernels, CUDA cores and tensor cores); blocks scattered
+// through the cache, unused slots NaN-poisoned (the kernel must never read them), head_dim 16..128, GQA
+// groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -166,18 +167,25 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   const int max_partials = 1024;
   DeviceBuffer<float> partial_o(static_cast<size_t>(max_partials) * group * head_dim);
   DeviceBuffer<float> partial_ml(static_cast<size_t>(max_partials) * group * 2);
-  for (int target_ctas : {1, 512}) {
-    const DecodeSplit split = choose_decode_split(4, num_kv_heads, 701, target_ctas, max_partials);
-    CAPTURE(split.num_splits);
-    CHECK((split.num_splits > 1) == (target_ctas > 1));
-    poison(d_out);
-    paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                       d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                       static_cast<int>(multi_seq.size()), shape, nullptr);
-    decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                        d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
-                        max_partials, shape, nullptr);
-    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+  std::vector<DecodeKernel> kernels = {DecodeKernel::kCudaCores};
+  if (!std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
+    kernels.push_back(DecodeKernel::kTensorCores);
+  }
+  for (const DecodeKernel kernel : kernels) {
+    for (int target_ctas : {1, 512}) {
+      const DecodeSplit split = choose_decode_split(4, num_kv_heads, 701, target_ctas, max_partials);
+      CAPTURE(split.num_splits);
+      CAPTURE(static_cast<int>(kernel));
+      CHECK((split.num_splits > 1) == (target_ctas > 1));
+      poison(d_out);
+      paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                         d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                         static_cast<int>(multi_seq.size()), shape, nullptr);
+      decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                          d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
+                          max_partials, shape, nullptr, kernel);
+      CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    }
   }
 }
 
@@ -215,7 +223,8 @@ TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/dec
   struct Shape {
     int head_dim, num_heads, num_kv_heads;
   };
-  const Shape shapes[] = {{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}};
+  const Shape shapes[] = {{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}, {32, 8, 8},
+                          {64, 32, 8}, {128, 32, 8}};
   for (const Shape& s : shapes) {
     for (int block_size : {16, 5}) {
       CAPTURE(s.head_dim);
