@@ -110,8 +110,8 @@ class CudaBackend final : public Backend {
   StepProfiler profiler_;
   // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
   // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
-  // through the general paged_attention, for comparison). Its split-KV scratch holds max_partials()
-  // partial results.
+  // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant,
+  // to measure). Its split-KV scratch holds max_partials() partial results.
   bool use_decode_kernel_ = decode_kernel_enabled(config_);
   DecodeKernel decode_kernel_ = decode_kernel_choice(config_);
   DecodeSplit decode_split_;
@@ -131,11 +131,12 @@ class CudaBackend final : public Backend {
     return shape_ok && (env == nullptr || std::string(env) != "0");
   }
   static DecodeKernel decode_kernel_choice(const ModelConfig& c) {
-    const char* env = std::getenv("CBATCH_DECODE_ATTENTION");
-    const bool cuda_cores = env != nullptr && std::string(env) == "cuda-cores";
-    return !std::is_same_v<T, float> && !cuda_cores && decode_tensor_cores_support(c.head_dim)
-               ? DecodeKernel::kTensorCores
-               : DecodeKernel::kCudaCores;
+    const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
+    const std::string env = value != nullptr ? value : "";
+    if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
+      return DecodeKernel::kCudaCores;
+    }
+    return env == "tensor-cores-16" ? DecodeKernel::kTensorCores16 : DecodeKernel::kTensorCores;
   }
   static bool prefill_kernel_enabled() {
     const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");

@@ -248,21 +248,23 @@ __global__ void decode_combine_kernel(const DecodeArgs<T> a, int num_splits) {
 // ---- Tensor-core decode attention (bf16, fp16; head_dim 32, 64, 128) ---------------------------------
 //
 // Same grid, arguments and outputs as decode_attention_kernel, 4 warps per CTA. Each warp walks its own
-// 32-key tiles of the split (tiles warp, warp + 4, ...) through a private cp.async pipeline (2-3 stages)
-// in shared memory, so the loop needs no block barrier, and does both products on the tensor cores with
-// mma.m16n8k16 (fp32 accumulate): S = Q K^T with the group's q heads as the rows of A (rows past the group
-// are zero), K as B straight from ldmatrix; the fp32 online softmax runs on the S fragments in registers
-// (exp2 of pre-scaled scores); P, rounded to T, is already in A's layout for O += P V, V coming from
-// ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared memory. Rows are padded by
-// 16 bytes so that ldmatrix's eight row addresses fall in distinct banks.
+// 32-key (or 16-key) tiles of the split (tiles warp, warp + 4, ...) through a private cp.async pipeline
+// (2-4 stages) in shared memory, so the loop needs no block barrier, and does both products on the
+// tensor cores with mma.m16n8k16 (fp32 accumulate): S = Q K^T with the group's q heads as the rows of A
+// (rows past the group are zero), K as B straight from ldmatrix; the fp32 online softmax runs on the S
+// fragments in registers (exp2 of pre-scaled scores); P, rounded to T, is already in A's layout for
+// O += P V, V coming from ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared
+// memory. Rows are padded by 16 bytes so that ldmatrix's eight row addresses fall in distinct banks.
 constexpr int kMmaWarps = 4;
-constexpr int kMmaTileKeys = 32;
 
-template <typename T, int HD>
+// TILE keys per warp tile: 32 (the default), or 16 (DecodeKernel::kTensorCores16: half the shared memory
+// per stage, one stage more, so that more CTAs fit on an SM; not measured yet).
+template <typename T, int HD, int TILE>
 struct MmaLayout {
+  static_assert(TILE == 16 || TILE == 32, "warp tiles of 16 or 32 keys");
   static constexpr int kLd = HD + 8;                               // padded row, elements
-  static constexpr int kTileElems = kMmaTileKeys * kLd;            // one K or V tile
-  static constexpr int kStages = HD <= 64 ? 3 : 2;
+  static constexpr int kTileElems = TILE * kLd;                    // one K or V tile
+  static constexpr int kStages = (HD <= 64 ? 3 : 2) + (TILE == 16 ? 1 : 0);
   static constexpr int kWarpElems = 2 * kStages * kTileElems;      // a warp's stages (K, V per stage)
   static constexpr size_t kBytes = sizeof(T) * kMmaWarps * kWarpElems;
   // After its loop a warp leaves (o (kDecodeMaxGroup, HD), m, l (kDecodeMaxGroup)) in its own stage space.
@@ -326,15 +328,16 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
   }
 }
 
-// A warp's copies of keys [key0, key0 + 32) into one stage; keys at or past key_end become zero rows.
-template <typename T, int HD>
+// A warp's copies of keys [key0, key0 + TILE) into one stage; keys at or past key_end become zero rows.
+template <typename T, int HD, int TILE>
 __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T>& a, const int32_t* table, int kv_head, int key0,
                                               int key_end, T* s_k, T* s_v, int lane) {
-  using L = MmaLayout<T, HD>;
+  using L = MmaLayout<T, HD, TILE>;
   constexpr int kPieces = HD * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces per row
   constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  static_assert(TILE * kPieces % 32 == 0, "whole pieces per lane");
 #pragma unroll
-  for (int j = 0; j < kPieces; ++j) {
+  for (int j = 0; j < TILE * kPieces / 32; ++j) {
     const int i = lane + 32 * j;
     const int k = i / kPieces, piece = i % kPieces;
     const int key = key0 + k;
@@ -345,9 +348,9 @@ __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T>& a, const int3
   }
 }
 
-template <typename T, int HD>
+template <typename T, int HD, int TILE>
 __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(const DecodeArgs<T> a) {
-  using L = MmaLayout<T, HD>;
+  using L = MmaLayout<T, HD, TILE>;
   constexpr int kKSteps = HD / 16;  // k steps of S = Q K^T
   constexpr int kDimTiles = HD / 8;  // n tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
@@ -360,19 +363,19 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   const int len = a.positions[row] + 1;
   const int key_begin = blockIdx.z * a.keys_per_split;
   const int key_end = min(len, key_begin + a.keys_per_split);
-  const int num_tiles = key_begin < key_end ? (key_end - key_begin + kMmaTileKeys - 1) / kMmaTileKeys : 0;
+  const int num_tiles = key_begin < key_end ? (key_end - key_begin + TILE - 1) / TILE : 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // fragment row (q head in the group) and column pair
   const int my_tiles = num_tiles > warp ? (num_tiles - warp + kMmaWarps - 1) / kMmaWarps : 0;
   const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   T* s_warp = reinterpret_cast<T*>(s_dynamic) + warp * L::kWarpElems;
   auto stage_k = [&](int i) { return s_warp + (i % L::kStages) * 2 * L::kTileElems; };
-  auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * kMmaTileKeys; };
+  auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * TILE; };
 
 #pragma unroll
   for (int i = 0; i < L::kStages - 1; ++i) {
     if (i < my_tiles) {
-      mma_load_tile<T, HD>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kTileElems, lane);
+      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kTileElems, lane);
     }
     cp_async_commit();
   }
@@ -398,8 +401,8 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   for (int i = 0; i < my_tiles; ++i) {
     const int ahead = i + L::kStages - 1;
     if (ahead < my_tiles) {
-      mma_load_tile<T, HD>(a, table, kv_head, tile_key(ahead), key_end, stage_k(ahead),
-                           stage_k(ahead) + L::kTileElems, lane);
+      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(ahead), key_end, stage_k(ahead),
+                                 stage_k(ahead) + L::kTileElems, lane);
     }
     cp_async_commit();
     cp_async_wait<L::kStages - 1>();
@@ -409,9 +412,9 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
     const int key0 = tile_key(i);
 
     // S = Q K^T: four n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.
-    float s[kMmaTileKeys / 8][4];
+    float s[TILE / 8][4];
 #pragma unroll
-    for (int n = 0; n < kMmaTileKeys / 8; ++n) {
+    for (int n = 0; n < TILE / 8; ++n) {
       s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kKSteps; kk += 2) {
@@ -424,7 +427,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
     // Online softmax of row g over this tile (the four threads of a quad share a row).
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int n = 0; n < kMmaTileKeys / 8; ++n) {
+    for (int n = 0; n < TILE / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const bool valid = key0 + n * 8 + 2 * t + e < key_end;
@@ -443,16 +446,16 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
       o[n][0] *= alpha;
       o[n][1] *= alpha;
     }
-    uint32_t p[kMmaTileKeys / 8];  // P of row g as A fragment halves: keys n * 8 + 2 t + {0, 1}
+    uint32_t p[TILE / 8];  // P of row g as A fragment halves: keys n * 8 + 2 t + {0, 1}
 #pragma unroll
-    for (int n = 0; n < kMmaTileKeys / 8; ++n) {
+    for (int n = 0; n < TILE / 8; ++n) {
       const float p0 = exp2f(s[n][0] - m_new), p1 = exp2f(s[n][1] - m_new);
       l_part += p0 + p1;
       p[n] = pack2<T>(p0, p1);
     }
     // O += P V: k steps of 16 keys; one ldmatrix.x4.trans gives the B fragments of two dim tiles.
 #pragma unroll
-    for (int kk = 0; kk < kMmaTileKeys / 16; ++kk) {
+    for (int kk = 0; kk < TILE / 16; ++kk) {
 #pragma unroll
       for (int n = 0; n < kDimTiles; n += 2) {
         uint32_t b[4];
@@ -540,16 +543,16 @@ void launch(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_
   combine(args, num_seqs, num_splits, HD, stream);
 }
 
-template <typename T, int HD>
+template <typename T, int HD, int TILE>
 void launch_mma(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(args.num_kv_heads),
                   static_cast<unsigned>(num_splits));
-  constexpr size_t kSmem = MmaLayout<T, HD>::kBytes;
+  constexpr size_t kSmem = MmaLayout<T, HD, TILE>::kBytes;
   if (kSmem > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(decode_attention_mma_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kSmem)));
+    CUDA_CHECK(cudaFuncSetAttribute(decode_attention_mma_kernel<T, HD, TILE>,
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
   }
-  decode_attention_mma_kernel<T, HD><<<grid, kMmaWarps * 32, kSmem, stream>>>(args);
+  decode_attention_mma_kernel<T, HD, TILE><<<grid, kMmaWarps * 32, kSmem, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   combine(args, num_seqs, num_splits, HD, stream);
 }
@@ -595,12 +598,16 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
                            d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
                            shape.num_kv_heads, shape.block_size, split.keys_per_split,
                            1.0f / std::sqrt(static_cast<float>(hd))};
-  if (kernel == DecodeKernel::kTensorCores) {
+  if (kernel == DecodeKernel::kTensorCores || kernel == DecodeKernel::kTensorCores16) {
     if constexpr (!std::is_same_v<T, float>) {
+      const bool short_tiles = kernel == DecodeKernel::kTensorCores16;
       switch (hd) {
-        case 32: return launch_mma<T, 32>(args, num_seqs, split.num_splits, stream);
-        case 64: return launch_mma<T, 64>(args, num_seqs, split.num_splits, stream);
-        case 128: return launch_mma<T, 128>(args, num_seqs, split.num_splits, stream);
+        case 32: return (short_tiles ? launch_mma<T, 32, 16> : launch_mma<T, 32, 32>)(args, num_seqs,
+                                                                                        split.num_splits, stream);
+        case 64: return (short_tiles ? launch_mma<T, 64, 16> : launch_mma<T, 64, 32>)(args, num_seqs,
+                                                                                        split.num_splits, stream);
+        case 128: return (short_tiles ? launch_mma<T, 128, 16> : launch_mma<T, 128, 32>)(args, num_seqs,
+                                                                                           split.num_splits, stream);
         default: break;
       }
     }

@@ -27,8 +27,9 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 
 // The kernel that serves the decode rows: CUDA cores (every dtype and head_dim), or the tensor cores
 // (bf16 and fp16, head_dims for which decode_tensor_cores_support() holds; P is rounded to the dtype
-// before P V, as in the prefill kernel).
-enum class DecodeKernel { kCudaCores, kTensorCores };
+// before P V, as in the prefill kernel). kTensorCores16 is the tensor-core kernel with 16-key warp tiles
+// (smaller stages, more CTAs per SM): tested for correctness, its speed not yet measured.
+enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16 };
 bool decode_tensor_cores_support(int head_dim);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:

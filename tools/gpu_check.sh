@@ -12,6 +12,10 @@
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
+#   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
+#   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
+#   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
+#             of ~540 keys): time, DRAM throughput, occupancy; $DECODE_KERNEL picks the kernel (default one)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,6 +63,21 @@ for s in "${@:-info unit sanitize e2e}"; do
                --max-num-batched-tokens 8192 ;;
       8b-long-cc) CBATCH_PREFILL_ATTENTION=0 bench 8b-long-cc 550 llama-3.1-8b.json 1000 1000 continuous \
                     --max-num-batched-tokens 8192 ;;
+      1b-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 1b-t16 500 llama-3.2-1b.json 128:1024 128:1024 \
+                continuous,static --max-num-batched-tokens 8192 ;;
+      8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
+                     continuous --max-num-batched-tokens 8192 ;;
+      profile) CBATCH_CUDA_PROFILE=1 stage profile 200 "$CBATCH" bench --model dummy:examples/models/llama-3.2-1b.json \
+                 --num-prompts 200 --input-len 128:1024 --output-len 128:1024 --modes continuous --max-num-seqs 256 \
+                 --max-num-batched-tokens 8192 --device cuda --quiet ;;
+      ncu-decode)
+        for shape in 1b:llama-3.2-1b:600 8b:llama-3.1-8b:1000; do
+          IFS=: read -r tag config skip <<<"$shape"
+          CBATCH_DECODE_ATTENTION=${DECODE_KERNEL:-} stage "ncu-decode-$tag" 200 ncu --kernel-name regex:decode_attention \
+            --launch-skip "$skip" --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+            "$CBATCH" bench --model "dummy:examples/models/$config.json" --num-prompts 256 --input-len 512 \
+            --output-len 64 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --device cuda --quiet
+        done ;;
       *) echo "unknown stage $name" ;;
     esac
   done

@@ -1,7 +1,7 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
 // that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types; the decode rows also through both decode kernels, CUDA cores and tensor cores); blocks scattered
+// types; the decode rows also through every decode kernel, CUDA cores and tensor cores); blocks scattered
 // through the cache, unused slots NaN-poisoned (the kernel must never read them), head_dim 16..128, GQA
 // groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
@@ -170,6 +170,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   std::vector<DecodeKernel> kernels = {DecodeKernel::kCudaCores};
   if (!std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
     kernels.push_back(DecodeKernel::kTensorCores);
+    kernels.push_back(DecodeKernel::kTensorCores16);
   }
   for (const DecodeKernel kernel : kernels) {
     for (int target_ctas : {1, 512}) {
