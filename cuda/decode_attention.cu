@@ -354,7 +354,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   constexpr int kKSteps = HD / 16;  // k steps of S = Q K^T
   constexpr int kDimTiles = HD / 8;  // n tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
-  extern __shared__ __align__(128) unsigned char s_dynamic[];
+  extern __shared__ __align__(128) unsigned char s_stages[];
 
   const int seq = a.decode_seqs[blockIdx.x];
   const int kv_head = blockIdx.y;
@@ -368,7 +368,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   const int g = lane / 4, t = lane % 4;  // fragment row (q head in the group) and column pair
   const int my_tiles = num_tiles > warp ? (num_tiles - warp + kMmaWarps - 1) / kMmaWarps : 0;
   const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
-  T* s_warp = reinterpret_cast<T*>(s_dynamic) + warp * L::kWarpElems;
+  T* s_warp = reinterpret_cast<T*>(s_stages) + warp * L::kWarpElems;
   auto stage_k = [&](int i) { return s_warp + (i % L::kStages) * 2 * L::kTileElems; };
   auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * TILE; };
 
@@ -491,7 +491,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   // Merge the warps: weights 2^(m_w - M); a warp without tiles has m = -inf, l = 0, o = 0.
   const bool is_split = gridDim.z > 1;
   const size_t partial = (static_cast<size_t>(blockIdx.x) * gridDim.y + kv_head) * gridDim.z + blockIdx.z;
-  const float* w_base = reinterpret_cast<const float*>(s_dynamic);
+  const float* w_base = reinterpret_cast<const float*>(s_stages);
   const size_t w_stride = L::kWarpElems * sizeof(T) / sizeof(float);
   for (int e = threadIdx.x; e < group * HD; e += kMmaWarps * 32) {
     const int h = e / HD, d = e % HD;
