@@ -17,6 +17,9 @@
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy; $DECODE_KERNEL picks the kernel (default one)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
+# Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
+# on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
+# 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
