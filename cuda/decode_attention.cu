@@ -411,7 +411,7 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
     const T* s_v = s_k + L::kTileElems;
     const int key0 = tile_key(i);
 
-    // S = Q K^T: four n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.
+    // S = Q K^T: n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.
     float s[TILE / 8][4];
 #pragma unroll
     for (int n = 0; n < TILE / 8; ++n) {

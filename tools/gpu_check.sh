@@ -76,8 +76,8 @@ for s in "${@:-info unit sanitize e2e}"; do
       ncu-decode)
         for shape in 1b:llama-3.2-1b:600 8b:llama-3.1-8b:1000; do
           IFS=: read -r tag config skip <<<"$shape"
-          CBATCH_DECODE_ATTENTION=${DECODE_KERNEL:-} stage "ncu-decode-$tag" 200 ncu --kernel-name regex:decode_attention \
-            --launch-skip "$skip" --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+          CBATCH_DECODE_ATTENTION=${DECODE_KERNEL:-} stage "ncu-decode-$tag" 200 \
+            ncu --kernel-name regex:decode_attention --launch-skip "$skip" --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
             "$CBATCH" bench --model "dummy:examples/models/$config.json" --num-prompts 256 --input-len 512 \
             --output-len 64 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --device cuda --quiet
         done ;;
