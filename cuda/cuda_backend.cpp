@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -112,8 +113,7 @@ class CudaBackend final : public Backend {
   // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
   // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant,
   // to measure). Its split-KV scratch holds max_partials() partial results.
-  bool use_decode_kernel_ = decode_kernel_enabled(config_);
-  DecodeKernel decode_kernel_ = decode_kernel_choice(config_);
+  std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice(config_);  // none: all rows paged
   DecodeSplit decode_split_;
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
@@ -124,15 +124,12 @@ class CudaBackend final : public Backend {
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
   int max_partials() const { return 8 * num_sms(); }
-  static bool decode_kernel_enabled(const ModelConfig& c) {
-    const char* env = std::getenv("CBATCH_DECODE_ATTENTION");
-    const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
-                          (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
-    return shape_ok && (env == nullptr || std::string(env) != "0");
-  }
-  static DecodeKernel decode_kernel_choice(const ModelConfig& c) {
+  static std::optional<DecodeKernel> decode_kernel_choice(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
     const std::string env = value != nullptr ? value : "";
+    const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
+                          (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
+    if (!shape_ok || env == "0") return std::nullopt;
     if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
       return DecodeKernel::kCudaCores;
     }
@@ -209,7 +206,8 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   const cudaStream_t stream = context_.stream();
   try {
     profiler_.begin_step(stream);
-    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), use_decode_kernel_, stream);
+    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
+                                               stream);
     profiler_.phase("upload", stream);
     decode_split_ = choose_decode_split(idx.num_decode, config_.num_kv_heads, batch.max_seq_len, 4 * num_sms(),
                                         max_partials());
@@ -247,7 +245,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                       idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
                       decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream,
-                      decode_kernel_);
+                      decode_kernel_.value_or(DecodeKernel::kCudaCores));
   profiler_.phase("attention", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
   profiler_.phase("gemm_o", stream);

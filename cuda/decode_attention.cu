@@ -22,6 +22,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/kernel_smem.hpp"
 
 namespace cbatch {
 namespace {
@@ -56,6 +57,26 @@ __device__ __forceinline__ size_t cache_offset(const DecodeArgs<T>& a, const int
   return ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * hd;
 }
 
+// What one CTA of either decode kernel covers: the only row `row` of sequence decode_seqs[blockIdx.x],
+// kv head blockIdx.y (and its `group` q heads), keys [key_begin, key_end) of split blockIdx.z.
+struct DecodeCta {
+  int kv_head, group, row, key_begin, key_end;
+  const int32_t* table;  // the sequence's block table
+};
+
+template <typename T>
+__device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
+  const int seq = a.decode_seqs[blockIdx.x];
+  DecodeCta c;
+  c.kv_head = blockIdx.y;
+  c.group = a.num_heads / a.num_kv_heads;
+  c.row = a.query_start[seq];
+  c.key_begin = blockIdx.z * a.keys_per_split;
+  c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
+  c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
+  return c;
+}
+
 // Two consecutive elements widened to fp32 (4- or 8-byte aligned).
 __device__ __forceinline__ float2 load2_f32(const float* p) { return *reinterpret_cast<const float2*>(p); }
 __device__ __forceinline__ float2 load2_f32(const __nv_bfloat16* p) {
@@ -84,15 +105,11 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const Decode
   T* s_v = reinterpret_cast<T*>(s_dynamic);                        // (kThreads, HD) value rows of the chunk
   float* s_o = reinterpret_cast<float*>(s_dynamic);                // (kKeyGroups, group, HD) after the loop
 
-  const int seq = a.decode_seqs[blockIdx.x];
-  const int kv_head = blockIdx.y;
-  const int group = a.num_heads / a.num_kv_heads;
-  const int row = a.query_start[seq];
-  const int len = a.positions[row] + 1;
-  const int key_begin = blockIdx.z * a.keys_per_split;
-  const int key_end = min(len, key_begin + a.keys_per_split);
+  const DecodeCta cta = decode_cta(a);
+  const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
+  const int key_begin = cta.key_begin, key_end = cta.key_end;
+  const int32_t* table = cta.table;
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
 
   for (int i = tid; i < group * HD; i += kThreads) {
@@ -356,18 +373,14 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ __align__(128) unsigned char s_stages[];
 
-  const int seq = a.decode_seqs[blockIdx.x];
-  const int kv_head = blockIdx.y;
-  const int group = a.num_heads / a.num_kv_heads;
-  const int row = a.query_start[seq];
-  const int len = a.positions[row] + 1;
-  const int key_begin = blockIdx.z * a.keys_per_split;
-  const int key_end = min(len, key_begin + a.keys_per_split);
+  const DecodeCta cta = decode_cta(a);
+  const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
+  const int key_begin = cta.key_begin, key_end = cta.key_end;
+  const int32_t* table = cta.table;
   const int num_tiles = key_begin < key_end ? (key_end - key_begin + TILE - 1) / TILE : 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // fragment row (q head in the group) and column pair
   const int my_tiles = num_tiles > warp ? (num_tiles - warp + kMmaWarps - 1) / kMmaWarps : 0;
-  const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   T* s_warp = reinterpret_cast<T*>(s_stages) + warp * L::kWarpElems;
   auto stage_k = [&](int i) { return s_warp + (i % L::kStages) * 2 * L::kTileElems; };
   auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * TILE; };
@@ -521,8 +534,15 @@ __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_mma_kernel(co
   }
 }
 
+// One decode launch: grid (num_seqs, num_kv_heads, num_splits), then the merge of the splits.
 template <typename T>
-void combine(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream) {
+void launch(void (*kernel)(DecodeArgs<T>), int threads, size_t smem_bytes, const DecodeArgs<T>& args, int num_seqs,
+            int num_splits, int hd, cudaStream_t stream) {
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
+  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(args.num_kv_heads),
+                  static_cast<unsigned>(num_splits));
+  kernel<<<grid, threads, smem_bytes, stream>>>(args);
+  CUDA_CHECK_LAUNCH();
   if (num_splits > 1) {
     decode_combine_kernel<T><<<dim3(num_seqs, args.num_heads), hd, 0, stream>>>(args, num_splits);
     CUDA_CHECK_LAUNCH();
@@ -530,31 +550,24 @@ void combine(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cu
 }
 
 template <typename T, int HD>
-void launch(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(args.num_kv_heads),
-                  static_cast<unsigned>(num_splits));
-  constexpr size_t kSmem = decode_smem_bytes<T, HD>();
-  if (kSmem > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(decode_attention_kernel<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    static_cast<int>(kSmem)));
-  }
-  decode_attention_kernel<T, HD><<<grid, kThreads, kSmem, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
-  combine(args, num_seqs, num_splits, HD, stream);
+void launch_cuda_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
+  launch<T>(decode_attention_kernel<T, HD>, kThreads, decode_smem_bytes<T, HD>(), args, num_seqs, num_splits, HD,
+            stream);
 }
 
-template <typename T, int HD, int TILE>
-void launch_mma(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
-  const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(args.num_kv_heads),
-                  static_cast<unsigned>(num_splits));
-  constexpr size_t kSmem = MmaLayout<T, HD, TILE>::kBytes;
-  if (kSmem > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(decode_attention_mma_kernel<T, HD, TILE>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+template <typename T, int TILE>
+void launch_tensor_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream) {
+  auto run = [&](auto head_dim) {
+    constexpr int HD = decltype(head_dim)::value;
+    launch<T>(decode_attention_mma_kernel<T, HD, TILE>, kMmaWarps * 32, MmaLayout<T, HD, TILE>::kBytes, args,
+              num_seqs, num_splits, HD, stream);
+  };
+  switch (hd) {
+    case 32: return run(std::integral_constant<int, 32>{});
+    case 64: return run(std::integral_constant<int, 64>{});
+    case 128: return run(std::integral_constant<int, 128>{});
+    default: throw Error("decode_attention: no tensor-core kernel for head_dim " + std::to_string(hd));
   }
-  decode_attention_mma_kernel<T, HD, TILE><<<grid, kMmaWarps * 32, kSmem, stream>>>(args);
-  CUDA_CHECK_LAUNCH();
-  combine(args, num_seqs, num_splits, HD, stream);
 }
 
 }  // namespace
@@ -598,26 +611,20 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
                            d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
                            shape.num_kv_heads, shape.block_size, split.keys_per_split,
                            1.0f / std::sqrt(static_cast<float>(hd))};
-  if (kernel == DecodeKernel::kTensorCores || kernel == DecodeKernel::kTensorCores16) {
-    if constexpr (!std::is_same_v<T, float>) {
-      const bool short_tiles = kernel == DecodeKernel::kTensorCores16;
-      switch (hd) {
-        case 32: return (short_tiles ? launch_mma<T, 32, 16> : launch_mma<T, 32, 32>)(args, num_seqs,
-                                                                                        split.num_splits, stream);
-        case 64: return (short_tiles ? launch_mma<T, 64, 16> : launch_mma<T, 64, 32>)(args, num_seqs,
-                                                                                        split.num_splits, stream);
-        case 128: return (short_tiles ? launch_mma<T, 128, 16> : launch_mma<T, 128, 32>)(args, num_seqs,
-                                                                                           split.num_splits, stream);
-        default: break;
-      }
+  if (kernel != DecodeKernel::kCudaCores) {
+    if constexpr (std::is_same_v<T, float>) {
+      throw Error("decode_attention: the tensor-core kernels take bf16 or fp16");
+    } else if (kernel == DecodeKernel::kTensorCores16) {
+      return launch_tensor_cores<T, 16>(args, num_seqs, split.num_splits, hd, stream);
+    } else {
+      return launch_tensor_cores<T, 32>(args, num_seqs, split.num_splits, hd, stream);
     }
-    throw Error("decode_attention: no tensor-core kernel for head_dim " + std::to_string(hd) + " in this dtype");
   }
   switch (hd) {
-    case 16: return launch<T, 16>(args, num_seqs, split.num_splits, stream);
-    case 32: return launch<T, 32>(args, num_seqs, split.num_splits, stream);
-    case 64: return launch<T, 64>(args, num_seqs, split.num_splits, stream);
-    case 128: return launch<T, 128>(args, num_seqs, split.num_splits, stream);
+    case 16: return launch_cuda_cores<T, 16>(args, num_seqs, split.num_splits, stream);
+    case 32: return launch_cuda_cores<T, 32>(args, num_seqs, split.num_splits, stream);
+    case 64: return launch_cuda_cores<T, 64>(args, num_seqs, split.num_splits, stream);
+    case 128: return launch_cuda_cores<T, 128>(args, num_seqs, split.num_splits, stream);
     default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64 or 128");
   }
 }

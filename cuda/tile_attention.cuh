@@ -11,6 +11,7 @@
 
 #include "cuda/attention_shape.hpp"
 #include "cuda/cuda_check.hpp"
+#include "cuda/kernel_smem.hpp"
 #include "cuda/paged_attention.hpp"
 
 namespace cbatch {
@@ -67,9 +68,7 @@ void dispatch_head_dim(int head_dim, F&& launch) {
 template <typename T>
 void launch_over_tiles(void (*kernel)(TileAttentionArgs<T>), const TileAttentionArgs<T>& args, int num_tiles,
                        int threads, size_t smem_bytes, cudaStream_t stream) {
-  if (smem_bytes > 48 * 1024) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem_bytes)));
-  }
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
   const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads));
   kernel<<<grid, threads, smem_bytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
