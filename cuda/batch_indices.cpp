@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/decode_stream.hpp"
 #include "cuda/paged_attention.hpp"
 
 namespace cbatch {
@@ -86,9 +87,9 @@ void validate_batch(const RaggedBatch& batch, const BatchLimits& limits) {
 size_t BatchUploader::capacity(const BatchLimits& lim) {
   const size_t tokens = static_cast<size_t>(lim.max_tokens);
   const size_t seqs = static_cast<size_t>(lim.max_seqs);
-  // tokens, positions, slots, tile_seq, tile_row; query_start; logits_rows; block_tables
-  // ... decode_seqs
-  return 5 * tokens + (seqs + 1) + 2 * seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
+  // tokens, positions, slots, tile_seq, tile_row; query_start, decode_tile_start; logits_rows, decode_seqs;
+  // block_tables
+  return 5 * tokens + 2 * (seqs + 1) + 2 * seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
 }
 
 BatchUploader::BatchUploader(const BatchLimits& limits) : host_(capacity(limits)), device_(capacity(limits)) {}
@@ -119,9 +120,11 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
   auto [h_tile_seq, d_tile_seq] = reserve(b.token_ids.size());
   auto [h_tile_row, d_tile_row] = reserve(b.token_ids.size());
   auto [h_decode, d_decode] = reserve(static_cast<size_t>(b.num_seqs()));
+  auto [h_decode_tiles, d_decode_tiles] = reserve(static_cast<size_t>(b.num_seqs()) + 1);
   idx.tile_seq = d_tile_seq;
   idx.tile_row = d_tile_row;
   idx.decode_seqs = d_decode;
+  idx.decode_tile_start = d_decode_tiles;
   for (int s = 0; s < b.num_seqs(); ++s) {
     const int rows = b.query_start[s + 1] - b.query_start[s];
     if (split_decode && rows == 1) {
@@ -134,6 +137,8 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
       ++idx.num_tiles;
     }
   }
+  decode_stream::build_tile_start(b.positions.data(), b.query_start.data(), h_decode, idx.num_decode, h_decode_tiles);
+  idx.decode_tiles = h_decode_tiles[idx.num_decode];
   CUDA_CHECK(cudaMemcpyAsync(device_.get(), host, used * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   return idx;
 }

@@ -22,8 +22,10 @@ struct BatchIndices {
   const int32_t* tile_row = nullptr;      // (num_tiles)
   const int32_t* block_tables = nullptr;  // (num_seqs, max_blocks_per_seq)
   const int32_t* decode_seqs = nullptr;   // (num_decode) single-row sequences, for decode_attention
+  const int32_t* decode_tile_start = nullptr;  // (num_decode + 1) their key tiles, see decode_stream.hpp
   int num_tiles = 0;                      // tiles of the sequences with several rows (all, without decode)
   int num_decode = 0;
+  int decode_tiles = 0;                   // decode_tile_start[num_decode]: key tiles per kv head
 };
 
 struct BatchLimits {

@@ -19,6 +19,7 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_context.hpp"
 #include "cuda/decode_attention.hpp"
+#include "cuda/decode_stream.hpp"
 #include "cuda/device_peaks.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/embedding.hpp"
@@ -96,6 +97,7 @@ class CudaBackend final : public Backend {
   T* k_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer)) * layer_cache_elems(); }
   T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
 
+  void plan_decode_stream(const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
@@ -111,10 +113,13 @@ class CudaBackend final : public Backend {
   StepProfiler profiler_;
   // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
   // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
-  // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant,
-  // to measure). Its split-KV scratch holds max_partials() partial results.
+  // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant and
+  // =stream the stream-scheduled kernel, to measure). Its split-KV scratch holds max_partials() partial
+  // results; the stream kernel's holds two per warp.
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice(config_);  // none: all rows paged
   DecodeSplit decode_split_;
+  DecodeStream decode_stream_;
+  int stream_max_warps_ = 0;  // decode_stream_max_warps, asked on the first stream step
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
@@ -123,7 +128,7 @@ class CudaBackend final : public Backend {
   bool use_prefill_kernel_ = prefill_kernel_enabled();
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
-  int max_partials() const { return 8 * num_sms(); }
+  int max_partials() const { return 16 * num_sms(); }
   static std::optional<DecodeKernel> decode_kernel_choice(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
     const std::string env = value != nullptr ? value : "";
@@ -133,7 +138,8 @@ class CudaBackend final : public Backend {
     if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
       return DecodeKernel::kCudaCores;
     }
-    return env == "tensor-cores-16" ? DecodeKernel::kTensorCores16 : DecodeKernel::kTensorCores;
+    if (env == "tensor-cores-16") return DecodeKernel::kTensorCores16;
+    return env == "stream" ? DecodeKernel::kStream : DecodeKernel::kTensorCores;
   }
   static bool prefill_kernel_enabled() {
     const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
@@ -211,6 +217,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
     profiler_.phase("upload", stream);
     decode_split_ = choose_decode_split(idx.num_decode, config_.num_kv_heads, batch.max_seq_len, 4 * num_sms(),
                                         max_partials());
+    if (decode_kernel_ == DecodeKernel::kStream) plan_decode_stream(idx);
     embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
     profiler_.phase("embedding", stream);
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
@@ -219,6 +226,18 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
     cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
     throw;
   }
+}
+
+// The stream decode kernel's plan for this step: as many warps as run at once, each with a few tiles.
+template <typename T>
+void CudaBackend<T>::plan_decode_stream(const BatchIndices& idx) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (stream_max_warps_ == 0) stream_max_warps_ = decode_stream_max_warps<T>(config_.head_dim);
+  }
+  decode_stream_.tile_start = idx.decode_tile_start;
+  decode_stream_.num_tiles = static_cast<int64_t>(idx.decode_tiles) * config_.num_kv_heads;
+  decode_stream_.num_warps =
+      decode_stream::choose_num_warps(decode_stream_.num_tiles, std::min(stream_max_warps_, max_partials() / 2));
 }
 
 template <typename T>
@@ -245,7 +264,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                       idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
                       decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream,
-                      decode_kernel_.value_or(DecodeKernel::kCudaCores));
+                      decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_);
   profiler_.phase("attention", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
   profiler_.phase("gemm_o", stream);

@@ -1,8 +1,8 @@
-// Host side of the decode attention (decode_attention.cu): the attention of single-row sequences (a
+// Host side of the decode attention (decode_attention*.cu): the attention of single-row sequences (a
 // decode token, or a one-row chunk), the bulk of every decode-heavy step. Memory-bound on the KV cache,
 // so it reads each kv head's keys and values once for all the query heads that share them, spreads long
 // contexts over several CTAs (split-KV) when there are too few sequences to fill the GPU, and combines
-// the partial softmaxes in a second launch. Its bf16/fp16 kernel does both products on the tensor cores.
+// the partial softmaxes in a second launch. Its bf16/fp16 kernels do both products on the tensor cores.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -28,20 +28,37 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 // The kernel that serves the decode rows: CUDA cores (every dtype and head_dim), or the tensor cores
 // (bf16 and fp16, head_dims for which decode_tensor_cores_support() holds; P is rounded to the dtype
 // before P V, as in the prefill kernel). kTensorCores16 is the tensor-core kernel with 16-key warp tiles
-// (smaller stages, more CTAs per SM): tested for correctness, its speed not yet measured.
-enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16 };
+// (smaller stages, more CTAs per SM): tested for correctness, its speed not yet measured. kStream is the
+// tensor-core kernel scheduled as in decode_stream.hpp (each warp a contiguous, equal share of all the
+// decode tiles; the products transposed so that the group's q heads are the mma's 8 columns): it takes a
+// DecodeStream plan instead of the split, and was written without a GPU at hand.
+enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
+
+// A stream launch: tile_start (device, num_seqs + 1 entries, see decode_stream.hpp), the tiles of all
+// items (tile_start[num_seqs] * num_kv_heads) and the warps (decode_stream::choose_num_warps, at most
+// max_partials / 2 and decode_stream_max_warps).
+struct DecodeStream {
+  const int32_t* tile_start = nullptr;
+  int64_t num_tiles = 0;
+  int num_warps = 0;
+};
+
+// Warps of the stream kernel that run at once on the current device (for the head_dim; T = bf16, fp16).
+template <typename T>
+int decode_stream_max_warps(int head_dim);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
 // out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the
 // layouts of paged_attention.hpp. d_partial_o (max_partials, group, head_dim) and d_partial_ml
 // (max_partials, group, 2) are scratch for split.num_splits > 1, where num_seqs * num_kv_heads *
 // num_splits <= max_partials. head_dim in {16, 32, 64, 128}; num_heads / num_kv_heads <= kDecodeMaxGroup.
+// kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials.
 template <typename T>
 void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
                       float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
-                      DecodeKernel kernel = DecodeKernel::kCudaCores);
+                      DecodeKernel kernel = DecodeKernel::kCudaCores, const DecodeStream* plan = nullptr);
 
 }  // namespace cbatch

@@ -13,9 +13,12 @@
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
+#   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
+#             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
-#             of ~540 keys): time, DRAM throughput, occupancy; $DECODE_KERNEL picks the kernel (default one)
+#             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
+#             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
 # Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
@@ -70,6 +73,13 @@ for s in "${@:-info unit sanitize e2e}"; do
                 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
+      e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
+      1b-stream) CBATCH_DECODE_ATTENTION=stream bench 1b-stream 500 llama-3.2-1b.json 128:1024 128:1024 \
+                   continuous,static --max-num-batched-tokens 8192 ;;
+      8b-short-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-short-stream 500 llama-3.1-8b.json 128 128 \
+                         continuous,static --max-num-batched-tokens 8192 ;;
+      8b-long-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-long-stream 550 llama-3.1-8b.json 1000 1000 \
+                        continuous --max-num-batched-tokens 8192 ;;
       profile) CBATCH_CUDA_PROFILE=1 stage profile 200 "$CBATCH" bench --model dummy:examples/models/llama-3.2-1b.json \
                  --num-prompts 200 --input-len 128:1024 --output-len 128:1024 --modes continuous --max-num-seqs 256 \
                  --max-num-batched-tokens 8192 --device cuda --quiet ;;
@@ -78,6 +88,7 @@ for s in "${@:-info unit sanitize e2e}"; do
           IFS=: read -r tag config skip <<<"$shape"
           CBATCH_DECODE_ATTENTION=${DECODE_KERNEL:-} stage "ncu-decode-$tag" 200 \
             ncu --kernel-name regex:decode_attention --launch-skip "$skip" --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
+            --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
             "$CBATCH" bench --model "dummy:examples/models/$config.json" --num-prompts 256 --input-len 512 \
             --output-len 64 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --device cuda --quiet
         done ;;

@@ -192,12 +192,27 @@ TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
   check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
 }
 
+// Sets an environment variable that the backend reads when it is built; unset again however the test ends.
+struct ScopedEnv {
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
 TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (CBATCH_PREFILL_ATTENTION=0)") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
-  struct ScopedEnv {  // read when a backend is built; unset again however the test ends
-    ScopedEnv() { setenv("CBATCH_PREFILL_ATTENTION", "0", 1); }
-    ~ScopedEnv() { unsetenv("CBATCH_PREFILL_ATTENTION"); }
-  } env;
+  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");
+  check_scenario(model, ComputeDType::kBF16, 3e-2);
+  check_scenario(model, ComputeDType::kF16, 5e-3);
+}
+
+TEST_CASE("CUDA backend bf16 and fp16 with the stream decode kernel (CBATCH_DECODE_ATTENTION=stream)") {
+  const Model model = make_model(3, false, RopeLayout::kHalves);
+  const ScopedEnv env("CBATCH_DECODE_ATTENTION", "stream");
   check_scenario(model, ComputeDType::kBF16, 3e-2);
   check_scenario(model, ComputeDType::kF16, 5e-3);
 }

@@ -1,7 +1,8 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
 // that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types; the decode rows also through every decode kernel, CUDA cores and tensor cores); blocks scattered
+// types; the decode rows also through every decode kernel, CUDA cores, tensor cores and the stream kernel
+// over every cut into warp ranges); blocks scattered
 // through the cache, unused slots NaN-poisoned (the kernel must never read them), head_dim 16..128, GQA
 // groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "cuda/decode_attention.hpp"
+#include "cuda/decode_stream.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
 #include "tests/cuda/reference.hpp"
@@ -188,20 +190,44 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
+
+  // The stream kernel on the same decode rows, over every way of cutting them into warp ranges up to
+  // one tile a warp (items whole, cut in two, cut into many pieces).
+  if (std::is_same_v<T, float> || !decode_tensor_cores_support(head_dim)) return;
+  std::vector<int32_t> tile_start(decode_seqs.size() + 1);
+  decode_stream::build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 4, tile_start.data());
+  auto d_tile_start = to_device_i32(tile_start);
+  DecodeStream plan;
+  plan.tile_start = d_tile_start.get();
+  plan.num_tiles = static_cast<int64_t>(tile_start.back()) * num_kv_heads;
+  for (int warps = 1; warps <= plan.num_tiles; warps += warps < 8 ? 1 : 5) {
+    CAPTURE(warps);
+    plan.num_warps = warps;
+    poison(d_out);
+    paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                       d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                       static_cast<int>(multi_seq.size()), shape, nullptr);
+    decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                        d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
+                        partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan);
+    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+  }
 }
 
 }  // namespace
 
-TEST_CASE("choose_decode_split fills the GPU only when the sequences do not") {
-  const DecodeSplit one = choose_decode_split(256, 8, 2000, 528, 1056);
-  CHECK(one.num_splits == 1);
-  CHECK(one.keys_per_split >= 2000);
-  const DecodeSplit many = choose_decode_split(2, 8, 4000, 528, 1056);
-  CHECK(many.num_splits > 1);
-  CHECK(many.num_splits * many.keys_per_split >= 4000);
-  CHECK((many.num_splits - 1) * many.keys_per_split < 4000);  // no empty trailing split
-  CHECK(2 * 8 * many.num_splits <= 1056);
-  CHECK(many.keys_per_split % kDecodeKeysPerChunk == 0);
+TEST_SUITE("host") {
+  TEST_CASE("choose_decode_split fills the GPU only when the sequences do not") {
+    const DecodeSplit one = choose_decode_split(256, 8, 2000, 528, 1056);
+    CHECK(one.num_splits == 1);
+    CHECK(one.keys_per_split >= 2000);
+    const DecodeSplit many = choose_decode_split(2, 8, 4000, 528, 1056);
+    CHECK(many.num_splits > 1);
+    CHECK(many.num_splits * many.keys_per_split >= 4000);
+    CHECK((many.num_splits - 1) * many.keys_per_split < 4000);  // no empty trailing split
+    CHECK(2 * 8 * many.num_splits <= 1056);
+    CHECK(many.keys_per_split % kDecodeKeysPerChunk == 0);
+  }
 }
 
 TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
