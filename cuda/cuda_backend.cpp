@@ -211,7 +211,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   context_.make_current();
   const cudaStream_t stream = context_.stream();
   try {
-    profiler_.begin_step(stream);
+    profiler_.begin_step(stream, batch.num_tokens() == batch.num_seqs());
     const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
                                                stream);
     profiler_.phase("upload", stream);
@@ -261,11 +261,12 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
                    weights_.rope_inv_freq.get(), n, shape_, config_.rope_layout == RopeLayout::kHalves, stream);
   profiler_.phase("rope_kv", stream);
   run_tile_attention(layer, batch, idx);
+  profiler_.phase("attn_tiles", stream);
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
                       idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
                       decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream,
                       decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_);
-  profiler_.phase("attention", stream);
+  profiler_.phase("attn_decode", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
   profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream);

@@ -14,10 +14,18 @@ StepProfiler::StepProfiler() {
 }
 
 StepProfiler::~StepProfiler() {
-  if (detailed_ && steps_ > 0) {
-    std::fprintf(stderr, "[cbatch] CUDA profile: %ld steps, %.1f ms busy\n", steps_, busy_ms_);
-    for (const auto& [name, ms] : phase_ms_) {
-      std::fprintf(stderr, "[cbatch]   %-14s %10.1f ms %5.1f%%\n", name.c_str(), ms, 100.0 * ms / busy_ms_);
+  if (detailed_ && totals_[0].steps + totals_[1].steps > 0) {
+    std::fprintf(stderr, "[cbatch] CUDA profile: %ld steps, %.1f ms busy\n", totals_[0].steps + totals_[1].steps,
+                 busy_ms_);
+    for (int kind : {1, 0}) {
+      const Totals& t = totals_[kind];
+      if (t.steps == 0) continue;
+      std::fprintf(stderr, "[cbatch]  %s: %ld steps, %.1f ms (%.1f%% of busy), %.3f ms a step\n",
+                   kind == 1 ? "decode-only steps" : "steps with prefill rows", t.steps, t.busy_ms,
+                   100.0 * t.busy_ms / busy_ms_, t.busy_ms / static_cast<double>(t.steps));
+      for (const auto& [name, ms] : t.phase_ms) {
+        std::fprintf(stderr, "[cbatch]   %-14s %10.1f ms %5.1f%%\n", name.c_str(), ms, 100.0 * ms / t.busy_ms);
+      }
     }
   }
   for (cudaEvent_t e : pool_) cudaEventDestroy(e);
@@ -32,8 +40,9 @@ cudaEvent_t StepProfiler::next_event() {
   return pool_[marks_.size()];
 }
 
-void StepProfiler::begin_step(cudaStream_t stream) {
+void StepProfiler::begin_step(cudaStream_t stream, bool decode_only) {
   marks_.clear();
+  decode_only_ = decode_only;
   cudaEvent_t e = next_event();
   CUDA_CHECK(cudaEventRecord(e, stream));
   marks_.emplace_back("", e);
@@ -58,11 +67,13 @@ void StepProfiler::end_step(cudaStream_t stream) {
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, marks_.front().second, marks_.back().second));
   busy_ms_ += ms;
-  ++steps_;
   if (detailed_) {
+    Totals& t = totals_[decode_only_ ? 1 : 0];
+    t.busy_ms += ms;
+    ++t.steps;
     for (size_t i = 1; i < marks_.size(); ++i) {
       CUDA_CHECK(cudaEventElapsedTime(&ms, marks_[i - 1].second, marks_[i].second));
-      phase_ms_[marks_[i].first] += ms;
+      t.phase_ms[marks_[i].first] += ms;
     }
   }
   marks_.clear();

@@ -1,7 +1,8 @@
 // Device-side timing of forward passes with CUDA events. Always: the busy time of each step (an event
 // before its first and after its last operation), whose sum against wall time tells how long the GPU sat
 // idle between steps. With CBATCH_CUDA_PROFILE=1 in the environment also each phase of the step
-// (attention, each GEMM, ...), summed over the run and printed to stderr when the backend is destroyed.
+// (attention, each GEMM, ...), summed over the run separately for decode-only steps (every sequence one
+// row) and steps with prefill rows, and printed to stderr when the backend is destroyed.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -19,7 +20,7 @@ class StepProfiler {
   StepProfiler& operator=(const StepProfiler&) = delete;
 
   // Marks the start of a step / the end of the phase `name` (phases only when profiling is on).
-  void begin_step(cudaStream_t stream);
+  void begin_step(cudaStream_t stream, bool decode_only);
   void phase(const char* name, cudaStream_t stream);
   // Waits for everything enqueued on the stream so far (the step's one synchronization) and adds this
   // step's times.
@@ -32,9 +33,14 @@ class StepProfiler {
   bool detailed_ = false;
   std::vector<cudaEvent_t> pool_;                  // reusable events, one per mark of a step
   std::vector<std::pair<const char*, cudaEvent_t>> marks_;  // (phase that ends here, event) of this step
-  std::map<std::string, double> phase_ms_;         // summed over steps
+  struct Totals {                                  // summed over the steps of one kind
+    std::map<std::string, double> phase_ms;
+    double busy_ms = 0;
+    long steps = 0;
+  };
+  Totals totals_[2];                               // [0] steps with prefill rows, [1] decode-only steps
+  bool decode_only_ = false;                       // the kind of the step being timed
   double busy_ms_ = 0;
-  long steps_ = 0;
 };
 
 }  // namespace cbatch
