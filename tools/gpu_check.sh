@@ -4,6 +4,7 @@
 #   info      GPU, driver, cbatch --version
 #   unit      the CUDA unit tests (kernels vs CPU references, whole backend)
 #   sanitize  compute-sanitizer memcheck on the CUDA unit tests
+#   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel)
 #   e2e       tests/e2e/test_gpu.py: CUDA vs CPU outputs, bf16 agreement, modes and budgets on the GPU
 #   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
 #   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
@@ -57,6 +58,10 @@ for s in "${@:-info unit sanitize e2e}"; do
       info) stage info 60 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; $CBATCH --version" ;;
       unit) stage unit 300 "$BIN_DIR/tests/test_cuda" ;;
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
+      sanitize-attention)
+        stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
+          -tc='*paged_attention*'
+        stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" -tc='*paged_attention*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
       smol) stage smol 300 "$CBATCH" bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 \
               --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;
