@@ -17,13 +17,16 @@
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
+#   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
+#             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys, and 8 of 4000 keys
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
 #             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
 # Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
-# 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape.
+# 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
+# decode-bench (not yet run) should take well under a minute.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -88,6 +91,15 @@ for s in "${@:-info unit sanitize e2e}"; do
       profile) CBATCH_CUDA_PROFILE=1 stage profile 200 "$CBATCH" bench --model dummy:examples/models/llama-3.2-1b.json \
                  --num-prompts 200 --input-len 128:1024 --output-len 128:1024 --modes continuous --max-num-seqs 256 \
                  --max-num-batched-tokens 8192 --device cuda --quiet ;;
+      decode-bench)
+        i=0
+        for args in "--head-dim 64 --context 540" "--head-dim 64 --context 128:2048" "--head-dim 128 --context 540" \
+                    "--head-dim 128 --context 1000:2000" "--head-dim 128 --seqs 8 --context 4000" \
+                    "--head-dim 64 --seqs 32 --context 100:300"; do
+          i=$((i + 1))
+          # shellcheck disable=SC2086  # the arguments are meant to split
+          stage "decode-bench-$i" 120 "$BIN_DIR/decode_attention_bench" $args
+        done ;;
       ncu-decode)
         for shape in 1b:llama-3.2-1b:600 8b:llama-3.1-8b:1000; do
           IFS=: read -r tag config skip <<<"$shape"
