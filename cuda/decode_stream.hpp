@@ -11,11 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define CBATCH_HOST_DEVICE __host__ __device__
-#else
-#define CBATCH_HOST_DEVICE
-#endif
+#include "engine/host_device.hpp"
 
 namespace cbatch::decode_stream {
 

@@ -13,16 +13,19 @@
 #include "cuda/weight_convert.hpp"
 
 namespace cbatch {
-namespace {
 
-// Median milliseconds of `repeats` runs of fn on the stream, timed with events after `warmup` runs.
-double median_ms(cudaStream_t stream, int warmup, int repeats, const std::function<void()>& fn) {
-  for (int i = 0; i < warmup; ++i) fn();
+double median_ms(cudaStream_t stream, int warmup, int repeats, const std::function<void()>& fn,
+                 const std::function<void()>& before) {
+  for (int i = 0; i < warmup; ++i) {
+    if (before) before();
+    fn();
+  }
   cudaEvent_t start, stop;
   CUDA_CHECK(cudaEventCreate(&start));
   CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<float> times;
   for (int i = 0; i < repeats; ++i) {
+    if (before) before();
     CUDA_CHECK(cudaEventRecord(start, stream));
     fn();
     CUDA_CHECK(cudaEventRecord(stop, stream));
@@ -36,8 +39,6 @@ double median_ms(cudaStream_t stream, int warmup, int repeats, const std::functi
   std::nth_element(times.begin(), times.begin() + repeats / 2, times.end());
   return times[repeats / 2];
 }
-
-}  // namespace
 
 template <typename T>
 DevicePeaks measure_device_peaks(const CudaContext& context) {

@@ -2,10 +2,19 @@
 // bandwidth (bytes read + bytes written per second) and the throughput of a large GEMM in the
 // compute dtype through the same cuBLAS path the model uses. Medians of timed repeats after warm-up.
 #pragma once
+#include <cuda_runtime.h>
+
+#include <functional>
+
 #include "cuda/cuda_context.hpp"
 #include "engine/roofline.hpp"
 
 namespace cbatch {
+
+// Median milliseconds of `repeats` runs of fn on the stream, timed with events after `warmup` runs;
+// `before`, when given, is enqueued ahead of every run outside the timed span (to flush the L2, say).
+double median_ms(cudaStream_t stream, int warmup, int repeats, const std::function<void()>& fn,
+                 const std::function<void()>& before = nullptr);
 
 template <typename T>
 DevicePeaks measure_device_peaks(const CudaContext& context);

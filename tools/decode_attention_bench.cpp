@@ -1,6 +1,6 @@
 // decode_attention_bench: times every decode attention kernel through the production launcher
 // (decode_attention) on one synthetic decode batch, and checks that they agree. For each kernel: median
-// time of --iters launches (the L2 flushed before each), the KV bytes it must read per second, that rate
+// time of --iters launches after two warm-up ones (the L2 flushed before each), the KV bytes it must read per second, that rate
 // as a fraction of this GPU's device-to-device copy rate (read + write bytes per second, measured here as
 // cbatch bench measures the roofline's bandwidth), and
 // the largest difference from the first kernel's output. The cache is paged as in a real run: blocks of
@@ -164,9 +164,6 @@ int run(const Options& o) {
               o.num_kv_heads, o.head_dim, o.block_size, o.dtype.c_str(), copy_bytes_per_s / 1e12, split.num_splits);
   std::printf("%-16s %6s %10s %8s %8s %12s\n", "kernel", "warps", "time_us", "TB/s", "of_copy", "max_diff");
 
-  cudaEvent_t begin, end;
-  CUDA_CHECK(cudaEventCreate(&begin));
-  CUDA_CHECK(cudaEventCreate(&end));
   std::vector<float> reference;
   for (const KernelChoice& k : parse_kernels(o.kernels)) {
     if (k.kernel != DecodeKernel::kCudaCores && !decode_tensor_cores_support(o.head_dim)) continue;
@@ -179,19 +176,9 @@ int run(const Options& o) {
                           d_tables.get(), max_blocks, d_decode.get(), o.num_seqs, split, partial_o.get(),
                           partial_ml.get(), max_partials, shape, stream, k.kernel, &plan);
     };
-    std::vector<float> times_ms;
-    for (int i = 0; i < o.iters + 2; ++i) {
-      CUDA_CHECK(cudaMemsetAsync(flush.get(), i, flush.bytes(), stream));
-      CUDA_CHECK(cudaEventRecord(begin, stream));
-      launch();
-      CUDA_CHECK(cudaEventRecord(end, stream));
-      CUDA_CHECK(cudaEventSynchronize(end));
-      float ms = 0;
-      CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-      if (i >= 2) times_ms.push_back(ms);  // two warm-up launches
-    }
-    std::sort(times_ms.begin(), times_ms.end());
-    const double median_s = times_ms[times_ms.size() / 2] * 1e-3;
+    int flushes = 0;
+    auto flush_l2 = [&] { CUDA_CHECK(cudaMemsetAsync(flush.get(), ++flushes, flush.bytes(), stream)); };
+    const double median_s = 1e-3 * median_ms(stream, 2, o.iters, launch, flush_l2);
     const std::vector<float> result = to_host_f32(out);
     if (reference.empty()) reference = result;
     double max_diff = 0;
@@ -203,8 +190,6 @@ int run(const Options& o) {
                 k.kernel == DecodeKernel::kStream ? plan.num_warps : 0, median_s * 1e6, kv_bytes / median_s / 1e12,
                 kv_bytes / median_s / copy_bytes_per_s, max_diff);
   }
-  CUDA_CHECK(cudaEventDestroy(begin));
-  CUDA_CHECK(cudaEventDestroy(end));
   return 0;
 }
 
