@@ -16,6 +16,7 @@
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
+#   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
 #             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys, and 8 of 4000 keys
@@ -91,6 +92,7 @@ for s in "${@:-info unit sanitize e2e}"; do
       profile) CBATCH_CUDA_PROFILE=1 stage profile 200 "$CBATCH" bench --model dummy:examples/models/llama-3.2-1b.json \
                  --num-prompts 200 --input-len 128:1024 --output-len 128:1024 --modes continuous --max-num-seqs 256 \
                  --max-num-batched-tokens 8192 --device cuda --quiet ;;
+      table) python3 tools/bench_table.py "$OUT_DIR"/bench-*.json ;;
       decode-bench)
         i=0
         for args in "--head-dim 64 --context 540" "--head-dim 64 --context 128:2048" "--head-dim 128 --context 540" \
