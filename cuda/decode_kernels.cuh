@@ -30,8 +30,9 @@ struct DecodeArgs {
   const int32_t* query_start;   // (num_seqs_in_batch + 1)
   const int32_t* block_tables;  // (num_seqs_in_batch, max_blocks_per_seq)
   const int32_t* decode_seqs;   // (num_seqs) batch sequence index of each decode row
-  float* partial_o;             // (num_seqs * num_kv_heads * num_splits, group, hd) when split
-  float* partial_ml;            // (num_seqs * num_kv_heads * num_splits, group, 2) when split
+  float* partial_o;             // (num_seqs * num_kv_heads * num_splits, group, hd) when split;
+                                // (2 * num_warps, group, hd) for the stream kernel
+  float* partial_ml;            // the same partials' (m, l): (.., group, 2)
   int max_blocks_per_seq;
   int num_heads;
   int num_kv_heads;

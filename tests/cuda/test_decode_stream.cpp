@@ -1,16 +1,20 @@
 // The stream decode kernel's schedule (decode_stream.hpp), walked on the host the way the kernel walks it:
 // every warp's cursor visits exactly its range, every tile of every item is computed once, every item is
 // written once (by the warp that holds all of it, or by the merge of its pieces), and no partial slot is
-// written twice. In the "host" suite: it needs no GPU.
+// written twice; and the launcher refuses a plan that does not fit. In the "host" suite: it needs no GPU.
+#include <cuda_bf16.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "cuda/decode_attention.hpp"
 #include "cuda/decode_stream.hpp"
+#include "engine/error.hpp"
 
 namespace cbatch::test {
 
@@ -188,6 +192,42 @@ TEST_SUITE("host") {
       check_schedule(tile_start, heads, choose_num_warps(tiles, max_warps));
       check_schedule(tile_start, heads, static_cast<int>(std::min<int64_t>(tiles, 1 + trial)));
     }
+  }
+
+  TEST_CASE("decode stream: the launcher refuses a plan that does not fit, before touching the device") {
+    const AttentionShape shape{32, 8, 64, 16, 100};
+    const DecodeSplit split{1, 1024};
+    int32_t dummy = 0;  // never dereferenced: each call below fails its checks before any launch
+    auto launch = [&](const DecodeStream* plan, int max_partials, float* partials, const AttentionShape& s) {
+      decode_attention<__nv_bfloat16>(nullptr, nullptr, nullptr, nullptr, &dummy, &dummy, &dummy, 8, &dummy, 4, split,
+                                      partials, partials, max_partials, s, nullptr, DecodeKernel::kStream, plan);
+    };
+    // The message of the Error the call throws ("" if none): without a GPU any launch would throw too.
+    auto error_of = [](const auto& call) -> std::string {
+      try {
+        call();
+      } catch (const Error& e) {
+        return e.what();
+      }
+      return "";
+    };
+    auto refused = [&](const DecodeStream* plan, int max_partials, float* partials, const AttentionShape& s) {
+      return error_of([&] { launch(plan, max_partials, partials, s); }).find("bad stream plan") != std::string::npos;
+    };
+    float scratch = 0;
+    DecodeStream plan;
+    plan.tile_start = &dummy;
+    plan.num_tiles = 64;
+    CHECK(refused(nullptr, 1024, &scratch, shape));
+    plan.num_warps = 0;
+    CHECK(refused(&plan, 1024, &scratch, shape));
+    plan.num_warps = 65;  // more warps than tiles
+    CHECK(refused(&plan, 1024, &scratch, shape));
+    plan.num_warps = 16;  // two partial slots a warp: 32 needed
+    CHECK(refused(&plan, 31, &scratch, shape));
+    CHECK(refused(&plan, 1024, nullptr, shape));
+    const AttentionShape huge{32, 8, 64, 16, 1 << 25};  // cache rows past int32
+    CHECK(refused(&plan, 1024, &scratch, huge));
   }
 }
 
