@@ -53,6 +53,7 @@ EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
   config.default_max_tokens = o.max_tokens;
   config.seed = o.seed;
   config.quiet = o.quiet;
+  config.sampling_threads = o.threads;
   return config;
 }
 

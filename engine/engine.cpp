@@ -1,17 +1,21 @@
 #include "engine/engine.hpp"
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <vector>
 
 #include "engine/batch_packer.hpp"
 #include "engine/block_manager.hpp"
 #include "engine/error.hpp"
 #include "engine/sampler.hpp"
 #include "engine/scheduler.hpp"
+#include "engine/signal_block.hpp"
 #include "engine/stop_checker.hpp"
+#include "engine/thread_pool.hpp"
 
 namespace cbatch {
 namespace {
@@ -134,22 +138,47 @@ class EngineRun {
     ++step_;
   }
 
-  // Advances computed counts, samples, checks stops; returns how many sequences finished.
-  int commit(const StepPlan& plan) {
+  // The next token of every sampling row: the backend's argmax ids for greedy steps, else one draw per
+  // row from its logits, the rows spread over the sampling threads (each row's draw depends only on its
+  // own logits and request, so the split never changes a token).
+  void sample_rows(const StepPlan& plan) {
+    sampling_rows_.clear();
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (s.samples) sampling_rows_.push_back(s.seq);
+    }
+    const int64_t n = static_cast<int64_t>(sampling_rows_.size());
+    sampled_.resize(static_cast<size_t>(n));
+    if (!output_.want_logits) {
+      std::copy(output_.argmax.begin(), output_.argmax.begin() + n, sampled_.begin());
+      return;
+    }
     const int vocab = model_.config.vocab_size;
+    auto sample_range = [&](int64_t begin, int64_t end) {
+      thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
+      for (int64_t row = begin; row < end; ++row) {
+        Sequence& seq = *sampling_rows_[static_cast<size_t>(row)];
+        sampled_[static_cast<size_t>(row)] =
+            sampler.sample(&output_.logits[static_cast<size_t>(row) * vocab], vocab, seq.request.sampling, seq.tokens,
+                           seq.num_prompt_tokens, seq.request.rng_seed);
+      }
+    };
+    if (n < 2 || config_.sampling_threads == 1) return sample_range(0, n);
+    if (!sampling_pool_) {
+      const StopSignalsBlocked blocked;  // the stop handler runs on the main thread, never on a worker
+      sampling_pool_ = std::make_unique<ThreadPool>(config_.sampling_threads);
+    }
+    sampling_pool_->parallel_for(n, sample_range);
+  }
+
+  // Advances computed counts, appends the sampled tokens, checks stops; returns how many sequences finished.
+  int commit(const StepPlan& plan) {
+    sample_rows(plan);
     int row = 0, finished = 0;
     for (const ScheduledSeq& s : plan.seqs) {
       Sequence& seq = *s.seq;
       seq.num_computed += s.num_tokens;
       if (!s.samples) continue;
-      int32_t token;
-      if (output_.want_logits) {
-        token = sampler_.sample(&output_.logits[static_cast<size_t>(row) * vocab], vocab, seq.request.sampling,
-                                seq.tokens, seq.num_prompt_tokens, seq.request.rng_seed);
-      } else {
-        token = output_.argmax[row];
-      }
-      ++row;
+      const int32_t token = sampled_[static_cast<size_t>(row++)];
       if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
       append_token(seq, token, *model_.tokenizer);
       if (seq.is_finished()) {
@@ -218,7 +247,9 @@ class EngineRun {
   BlockManager blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;
-  Sampler sampler_;
+  std::unique_ptr<ThreadPool> sampling_pool_;  // made at the first step that samples several rows
+  std::vector<Sequence*> sampling_rows_;        // (sampling rows of the step) their sequences
+  std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
   RaggedBatch batch_;
   StepOutput output_;
   RunStats stats_;

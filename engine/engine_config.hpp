@@ -28,6 +28,7 @@ struct EngineConfig {
   bool ordered = false;               // write results in input order
   bool quiet = false;                 // no progress line
   int lookahead = 0;                  // requests read ahead of admission; 0 = 4 * max_num_seqs + 64
+  int sampling_threads = 0;           // threads that sample a step's rows; 0 = all hardware threads
 };
 
 }  // namespace cbatch

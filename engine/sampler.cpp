@@ -42,51 +42,87 @@ void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& pa
   }
 }
 
+namespace {
+
+bool better(const Sampler::Candidate& a, const Sampler::Candidate& b) {  // (logit desc, id asc)
+  return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
+}
+
+}  // namespace
+
+void Sampler::gather_candidates(const float* logits, int vocab, int k) {
+  candidates_.clear();
+  if (k == vocab) {
+    for (int id = 0; id < vocab; ++id) candidates_.push_back({logits[id], id, 0.0});
+    return;
+  }
+  // The top k ids (partial_sort: a heap of k that most logits only compare against), back in id order.
+  top_ids_.resize(vocab);
+  std::iota(top_ids_.begin(), top_ids_.end(), 0);
+  std::partial_sort(top_ids_.begin(), top_ids_.begin() + k, top_ids_.end(), [&](int32_t a, int32_t b) {
+    return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+  });
+  std::sort(top_ids_.begin(), top_ids_.begin() + k);
+  for (int i = 0; i < k; ++i) candidates_.push_back({logits[top_ids_[i]], top_ids_[i], 0.0});
+}
+
+int Sampler::nucleus_size(float top_p, double sum, int& sorted) {
+  const int k = static_cast<int>(candidates_.size());
+  const auto first = candidates_.begin();
+  double mass = 0.0;
+  for (int i = 0; i < k; ++i) {
+    if (i == sorted) {  // sort the next chunk, twice the last one
+      const int upto = std::min(k, std::max(2 * sorted, 64));
+      if (upto < k) std::nth_element(first + sorted, first + upto, candidates_.end(), better);
+      std::sort(first + sorted, first + upto, better);
+      sorted = upto;
+    }
+    mass += candidates_[i].weight / sum;
+    if (mass >= top_p) return i + 1;
+  }
+  return k;
+}
+
 int32_t Sampler::sample(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
                         int num_prompt_tokens, uint64_t rng_seed) {
   if (params.has_penalties()) apply_penalties(logits, vocab, params, tokens, num_prompt_tokens);
   if (params.is_greedy()) return argmax_row(logits, vocab);
 
-  // Candidates by descending logit (ties: lower id first); top-k cuts the list.
-  order_.resize(vocab);
-  std::iota(order_.begin(), order_.end(), 0);
-  auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
+  // Candidates, in id order: every token, or the top k; their weights at the temperature, in double,
+  // relative to the top candidate (whose weight is exactly 1).
   const int k = params.top_k > 0 ? std::min(params.top_k, vocab) : vocab;
-  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_logit);
-  order_.resize(k);
-
-  // Softmax at the temperature, in double.
+  gather_candidates(logits, vocab, k);
+  float max_logit = candidates_[0].logit;
+  for (const Candidate& c : candidates_) max_logit = std::max(max_logit, c.logit);
   const double inv_t = 1.0 / params.temperature;
-  const double max_logit = logits[order_[0]];
-  probs_.resize(k);
   double sum = 0.0;
-  for (int i = 0; i < k; ++i) sum += probs_[i] = std::exp((logits[order_[i]] - max_logit) * inv_t);
+  for (Candidate& c : candidates_) sum += c.weight = std::exp((static_cast<double>(c.logit) - max_logit) * inv_t);
 
-  // top-p: the smallest prefix whose mass reaches top_p; min-p: drop tokens under min_p * the top one.
-  int keep = k;
-  if (params.top_p < 1.0f) {
-    double mass = 0.0;
-    for (int i = 0; i < k; ++i) {
-      mass += probs_[i] / sum;
-      if (mass >= params.top_p) {
-        keep = i + 1;
-        break;
-      }
-    }
-  }
+  // top-p: the smallest prefix of the (logit desc, id asc) order whose mass reaches top_p (only that
+  // prefix gets sorted: the nucleus, not the vocabulary); min-p: weights under min_p go (the top stays).
+  int sorted = 0;
+  int keep = params.top_p < 1.0f ? nucleus_size(params.top_p, sum, sorted) : k;
   if (params.min_p > 0.0f) {
-    const double floor = params.min_p * probs_[0];
-    while (keep > 1 && probs_[keep - 1] < floor) --keep;
+    int n = 0;
+    for (int i = 0; i < keep; ++i) {
+      if (candidates_[i].weight >= params.min_p) candidates_[n++] = candidates_[i];
+    }
+    keep = n;
   }
+
+  // One draw: the kept candidates in id order, the first whose cumulative weight exceeds u times their
+  // total. The filters above keep relative order, so candidates that top-p did not sort are in id order.
+  const auto first = candidates_.begin();
+  if (sorted > 0) std::sort(first, first + keep, [](const Candidate& a, const Candidate& b) { return a.id < b.id; });
   double kept = 0.0;
-  for (int i = 0; i < keep; ++i) kept += probs_[i];
+  for (int i = 0; i < keep; ++i) kept += candidates_[i].weight;
   const double target = sample_uniform(rng_seed, static_cast<int64_t>(tokens.size()) - num_prompt_tokens) * kept;
   double cumulative = 0.0;
   for (int i = 0; i < keep; ++i) {
-    cumulative += probs_[i];
-    if (target < cumulative) return order_[i];
+    cumulative += candidates_[i].weight;
+    if (target < cumulative) return candidates_[i].id;
   }
-  return order_[keep - 1];
+  return candidates_[keep - 1].id;  // target rounded up to the kept weight
 }
 
 }  // namespace cbatch

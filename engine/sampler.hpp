@@ -1,7 +1,8 @@
 // Token sampling from one row of logits with vLLM's SamplingParams semantics: penalties, then greedy
-// argmax or temperature -> top-k -> top-p -> min-p -> one draw. The draw is a pure function of the
-// request's seed and the index of the token being generated, so a request's output never depends on
-// what else shared its batch.
+// argmax or temperature -> top-k -> top-p -> min-p -> one draw (inverse CDF over the kept tokens in id
+// order). The draw is a pure function of the request's seed and the index of the token being generated,
+// so a request's output never depends on what else shared its batch. O(vocab) per row plus a sort of the
+// top-p nucleus only: the vocabulary is never sorted.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -25,14 +26,26 @@ class Sampler {
   int32_t sample(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
                  int num_prompt_tokens, uint64_t rng_seed);
 
+  // A token still in the draw: its logit, id and weight exp((logit - top logit) / temperature).
+  struct Candidate {
+    float logit;
+    int32_t id;
+    double weight;
+  };
+
  private:
   void apply_penalties(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
                        int num_prompt_tokens);
+  // candidates_ = every token (k == vocab) or the top k, in id order.
+  void gather_candidates(const float* logits, int vocab, int k);
+  // The size of the top-p prefix; sorts candidates_ by (logit desc, id asc) that far, recording how far
+  // in `sorted`.
+  int nucleus_size(float top_p, double sum, int& sorted);
 
-  std::vector<int32_t> counts_;       // (vocab) occurrences in the output, scratch
-  std::vector<uint8_t> in_prompt_;    // (vocab) 1 when the token occurs in prompt or output, scratch
-  std::vector<int32_t> order_;        // (vocab) candidate ids, scratch
-  std::vector<double> probs_;         // (candidates) scratch
+  std::vector<int32_t> counts_;        // (vocab) occurrences in the output, scratch
+  std::vector<uint8_t> in_prompt_;     // (vocab) 1 when the token occurs in prompt or output, scratch
+  std::vector<Candidate> candidates_;  // (up to vocab) scratch
+  std::vector<int32_t> top_ids_;       // (vocab) ids, scratch of the top-k selection
 };
 
 }  // namespace cbatch
