@@ -21,6 +21,9 @@ struct BenchOptions {
   int num_prompts = 64;
   std::string input_len = "16:256";
   std::string output_len = "16:256";
+  float temperature = 0.0f;
+  float top_p = 1.0f;
+  int top_k = -1;
   std::string modes = "continuous,static,sequential";
   std::string json;
   std::string baseline;
@@ -74,6 +77,9 @@ int run(const BenchOptions& o) {
   report.workload.input_len = parse_length_range(o.input_len, "--input-len");
   report.workload.output_len = parse_length_range(o.output_len, "--output-len");
   report.workload.seed = o.engine.seed;
+  report.workload.temperature = o.temperature;
+  report.workload.top_p = o.top_p;
+  report.workload.top_k = o.top_k;
   const std::vector<SourceItem> items = load_items(o, model, report.workload);
 
   std::vector<Mode> modes;
@@ -126,6 +132,10 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
   sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
   sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");
+  sub->add_option("--temperature", o->temperature, "sampling temperature of the random dataset (0: greedy)")
+      ->check(CLI::Range(0.0f, 100.0f));
+  sub->add_option("--top-p", o->top_p, "top_p of the random dataset")->check(CLI::Range(0.001f, 1.0f));
+  sub->add_option("--top-k", o->top_k, "top_k of the random dataset (-1: off)")->check(CLI::Range(-1, 10000000));
   sub->add_option("--modes", o->modes, "comma-separated modes to run, in order");
   sub->add_option("--json", o->json, "write the results as JSON to this file");
   sub->add_option("--baseline", o->baseline, "bench JSON to compare output tokens/s against");

@@ -45,6 +45,9 @@ std::string format_bench_json(const BenchReport& report) {
   w.key("input_len").begin_array().int64(report.workload.input_len.min).int64(report.workload.input_len.max).end_array();
   w.key("output_len").begin_array().int64(report.workload.output_len.min).int64(report.workload.output_len.max).end_array();
   w.key("seed").uint64(report.workload.seed);
+  w.key("temperature").number(report.workload.temperature, 3);
+  w.key("top_p").number(report.workload.top_p, 3);
+  w.key("top_k").int64(report.workload.top_k);
   w.end_object();
   if (report.peak_bytes_per_s > 0) {
     w.key("peaks").begin_object();

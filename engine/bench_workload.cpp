@@ -52,7 +52,9 @@ std::vector<Request> make_random_workload(const WorkloadSpec& spec, const Model&
     r.prompt_ids.resize(input_len);
     for (int32_t& t : r.prompt_ids) t = random_token();
     r.sampling.max_tokens = std::min(uniform(spec.output_len), context - input_len);
-    r.sampling.temperature = 0.0f;
+    r.sampling.temperature = spec.temperature;
+    r.sampling.top_p = spec.top_p;
+    r.sampling.top_k = spec.top_k;
     r.sampling.ignore_eos = true;
     r.rng_seed = request_rng_seed(std::nullopt, spec.seed, r.id_json);
     requests.push_back(std::move(r));

@@ -1,6 +1,6 @@
 // Synthetic benchmark workloads: random-token prompts with lengths drawn uniformly from ranges, forced
-// output lengths (ignore_eos, greedy), reproducible from a seed; plus the in-memory source and the
-// collecting sink bench runs them through.
+// output lengths (ignore_eos; greedy unless a temperature is set), reproducible from a seed; plus the
+// in-memory source and the collecting sink bench runs them through.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -23,6 +23,9 @@ struct WorkloadSpec {
   LengthRange input_len{16, 256};
   LengthRange output_len{16, 256};
   uint64_t seed = 0;
+  float temperature = 0.0f;  // sampling of every request: greedy by default
+  float top_p = 1.0f;
+  int top_k = -1;
 };
 
 // Output lengths are cut where prompt + output would exceed the model's context.

@@ -1,6 +1,6 @@
 """cbatch bench: every mode runs the same random workload, the table and the JSON carry the contract's
-fields, continuous beats static on mixed lengths, and --baseline/--tolerance turn a regression into a
-non-zero exit."""
+fields, continuous beats static on mixed lengths, --baseline/--tolerance turn a regression into a
+non-zero exit, and --temperature/--top-p/--top-k make a sampled workload (same forced lengths)."""
 import json
 import os
 
@@ -29,6 +29,18 @@ tokens = {r["output_tokens"] for r in modes.values()}
 c.check(len(tokens) == 1, f"modes generated different token counts {tokens}")
 c.check(modes["static"]["padding_fraction"] > 0 and modes["continuous"]["padding_fraction"] == 0, "padding")
 c.check(modes["continuous"]["steps"] < modes["static"]["steps"] < modes["sequential"]["steps"], "step counts")
+
+# A sampled workload: the same forced output lengths, its sampling in the JSON; bad values refused.
+sampled = os.path.join(work, "sampled.json")
+run(["bench", "--num-prompts", "48", "--input-len", "4:60", "--output-len", "4:60", "--max-num-seqs", "16",
+     "--modes", "continuous", "--temperature", "1.0", "--top-p", "0.9", "--top-k", "40", "--json", sampled] + MODEL)
+report = json.load(open(sampled))
+w = report["workload"]
+c.check((w["temperature"], w["top_p"], w["top_k"]) == (1.0, 0.9, 40), f"sampling fields {w}")
+c.check(report["results"][0]["output_tokens"] == modes["continuous"]["output_tokens"], "sampled output tokens")
+for flag, value in [("--temperature", "-1"), ("--top-p", "0"), ("--top-k", "-2")]:
+    proc = run(["bench", "--num-prompts", "2", flag, value] + MODEL, check=False)
+    c.check(proc.returncode != 0 and flag in proc.stderr, f"{flag} {value}: exit {proc.returncode}")
 
 # Regression gate: a baseline far above today's figures fails, one below passes.
 for factor, expect in [(10.0, 3), (0.1, 0)]:
