@@ -11,6 +11,7 @@
 #   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
 #   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
+#   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default): the host-side sampling cost
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
@@ -73,6 +74,8 @@ for s in "${@:-info unit sanitize e2e}"; do
       1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;
       8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
+      1b-sampled) bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                    --temperature 1.0 ;;
       8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
       e2e-cc) CBATCH_PREFILL_ATTENTION=0 stage e2e-cc 400 python3 tests/e2e/test_gpu.py ;;
       1b-cc) CBATCH_PREFILL_ATTENTION=0 bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \
