@@ -1,6 +1,7 @@
-// A fixed pool of worker threads for the CPU backend's data-parallel loops. parallel_for splits a range
-// into one contiguous chunk per thread (the caller runs the first), so work placement never changes
-// results: every output element is computed by the same code whatever its chunk.
+// A fixed pool of worker threads for data-parallel loops: the CPU backend's kernels, and the engine's
+// sampling of a step's rows. parallel_for splits a range into one contiguous chunk per thread (the caller
+// runs the first), so work placement never changes results: every output element is computed by the same
+// code whatever its chunk.
 #pragma once
 #include <condition_variable>
 #include <cstdint>
