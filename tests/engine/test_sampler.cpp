@@ -165,8 +165,8 @@ TEST_CASE("sampler: frequencies follow the tempered softmax; filtered tokens nev
     }
     for (size_t i = 0; i < logits.size(); ++i) {
       const bool is_allowed = std::find(allowed.begin(), allowed.end(), static_cast<int32_t>(i)) != allowed.end();
-      CAPTURE(top_k);
-      CAPTURE(top_p);
+      CAPTURE(f.top_k);  // (f's copies: older clang cannot capture structured bindings in CAPTURE's lambda)
+      CAPTURE(f.top_p);
       CAPTURE(i);
       CHECK((seen[i] > 0) == is_allowed);
     }
