@@ -21,7 +21,7 @@
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
-#             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys, and 8 of 4000 keys
+#             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys; 8 of 4000, 32 of 100..300
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
 #             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
