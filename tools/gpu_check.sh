@@ -66,8 +66,9 @@ for s in "${@:-info unit sanitize e2e}"; do
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
       sanitize-attention)
         stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*'
-        stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" -tc='*paged_attention*' ;;
+          -tc='*paged_attention*,*stream decode*'
+        stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
+          -tc='*paged_attention*,*stream decode*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
       smol) stage smol 300 "$CBATCH" bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 \
               --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;

@@ -1,8 +1,8 @@
 // paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
 // existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
 // that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types; the decode rows also through every decode kernel, CUDA cores, tensor cores and the stream kernel
-// over every cut into warp ranges); blocks scattered
+// types; the decode rows also through every decode kernel, CUDA cores and tensor cores, and in a test
+// case of its own the stream kernel over every cut into warp ranges); blocks scattered
 // through the cache, unused slots NaN-poisoned (the kernel must never read them), head_dim 16..128, GQA
 // groups 1..8, block sizes 16 and 5.
 #include <doctest/doctest.h>
@@ -48,8 +48,12 @@ std::vector<AttnSeq> mixed_batch() {
   };
 }
 
+// The kernels a run of check_attention checks: the proven ones, or the stream decode kernel alone (its
+// own test case, so that a fault in it, not yet run on a GPU, can be told apart from the others).
+enum class Kernels { kProven, kStream };
+
 template <typename T>
-void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size) {
+void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which) {
   const std::vector<AttnSeq> seqs = mixed_batch();
   const int num_seqs = static_cast<int>(seqs.size());
   std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
@@ -141,10 +145,12 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
 
   // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included).
   if constexpr (!std::is_same_v<T, float>) {
-    poison(d_out);
-    prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                         d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
-    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    if (which == Kernels::kProven) {
+      poison(d_out);
+      prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                           d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
+      CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    }
   }
 
   // The production split: multi-row sequences through paged_attention, single-row ones through
@@ -169,8 +175,9 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   const int max_partials = 1024;
   DeviceBuffer<float> partial_o(static_cast<size_t>(max_partials) * group * head_dim);
   DeviceBuffer<float> partial_ml(static_cast<size_t>(max_partials) * group * 2);
-  std::vector<DecodeKernel> kernels = {DecodeKernel::kCudaCores};
-  if (!std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
+  std::vector<DecodeKernel> kernels;  // the split-KV kernels (none in the stream kernel's run)
+  if (which == Kernels::kProven) kernels.push_back(DecodeKernel::kCudaCores);
+  if (which == Kernels::kProven && !std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
     kernels.push_back(DecodeKernel::kTensorCores);
     kernels.push_back(DecodeKernel::kTensorCores16);
   }
@@ -193,7 +200,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
 
   // The stream kernel on the same decode rows, over every way of cutting them into warp ranges up to
   // one tile a warp (items whole, cut in two, cut into many pieces).
-  if (std::is_same_v<T, float> || !decode_tensor_cores_support(head_dim)) return;
+  if (which != Kernels::kStream || std::is_same_v<T, float> || !decode_tensor_cores_support(head_dim)) return;
   std::vector<int32_t> tile_start(decode_seqs.size() + 1);
   decode_stream::build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 4, tile_start.data());
   auto d_tile_start = to_device_i32(tile_start);
@@ -258,7 +265,24 @@ TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/dec
       CAPTURE(s.num_heads);
       CAPTURE(s.num_kv_heads);
       CAPTURE(block_size);
-      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size);
+      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, Kernels::kProven);
+    }
+  }
+}
+
+TEST_CASE_TEMPLATE("the stream decode kernel matches the reference over every cut into warp ranges", T,
+                   __nv_bfloat16, __half) {
+  struct Shape {
+    int head_dim, num_heads, num_kv_heads;
+  };
+  const Shape shapes[] = {{64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {128, 4, 4}, {32, 8, 8}, {64, 32, 8}, {128, 32, 8}};
+  for (const Shape& s : shapes) {
+    for (int block_size : {16, 5}) {
+      CAPTURE(s.head_dim);
+      CAPTURE(s.num_heads);
+      CAPTURE(s.num_kv_heads);
+      CAPTURE(block_size);
+      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, Kernels::kStream);
     }
   }
 }
