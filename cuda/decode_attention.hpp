@@ -44,7 +44,8 @@ struct DecodeStream {
   int num_warps = 0;
 };
 
-// Warps of the stream kernel that run at once on the current device (for the head_dim; T = bf16, fp16).
+// Warps of the stream kernel that run at once on the current device (for the head_dim; T = bf16, fp16);
+// throws cbatch::Error when its shared memory does not fit the device (GPUs before Hopper at head_dim 128).
 template <typename T>
 int decode_stream_max_warps(int head_dim);
 

@@ -12,8 +12,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
-#include <algorithm>
 #include <cmath>
+#include <string>
 
 #include "cuda/cuda_dtype.cuh"
 #include "cuda/decode_kernels.cuh"
@@ -318,15 +318,24 @@ int decode_stream_max_warps(int head_dim) {
   CUDA_CHECK(cudaGetDevice(&device));
   int num_sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
+  int max_smem = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   int ctas_per_sm = 0;
+  size_t smem_bytes = 0;
   with_tensor_core_head_dim(head_dim, [&](auto hd) {
     constexpr int HD = decltype(hd)::value;
     auto* kernel = decode_attention_stream_kernel<T, HD>;
-    constexpr size_t smem = StreamLayout<T, HD>::kBytes;
-    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem);
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kMmaWarps * 32, smem));
+    smem_bytes = StreamLayout<T, HD>::kBytes;
+    if (smem_bytes > static_cast<size_t>(max_smem)) return;  // asking would fail: say so below
+    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kMmaWarps * 32, smem_bytes));
   });
-  return std::max(ctas_per_sm, 1) * kMmaWarps * num_sms;
+  if (ctas_per_sm == 0) {  // its three stages are sized for Hopper's 227 KB
+    throw Error("CBATCH_DECODE_ATTENTION=stream: the stream decode kernel needs " + std::to_string(smem_bytes) +
+                " bytes of shared memory per block at head_dim " + std::to_string(head_dim) + "; this GPU allows " +
+                std::to_string(max_smem) + ". Use the default decode kernel");
+  }
+  return ctas_per_sm * kMmaWarps * num_sms;
 }
 
 template int decode_stream_max_warps<__nv_bfloat16>(int);
