@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <type_traits>
@@ -252,39 +253,35 @@ TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
   CHECK(paged_attention_rows_per_tile(AttentionShape{6, 2, 64, 16, 1}) == kAttentionItemsPerTile / 3);
 }
 
-TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
-                   __half) {
-  struct Shape {
-    int head_dim, num_heads, num_kv_heads;
-  };
-  const Shape shapes[] = {{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}, {32, 8, 8},
-                          {64, 32, 8}, {128, 32, 8}};
+struct Shape {
+  int head_dim, num_heads, num_kv_heads;
+};
+
+// check_attention over every shape, with full blocks of 16 and blocks of 5 that cut tiles.
+template <typename T>
+void check_attention_shapes(std::initializer_list<Shape> shapes, Kernels kernels) {
   for (const Shape& s : shapes) {
     for (int block_size : {16, 5}) {
       CAPTURE(s.head_dim);
       CAPTURE(s.num_heads);
       CAPTURE(s.num_kv_heads);
       CAPTURE(block_size);
-      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, Kernels::kProven);
+      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, kernels);
     }
   }
 }
 
+TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
+                   __half) {
+  check_attention_shapes<T>({{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}, {32, 8, 8},
+                             {64, 32, 8}, {128, 32, 8}},
+                            Kernels::kProven);
+}
+
 TEST_CASE_TEMPLATE("the stream decode kernel matches the reference over every cut into warp ranges", T,
                    __nv_bfloat16, __half) {
-  struct Shape {
-    int head_dim, num_heads, num_kv_heads;
-  };
-  const Shape shapes[] = {{64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {128, 4, 4}, {32, 8, 8}, {64, 32, 8}, {128, 32, 8}};
-  for (const Shape& s : shapes) {
-    for (int block_size : {16, 5}) {
-      CAPTURE(s.head_dim);
-      CAPTURE(s.num_heads);
-      CAPTURE(s.num_kv_heads);
-      CAPTURE(block_size);
-      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, Kernels::kStream);
-    }
-  }
+  check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {128, 4, 4}, {32, 8, 8}, {64, 32, 8}, {128, 32, 8}},
+                            Kernels::kStream);
 }
 
 }  // namespace cbatch::test
