@@ -22,6 +22,16 @@ double sample_uniform(uint64_t rng_seed, int64_t token_index) {
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
 }
 
+RowSampling row_sampling(const SamplingParams& params, uint64_t rng_seed, int64_t token_index) {
+  RowSampling row;
+  row.temperature = params.temperature;
+  row.top_p = params.top_p;
+  row.min_p = params.min_p;
+  row.top_k = params.top_k;
+  row.uniform = sample_uniform(rng_seed, token_index);
+  return row;
+}
+
 void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& params,
                               const std::vector<int32_t>& tokens, int num_prompt_tokens) {
   counts_.assign(vocab, 0);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/radix_sampling.hpp"
 #include "engine/sampling_params.hpp"
 
 namespace cbatch {
@@ -19,6 +20,9 @@ uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t 
 
 // Uniform draw in [0, 1) for generated token number `token_index` of a request.
 double sample_uniform(uint64_t rng_seed, int64_t token_index);
+
+// What a device needs to make the Sampler's draw of generated token `token_index` (rows without penalties).
+RowSampling row_sampling(const SamplingParams& params, uint64_t rng_seed, int64_t token_index);
 
 class Sampler {
  public:

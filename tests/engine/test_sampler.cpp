@@ -1,6 +1,6 @@
 // The sampler against a plain reference that sorts the whole vocabulary (top-k, top-p and min-p as
 // prefixes of the (logit desc, id asc) order, then the inverse CDF over the kept tokens in id order):
-// the same token for every draw, over peaked, flat and tied logits and every filter. Also: greedy is the
+// the same token for every draw, over peaked, flat, tied and masked logits and every filter. Also: greedy is the
 // argmax, the draw depends only on (seed, token index), and the frequencies follow the softmax.
 #include <doctest/doctest.h>
 
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/sampler.hpp"
+#include "tests/engine/sampling_cases.hpp"
 
 namespace cbatch::test {
 
@@ -67,19 +68,6 @@ int32_t reference_sample(const std::vector<float>& logits, const SamplingParams&
   return kept.back().first;
 }
 
-// Logits of three kinds: peaked like a language model's, flat, and coarse (many exact ties).
-std::vector<float> random_logits(int vocab, int kind, std::mt19937& rng) {
-  std::vector<float> logits(static_cast<size_t>(vocab));
-  std::normal_distribution<float> normal(0.0f, kind == 1 ? 0.5f : 3.0f);
-  for (float& l : logits) l = normal(rng);
-  if (kind == 0) {  // a few strong candidates on top of a low tail
-    for (int i = 0; i < 8; ++i) logits[std::uniform_int_distribution<int>(0, vocab - 1)(rng)] += 12.0f;
-  } else if (kind == 2) {
-    for (float& l : logits) l = std::round(l);
-  }
-  return logits;
-}
-
 }  // namespace
 
 TEST_CASE("sampler: the same token as the sorting reference for every filter and draw") {
@@ -88,12 +76,8 @@ TEST_CASE("sampler: the same token as the sorting reference for every filter and
   int checked = 0;
   for (int trial = 0; trial < 300; ++trial) {
     const int vocab = std::uniform_int_distribution<int>(1, trial % 10 == 0 ? 5000 : 300)(rng);
-    const std::vector<float> logits = random_logits(vocab, trial % 3, rng);
-    SamplingParams p;
-    p.temperature = std::uniform_real_distribution<float>(0.2f, 1.5f)(rng);
-    p.top_k = trial % 4 == 0 ? std::uniform_int_distribution<int>(1, vocab + 5)(rng) : -1;
-    p.top_p = trial % 3 == 0 ? 1.0f : std::uniform_real_distribution<float>(0.05f, 1.0f)(rng);
-    p.min_p = trial % 5 == 0 ? std::uniform_real_distribution<float>(0.0f, 0.5f)(rng) : 0.0f;
+    const std::vector<float> logits = random_logits(vocab, trial % 4, rng);
+    const SamplingParams p = random_sampling_params(trial, vocab, rng);
     const uint64_t seed = rng();
     CAPTURE(trial);
     CAPTURE(vocab);
