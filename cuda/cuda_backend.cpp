@@ -28,6 +28,7 @@
 #include "cuda/prefill_attention.hpp"
 #include "cuda/rmsnorm.hpp"
 #include "cuda/rope_kv_cache.hpp"
+#include "cuda/sample_rows.hpp"
 #include "cuda/step_profiler.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/workspace.hpp"
@@ -80,6 +81,7 @@ class CudaBackend final : public Backend {
   double kv_bytes_per_elem() const override { return sizeof(T); }
   DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
   double device_busy_seconds() const override { return profiler_.busy_seconds(); }
+  bool samples_on_device() const override { return device_sampling_; }
 
  private:
   // The longest sequence the engine will run: the KV cache must hold at least one of these.
@@ -101,6 +103,7 @@ class CudaBackend final : public Backend {
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
+  void pick_tokens(int num_logits, const StepOutput& out);
 
   ModelConfig config_;
   CudaBackendOptions options_;
@@ -127,6 +130,10 @@ class CudaBackend final : public Backend {
   // them through the CUDA-core paged_attention, for comparison; fp32 always uses paged_attention).
   bool use_prefill_kernel_ = prefill_kernel_enabled();
 
+  // Sampled rows drawn on the GPU by sample_rows (CBATCH_SAMPLING=device) instead of copying their logits
+  // to the host's Sampler: opt-in until the kernel has been checked on a GPU.
+  bool device_sampling_ = device_sampling_enabled();
+
   int num_sms() const { return context_.properties().multiProcessorCount; }
   int max_partials() const { return 16 * num_sms(); }
   static std::optional<DecodeKernel> decode_kernel_choice(const ModelConfig& c) {
@@ -140,6 +147,10 @@ class CudaBackend final : public Backend {
     }
     if (env == "tensor-cores-16") return DecodeKernel::kTensorCores16;
     return env == "stream" ? DecodeKernel::kStream : DecodeKernel::kTensorCores;
+  }
+  static bool device_sampling_enabled() {
+    const char* env = std::getenv("CBATCH_SAMPLING");
+    return env != nullptr && std::string(env) == "device";
   }
   static bool prefill_kernel_enabled() {
     const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
@@ -204,7 +215,7 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
 template <typename T>
 void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   out.logits.clear();
-  out.argmax.clear();
+  out.token_ids.clear();
   if (shape_.num_blocks == 0) throw Error("CUDA backend: forward() before allocate_kv_cache()");
   if (batch.num_tokens() == 0) return;
   validate_batch(batch, limits(shape_.block_size, shape_.num_blocks));
@@ -291,7 +302,7 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
          context_.stream());
 }
 
-// Final norm and lm_head for the sampling rows only, then logits or argmax ids back to the host.
+// Final norm and lm_head for the sampling rows only, then their logits or next token ids back to the host.
 template <typename T>
 void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out) {
   Workspace<T>& ws = workspace_;
@@ -309,13 +320,33 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
       CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), ws.logits.get(), out.logits.size() * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream));
     } else {
-      argmax(ws.argmax.get(), ws.logits.get(), num_logits, vocab, stream);
-      CUDA_CHECK(cudaMemcpyAsync(ws.host_argmax.get(), ws.argmax.get(), static_cast<size_t>(num_logits) * sizeof(int32_t),
-                                 cudaMemcpyDeviceToHost, stream));
+      pick_tokens(num_logits, out);
     }
   }
   profiler_.end_step(stream);  // the step's one synchronization; also frees the pinned index buffer for reuse
-  if (!out.want_logits) out.argmax.assign(ws.host_argmax.get(), ws.host_argmax.get() + num_logits);
+  if (!out.want_logits) out.token_ids.assign(ws.host_token_ids.get(), ws.host_token_ids.get() + num_logits);
+}
+
+// The sampling rows' next tokens from the logits on the device (argmax, or each row's draw), copied back.
+template <typename T>
+void CudaBackend<T>::pick_tokens(int num_logits, const StepOutput& out) {
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const size_t rows = static_cast<size_t>(num_logits);
+  if (out.sampling.empty()) {
+    argmax(ws.token_ids.get(), ws.logits.get(), num_logits, config_.vocab_size, stream);
+  } else {
+    if (!device_sampling_ || out.sampling.size() != rows) {
+      throw Error("CUDA backend: " + std::to_string(out.sampling.size()) + " row sampling parameters for " +
+                  std::to_string(rows) + " sampling rows" + (device_sampling_ ? "" : " (device sampling is off)"));
+    }
+    std::copy(out.sampling.begin(), out.sampling.end(), ws.host_sampling.get());
+    CUDA_CHECK(cudaMemcpyAsync(ws.sampling.get(), ws.host_sampling.get(), rows * sizeof(RowSampling),
+                               cudaMemcpyHostToDevice, stream));
+    sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), num_logits, config_.vocab_size, stream);
+  }
+  CUDA_CHECK(cudaMemcpyAsync(ws.host_token_ids.get(), ws.token_ids.get(), rows * sizeof(int32_t),
+                             cudaMemcpyDeviceToHost, stream));
 }
 
 void check_options(const CudaBackendOptions& o) {

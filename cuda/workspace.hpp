@@ -6,6 +6,7 @@
 
 #include "cuda/device_buffer.hpp"
 #include "engine/model_config.hpp"
+#include "engine/radix_sampling.hpp"
 
 namespace cbatch {
 
@@ -20,12 +21,14 @@ struct Workspace {
         gate_up(rows(max_tokens) * 2 * c.hidden_dim),
         ffn(rows(max_tokens) * c.hidden_dim),
         logits(rows(max_seqs) * c.vocab_size),
-        argmax(rows(max_seqs)),
-        host_argmax(rows(max_seqs)) {}
+        token_ids(rows(max_seqs)),
+        host_token_ids(rows(max_seqs)),
+        sampling(rows(max_seqs)),
+        host_sampling(rows(max_seqs)) {}
 
   size_t device_bytes() const {
     return x.bytes() + h.bytes() + qkv.bytes() + attn.bytes() + delta.bytes() + gate_up.bytes() + ffn.bytes() +
-           logits.bytes() + argmax.bytes();
+           logits.bytes() + token_ids.bytes() + sampling.bytes();
   }
 
   DeviceBuffer<float> x;          // (max_tokens, dim) residual stream
@@ -36,8 +39,10 @@ struct Workspace {
   DeviceBuffer<T> gate_up;        // (max_tokens, 2 hidden) fused gate|up projection
   DeviceBuffer<T> ffn;            // (max_tokens, hidden) SwiGLU output
   DeviceBuffer<float> logits;     // (max_seqs, vocab)
-  DeviceBuffer<int32_t> argmax;   // (max_seqs)
-  PinnedBuffer<int32_t> host_argmax;  // (max_seqs) landing place of the argmax copy
+  DeviceBuffer<int32_t> token_ids;          // (max_seqs) argmax or drawn ids of the sampling rows
+  PinnedBuffer<int32_t> host_token_ids;     // (max_seqs) landing place of their copy
+  DeviceBuffer<RowSampling> sampling;       // (max_seqs) the sampling rows' parameters, for sample_rows
+  PinnedBuffer<RowSampling> host_sampling;  // (max_seqs) their staging copy
 
  private:
   static size_t rows(int n) { return static_cast<size_t>(n); }

@@ -1,12 +1,13 @@
 // The interface between the engine and an executor (CPU or CUDA). A backend owns the weights in its
 // compute format and the paged KV cache; the engine hands it one RaggedBatch per step and receives the
-// logits of the sampling rows, or only their argmax ids when every row samples greedily (so a GPU
-// copies back a few bytes per step).
+// logits of the sampling rows, or only their next token ids: the argmax when every row samples greedily,
+// or the draws of a backend that samples on its device (so a GPU copies back a few bytes per step).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "engine/radix_sampling.hpp"
 #include "engine/ragged_batch.hpp"
 #include "engine/roofline.hpp"
 
@@ -19,9 +20,12 @@ struct KvCacheSpec {
 };
 
 struct StepOutput {
-  bool want_logits = true;        // set by the engine before forward()
-  std::vector<float> logits;      // (num_logits, vocab) when want_logits
-  std::vector<int32_t> argmax;    // (num_logits) when !want_logits; ties go to the lowest id
+  bool want_logits = true;            // set by the engine before forward()
+  std::vector<RowSampling> sampling;  // (num_logits) or empty, set by the engine: see token_ids
+  std::vector<float> logits;          // (num_logits, vocab) when want_logits
+  // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
+  // row's draw under its RowSampling (only asked of a backend that samples_on_device()).
+  std::vector<int32_t> token_ids;
 };
 
 class Backend {
@@ -36,6 +40,8 @@ class Backend {
   virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
   // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
   virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
+  // Draws sampled rows itself (StepOutput::sampling) instead of returning their logits.
+  virtual bool samples_on_device() const { return false; }
   // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
   virtual double weight_bytes_per_param() const { return 4.0; }
   virtual double kv_bytes_per_elem() const { return 4.0; }

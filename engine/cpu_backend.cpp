@@ -315,8 +315,8 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
   out.logits.resize(static_cast<size_t>(n) * vocab);
   matmul(h_.data(), lm_head_, out.logits.data(), n, pool_);
   if (out.want_logits) return;
-  out.argmax.resize(n);
-  for (int i = 0; i < n; ++i) out.argmax[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+  out.token_ids.resize(n);
+  for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
 }
 
 }  // namespace

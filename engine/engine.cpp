@@ -111,12 +111,25 @@ class EngineRun {
     sink_.on_error(error);
   }
 
-  bool needs_logits(const StepPlan& plan) const {
+  // What the backend returns for the step's sampling rows: argmax ids when every row is greedy; the draws
+  // themselves when the backend samples on its device; else the logits, for the host's Sampler (always
+  // for penalties, which need each sequence's tokens).
+  void request_output(const StepPlan& plan) {
+    bool greedy = true, penalties = false;
     for (const ScheduledSeq& s : plan.seqs) {
       const SamplingParams& p = s.seq->request.sampling;
-      if (s.samples && (!p.is_greedy() || p.has_penalties())) return true;
+      greedy = greedy && (!s.samples || p.is_greedy());
+      penalties = penalties || (s.samples && p.has_penalties());
     }
-    return false;
+    output_.sampling.clear();
+    output_.want_logits = penalties || (!greedy && !backend_.samples_on_device());
+    if (output_.want_logits || greedy) return;
+    for (const ScheduledSeq& s : plan.seqs) {
+      const Sequence& seq = *s.seq;
+      if (!s.samples) continue;
+      output_.sampling.push_back(row_sampling(seq.request.sampling, seq.request.rng_seed,
+                                              static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens));
+    }
   }
 
   void step() {
@@ -128,7 +141,7 @@ class EngineRun {
       if (s.seq->first_step < 0) s.seq->first_step = step_;
     }
     pack_batch(plan, blocks_.block_size(), batch_);
-    output_.want_logits = needs_logits(plan);
+    request_output(plan);
     const int64_t t1 = now_ns();
     backend_.forward(batch_, output_);
     const int64_t t2 = now_ns();
@@ -138,7 +151,7 @@ class EngineRun {
     ++step_;
   }
 
-  // The next token of every sampling row: the backend's argmax ids for greedy steps, else one draw per
+  // The next token of every sampling row: the backend's ids (argmax, or its own draws), else one draw per
   // row from its logits, the rows spread over the sampling threads (each row's draw depends only on its
   // own logits and request, so the split never changes a token).
   void sample_rows(const StepPlan& plan) {
@@ -149,7 +162,11 @@ class EngineRun {
     const int64_t n = static_cast<int64_t>(sampling_rows_.size());
     sampled_.resize(static_cast<size_t>(n));
     if (!output_.want_logits) {
-      std::copy(output_.argmax.begin(), output_.argmax.begin() + n, sampled_.begin());
+      if (output_.token_ids.size() != static_cast<size_t>(n)) {
+        throw Error("internal error: the backend returned " + std::to_string(output_.token_ids.size()) +
+                    " token ids for " + std::to_string(n) + " sampling rows");
+      }
+      std::copy(output_.token_ids.begin(), output_.token_ids.begin() + n, sampled_.begin());
       return;
     }
     const int vocab = model_.config.vocab_size;

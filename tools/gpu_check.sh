@@ -4,7 +4,8 @@
 #   info      GPU, driver, cbatch --version
 #   unit      the CUDA unit tests (kernels vs CPU references, whole backend)
 #   sanitize  compute-sanitizer memcheck on the CUDA unit tests
-#   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel)
+#   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel) and
+#             the device sampler's
 #   e2e       tests/e2e/test_gpu.py: CUDA vs CPU outputs, bf16 agreement, modes and budgets on the GPU
 #   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
 #   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
@@ -12,6 +13,8 @@
 #   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
 #   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default): the host-side sampling cost
+#   1b-sampled-device  the same with CBATCH_SAMPLING=device (drawn on the GPU, no logits copied back)
+#   1b-top-p, 1b-top-p-device  the 1b workload at --temperature 0.8 --top-p 0.95, host and device sampling
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
@@ -66,9 +69,9 @@ for s in "${@:-info unit sanitize e2e}"; do
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
       sanitize-attention)
         stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*'
+          -tc='*paged_attention*,*stream decode*,*sample_rows*'
         stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*' ;;
+          -tc='*paged_attention*,*stream decode*,*sample_rows*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
       smol) stage smol 300 "$CBATCH" bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 \
               --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;
@@ -77,6 +80,12 @@ for s in "${@:-info unit sanitize e2e}"; do
       8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
       1b-sampled) bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
                     --temperature 1.0 ;;
+      1b-sampled-device) CBATCH_SAMPLING=device bench 1b-sampled-device 500 llama-3.2-1b.json 128:1024 128:1024 \
+                           continuous --max-num-batched-tokens 8192 --temperature 1.0 ;;
+      1b-top-p) bench 1b-top-p 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                  --temperature 0.8 --top-p 0.95 ;;
+      1b-top-p-device) CBATCH_SAMPLING=device bench 1b-top-p-device 500 llama-3.2-1b.json 128:1024 128:1024 \
+                         continuous --max-num-batched-tokens 8192 --temperature 0.8 --top-p 0.95 ;;
       8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
       e2e-cc) CBATCH_PREFILL_ATTENTION=0 stage e2e-cc 400 python3 tests/e2e/test_gpu.py ;;
       1b-cc) CBATCH_PREFILL_ATTENTION=0 bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \

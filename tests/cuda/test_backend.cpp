@@ -158,10 +158,10 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol) {
     StepOutput ids;
     ids.want_logits = false;
     backend->forward(batch, ids);
-    REQUIRE(ids.argmax.size() == static_cast<size_t>(batch.num_logits()));
+    REQUIRE(ids.token_ids.size() == static_cast<size_t>(batch.num_logits()));
     for (int i = 0; i < batch.num_logits(); ++i) {
       const float* row = out.logits.data() + static_cast<size_t>(i) * vocab;
-      CHECK(ids.argmax[i] == argmax_ref(row, vocab));
+      CHECK(ids.token_ids[i] == argmax_ref(row, vocab));
       std::vector<double> ref_row(ref.begin() + static_cast<long>(i) * vocab, ref.begin() + static_cast<long>(i + 1) * vocab);
       std::vector<double> sorted = ref_row;
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<>());
@@ -170,7 +170,7 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol) {
       const double rms = std::sqrt(sum_sq / vocab);
       if (sorted[0] - sorted[1] > 10.0 * tol * rms) {  // a clear winner: any backend within tol agrees
         const auto best = std::max_element(ref_row.begin(), ref_row.end()) - ref_row.begin();
-        CHECK(ids.argmax[i] == best);
+        CHECK(ids.token_ids[i] == best);
       }
     }
   }

@@ -1,7 +1,8 @@
 """The CUDA backend end to end (skipped without a GPU): greedy outputs equal the CPU backend's with
 --dtype fp32 on aidreams260K (and so the goldens) and on the dummy SmolLM2-135M shape; with bf16, how
 many leading tokens agree per prompt is printed; every mode and token budget keeps the engine's
-invariants on the GPU (no request lost, KV blocks all returned, a trace record per step)."""
+invariants on the GPU (no request lost, KV blocks all returned, a trace record per step); sampling on the
+GPU gives the host sampler's tokens."""
 import json
 import os
 import random
@@ -90,4 +91,18 @@ for mode, budget, seqs, blocks in [("continuous", 4096, 256, None), ("continuous
         reference = res
     same = sum(res[k] == reference[k] for k in reference)
     print(f"{name}: {same}/{len(rows)} outputs identical to continuous/4096 on the GPU")
+
+# Sampling on the GPU (CBATCH_SAMPLING=device) draws the host sampler's tokens from the same logits: every
+# output, greedy or sampled with top-k, top-p and min-p, equals the run that copies the logits to the host.
+rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _ in range(rng.randint(0, 60))],
+         "max_tokens": 24, "ignore_eos": True, "temperature": [0, 0.7, 1.0, 1.3][i % 4], "top_p": [1, 0.9][i % 2],
+         "top_k": [-1, -1, 20][i % 3], "min_p": 0.05 if i % 5 == 0 else 0, "seed": i} for i in range(64)]
+prompts = os.path.join(work, "sampling.jsonl")
+write_jsonl(prompts, rows)
+host = run_outputs(prompts, SMOL, ["--device", "cuda"])
+os.environ["CBATCH_SAMPLING"] = "device"
+device = run_outputs(prompts, SMOL, ["--device", "cuda"])
+del os.environ["CBATCH_SAMPLING"]
+same = sum(device.get(k) == v for k, v in host.items())
+c.check(len(host) == len(rows) and device == host, f"device sampling: {same}/{len(rows)} outputs equal to host sampling")
 c.done()

@@ -179,9 +179,9 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
       set_tables(s2, {&table_a, &table_b});
       out.want_logits = false;
       backend->forward(s2, out);
-      REQUIRE(out.argmax.size() == 1);
+      REQUIRE(out.token_ids.size() == 1);
       CHECK(rel_error(out.logits.data(), ref_a[10]) < 1e-5);
-      CHECK(out.argmax[0] == argmax_row(out.logits.data(), model.config.vocab_size));
+      CHECK(out.token_ids[0] == argmax_row(out.logits.data(), model.config.vocab_size));
     }
   }
 }

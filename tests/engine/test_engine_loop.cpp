@@ -1,14 +1,18 @@
 // The engine loop on a small random model: outputs identical across modes, budgets, sequence caps and a
-// preempting cache; requests that cannot fit get an error; max_tokens 0 finishes without computing.
+// preempting cache, and with a backend that draws sampled tokens itself; requests that cannot fit get an
+// error; max_tokens 0 finishes without computing.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "engine/bench_workload.hpp"
 #include "engine/cpu_backend.hpp"
 #include "engine/engine.hpp"
+#include "engine/radix_sampling.hpp"
 #include "test_model_fixture.hpp"
 
 using namespace cbatch;
@@ -155,4 +159,64 @@ TEST_CASE("engine runs steps instead of waiting on a source that is not ready, a
     CHECK(source.num_waits == 0);
     CHECK(source.steps >= 30);
   }
+}
+
+namespace {
+
+// A backend that samples "on its device" the way the CUDA backend does, with the device algorithm's host
+// primitives over the CPU backend's logits; it counts the steps it was asked for draws and for logits.
+class HostDrawingBackend final : public Backend {
+ public:
+  explicit HostDrawingBackend(Backend& inner) : inner_(inner) {}
+  std::string device_name() const override { return inner_.device_name(); }
+  int64_t kv_block_bytes(int block_size) const override { return inner_.kv_block_bytes(block_size); }
+  int64_t max_kv_blocks(int block_size) const override { return inner_.max_kv_blocks(block_size); }
+  void allocate_kv_cache(const KvCacheSpec& spec) override { inner_.allocate_kv_cache(spec); }
+  bool samples_on_device() const override { return true; }
+
+  void forward(const RaggedBatch& batch, StepOutput& out) override {
+    if (out.sampling.empty()) {
+      num_logit_steps += out.want_logits;
+      return inner_.forward(batch, out);
+    }
+    ++num_draw_steps;
+    REQUIRE(!out.want_logits);
+    REQUIRE(out.sampling.size() == static_cast<size_t>(batch.num_logits()));
+    out.want_logits = true;
+    inner_.forward(batch, out);
+    out.want_logits = false;
+    const int vocab = static_cast<int>(out.logits.size()) / batch.num_logits();
+    out.token_ids.clear();
+    for (int r = 0; r < batch.num_logits(); ++r) {
+      radix_sampling::HostRowOps ops(&out.logits[static_cast<size_t>(r) * vocab], vocab);
+      out.token_ids.push_back(radix_sampling::sample_row(ops, out.sampling[static_cast<size_t>(r)], vocab));
+    }
+  }
+
+  int num_draw_steps = 0;
+  int num_logit_steps = 0;
+
+ private:
+  Backend& inner_;
+};
+
+}  // namespace
+
+TEST_CASE("engine: a backend that draws on its device gives the host sampler's tokens; penalties stay on the host") {
+  const Model model = testing::make_test_model({});
+  auto cpu = make_cpu_backend(model, {});
+  auto items = workload(40, 6);
+  for (size_t i = 0; i < items.size(); ++i) {  // every filter; one request with a penalty, admitted late
+    auto& sampling = std::get<Request>(items[i]).sampling;
+    if (i % 4 == 1) sampling.top_k = 5;
+    if (i % 4 == 3) sampling.min_p = 0.1f;
+    if (i == 35) sampling.repetition_penalty = 1.3f;
+  }
+  const Outcome ref = run(model, *cpu, {Mode::kContinuous, 4096, 8, 16}, 0, items);
+  HostDrawingBackend drawing(*cpu);
+  const Outcome o = run(model, drawing, {Mode::kContinuous, 4096, 8, 16}, 0, items);
+  CHECK(o.outputs == ref.outputs);
+  CHECK(o.summary.requests_ok == 40);
+  CHECK(drawing.num_draw_steps > 0);
+  CHECK(drawing.num_logit_steps > 0);  // the steps that sampled the penalty request
 }

@@ -1,0 +1,18 @@
+// Host launcher of the device sampler (sample_rows.cu): one next token per logits row, drawn on the GPU
+// with the Sampler's semantics, so a sampled step copies back its ids and not its logits.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "engine/radix_sampling.hpp"
+
+namespace cbatch {
+
+// out[r] = the token row r draws under params[r] (radix_sampling::sample_row): the argmax for greedy
+// rows, else temperature, top-k, top-p, min-p and one draw at params[r].uniform. NaN logits are never
+// drawn. logits (num_rows, vocab) fp32, params (num_rows) and out (num_rows) on the device.
+void sample_rows(int32_t* d_out, const float* d_logits, const RowSampling* d_params, int num_rows, int vocab,
+                 cudaStream_t stream);
+
+}  // namespace cbatch
