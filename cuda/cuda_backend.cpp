@@ -104,6 +104,7 @@ class CudaBackend final : public Backend {
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
   void pick_tokens(int num_logits, const StepOutput& out);
+  const PenaltyToken* upload_penalty_tokens(const StepOutput& out);
 
   ModelConfig config_;
   CudaBackendOptions options_;
@@ -133,6 +134,8 @@ class CudaBackend final : public Backend {
   // Sampled rows drawn on the GPU by sample_rows (CBATCH_SAMPLING=device) instead of copying their logits
   // to the host's Sampler: opt-in until the kernel has been checked on a GPU.
   bool device_sampling_ = device_sampling_enabled();
+  DeviceBuffer<PenaltyToken> penalty_tokens_;       // (capacity) a step's penalized rows' tokens, grown on demand
+  PinnedBuffer<PenaltyToken> host_penalty_tokens_;  // (capacity) their staging copy
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
   int max_partials() const { return 16 * num_sms(); }
@@ -340,13 +343,40 @@ void CudaBackend<T>::pick_tokens(int num_logits, const StepOutput& out) {
       throw Error("CUDA backend: " + std::to_string(out.sampling.size()) + " row sampling parameters for " +
                   std::to_string(rows) + " sampling rows" + (device_sampling_ ? "" : " (device sampling is off)"));
     }
+    const PenaltyToken* d_penalty_tokens = upload_penalty_tokens(out);
     std::copy(out.sampling.begin(), out.sampling.end(), ws.host_sampling.get());
     CUDA_CHECK(cudaMemcpyAsync(ws.sampling.get(), ws.host_sampling.get(), rows * sizeof(RowSampling),
                                cudaMemcpyHostToDevice, stream));
-    sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), num_logits, config_.vocab_size, stream);
+    sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), d_penalty_tokens, num_logits,
+                config_.vocab_size, stream);
   }
   CUDA_CHECK(cudaMemcpyAsync(ws.host_token_ids.get(), ws.token_ids.get(), rows * sizeof(int32_t),
                              cudaMemcpyDeviceToHost, stream));
+}
+
+// The step's penalty tokens on the device (nullptr when there are none), after checking that every row's
+// range lies inside them. The buffers grow to twice what a step needs, so that growing is rare (growing
+// frees the old ones, which waits for the device).
+template <typename T>
+const PenaltyToken* CudaBackend<T>::upload_penalty_tokens(const StepOutput& out) {
+  const size_t n = out.penalty_tokens.size();
+  for (const RowSampling& row : out.sampling) {
+    if (row.penalty_begin < 0 || row.penalty_begin > row.penalty_end || static_cast<size_t>(row.penalty_end) > n) {
+      throw Error("CUDA backend: penalty tokens [" + std::to_string(row.penalty_begin) + ", " +
+                  std::to_string(row.penalty_end) + ") of a row outside the step's " + std::to_string(n));
+    }
+  }
+  if (n == 0) return nullptr;
+  if (n > penalty_tokens_.size()) {
+    penalty_tokens_ = DeviceBuffer<PenaltyToken>();
+    host_penalty_tokens_ = PinnedBuffer<PenaltyToken>();
+    penalty_tokens_ = DeviceBuffer<PenaltyToken>(2 * n);
+    host_penalty_tokens_ = PinnedBuffer<PenaltyToken>(2 * n);
+  }
+  std::copy(out.penalty_tokens.begin(), out.penalty_tokens.end(), host_penalty_tokens_.get());
+  CUDA_CHECK(cudaMemcpyAsync(penalty_tokens_.get(), host_penalty_tokens_.get(), n * sizeof(PenaltyToken),
+                             cudaMemcpyHostToDevice, context_.stream()));
+  return penalty_tokens_.get();
 }
 
 void check_options(const CudaBackendOptions& o) {

@@ -161,14 +161,26 @@ class BlockRowOps {
   SampleShared& s_;
 };
 
-// One block's row: out[blockIdx.x] = the token of logits row blockIdx.x under params[blockIdx.x].
-__device__ inline void sample_block_row(int32_t* out,                // (num_rows)
-                                        const float* logits,         // (num_rows, vocab)
-                                        const RowSampling* params,   // (num_rows)
+// One block's row: out[blockIdx.x] = the token of logits row blockIdx.x under params[blockIdx.x], after
+// the row's penalties (applied to the logits in place: each listed token once, so no two threads write
+// one logit).
+__device__ inline void sample_block_row(int32_t* out,                        // (num_rows)
+                                        float* logits,                       // (num_rows, vocab)
+                                        const RowSampling* params,           // (num_rows)
+                                        const PenaltyToken* penalty_tokens,  // (rows' penalty ranges)
                                         int vocab) {
   __shared__ SampleShared shared;
-  BlockRowOps ops(logits + static_cast<size_t>(blockIdx.x) * vocab, vocab, shared);
+  float* row = logits + static_cast<size_t>(blockIdx.x) * vocab;
   const RowSampling p = params[blockIdx.x];
+  for (int e = p.penalty_begin + static_cast<int>(threadIdx.x); e < p.penalty_end; e += kSampleThreads) {
+    const PenaltyToken t = penalty_tokens[e];
+    if (t.id >= 0 && t.id < vocab) {
+      row[t.id] = penalized_logit(row[t.id], t.output_count, p.repetition_penalty, p.frequency_penalty,
+                                  p.presence_penalty);
+    }
+  }
+  __syncthreads();  // the block's writes to the row are visible to all its threads
+  BlockRowOps ops(row, vocab, shared);
   const int32_t id = radix_sampling::sample_row(ops, p, vocab);
   if (threadIdx.x == 0) out[blockIdx.x] = id;
 }

@@ -22,6 +22,7 @@ struct KvCacheSpec {
 struct StepOutput {
   bool want_logits = true;            // set by the engine before forward()
   std::vector<RowSampling> sampling;  // (num_logits) or empty, set by the engine: see token_ids
+  std::vector<PenaltyToken> penalty_tokens;  // the penalized rows' tokens (RowSampling::penalty_begin/end)
   std::vector<float> logits;          // (num_logits, vocab) when want_logits
   // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
   // row's draw under its RowSampling (only asked of a backend that samples_on_device()).

@@ -111,24 +111,32 @@ class EngineRun {
     sink_.on_error(error);
   }
 
-  // What the backend returns for the step's sampling rows: argmax ids when every row is greedy; the draws
-  // themselves when the backend samples on its device; else the logits, for the host's Sampler (always
-  // for penalties, which need each sequence's tokens).
+  // What the backend returns for the step's sampling rows: argmax ids when every row is greedy without
+  // penalties; the draws themselves when the backend samples on its device (each row's parameters, and
+  // for penalized rows their sequence's distinct tokens); else the logits, for the host's Sampler.
   void request_output(const StepPlan& plan) {
-    bool greedy = true, penalties = false;
+    bool plain_greedy = true;
     for (const ScheduledSeq& s : plan.seqs) {
       const SamplingParams& p = s.seq->request.sampling;
-      greedy = greedy && (!s.samples || p.is_greedy());
-      penalties = penalties || (s.samples && p.has_penalties());
+      plain_greedy = plain_greedy && (!s.samples || (p.is_greedy() && !p.has_penalties()));
     }
     output_.sampling.clear();
-    output_.want_logits = penalties || (!greedy && !backend_.samples_on_device());
-    if (output_.want_logits || greedy) return;
+    output_.penalty_tokens.clear();
+    output_.want_logits = !plain_greedy && !backend_.samples_on_device();
+    if (output_.want_logits || plain_greedy) return;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
       if (!s.samples) continue;
-      output_.sampling.push_back(row_sampling(seq.request.sampling, seq.request.rng_seed,
-                                              static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens));
+      const SamplingParams& p = seq.request.sampling;
+      RowSampling row =
+          row_sampling(p, seq.request.rng_seed, static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens);
+      if (p.has_penalties()) {
+        row.penalty_begin = static_cast<int32_t>(output_.penalty_tokens.size());
+        append_penalty_tokens(seq.tokens, seq.num_prompt_tokens, model_.config.vocab_size, output_.penalty_tokens,
+                              penalty_slot_);
+        row.penalty_end = static_cast<int32_t>(output_.penalty_tokens.size());
+      }
+      output_.sampling.push_back(row);
     }
   }
 
@@ -267,6 +275,7 @@ class EngineRun {
   std::unique_ptr<ThreadPool> sampling_pool_;  // made at the first step that samples several rows
   std::vector<Sequence*> sampling_rows_;        // (sampling rows of the step) their sequences
   std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
+  std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1
   RaggedBatch batch_;
   StepOutput output_;
   RunStats stats_;

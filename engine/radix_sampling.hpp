@@ -21,8 +21,39 @@ struct RowSampling {
   float top_p = 1.0f;        // in (0, 1]
   float min_p = 0.0f;        // in [0, 1]
   int32_t top_k = -1;        // <= 0 or >= vocab: off
+  float repetition_penalty = 1.0f;
+  float frequency_penalty = 0.0f;
+  float presence_penalty = 0.0f;
+  int32_t penalty_begin = 0;  // the row's PenaltyTokens: [penalty_begin, penalty_end) of the step's list
+  int32_t penalty_end = 0;
   double uniform = 0.0;      // the draw's u in [0, 1): sample_uniform(request seed, output token index)
 };
+
+// A token that occurs in a penalized row's sequence (prompt or output), and how often in the output.
+struct PenaltyToken {
+  int32_t id;
+  int32_t output_count;
+};
+
+// The logit of a token that occurs in the sequence, after vLLM's penalties: repetition (prompt and
+// output), then frequency and presence (output). The host Sampler and the device apply exactly this.
+CBATCH_HOST_DEVICE inline float penalized_logit(float logit, int32_t output_count, float repetition, float frequency,
+                                                 float presence) {
+  if (repetition != 1.0f) logit = logit > 0 ? logit / repetition : logit * repetition;
+  if (output_count > 0) logit -= frequency * static_cast<float>(output_count) + presence;
+  return logit;
+}
+
+// Applies a row's penalties to its logits (vocab) in place; ids out of range are ignored.
+inline void apply_penalty_tokens(float* logits, int vocab, const RowSampling& p, const PenaltyToken* tokens) {
+  for (int32_t e = p.penalty_begin; e < p.penalty_end; ++e) {
+    const PenaltyToken t = tokens[e];
+    if (t.id >= 0 && t.id < vocab) {
+      logits[t.id] = penalized_logit(logits[t.id], t.output_count, p.repetition_penalty, p.frequency_penalty,
+                                     p.presence_penalty);
+    }
+  }
+}
 
 namespace radix_sampling {
 

@@ -28,8 +28,27 @@ RowSampling row_sampling(const SamplingParams& params, uint64_t rng_seed, int64_
   row.top_p = params.top_p;
   row.min_p = params.min_p;
   row.top_k = params.top_k;
+  row.repetition_penalty = params.repetition_penalty;
+  row.frequency_penalty = params.frequency_penalty;
+  row.presence_penalty = params.presence_penalty;
   row.uniform = sample_uniform(rng_seed, token_index);
   return row;
+}
+
+void append_penalty_tokens(const std::vector<int32_t>& tokens, int num_prompt_tokens, int vocab,
+                           std::vector<PenaltyToken>& out, std::vector<int32_t>& slot) {
+  slot.resize(static_cast<size_t>(vocab), -1);
+  const size_t first = out.size();
+  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
+    const int32_t t = tokens[i];
+    if (t < 0 || t >= vocab) continue;
+    if (slot[t] < 0) {
+      slot[t] = static_cast<int32_t>(out.size());
+      out.push_back({t, 0});
+    }
+    if (i >= num_prompt_tokens) ++out[static_cast<size_t>(slot[t])].output_count;
+  }
+  for (size_t e = first; e < out.size(); ++e) slot[static_cast<size_t>(out[e].id)] = -1;
 }
 
 void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& params,
@@ -43,11 +62,9 @@ void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& pa
     if (i >= num_prompt_tokens) ++counts_[t];
   }
   for (int t = 0; t < vocab; ++t) {
-    if (params.repetition_penalty != 1.0f && in_prompt_[t]) {
-      logits[t] = logits[t] > 0 ? logits[t] / params.repetition_penalty : logits[t] * params.repetition_penalty;
-    }
-    if (counts_[t] > 0) {
-      logits[t] -= params.frequency_penalty * static_cast<float>(counts_[t]) + params.presence_penalty;
+    if (in_prompt_[t]) {
+      logits[t] = penalized_logit(logits[t], counts_[t], params.repetition_penalty, params.frequency_penalty,
+                                  params.presence_penalty);
     }
   }
 }

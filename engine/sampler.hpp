@@ -21,8 +21,14 @@ uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t 
 // Uniform draw in [0, 1) for generated token number `token_index` of a request.
 double sample_uniform(uint64_t rng_seed, int64_t token_index);
 
-// What a device needs to make the Sampler's draw of generated token `token_index` (rows without penalties).
+// What a device needs to make the Sampler's draw of generated token `token_index` (penalty_begin/end
+// left 0: the caller places the row's PenaltyTokens).
 RowSampling row_sampling(const SamplingParams& params, uint64_t rng_seed, int64_t token_index);
+
+// Appends the distinct tokens of a sequence (prompt + output; ids outside the vocabulary skipped) with
+// their output counts, in first-occurrence order. slot: scratch of `vocab` entries, all -1 between calls.
+void append_penalty_tokens(const std::vector<int32_t>& tokens, int num_prompt_tokens, int vocab,
+                           std::vector<PenaltyToken>& out, std::vector<int32_t>& slot);
 
 class Sampler {
  public:

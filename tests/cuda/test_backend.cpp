@@ -1,7 +1,8 @@
 // The whole CUDA backend against the CPU reference model on a small random model (GQA, head_dim 64,
 // vocab 1000) over three steps: (1) prefill chunks, one of them the first part of a longer prompt;
 // (2) that prompt's continuation chunk plus decodes; (3) decodes plus a padding row with slot -1.
-// Also: the argmax path, batch validation, and the "does not fit" errors.
+// Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch validation, and the "does
+// not fit" errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "engine/error.hpp"
+#include "engine/radix_sampling.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -215,6 +217,62 @@ TEST_CASE("CUDA backend bf16 and fp16 with the stream decode kernel (CBATCH_DECO
   const ScopedEnv env("CBATCH_DECODE_ATTENTION", "stream");
   check_scenario(model, ComputeDType::kBF16, 3e-2);
   check_scenario(model, ComputeDType::kF16, 5e-3);
+}
+
+TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from the logits it computes") {
+  const Model model = make_model(3, false, RopeLayout::kHalves);
+  const int vocab = model.config.vocab_size;
+  std::unique_ptr<Backend> backend;
+  {
+    const ScopedEnv env("CBATCH_SAMPLING", "device");
+    backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  }
+  std::unique_ptr<Backend> host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  CHECK(backend->samples_on_device());
+  CHECK(!host_sampling->samples_on_device());
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  host_sampling->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  for (const RaggedBatch& batch : scenario(vocab)) {
+    StepOutput out;
+    out.want_logits = true;
+    backend->forward(batch, out);
+    StepOutput drawn;
+    drawn.want_logits = false;
+    for (int i = 0; i < batch.num_logits(); ++i) {  // greedy, penalized, top-p and top-k rows
+      RowSampling row;
+      row.temperature = i % 4 == 0 ? 0.0f : 0.7f + 0.2f * static_cast<float>(i);
+      row.top_p = i % 4 == 2 ? 0.8f : 1.0f;
+      row.top_k = i % 4 == 3 ? 40 : -1;
+      row.uniform = 0.13 + 0.21 * i;
+      if (i % 2 == 1) {  // penalize the row's current top tokens, so the penalties change the draw
+        row.repetition_penalty = 1.5f;
+        row.frequency_penalty = 2.0f;
+        row.presence_penalty = 1.0f;
+        row.penalty_begin = static_cast<int32_t>(drawn.penalty_tokens.size());
+        const float* logits = out.logits.data() + static_cast<size_t>(i) * vocab;
+        const int32_t top = static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+        drawn.penalty_tokens.push_back({top, 3});
+        drawn.penalty_tokens.push_back({(top + 1) % vocab, 0});
+        row.penalty_end = static_cast<int32_t>(drawn.penalty_tokens.size());
+      }
+      drawn.sampling.push_back(row);
+    }
+    backend->forward(batch, drawn);  // the same k and v rewritten: the same logits
+    REQUIRE(drawn.token_ids.size() == static_cast<size_t>(batch.num_logits()));
+    for (int i = 0; i < batch.num_logits(); ++i) {
+      std::vector<float> row(out.logits.begin() + static_cast<long>(i) * vocab,
+                             out.logits.begin() + static_cast<long>(i + 1) * vocab);
+      const RowSampling& sampling = drawn.sampling[static_cast<size_t>(i)];
+      apply_penalty_tokens(row.data(), vocab, sampling, drawn.penalty_tokens.data());
+      radix_sampling::HostRowOps ops(row.data(), vocab);
+      CAPTURE(i);
+      CHECK(drawn.token_ids[i] == radix_sampling::sample_row(ops, sampling, vocab));
+    }
+    StepOutput bad = drawn;  // a row whose penalty range runs past the list
+    bad.sampling.back().penalty_end = static_cast<int32_t>(bad.penalty_tokens.size()) + 1;
+    CHECK_THROWS_AS(backend->forward(batch, bad), Error);
+    CHECK_THROWS_AS(host_sampling->forward(batch, drawn), Error);  // asked for draws it does not make
+  }
 }
 
 TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {

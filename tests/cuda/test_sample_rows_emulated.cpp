@@ -1,7 +1,7 @@
 // The device sampler's block code (cuda/sample_rows.cuh) run on the CPU by the block emulator, so that its
-// block-parallel primitives are checked where there is no GPU: the token of the same algorithm on the
-// host's sequential primitives and the Sampler's, for every row, over the sampler tests' logits and
-// parameters with greedy and NaN rows mixed in. Also checks the emulator's intrinsics themselves.
+// block-parallel primitives are checked where there is no GPU: for every row the token of the same
+// algorithm on the host's sequential primitives and the Sampler's (sample_rows_case.hpp: greedy, NaN and
+// penalized rows mixed in). Also checks the emulator's intrinsics themselves.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -13,7 +13,7 @@
 #include "engine/sampler.hpp"
 #include "tests/cuda/block_emulator.hpp"  // before the block code: defines the CUDA keywords
 #include "cuda/sample_rows.cuh"
-#include "tests/engine/sampling_cases.hpp"
+#include "tests/cuda/sample_rows_case.hpp"
 
 namespace cbatch::test {
 
@@ -55,33 +55,18 @@ TEST_SUITE("host") {
 
   TEST_CASE("the device sampler's block code draws the host's token for every row (emulated)") {
     std::mt19937 rng(23);
-    Sampler sampler;
     int checked = 0;
     for (auto [vocab, rows] : {std::pair{1, 3}, std::pair{5, 8}, std::pair{40, 16}, std::pair{257, 12},
                                std::pair{300, 20}, std::pair{1500, 6}, std::pair{5000, 3}}) {
       CAPTURE(vocab);
-      std::vector<float> logits;
-      std::vector<RowSampling> params;
-      std::vector<int32_t> want_host, want_sampler;  // want_sampler: -1 for rows with NaN
-      for (int r = 0; r < rows; ++r) {
-        std::vector<float> row = random_logits(vocab, r % 4, rng);
-        const bool has_nan = r % 7 == 3;
-        if (has_nan) row[static_cast<size_t>(r) % vocab] = std::numeric_limits<float>::quiet_NaN();
-        SamplingParams p = random_sampling_params(r, vocab, rng);
-        if (r % 9 == 0) p.temperature = 0.0f;
-        const uint64_t seed = rng();
-        params.push_back(row_sampling(p, seed, r % 5));
-        radix_sampling::HostRowOps ops(row.data(), vocab);
-        want_host.push_back(radix_sampling::sample_row(ops, params.back(), vocab));
-        std::vector<float> scratch = row;
-        const std::vector<int32_t> tokens(1 + static_cast<size_t>(r % 5), 1);
-        want_sampler.push_back(has_nan ? -1 : sampler.sample(scratch.data(), vocab, p, tokens, 1, seed));
-        logits.insert(logits.end(), row.begin(), row.end());
-      }
+      const SampleRowsCase c = make_sample_rows_case(vocab, rows, rng);
+      std::vector<float> logits = c.logits;  // penalized in place
       std::vector<int32_t> out(static_cast<size_t>(rows), -7);
       block_emulator::launch(static_cast<unsigned>(rows), device_sampling::kSampleThreads, [&] {
-        device_sampling::sample_block_row(out.data(), logits.data(), params.data(), vocab);
+        device_sampling::sample_block_row(out.data(), logits.data(), c.params.data(), c.penalty_tokens.data(), vocab);
       });
+      const std::vector<int32_t>& want_host = c.want_host;
+      const std::vector<int32_t>& want_sampler = c.want_sampler;
       for (int r = 0; r < rows; ++r) {
         CAPTURE(r);
         CHECK(out[r] == want_host[r]);

@@ -93,10 +93,13 @@ for mode, budget, seqs, blocks in [("continuous", 4096, 256, None), ("continuous
     print(f"{name}: {same}/{len(rows)} outputs identical to continuous/4096 on the GPU")
 
 # Sampling on the GPU (CBATCH_SAMPLING=device) draws the host sampler's tokens from the same logits: every
-# output, greedy or sampled with top-k, top-p and min-p, equals the run that copies the logits to the host.
+# output, greedy or sampled with top-k, top-p, min-p and penalties, equals the run that copies the logits to
+# the host.
 rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _ in range(rng.randint(0, 60))],
          "max_tokens": 24, "ignore_eos": True, "temperature": [0, 0.7, 1.0, 1.3][i % 4], "top_p": [1, 0.9][i % 2],
-         "top_k": [-1, -1, 20][i % 3], "min_p": 0.05 if i % 5 == 0 else 0, "seed": i} for i in range(64)]
+         "top_k": [-1, -1, 20][i % 3], "min_p": 0.05 if i % 5 == 0 else 0, "seed": i,
+         "repetition_penalty": 1.3 if i % 6 == 1 else 1, "frequency_penalty": 0.5 if i % 7 == 2 else 0,
+         "presence_penalty": -0.4 if i % 8 == 3 else 0} for i in range(64)]
 prompts = os.path.join(work, "sampling.jsonl")
 write_jsonl(prompts, rows)
 host = run_outputs(prompts, SMOL, ["--device", "cuda"])

@@ -1,6 +1,7 @@
 // Random sampling cases shared by the sampler tests and the device-sampling tests: logits of the kinds a
-// sampler meets, and parameters that exercise every filter.
+// sampler meets, parameters that exercise every filter, and sequences and penalties.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -38,6 +39,21 @@ inline SamplingParams random_sampling_params(int trial, int vocab, std::mt19937&
   p.top_p = trial % 3 == 0 ? 1.0f : std::uniform_real_distribution<float>(0.05f, 1.0f)(rng);
   p.min_p = trial % 5 == 0 ? std::uniform_real_distribution<float>(0.0f, 0.5f)(rng) : 0.0f;
   return p;
+}
+
+// A random sequence of `length` tokens, repeating ids below min(vocab, 40), for penalties.
+inline std::vector<int32_t> random_sequence(int length, int vocab, std::mt19937& rng) {
+  std::vector<int32_t> tokens(static_cast<size_t>(length));
+  for (int32_t& t : tokens) t = std::uniform_int_distribution<int32_t>(0, std::min(vocab, 40) - 1)(rng);
+  return tokens;
+}
+
+// Penalties on one trial in 3: repetition in [0.5, 2], frequency and presence in [-2, 2].
+inline void random_penalties(int trial, SamplingParams& p, std::mt19937& rng) {
+  if (trial % 3 != 1) return;
+  p.repetition_penalty = std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+  p.frequency_penalty = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+  p.presence_penalty = std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
 }
 
 }  // namespace cbatch::test

@@ -163,8 +163,9 @@ TEST_CASE("engine runs steps instead of waiting on a source that is not ready, a
 
 namespace {
 
-// A backend that samples "on its device" the way the CUDA backend does, with the device algorithm's host
-// primitives over the CPU backend's logits; it counts the steps it was asked for draws and for logits.
+// A backend that samples "on its device" the way the CUDA backend does: penalties, then the device
+// algorithm with its host primitives, over the CPU backend's logits; it counts the steps it was asked
+// for draws and for logits.
 class HostDrawingBackend final : public Backend {
  public:
   explicit HostDrawingBackend(Backend& inner) : inner_(inner) {}
@@ -188,8 +189,11 @@ class HostDrawingBackend final : public Backend {
     const int vocab = static_cast<int>(out.logits.size()) / batch.num_logits();
     out.token_ids.clear();
     for (int r = 0; r < batch.num_logits(); ++r) {
-      radix_sampling::HostRowOps ops(&out.logits[static_cast<size_t>(r) * vocab], vocab);
-      out.token_ids.push_back(radix_sampling::sample_row(ops, out.sampling[static_cast<size_t>(r)], vocab));
+      float* row = &out.logits[static_cast<size_t>(r) * vocab];
+      const RowSampling& sampling = out.sampling[static_cast<size_t>(r)];
+      apply_penalty_tokens(row, vocab, sampling, out.penalty_tokens.data());
+      radix_sampling::HostRowOps ops(row, vocab);
+      out.token_ids.push_back(radix_sampling::sample_row(ops, sampling, vocab));
     }
   }
 
@@ -202,15 +206,17 @@ class HostDrawingBackend final : public Backend {
 
 }  // namespace
 
-TEST_CASE("engine: a backend that draws on its device gives the host sampler's tokens; penalties stay on the host") {
+TEST_CASE("engine: a backend that draws on its device gives the host sampler's tokens, penalties included") {
   const Model model = testing::make_test_model({});
   auto cpu = make_cpu_backend(model, {});
   auto items = workload(40, 6);
-  for (size_t i = 0; i < items.size(); ++i) {  // every filter; one request with a penalty, admitted late
+  for (size_t i = 0; i < items.size(); ++i) {  // every filter and penalty, on sampled and greedy requests
     auto& sampling = std::get<Request>(items[i]).sampling;
     if (i % 4 == 1) sampling.top_k = 5;
     if (i % 4 == 3) sampling.min_p = 0.1f;
-    if (i == 35) sampling.repetition_penalty = 1.3f;
+    if (i % 5 == 2) sampling.repetition_penalty = 1.3f;
+    if (i % 7 == 3) sampling.frequency_penalty = 0.4f;
+    if (i % 6 == 4) sampling.presence_penalty = -0.5f;
   }
   const Outcome ref = run(model, *cpu, {Mode::kContinuous, 4096, 8, 16}, 0, items);
   HostDrawingBackend drawing(*cpu);
@@ -218,5 +224,5 @@ TEST_CASE("engine: a backend that draws on its device gives the host sampler's t
   CHECK(o.outputs == ref.outputs);
   CHECK(o.summary.requests_ok == 40);
   CHECK(drawing.num_draw_steps > 0);
-  CHECK(drawing.num_logit_steps > 0);  // the steps that sampled the penalty request
+  CHECK(drawing.num_logit_steps == 0);  // it never needed the host's Sampler
 }

@@ -1,8 +1,9 @@
 // The device sampler's algorithm (engine/radix_sampling.hpp) run with its sequential primitives against the
 // Sampler: the same token for every draw, over the sampler tests' logits and parameters, greedy rows,
-// vocabularies from 1 token to Llama 3's, and rows with NaN, -inf and +inf logits.
+// vocabularies from 1 token to Llama 3's, rows with NaN, -inf and +inf logits, and penalties.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -48,6 +49,41 @@ TEST_CASE("radix sampling: the sampler's token for every filter and draw") {
   }
   CHECK(checked == 4000);
   CHECK(filtered > 250);
+}
+
+TEST_CASE("radix sampling: penalties from the sequence's distinct tokens give the sampler's token") {
+  std::mt19937 rng(29);
+  Sampler sampler;
+  std::vector<int32_t> slot;
+  for (int trial = 0; trial < 200; ++trial) {
+    const int vocab = std::uniform_int_distribution<int>(2, 400)(rng);
+    const std::vector<float> logits = random_logits(vocab, trial % 4, rng);
+    SamplingParams p = random_sampling_params(trial, vocab, rng);
+    if (trial % 5 == 0) p.temperature = 0.0f;  // greedy with penalties: the argmax of the penalized logits
+    p.repetition_penalty = trial % 3 == 0 ? 1.0f : std::uniform_real_distribution<float>(0.5f, 2.0f)(rng);
+    p.frequency_penalty = trial % 4 == 1 ? 0.0f : std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+    p.presence_penalty = trial % 4 == 2 ? 0.0f : std::uniform_real_distribution<float>(-2.0f, 2.0f)(rng);
+    std::vector<int32_t> tokens;  // prompt and output with repeats, and one id outside the vocabulary
+    const int num_prompt = std::uniform_int_distribution<int>(0, 30)(rng);
+    for (int i = num_prompt + std::uniform_int_distribution<int>(0, 30)(rng); i > 0; --i) {
+      tokens.push_back(std::uniform_int_distribution<int32_t>(0, std::min(vocab, 40) - 1)(rng));
+    }
+    if (trial % 9 == 0) tokens.push_back(vocab + 3);
+    CAPTURE(trial);
+    const uint64_t seed = rng();
+    std::vector<float> row = logits;
+    const int32_t want = sampler.sample(row.data(), vocab, p, tokens, num_prompt, seed);
+
+    std::vector<PenaltyToken> penalty_tokens = {{-1, -1}};  // the row's range need not start at 0
+    RowSampling sampling = row_sampling(p, seed, static_cast<int64_t>(tokens.size()) - num_prompt);
+    sampling.penalty_begin = 1;
+    append_penalty_tokens(tokens, num_prompt, vocab, penalty_tokens, slot);
+    sampling.penalty_end = static_cast<int32_t>(penalty_tokens.size());
+    CHECK(std::count(slot.begin(), slot.end(), -1) == vocab);  // the scratch is clean again
+    std::vector<float> penalized = logits;
+    apply_penalty_tokens(penalized.data(), vocab, sampling, penalty_tokens.data());
+    CHECK(radix_sample(penalized, sampling) == want);
+  }
 }
 
 TEST_CASE("radix sampling: sort keys order (logit desc, id asc), NaN last") {
