@@ -318,6 +318,7 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
                       config_.dim, config_.rms_eps, stream);
     gemm<T, float>(context_.cublas(), stream, ws.logits.get(), ws.h.get(), weights_.lm_head(), num_logits, vocab,
                    config_.dim);
+    profiler_.phase("lm_head", stream);  // final norm and logits; the rest of the step is "pick+copy"
     if (out.want_logits) {
       out.logits.resize(static_cast<size_t>(num_logits) * vocab);
       CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), ws.logits.get(), out.logits.size() * sizeof(float),

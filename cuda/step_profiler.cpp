@@ -62,7 +62,7 @@ void StepProfiler::end_step(cudaStream_t stream) {
   }
   cudaEvent_t e = next_event();
   CUDA_CHECK(cudaEventRecord(e, stream));
-  marks_.emplace_back("head+copy", e);
+  marks_.emplace_back("pick+copy", e);  // argmax or draws, and the ids (or logits) back
   CUDA_CHECK(cudaEventSynchronize(e));
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, marks_.front().second, marks_.back().second));

@@ -23,6 +23,7 @@
 #   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
+#   profile-sampled  profile at --temperature 1.0 with CBATCH_SAMPLING=device: the draws' share ("pick+copy")
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
 #             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys; 8 of 4000, 32 of 100..300
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
@@ -109,6 +110,10 @@ for s in "${@:-info unit sanitize e2e}"; do
       profile-8b) CBATCH_CUDA_PROFILE=1 stage profile-8b 200 "$CBATCH" bench --model dummy:examples/models/llama-3.1-8b.json \
                     --num-prompts 200 --input-len 1000 --output-len 1000 --modes continuous --max-num-seqs 256 \
                     --max-num-batched-tokens 8192 --device cuda --quiet ;;
+      profile-sampled) CBATCH_CUDA_PROFILE=1 CBATCH_SAMPLING=device stage profile-sampled 200 "$CBATCH" bench \
+                         --model dummy:examples/models/llama-3.2-1b.json --num-prompts 200 --input-len 128:1024 \
+                         --output-len 128:1024 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 \
+                         --temperature 1.0 --device cuda --quiet ;;
       table) python3 tools/bench_table.py "$OUT_DIR"/bench-*.json ;;
       decode-bench)
         i=0
