@@ -9,11 +9,10 @@
 #include <random>
 #include <vector>
 
-#include "engine/radix_sampling.hpp"
-#include "engine/sampler.hpp"
-#include "tests/cuda/block_emulator.hpp"  // before the block code: defines the CUDA keywords
-#include "cuda/sample_rows.cuh"
 #include "tests/cuda/sample_rows_case.hpp"
+// Last: the emulator defines the CUDA keywords as macros, for the block code after it.
+#include "tests/cuda/block_emulator.hpp"
+#include "cuda/sample_rows.cuh"
 
 namespace cbatch::test {
 
@@ -65,12 +64,10 @@ TEST_SUITE("host") {
       block_emulator::launch(static_cast<unsigned>(rows), device_sampling::kSampleThreads, [&] {
         device_sampling::sample_block_row(out.data(), logits.data(), c.params.data(), c.penalty_tokens.data(), vocab);
       });
-      const std::vector<int32_t>& want_host = c.want_host;
-      const std::vector<int32_t>& want_sampler = c.want_sampler;
       for (int r = 0; r < rows; ++r) {
         CAPTURE(r);
-        CHECK(out[r] == want_host[r]);
-        if (want_sampler[r] >= 0) CHECK(out[r] == want_sampler[r]);
+        CHECK(out[r] == c.want_host[r]);
+        if (c.want_sampler[r] >= 0) CHECK(out[r] == c.want_sampler[r]);
         ++checked;
       }
     }
