@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Markdown table rows from `cbatch bench --json` files, in the columns of docs/benchmarks/README.md:
-workload, mode, output tok/s, roofline fraction, GPU idle, TTFT p50/p99, e2e p50/p99 (seconds),
+workload [file's stage], mode, output tok/s, roofline fraction, GPU idle, TTFT p50/p99, e2e p50/p99 (seconds),
 preemptions; one row per mode of each file, and the continuous/static ratio where a file has both.
 
     tools/bench_table.py gpu-out/bench-1b.json gpu-out/bench-8b-short.json
@@ -23,11 +23,18 @@ def fmt(value, pattern):
     return "—" if value is None else pattern.format(value)
 
 
-def rows(d):
+def stage(path):
+    """The gpu_check.sh stage a file came from (bench-1b-stream.json: 1b-stream), which names the variant."""
+    name = os.path.basename(path)
+    name = name[len("bench-"):] if name.startswith("bench-") else name
+    return name[:-len(".json")] if name.endswith(".json") else name
+
+
+def rows(d, path):
     out = []
     for r in d["results"]:
-        out.append("| {} | {} | {} | {} | {} | {} / {} | {} / {} | {} |".format(
-            workload(d), r["mode"], fmt(r.get("output_tokens_per_s"), "{:,.0f}"),
+        out.append("| {} [{}] | {} | {} | {} | {} | {} / {} | {} / {} | {} |".format(
+            workload(d), stage(path), r["mode"], fmt(r.get("output_tokens_per_s"), "{:,.0f}"),
             fmt(r.get("roofline_fraction"), "{:.3f}"), fmt(r.get("gpu_idle_fraction"), "{:.1%}"),
             fmt(r.get("ttft_ms_p50", 0) / 1000, "{:.1f}"), fmt(r.get("ttft_ms_p99", 0) / 1000, "{:.1f}"),
             fmt(r.get("e2e_ms_p50", 0) / 1000, "{:.1f}"), fmt(r.get("e2e_ms_p99", 0) / 1000, "{:.1f}"),
@@ -51,7 +58,7 @@ def main(paths):
         except (OSError, ValueError) as e:
             print(f"bench_table: {path}: {e}", file=sys.stderr)
             return 1
-        print("\n".join(rows(d)))
+        print("\n".join(rows(d, path)))
     return 0
 
 
