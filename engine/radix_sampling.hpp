@@ -8,6 +8,7 @@
 #pragma once
 #include <math.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
@@ -192,7 +193,7 @@ class HostRowOps {
 
   uint64_t max_key() const {
     uint64_t best = 0;
-    for (int32_t id = 0; id < vocab_; ++id) best = best > sort_key(logits_[id], id) ? best : sort_key(logits_[id], id);
+    for (int32_t id = 0; id < vocab_; ++id) best = std::max(best, sort_key(logits_[id], id));
     return best;
   }
 

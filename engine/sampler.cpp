@@ -51,21 +51,14 @@ void append_penalty_tokens(const std::vector<int32_t>& tokens, int num_prompt_to
   for (size_t e = first; e < out.size(); ++e) slot[static_cast<size_t>(out[e].id)] = -1;
 }
 
+// The penalties on the tokens that occur in the sequence: the same list and function as a device's.
 void Sampler::apply_penalties(float* logits, int vocab, const SamplingParams& params,
                               const std::vector<int32_t>& tokens, int num_prompt_tokens) {
-  counts_.assign(vocab, 0);
-  in_prompt_.assign(vocab, 0);
-  for (int i = 0; i < static_cast<int>(tokens.size()); ++i) {
-    const int32_t t = tokens[i];
-    if (t < 0 || t >= vocab) continue;
-    in_prompt_[t] = 1;
-    if (i >= num_prompt_tokens) ++counts_[t];
-  }
-  for (int t = 0; t < vocab; ++t) {
-    if (in_prompt_[t]) {
-      logits[t] = penalized_logit(logits[t], counts_[t], params.repetition_penalty, params.frequency_penalty,
-                                  params.presence_penalty);
-    }
+  penalty_tokens_.clear();
+  append_penalty_tokens(tokens, num_prompt_tokens, vocab, penalty_tokens_, penalty_slot_);
+  for (const PenaltyToken& t : penalty_tokens_) {
+    logits[t.id] = penalized_logit(logits[t.id], t.output_count, params.repetition_penalty, params.frequency_penalty,
+                                   params.presence_penalty);
   }
 }
 

@@ -52,8 +52,8 @@ class Sampler {
   // in `sorted`.
   int nucleus_size(float top_p, double sum, int& sorted);
 
-  std::vector<int32_t> counts_;        // (vocab) occurrences in the output, scratch
-  std::vector<uint8_t> in_prompt_;     // (vocab) 1 when the token occurs in prompt or output, scratch
+  std::vector<PenaltyToken> penalty_tokens_;  // (distinct tokens of the sequence) scratch
+  std::vector<int32_t> penalty_slot_;         // (vocab) scratch of append_penalty_tokens, all -1
   std::vector<Candidate> candidates_;  // (up to vocab) scratch
   std::vector<int32_t> top_ids_;       // (vocab) ids, scratch of the top-k selection
 };

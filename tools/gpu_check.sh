@@ -62,6 +62,14 @@ bench() {  # bench NAME LIMIT_S CONFIG INPUT OUTPUT MODES [extra flags]: one iss
     --json "$OUT_DIR/bench-$name.json" "$@"
 }
 
+profile() {  # profile NAME CONFIG INPUT OUTPUT [extra flags]: CBATCH_CUDA_PROFILE=1 on 200 continuous requests
+  local name=$1 config=$2 input=$3 output=$4
+  shift 4
+  CBATCH_CUDA_PROFILE=1 stage "$name" 200 "$CBATCH" bench --model "dummy:examples/models/$config" --num-prompts 200 \
+    --input-len "$input" --output-len "$output" --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 \
+    --device cuda --quiet "$@"
+}
+
 for s in "${@:-info unit sanitize e2e}"; do
   for name in $s; do
     case $name in
@@ -104,16 +112,10 @@ for s in "${@:-info unit sanitize e2e}"; do
                          continuous,static --max-num-batched-tokens 8192 ;;
       8b-long-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-long-stream 550 llama-3.1-8b.json 1000 1000 \
                         continuous --max-num-batched-tokens 8192 ;;
-      profile) CBATCH_CUDA_PROFILE=1 stage profile 200 "$CBATCH" bench --model dummy:examples/models/llama-3.2-1b.json \
-                 --num-prompts 200 --input-len 128:1024 --output-len 128:1024 --modes continuous --max-num-seqs 256 \
-                 --max-num-batched-tokens 8192 --device cuda --quiet ;;
-      profile-8b) CBATCH_CUDA_PROFILE=1 stage profile-8b 200 "$CBATCH" bench --model dummy:examples/models/llama-3.1-8b.json \
-                    --num-prompts 200 --input-len 1000 --output-len 1000 --modes continuous --max-num-seqs 256 \
-                    --max-num-batched-tokens 8192 --device cuda --quiet ;;
-      profile-sampled) CBATCH_CUDA_PROFILE=1 CBATCH_SAMPLING=device stage profile-sampled 200 "$CBATCH" bench \
-                         --model dummy:examples/models/llama-3.2-1b.json --num-prompts 200 --input-len 128:1024 \
-                         --output-len 128:1024 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 \
-                         --temperature 1.0 --device cuda --quiet ;;
+      profile) profile profile llama-3.2-1b.json 128:1024 128:1024 ;;
+      profile-8b) profile profile-8b llama-3.1-8b.json 1000 1000 ;;
+      profile-sampled) CBATCH_SAMPLING=device profile profile-sampled llama-3.2-1b.json 128:1024 128:1024 \
+                         --temperature 1.0 ;;
       table) python3 tools/bench_table.py "$OUT_DIR"/bench-*.json ;;
       decode-bench)
         i=0
