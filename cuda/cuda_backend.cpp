@@ -123,7 +123,7 @@ class CudaBackend final : public Backend {
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice(config_);  // none: all rows paged
   DecodeSplit decode_split_;
   DecodeStream decode_stream_;
-  int stream_max_warps_ = 0;  // decode_stream_max_warps, asked on the first stream step
+  std::optional<DecodeStreamLimits> stream_limits_;  // asked of the device on the first stream step
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
@@ -245,13 +245,14 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
 // The stream decode kernel's plan for this step: as many warps as run at once, each with a few tiles.
 template <typename T>
 void CudaBackend<T>::plan_decode_stream(const BatchIndices& idx) {
-  if constexpr (!std::is_same_v<T, float>) {
-    if (stream_max_warps_ == 0) stream_max_warps_ = decode_stream_max_warps<T>(config_.head_dim);
+  if constexpr (!std::is_same_v<T, float>) {  // fp32 never takes the stream kernel (decode_kernel_choice)
+    if (!stream_limits_) stream_limits_ = decode_stream_limits<T>(config_.head_dim);
+    decode_stream_.tile_start = idx.decode_tile_start;
+    decode_stream_.num_tiles = static_cast<int64_t>(idx.decode_tiles) * config_.num_kv_heads;
+    decode_stream_.stages = stream_limits_->stages;
+    const int max_warps = std::min(stream_limits_->max_warps, max_partials() / 2);
+    decode_stream_.num_warps = decode_stream::choose_num_warps(decode_stream_.num_tiles, max_warps);
   }
-  decode_stream_.tile_start = idx.decode_tile_start;
-  decode_stream_.num_tiles = static_cast<int64_t>(idx.decode_tiles) * config_.num_kv_heads;
-  decode_stream_.num_warps =
-      decode_stream::choose_num_warps(decode_stream_.num_tiles, std::min(stream_max_warps_, max_partials() / 2));
 }
 
 template <typename T>

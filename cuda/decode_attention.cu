@@ -294,13 +294,15 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
   const bool stream_ok =
       kernel != DecodeKernel::kStream || num_seqs == 0 ||
       (plan != nullptr && plan->tile_start != nullptr && plan->num_warps >= 1 && plan->num_warps <= plan->num_tiles &&
+       (plan->stages == 2 || plan->stages == 3) &&
        (plan->num_warps == 1 || (static_cast<int64_t>(plan->num_warps) * 2 <= max_partials &&
                                  d_partial_o != nullptr && d_partial_ml != nullptr)) &&
        static_cast<int64_t>(shape.num_blocks) * shape.num_kv_heads * shape.block_size <= 2147483647);
   if (!stream_ok) {
     throw Error("decode_attention: bad stream plan: " +
                 (plan == nullptr ? std::string("none")
-                                 : "warps=" + std::to_string(plan->num_warps) + " tiles=" +
+                                 : "warps=" + std::to_string(plan->num_warps) + " stages=" +
+                                       std::to_string(plan->stages) + " tiles=" +
                                        std::to_string(plan->num_tiles) + " max_partials=" + std::to_string(max_partials)));
   }
   if (num_seqs == 0) return;
@@ -313,7 +315,7 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
       throw Error("decode_attention: the tensor-core kernels take bf16 or fp16");
     } else if (kernel == DecodeKernel::kStream) {
       const decode_detail::StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
-      return decode_detail::launch_stream<T>(args, st, hd, stream);
+      return decode_detail::launch_stream<T>(args, st, plan->stages, hd, stream);
     } else if (kernel == DecodeKernel::kTensorCores16) {
       return decode_detail::launch_tensor_cores<T, 16>(args, num_seqs, split.num_splits, hd, stream);
     } else {

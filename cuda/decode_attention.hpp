@@ -31,23 +31,31 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 // (smaller stages, more CTAs per SM): tested for correctness, its speed not yet measured. kStream is the
 // tensor-core kernel scheduled as in decode_stream.hpp (each warp a contiguous, equal share of all the
 // decode tiles; the products transposed so that the group's q heads are the mma's 8 columns): it takes a
-// DecodeStream plan instead of the split, and was written without a GPU at hand.
+// DecodeStream plan instead of the split, and was written without a GPU at hand (its block code is checked
+// on the CPU through an emulation of the PTX instructions, tests/cuda/test_decode_emulated.cpp).
 enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
 
 // A stream launch: tile_start (device, num_seqs + 1 entries, see decode_stream.hpp), the tiles of all
-// items (tile_start[num_seqs] * num_kv_heads) and the warps (decode_stream::choose_num_warps, at most
-// max_partials / 2 and decode_stream_max_warps).
+// items (tile_start[num_seqs] * num_kv_heads), the warps (decode_stream::choose_num_warps, at most
+// max_partials / 2 and DecodeStreamLimits::max_warps) and the kernel's pipeline depth (2 or 3 stages).
 struct DecodeStream {
   const int32_t* tile_start = nullptr;
   int64_t num_tiles = 0;
   int num_warps = 0;
+  int stages = 3;
 };
 
-// Warps of the stream kernel that run at once on the current device (for the head_dim; T = bf16, fp16);
-// throws cbatch::Error when its shared memory does not fit the device (GPUs before Hopper at head_dim 128).
+// The stream kernel on the current device, for the head_dim (T = bf16, fp16): the deepest pipeline whose
+// shared memory fits (3 stages on Hopper; 2 on the A100 at head_dim 128 and on sm_86/89 at 64), and how
+// many of its warps run at once. Throws cbatch::Error where not even 2 stages fit (sm_86/89 at head_dim
+// 128).
+struct DecodeStreamLimits {
+  int stages;
+  int max_warps;
+};
 template <typename T>
-int decode_stream_max_warps(int head_dim);
+DecodeStreamLimits decode_stream_limits(int head_dim);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
 // out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the

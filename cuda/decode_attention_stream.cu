@@ -1,23 +1,15 @@
-// Stream decode attention (bf16, fp16; head_dim 32, 64, 128), DecodeKernel::kStream.
-//
-// The schedule of decode_stream.hpp: CTAs of kMmaWarps independent warps (no block barrier); warp w walks
-// the tiles [warp_begin(w), warp_begin(w + 1)) of the list of all decode items' tiles with two cursors, a
-// loader kStages - 1 tiles ahead (cp.async into the warp's stages; each lane looks up the cache row of one
-// key, the others take it by shuffle) and the compute cursor. Items end and begin inside the loop without
-// draining the pipeline. The products are transposed against decode_attention_mma_kernel: S^T = K Q^T and
-// O^T += V^T P^T, with 16 keys (or 16 dims) as the mma's rows and the group's q heads as its 8 columns, so
-// a group of 4 heads uses half of each mma instead of a quarter. In the accumulator layout a thread holds
-// heads 2 t and 2 t + 1 of rows g and g + 8; the max and the sum of a head reduce over the 8 lanes of a
-// column. P^T goes from that layout to the B operand's with movmatrix (an 8x8 transpose in registers).
+// Stream decode attention (bf16, fp16; head_dim 32, 64, 128), DecodeKernel::kStream: the kernels around
+// the block code of decode_stream_block.cuh, their launcher and the occupancy query.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cmath>
 #include <string>
+#include <type_traits>
 
 #include "cuda/cuda_dtype.cuh"
 #include "cuda/decode_kernels.cuh"
-#include "cuda/decode_stream.hpp"
+#include "cuda/decode_stream_block.cuh"
 #include "cuda/kernel_smem.hpp"
 
 namespace cbatch {
@@ -25,264 +17,26 @@ namespace {
 
 using namespace decode_detail;
 
-template <typename T, int HD>
-struct StreamLayout {
-  static constexpr int kLd = HD + 8;  // padded row, elements (ldmatrix rows in distinct banks)
-  static constexpr int kTileElems = decode_stream::kTile * kLd;
-  static constexpr int kStages = 3;   // head_dim 128: 52 KB a warp, 209 KB a CTA
-  static constexpr int kWarpElems = 2 * kStages * kTileElems;
-  static constexpr size_t kBytes = sizeof(T) * kMmaWarps * kWarpElems;
-};
-
-// What a cursor needs of its sequence: the query row, the keys 0..key_end - 1, the block table.
-struct StreamSeq {
-  int row, key_end;
-  const int32_t* table;
-};
-
-template <typename T>
-__device__ __forceinline__ StreamSeq stream_seq(const DecodeArgs<T>& a, int decode_index) {
-  const int seq = a.decode_seqs[decode_index];
-  StreamSeq s;
-  s.row = a.query_start[seq];
-  s.key_end = a.positions[s.row] + 1;
-  s.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
-  return s;
-}
-
-// A warp's copies of keys [key0, key0 + kTile) of (s, kv_head) into one stage; keys at or past key_end
-// become zero rows. Lane l finds the cache row of key key0 + l (the only block-table lookup).
-template <typename T, int HD>
-__device__ __forceinline__ void stream_load_tile(const DecodeArgs<T>& a, const StreamSeq& s, int kv_head, int key0,
-                                                 T* s_k, T* s_v, int lane) {
-  using L = StreamLayout<T, HD>;
-  constexpr int kPieces = HD * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces per row
-  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
-  static_assert(decode_stream::kTile == 32, "one key per lane");
-  const int key = key0 + lane;
-  const int cache_row = key < s.key_end
-                            ? (s.table[key / a.block_size] * a.num_kv_heads + kv_head) * a.block_size + key % a.block_size
-                            : -1;
-#pragma unroll
-  for (int j = 0; j < decode_stream::kTile * kPieces / 32; ++j) {
-    const int i = lane + 32 * j;
-    const int k = i / kPieces, piece = i % kPieces;
-    const int r = __shfl_sync(0xffffffffu, cache_row, k);
-    const size_t offset = r >= 0 ? static_cast<size_t>(r) * HD + piece * kVec : 0;
-    cp_async16_zfill(s_k + k * L::kLd + piece * kVec, a.k_cache + offset, r >= 0 ? 16 : 0);
-    cp_async16_zfill(s_v + k * L::kLd + piece * kVec, a.v_cache + offset, r >= 0 ? 16 : 0);
-  }
-}
-
-template <typename T, int HD>
+template <typename T, int HD, int STAGES>
 __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_stream_kernel(const DecodeArgs<T> a,
                                                                                  const StreamArgs st) {
-  using L = StreamLayout<T, HD>;
-  using decode_stream::kTile;
-  constexpr int kSteps = HD / 16;  // k steps of S^T = K Q^T; m tiles (16 dims) of O^T
-  constexpr float kLog2e = 1.4426950408889634f;
   extern __shared__ __align__(128) unsigned char s_stream[];
-
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int w = blockIdx.x * kMmaWarps + warp;
-  if (w >= st.num_warps) return;  // the last CTA's spare warps (no block barrier follows)
-  const int g = lane / 4, t = lane % 4;  // accumulator row g (and g + 8), columns (q heads) 2 t, 2 t + 1
-  const int group = a.num_heads / a.num_kv_heads;
-  const int64_t t0 = decode_stream::warp_begin(w, st.num_tiles, st.num_warps);
-  const int64_t t1 = decode_stream::warp_begin(w + 1, st.num_tiles, st.num_warps);
-  T* s_warp = reinterpret_cast<T*>(s_stream) + warp * L::kWarpElems;
-  // The stage of a tile: its index in the range modulo kStages (an int: a range is far below 2^31 tiles).
-  auto stage_k = [&](int64_t tile) { return s_warp + (static_cast<int>(tile - t0) % L::kStages) * 2 * L::kTileElems; };
-
-  decode_stream::TileCursor ld = decode_stream::locate(t0, st.tile_start, st.num_seqs, a.num_kv_heads);
-  decode_stream::TileCursor cp = ld;
-  StreamSeq ld_seq = stream_seq(a, ld.seq);
-  StreamSeq cp_seq = ld_seq;
-  auto load_next = [&]() {  // one commit group per call, empty past the range
-    if (ld.t < t1) {
-      T* s_k = stage_k(ld.t);
-      stream_load_tile<T, HD>(a, ld_seq, ld.kv_head, ld.tile * kTile, s_k, s_k + L::kTileElems, lane);
-      if (ld.advance(st.tile_start, st.num_seqs, a.num_kv_heads) && ld.t < t1) ld_seq = stream_seq(a, ld.seq);
-    }
-    cp_async_commit();
-  };
-#pragma unroll
-  for (int i = 0; i < L::kStages - 1; ++i) load_next();
-
-  // Q^T as B fragments: column g is q head kv_head * group + g (zero past the group), rows d.
-  uint32_t q[kSteps][2];
-  auto load_q = [&]() {
-    const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
-    const T* q_row = a.qkv + cp_seq.row * qkv_stride + static_cast<size_t>(cp.kv_head * group + g) * HD;
-#pragma unroll
-    for (int kk = 0; kk < kSteps; ++kk) {
-      q[kk][0] = g < group ? *reinterpret_cast<const uint32_t*>(q_row + kk * 16 + 2 * t) : 0u;
-      q[kk][1] = g < group ? *reinterpret_cast<const uint32_t*>(q_row + kk * 16 + 8 + 2 * t) : 0u;
-    }
-  };
-  const float scale_log2 = a.scale * kLog2e;
-  float m_run[2], l_part[2];  // per column 2 t + e: running max (log2 units), this thread's part of the sum
-  float o[kSteps][4];         // O^T: dims dt * 16 + g ([0], [1]) and + 8 ([2], [3]); heads 2 t ([0], [2]), 2 t + 1
-  auto reset = [&]() {
-    m_run[0] = m_run[1] = -INFINITY;
-    l_part[0] = l_part[1] = 0.0f;
-#pragma unroll
-    for (int dt = 0; dt < kSteps; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.0f;
-  };
-  // The piece of cp's item that ends with this tile: the output itself, or a partial result in its slot.
-  auto write_piece = [&]() {
-    float l[2];
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      l[e] = l_part[e];
-      l[e] += __shfl_xor_sync(0xffffffffu, l[e], 4);
-      l[e] += __shfl_xor_sync(0xffffffffu, l[e], 8);
-      l[e] += __shfl_xor_sync(0xffffffffu, l[e], 16);
-    }
-    const int slot = decode_stream::piece_slot(cp.item_begin(), cp.item_end(), t0, t1, w);
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int h = 2 * t + e;
-      if (h >= group) continue;
-      if (slot < 0) {
-        T* out = a.out + static_cast<size_t>(cp_seq.row) * a.num_heads * HD + static_cast<size_t>(cp.kv_head * group + h) * HD;
-        const float inv_l = 1.0f / l[e];
-#pragma unroll
-        for (int dt = 0; dt < kSteps; ++dt) {
-          out[dt * 16 + g] = from_float<T>(o[dt][e] * inv_l);
-          out[dt * 16 + g + 8] = from_float<T>(o[dt][2 + e] * inv_l);
-        }
-      } else {
-        float* po = a.partial_o + (static_cast<size_t>(slot) * group + h) * HD;
-#pragma unroll
-        for (int dt = 0; dt < kSteps; ++dt) {
-          po[dt * 16 + g] = o[dt][e];
-          po[dt * 16 + g + 8] = o[dt][2 + e];
-        }
-        if (g == 0) {  // m in natural-log units of the scaled score, as the combine expects
-          a.partial_ml[(static_cast<size_t>(slot) * group + h) * 2] = m_run[e] * (1.0f / kLog2e);
-          a.partial_ml[(static_cast<size_t>(slot) * group + h) * 2 + 1] = l[e];
-        }
-      }
-    }
-  };
-  load_q();
-  reset();
-
-  for (int64_t tile = t0; tile < t1; ++tile) {
-    load_next();
-    cp_async_wait<L::kStages - 1>();
-    __syncwarp();
-    const T* s_k = stage_k(tile);
-    const T* s_v = s_k + L::kTileElems;
-    const int key0 = cp.tile * kTile;
-
-    // S^T = K Q^T: two m tiles of 16 keys; A (keys x dims) by ldmatrix.x4 from the key rows.
-    float score[2][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      score[mt][0] = score[mt][1] = score[mt][2] = score[mt][3] = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < kSteps; ++kk) {
-        uint32_t k_frag[4];
-        ldmatrix_x4(k_frag, s_k + (mt * 16 + ((lane / 8) % 2) * 8 + lane % 8) * L::kLd + kk * 16 + (lane / 16) * 8);
-        mma_16816<T>(score[mt], k_frag[0], k_frag[1], k_frag[2], k_frag[3], q[kk][0], q[kk][1]);
-      }
-    }
-    // Online softmax per column (q head) over this tile's keys: rows g, g + 8 of both m tiles, then the
-    // 8 lanes of the column.
-    float tile_max[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const bool valid = key0 + mt * 16 + (i / 2) * 8 + g < cp_seq.key_end;
-        score[mt][i] = valid ? score[mt][i] * scale_log2 : -INFINITY;
-        tile_max[i % 2] = fmaxf(tile_max[i % 2], score[mt][i]);
-      }
-    }
-    float alpha[2];
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      tile_max[e] = fmaxf(tile_max[e], __shfl_xor_sync(0xffffffffu, tile_max[e], 4));
-      tile_max[e] = fmaxf(tile_max[e], __shfl_xor_sync(0xffffffffu, tile_max[e], 8));
-      tile_max[e] = fmaxf(tile_max[e], __shfl_xor_sync(0xffffffffu, tile_max[e], 16));
-      const float m_new = fmaxf(m_run[e], tile_max[e]);  // finite: every tile holds a valid key
-      alpha[e] = exp2f(m_run[e] - m_new);                // 0 on a piece's first tile
-      m_run[e] = m_new;
-      l_part[e] *= alpha[e];
-    }
-#pragma unroll
-    for (int dt = 0; dt < kSteps; ++dt) {
-      o[dt][0] *= alpha[0];
-      o[dt][1] *= alpha[1];
-      o[dt][2] *= alpha[0];
-      o[dt][3] *= alpha[1];
-    }
-    // P (rounded to T) as the B operand of O^T += V^T P^T: k step mt holds keys mt * 16 + 0..15; b0 the
-    // first 8 (accumulator row g), b1 the next 8 (row g + 8), each transposed by movmatrix.
-    uint32_t p[2][2];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-      const float p0 = exp2f(score[mt][0] - m_run[0]), p1 = exp2f(score[mt][1] - m_run[1]);
-      const float p2 = exp2f(score[mt][2] - m_run[0]), p3 = exp2f(score[mt][3] - m_run[1]);
-      l_part[0] += p0 + p2;
-      l_part[1] += p1 + p3;
-      p[mt][0] = movmatrix_trans(pack2<T>(p0, p1));
-      p[mt][1] = movmatrix_trans(pack2<T>(p2, p3));
-    }
-    // O^T += V^T P^T: m tiles of 16 dims; A (dims x keys) by ldmatrix.x4.trans from the value rows.
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt) {
-#pragma unroll
-      for (int dt = 0; dt < kSteps; ++dt) {
-        uint32_t v_frag[4];
-        ldmatrix_x4_trans(v_frag, s_v + (mt * 16 + (lane / 16) * 8 + lane % 8) * L::kLd + dt * 16 + ((lane / 8) % 2) * 8);
-        mma_16816<T>(o[dt], v_frag[0], v_frag[1], v_frag[2], v_frag[3], p[mt][0], p[mt][1]);
-      }
-    }
-    __syncwarp();  // this stage is refilled kStages - 1 tiles on
-
-    const bool item_done = tile + 1 == cp.item_end();
-    if (item_done || tile + 1 == t1) {
-      write_piece();
-      reset();
-    }
-    if (tile + 1 < t1) {
-      if (cp.advance(st.tile_start, st.num_seqs, a.num_kv_heads)) cp_seq = stream_seq(a, cp.seq);
-      if (item_done) load_q();
-    }
-  }
-  cp_async_wait<0>();  // only empty groups can be left
+  stream_block<T, HD, STAGES>(a, st, s_stream);
 }
 
-// Merges the pieces of the items cut by warp ranges. Grid num_warps CTAs of head_dim threads: CTA w
-// merges the item whose head piece warp w holds, if that piece ends the item (see decode_stream.hpp);
-// every piece holds at least one key, so each m is finite.
+// Merges the pieces of the items cut by warp ranges (stream_combine_block).
 template <typename T>
 __global__ void decode_stream_combine_kernel(const DecodeArgs<T> a, const StreamArgs st) {
-  const int w = blockIdx.x;
-  const int64_t t0 = decode_stream::warp_begin(w, st.num_tiles, st.num_warps);
-  const int64_t t1 = decode_stream::warp_begin(w + 1, st.num_tiles, st.num_warps);
-  const decode_stream::TileCursor first = decode_stream::locate(t0, st.tile_start, st.num_seqs, a.num_kv_heads);
-  const int w0 = decode_stream::merging_warp_first_piece(first, t0, t1, st.num_tiles, st.num_warps);
-  if (w0 < 0) return;
-  const int group = a.num_heads / a.num_kv_heads;
-  const int hd = blockDim.x, d = threadIdx.x;
-  const int row = a.query_start[a.decode_seqs[first.seq]];
-  auto slot = [&](int v) { return v == w0 ? 2 * w0 + 1 : 2 * v; };
-  for (int h = 0; h < group; ++h) {
-    float m = -INFINITY;
-    for (int v = w0; v <= w; ++v) m = fmaxf(m, a.partial_ml[(static_cast<size_t>(slot(v)) * group + h) * 2]);
-    float l = 0.0f, o = 0.0f;
-    for (int v = w0; v <= w; ++v) {
-      const size_t p = static_cast<size_t>(slot(v)) * group + h;
-      const float weight = expf(a.partial_ml[p * 2] - m);
-      l += weight * a.partial_ml[p * 2 + 1];
-      o += weight * a.partial_o[p * hd + d];
-    }
-    a.out[static_cast<size_t>(row) * a.num_heads * hd + static_cast<size_t>(first.kv_head * group + h) * hd + d] =
-        from_float<T>(o / l);
+  stream_combine_block<T>(a, st);
+}
+
+// The pipeline depths the stream kernel is built with, as a compile-time constant for f.
+template <typename F>
+void with_stream_stages(int stages, F&& f) {
+  switch (stages) {
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    default: throw Error("decode_attention: the stream kernel has no " + std::to_string(stages) + "-stage build");
   }
 }
 
@@ -291,15 +45,18 @@ __global__ void decode_stream_combine_kernel(const DecodeArgs<T> a, const Stream
 namespace decode_detail {
 
 template <typename T>
-void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int hd, cudaStream_t stream) {
+void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream) {
   with_tensor_core_head_dim(hd, [&](auto head_dim) {
-    constexpr int HD = decltype(head_dim)::value;
-    auto* kernel = decode_attention_stream_kernel<T, HD>;
-    constexpr size_t smem = StreamLayout<T, HD>::kBytes;
-    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem);
-    const unsigned ctas = static_cast<unsigned>((st.num_warps + kMmaWarps - 1) / kMmaWarps);
-    kernel<<<ctas, kMmaWarps * 32, smem, stream>>>(args, st);
-    CUDA_CHECK_LAUNCH();
+    with_stream_stages(stages, [&](auto num_stages) {
+      constexpr int HD = decltype(head_dim)::value;
+      constexpr int STAGES = decltype(num_stages)::value;
+      auto* kernel = decode_attention_stream_kernel<T, HD, STAGES>;
+      constexpr size_t smem = StreamLayout<T, HD, STAGES>::kBytes;
+      allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem);
+      const unsigned ctas = static_cast<unsigned>((st.num_warps + kMmaWarps - 1) / kMmaWarps);
+      kernel<<<ctas, kMmaWarps * 32, smem, stream>>>(args, st);
+      CUDA_CHECK_LAUNCH();
+    });
   });
   if (st.num_warps > 1) {
     decode_stream_combine_kernel<T><<<static_cast<unsigned>(st.num_warps), hd, 0, stream>>>(args, st);
@@ -307,38 +64,42 @@ void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int hd, cuda
   }
 }
 
-template void launch_stream<__nv_bfloat16>(const DecodeArgs<__nv_bfloat16>&, const StreamArgs&, int, cudaStream_t);
-template void launch_stream<__half>(const DecodeArgs<__half>&, const StreamArgs&, int, cudaStream_t);
+template void launch_stream<__nv_bfloat16>(const DecodeArgs<__nv_bfloat16>&, const StreamArgs&, int, int,
+                                           cudaStream_t);
+template void launch_stream<__half>(const DecodeArgs<__half>&, const StreamArgs&, int, int, cudaStream_t);
 
 }  // namespace decode_detail
 
 template <typename T>
-int decode_stream_max_warps(int head_dim) {
+DecodeStreamLimits decode_stream_limits(int head_dim) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   int num_sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&num_sms, cudaDevAttrMultiProcessorCount, device));
   int max_smem = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  int ctas_per_sm = 0;
-  size_t smem_bytes = 0;
-  with_tensor_core_head_dim(head_dim, [&](auto hd) {
-    constexpr int HD = decltype(hd)::value;
-    auto* kernel = decode_attention_stream_kernel<T, HD>;
-    smem_bytes = StreamLayout<T, HD>::kBytes;
-    if (smem_bytes > static_cast<size_t>(max_smem)) return;  // asking would fail: say so below
-    allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
-    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kMmaWarps * 32, smem_bytes));
-  });
-  if (ctas_per_sm == 0) {  // its three stages are sized for Hopper's 227 KB
-    throw Error("CBATCH_DECODE_ATTENTION=stream: the stream decode kernel needs " + std::to_string(smem_bytes) +
-                " bytes of shared memory per block at head_dim " + std::to_string(head_dim) + "; this GPU allows " +
-                std::to_string(max_smem) + ". Use the default decode kernel");
+  size_t smallest = 0;
+  for (const int stages : {3, 2}) {  // the deepest pipeline whose shared memory fits
+    int ctas_per_sm = 0;
+    with_tensor_core_head_dim(head_dim, [&](auto hd) {
+      with_stream_stages(stages, [&](auto num_stages) {
+        constexpr int HD = decltype(hd)::value;
+        constexpr int STAGES = decltype(num_stages)::value;
+        auto* kernel = decode_attention_stream_kernel<T, HD, STAGES>;
+        smallest = StreamLayout<T, HD, STAGES>::kBytes;
+        if (smallest > static_cast<size_t>(max_smem)) return;  // asking would fail
+        allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smallest);
+        CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kMmaWarps * 32, smallest));
+      });
+    });
+    if (ctas_per_sm > 0) return DecodeStreamLimits{stages, ctas_per_sm * kMmaWarps * num_sms};
   }
-  return ctas_per_sm * kMmaWarps * num_sms;
+  throw Error("CBATCH_DECODE_ATTENTION=stream: the stream decode kernel needs at least " + std::to_string(smallest) +
+              " bytes of shared memory per block at head_dim " + std::to_string(head_dim) + "; this GPU allows " +
+              std::to_string(max_smem) + ". Use the default decode kernel");
 }
 
-template int decode_stream_max_warps<__nv_bfloat16>(int);
-template int decode_stream_max_warps<__half>(int);
+template DecodeStreamLimits decode_stream_limits<__nv_bfloat16>(int);
+template DecodeStreamLimits decode_stream_limits<__half>(int);
 
 }  // namespace cbatch

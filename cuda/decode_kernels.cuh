@@ -1,8 +1,8 @@
 // Device-side pieces shared by the decode attention kernels (decode_attention.cu: the CUDA-core kernel and
 // the split-KV launch; decode_attention_mma.cu: the tensor-core kernel; decode_attention_stream.cu: the
-// stream kernel): their arguments, the paged-cache addressing, the cp.async / ldmatrix / mma.sync /
-// movmatrix wrappers, and the launchers each file gives the dispatcher in decode_attention.cu. For .cu
-// files only. Cache layout (num_blocks, num_kv_heads, block_size, head_dim), as in paged_attention.hpp.
+// stream kernel): their arguments (decode_args.cuh), the cp.async / ldmatrix / mma.sync / movmatrix
+// wrappers, and the launchers each file gives the dispatcher in decode_attention.cu. For .cu files only;
+// the host tests replace the wrappers with tests/cuda/warp_mma_emulator.hpp.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -14,59 +14,10 @@
 #include <type_traits>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/decode_args.cuh"
 #include "cuda/decode_attention.hpp"
 
 namespace cbatch::decode_detail {
-
-constexpr int kMmaWarps = 4;  // warps per CTA of the tensor-core kernels
-
-template <typename T>
-struct DecodeArgs {
-  T* out;                       // (num_tokens, num_heads * hd)
-  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const int32_t* positions;     // (num_tokens)
-  const int32_t* query_start;   // (num_seqs_in_batch + 1)
-  const int32_t* block_tables;  // (num_seqs_in_batch, max_blocks_per_seq)
-  const int32_t* decode_seqs;   // (num_seqs) batch sequence index of each decode row
-  float* partial_o;             // (num_seqs * num_kv_heads * num_splits, group, hd) when split;
-                                // (2 * num_warps, group, hd) for the stream kernel
-  float* partial_ml;            // the same partials' (m, l): (.., group, 2)
-  int max_blocks_per_seq;
-  int num_heads;
-  int num_kv_heads;
-  int block_size;
-  int keys_per_split;
-  float scale;
-};
-
-template <typename T>
-__device__ __forceinline__ size_t cache_offset(const DecodeArgs<T>& a, const int32_t* table, int kv_head, int pos,
-                                               int hd) {
-  const size_t block = static_cast<size_t>(table[pos / a.block_size]);
-  return ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * hd;
-}
-
-// What one CTA of either decode kernel covers: the only row `row` of sequence decode_seqs[blockIdx.x],
-// kv head blockIdx.y (and its `group` q heads), keys [key_begin, key_end) of split blockIdx.z.
-struct DecodeCta {
-  int kv_head, group, row, key_begin, key_end;
-  const int32_t* table;  // the sequence's block table
-};
-
-template <typename T>
-__device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
-  const int seq = a.decode_seqs[blockIdx.x];
-  DecodeCta c;
-  c.kv_head = blockIdx.y;
-  c.group = a.num_heads / a.num_kv_heads;
-  c.row = a.query_start[seq];
-  c.key_begin = blockIdx.z * a.keys_per_split;
-  c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
-  c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
-  return c;
-}
 
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -137,14 +88,6 @@ __device__ __forceinline__ uint32_t movmatrix_trans(uint32_t x) {
   return y;
 }
 
-// What a stream launch covers (decode_stream.hpp): the tile list of the decode items and its warps.
-struct StreamArgs {
-  const int32_t* tile_start;  // (num_seqs + 1)
-  int64_t num_tiles;
-  int num_warps;
-  int num_seqs;
-};
-
 // Head dims with a tensor-core kernel, as a compile-time constant for f.
 template <typename F>
 void with_tensor_core_head_dim(int hd, F&& f) {
@@ -164,6 +107,6 @@ void launch_split(void (*kernel)(DecodeArgs<T>), int threads, size_t smem_bytes,
 template <typename T, int TILE>
 void launch_tensor_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
 template <typename T>
-void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int hd, cudaStream_t stream);
+void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream);
 
 }  // namespace cbatch::decode_detail

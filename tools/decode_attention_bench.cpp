@@ -168,8 +168,9 @@ int run(const Options& o) {
   for (const KernelChoice& k : parse_kernels(o.kernels)) {
     if (k.kernel != DecodeKernel::kCudaCores && !decode_tensor_cores_support(o.head_dim)) continue;
     if (k.kernel == DecodeKernel::kStream) {
-      plan.num_warps = decode_stream::choose_num_warps(
-          plan.num_tiles, std::min(decode_stream_max_warps<T>(o.head_dim), max_partials / 2));
+      const DecodeStreamLimits limits = decode_stream_limits<T>(o.head_dim);
+      plan.stages = limits.stages;
+      plan.num_warps = decode_stream::choose_num_warps(plan.num_tiles, std::min(limits.max_warps, max_partials / 2));
     }
     auto launch = [&] {
       decode_attention<T>(out.get(), qkv.get(), k_cache.get(), v_cache.get(), d_positions.get(), d_query_start.get(),

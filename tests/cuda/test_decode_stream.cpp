@@ -226,6 +226,9 @@ TEST_SUITE("host") {
     plan.num_warps = 16;  // two partial slots a warp: 32 needed
     CHECK(refused(&plan, 31, &scratch, shape));
     CHECK(refused(&plan, 1024, nullptr, shape));
+    plan.stages = 4;  // no such build
+    CHECK(refused(&plan, 1024, &scratch, shape));
+    plan.stages = 3;
     const AttentionShape huge{32, 8, 64, 16, 1 << 25};  // cache rows past int32
     CHECK(refused(&plan, 1024, &scratch, huge));
   }

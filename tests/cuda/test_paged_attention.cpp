@@ -1,10 +1,9 @@
-// paged_attention against the CPU reference on one mixed ragged batch: a chunked prefill continuing an
-// existing cache, a prefill from position 0, decodes (one at position 0, one past 700), and a padding row
-// that repeats a cached position (and the tensor-core prefill_attention on the same tiles for 16-bit
-// types; the decode rows also through every decode kernel, CUDA cores and tensor cores, and in a test
-// case of its own the stream kernel over every cut into warp ranges); blocks scattered
-// through the cache, unused slots NaN-poisoned (the kernel must never read them), head_dim 16..128, GQA
-// groups 1..8, block sizes 16 and 5.
+// paged_attention against the CPU reference on the mixed ragged batch of attention_case.hpp (and the
+// tensor-core prefill_attention on the same tiles for 16-bit types; the decode rows also through every
+// decode kernel, CUDA cores and tensor cores, and in a test case of its own the stream kernel over every
+// cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128, GQA groups 1..8, block
+// sizes 16 and 5. test_decode_emulated.cpp runs the tensor-core decode kernels' block code on the same
+// batch without a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "cuda/decode_stream.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
+#include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 
@@ -26,100 +26,20 @@ namespace cbatch::test {
 
 namespace {
 
-struct AttnSeq {
-  int context;                     // cache positions 0..context-1 hold k and v
-  std::vector<int> row_positions;  // this step's query rows
-};
-
-std::vector<int> range(int begin, int end) {
-  std::vector<int> v(static_cast<size_t>(end - begin));
-  std::iota(v.begin(), v.end(), begin);
-  return v;
-}
-
-std::vector<AttnSeq> mixed_batch() {
-  return {
-      {57, range(20, 57)},    // chunked prefill on top of 20 cached positions
-      {101, {100}},           // decode
-      {70, range(0, 70)},     // prefill from the start
-      {1, {0}},               // decode of a one-token sequence
-      {9, {5}},               // padding row: repeats cached position 5
-      {150, range(0, 150)},   // longer prefill, many key tiles
-      {701, {700}},           // long decode
-  };
-}
-
 // The kernels a run of check_attention checks: the proven ones, or the stream decode kernel alone (its
 // own test case, so that a fault in it, not yet run on a GPU, can be told apart from the others).
 enum class Kernels { kProven, kStream };
 
 template <typename T>
 void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which) {
-  const std::vector<AttnSeq> seqs = mixed_batch();
-  const int num_seqs = static_cast<int>(seqs.size());
-  std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
-
-  // Block tables: each sequence gets ceil(context / block_size) blocks from a shuffled pool; one spare
-  // column of -1 at the end of every table.
-  int max_blocks = 0;
-  int total_blocks = 0;
-  for (const AttnSeq& s : seqs) {
-    const int blocks = (s.context + block_size - 1) / block_size;
-    max_blocks = std::max(max_blocks, blocks + 1);
-    total_blocks += blocks;
-  }
-  const int num_blocks = total_blocks + 3;
-  std::vector<int32_t> pool(static_cast<size_t>(num_blocks));
-  std::iota(pool.begin(), pool.end(), 0);
-  std::shuffle(pool.begin(), pool.end(), rng);
-  std::vector<int32_t> tables(static_cast<size_t>(num_seqs) * max_blocks, -1);
-  size_t next_block = 0;
-  for (int s = 0; s < num_seqs; ++s) {
-    const int blocks = (seqs[s].context + block_size - 1) / block_size;
-    for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s) * max_blocks + b] = pool[next_block++];
-  }
-
-  // Cache: NaN everywhere, random (T-representable) k and v at every position each sequence holds.
-  HostKvCache cache(num_blocks, block_size, num_kv_heads, head_dim, NAN);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  auto random_t = [&](float scale) { return static_cast<double>(to_f32(from_f32<T>(scale * dist(rng)))); };
-  for (int s = 0; s < num_seqs; ++s) {
-    const int32_t* table = tables.data() + static_cast<size_t>(s) * max_blocks;
-    for (int p = 0; p < seqs[s].context; ++p) {
-      const int slot = table[p / block_size] * block_size + p % block_size;
-      for (int h = 0; h < num_kv_heads; ++h) {
-        for (int d = 0; d < head_dim; ++d) {
-          cache.k[cache.offset(slot, h) + d] = random_t(1.0f);
-          cache.v[cache.offset(slot, h) + d] = random_t(1.0f);
-        }
-      }
-    }
-  }
-
-  // Rows, positions, query_start and q (inside a full qkv row; its k and v parts are not read).
-  std::vector<int32_t> positions, query_start = {0}, row_seq;
-  for (int s = 0; s < num_seqs; ++s) {
-    for (int p : seqs[s].row_positions) {
-      positions.push_back(p);
-      row_seq.push_back(s);
-    }
-    query_start.push_back(static_cast<int32_t>(positions.size()));
-  }
-  const int n = static_cast<int>(positions.size());
-  const int q_dim = num_heads * head_dim;
-  const int stride = (num_heads + 2 * num_kv_heads) * head_dim;
-  const std::vector<float> qkv = round_to<T>(random_vector(static_cast<size_t>(n) * stride, rng(), -3.0f, 3.0f));
-
-  std::vector<double> ref(static_cast<size_t>(n) * q_dim);
+  const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size);
+  const int num_seqs = static_cast<int>(c.seqs.size());
+  const int num_blocks = c.num_blocks, max_blocks = c.max_blocks, n = c.num_rows(), q_dim = c.q_dim();
   const int group = num_heads / num_kv_heads;
-  for (int r = 0; r < n; ++r) {
-    for (int h = 0; h < num_heads; ++h) {
-      const std::vector<double> q(qkv.begin() + static_cast<long>(r) * stride + h * head_dim,
-                                  qkv.begin() + static_cast<long>(r) * stride + (h + 1) * head_dim);
-      attention_ref(q.data(), positions[r], tables.data() + static_cast<size_t>(row_seq[r]) * max_blocks, cache,
-                    h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim);
-    }
-  }
+  const std::vector<int32_t>& positions = c.positions;
+  const std::vector<int32_t>& query_start = c.query_start;
+  const std::vector<int32_t>& tables = c.tables;
+  const std::vector<double>& ref = c.ref;
 
   const AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, num_blocks};
   std::vector<int32_t> tile_seq(static_cast<size_t>(n)), tile_row(static_cast<size_t>(n));
@@ -128,9 +48,9 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   tile_seq.resize(static_cast<size_t>(num_tiles));
   tile_row.resize(static_cast<size_t>(num_tiles));
 
-  std::vector<float> k_flat(cache.k.begin(), cache.k.end());
-  std::vector<float> v_flat(cache.v.begin(), cache.v.end());
-  auto d_qkv = to_device<T>(qkv);
+  std::vector<float> k_flat(c.cache.k.begin(), c.cache.k.end());
+  std::vector<float> v_flat(c.cache.v.begin(), c.cache.v.end());
+  auto d_qkv = to_device<T>(c.qkv);
   auto d_k = to_device<T>(k_flat);
   auto d_v = to_device<T>(v_flat);
   auto d_positions = to_device_i32(positions);
@@ -208,17 +128,23 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   DecodeStream plan;
   plan.tile_start = d_tile_start.get();
   plan.num_tiles = static_cast<int64_t>(tile_start.back()) * num_kv_heads;
+  // Both pipeline depths (3 stages on Hopper, 2 where the shared memory is smaller), where they fit.
+  const DecodeStreamLimits limits = decode_stream_limits<T>(head_dim);
   for (int warps = 1; warps <= plan.num_tiles; warps += warps < 8 ? 1 : 5) {
-    CAPTURE(warps);
-    plan.num_warps = warps;
-    poison(d_out);
-    paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                       d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                       static_cast<int>(multi_seq.size()), shape, nullptr);
-    decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                        d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
-                        partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan);
-    CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    for (int stages = limits.stages; stages >= 2; --stages) {
+      CAPTURE(warps);
+      CAPTURE(stages);
+      plan.num_warps = warps;
+      plan.stages = stages;
+      poison(d_out);
+      paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                         d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                         static_cast<int>(multi_seq.size()), shape, nullptr);
+      decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                          d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
+                          partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan);
+      CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    }
   }
 }
 

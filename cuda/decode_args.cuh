@@ -1,0 +1,69 @@
+// The decode attention kernels' arguments and the paged-cache addressing they share, written with no CUDA
+// header so that the tensor-core kernels' block code (decode_mma_block.cuh, decode_stream_block.cuh) can
+// also run on the host through tests/cuda/block_emulator.hpp. Cache layout (num_blocks, num_kv_heads,
+// block_size, head_dim), as in paged_attention.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace cbatch::decode_detail {
+
+constexpr int kMmaWarps = 4;  // warps per CTA of the tensor-core kernels
+
+template <typename T>
+struct DecodeArgs {
+  T* out;                       // (num_tokens, num_heads * hd)
+  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
+  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const int32_t* positions;     // (num_tokens)
+  const int32_t* query_start;   // (num_seqs_in_batch + 1)
+  const int32_t* block_tables;  // (num_seqs_in_batch, max_blocks_per_seq)
+  const int32_t* decode_seqs;   // (num_seqs) batch sequence index of each decode row
+  float* partial_o;             // (num_seqs * num_kv_heads * num_splits, group, hd) when split;
+                                // (2 * num_warps, group, hd) for the stream kernel
+  float* partial_ml;            // the same partials' (m, l): (.., group, 2)
+  int max_blocks_per_seq;
+  int num_heads;
+  int num_kv_heads;
+  int block_size;
+  int keys_per_split;
+  float scale;
+};
+
+template <typename T>
+__device__ __forceinline__ size_t cache_offset(const DecodeArgs<T>& a, const int32_t* table, int kv_head, int pos,
+                                               int hd) {
+  const size_t block = static_cast<size_t>(table[pos / a.block_size]);
+  return ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * hd;
+}
+
+// What one CTA of either decode kernel covers: the only row `row` of sequence decode_seqs[blockIdx.x],
+// kv head blockIdx.y (and its `group` q heads), keys [key_begin, key_end) of split blockIdx.z.
+struct DecodeCta {
+  int kv_head, group, row, key_begin, key_end;
+  const int32_t* table;  // the sequence's block table
+};
+
+template <typename T>
+__device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
+  const int seq = a.decode_seqs[blockIdx.x];
+  DecodeCta c;
+  c.kv_head = blockIdx.y;
+  c.group = a.num_heads / a.num_kv_heads;
+  c.row = a.query_start[seq];
+  c.key_begin = blockIdx.z * a.keys_per_split;
+  c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
+  c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
+  return c;
+}
+
+// What a stream launch covers (decode_stream.hpp): the tile list of the decode items and its warps.
+struct StreamArgs {
+  const int32_t* tile_start;  // (num_seqs + 1)
+  int64_t num_tiles;
+  int num_warps;
+  int num_seqs;
+};
+
+}  // namespace cbatch::decode_detail

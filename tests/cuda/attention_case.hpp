@@ -1,0 +1,150 @@
+// The attention tests' batch (test_paged_attention.cpp on the GPU, test_decode_emulated.cpp on the host):
+// a chunked prefill continuing an existing cache, a prefill from position 0, decodes (one at position 0,
+// one past 700), and a padding row that repeats a cached position; blocks scattered through the cache,
+// unused slots NaN (a kernel must never read them), and the reference output of every row.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/test_util.hpp"
+
+namespace cbatch::test {
+
+struct AttnSeq {
+  int context;                     // cache positions 0..context-1 hold k and v
+  std::vector<int> row_positions;  // this step's query rows
+};
+
+inline std::vector<int> range(int begin, int end) {
+  std::vector<int> v(static_cast<size_t>(end - begin));
+  std::iota(v.begin(), v.end(), begin);
+  return v;
+}
+
+inline std::vector<AttnSeq> mixed_batch() {
+  return {
+      {57, range(20, 57)},    // chunked prefill on top of 20 cached positions
+      {101, {100}},           // decode
+      {70, range(0, 70)},     // prefill from the start
+      {1, {0}},               // decode of a one-token sequence
+      {9, {5}},               // padding row: repeats cached position 5
+      {150, range(0, 150)},   // longer prefill, many key tiles
+      {701, {700}},           // long decode
+  };
+}
+
+// One layer's attention inputs, in float holding values of the kernel's type T, and the reference.
+struct AttentionCase {
+  int head_dim = 0, num_heads = 0, num_kv_heads = 0, block_size = 0;
+  int num_blocks = 0;
+  int max_blocks = 0;                    // block table width
+  std::vector<AttnSeq> seqs;
+  std::vector<int32_t> tables;           // (seqs, max_blocks), -1 past a sequence's blocks
+  HostKvCache cache{0, 1, 1, 1, 0.0};
+  std::vector<int32_t> positions;        // (rows)
+  std::vector<int32_t> query_start;      // (seqs + 1)
+  std::vector<int32_t> row_seq;          // (rows)
+  std::vector<int32_t> decode_seqs;      // the sequences with one row, in order
+  std::vector<float> qkv;                // (rows, (num_heads + 2 num_kv_heads) head_dim); only q is read
+  std::vector<double> ref;               // (rows, num_heads head_dim)
+
+  int num_rows() const { return static_cast<int>(positions.size()); }
+  int q_dim() const { return num_heads * head_dim; }
+  int qkv_stride() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
+};
+
+// The case of `seqs` (mixed_batch() unless given).
+template <typename T>
+AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads, int block_size,
+                                  const std::vector<AttnSeq>& seqs = mixed_batch()) {
+  const int num_seqs = static_cast<int>(seqs.size());
+  std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
+
+  AttentionCase c;
+  // Block tables: each sequence gets ceil(context / block_size) blocks from a shuffled pool; one spare
+  // column of -1 at the end of every table.
+  int max_blocks = 0;
+  int total_blocks = 0;
+  for (const AttnSeq& s : seqs) {
+    const int blocks = (s.context + block_size - 1) / block_size;
+    max_blocks = std::max(max_blocks, blocks + 1);
+    total_blocks += blocks;
+  }
+  const int num_blocks = total_blocks + 3;
+  std::vector<int32_t> pool(static_cast<size_t>(num_blocks));
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), rng);
+  std::vector<int32_t> tables(static_cast<size_t>(num_seqs) * max_blocks, -1);
+  size_t next_block = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int blocks = (seqs[s].context + block_size - 1) / block_size;
+    for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s) * max_blocks + b] = pool[next_block++];
+  }
+
+  // Cache: NaN everywhere, random (T-representable) k and v at every position each sequence holds.
+  HostKvCache cache(num_blocks, block_size, num_kv_heads, head_dim, NAN);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  auto random_t = [&](float scale) { return static_cast<double>(to_f32(from_f32<T>(scale * dist(rng)))); };
+  for (int s = 0; s < num_seqs; ++s) {
+    const int32_t* table = tables.data() + static_cast<size_t>(s) * max_blocks;
+    for (int p = 0; p < seqs[s].context; ++p) {
+      const int slot = table[p / block_size] * block_size + p % block_size;
+      for (int h = 0; h < num_kv_heads; ++h) {
+        for (int d = 0; d < head_dim; ++d) {
+          cache.k[cache.offset(slot, h) + d] = random_t(1.0f);
+          cache.v[cache.offset(slot, h) + d] = random_t(1.0f);
+        }
+      }
+    }
+  }
+
+  // Rows, positions, query_start and q (inside a full qkv row; its k and v parts are not read).
+  std::vector<int32_t> positions, query_start = {0}, row_seq;
+  for (int s = 0; s < num_seqs; ++s) {
+    for (int p : seqs[s].row_positions) {
+      positions.push_back(p);
+      row_seq.push_back(s);
+    }
+    query_start.push_back(static_cast<int32_t>(positions.size()));
+  }
+  const int n = static_cast<int>(positions.size());
+  const int q_dim = num_heads * head_dim;
+  const int stride = (num_heads + 2 * num_kv_heads) * head_dim;
+  const std::vector<float> qkv = round_to<T>(random_vector(static_cast<size_t>(n) * stride, rng(), -3.0f, 3.0f));
+
+  std::vector<double> ref(static_cast<size_t>(n) * q_dim);
+  const int group = num_heads / num_kv_heads;
+  for (int r = 0; r < n; ++r) {
+    for (int h = 0; h < num_heads; ++h) {
+      const std::vector<double> q(qkv.begin() + static_cast<long>(r) * stride + h * head_dim,
+                                  qkv.begin() + static_cast<long>(r) * stride + (h + 1) * head_dim);
+      attention_ref(q.data(), positions[r], tables.data() + static_cast<size_t>(row_seq[r]) * max_blocks, cache,
+                    h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim);
+    }
+  }
+  for (int s = 0; s < num_seqs; ++s) {
+    if (query_start[s + 1] - query_start[s] == 1) c.decode_seqs.push_back(s);
+  }
+  c.head_dim = head_dim;
+  c.num_heads = num_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.block_size = block_size;
+  c.num_blocks = num_blocks;
+  c.max_blocks = max_blocks;
+  c.seqs = seqs;
+  c.tables = std::move(tables);
+  c.cache = std::move(cache);
+  c.positions = std::move(positions);
+  c.query_start = std::move(query_start);
+  c.row_seq = std::move(row_seq);
+  c.qkv = qkv;
+  c.ref = std::move(ref);
+  return c;
+}
+
+}  // namespace cbatch::test
