@@ -1,0 +1,262 @@
+// The tensor-core decode kernels' block code (decode_mma_block.cuh, decode_stream_block.cuh) run on the CPU
+// by the block emulator, with the PTX instructions emulated (warp_mma_emulator.hpp), against the CPU
+// reference on the decode rows of the attention tests' batch (attention_case.hpp): the 32-key kernel that
+// has run on GPUs (which checks the emulation itself), the 16-key one, and the stream kernel over warp
+// cuts and pipeline depths, none of which has run on a GPU yet. The emulated cp.async lands only when its
+// group is waited for, so a read of a stage before its copies complete gives wrong values, and the
+// emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
+// copies left in flight when a block ends. Part of the host suite: runs without a GPU.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "cuda/decode_attention.hpp"
+#include "cuda/decode_stream.hpp"
+#include "tests/cuda/attention_case.hpp"
+#include "tests/cuda/test_util.hpp"
+// Last: the emulators define the CUDA keywords as macros, for the block code after them.
+#include "tests/cuda/block_emulator.hpp"
+#include "tests/cuda/warp_mma_emulator.hpp"
+#include "cuda/decode_mma_block.cuh"
+#include "cuda/decode_stream_block.cuh"
+
+namespace cbatch::test {
+namespace {
+
+using decode_detail::DecodeArgs;
+using decode_detail::kMmaWarps;
+using decode_detail::StreamArgs;
+
+template <typename F>
+void with_head_dim(int hd, F&& f) {
+  switch (hd) {
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    default: FAIL("no tensor-core decode kernel for head_dim " << hd);
+  }
+}
+
+template <typename T>
+std::vector<T> to_t(const std::vector<double>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
+  return out;
+}
+
+struct AlignedBytes {
+  struct Free {
+    void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(128)); }
+  };
+  std::unique_ptr<unsigned char[], Free> bytes;
+  explicit AlignedBytes(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
+};
+
+// The case's inputs in T on the host, the outputs poisoned, and the decode kernels' arguments over them.
+template <typename T>
+struct HostDecode {
+  const AttentionCase& c;
+  std::vector<T> qkv, k, v, out;
+  std::vector<float> partial_o, partial_ml;
+  int group;
+
+  explicit HostDecode(const AttentionCase& ca)
+      : c(ca),
+        qkv(to_t<T>(std::vector<double>(ca.qkv.begin(), ca.qkv.end()))),
+        k(to_t<T>(ca.cache.k)),
+        v(to_t<T>(ca.cache.v)),
+        out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)),
+        group(ca.num_heads / ca.num_kv_heads) {}
+
+  DecodeArgs<T> args(size_t partials, int keys_per_split) {
+    partial_o.assign(partials * group * c.head_dim, NAN);
+    partial_ml.assign(partials * group * 2, NAN);
+    std::fill(out.begin(), out.end(), from_f32<T>(NAN));
+    return DecodeArgs<T>{out.data(), qkv.data(), k.data(), v.data(), c.positions.data(), c.query_start.data(),
+                         c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
+                         c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
+                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+  }
+
+  // The global arrays the kernels may copy from with cp.async.
+  std::vector<std::pair<const void*, size_t>> cache_ranges() const {
+    return {{k.data(), k.size() * sizeof(T)}, {v.data(), v.size() * sizeof(T)}};
+  }
+
+  int num_decode() const { return static_cast<int>(c.decode_seqs.size()); }
+
+  // The decode rows' outputs and their reference values.
+  void check_outputs() const {
+    std::vector<float> got;
+    std::vector<double> want;
+    for (int s : c.decode_seqs) {
+      const size_t row = static_cast<size_t>(c.query_start[s]) * c.q_dim();
+      for (int i = 0; i < c.q_dim(); ++i) {
+        got.push_back(to_f32(out[row + i]));
+        want.push_back(c.ref[row + i]);
+      }
+    }
+    CHECK(rel_error(got, want) < tolerance<T>());
+  }
+};
+
+// Runs `block` over the grid with smem_bytes of shared memory, checking the emulated memory's rules.
+void emulate(block_emulator::Index grid, int threads, size_t smem_bytes,
+             std::vector<std::pair<const void*, size_t>> global, const std::function<void(unsigned char*)>& block) {
+  AlignedBytes smem(smem_bytes);
+  warp_mma::begin_launch(smem.bytes.get(), smem_bytes, std::move(global));
+  block_emulator::launch(grid, threads, [&] { block(smem.bytes.get()); }, [](block_emulator::Index) {
+    warp_mma::begin_block();
+  });
+  warp_mma::end_launch();
+  CHECK(warp_mma::memory().error == "");
+}
+
+// The outputs from split-KV partials (o, and m in natural-log units, l per q head), merged as
+// decode_combine_kernel merges them.
+template <typename T>
+void merge_splits(HostDecode<T>& h, int splits) {
+  const AttentionCase& c = h.c;
+  for (int i = 0; i < h.num_decode(); ++i) {
+    const size_t row = static_cast<size_t>(c.query_start[c.decode_seqs[i]]);
+    for (int kv = 0; kv < c.num_kv_heads; ++kv) {
+      for (int g = 0; g < h.group; ++g) {
+        auto partial = [&](int z) {
+          return ((static_cast<size_t>(i) * c.num_kv_heads + kv) * splits + z) * h.group + g;
+        };
+        double m = -INFINITY;
+        for (int z = 0; z < splits; ++z) m = std::max(m, static_cast<double>(h.partial_ml[partial(z) * 2]));
+        for (int d = 0; d < c.head_dim; ++d) {
+          double o = 0.0, l = 0.0;
+          for (int z = 0; z < splits; ++z) {
+            const double w = std::exp(h.partial_ml[partial(z) * 2] - m);  // 0 for a split without keys
+            o += w * h.partial_o[partial(z) * c.head_dim + d];
+            l += w * h.partial_ml[partial(z) * 2 + 1];
+          }
+          h.out[row * c.q_dim() + static_cast<size_t>(kv * h.group + g) * c.head_dim + d] =
+              from_f32<T>(static_cast<float>(o / l));
+        }
+      }
+    }
+  }
+}
+
+// The tensor-core kernel with TILE-key warp tiles: one split, then splits of 128 keys (the long decode
+// cut in six, the others leaving empty splits) merged on the host as decode_combine_kernel merges them.
+template <typename T, int TILE>
+void check_mma(const AttentionCase& c) {
+  HostDecode<T> h(c);
+  const int num_decode = h.num_decode();
+  with_head_dim(c.head_dim, [&](auto head_dim) {
+    constexpr int HD = decltype(head_dim)::value;
+    using L = decode_detail::MmaLayout<T, HD, TILE>;
+    for (const int keys_per_split : {1 << 20, 128}) {
+      int max_keys = 0;
+      for (int s : c.decode_seqs) max_keys = std::max(max_keys, c.positions[c.query_start[s]] + 1);
+      const int splits = (max_keys + keys_per_split - 1) / keys_per_split;
+      CAPTURE(splits);
+      const DecodeArgs<T> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
+      emulate({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
+              kMmaWarps * 32, L::kBytes, h.cache_ranges(),
+              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE>(a, smem); });
+      if (splits > 1) merge_splits(h, splits);
+      h.check_outputs();
+    }
+  });
+}
+
+// The stream kernel with STAGES pipeline stages over the given warp counts, and its merge launch.
+template <typename T, int STAGES>
+void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts) {
+  HostDecode<T> h(c);
+  std::vector<int32_t> tile_start(c.decode_seqs.size() + 1);
+  decode_stream::build_tile_start(c.positions.data(), c.query_start.data(), c.decode_seqs.data(), h.num_decode(),
+                                  tile_start.data());
+  const int64_t num_tiles = static_cast<int64_t>(tile_start.back()) * c.num_kv_heads;
+  with_head_dim(c.head_dim, [&](auto head_dim) {
+    constexpr int HD = decltype(head_dim)::value;
+    using L = decode_detail::StreamLayout<T, HD, STAGES>;
+    for (int count : warp_counts) {
+      const int warps = static_cast<int>(std::min<int64_t>(count, num_tiles));  // past the tiles: one tile a warp
+      CAPTURE(warps);
+      const DecodeArgs<T> a = h.args(2 * static_cast<size_t>(warps), 0);
+      const StreamArgs st{tile_start.data(), num_tiles, warps, h.num_decode()};
+      emulate({static_cast<unsigned>((warps + kMmaWarps - 1) / kMmaWarps), 1, 1}, kMmaWarps * 32, L::kBytes,
+              h.cache_ranges(),
+              [&](unsigned char* smem) { decode_detail::stream_block<T, HD, STAGES>(a, st, smem); });
+      if (warps > 1) {
+        block_emulator::launch(static_cast<unsigned>(warps), HD,
+                               [&] { decode_detail::stream_combine_block<T>(a, st); });
+      }
+      h.check_outputs();
+    }
+  });
+}
+
+struct Shape {
+  int head_dim, num_heads, num_kv_heads;
+};
+
+template <typename T>
+void check_decode_kernels(std::initializer_list<Shape> shapes) {
+  for (const Shape& s : shapes) {
+    for (int block_size : {16, 5}) {
+      CAPTURE(s.head_dim);
+      CAPTURE(s.num_heads);
+      CAPTURE(s.num_kv_heads);
+      CAPTURE(block_size);
+      const AttentionCase c = make_attention_case<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size);
+      REQUIRE(c.decode_seqs.size() == 4);
+      check_mma<T, 32>(c);
+      check_mma<T, 16>(c);
+      // Warp counts: one warp for everything, item boundaries inside and across ranges, a range of one
+      // tile (each cut item in many pieces), and counts that leave a CTA's last warps idle.
+      check_stream<T, 3>(c, {1, 2, 3, 5, 7, 13, 1 << 20});
+      check_stream<T, 2>(c, {1, 6, 1 << 20});
+    }
+  }
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+  TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code matches the reference (emulated)", T, __nv_bfloat16,
+                     __half) {
+    check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {128, 32, 8}});
+  }
+
+  TEST_CASE("the stream kernel's block code matches the reference on random decode batches (emulated)") {
+    std::mt19937 rng(11);
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<AttnSeq> seqs(std::uniform_int_distribution<size_t>(1, 9)(rng));
+      for (AttnSeq& s : seqs) {
+        s.context = std::uniform_int_distribution<int>(1, 260)(rng);
+        s.row_positions = {s.context - 1};
+      }
+      const int block_size = trial % 2 == 0 ? 16 : std::uniform_int_distribution<int>(1, 40)(rng);
+      const int head_dim = trial % 3 == 0 ? 128 : 64;
+      CAPTURE(trial);
+      CAPTURE(block_size);
+      const AttentionCase c = make_attention_case<__nv_bfloat16>(head_dim, 8, 2, block_size, seqs);
+      REQUIRE(c.decode_seqs.size() == seqs.size());
+      const int warps = std::uniform_int_distribution<int>(1, 12)(rng);
+      check_stream<__nv_bfloat16, 3>(c, {warps, 1 << 20});
+      check_stream<__nv_bfloat16, 2>(c, {warps});
+    }
+  }
+}
+
+}  // namespace cbatch::test
