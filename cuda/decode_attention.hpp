@@ -46,16 +46,16 @@ struct DecodeStream {
   int stages = 3;
 };
 
-// The stream kernel on the current device, for the head_dim (T = bf16, fp16): the deepest pipeline whose
-// shared memory fits (3 stages on Hopper; 2 on the A100 at head_dim 128 and on sm_86/89 at 64), and how
-// many of its warps run at once. Throws cbatch::Error where not even 2 stages fit (sm_86/89 at head_dim
-// 128).
+// The stream kernel on the current device, for the head_dim (T = bf16, fp16): the deepest pipeline up to
+// max_stages whose shared memory fits (3 stages on Hopper; 2 on the A100 at head_dim 128 and on sm_86/89
+// at 64), and how many of its warps run at once. Throws cbatch::Error where not even 2 stages fit
+// (sm_86/89 at head_dim 128).
 struct DecodeStreamLimits {
   int stages;
   int max_warps;
 };
 template <typename T>
-DecodeStreamLimits decode_stream_limits(int head_dim);
+DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages = 3);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
 // out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the

@@ -71,7 +71,7 @@ template void launch_stream<__half>(const DecodeArgs<__half>&, const StreamArgs&
 }  // namespace decode_detail
 
 template <typename T>
-DecodeStreamLimits decode_stream_limits(int head_dim) {
+DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages) {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   int num_sms = 0;
@@ -80,6 +80,7 @@ DecodeStreamLimits decode_stream_limits(int head_dim) {
   CUDA_CHECK(cudaDeviceGetAttribute(&max_smem, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   size_t smallest = 0;
   for (const int stages : {3, 2}) {  // the deepest pipeline whose shared memory fits
+    if (stages > max_stages) continue;
     int ctas_per_sm = 0;
     with_tensor_core_head_dim(head_dim, [&](auto hd) {
       with_stream_stages(stages, [&](auto num_stages) {
@@ -99,7 +100,7 @@ DecodeStreamLimits decode_stream_limits(int head_dim) {
               std::to_string(max_smem) + ". Use the default decode kernel");
 }
 
-template DecodeStreamLimits decode_stream_limits<__nv_bfloat16>(int);
-template DecodeStreamLimits decode_stream_limits<__half>(int);
+template DecodeStreamLimits decode_stream_limits<__nv_bfloat16>(int, int);
+template DecodeStreamLimits decode_stream_limits<__half>(int, int);
 
 }  // namespace cbatch

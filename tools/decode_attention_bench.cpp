@@ -37,12 +37,13 @@ struct Options {
   int block_size = 16;
   std::string dtype = "bf16";
   int iters = 20;
-  std::string kernels = "cuda-cores,tensor-cores,tensor-cores-16,stream";
+  std::string kernels = "cuda-cores,tensor-cores,tensor-cores-16,stream,stream-2";
 };
 
 struct KernelChoice {
   std::string name;
   cbatch::DecodeKernel kernel;
+  int max_stages = 3;  // the stream kernel's pipeline depth at most (stream-2: the fallback of smaller GPUs)
 };
 
 std::vector<KernelChoice> parse_kernels(const std::string& list) {
@@ -57,10 +58,11 @@ std::vector<KernelChoice> parse_kernels(const std::string& list) {
       out.push_back({name, cbatch::DecodeKernel::kTensorCores});
     } else if (name == "tensor-cores-16") {
       out.push_back({name, cbatch::DecodeKernel::kTensorCores16});
-    } else if (name == "stream") {
-      out.push_back({name, cbatch::DecodeKernel::kStream});
+    } else if (name == "stream" || name == "stream-2") {
+      out.push_back({name, cbatch::DecodeKernel::kStream, name == "stream" ? 3 : 2});
     } else {
-      throw cbatch::Error("unknown kernel '" + name + "' (cuda-cores, tensor-cores, tensor-cores-16, stream)");
+      throw cbatch::Error("unknown kernel '" + name +
+                          "' (cuda-cores, tensor-cores, tensor-cores-16, stream, stream-2)");
     }
     start = end + 1;
   }
@@ -168,7 +170,7 @@ int run(const Options& o) {
   for (const KernelChoice& k : parse_kernels(o.kernels)) {
     if (k.kernel != DecodeKernel::kCudaCores && !decode_tensor_cores_support(o.head_dim)) continue;
     if (k.kernel == DecodeKernel::kStream) {
-      const DecodeStreamLimits limits = decode_stream_limits<T>(o.head_dim);
+      const DecodeStreamLimits limits = decode_stream_limits<T>(o.head_dim, k.max_stages);
       plan.stages = limits.stages;
       plan.num_warps = decode_stream::choose_num_warps(plan.num_tiles, std::min(limits.max_warps, max_partials / 2));
     }

@@ -235,7 +235,7 @@ void check_decode_kernels(std::initializer_list<Shape> shapes) {
 TEST_SUITE("host") {
   TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code matches the reference (emulated)", T, __nv_bfloat16,
                      __half) {
-    check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {128, 32, 8}});
+    check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {64, 16, 2}, {128, 32, 8}});
   }
 
   TEST_CASE("the stream kernel's block code matches the reference on random decode batches (emulated)") {
