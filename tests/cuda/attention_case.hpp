@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -145,6 +146,25 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   c.qkv = qkv;
   c.ref = std::move(ref);
   return c;
+}
+
+struct CaseShape {
+  int head_dim, num_heads, num_kv_heads;
+};
+
+// f(head_dim, num_heads, num_kv_heads, block_size) for every shape, with full blocks of 16 and blocks of 5
+// that cut tiles; a failure names the shape.
+template <typename F>
+void for_each_case_shape(std::initializer_list<CaseShape> shapes, F&& f) {
+  for (const CaseShape& s : shapes) {
+    for (int block_size : {16, 5}) {
+      CAPTURE(s.head_dim);
+      CAPTURE(s.num_heads);
+      CAPTURE(s.num_kv_heads);
+      CAPTURE(block_size);
+      f(s.head_dim, s.num_heads, s.num_kv_heads, block_size);
+    }
+  }
 }
 
 }  // namespace cbatch::test

@@ -50,8 +50,8 @@ void with_head_dim(int hd, F&& f) {
   }
 }
 
-template <typename T>
-std::vector<T> to_t(const std::vector<double>& v) {
+template <typename T, typename S>
+std::vector<T> to_t(const std::vector<S>& v) {
   std::vector<T> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
   return out;
@@ -75,7 +75,7 @@ struct HostDecode {
 
   explicit HostDecode(const AttentionCase& ca)
       : c(ca),
-        qkv(to_t<T>(std::vector<double>(ca.qkv.begin(), ca.qkv.end()))),
+        qkv(to_t<T>(ca.qkv)),
         k(to_t<T>(ca.cache.k)),
         v(to_t<T>(ca.cache.v)),
         out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)),
@@ -206,28 +206,18 @@ void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts
   });
 }
 
-struct Shape {
-  int head_dim, num_heads, num_kv_heads;
-};
-
 template <typename T>
-void check_decode_kernels(std::initializer_list<Shape> shapes) {
-  for (const Shape& s : shapes) {
-    for (int block_size : {16, 5}) {
-      CAPTURE(s.head_dim);
-      CAPTURE(s.num_heads);
-      CAPTURE(s.num_kv_heads);
-      CAPTURE(block_size);
-      const AttentionCase c = make_attention_case<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size);
-      REQUIRE(c.decode_seqs.size() == 4);
-      check_mma<T, 32>(c);
-      check_mma<T, 16>(c);
-      // Warp counts: one warp for everything, item boundaries inside and across ranges, a range of one
-      // tile (each cut item in many pieces), and counts that leave a CTA's last warps idle.
-      check_stream<T, 3>(c, {1, 2, 3, 5, 7, 13, 1 << 20});
-      check_stream<T, 2>(c, {1, 6, 1 << 20});
-    }
-  }
+void check_decode_kernels(std::initializer_list<CaseShape> shapes) {
+  for_each_case_shape(shapes, [](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+    const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size);
+    REQUIRE(c.decode_seqs.size() == 4);
+    check_mma<T, 32>(c);
+    check_mma<T, 16>(c);
+    // Warp counts: one warp for everything, item boundaries inside and across ranges, a range of one
+    // tile (each cut item in many pieces), and counts that leave a CTA's last warps idle.
+    check_stream<T, 3>(c, {1, 2, 3, 5, 7, 13, 1 << 20});
+    check_stream<T, 2>(c, {1, 6, 1 << 20});
+  });
 }
 
 }  // namespace

@@ -179,22 +179,12 @@ TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
   CHECK(paged_attention_rows_per_tile(AttentionShape{6, 2, 64, 16, 1}) == kAttentionItemsPerTile / 3);
 }
 
-struct Shape {
-  int head_dim, num_heads, num_kv_heads;
-};
-
-// check_attention over every shape, with full blocks of 16 and blocks of 5 that cut tiles.
+// check_attention over every shape (for_each_case_shape: blocks of 16 and of 5).
 template <typename T>
-void check_attention_shapes(std::initializer_list<Shape> shapes, Kernels kernels) {
-  for (const Shape& s : shapes) {
-    for (int block_size : {16, 5}) {
-      CAPTURE(s.head_dim);
-      CAPTURE(s.num_heads);
-      CAPTURE(s.num_kv_heads);
-      CAPTURE(block_size);
-      check_attention<T>(s.head_dim, s.num_heads, s.num_kv_heads, block_size, kernels);
-    }
-  }
+void check_attention_shapes(std::initializer_list<CaseShape> shapes, Kernels kernels) {
+  for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+    check_attention<T>(head_dim, num_heads, num_kv_heads, block_size, kernels);
+  });
 }
 
 TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
