@@ -7,11 +7,11 @@
 
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
-#include "engine/bench_report.hpp"
-#include "engine/engine.hpp"
-#include "engine/error.hpp"
-#include "engine/jsonl_source.hpp"
-#include "engine/progress.hpp"
+#include "engine/bench/bench_report.hpp"
+#include "engine/core/engine.hpp"
+#include "engine/core/error.hpp"
+#include "engine/io/jsonl_source.hpp"
+#include "engine/io/progress.hpp"
 
 namespace cbatch {
 namespace {

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "engine/cpu_backend.hpp"
-#include "engine/error.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/core/error.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"

@@ -7,9 +7,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/backend.hpp"
-#include "engine/engine_config.hpp"
-#include "engine/model.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/core/engine_config.hpp"
+#include "engine/model/model.hpp"
 
 namespace cbatch {
 

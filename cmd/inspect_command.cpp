@@ -5,8 +5,8 @@
 #include <string>
 
 #include "cmd/commands.hpp"
-#include "engine/chat_template.hpp"
-#include "engine/model.hpp"
+#include "engine/text/chat_template.hpp"
+#include "engine/model/model.hpp"
 
 namespace cbatch {
 namespace {

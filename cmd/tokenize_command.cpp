@@ -9,12 +9,12 @@
 
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
-#include "engine/chat_format.hpp"
-#include "engine/error.hpp"
-#include "engine/json_writer.hpp"
-#include "engine/jsonl_reader.hpp"
-#include "engine/model.hpp"
-#include "engine/request_parser.hpp"
+#include "engine/text/chat_format.hpp"
+#include "engine/core/error.hpp"
+#include "engine/io/json_writer.hpp"
+#include "engine/io/jsonl_reader.hpp"
+#include "engine/model/model.hpp"
+#include "engine/io/request_parser.hpp"
 
 namespace cbatch {
 namespace {

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "cuda/device_buffer.hpp"
-#include "engine/ragged_batch.hpp"
+#include "engine/core/ragged_batch.hpp"
 
 namespace cbatch {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
+#include "engine/core/error.hpp"
 
 // A cuBLAS name may be a macro for its versioned symbol (cublasCreate is cublasCreate_v2): stringify the
 // expansion, so the symbol looked up is the one whose declaration gave the member its type.

@@ -4,8 +4,8 @@
 #include <memory>
 #include <string>
 
-#include "engine/backend.hpp"
-#include "engine/model.hpp"
+#include "engine/core/backend.hpp"
+#include "engine/model/model.hpp"
 
 namespace cbatch {
 

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cuda/cublas_library.hpp"
-#include "engine/error.hpp"
+#include "engine/core/error.hpp"
 
 namespace cbatch {
 

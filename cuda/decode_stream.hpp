@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/host_device.hpp"
+#include "engine/core/host_device.hpp"
 
 namespace cbatch::decode_stream {
 

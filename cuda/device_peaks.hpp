@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "cuda/cuda_context.hpp"
-#include "engine/roofline.hpp"
+#include "engine/bench/roofline.hpp"
 
 namespace cbatch {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 
 namespace cbatch {
 

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine/radix_sampling.hpp"
+#include "engine/sample/radix_sampling.hpp"
 
 namespace cbatch::device_sampling {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "engine/radix_sampling.hpp"
+#include "engine/sample/radix_sampling.hpp"
 
 namespace cbatch {
 

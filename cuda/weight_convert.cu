@@ -11,7 +11,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
-#include "engine/random_weights.hpp"
+#include "engine/model/random_weights.hpp"
 
 namespace cbatch {
 

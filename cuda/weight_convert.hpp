@@ -9,7 +9,7 @@
 namespace cbatch {
 
 // out[i] = T(random_element(seed, scale, offset, i)) for i < n: bit-identical to the host generator
-// (engine/random_weights.hpp) in fp32, and its round-to-nearest-even in bf16/fp16. out (n) T.
+// (engine/model/random_weights.hpp) in fp32, and its round-to-nearest-even in bf16/fp16. out (n) T.
 template <typename T>
 void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, cudaStream_t stream);
 

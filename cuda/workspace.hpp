@@ -5,8 +5,8 @@
 #include <cstdint>
 
 #include "cuda/device_buffer.hpp"
-#include "engine/model_config.hpp"
-#include "engine/radix_sampling.hpp"
+#include "engine/model/model_config.hpp"
+#include "engine/sample/radix_sampling.hpp"
 
 namespace cbatch {
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Writes engine/unicode_tables.cpp: the code point ranges of the Unicode classes the byte-level BPE
+"""Writes engine/text/unicode_tables.cpp: the code point ranges of the Unicode classes the byte-level BPE
 pre-tokenizers need (\\p{L}, \\p{N}, \\p{P} and \\s as Oniguruma and Hugging Face `tokenizers` read them),
 from Python's unicodedata. Rerun with a newer Python to move to a newer Unicode version:
 
-    python3 tools/gen_unicode_tables.py > engine/unicode_tables.cpp
+    python3 tools/gen_unicode_tables.py > engine/text/unicode_tables.cpp
 """
 import sys
 import unicodedata
@@ -51,7 +51,7 @@ def main():
       f"{unicodedata.unidata_version}. Do not edit.\n")
     w("// Sorted, disjoint code point ranges with their class flags (letter 1, number 2, punctuation 4,\n")
     w("// White_Space 8); code points outside every range have no flags.\n")
-    w('#include "engine/unicode.hpp"\n\nnamespace cbatch::unicode {\n\n')
+    w('#include "engine/text/unicode.hpp"\n\nnamespace cbatch::unicode {\n\n')
     w(f'const char* const kUnicodeVersion = "{unicodedata.unidata_version}";\n\n')
     w(f"const CodepointRange kRanges[] = {{\n")
     line = "   "

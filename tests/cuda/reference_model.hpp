@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model.hpp"
-#include "engine/ragged_batch.hpp"
+#include "engine/model/model.hpp"
+#include "engine/core/ragged_batch.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace cbatch::test {

@@ -7,8 +7,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/radix_sampling.hpp"
-#include "engine/sampler.hpp"
+#include "engine/sample/radix_sampling.hpp"
+#include "engine/sample/sampler.hpp"
 #include "tests/engine/sampling_cases.hpp"
 
 namespace cbatch::test {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
-#include "engine/error.hpp"
-#include "engine/radix_sampling.hpp"
+#include "engine/core/error.hpp"
+#include "engine/sample/radix_sampling.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"
 #include "tests/cuda/test_util.hpp"

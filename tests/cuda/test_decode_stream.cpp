@@ -14,7 +14,7 @@
 
 #include "cuda/decode_attention.hpp"
 #include "cuda/decode_stream.hpp"
-#include "engine/error.hpp"
+#include "engine/core/error.hpp"
 
 namespace cbatch::test {
 

@@ -12,7 +12,7 @@
 #include "cuda/rmsnorm.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/weight_convert.hpp"
-#include "engine/random_weights.hpp"
+#include "engine/model/random_weights.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cuda/rope_kv_cache.hpp"
-#include "engine/model_config.hpp"
+#include "engine/model/model_config.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/sampling_params.hpp"
+#include "engine/sample/sampling_params.hpp"
 
 namespace cbatch::test {
 

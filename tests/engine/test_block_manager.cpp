@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <set>
 
-#include "engine/block_manager.hpp"
-#include "engine/error.hpp"
+#include "engine/core/block_manager.hpp"
+#include "engine/core/error.hpp"
 
 using namespace cbatch;
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/tensor.hpp"
+#include "engine/model/tensor.hpp"
 
 namespace cbatch::testing {
 

@@ -3,11 +3,11 @@
 // byte-level alphabet, special-token text, and clear errors for unknown pre-tokenizer names.
 #include <doctest/doctest.h>
 
-#include "engine/bpe_tokenizer.hpp"
-#include "engine/byte_level.hpp"
-#include "engine/model.hpp"
-#include "engine/pretokenizer.hpp"
-#include "engine/unicode.hpp"
+#include "engine/text/bpe_tokenizer.hpp"
+#include "engine/text/byte_level.hpp"
+#include "engine/model/model.hpp"
+#include "engine/text/pretokenizer.hpp"
+#include "engine/text/unicode.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

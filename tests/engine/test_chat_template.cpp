@@ -3,8 +3,8 @@
 // Llama 2 role rule, and ChatFormat's choices: forced names, unknown templates, the end-of-turn token.
 #include <doctest/doctest.h>
 
-#include "engine/chat_format.hpp"
-#include "engine/model.hpp"
+#include "engine/text/chat_format.hpp"
+#include "engine/model/model.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

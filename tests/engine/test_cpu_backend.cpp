@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/cpu_backend.hpp"
-#include "engine/cpu_ops.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cpu/cpu_ops.hpp"
 #include "test_blocks.hpp"
 #include "test_model_fixture.hpp"
 

@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
-#include "engine/cpu_matmul.hpp"
-#include "engine/thread_pool.hpp"
+#include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/thread_pool.hpp"
 #include "test_blocks.hpp"
 
 using namespace cbatch;

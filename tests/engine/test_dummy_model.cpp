@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "engine/bench_workload.hpp"
-#include "engine/cpu_backend.hpp"
-#include "engine/engine.hpp"
-#include "engine/radix_sampling.hpp"
+#include "engine/bench/bench_workload.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/core/engine.hpp"
+#include "engine/sample/radix_sampling.hpp"
 #include "test_model_fixture.hpp"
 
 using namespace cbatch;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/error.hpp"
+#include "engine/core/error.hpp"
 
 namespace cbatch::test {
 

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <random>
 
-#include "engine/gguf.hpp"
-#include "engine/model.hpp"
+#include "engine/model/gguf.hpp"
+#include "engine/model/model.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

@@ -6,8 +6,8 @@
 #include <cstring>
 #include <map>
 
-#include "engine/model.hpp"
-#include "engine/safetensors.hpp"
+#include "engine/model/model.hpp"
+#include "engine/model/safetensors.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/id_set.hpp"
+#include "engine/io/id_set.hpp"
 
 TEST_CASE("id set: insert keeps the first line, contains and line_of agree across growth") {
   cbatch::IdSet ids;

@@ -8,8 +8,8 @@
 #include <limits>
 #include <string>
 
-#include "engine/json_writer.hpp"
-#include "engine/utf8.hpp"
+#include "engine/io/json_writer.hpp"
+#include "engine/text/utf8.hpp"
 
 using cbatch::JsonWriter;
 using cbatch::json_quote;

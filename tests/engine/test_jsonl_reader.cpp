@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "engine/jsonl_reader.hpp"
+#include "engine/core/error.hpp"
+#include "engine/io/jsonl_reader.hpp"
 #include "temp_file.hpp"
 
 using cbatch::JsonlLine;

@@ -7,8 +7,8 @@
 #include <variant>
 #include <vector>
 
-#include "engine/jsonl_source.hpp"
-#include "engine/resume.hpp"
+#include "engine/io/jsonl_source.hpp"
+#include "engine/io/resume.hpp"
 #include "temp_file.hpp"
 #include "test_model_fixture.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "engine/model.hpp"
+#include "engine/model/model.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

@@ -8,9 +8,9 @@
 #include <cstring>
 #include <random>
 
-#include "engine/gguf.hpp"
-#include "engine/model.hpp"
-#include "engine/tokenizer_loaders.hpp"
+#include "engine/model/gguf.hpp"
+#include "engine/model/model.hpp"
+#include "engine/text/tokenizer_loaders.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {

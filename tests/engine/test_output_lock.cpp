@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "engine/error.hpp"
-#include "engine/output_lock.hpp"
+#include "engine/core/error.hpp"
+#include "engine/io/output_lock.hpp"
 #include "temp_file.hpp"
 
 TEST_CASE("output lock: one holder at a time, released with its owner") {

@@ -1,4 +1,4 @@
-// The device sampler's algorithm (engine/radix_sampling.hpp) run with its sequential primitives against the
+// The device sampler's algorithm (engine/sample/radix_sampling.hpp) run with its sequential primitives against the
 // Sampler: the same token for every draw, over the sampler tests' logits and parameters, greedy rows,
 // vocabularies from 1 token to Llama 3's, rows with NaN, -inf and +inf logits, and penalties.
 #include <doctest/doctest.h>
@@ -9,9 +9,9 @@
 #include <random>
 #include <vector>
 
-#include "engine/cpu_ops.hpp"
-#include "engine/radix_sampling.hpp"
-#include "engine/sampler.hpp"
+#include "engine/cpu/cpu_ops.hpp"
+#include "engine/sample/radix_sampling.hpp"
+#include "engine/sample/sampler.hpp"
 #include "tests/engine/sampling_cases.hpp"
 
 namespace cbatch::test {

@@ -6,8 +6,8 @@
 #include <string>
 #include <variant>
 
-#include "engine/jsonl_reader.hpp"
-#include "engine/request_parser.hpp"
+#include "engine/io/jsonl_reader.hpp"
+#include "engine/io/request_parser.hpp"
 #include "temp_file.hpp"
 
 using cbatch::ParsedRequest;

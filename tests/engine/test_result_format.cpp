@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "engine/request_parser.hpp"
-#include "engine/result_format.hpp"
+#include "engine/io/request_parser.hpp"
+#include "engine/io/result_format.hpp"
 
 using cbatch::Request;
 using cbatch::RequestError;

@@ -8,10 +8,10 @@
 #include <variant>
 #include <vector>
 
-#include "engine/error.hpp"
-#include "engine/request_parser.hpp"
-#include "engine/result_format.hpp"
-#include "engine/resume.hpp"
+#include "engine/core/error.hpp"
+#include "engine/io/request_parser.hpp"
+#include "engine/io/result_format.hpp"
+#include "engine/io/resume.hpp"
 #include "temp_file.hpp"
 
 using cbatch::ResumeState;

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/roofline.hpp"
+#include "engine/bench/roofline.hpp"
 
 using namespace cbatch;
 

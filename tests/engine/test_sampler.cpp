@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/sampler.hpp"
+#include "engine/sample/sampler.hpp"
 #include "tests/engine/sampling_cases.hpp"
 
 namespace cbatch::test {

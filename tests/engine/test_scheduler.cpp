@@ -5,7 +5,7 @@
 #include <memory>
 #include <random>
 
-#include "engine/scheduler.hpp"
+#include "engine/core/scheduler.hpp"
 
 using namespace cbatch;
 

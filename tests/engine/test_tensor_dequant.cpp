@@ -7,7 +7,7 @@
 #include <limits>
 #include <vector>
 
-#include "engine/tensor.hpp"
+#include "engine/model/tensor.hpp"
 #include "test_blocks.hpp"
 
 namespace cbatch {

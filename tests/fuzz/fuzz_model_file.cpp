@@ -2,8 +2,8 @@
 // magic (else a llama2.c checkpoint, read with a fixed valid tokenizer.bin). A corrupt or truncated
 // file must give cbatch::Error: any other exception, a crash, a sanitizer report or an allocation
 // beyond libFuzzer's -malloc_limit_mb is a finding. A model that loads must have a usable tokenizer.
-#include "engine/error.hpp"
-#include "engine/model.hpp"
+#include "engine/core/error.hpp"
+#include "engine/model/model.hpp"
 #include "fuzz_support.hpp"
 
 using namespace cbatch;

@@ -6,10 +6,10 @@
 
 #include <variant>
 
-#include "engine/jsonl_reader.hpp"
-#include "engine/request_parser.hpp"
-#include "engine/result_format.hpp"
-#include "engine/resume.hpp"
+#include "engine/io/jsonl_reader.hpp"
+#include "engine/io/request_parser.hpp"
+#include "engine/io/result_format.hpp"
+#include "engine/io/resume.hpp"
 #include "fuzz_support.hpp"
 
 using namespace cbatch;

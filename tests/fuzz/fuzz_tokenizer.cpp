@@ -10,10 +10,10 @@
 #include <memory>
 #include <string_view>
 
-#include "engine/gguf.hpp"
-#include "engine/spm_tokenizer.hpp"
-#include "engine/tokenizer_loaders.hpp"
-#include "engine/utf8.hpp"
+#include "engine/model/gguf.hpp"
+#include "engine/text/spm_tokenizer.hpp"
+#include "engine/text/tokenizer_loaders.hpp"
+#include "engine/text/utf8.hpp"
 #include "fuzz_support.hpp"
 
 using namespace cbatch;

@@ -1,7 +1,7 @@
 // Fuzz target: arbitrary bytes as a llama2.c tokenizer.bin (as many tokens as the file holds), then,
 // if it loads, encoding and decoding a fixed text with it. Only cbatch::Error may come out.
-#include "engine/error.hpp"
-#include "engine/tokenizer_loaders.hpp"
+#include "engine/core/error.hpp"
+#include "engine/text/tokenizer_loaders.hpp"
 #include "fuzz_support.hpp"
 
 using namespace cbatch;

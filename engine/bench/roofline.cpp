@@ -1,0 +1,39 @@
+#include "engine/bench/roofline.hpp"
+
+#include <algorithm>
+
+namespace cbatch {
+
+CostModel::CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem)
+    : config_(config) {
+  const double embed = static_cast<double>(config.vocab_size) * config.dim;
+  layer_params_ = static_cast<double>(config.num_parameters()) - embed * (config.tied_embeddings ? 1 : 2) - config.dim;
+  weight_bytes_ = (layer_params_ + config.dim) * weight_bytes_per_param;
+  lm_head_bytes_ = embed * weight_bytes_per_param;
+  kv_bytes_per_token_ = 2.0 * config.num_layers * config.kv_dim() * kv_bytes_per_elem;
+}
+
+StepCost CostModel::step_cost(const RaggedBatch& batch) const {
+  double useful_rows = 0, attention_positions = 0;
+  for (int r = 0; r < batch.num_tokens(); ++r) {
+    if (batch.slot_mapping[r] < 0) continue;
+    useful_rows += 1;
+    attention_positions += batch.positions[r] + 1;
+  }
+  double kv_read_tokens = 0;
+  for (int32_t len : batch.seq_lens) kv_read_tokens += len;
+  const double logits = batch.num_logits();
+  StepCost cost;
+  cost.bytes = weight_bytes_ + (logits > 0 ? lm_head_bytes_ : 0) + kv_read_tokens * kv_bytes_per_token_ +
+               useful_rows * kv_bytes_per_token_;
+  const double attention_flops = 4.0 * config_.num_layers * config_.num_heads * config_.head_dim * attention_positions;
+  cost.flops = 2.0 * layer_params_ * useful_rows + 2.0 * config_.vocab_size * config_.dim * logits + attention_flops;
+  return cost;
+}
+
+double CostModel::roofline_seconds(const StepCost& cost, const DevicePeaks& peaks) {
+  if (!peaks.valid()) return 0;
+  return std::max(cost.bytes / peaks.bytes_per_s, cost.flops / peaks.flops_per_s);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,37 @@
+// The hardware limit of an engine step: the bytes it must move (weights once, each sequence's KV cache
+// read once, new KV written once) and the flops it must do (2 x parameters x useful tokens, plus
+// attention), against a device's measured copy bandwidth and matrix throughput. bench sums
+// max(bytes / B, flops / F) over the steps and divides by wall time: the roofline fraction.
+#pragma once
+#include "engine/model/model_config.hpp"
+#include "engine/core/ragged_batch.hpp"
+
+namespace cbatch {
+
+struct DevicePeaks {
+  double bytes_per_s = 0;   // device-to-device copy, bytes read + bytes written per second
+  double flops_per_s = 0;   // large GEMM in the compute dtype
+  bool valid() const { return bytes_per_s > 0 && flops_per_s > 0; }
+};
+
+struct StepCost {
+  double bytes = 0;
+  double flops = 0;
+};
+
+class CostModel {
+ public:
+  CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem);
+  // Useful work only: padding rows (slot -1) are waste, not part of the limit.
+  StepCost step_cost(const RaggedBatch& batch) const;
+  static double roofline_seconds(const StepCost& cost, const DevicePeaks& peaks);
+
+ private:
+  ModelConfig config_;
+  double layer_params_ = 0;        // parameters of all transformer layers
+  double weight_bytes_ = 0;        // bytes of the layer weights and the final norm
+  double lm_head_bytes_ = 0;
+  double kv_bytes_per_token_ = 0;  // K and V of one token over all layers
+};
+
+}  // namespace cbatch

@@ -1,0 +1,53 @@
+#include "engine/bench/run_stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace cbatch {
+
+void RunStats::add_step(const StepRecord& r) {
+  ++summary_.steps;
+  const int useful = r.prefill_tokens + r.decode_tokens;
+  useful_tokens_ += useful;
+  padding_tokens_ += r.padding_tokens;
+  budget_use_sum_ += static_cast<double>(useful + r.padding_tokens) / r.token_budget;
+  summary_.preemptions += r.preempted;
+  summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
+  summary_.kv_blocks_total = r.kv_blocks_total;
+  summary_.roofline_s += r.roofline_ms * 1e-3;
+  summary_.schedule_s += r.schedule_ms * 1e-3;
+  summary_.forward_s += r.forward_ms * 1e-3;
+  summary_.update_s += r.update_ms * 1e-3;
+}
+
+void RunStats::add_request(int prompt_tokens, int output_tokens, double ttft_ms, double e2e_ms) {
+  ++summary_.requests_ok;
+  summary_.prompt_tokens += prompt_tokens;
+  summary_.output_tokens += output_tokens;
+  ttft_ms_.push_back(ttft_ms);
+  e2e_ms_.push_back(e2e_ms);
+}
+
+RunSummary RunStats::summarize(double wall_s) const {
+  RunSummary s = summary_;
+  s.wall_s = wall_s;
+  s.mean_budget_use = s.steps > 0 ? budget_use_sum_ / static_cast<double>(s.steps) : 0;
+  const int64_t computed = useful_tokens_ + padding_tokens_;
+  s.padding_fraction = computed > 0 ? static_cast<double>(padding_tokens_) / static_cast<double>(computed) : 0;
+  s.ttft_ms_p50 = percentile(ttft_ms_, 50);
+  s.ttft_ms_p99 = percentile(ttft_ms_, 99);
+  s.e2e_ms_p50 = percentile(e2e_ms_, 50);
+  s.e2e_ms_p99 = percentile(e2e_ms_, 99);
+  return s;
+}
+
+double percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
+  const size_t rank = static_cast<size_t>(std::ceil(q / 100.0 * static_cast<double>(values.size())));
+  const size_t index = std::min(values.size() - 1, rank == 0 ? 0 : rank - 1);
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(index), values.end());
+  return values[index];
+}
+
+}  // namespace cbatch

@@ -1,0 +1,55 @@
+// The interface between the engine and an executor (CPU or CUDA). A backend owns the weights in its
+// compute format and the paged KV cache; the engine hands it one RaggedBatch per step and receives the
+// logits of the sampling rows, or only their next token ids: the argmax when every row samples greedily,
+// or the draws of a backend that samples on its device (so a GPU copies back a few bytes per step).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/sample/radix_sampling.hpp"
+#include "engine/core/ragged_batch.hpp"
+#include "engine/bench/roofline.hpp"
+
+namespace cbatch {
+
+// Derived from EngineConfig and the backend's memory, never written back into the config.
+struct KvCacheSpec {
+  int num_blocks = 0;
+  int block_size = 16;     // tokens per block
+};
+
+struct StepOutput {
+  bool want_logits = true;            // set by the engine before forward()
+  std::vector<RowSampling> sampling;  // (num_logits) or empty, set by the engine: see token_ids
+  std::vector<PenaltyToken> penalty_tokens;  // the penalized rows' tokens (RowSampling::penalty_begin/end)
+  std::vector<float> logits;          // (num_logits, vocab) when want_logits
+  // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
+  // row's draw under its RowSampling (only asked of a backend that samples_on_device()).
+  std::vector<int32_t> token_ids;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  // "cpu" or "cuda:<GPU name>".
+  virtual std::string device_name() const = 0;
+  // KV bytes per block (all layers, K and V) in this backend's cache dtype.
+  virtual int64_t kv_block_bytes(int block_size) const = 0;
+  // Blocks that fit the memory this backend may give the cache (after weights and workspace).
+  virtual int64_t max_kv_blocks(int block_size) const = 0;
+  virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
+  // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
+  virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
+  // Draws sampled rows itself (StepOutput::sampling) instead of returning their logits.
+  virtual bool samples_on_device() const { return false; }
+  // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
+  virtual double weight_bytes_per_param() const { return 4.0; }
+  virtual double kv_bytes_per_elem() const { return 4.0; }
+  // Measured copy bandwidth and matrix throughput (bench's roofline); invalid where not measured.
+  virtual DevicePeaks measure_peaks() { return {}; }
+  // Seconds the device spent executing steps so far (0 where not measured, e.g. the CPU).
+  virtual double device_busy_seconds() const { return 0; }
+};
+
+}  // namespace cbatch

@@ -1,0 +1,13 @@
+// Turns a StepPlan into the flat RaggedBatch every backend consumes.
+#pragma once
+#include "engine/core/ragged_batch.hpp"
+#include "engine/core/step_plan.hpp"
+
+namespace cbatch {
+
+// Rows of one sequence: its real tokens tokens[num_computed, num_computed + n) with their positions and
+// KV slots, then its padding rows (slot -1, repeating the last cached position). A sequence that samples
+// contributes its last real row to logits_rows.
+void pack_batch(const StepPlan& plan, int block_size, RaggedBatch& batch);
+
+}  // namespace cbatch

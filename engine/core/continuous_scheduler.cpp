@@ -1,0 +1,122 @@
+// Continuous batching (iteration-level scheduling), and sequential mode as its one-sequence case.
+//
+// Design. Each step has a token budget (max_num_batched_tokens) and a sequence cap (max_num_seqs).
+//  1. Running sequences go first, oldest admission first: each gets its next prefill chunk (as many
+//     uncomputed tokens as the remaining budget allows) or its one decode token. Chunked prefill falls
+//     out of this: a prompt longer than the remaining budget simply takes several steps.
+//  2. If a running sequence cannot get the KV block it needs, the most recently admitted running
+//     sequence is preempted: its blocks are freed and it goes back to the front of the waiting queue,
+//     to be recomputed from its tokens (prompt + generated so far) later. Possibly that is the sequence
+//     itself. Older sequences therefore always make progress, so nothing deadlocks.
+//  3. Waiting sequences are admitted in arrival order while budget, the sequence cap and free blocks
+//     allow, each with a prefill chunk of at most the remaining budget. No admission in a step that
+//     preempted (the cache is under pressure).
+// Finished sequences release their blocks in on_step_done(), so their slots are refilled next step.
+#include <algorithm>
+#include <cassert>
+
+#include "engine/core/scheduler.hpp"
+
+namespace cbatch {
+namespace {
+
+class ContinuousScheduler final : public Scheduler {
+ public:
+  ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks)
+      : config_(config), blocks_(blocks) {
+    if (config.mode == Mode::kSequential) config_.max_num_seqs = 1;
+  }
+
+  void add(Sequence* seq) override { waiting_.push_back(seq); }
+  int num_waiting() const override { return static_cast<int>(waiting_.size()); }
+  int num_running() const override { return static_cast<int>(running_.size()); }
+
+  StepPlan schedule() override {
+    StepPlan plan;
+    int budget = config_.max_num_batched_tokens;
+    schedule_running(plan, budget);
+    if (plan.preempted.empty()) admit_waiting(plan, budget);
+    return plan;
+  }
+
+  std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
+    std::vector<Sequence*> released;
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (!s.seq->is_finished()) continue;
+      blocks_.release(s.seq->block_table);
+      released.push_back(s.seq);
+    }
+    std::erase_if(running_, [](const Sequence* seq) { return seq->is_finished(); });
+    return released;
+  }
+
+ private:
+  static ScheduledSeq make_chunk(Sequence* seq, int n) {
+    ScheduledSeq s;
+    s.seq = seq;
+    s.num_tokens = n;
+    s.is_prefill = !(n == 1 && seq->num_generated() > 0 && seq->num_uncomputed() == 1);
+    s.samples = seq->num_computed + n == seq->num_tokens();
+    return s;
+  }
+
+  void preempt(Sequence* victim, StepPlan& plan) {
+    blocks_.release(victim->block_table);
+    victim->num_computed = 0;
+    ++victim->num_preemptions;
+    assert(victim == running_.back());
+    running_.pop_back();
+    waiting_.push_front(victim);
+    plan.preempted.push_back(victim);
+  }
+
+  void schedule_running(StepPlan& plan, int& budget) {
+    size_t i = 0;
+    while (i < running_.size() && budget > 0) {
+      Sequence* seq = running_[i];
+      const int n = std::min(seq->num_uncomputed(), budget);
+      assert(n > 0);
+      bool preempted_self = false;
+      while (!blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
+        Sequence* victim = running_.back();  // running_ is in admission order
+        preempt(victim, plan);
+        if (victim == seq) {
+          preempted_self = true;
+          break;
+        }
+      }
+      if (preempted_self) continue;  // running_[i] is now the next sequence
+      plan.seqs.push_back(make_chunk(seq, n));
+      budget -= n;
+      ++i;
+    }
+  }
+
+  void admit_waiting(StepPlan& plan, int& budget) {
+    while (budget > 0 && !waiting_.empty() &&
+           static_cast<int>(running_.size()) < config_.max_num_seqs) {
+      Sequence* seq = waiting_.front();
+      const int n = std::min(seq->num_uncomputed(), budget);
+      if (!blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) break;
+      waiting_.pop_front();
+      seq->admit_order = next_admit_order_++;
+      running_.push_back(seq);
+      plan.seqs.push_back(make_chunk(seq, n));
+      budget -= n;
+    }
+  }
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> running_;   // admission order
+  int64_t next_admit_order_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks) {
+  return std::make_unique<ContinuousScheduler>(config, blocks);
+}
+
+}  // namespace cbatch

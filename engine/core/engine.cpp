@@ -1,0 +1,315 @@
+#include "engine/core/engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/core/batch_packer.hpp"
+#include "engine/core/block_manager.hpp"
+#include "engine/core/error.hpp"
+#include "engine/sample/sampler.hpp"
+#include "engine/core/scheduler.hpp"
+#include "engine/core/signal_block.hpp"
+#include "engine/core/stop_checker.hpp"
+#include "engine/cpu/thread_pool.hpp"
+
+namespace cbatch {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string_view finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
+// One run's state: the live sequences, the scheduler and block manager of this run, and its counters.
+class EngineRun {
+ public:
+  EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
+            RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
+      : config_(config), model_(model), backend_(backend), source_(source), sink_(sink), hooks_(hooks),
+        blocks_(cache.num_blocks, cache.block_size), scheduler_(make_scheduler(config.scheduler, blocks_)),
+        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {}
+
+  RunSummary run() {
+    start_ns_ = now_ns();
+    for (;;) {
+      if (!stopping()) admit();
+      if (!scheduler_->has_work()) break;
+      step();
+      if (stopping()) break;
+    }
+    RunSummary summary = stats_.summarize(static_cast<double>(now_ns() - start_ns_) * 1e-9);
+    summary.interrupted = stopping();
+    if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
+      throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
+    }
+    return summary;
+  }
+
+ private:
+  bool stopping() const { return hooks_.stop_signal != nullptr && hooks_.stop_signal->load() != 0; }
+  int lookahead() const { return config_.lookahead > 0 ? config_.lookahead : 4 * config_.scheduler.max_num_seqs + 64; }
+
+  void admit() {
+    SourceItem item;
+    while (!source_done_ && scheduler_->num_waiting() < lookahead()) {
+      if (scheduler_->has_work() && !source_.ready()) break;  // step now; read what a pipe has later
+      if (!source_.next(item)) {
+        source_done_ = true;
+        break;
+      }
+      if (auto* error = std::get_if<RequestError>(&item)) {
+        stats_.add_failure();
+        sink_.on_error(*error);
+        continue;
+      }
+      admit_request(std::move(std::get<Request>(item)));
+    }
+  }
+
+  void admit_request(Request&& request) {
+    auto seq = std::make_unique<Sequence>();
+    seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
+    seq->tokens = request.prompt_ids;
+    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
+    seq->arrival_ns = now_ns();
+    seq->request = std::move(request);
+    const int needed = blocks_.blocks_for_tokens(seq->max_total_tokens);
+    if (needed > blocks_.num_blocks()) {
+      reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
+                       " tokens) but the whole cache has " + std::to_string(blocks_.num_blocks()));
+      return;
+    }
+    Sequence* raw = seq.get();
+    live_.emplace(raw, std::move(seq));
+    if (raw->request.sampling.max_tokens == 0) {  // nothing to generate: done without computing
+      raw->finish_reason = FinishReason::kLength;
+      emit(*raw);
+      live_.erase(raw);
+      return;
+    }
+    scheduler_->add(raw);
+  }
+
+  void reject(const Sequence& seq, const std::string& message) {
+    RequestError error;
+    error.index = seq.request.index;
+    error.line = seq.request.line;
+    error.id_json = seq.request.id_json;
+    error.custom_id = seq.request.custom_id;
+    error.form = seq.request.form;
+    error.message = "line " + std::to_string(seq.request.line) + ": " + message;
+    stats_.add_failure();
+    sink_.on_error(error);
+  }
+
+  // What the backend returns for the step's sampling rows: argmax ids when every row is greedy without
+  // penalties; the draws themselves when the backend samples on its device (each row's parameters, and
+  // for penalized rows their sequence's distinct tokens); else the logits, for the host's Sampler.
+  void request_output(const StepPlan& plan) {
+    bool plain_greedy = true;
+    for (const ScheduledSeq& s : plan.seqs) {
+      const SamplingParams& p = s.seq->request.sampling;
+      plain_greedy = plain_greedy && (!s.samples || (p.is_greedy() && !p.has_penalties()));
+    }
+    output_.sampling.clear();
+    output_.penalty_tokens.clear();
+    output_.want_logits = !plain_greedy && !backend_.samples_on_device();
+    if (output_.want_logits || plain_greedy) return;
+    for (const ScheduledSeq& s : plan.seqs) {
+      const Sequence& seq = *s.seq;
+      if (!s.samples) continue;
+      const SamplingParams& p = seq.request.sampling;
+      RowSampling row =
+          row_sampling(p, seq.request.rng_seed, static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens);
+      if (p.has_penalties()) {
+        row.penalty_begin = static_cast<int32_t>(output_.penalty_tokens.size());
+        append_penalty_tokens(seq.tokens, seq.num_prompt_tokens, model_.config.vocab_size, output_.penalty_tokens,
+                              penalty_slot_);
+        row.penalty_end = static_cast<int32_t>(output_.penalty_tokens.size());
+      }
+      output_.sampling.push_back(row);
+    }
+  }
+
+  void step() {
+    const int64_t t0 = now_ns();
+    const StepPlan plan = scheduler_->schedule();
+    if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
+    kv_blocks_in_step_ = blocks_.num_used();
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (s.seq->first_step < 0) s.seq->first_step = step_;
+    }
+    pack_batch(plan, blocks_.block_size(), batch_);
+    request_output(plan);
+    const int64_t t1 = now_ns();
+    backend_.forward(batch_, output_);
+    const int64_t t2 = now_ns();
+    const int finished = commit(plan);
+    for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
+    record_step(plan, {t0, t1, t2}, finished);
+    ++step_;
+  }
+
+  // The next token of every sampling row: the backend's ids (argmax, or its own draws), else one draw per
+  // row from its logits, the rows spread over the sampling threads (each row's draw depends only on its
+  // own logits and request, so the split never changes a token).
+  void sample_rows(const StepPlan& plan) {
+    sampling_rows_.clear();
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (s.samples) sampling_rows_.push_back(s.seq);
+    }
+    const int64_t n = static_cast<int64_t>(sampling_rows_.size());
+    sampled_.resize(static_cast<size_t>(n));
+    if (!output_.want_logits) {
+      if (output_.token_ids.size() != static_cast<size_t>(n)) {
+        throw Error("internal error: the backend returned " + std::to_string(output_.token_ids.size()) +
+                    " token ids for " + std::to_string(n) + " sampling rows");
+      }
+      std::copy(output_.token_ids.begin(), output_.token_ids.begin() + n, sampled_.begin());
+      return;
+    }
+    const int vocab = model_.config.vocab_size;
+    auto sample_range = [&](int64_t begin, int64_t end) {
+      thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
+      for (int64_t row = begin; row < end; ++row) {
+        Sequence& seq = *sampling_rows_[static_cast<size_t>(row)];
+        sampled_[static_cast<size_t>(row)] =
+            sampler.sample(&output_.logits[static_cast<size_t>(row) * vocab], vocab, seq.request.sampling, seq.tokens,
+                           seq.num_prompt_tokens, seq.request.rng_seed);
+      }
+    };
+    if (n < 2 || config_.sampling_threads == 1) return sample_range(0, n);
+    if (!sampling_pool_) {
+      const StopSignalsBlocked blocked;  // the stop handler runs on the main thread, never on a worker
+      sampling_pool_ = std::make_unique<ThreadPool>(config_.sampling_threads);
+    }
+    sampling_pool_->parallel_for(n, sample_range);
+  }
+
+  // Advances computed counts, appends the sampled tokens, checks stops; returns how many sequences finished.
+  int commit(const StepPlan& plan) {
+    sample_rows(plan);
+    int row = 0, finished = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      Sequence& seq = *s.seq;
+      seq.num_computed += s.num_tokens;
+      if (!s.samples) continue;
+      const int32_t token = sampled_[static_cast<size_t>(row++)];
+      if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
+      append_token(seq, token, *model_.tokenizer);
+      if (seq.is_finished()) {
+        seq.finish_step = step_;
+        emit(seq);
+        ++finished;
+      }
+    }
+    return finished;
+  }
+
+  void emit(const Sequence& seq) {
+    const int64_t end_ns = now_ns();
+    RequestResult result;
+    result.request = &seq.request;
+    result.text = seq.text;
+    result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+    result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+    result.prompt_tokens = seq.num_prompt_tokens;
+    result.completion_tokens = seq.num_generated();
+    const int64_t first_ns = seq.first_token_ns != 0 ? seq.first_token_ns : end_ns;
+    result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
+    result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
+    result.first_step = seq.first_step;
+    result.finish_step = seq.finish_step;
+    stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
+    sink_.on_result(result);
+  }
+
+  // times: step start, forward start, forward end (ns).
+  void record_step(const StepPlan& plan, const std::array<int64_t, 3>& times, int finished) {
+    const int64_t end = now_ns();
+    StepRecord r;
+    r.step = step_;
+    r.t_ms = static_cast<double>(end - start_ns_) * 1e-6;
+    r.step_ms = static_cast<double>(end - times[0]) * 1e-6;
+    r.schedule_ms = static_cast<double>(times[1] - times[0]) * 1e-6;
+    r.forward_ms = static_cast<double>(times[2] - times[1]) * 1e-6;
+    r.update_ms = static_cast<double>(end - times[2]) * 1e-6;
+    r.mode = mode_name(config_.scheduler.mode);
+    r.num_seqs = static_cast<int>(plan.seqs.size());
+    r.prefill_seqs = plan.num_prefill_seqs();
+    r.decode_seqs = plan.num_decode_seqs();
+    r.prefill_tokens = plan.num_prefill_tokens();
+    r.decode_tokens = plan.num_decode_tokens();
+    r.padding_tokens = plan.num_padding_tokens();
+    r.sampled_tokens = plan.num_sampling_seqs();
+    r.token_budget = config_.scheduler.max_num_batched_tokens;
+    r.kv_blocks_used = blocks_.num_used();
+    r.kv_blocks_in_step = kv_blocks_in_step_;
+    r.kv_blocks_total = blocks_.num_blocks();
+    r.waiting = scheduler_->num_waiting();
+    r.finished = finished;
+    r.preempted = static_cast<int>(plan.preempted.size());
+    if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_), hooks_.peaks);
+    stats_.add_step(r);
+    if (hooks_.on_step) hooks_.on_step(r);
+  }
+
+  const EngineConfig& config_;
+  const Model& model_;
+  Backend& backend_;
+  RequestSource& source_;
+  ResultSink& sink_;
+  const EngineHooks& hooks_;
+  BlockManager blocks_;
+  std::unique_ptr<Scheduler> scheduler_;
+  std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;
+  std::unique_ptr<ThreadPool> sampling_pool_;  // made at the first step that samples several rows
+  std::vector<Sequence*> sampling_rows_;        // (sampling rows of the step) their sequences
+  std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
+  std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1
+  RaggedBatch batch_;
+  StepOutput output_;
+  RunStats stats_;
+  CostModel cost_model_;
+  int64_t start_ns_ = 0;
+  int64_t step_ = 0;
+  int kv_blocks_in_step_ = 0;  // blocks in use after this step's schedule()
+  bool source_done_ = false;
+};
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
+    : config_(config), model_(model), backend_(backend) {
+  cache_.block_size = config.scheduler.block_size;
+  const int64_t limit = backend.max_kv_blocks(cache_.block_size);
+  if (config.kv_cache_blocks > 0) {
+    if (config.kv_cache_blocks > limit) {
+      throw Error("--kv-cache-blocks " + std::to_string(config.kv_cache_blocks) + " exceeds the " +
+                  std::to_string(limit) + " blocks that fit the " + backend.device_name() + " memory");
+    }
+    cache_.num_blocks = config.kv_cache_blocks;
+  } else {
+    // Enough for every sequence slot at full context; never more than memory allows.
+    const int64_t per_seq = (model.config.max_context + cache_.block_size - 1) / cache_.block_size;
+    cache_.num_blocks = static_cast<int>(std::min<int64_t>(limit, per_seq * config.scheduler.max_num_seqs));
+  }
+  if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.device_name());
+  backend.allocate_kv_cache(cache_);
+}
+
+RunSummary Engine::run(RequestSource& source, ResultSink& sink, const EngineHooks& hooks) {
+  EngineRun run(config_, model_, backend_, cache_, source, sink, hooks);
+  return run.run();
+}
+
+}  // namespace cbatch

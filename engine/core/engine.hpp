@@ -1,0 +1,37 @@
+// The engine loop: admit requests from a source, and step by step schedule -> pack -> forward -> sample
+// -> update, handing finished requests to a sink and one StepRecord per step to an observer. One Engine
+// owns one KV cache on one backend and can run several workloads in turn (bench runs every mode).
+#pragma once
+#include <atomic>
+#include <functional>
+
+#include "engine/core/backend.hpp"
+#include "engine/core/engine_config.hpp"
+#include "engine/model/model.hpp"
+#include "engine/core/request_stream.hpp"
+#include "engine/bench/run_stats.hpp"
+
+namespace cbatch {
+
+struct EngineHooks {
+  std::function<void(const StepRecord&)> on_step;          // trace and progress
+  const std::atomic<int>* stop_signal = nullptr;           // non-zero: stop admitting, end after this step
+  DevicePeaks peaks;                                       // valid: sum each step's roofline time
+};
+
+class Engine {
+ public:
+  // Sizes and allocates the KV cache (EngineConfig::kv_cache_blocks, or what the backend allows).
+  Engine(const EngineConfig& config, const Model& model, Backend& backend);
+
+  RunSummary run(RequestSource& source, ResultSink& sink, const EngineHooks& hooks = {});
+  int num_kv_blocks() const { return cache_.num_blocks; }
+
+ private:
+  EngineConfig config_;
+  const Model& model_;
+  Backend& backend_;
+  KvCacheSpec cache_;
+};
+
+}  // namespace cbatch

@@ -1,0 +1,18 @@
+#include "engine/core/ragged_batch.hpp"
+
+namespace cbatch {
+
+void RaggedBatch::clear() {
+  token_ids.clear();
+  positions.clear();
+  slot_mapping.clear();
+  query_start.clear();
+  seq_lens.clear();
+  block_tables.clear();
+  logits_rows.clear();
+  max_blocks_per_seq = 0;
+  max_seq_len = 0;
+  max_query_len = 0;
+}
+
+}  // namespace cbatch

@@ -1,0 +1,58 @@
+// Requests as they move through the engine: a parsed input line (RequestInput), a rejected line
+// (RequestError), and a tokenized request ready for the scheduler (Request). The id is kept as the JSON
+// text it had in the input (a string with quotes, or a number) so results echo it unchanged.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sample/sampling_params.hpp"
+
+namespace cbatch {
+
+enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat };
+
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+// Engine-wide defaults the parser applies to fields a line leaves out.
+struct RequestDefaults {
+  int max_tokens = 16;
+};
+
+struct RequestInput {
+  int64_t line = 0;                  // 1-based line number in the input
+  std::string id_json;               // JSON text of the id; the line number when the line has none
+  std::string custom_id;             // OpenAI batch form only
+  RequestForm form = RequestForm::kSimple;
+  std::optional<std::string> prompt;
+  std::optional<std::vector<int32_t>> prompt_token_ids;
+  std::optional<std::vector<ChatMessage>> messages;
+  SamplingParams sampling;
+};
+
+struct RequestError {
+  int64_t index = -1;                // position among the input's items (for --ordered), set by the source
+  int64_t line = 0;
+  std::string id_json;               // JSON text of the id if it could be read, else the line number
+  std::string custom_id;
+  RequestForm form = RequestForm::kSimple;
+  std::string type = "invalid_request";
+  std::string message;               // names the field and the value, starts with "line N: "
+};
+
+struct Request {
+  int64_t index = 0;                 // 0-based order among the input's requests (for --ordered)
+  int64_t line = 0;
+  std::string id_json;
+  std::string custom_id;
+  RequestForm form = RequestForm::kSimple;
+  std::vector<int32_t> prompt_ids;
+  SamplingParams sampling;
+  uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
+};
+
+}  // namespace cbatch

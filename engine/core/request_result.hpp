@@ -1,0 +1,26 @@
+// What the engine hands the output writer when a request finishes: the generated text and token ids,
+// why it stopped, token counts, and its timing (milliseconds since the run started admitting it, and
+// the engine steps of its first and last token).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/request.hpp"
+
+namespace cbatch {
+
+struct RequestResult {
+  const Request* request = nullptr;       // id, line, form and custom_id of the finished request
+  std::string text;                       // raw bytes; may end inside a UTF-8 character
+  std::vector<int32_t> output_token_ids;  // (completion_tokens) includes EOS when it stopped on it
+  std::string finish_reason;              // "stop" or "length"
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  double ttft_ms = 0;                     // arrival to first generated token
+  double e2e_ms = 0;                      // arrival to finish
+  int64_t first_step = 0;                 // engine step that produced the first token
+  int64_t finish_step = 0;                // engine step that finished it
+};
+
+}  // namespace cbatch

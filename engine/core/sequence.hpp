@@ -1,0 +1,40 @@
+// One request's life in the engine: its tokens (prompt then generated), how many of them have K/V in the
+// cache, its block table, and the timestamps its metrics come from. Owned by the engine; the scheduler
+// holds pointers. Invariant: num_computed <= tokens.size(), and the block table covers num_computed slots.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/core/request.hpp"
+
+namespace cbatch {
+
+enum class FinishReason : uint8_t { kNone, kStop, kLength };
+
+struct Sequence {
+  Request request;
+  std::vector<int32_t> tokens;        // (num_prompt_tokens + generated)
+  int num_prompt_tokens = 0;
+  int max_total_tokens = 0;           // min(prompt + max_tokens, model context)
+  int num_computed = 0;               // tokens whose K/V are in the cache
+  std::vector<int32_t> block_table;   // (blocks) physical KV block ids
+  int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
+  int num_preemptions = 0;
+  FinishReason finish_reason = FinishReason::kNone;
+
+  // Output text state: decoded bytes of generated tokens, and how many of them were already final
+  // (not the possible start of a stop string).
+  std::string text;
+  int64_t arrival_ns = 0;
+  int64_t first_token_ns = 0;         // 0 until the first token is sampled
+  int64_t first_step = -1;            // engine step of the first scheduled chunk
+  int64_t finish_step = -1;
+
+  int num_tokens() const { return static_cast<int>(tokens.size()); }
+  int num_generated() const { return num_tokens() - num_prompt_tokens; }
+  int num_uncomputed() const { return num_tokens() - num_computed; }
+  bool is_finished() const { return finish_reason != FinishReason::kNone; }
+};
+
+}  // namespace cbatch

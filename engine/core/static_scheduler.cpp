@@ -1,0 +1,106 @@
+// Static batching, the classic padded batch, kept honest so that its cost can be compared.
+// Up to B = min(max_num_seqs, max_num_batched_tokens) waiting sequences form a batch, each reserving the
+// KV blocks of its whole request up front. Prompt phase: every prompt is padded to the longest one and
+// the padded (B x longest) block is computed column chunk by column chunk within the token budget;
+// a sequence whose prompt is shorter computes padding rows. Decode phase: every step computes one row
+// per slot until the slowest sequence finishes; finished slots keep computing (padding rows) and no new
+// sequence joins until the whole batch is done.
+#include <algorithm>
+#include <utility>
+
+#include "engine/core/scheduler.hpp"
+
+namespace cbatch {
+namespace {
+
+class StaticScheduler final : public Scheduler {
+ public:
+  StaticScheduler(const SchedulerConfig& config, BlockManager& blocks) : config_(config), blocks_(blocks) {}
+
+  void add(Sequence* seq) override { waiting_.push_back(seq); }
+  int num_waiting() const override { return static_cast<int>(waiting_.size()); }
+  int num_running() const override { return static_cast<int>(batch_.size()); }
+
+  StepPlan schedule() override {
+    StepPlan plan;
+    if (batch_.empty()) form_batch();
+    if (batch_.empty()) return plan;
+    if (next_column_ < longest_prompt_) {
+      plan_prompt_columns(plan);
+    } else {
+      plan_decode(plan);
+    }
+    return plan;
+  }
+
+  std::vector<Sequence*> on_step_done(const StepPlan&) override {
+    const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
+    if (!all_done) return {};
+    for (Sequence* seq : batch_) blocks_.release(seq->block_table);
+    return std::exchange(batch_, {});
+  }
+
+ private:
+  int batch_capacity() const { return std::min(config_.max_num_seqs, config_.max_num_batched_tokens); }
+
+  void form_batch() {
+    longest_prompt_ = 0;
+    next_column_ = 0;
+    while (!waiting_.empty() && static_cast<int>(batch_.size()) < batch_capacity()) {
+      Sequence* seq = waiting_.front();
+      if (!blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) break;
+      waiting_.pop_front();
+      seq->admit_order = next_admit_order_++;
+      batch_.push_back(seq);
+      longest_prompt_ = std::max(longest_prompt_, seq->num_prompt_tokens);
+    }
+  }
+
+  void plan_prompt_columns(StepPlan& plan) {
+    const int width = std::max(1, config_.max_num_batched_tokens / static_cast<int>(batch_.size()));
+    const int end = std::min(next_column_ + width, longest_prompt_);
+    for (Sequence* seq : batch_) {
+      ScheduledSeq s;
+      s.seq = seq;
+      s.num_tokens = std::max(0, std::min(seq->num_prompt_tokens, end) - seq->num_computed);
+      s.num_padding = (end - next_column_) - s.num_tokens;
+      s.is_prefill = true;
+      s.samples = s.num_tokens > 0 && seq->num_computed + s.num_tokens == seq->num_prompt_tokens;
+      plan.seqs.push_back(s);
+    }
+    next_column_ = end;
+  }
+
+  void plan_decode(StepPlan& plan) {
+    for (Sequence* seq : batch_) {
+      ScheduledSeq s;
+      s.seq = seq;
+      if (seq->is_finished()) {
+        s.num_padding = 1;
+      } else {
+        s.num_tokens = 1;
+        s.samples = true;
+      }
+      plan.seqs.push_back(s);
+    }
+  }
+
+  SchedulerConfig config_;
+  BlockManager& blocks_;
+  std::deque<Sequence*> waiting_;
+  std::vector<Sequence*> batch_;
+  int longest_prompt_ = 0;     // padded prompt length of the current batch
+  int next_column_ = 0;        // first prompt column not yet computed
+  int64_t next_admit_order_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks);
+
+std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks) {
+  if (config.mode == Mode::kStatic) return std::make_unique<StaticScheduler>(config, blocks);
+  return make_continuous_scheduler(config, blocks);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,328 @@
+// The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
+// packed into matmul panels; embedding rows converted when looked up), an fp32 paged KV cache of layout
+// (layer, slot, kv_dim), and the Llama forward pass over a RaggedBatch. Matrix products go through the
+// batch-invariant matmul; everything else is per row.
+#include "engine/cpu/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <cstdlib>
+#include <memory>
+
+#include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_ops.hpp"
+#include "engine/core/error.hpp"
+#include "engine/cpu/thread_pool.hpp"
+
+namespace cbatch {
+namespace {
+
+// A vector of floats that are not value-initialized: every weight is written once by its conversion
+// (in parallel, so the pages are first touched on every core, never zero-filled by one thread first).
+template <typename T>
+struct NoInitAllocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = NoInitAllocator<U>;
+  };
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+using Weights = std::vector<float, NoInitAllocator<float>>;
+
+// A zeroed float array from calloc: large ones are fresh zero pages that become resident only when
+// written, so the KV cache costs memory for the blocks in use, not for the whole reservation.
+struct FreeDeleter {
+  void operator()(float* p) const { std::free(p); }
+};
+using ZeroedFloats = std::unique_ptr<float[], FreeDeleter>;
+
+ZeroedFloats calloc_floats(size_t n) {
+  auto* p = static_cast<float*>(std::calloc(std::max<size_t>(n, 1), sizeof(float)));
+  if (p == nullptr) throw Error("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes for the KV cache");
+  return ZeroedFloats(p);
+}
+
+// Rows of several tensors stacked into one fp32 matrix (rows summed, cols shared). Each tensor is
+// converted straight into its place, rows split across the pool: no intermediate copy, and the
+// conversion (dequantization and first touch of the pages) runs on every core.
+Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& pool) {
+  int64_t rows = 0;
+  for (const TensorView* t : parts) rows += t->rows;
+  const int64_t cols = (*parts.begin())->cols;
+  Weights out(static_cast<size_t>(rows * cols));
+  int64_t row = 0;
+  for (const TensorView* t : parts) {
+    float* dst = out.data() + row * cols;
+    pool.parallel_for(t->rows, [&](int64_t begin, int64_t end) {
+      tensor_rows_to_f32(*t, begin, end - begin, dst + begin * cols);
+    }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
+    row += t->rows;
+  }
+  return out;
+}
+
+// Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
+// panel across the pool (the packed layout is the only copy made). When every part is stored in the same
+// block type the matrix keeps its blocks (keep_blocks), else it is expanded to fp32.
+PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool, bool keep_blocks) {
+  const std::vector<const TensorView*> tensors(parts);
+  int64_t rows = 0;
+  for (const TensorView* t : tensors) rows += t->rows;
+  const int64_t cols = tensors.front()->cols;
+  const DType dtype = tensors.front()->dtype;
+  keep_blocks = keep_blocks && PackedMatrix::keeps_blocks(dtype, cols);
+  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random && t->dtype == dtype;
+  if (keep_blocks) {
+    auto row_blocks = [&](int64_t row) {
+      int64_t first = 0;
+      for (const TensorView* t : tensors) {
+        if (row < first + t->rows) return static_cast<const uint8_t*>(t->data) + (row - first) * row_bytes(dtype, cols);
+        first += t->rows;
+      }
+      throw Error("internal error: row " + std::to_string(row) + " past the stacked tensors");
+    };
+    return PackedMatrix(rows, cols, dtype, row_blocks, pool);
+  }
+  auto fill = [&](int64_t row, int64_t count, float* out) {
+    int64_t first = 0;  // global row of the current tensor's row 0
+    for (const TensorView* t : tensors) {
+      const int64_t begin = std::max(row, first), end = std::min(row + count, first + t->rows);
+      if (begin < end) tensor_rows_to_f32(*t, begin - first, end - begin, out + (begin - row) * cols);
+      first += t->rows;
+    }
+  };
+  return PackedMatrix(rows, cols, fill, pool);
+}
+
+struct CpuLayer {
+  Weights attn_norm;       // (dim)
+  PackedMatrix wqkv;       // (q_dim + 2 * kv_dim, dim)
+  PackedMatrix wo;         // (dim, q_dim)
+  Weights ffn_norm;        // (dim)
+  PackedMatrix w_gate_up;  // (2 * hidden, dim)
+  PackedMatrix w_down;     // (dim, hidden)
+};
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& model, const CpuBackendOptions& options)
+      : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
+    load_weights(model.tensors);
+    inv_freq_.resize(config_.head_dim / 2);
+    rope_inv_freq(config_, inv_freq_.data());
+  }
+
+  std::string device_name() const override { return "cpu"; }
+
+  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones).
+  double weight_bytes_per_param() const override {
+    return matrix_params_ > 0 ? static_cast<double>(matrix_bytes_) / static_cast<double>(matrix_params_) : 4.0;
+  }
+
+  int64_t kv_block_bytes(int block_size) const override {
+    return 2LL * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(float));
+  }
+
+  int64_t max_kv_blocks(int block_size) const override {
+    return options_.kv_cache_bytes / kv_block_bytes(block_size);
+  }
+
+  void allocate_kv_cache(const KvCacheSpec& spec) override {
+    spec_ = spec;
+    const size_t n = static_cast<size_t>(config_.num_layers) * spec.num_blocks * spec.block_size * config_.kv_dim();
+    k_cache_ = calloc_floats(n);
+    v_cache_ = calloc_floats(n);
+  }
+
+  void forward(const RaggedBatch& batch, StepOutput& out) override;
+
+ private:
+  void load_weights(const ModelTensors& t);
+  void resize_activations(int num_tokens);
+  void attention_layer(const RaggedBatch& batch, int layer);
+  void ffn_layer(int num_tokens, const CpuLayer& layer);
+  void compute_logits(const RaggedBatch& batch, StepOutput& out);
+  void count_weights(const PackedMatrix& w) {
+    matrix_bytes_ += static_cast<int64_t>(w.bytes());
+    matrix_params_ += w.rows() * w.cols();
+  }
+
+  ModelConfig config_;
+  CpuBackendOptions options_;
+  ThreadPool pool_;
+  // (vocab, dim) as stored (mapped file, owned buffer or random): rows are converted to fp32 when looked
+  // up, so the table never has an fp32 copy (the tied lm_head has its own packed one).
+  TensorView embedding_;
+  std::shared_ptr<const void> storage_;  // keeps the bytes behind embedding_ alive
+  std::vector<CpuLayer> layers_;
+  Weights final_norm_;  // (dim)
+  PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
+  std::vector<float> inv_freq_;    // (head_dim / 2)
+  int64_t matrix_bytes_ = 0;       // memory of the packed matrices
+  int64_t matrix_params_ = 0;      // their parameters
+
+  KvCacheSpec spec_;
+  ZeroedFloats k_cache_;           // (layers, num_blocks * block_size, kv_dim)
+  ZeroedFloats v_cache_;           // (layers, num_blocks * block_size, kv_dim)
+
+  // Activations, resized to the batch: T = rows of the batch.
+  std::vector<float> x_;           // (T, dim) residual stream
+  std::vector<float> h_;           // (T, dim) normalized input of a sublayer
+  std::vector<float> qkv_;         // (T, q_dim + 2 * kv_dim)
+  std::vector<float> att_;         // (T, q_dim)
+  std::vector<float> gate_up_;     // (T, 2 * hidden)
+  std::vector<float> ff_;          // (T, hidden)
+  std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
+  std::vector<float> rope_cos_;    // (T, head_dim / 2)
+  std::vector<float> rope_sin_;    // (T, head_dim / 2)
+  std::vector<int32_t> row_seq_;   // (T) sequence of each row
+};
+
+void CpuBackend::load_weights(const ModelTensors& t) {
+  const bool keep = options_.keep_blocks;
+  embedding_ = t.embedding;
+  for (const LayerTensors& l : t.layers) {
+    CpuLayer layer;
+    layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
+    layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_, keep);
+    layer.wo = pack_stacked({&l.wo}, pool_, keep);
+    layer.ffn_norm = stack_f32({&l.ffn_norm}, pool_);
+    layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
+    layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
+    for (const PackedMatrix* w : {&layer.wqkv, &layer.wo, &layer.w_gate_up, &layer.w_down}) count_weights(*w);
+    layers_.push_back(std::move(layer));
+  }
+  final_norm_ = stack_f32({&t.final_norm}, pool_);
+  lm_head_ = pack_stacked({&t.lm_head}, pool_, keep);  // the embedding view when tied
+  count_weights(lm_head_);
+}
+
+void CpuBackend::resize_activations(int num_tokens) {
+  const size_t n = static_cast<size_t>(num_tokens);
+  x_.resize(n * config_.dim);
+  h_.resize(n * config_.dim);
+  qkv_.resize(n * (config_.q_dim() + 2 * config_.kv_dim()));
+  att_.resize(n * config_.q_dim());
+  gate_up_.resize(n * 2 * config_.hidden_dim);
+  ff_.resize(n * config_.hidden_dim);
+  delta_.resize(n * config_.dim);
+  rope_cos_.resize(n * config_.head_dim / 2);
+  rope_sin_.resize(n * config_.head_dim / 2);
+  row_seq_.resize(n);
+}
+
+void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
+  const int num_tokens = batch.num_tokens();
+  const int dim = config_.dim;
+  const int half = config_.head_dim / 2;
+  resize_activations(num_tokens);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
+  }
+  for (int r = 0; r < num_tokens; ++r) {
+    const int32_t token = batch.token_ids[r];
+    if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " outside the vocabulary");
+    tensor_rows_to_f32(embedding_, token, 1, x_.data() + static_cast<int64_t>(r) * dim);
+    rope_angles(batch.positions[r], inv_freq_.data(), config_.head_dim, &rope_cos_[r * half], &rope_sin_[r * half]);
+  }
+  for (int l = 0; l < config_.num_layers; ++l) {
+    attention_layer(batch, l);
+    ffn_layer(num_tokens, layers_[l]);
+  }
+  compute_logits(batch, out);
+}
+
+void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
+  const CpuLayer& layer = layers_[l];
+  const int num_tokens = batch.num_tokens();
+  const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+  }, 1, min_parallel_items(0.5 * dim));
+  matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
+  for (int r = 0; r < num_tokens; ++r) {
+    float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
+    const float* c = &rope_cos_[r * hd / 2];
+    const float* s = &rope_sin_[r * hd / 2];
+    for (int h = 0; h < config_.num_heads + config_.num_kv_heads; ++h) rope_head(q + h * hd, hd, c, s, config_.rope_layout);
+    const int32_t slot = batch.slot_mapping[r];
+    if (slot < 0) continue;
+    std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
+    std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
+  }
+  const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
+  const int num_heads = config_.num_heads;
+  const int group = num_heads / config_.num_kv_heads;
+  auto table_of = [&](int64_t r) {
+    return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+  };
+  // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
+  const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;
+  if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
+    // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
+      for (int64_t r = begin; r < end; ++r) {
+        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, hd,
+                   scratch.data(), &att_[r * q_dim]);
+      }
+    }, 1, min_parallel_items(num_heads * head_ns));
+  } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
+    pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch(batch.max_seq_len + 1);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t r = i / num_heads;
+        const int h = static_cast<int>(i % num_heads);
+        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, hd,
+                    scratch.data(), &att_[r * q_dim + h * hd]);
+      }
+    }, 1, min_parallel_items(head_ns));
+  }
+  matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
+  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+}
+
+void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
+  const int dim = config_.dim, hidden = config_.hidden_dim;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+  }, 1, min_parallel_items(0.5 * dim));
+  matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) swiglu_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden);
+  }, 1, min_parallel_items(10.0 * hidden));  // an exp per element
+  matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
+  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+}
+
+void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
+  const int n = batch.num_logits();
+  const int dim = config_.dim, vocab = config_.vocab_size;
+  for (int i = 0; i < n; ++i) {
+    const int64_t r = batch.logits_rows[i];
+    rmsnorm_row(&x_[r * dim], final_norm_.data(), &h_[static_cast<int64_t>(i) * dim], dim, config_.rms_eps);
+  }
+  out.logits.resize(static_cast<size_t>(n) * vocab);
+  matmul(h_.data(), lm_head_, out.logits.data(), n, pool_);
+  if (out.want_logits) return;
+  out.token_ids.resize(n);
+  for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(model, options);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,25 @@
+// The CPU backend: fp32 weights (matrices stored in Q8_0/Q4_0/Q4_1 blocks stay in them and are decoded
+// during each product, to the same fp32 values), a paged fp32 KV cache, and a Llama forward pass over
+// ragged batches.
+// Batch-invariant by construction: every output element is reduced in a fixed order that does not
+// depend on which other rows share the batch, so greedy outputs are identical across modes, budgets,
+// chunk sizes and batch sizes.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "engine/core/backend.hpp"
+#include "engine/model/model.hpp"
+
+namespace cbatch {
+
+struct CpuBackendOptions {
+  int num_threads = 0;              // 0 = all hardware threads
+  int max_batch_tokens = 2048;      // rows of the largest batch (sizes the activation buffers)
+  int64_t kv_cache_bytes = 1LL << 30;  // memory the KV cache may take when --kv-cache-blocks is not set
+  bool keep_blocks = true;          // false: expand quantized weights to fp32 panels at load (tests)
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options);
+
+}  // namespace cbatch

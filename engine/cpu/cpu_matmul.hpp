@@ -1,0 +1,75 @@
+// Batch-invariant fp32 matrix product for the CPU backend: Y (M, N) = X (M, K) * W^T for a Linear weight
+// W (N, K). W is packed once, at load, into panels of kPanelWidth output columns laid out k-major, and the
+// product is an outer-product (BLIS-style) kernel: every output element is one fused multiply-add chain
+// over k in order, from zero, whatever M, the tile it lands in, or the thread that computes it. That is
+// what makes greedy outputs bit-identical across batch sizes (a general BLAS changes its summation order
+// with M), and it is exactly matmul_ref's order.
+//
+// A weight stored in a GGUF block type (Q8_0, Q4_0, Q4_1) can stay in its blocks, regrouped by panel
+// (a scale and minimum per lane and 32 k, the codes of a k's lanes side by side). The product decodes
+// them to exactly the values tensor_rows_to_f32 gives: for one row in registers as each weight is used,
+// for more rows a few panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same
+// bits as the fp32 panels; 3-5x less memory to fill at load and to stream per step.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "engine/model/tensor.hpp"
+
+namespace cbatch {
+
+class ThreadPool;
+
+// Output columns per panel (the SIMD width this binary was built for: 16, or 8 without AVX-512).
+int matmul_panel_width();
+
+class PackedMatrix {
+ public:
+  // fill(row_begin, num_rows, out) writes rows [row_begin, row_begin + num_rows) of W (N, K) as fp32 to
+  // out (num_rows, K). Rows are packed in parallel, one panel per task.
+  using RowFiller = std::function<void(int64_t, int64_t, float*)>;
+  // row_blocks(row): the K / 32 consecutive GGUF blocks of one row of W.
+  using BlockRows = std::function<const uint8_t*(int64_t)>;
+
+  PackedMatrix() = default;
+  PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPool& pool);
+  // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel.
+  PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool);
+
+  // Whether a (N, K) weight of this dtype can stay in its blocks: Q8_0, Q4_0, Q4_1.
+  static bool keeps_blocks(DType dtype, int64_t k);
+
+  int64_t rows() const { return n_; }   // N, output features
+  int64_t cols() const { return k_; }   // K, input features
+  bool is_blocked() const { return dtype_ != DType::kF32; }
+  DType dtype() const { return dtype_; }
+  size_t bytes() const { return bytes_; }  // memory held
+  // fp32 panels: the whole (ceil(N / width), K, width) array. Blocked: nullptr.
+  const float* data() const { return is_blocked() ? nullptr : static_cast<const float*>(data_.get()); }
+  // Panels [panel, panel + count) as fp32 into out (count, K, width), from either layout.
+  void unpack_panels(int64_t panel, int count, float* out) const;
+  // Blocked: the bytes of one panel, and their size.
+  const uint8_t* blocked_panel(int64_t panel) const {
+    return static_cast<const uint8_t*>(data_.get()) + static_cast<size_t>(panel) * panel_bytes_;
+  }
+  size_t panel_bytes() const { return panel_bytes_; }
+
+ private:
+  struct FreeDeleter {
+    void operator()(void* p) const;
+  };
+  std::unique_ptr<void, FreeDeleter> data_;  // fp32: (ceil(N / width), K, width), zero-padded past N
+  DType dtype_ = DType::kF32;
+  size_t bytes_ = 0;
+  size_t panel_bytes_ = 0;  // blocked: bytes of one panel
+  int64_t n_ = 0;
+  int64_t k_ = 0;
+};
+
+void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool);
+
+// The same function one element at a time: y[i][j] = fma chain over k of x[i][k] * w[j][k] (for tests).
+void matmul_ref(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k);
+
+}  // namespace cbatch

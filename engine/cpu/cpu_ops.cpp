@@ -1,0 +1,146 @@
+#include "engine/cpu/cpu_ops.hpp"
+
+#include <cmath>
+
+namespace cbatch {
+
+void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps) {
+  float sum_sq = 0.0f;
+  for (int i = 0; i < dim; ++i) sum_sq += x[i] * x[i];
+  const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
+  for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * weight[i];
+}
+
+void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, float* sin_out) {
+  for (int i = 0; i < head_dim / 2; ++i) {
+    const float angle = static_cast<float>(pos) * inv_freq[i];
+    cos_out[i] = std::cos(angle);
+    sin_out[i] = std::sin(angle);
+  }
+}
+
+void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeLayout layout) {
+  const int half = head_dim / 2;
+  for (int i = 0; i < half; ++i) {
+    const float c = cos[i];
+    const float s = sin[i];
+    const int ia = layout == RopeLayout::kAdjacentPairs ? 2 * i : i;
+    const int ib = layout == RopeLayout::kAdjacentPairs ? 2 * i + 1 : i + half;
+    const float a = v[ia];
+    const float b = v[ib];
+    v[ia] = a * c - b * s;
+    v[ib] = a * s + b * c;
+  }
+}
+
+void swiglu_row(const float* gate_up, float* out, int hidden) {
+  for (int i = 0; i < hidden; ++i) {
+    const float g = gate_up[i];
+    out[i] = g / (1.0f + std::exp(-g)) * gate_up[hidden + i];
+  }
+}
+
+namespace {
+
+// q . k with eight independent partial sums (the compiler vectorizes them) added in a fixed tree: the same
+// order for every call, so a score never depends on what else is in the batch.
+inline float dot_fixed_order(const float* a, const float* b, int n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+  }
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+}  // namespace
+
+void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
+                 int head_dim, float* scratch, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
+  auto slot_of = [&](int p) {
+    return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+  };
+  float max_score = -INFINITY;
+  for (int p = 0; p <= pos; ++p) {
+    const float* k = cache.k + slot_of(p) * cache.kv_dim + head_offset;
+    scratch[p] = dot_fixed_order(q, k, head_dim) * scale;
+    max_score = std::max(max_score, scratch[p]);
+  }
+  float sum = 0.0f;
+  for (int p = 0; p <= pos; ++p) {
+    scratch[p] = std::exp(scratch[p] - max_score);
+    sum += scratch[p];
+  }
+  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
+  for (int p = 0; p <= pos; ++p) {
+    const float* v = cache.v + slot_of(p) * cache.kv_dim + head_offset;
+    const float weight = scratch[p] / sum;
+    for (int i = 0; i < head_dim; ++i) out[i] += weight * v[i];
+  }
+}
+
+void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                int num_kv_heads, int head_dim, float* scratch, float* out) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const int n = pos + 1;
+  const int group = num_heads / num_kv_heads;
+  float* scores = scratch;                           // (num_heads, n)
+  float* max_score = scores + static_cast<int64_t>(num_heads) * n;  // (num_heads)
+  float* sum = max_score + num_heads;               // (num_heads)
+  auto slot_of = [&](int p) {
+    return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
+  };
+  for (int h = 0; h < num_heads; ++h) {
+    max_score[h] = -INFINITY;
+    sum[h] = 0.0f;
+  }
+  // A block is usually one page per layer, where hardware prefetchers stop: fetch the K and V rows a few
+  // positions ahead by hand (V is read in the third pass; it waits in cache).
+  constexpr int kAhead = 4;
+  const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
+  for (int p = 0; p < n; ++p) {
+    if (p + kAhead < n) {
+      const int64_t ahead = slot_of(p + kAhead) * cache.kv_dim;
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.k + ahead) + b);
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.v + ahead) + b);
+      }
+    }
+    const float* k_row = cache.k + slot_of(p) * cache.kv_dim;
+    for (int h = 0; h < num_heads; ++h) {
+      const float s = dot_fixed_order(q + h * head_dim, k_row + (h / group) * head_dim, head_dim) * scale;
+      scores[h * n + p] = s;
+      max_score[h] = std::max(max_score[h], s);
+    }
+  }
+  for (int h = 0; h < num_heads; ++h) {
+    for (int p = 0; p < n; ++p) {
+      scores[h * n + p] = std::exp(scores[h * n + p] - max_score[h]);
+      sum[h] += scores[h * n + p];
+    }
+  }
+  for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
+  for (int p = 0; p < n; ++p) {
+    const float* v_row = cache.v + slot_of(p) * cache.kv_dim;
+    for (int h = 0; h < num_heads; ++h) {
+      const float weight = scores[h * n + p] / sum[h];
+      const float* v = v_row + (h / group) * head_dim;
+      float* o = out + h * head_dim;
+      for (int i = 0; i < head_dim; ++i) o[i] += weight * v[i];
+    }
+  }
+}
+
+int32_t argmax_row(const float* values, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (values[i] > values[best]) best = i;
+  }
+  return best;
+}
+
+}  // namespace cbatch

@@ -1,0 +1,46 @@
+// The CPU backend's elementwise, normalization, RoPE and attention operations, in fp32. Each one
+// computes a row from that row's inputs only, in a fixed order, so results do not depend on batching.
+// These are also the references the CUDA kernels are tested against.
+#pragma once
+#include <cstdint>
+
+#include "engine/model/model_config.hpp"
+
+namespace cbatch {
+
+// out (dim) = x / sqrt(mean(x^2) + eps) * weight
+void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps);
+
+// cos and sin (head_dim / 2 each) of the rotation at position pos; inv_freq: (head_dim / 2).
+void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, float* sin_out);
+// Rotates one head vector (head_dim) in place by the angles of rope_angles.
+void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeLayout layout);
+
+// gate_up: (2 * hidden) = [gate | up]; out (hidden) = silu(gate) * up.
+void swiglu_row(const float* gate_up, float* out, int hidden);
+
+// The paged KV cache of one layer: (num_slots, kv_dim) for K and for V, slot = block * block_size + offset.
+struct PagedKv {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int kv_dim = 0;
+  int block_size = 0;
+};
+
+// Attention of one query head vector q (head_dim) over positions 0..pos of a sequence whose blocks are
+// block_table; reads kv head `kv_head`. scratch: (pos + 1) floats. out: (head_dim).
+void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
+                 int head_dim, float* scratch, float* out);
+
+// All num_heads query heads of one row (q: num_heads * head_dim) at once: each cached position's K and
+// V rows are read once for every head (kv head h / (num_heads / num_kv_heads)). Per head the arithmetic
+// and its order are attend_head's, so out (num_heads * head_dim) is bit-identical to calling attend_head
+// head by head. scratch: attend_row_scratch(num_heads, pos) floats.
+void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                int num_kv_heads, int head_dim, float* scratch, float* out);
+inline int64_t attend_row_scratch(int num_heads, int pos) { return static_cast<int64_t>(num_heads) * (pos + 3); }
+
+// Index of the largest value; ties go to the lowest index.
+int32_t argmax_row(const float* values, int n);
+
+}  // namespace cbatch

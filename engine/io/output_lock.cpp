@@ -1,0 +1,32 @@
+#include "engine/io/output_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "engine/core/error.hpp"
+
+namespace cbatch {
+
+OutputFileLock::OutputFileLock(const std::string& path) {
+  if (path == "-") return;
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw Error("cannot open output file '" + path + "': " + std::strerror(errno));
+  if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+  const int err = errno;
+  ::close(fd_);
+  fd_ = -1;
+  if (err == EWOULDBLOCK) {
+    throw Error("output file '" + path + "' is in use by another cbatch run (wait for it to end, or stop it)");
+  }
+  throw Error("cannot lock output file '" + path + "': " + std::strerror(err));
+}
+
+OutputFileLock::~OutputFileLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,247 @@
+// The two input forms. Simple: {"id", one of "prompt" / "prompt_token_ids" / "messages", sampling
+// fields}. OpenAI batch: {"custom_id", "method": "POST", "url", "body": {prompt or messages, sampling
+// fields}}. The id is read first so that an error about any later field still carries it.
+#include "engine/io/request_parser.hpp"
+
+#include <simdjson.h>
+
+#include "engine/io/json_field.hpp"
+#include "engine/io/json_writer.hpp"
+#include "engine/io/sampling_parser.hpp"
+
+namespace cbatch {
+namespace {
+
+constexpr std::string_view kCompletionsUrl = "/v1/completions";
+constexpr std::string_view kChatUrl = "/v1/chat/completions";
+
+// A string id is kept as its canonical JSON text (json_quote of the unescaped value), so that
+// "q\u0031" and "q1" are the same id here and in the output file that --resume reads back.
+void read_simple_id(const FieldSet& f, RequestInput& in) {
+  const auto v = f.find("id");
+  if (!v) return;  // the default, the line number, is already set
+  if (v->is_string()) {
+    in.id_json = json_quote(get_string(*v, "id"));
+  } else if (v->is_int64() || v->is_uint64()) {
+    in.id_json = simdjson::minify(*v);
+  } else {
+    fail_field("id", "a string or an integer", *v);
+  }
+}
+
+// "content" is a string or, as in the OpenAI API, a list of {"type": "text", "text": ...} parts,
+// which are joined with "\n" as vLLM does.
+std::string read_content(simdjson::dom::element v, const std::string& name) {
+  if (v.is_string()) return std::string(get_string(v, name));
+  if (!v.is_array()) fail_field(name, "a string or a list of text parts", v);
+  std::string content;
+  size_t i = 0;
+  for (simdjson::dom::element part : v.get_array()) {
+    const std::string part_name = name + "[" + std::to_string(i) + "]";
+    std::string_view type, text;
+    if (!part.is_object() || part["type"].get(type) != simdjson::SUCCESS || type != "text" ||
+        part["text"].get(text) != simdjson::SUCCESS) {
+      fail_field(part_name, "a text part {\"type\": \"text\", \"text\": \"...\"}", part);
+    }
+    if (i++ > 0) content += '\n';
+    content += text;
+  }
+  return content;
+}
+
+std::vector<ChatMessage> read_messages(simdjson::dom::element v, const std::string& name) {
+  simdjson::dom::array arr;
+  if (v.get_array().get(arr) != simdjson::SUCCESS || arr.size() == 0) {
+    fail_field(name, "a non-empty list of {\"role\", \"content\"} objects", v);
+  }
+  std::vector<ChatMessage> messages;
+  for (simdjson::dom::element m : arr) {
+    const std::string msg_name = name + "[" + std::to_string(messages.size()) + "]";
+    simdjson::dom::object obj;
+    if (m.get_object().get(obj) != simdjson::SUCCESS) {
+      fail_field(msg_name, "an object with \"role\" and \"content\"", m);
+    }
+    const FieldSet mf{obj, ""};
+    const auto role = mf.find("role");
+    const auto content = mf.find("content");
+    if (!role || !content) fail_field(msg_name, "an object with \"role\" and \"content\"", m);
+    messages.push_back({std::string(get_string(*role, msg_name + ".role")),
+                        read_content(*content, msg_name + ".content")});
+  }
+  return messages;
+}
+
+std::vector<int32_t> read_prompt_ids(simdjson::dom::element v, const std::string& name) {
+  std::vector<int32_t> ids = get_token_ids(v, name, kMaxPromptTokenIds);
+  if (ids.empty()) fail_field(name, "a non-empty list of token ids", v);
+  return ids;
+}
+
+// An empty prompt string is allowed: the model then sees only BOS (as in vLLM).
+void read_simple_prompt(const FieldSet& f, RequestInput& in) {
+  const auto prompt = f.find("prompt");
+  const auto ids = f.find("prompt_token_ids");
+  const auto messages = f.find("messages");
+  const int count = int(prompt.has_value()) + int(ids.has_value()) + int(messages.has_value());
+  if (count == 0) throw FieldError("no prompt: give one of 'prompt', 'prompt_token_ids' or 'messages'");
+  if (count > 1) {
+    throw FieldError("more than one prompt: give only one of 'prompt', 'prompt_token_ids' or 'messages'");
+  }
+  if (prompt) in.prompt = std::string(get_string(*prompt, "prompt"));
+  if (ids) in.prompt_token_ids = read_prompt_ids(*ids, "prompt_token_ids");
+  if (messages) in.messages = read_messages(*messages, "messages");
+}
+
+void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
+  const FieldSet f{obj, ""};
+  read_simple_id(f, in);
+  read_simple_prompt(f, in);
+  parse_sampling_fields(f, defaults, in.sampling);
+}
+
+simdjson::dom::element require(const FieldSet& f, std::string_view key) {
+  const auto v = f.find(key);
+  if (!v) throw FieldError("field '" + f.name(key) + "' is required in the OpenAI batch form");
+  return *v;
+}
+
+// The body of /v1/completions: "prompt" is one string or one list of token ids. A list of prompts
+// (OpenAI allows it) is refused: one request per line keeps one output line per input line.
+void read_completion_prompt(const FieldSet& body, RequestInput& in) {
+  const auto v = body.find("prompt");
+  if (!v) throw FieldError("no prompt: give 'body.prompt'");
+  if (v->is_string()) {
+    in.prompt = std::string(get_string(*v, "body.prompt"));
+    return;
+  }
+  simdjson::dom::array arr;
+  if (v->get_array().get(arr) != simdjson::SUCCESS) {
+    fail_field("body.prompt", "a string or a list of token ids", *v);
+  }
+  simdjson::dom::element first;
+  if (arr.at(0).get(first) == simdjson::SUCCESS && (first.is_string() || first.is_array())) {
+    fail_field("body.prompt", "one string or one list of token ids, not a list of prompts", *v);
+  }
+  in.prompt_token_ids = read_prompt_ids(*v, "body.prompt");
+}
+
+void read_openai_route(const FieldSet& f, RequestInput& in) {
+  const simdjson::dom::element method = require(f, "method");
+  if (get_string(method, "method") != "POST") fail_field("method", "\"POST\"", method);
+  const simdjson::dom::element url_value = require(f, "url");
+  const std::string_view url = get_string(url_value, "url");
+  if (url == kChatUrl) {
+    in.form = RequestForm::kOpenAIChat;
+  } else if (url != kCompletionsUrl) {
+    fail_field("url", "\"/v1/completions\" or \"/v1/chat/completions\"", url_value);
+  }
+}
+
+void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
+  const FieldSet f{obj, ""};
+  in.custom_id = std::string(get_string(require(f, "custom_id"), "custom_id"));
+  in.id_json = json_quote(in.custom_id);
+  in.form = RequestForm::kOpenAICompletions;  // from here on errors take the OpenAI shape
+  read_openai_route(f, in);
+  simdjson::dom::object body_obj;
+  const simdjson::dom::element body_value = require(f, "body");
+  if (body_value.get_object().get(body_obj) != simdjson::SUCCESS) {
+    fail_field("body", "an object", body_value);
+  }
+  const FieldSet body{body_obj, "body."};
+  if (in.form == RequestForm::kOpenAIChat) {
+    const auto messages = body.find("messages");
+    if (!messages) throw FieldError("no prompt: give 'body.messages'");
+    in.messages = read_messages(*messages, "body.messages");
+  } else {
+    read_completion_prompt(body, in);
+  }
+  parse_sampling_fields(body, defaults, in.sampling);
+}
+
+bool is_openai_form(simdjson::dom::object obj) {
+  simdjson::dom::element unused;
+  const auto has = [&](const char* key) { return obj.at_key(key).get(unused) == simdjson::SUCCESS; };
+  return has("custom_id") || (has("url") && has("body"));
+}
+
+RequestError make_error(const RequestInput& in, const std::string& message) {
+  RequestError err;
+  err.line = in.line;
+  err.id_json = in.id_json;
+  err.custom_id = in.custom_id;
+  err.form = in.form;
+  err.message = "line " + std::to_string(in.line) + ": " + message;
+  return err;
+}
+
+// unterminated: the input's last line, without its newline (a file cut short ends like this).
+std::string describe_parse_error(simdjson::error_code code, bool unterminated) {
+  if (code == simdjson::UTF8_ERROR) return "invalid UTF-8: the line must be UTF-8 encoded JSON";
+  const std::string hint = unterminated ? " (the last line has no newline: is the file truncated?)" : "";
+  return std::string("invalid JSON") + hint + ": " + simdjson::error_message(code);
+}
+
+ParsedRequest parse_padded(simdjson::dom::parser& parser, const RequestDefaults& defaults,
+                           std::string_view text, int64_t line_no, bool unterminated = false) {
+  RequestInput in;
+  in.line = line_no;
+  in.id_json = std::to_string(line_no);
+  in.sampling.max_tokens = defaults.max_tokens;
+  simdjson::dom::element root;
+  const auto code = parser.parse(text.data(), text.size(), /*realloc_if_needed=*/false).get(root);
+  if (code != simdjson::SUCCESS) return make_error(in, describe_parse_error(code, unterminated));
+  simdjson::dom::object obj;
+  if (root.get_object().get(obj) != simdjson::SUCCESS) {
+    return make_error(in, "the line must be a JSON object (got " + show_value(root) + ")");
+  }
+  try {
+    if (is_openai_form(obj)) {
+      parse_openai(obj, defaults, in);
+    } else {
+      parse_simple(obj, defaults, in);
+    }
+  } catch (const FieldError& e) {
+    return make_error(in, e.what());
+  }
+  return in;
+}
+
+}  // namespace
+
+struct RequestParser::Impl {
+  RequestDefaults defaults;
+  simdjson::dom::parser parser;
+  std::string scratch;  // (size + kJsonPadding) padded copy for parse(string_view)
+};
+
+RequestParser::RequestParser(const RequestDefaults& defaults) : impl_(std::make_unique<Impl>()) {
+  impl_->defaults = defaults;
+}
+
+RequestParser::~RequestParser() = default;
+
+ParsedRequest RequestParser::parse(const JsonlLine& line) {
+  if (line.too_long) {
+    RequestInput in;
+    in.line = line.line_no;
+    in.id_json = std::to_string(line.line_no);
+    return make_error(in, "the line is longer than " + std::to_string(kMaxLineBytes) +
+                              " bytes (64 MiB), the most a line may have");
+  }
+  return parse_padded(impl_->parser, impl_->defaults, line.text(), line.line_no, line.truncated);
+}
+
+ParsedRequest RequestParser::parse(std::string_view text, int64_t line_no) {
+  impl_->scratch.assign(text);
+  impl_->scratch.append(kJsonPadding, '\0');
+  return parse_padded(impl_->parser, impl_->defaults, {impl_->scratch.data(), text.size()}, line_no);
+}
+
+ParsedRequest parse_request_line(std::string_view text, int64_t line_no,
+                                 const RequestDefaults& defaults) {
+  RequestParser parser(defaults);
+  return parser.parse(text, line_no);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,135 @@
+// Output line shapes. OpenAI ids are derived from the input line number ("cbatch-<line>"), so a
+// rerun writes the same ids; vLLM uses random uuids there.
+#include "engine/io/result_format.hpp"
+
+#include <cassert>
+#include <ctime>
+
+#include "engine/io/json_writer.hpp"
+
+namespace cbatch {
+namespace {
+
+std::string batch_id(int64_t line) { return "cbatch-" + std::to_string(line); }
+
+int64_t created_time(const ResultFormatOptions& options) {
+  return options.created_s >= 0 ? options.created_s : static_cast<int64_t>(std::time(nullptr));
+}
+
+std::string format_simple_result(const RequestResult& r, const ResultFormatOptions& options) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").raw(r.request->id_json);
+  w.key("text").string(r.text);
+  w.key("output_token_ids").int_array(r.output_token_ids);
+  w.key("finish_reason").string(r.finish_reason);
+  w.key("prompt_tokens").int64(r.prompt_tokens);
+  w.key("completion_tokens").int64(r.completion_tokens);
+  w.key("metrics").begin_object();
+  w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
+  w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
+  w.key("first_step").int64(r.first_step);
+  w.key("finish_step").int64(r.finish_step);
+  w.end_object();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+void write_choice(JsonWriter& w, const RequestResult& r, bool is_chat) {
+  w.begin_object();
+  w.key("index").int64(0);
+  if (is_chat) {
+    w.key("message").begin_object();
+    w.key("role").string("assistant");
+    w.key("content").string(r.text);
+    w.end_object();
+  } else {
+    w.key("text").string(r.text);
+  }
+  w.key("logprobs").null();
+  w.key("finish_reason").string(r.finish_reason);
+  w.end_object();
+}
+
+// The body of an OpenAI completion or chat.completion response.
+void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormatOptions& options) {
+  const bool is_chat = r.request->form == RequestForm::kOpenAIChat;
+  w.begin_object();
+  w.key("id").string((is_chat ? "chatcmpl-" : "cmpl-") + batch_id(r.request->line));
+  w.key("object").string(is_chat ? "chat.completion" : "text_completion");
+  w.key("created").int64(created_time(options));
+  w.key("model").string(options.model);
+  w.key("choices").begin_array();
+  write_choice(w, r, is_chat);
+  w.end_array();
+  w.key("usage").begin_object();
+  w.key("prompt_tokens").int64(r.prompt_tokens);
+  w.key("completion_tokens").int64(r.completion_tokens);
+  w.key("total_tokens").int64(int64_t{r.prompt_tokens} + r.completion_tokens);
+  w.end_object();
+  w.end_object();
+}
+
+std::string format_openai_result(const RequestResult& r, const ResultFormatOptions& options) {
+  const std::string id = batch_id(r.request->line);
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").string(id);
+  w.key("custom_id").string(r.request->custom_id);
+  w.key("response").begin_object();
+  w.key("status_code").int64(200);
+  w.key("request_id").string(id);
+  w.key("body");
+  write_openai_body(w, r, options);
+  w.end_object();
+  w.key("error").null();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+std::string format_simple_error(const RequestError& e) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").raw(e.id_json);
+  w.key("line").int64(e.line);
+  w.key("error").begin_object();
+  w.key("type").string(e.type);
+  w.key("message").string(e.message);
+  w.end_object();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+std::string format_openai_error(const RequestError& e) {
+  const std::string id = batch_id(e.line);
+  JsonWriter w;
+  w.begin_object();
+  w.key("id").string(id);
+  w.key("custom_id").string(e.custom_id);
+  w.key("response").begin_object();
+  w.key("status_code").int64(400);
+  w.key("request_id").string(id);
+  w.key("body").null();
+  w.end_object();
+  w.key("error").begin_object();
+  w.key("code").string(e.type);
+  w.key("message").string(e.message);
+  w.end_object();
+  w.end_object();
+  return w.take() + "\n";
+}
+
+}  // namespace
+
+std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options) {
+  assert(result.request != nullptr);
+  if (result.request->form == RequestForm::kSimple) return format_simple_result(result, options);
+  return format_openai_result(result, options);
+}
+
+std::string format_error_line(const RequestError& error) {
+  if (error.form == RequestForm::kSimple) return format_simple_error(error);
+  return format_openai_error(error);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,17 @@
+// Reads the sampling fields of a request (top level in the simple form, inside "body" in the OpenAI
+// form) into SamplingParams, with vLLM's names and defaults and range checks that reject absurd values
+// instead of clamping them. Unknown fields are left alone.
+#pragma once
+#include "engine/io/json_field.hpp"
+#include "engine/core/request.hpp"
+#include "engine/sample/sampling_params.hpp"
+
+namespace cbatch {
+
+inline constexpr int64_t kMaxMaxTokens = 1'000'000;
+
+// Throws FieldError naming the first bad field.
+void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaults,
+                           SamplingParams& out);
+
+}  // namespace cbatch

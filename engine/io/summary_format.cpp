@@ -1,0 +1,68 @@
+#include "engine/io/summary_format.hpp"
+
+#include <cstdio>
+
+#include "engine/io/json_writer.hpp"
+
+namespace cbatch {
+
+std::string format_summary_text(const RunSummary& s) {
+  char buf[1024];
+  std::snprintf(buf, sizeof(buf),
+                "requests: %lld ok, %lld failed%s\n"
+                "tokens: %lld prompt, %lld generated in %.2f s: %.1f output tok/s, %.1f total tok/s\n"
+                "steps: %lld, mean budget use %.3f, padding fraction %.3f, preemptions %lld, peak KV blocks %d/%d\n"
+                "latency: TTFT p50 %.1f ms p99 %.1f ms, end-to-end p50 %.1f ms p99 %.1f ms\n",
+                static_cast<long long>(s.requests_ok), static_cast<long long>(s.requests_failed),
+                s.interrupted ? " (interrupted)" : "", static_cast<long long>(s.prompt_tokens),
+                static_cast<long long>(s.output_tokens), s.wall_s, s.output_tokens_per_s(), s.total_tokens_per_s(),
+                static_cast<long long>(s.steps), s.mean_budget_use, s.padding_fraction,
+                static_cast<long long>(s.preemptions), s.peak_kv_blocks, s.kv_blocks_total, s.ttft_ms_p50,
+                s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99);
+  std::string text = buf;
+  if (s.resumed_ok + s.resumed_failed > 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "resumed: %lld ok and %lld failed already in the output file; in all %lld ok, %lld failed\n",
+                  static_cast<long long>(s.resumed_ok), static_cast<long long>(s.resumed_failed),
+                  static_cast<long long>(s.requests_ok + s.resumed_ok),
+                  static_cast<long long>(s.requests_failed + s.resumed_failed));
+    text += buf;
+  }
+  return text;
+}
+
+void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
+  w.key("prompt_tokens").int64(s.prompt_tokens);
+  w.key("output_tokens").int64(s.output_tokens);
+  w.key("wall_s").number(s.wall_s, 4);
+  w.key("output_tokens_per_s").number(s.output_tokens_per_s(), 2);
+  w.key("total_tokens_per_s").number(s.total_tokens_per_s(), 2);
+  w.key("requests_per_s").number(s.requests_per_s(), 3);
+  w.key("steps").int64(s.steps);
+  w.key("mean_budget_use").number(s.mean_budget_use, 4);
+  w.key("padding_fraction").number(s.padding_fraction, 4);
+  w.key("preemptions").int64(s.preemptions);
+  w.key("ttft_ms_p50").number(s.ttft_ms_p50, 3);
+  w.key("ttft_ms_p99").number(s.ttft_ms_p99, 3);
+  w.key("e2e_ms_p50").number(s.e2e_ms_p50, 3);
+  w.key("e2e_ms_p99").number(s.e2e_ms_p99, 3);
+}
+
+std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device) {
+  JsonWriter w;
+  w.begin_object();
+  w.key("mode").string(mode);
+  w.key("device").string(device);
+  w.key("requests_ok").int64(s.requests_ok);
+  w.key("requests_failed").int64(s.requests_failed);
+  w.key("interrupted").boolean(s.interrupted);
+  w.key("resumed_ok").int64(s.resumed_ok);
+  w.key("resumed_failed").int64(s.resumed_failed);
+  write_throughput_fields(w, s);
+  w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
+  w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  w.end_object();
+  return w.take() + "\n";
+}
+
+}  // namespace cbatch

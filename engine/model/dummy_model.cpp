@@ -1,0 +1,93 @@
+// dummy:CONFIG.json: a Hugging Face config.json with random weights and the byte tokenizer, to run
+// real model shapes without their weights. Tensor k (0 embedding, then per layer attn_norm, wq, wk, wv,
+// wo, ffn_norm, gate, up, down, then final_norm, lm_head) draws from seed f(dummy_seed, k). Scales give
+// unit-variance activations: linear weights uniform with scale sqrt(3 / in_features), embeddings
+// scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends generate the values.
+#include <cmath>
+
+#include "engine/core/error.hpp"
+#include "engine/model/hf_config.hpp"
+#include "engine/model/model_formats.hpp"
+#include "engine/model/random_weights.hpp"
+#include "engine/text/tokenizer_loaders.hpp"
+
+namespace cbatch {
+namespace {
+
+constexpr std::string_view kPrefix = "dummy:";
+
+std::string config_path(const ModelSource& source) {
+  std::string_view path = source.path;
+  if (path.substr(0, kPrefix.size()) == kPrefix) path.remove_prefix(kPrefix.size());
+  if (path.empty())
+    throw Error("'" + source.path + "': a dummy model needs a config path, dummy:CONFIG.json");
+  return std::string(path);
+}
+
+class RandomTensors {
+ public:
+  explicit RandomTensors(uint64_t dummy_seed) : base_seed_(splitmix64(dummy_seed)) {}
+
+  TensorView make(std::string name, int64_t rows, int64_t cols, float scale, float offset) {
+    TensorView v;
+    v.name = std::move(name);
+    v.rows = rows;
+    v.cols = cols;
+    v.is_random = true;
+    v.random = {splitmix64(base_seed_ + next_index_++), scale, offset};
+    return v;
+  }
+  TensorView linear(std::string name, int64_t out_features, int64_t in_features) {
+    return make(std::move(name), out_features, in_features, std::sqrt(3.0f / static_cast<float>(in_features)),
+                0.0f);
+  }
+  TensorView norm(std::string name, int64_t dim) { return make(std::move(name), 1, dim, 0.1f, 1.0f); }
+
+ private:
+  uint64_t base_seed_;
+  uint64_t next_index_ = 0;
+};
+
+ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
+  RandomTensors r(dummy_seed);
+  ModelTensors t;
+  t.embedding = r.make("model.embed_tokens.weight", c.vocab_size, c.dim, 1.0f, 0.0f);
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerTensors l;
+    l.attn_norm = r.norm(p + "input_layernorm.weight", c.dim);
+    l.wq = r.linear(p + "self_attn.q_proj.weight", c.q_dim(), c.dim);
+    l.wk = r.linear(p + "self_attn.k_proj.weight", c.kv_dim(), c.dim);
+    l.wv = r.linear(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
+    l.wo = r.linear(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
+    l.ffn_norm = r.norm(p + "post_attention_layernorm.weight", c.dim);
+    l.w_gate = r.linear(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
+    l.w_up = r.linear(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
+    l.w_down = r.linear(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
+    t.layers.push_back(std::move(l));
+  }
+  t.final_norm = r.norm("model.norm.weight", c.dim);
+  t.lm_head = c.tied_embeddings ? t.embedding : r.linear("lm_head.weight", c.vocab_size, c.dim);
+  return t;
+}
+
+}  // namespace
+
+Model load_dummy_model(const ModelSource& source) {
+  const HfConfig hf = read_hf_config(config_path(source));
+  Model model;
+  model.path = source.path;
+  model.format = "dummy";
+  model.weight_dtype = "random";
+  model.config = hf.config;
+  model.tensors = make_tensors(hf.config, source.dummy_seed);
+  model.tokenizer = make_byte_tokenizer(hf.config.vocab_size, hf.bos_id, hf.eos_ids);
+  return model;
+}
+
+std::unique_ptr<Tokenizer> load_dummy_model_tokenizer(const ModelSource& source) {
+  const HfConfig hf = read_hf_config(config_path(source));
+  return make_byte_tokenizer(hf.config.vocab_size, hf.bos_id, hf.eos_ids);
+}
+
+}  // namespace cbatch

@@ -1,0 +1,153 @@
+// load_model: picks the format from the path (dummy: prefix, a directory is Hugging Face, GGUF magic,
+// else a llama2.c checkpoint), runs its loader and checks every tensor shape against the config. Also the config
+// sanity limits shared by all loaders; they keep size arithmetic far from int64 overflow.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "engine/core/error.hpp"
+#include "engine/model/model_formats.hpp"
+
+namespace cbatch {
+namespace {
+
+enum class Format { kDummy, kGguf, kLlama2c, kHf };
+
+Format detect_format(const std::string& path) {
+  if (path.rfind("dummy:", 0) == 0) return Format::kDummy;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) throw Error("model '" + path + "' does not exist");
+  if (std::filesystem::is_directory(status)) return Format::kHf;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot open model '" + path + "'");
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0 ? Format::kGguf : Format::kLlama2c;
+}
+
+void check_range(const std::string& path, const char* what, int64_t value, int64_t max) {
+  if (value <= 0 || value > max) {
+    throw Error("'" + path + "': " + what + " = " + std::to_string(value) + " is out of range (1.." +
+                std::to_string(max) + ")");
+  }
+}
+
+void check_shape(const std::string& path, const TensorView& t, const char* role, int64_t rows, int64_t cols) {
+  if (t.empty()) throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") has no data");
+  if (t.rows != rows || t.cols != cols) {
+    throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") has shape (" +
+                std::to_string(t.rows) + ", " + std::to_string(t.cols) + "), the config needs (" +
+                std::to_string(rows) + ", " + std::to_string(cols) + ")");
+  }
+}
+
+}  // namespace
+
+void check_model_config(const ModelConfig& c, const std::string& path) {
+  check_range(path, "dim", c.dim, 1 << 17);
+  check_range(path, "hidden_dim", c.hidden_dim, 1 << 20);
+  check_range(path, "num_layers", c.num_layers, 1 << 12);
+  check_range(path, "num_heads", c.num_heads, 1 << 12);
+  check_range(path, "num_kv_heads", c.num_kv_heads, c.num_heads);
+  check_range(path, "head_dim", c.head_dim, 1 << 12);
+  check_range(path, "vocab_size", c.vocab_size, 1 << 22);
+  check_range(path, "max_context", c.max_context, 1 << 24);
+  if (c.num_heads % c.num_kv_heads != 0) {
+    throw Error("'" + path + "': num_heads " + std::to_string(c.num_heads) +
+                " is not a multiple of num_kv_heads " + std::to_string(c.num_kv_heads));
+  }
+  if (c.head_dim % 2 != 0) throw Error("'" + path + "': head_dim " + std::to_string(c.head_dim) + " is odd");
+  if (!(c.rms_eps > 0.0f) || !(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta)) {
+    throw Error("'" + path + "': rms_eps and rope_theta must be positive");
+  }
+}
+
+Model load_model(const ModelSource& source) {
+  Model model;
+  switch (detect_format(source.path)) {
+    case Format::kDummy:
+      model = load_dummy_model(source);
+      break;
+    case Format::kGguf:
+      model = load_gguf_model(source);
+      break;
+    case Format::kLlama2c:
+      model = load_llama2c_model(source);
+      break;
+    case Format::kHf:
+      model = load_hf_model(source);
+      break;
+  }
+  validate_model_tensors(model);
+  return model;
+}
+
+std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string* chat_template) {
+  std::string unused;
+  std::string& text = chat_template ? *chat_template : unused;
+  text.clear();
+  switch (detect_format(source.path)) {
+    case Format::kDummy:
+      return load_dummy_model_tokenizer(source);
+    case Format::kGguf:
+      return load_gguf_model_tokenizer(source.path, &text);
+    case Format::kLlama2c:
+      return load_llama2c_model_tokenizer(source);
+    case Format::kHf:
+      return load_hf_model_tokenizer(source.path, &text);
+  }
+  return nullptr;
+}
+
+// The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32).
+std::string dominant_dtype(const ModelTensors& t) {
+  std::map<DType, int64_t> elements;
+  auto count = [&](const TensorView& v) { elements[v.dtype] += v.numel(); };
+  count(t.embedding);
+  count(t.final_norm);
+  if (t.lm_head.data != t.embedding.data) count(t.lm_head);
+  for (const LayerTensors& l : t.layers) {
+    for (const TensorView* v :
+         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
+      count(*v);
+    }
+  }
+  auto best = std::max_element(elements.begin(), elements.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  return std::string(dtype_name(best->first));
+}
+
+
+
+void validate_model_tensors(const Model& model) {
+  const ModelConfig& c = model.config;
+  const ModelTensors& t = model.tensors;
+  if (static_cast<int>(t.layers.size()) != c.num_layers) {
+    throw Error("'" + model.path + "' has " + std::to_string(t.layers.size()) + " layers, the config says " +
+                std::to_string(c.num_layers));
+  }
+  check_shape(model.path, t.embedding, "embedding", c.vocab_size, c.dim);
+  for (const LayerTensors& l : t.layers) {
+    check_shape(model.path, l.attn_norm, "attn_norm", 1, c.dim);
+    check_shape(model.path, l.wq, "wq", c.q_dim(), c.dim);
+    check_shape(model.path, l.wk, "wk", c.kv_dim(), c.dim);
+    check_shape(model.path, l.wv, "wv", c.kv_dim(), c.dim);
+    check_shape(model.path, l.wo, "wo", c.dim, c.q_dim());
+    check_shape(model.path, l.ffn_norm, "ffn_norm", 1, c.dim);
+    check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
+    check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
+    check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
+  }
+  check_shape(model.path, t.final_norm, "final_norm", 1, c.dim);
+  check_shape(model.path, t.lm_head, "lm_head", c.vocab_size, c.dim);
+  if (model.tokenizer && model.tokenizer->vocab_size() > c.vocab_size) {
+    throw Error("'" + model.path + "': the tokenizer has " + std::to_string(model.tokenizer->vocab_size()) +
+                " tokens, more than the model's vocab_size " + std::to_string(c.vocab_size));
+  }
+}
+
+}  // namespace cbatch

@@ -1,0 +1,45 @@
+// Choosing the chat template of a run and rendering chats to token ids.
+#include "engine/text/chat_format.hpp"
+
+#include "engine/core/error.hpp"
+
+namespace cbatch {
+
+ChatFormat::ChatFormat(const std::string& model_template, const std::string& forced_name,
+                       const Tokenizer& tokenizer)
+    : tokenizer_(tokenizer) {
+  const std::optional<ChatTemplate> recognized = recognize_chat_template(model_template);
+  if (!forced_name.empty()) {
+    template_ = chat_template_by_name(forced_name);
+    if (!template_) {
+      throw Error("--chat-template " + forced_name + " is not a template cbatch knows (" + kChatTemplateNames + ")");
+    }
+    // The model's own template of the same family keeps its details (default system prompt, dates).
+    if (recognized && recognized->family == template_->family) template_ = recognized;
+  } else if (recognized) {
+    template_ = recognized;
+  } else if (model_template.empty()) {
+    unavailable_ = std::string("this model has no chat template: pass --chat-template NAME (") + kChatTemplateNames + ")";
+  } else {
+    unavailable_ = std::string("this model's chat template is not one cbatch recognizes (ChatML, Llama 3, Llama 2): "
+                               "pass --chat-template NAME (") + kChatTemplateNames + ") to use one of those";
+  }
+  if (!template_) return;
+  bos_text_ = tokenizer.token_text(tokenizer.bos_id());
+  eos_text_ = tokenizer.eos_ids().empty() ? "" : tokenizer.token_text(tokenizer.eos_ids().front());
+  end_of_turn_text_ = end_of_turn_text(template_->family, eos_text_);
+  const std::vector<int32_t> ids = tokenizer.encode(end_of_turn_text_, false);
+  if (ids.size() == 1 && tokenizer.token_text(ids[0]) == end_of_turn_text_) end_of_turn_id_ = ids[0];
+}
+
+RenderedChat ChatFormat::render(const std::vector<ChatMessage>& messages) const {
+  if (!template_) throw Error("chat messages cannot be rendered: " + unavailable_);
+  RenderedChat out;
+  out.text = render_chat(*template_, messages, bos_text_, eos_text_);
+  out.ids = tokenizer_.encode(out.text, /*add_special=*/false);
+  out.end_of_turn = end_of_turn_id_;
+  out.end_of_turn_text = end_of_turn_text_;
+  return out;
+}
+
+}  // namespace cbatch

@@ -1,0 +1,147 @@
+// The tokenizer of a GGUF file, from its tokenizer.ggml.* metadata: tokens, scores or merges, token
+// types, special token ids and the add_bos / add_eos / add_space_prefix flags (llama.cpp's defaults
+// when absent). "llama" is SentencePiece BPE (scores); "gpt2" is byte-level BPE (merges) whose
+// pre-tokenizer tokenizer.ggml.pre names. End-of-generation tokens: eos, eot and eom ids, plus the
+// control tokens llama.cpp recognizes by their text ("<|im_end|>", "<|eot_id|>", ...).
+#include "engine/text/bpe_tokenizer.hpp"
+#include "engine/core/error.hpp"
+#include "engine/text/spm_tokenizer.hpp"
+#include "engine/text/tokenizer_loaders.hpp"
+
+namespace cbatch {
+namespace {
+
+// Types when the file has no tokenizer.ggml.token_type: <0xNN> pieces are bytes, specials control.
+TokenType guess_type(const SpmVocab& vocab, size_t id) {
+  uint8_t byte = 0;
+  if (parse_byte_piece(vocab.pieces[id], &byte)) return TokenType::kByte;
+  if (static_cast<int32_t>(id) == vocab.unk_id) return TokenType::kUnknown;
+  if (static_cast<int32_t>(id) == vocab.bos_id || static_cast<int32_t>(id) == vocab.eos_id) {
+    return TokenType::kControl;
+  }
+  return TokenType::kNormal;
+}
+
+std::vector<TokenType> read_types(const GgufFile& gguf, size_t num_tokens) {
+  std::vector<TokenType> types;
+  if (!gguf.find("tokenizer.ggml.token_type")) return types;
+  for (int64_t type : gguf.get_ints("tokenizer.ggml.token_type")) {
+    if (type < 1 || type > 6) {
+      throw Error("'" + gguf.path() + "': tokenizer.ggml.token_type holds unknown type " + std::to_string(type));
+    }
+    types.push_back(static_cast<TokenType>(type));
+  }
+  if (types.size() != num_tokens) {
+    throw Error("'" + gguf.path() + "': tokenizer.ggml.token_type has " + std::to_string(types.size()) +
+                " entries for " + std::to_string(num_tokens) + " tokens");
+  }
+  return types;
+}
+
+void read_scores_and_types(const GgufFile& gguf, SpmVocab& vocab) {
+  const size_t n = vocab.pieces.size();
+  if (gguf.find("tokenizer.ggml.scores")) {
+    const std::vector<double>& scores = gguf.get_floats("tokenizer.ggml.scores");
+    vocab.scores.assign(scores.begin(), scores.end());
+  } else {
+    vocab.scores.assign(n, 0.0f);
+  }
+  vocab.types = read_types(gguf, n);
+  if (vocab.types.empty()) {
+    for (size_t id = 0; id < n; ++id) vocab.types.push_back(guess_type(vocab, id));
+  }
+}
+
+int32_t token_id(const GgufFile& gguf, const char* key, int64_t fallback) {
+  const int64_t id = gguf.get_int(key, fallback);
+  if (id < -1 || id > INT32_MAX) {
+    throw Error("'" + gguf.path() + "': " + key + " = " + std::to_string(id) + " is not a token id");
+  }
+  return static_cast<int32_t>(id);
+}
+
+std::vector<int32_t> extra_eos_ids(const GgufFile& gguf) {
+  std::vector<int32_t> ids;
+  for (const char* key : {"tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    if (gguf.find(key)) ids.push_back(token_id(gguf, key, -1));
+  }
+  return ids;
+}
+
+std::unique_ptr<Tokenizer> load_spm(const GgufFile& gguf) {
+  SpmVocab vocab;
+  vocab.pieces = gguf.get_strings("tokenizer.ggml.tokens");
+  vocab.unk_id = token_id(gguf, "tokenizer.ggml.unknown_token_id", 0);
+  vocab.bos_id = token_id(gguf, "tokenizer.ggml.bos_token_id", 1);
+  vocab.eos_id = token_id(gguf, "tokenizer.ggml.eos_token_id", 2);
+  vocab.extra_eos_ids = extra_eos_ids(gguf);
+  vocab.add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token", true);
+  vocab.add_eos = gguf.get_bool("tokenizer.ggml.add_eos_token", false);
+  vocab.add_space_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix", true);
+  read_scores_and_types(gguf, vocab);
+  return std::make_unique<SpmTokenizer>(std::move(vocab), gguf.path());
+}
+
+std::vector<std::pair<std::string, std::string>> read_merges(const GgufFile& gguf) {
+  const std::vector<std::string>& lines = gguf.get_strings("tokenizer.ggml.merges");
+  std::vector<std::pair<std::string, std::string>> merges(lines.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!split_merge(lines[i], &merges[i])) {
+      throw Error("'" + gguf.path() + "': tokenizer.ggml.merges[" + std::to_string(i) + "] = '" + lines[i] +
+                  "' is not two tokens separated by a space");
+    }
+  }
+  return merges;
+}
+
+std::unique_ptr<Tokenizer> load_byte_level(const GgufFile& gguf) {
+  const std::string pre = gguf.get_string("tokenizer.ggml.pre", "default");
+  const auto rules = split_rules_for_pre(pre);
+  if (!rules) {
+    throw Error("'" + gguf.path() + "': tokenizer.ggml.pre '" + pre + "' is not a pre-tokenizer cbatch knows (" +
+                known_pre_names() + ")");
+  }
+  const bool is_llama3 = rules->size() == 1 && rules->front() == SplitRule::kLlama3;
+  BpeTokenizerSpec spec;
+  spec.tokens = gguf.get_strings("tokenizer.ggml.tokens");
+  spec.types = read_types(gguf, spec.tokens.size());
+  if (spec.types.empty()) spec.types.assign(spec.tokens.size(), TokenType::kNormal);
+  spec.merges = read_merges(gguf);
+  spec.is_byte_level = true;
+  spec.pre_tokenizer = PreTokenizer(*rules);
+  spec.model.ignore_merges = is_llama3;  // llama.cpp: Llama 3 vocabularies take whole-word tokens
+  spec.model.unk_id = token_id(gguf, "tokenizer.ggml.unknown_token_id", -1);
+  spec.bos_id = token_id(gguf, "tokenizer.ggml.bos_token_id", -1);
+  spec.eos_ids = {token_id(gguf, "tokenizer.ggml.eos_token_id", -1)};
+  for (int32_t id : extra_eos_ids(gguf)) spec.eos_ids.push_back(id);
+  for (int32_t id : end_of_generation_ids(spec.tokens, spec.types)) spec.eos_ids.push_back(id);
+  spec.add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token", is_llama3 && spec.bos_id >= 0);
+  spec.add_eos = gguf.get_bool("tokenizer.ggml.add_eos_token", false);
+  // tokenizer.ggml.add_space_prefix is ignored here, as llama.cpp ignores it for BPE vocabularies.
+  return std::make_unique<BpeTokenizer>(std::move(spec), gguf.path());
+}
+
+}  // namespace
+
+std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& tokens, const std::vector<TokenType>& types) {
+  static const char* const kTexts[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>",   "<|end|>",
+                                       "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|end_of_text|>"};
+  std::vector<int32_t> ids;
+  for (size_t id = 0; id < tokens.size(); ++id) {
+    if (types[id] != TokenType::kControl) continue;
+    for (const char* text : kTexts) {
+      if (tokens[id] == text) ids.push_back(static_cast<int32_t>(id));
+    }
+  }
+  return ids;
+}
+
+std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
+  const std::string model = gguf.get_string("tokenizer.ggml.model");
+  if (model == "llama") return load_spm(gguf);
+  if (model == "gpt2") return load_byte_level(gguf);
+  throw Error("'" + gguf.path() + "': tokenizer.ggml.model '" + model +
+              "' is not supported (supported: llama, gpt2)");
+}
+
+}  // namespace cbatch

@@ -1,0 +1,28 @@
+// The tokenizer of a Hugging Face model directory: tokenizer.json (a BPE model, byte-level or
+// SentencePiece-style, with the normalizer, pre-tokenizer and post-processor it declares),
+// completed by tokenizer_config.json (bos/eos tokens, add_bos_token / add_eos_token, chat_template),
+// generation_config.json and config.json (eos ids). Unsupported components and malformed fields
+// throw cbatch::Error naming the file and the field.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "engine/text/bpe_tokenizer.hpp"
+#include "engine/model/hf_config.hpp"
+
+namespace cbatch {
+
+// What tokenizer.json alone says.
+struct HfTokenizerJson {
+  BpeTokenizerSpec spec;            // bos/eos ids and add_bos/add_eos not yet set
+  std::string template_bos;         // the special token the post-processor puts first ("" if none)
+  std::string template_eos;         // ... and last
+};
+
+HfTokenizerJson read_tokenizer_json(const std::string& path);
+
+// `config` gives the fallback bos/eos ids; *chat_template receives the template text ("" if none).
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfConfig& config,
+                                             std::string* chat_template);
+
+}  // namespace cbatch

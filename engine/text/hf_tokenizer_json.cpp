@@ -1,0 +1,194 @@
+// tokenizer.json -> BpeTokenizerSpec. Supported: model BPE (vocab, merges as "a b" or [a, b],
+// byte_fallback, ignore_merges, fuse_unk, unk_token); added_tokens (special -> control, else
+// user-defined); normalizer Prepend("▁") / Replace(" " -> "▁") / Sequence; pre-tokenizer ByteLevel,
+// Split (the GPT-2, Llama 3 and Qwen2 regexes, Isolated), Digits, Metaspace, Sequence;
+// post-processor TemplateProcessing (which special tokens go first and last), ByteLevel, Sequence.
+#include "engine/core/error.hpp"
+#include "engine/text/hf_tokenizer.hpp"
+#include "engine/io/json_file.hpp"
+
+namespace cbatch {
+namespace {
+
+using simdjson::dom::element;
+
+constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
+
+struct Components {
+  bool byte_level = false;
+  bool spaces_to_marker = false;  // Replace(" " -> "▁") or Metaspace: SentencePiece-style
+};
+
+void read_vocab(const JsonFields& model, BpeTokenizerSpec& spec) {
+  for (auto [key, value] : model.members("vocab")) {
+    int64_t id;
+    if (value.get_int64().get(id) || id < 0 || id >= (1 << 22)) {
+      model.fail("vocab", "maps '" + std::string(key) + "' to an invalid id");
+    }
+    if (static_cast<size_t>(id) >= spec.tokens.size()) {
+      spec.tokens.resize(id + 1);
+      spec.types.resize(id + 1, TokenType::kUnused);
+    }
+    spec.tokens[id] = std::string(key);
+    spec.types[id] = TokenType::kNormal;
+  }
+}
+
+// One merge, "left right" (older files) or ["left", "right"].
+bool parse_merge(element merge, std::pair<std::string, std::string>* pair) {
+  std::string_view text, left, right;
+  if (!merge.get_string().get(text)) return split_merge(text, pair);
+  simdjson::dom::array parts;
+  if (merge.get_array().get(parts) || parts.size() != 2 || parts.at(0).get_string().get(left) ||
+      parts.at(1).get_string().get(right)) {
+    return false;
+  }
+  *pair = {std::string(left), std::string(right)};
+  return true;
+}
+
+void read_merges(const JsonFields& model, BpeTokenizerSpec& spec) {
+  for (element merge : model.array("merges")) {
+    std::pair<std::string, std::string> pair;
+    if (!parse_merge(merge, &pair)) {
+      model.fail(("merges[" + std::to_string(spec.merges.size()) + "]").c_str(), "must be \"left right\" or [left, right]");
+    }
+    spec.merges.push_back(std::move(pair));
+  }
+}
+
+void read_added_tokens(const JsonFields& root, BpeTokenizerSpec& spec) {
+  if (!root.has("added_tokens")) return;
+  size_t index = 0;
+  for (element value : root.array("added_tokens")) {
+    const JsonFields t = root.item("added_tokens", index++, value);
+    const int64_t id = t.get_int("id");
+    if (id < 0 || id >= (1 << 22)) t.fail("id", "is out of range");
+    if (static_cast<size_t>(id) >= spec.tokens.size()) {
+      spec.tokens.resize(id + 1);
+      spec.types.resize(id + 1, TokenType::kUnused);
+    }
+    spec.tokens[id] = t.get_string("content");
+    spec.types[id] = t.get_bool("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+  }
+}
+
+void read_normalizer(const JsonFields& n, BpeTokenizerSpec& spec, Components& parts) {
+  const std::string type = n.get_string("type");
+  if (type == "Sequence") {
+    size_t index = 0;
+    for (element item : n.array("normalizers")) read_normalizer(n.item("normalizers", index++, item), spec, parts);
+  } else if (type == "Prepend" && n.get_string("prepend") == kSpaceMarker) {
+    spec.space_prefix = SpacePrefix::kAlways;
+  } else if (type == "Replace" && n.object("pattern").get_string("String", "") == " " &&
+             n.get_string("content") == kSpaceMarker) {
+    parts.spaces_to_marker = true;
+  } else {
+    n.fail("type", "'" + type + "' is not a normalizer cbatch supports (Prepend \"▁\", Replace \" \" by \"▁\", Sequence)");
+  }
+}
+
+void read_metaspace(const JsonFields& p, BpeTokenizerSpec& spec, Components& parts) {
+  if (p.get_string("replacement", std::string(kSpaceMarker)) != kSpaceMarker) p.fail("replacement", "must be \"▁\"");
+  std::string scheme = p.get_bool("add_prefix_space", true) ? "always" : "never";
+  scheme = p.get_string("prepend_scheme", scheme);
+  if (scheme != "always" && scheme != "first" && scheme != "never") p.fail("prepend_scheme", "'" + scheme + "' is unknown");
+  spec.space_prefix = scheme == "always" ? SpacePrefix::kAlways : scheme == "first" ? SpacePrefix::kFirst : SpacePrefix::kNone;
+  spec.split_on_space_marker = p.get_bool("split", true);
+  parts.spaces_to_marker = true;
+}
+
+void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components& parts, bool is_first) {
+  const std::string type = p.get_string("type");
+  std::vector<SplitRule> rules = spec.pre_tokenizer.rules();
+  if (type == "Sequence") {
+    size_t index = 0;
+    for (element item : p.array("pretokenizers")) {
+      read_pre_tokenizer(p.item("pretokenizers", index, item), spec, parts, is_first && index == 0);
+      ++index;
+    }
+    return;
+  }
+  if (type == "ByteLevel") {
+    parts.byte_level = true;
+    spec.add_prefix_space = p.get_bool("add_prefix_space", false);
+    if (spec.add_prefix_space && !is_first) p.fail("add_prefix_space", "is supported only on a first ByteLevel");
+    if (p.get_bool("use_regex", true)) rules.push_back(SplitRule::kGpt2);
+  } else if (type == "Split") {
+    const JsonFields pattern = p.object("pattern");
+    const auto rule = split_rule_for_regex(pattern.get_string("Regex", ""));
+    if (!rule) pattern.fail("Regex", "is not a split pattern cbatch knows (the GPT-2, Llama 3 or Qwen2 regex)");
+    if (p.get_string("behavior") != "Isolated" || p.get_bool("invert", false)) {
+      p.fail("behavior", "must be \"Isolated\" (not inverted)");
+    }
+    rules.push_back(*rule);
+  } else if (type == "Digits") {
+    rules.push_back(p.get_bool("individual_digits", false) ? SplitRule::kIsolateDigits : SplitRule::kIsolateDigitRuns);
+  } else if (type == "Metaspace") {
+    read_metaspace(p, spec, parts);
+  } else {
+    p.fail("type", "'" + type + "' is not a pre-tokenizer cbatch supports (ByteLevel, Split, Digits, Metaspace, Sequence)");
+  }
+  spec.pre_tokenizer = PreTokenizer(std::move(rules));
+}
+
+// TemplateProcessing "single": which special token comes before and after sequence A.
+void read_post_processor(const JsonFields& p, HfTokenizerJson& out) {
+  const std::string type = p.get_string("type");
+  if (type == "Sequence") {
+    size_t index = 0;
+    for (element item : p.array("processors")) read_post_processor(p.item("processors", index++, item), out);
+    return;
+  }
+  if (type == "ByteLevel") return;
+  if (type != "TemplateProcessing") p.fail("type", "'" + type + "' is not a post-processor cbatch supports");
+  bool seen_sequence = false;
+  size_t index = 0;
+  for (element value : p.array("single")) {
+    const JsonFields piece = p.item("single", index++, value);
+    if (piece.has("Sequence")) {
+      seen_sequence = true;
+    } else {
+      std::string& slot = seen_sequence ? out.template_eos : out.template_bos;
+      slot = piece.object("SpecialToken").get_string("id");
+    }
+  }
+}
+
+}  // namespace
+
+HfTokenizerJson read_tokenizer_json(const std::string& path) {
+  const JsonFile file(path);
+  const JsonFields root = file.fields();
+  HfTokenizerJson out;
+  BpeTokenizerSpec& spec = out.spec;
+  const JsonFields model = root.object("model");
+  const std::string type = model.get_string("type", "BPE");
+  if (type != "BPE") model.fail("type", "'" + type + "' is not supported (supported: BPE)");
+  read_vocab(model, spec);
+  read_merges(model, spec);
+  read_added_tokens(root, spec);
+  spec.model.byte_fallback = model.get_bool("byte_fallback", false);
+  spec.model.ignore_merges = model.get_bool("ignore_merges", false);
+  spec.model.fuse_unk = model.get_bool("fuse_unk", false);
+  Components parts;
+  if (root.has("normalizer")) read_normalizer(root.object("normalizer"), spec, parts);
+  if (root.has("pre_tokenizer")) read_pre_tokenizer(root.object("pre_tokenizer"), spec, parts, true);
+  if (root.has("post_processor")) read_post_processor(root.object("post_processor"), out);
+  if (parts.byte_level == parts.spaces_to_marker) {
+    root.fail("pre_tokenizer", parts.byte_level ? "mixes byte-level and SentencePiece-style (\"▁\") components"
+                                                : "is neither byte-level (ByteLevel) nor SentencePiece-style "
+                                                  "(Metaspace, or a normalizer that replaces \" \" by \"▁\")");
+  }
+  spec.is_byte_level = parts.byte_level;
+  if (model.has("unk_token")) {
+    const std::string unk = model.get_string("unk_token");
+    for (size_t id = 0; id < spec.tokens.size() && spec.model.unk_id < 0; ++id) {
+      if (spec.tokens[id] == unk) spec.model.unk_id = static_cast<int32_t>(id);
+    }
+    if (spec.model.unk_id < 0) model.fail("unk_token", "'" + unk + "' is not in the vocabulary");
+  }
+  return out;
+}
+
+}  // namespace cbatch

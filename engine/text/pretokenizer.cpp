@@ -1,0 +1,175 @@
+// The split-rule scanners. Each works on the code points of one piece, [begin, end), and never looks
+// past its end (a regex sees only the piece it is applied to). Character classes: whitespace is
+// Unicode White_Space (\s), letters \p{L}, numbers \p{N}; everything else (invalid bytes included)
+// is "other", [^\s\p{L}\p{N}].
+#include "engine/text/pretokenizer.hpp"
+
+#include "engine/text/unicode.hpp"
+
+namespace cbatch {
+namespace {
+
+enum class Class : uint8_t { kSpace, kLetter, kNumber, kOther };
+
+Class class_of(uint32_t cp) {
+  const uint8_t f = unicode::flags(cp);
+  if (f & unicode::kWhitespace) return Class::kSpace;
+  if (f & unicode::kLetter) return Class::kLetter;
+  if (f & unicode::kNumber) return Class::kNumber;
+  return Class::kOther;
+}
+
+struct Span {
+  const uint32_t* cps;
+  size_t end;
+  uint32_t at(size_t i) const { return cps[i]; }
+  Class cls(size_t i) const { return class_of(cps[i]); }
+  // First index >= from whose class is not k (at most max_len steps when given).
+  size_t run(size_t from, Class k, size_t max_len = SIZE_MAX) const {
+    size_t i = from;
+    while (i < end && i - from < max_len && cls(i) == k) ++i;
+    return i;
+  }
+};
+
+uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+bool is_newline(uint32_t c) { return c == '\r' || c == '\n'; }
+
+// 's|'t|'re|'ve|'m|'ll|'d at pos (an apostrophe), case-insensitive for the Llama 3 family.
+size_t match_contraction(const Span& s, size_t pos, bool ignore_case) {
+  if (pos + 1 >= s.end) return 0;
+  const auto fold = [&](uint32_t c) { return ignore_case ? ascii_lower(c) : c; };
+  const uint32_t a = fold(s.at(pos + 1));
+  if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+  if (pos + 2 >= s.end) return 0;
+  const uint32_t b = fold(s.at(pos + 2));
+  if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+  return 0;
+}
+
+// \s+(?!\S)|\s+ at pos (a whitespace character): a run followed by a non-space leaves its last
+// character to the next piece, unless the run is that one character.
+size_t match_spaces(const Span& s, size_t pos) {
+  const size_t q = s.run(pos, Class::kSpace);
+  return q < s.end && q - pos > 1 ? q - pos - 1 : q - pos;
+}
+
+size_t match_gpt2(const Span& s, size_t pos) {
+  if (s.at(pos) == '\'') {
+    if (const size_t n = match_contraction(s, pos, false)) return n;
+  }
+  // ' ?\p{L}+', ' ?\p{N}+', ' ?[^\s\p{L}\p{N}]+': one optional space, then a run of one class.
+  const size_t p = s.at(pos) == ' ' && pos + 1 < s.end && s.cls(pos + 1) != Class::kSpace ? pos + 1 : pos;
+  const Class k = s.cls(p);
+  if (k != Class::kSpace) return s.run(p, k) - pos;
+  return match_spaces(s, pos);
+}
+
+size_t match_llama3(const Span& s, size_t pos, size_t max_digits) {
+  const uint32_t c = s.at(pos);
+  const Class k = s.cls(pos);
+  if (c == '\'') {
+    if (const size_t n = match_contraction(s, pos, true)) return n;
+  }
+  if (k == Class::kLetter) return s.run(pos, Class::kLetter) - pos;  // [^\r\n\p{L}\p{N}]?\p{L}+
+  if (k != Class::kNumber && !is_newline(c) && pos + 1 < s.end && s.cls(pos + 1) == Class::kLetter) {
+    return s.run(pos + 1, Class::kLetter) - pos;
+  }
+  if (k == Class::kNumber) return s.run(pos, Class::kNumber, max_digits) - pos;  // \p{N}{1,3}
+  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  const size_t p = c == ' ' && pos + 1 < s.end && s.cls(pos + 1) == Class::kOther ? pos + 1 : pos;
+  if (s.cls(p) == Class::kOther) {
+    size_t q = s.run(p, Class::kOther);
+    while (q < s.end && is_newline(s.at(q))) ++q;
+    return q - pos;
+  }
+  // \s*[\r\n]+: up to the last newline of the whitespace run
+  const size_t q = s.run(pos, Class::kSpace);
+  for (size_t j = q; j > pos; --j) {
+    if (is_newline(s.at(j - 1))) return j - pos;
+  }
+  return match_spaces(s, pos);
+}
+
+bool is_punctuation_like(uint32_t c) {  // [\p{P}\$\+<=>\^`\|]
+  return (unicode::flags(c) & unicode::kPunctuation) != 0 || c == '$' || c == '+' || c == '<' || c == '=' ||
+         c == '>' || c == '^' || c == '`' || c == '|';
+}
+
+bool is_ascii_digit(uint32_t c) { return c >= '0' && c <= '9'; }
+
+// Length of the isolate rule's match at pos, 0 when it does not match there.
+size_t match_isolated(SplitRule rule, const Span& s, size_t pos) {
+  switch (rule) {
+    case SplitRule::kIsolateDigits:
+      return s.cls(pos) == Class::kNumber ? 1 : 0;
+    case SplitRule::kIsolateDigitRuns:
+      return s.run(pos, Class::kNumber) - pos;
+    case SplitRule::kIsolatePunctuation: {
+      size_t q = pos;
+      while (q < s.end && is_punctuation_like(s.at(q))) ++q;
+      return q - pos;
+    }
+    case SplitRule::kIsolateDigitTriples:
+      return pos + 2 < s.end && is_ascii_digit(s.at(pos)) && is_ascii_digit(s.at(pos + 1)) &&
+                     is_ascii_digit(s.at(pos + 2))
+                 ? 3
+                 : 0;
+    default:
+      return 0;
+  }
+}
+
+// Appends the end positions of the pieces that `rule` cuts [begin, end) into.
+void split_piece(SplitRule rule, const uint32_t* cps, size_t begin, size_t end, std::vector<size_t>& ends) {
+  const Span s{cps, end};
+  if (rule == SplitRule::kGpt2 || rule == SplitRule::kLlama3 || rule == SplitRule::kQwen2) {
+    for (size_t pos = begin; pos < end;) {
+      pos += rule == SplitRule::kGpt2 ? match_gpt2(s, pos) : match_llama3(s, pos, rule == SplitRule::kQwen2 ? 1 : 3);
+      ends.push_back(pos);
+    }
+    return;
+  }
+  size_t gap = begin;  // start of the unmatched text before pos
+  for (size_t pos = begin; pos < end;) {
+    const size_t n = match_isolated(rule, s, pos);
+    if (n == 0) {
+      ++pos;
+      continue;
+    }
+    if (gap < pos) ends.push_back(pos);
+    pos += n;
+    ends.push_back(pos);
+    gap = pos;
+  }
+  if (gap < end) ends.push_back(end);
+}
+
+}  // namespace
+
+std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
+  const unicode::Codepoints cp = unicode::decode_utf8(text);
+  const size_t n = cp.cps.size();
+  std::vector<size_t> ends;
+  if (n > 0) ends.push_back(n);
+  for (SplitRule rule : rules_) {
+    std::vector<size_t> next;
+    next.reserve(ends.size() * 2);
+    size_t begin = 0;
+    for (size_t end : ends) {
+      split_piece(rule, cp.cps.data(), begin, end, next);
+      begin = end;
+    }
+    ends = std::move(next);
+  }
+  std::vector<std::string_view> pieces;
+  pieces.reserve(ends.size());
+  size_t begin = 0;
+  for (size_t end : ends) {
+    pieces.push_back(text.substr(cp.offsets[begin], cp.offsets[end] - cp.offsets[begin]));
+    begin = end;
+  }
+  return pieces;
+}
+
+}  // namespace cbatch
