@@ -26,6 +26,17 @@ std::string describe_chat_template(const std::string& jinja) {
   return name;
 }
 
+std::string rope_scaling_name(const RopeScaling& s) {
+  switch (s.type) {
+    case RopeScalingType::kNone: return "none";
+    case RopeScalingType::kLinear: return "linear x" + std::to_string(s.factor);
+    case RopeScalingType::kLlama3: return "llama3 x" + std::to_string(s.factor);
+    case RopeScalingType::kYarn: return "yarn x" + std::to_string(s.factor);
+    case RopeScalingType::kLongrope: return "longrope from " + std::to_string(s.original_max_position);
+  }
+  return "?";
+}
+
 int run(const InspectOptions& o) {
   ModelSource source;
   source.path = o.model;
@@ -40,7 +51,9 @@ int run(const InspectOptions& o) {
   std::printf("context: %d\nrms_eps: %g\nrope_theta: %g\nrope_layout: %s\nrope_scaling: %s\ntied_embeddings: %s\n",
               c.max_context, c.rms_eps, c.rope_theta,
               c.rope_layout == RopeLayout::kHalves ? "halves" : "adjacent pairs",
-              c.rope_scaling.is_llama3 ? "llama3" : "none", c.tied_embeddings ? "yes" : "no");
+              rope_scaling_name(c.rope_scaling).c_str(), c.tied_embeddings ? "yes" : "no");
+  const std::string features = c.features();
+  std::printf("features: %s\n", features.empty() ? "none (Llama)" : features.c_str());
   const Tokenizer& tok = *model.tokenizer;
   std::string eos;
   for (int32_t id : tok.eos_ids()) eos += (eos.empty() ? "" : ", ") + std::to_string(id) + " " + tok.token_text(id);

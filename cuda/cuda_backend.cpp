@@ -7,6 +7,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -49,6 +50,21 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) {
     unsupported("head_dim " + std::to_string(c.head_dim) + " (multiples of 16 up to 128)");
   }
+  // The family features the kernels do not have yet: the CPU backend runs these models (--device cpu).
+  std::string missing;
+  auto need = [&](bool has, const char* what) { if (has) missing += (missing.empty() ? "" : ", ") + std::string(what); };
+  need(c.norm_offset != 0.0f, "(1 + w) norms");
+  need(c.qkv_bias, "q/k/v biases");
+  need(c.qk_norm, "q/k norms");
+  need(c.sandwich_norms, "sandwich norms");
+  need(c.activation != Activation::kSilu, "GeGLU");
+  need(c.embedding_scale != 1.0f, "embedding scaling");
+  need(c.query_scale() != 1.0f / std::sqrt(static_cast<float>(c.head_dim)), "a query scale other than 1 / sqrt(head_dim)");
+  need(c.attn_softcap > 0.0f || c.final_softcap > 0.0f, "softcapping");
+  need(c.has_window(), "sliding-window attention");
+  need(c.rope_theta_local > 0.0f, "per-layer RoPE bases");
+  need(rope_attention_factor(c, false) != 1.0f || c.rope_scaling.type == RopeScalingType::kLongrope, "yarn/longrope RoPE");
+  if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
   return c;
 }
 

@@ -1,6 +1,8 @@
 // The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
-// packed into matmul panels; embedding rows converted when looked up), an fp32 paged KV cache of layout
-// (layer, slot, kv_dim), and the Llama forward pass over a RaggedBatch. Matrix products go through the
+// packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
+// offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
+// RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
+// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases). Matrix products go through the
 // batch-invariant matmul; everything else is per row.
 #include "engine/cpu/cpu_backend.hpp"
 
@@ -102,13 +104,26 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
   return PackedMatrix(rows, cols, fill, pool);
 }
 
+// A norm weight as fp32 with the family's offset added (Gemma's (1 + w)); empty for an absent tensor.
+Weights norm_weights(const TensorView& t, float offset, ThreadPool& pool) {
+  if (t.empty()) return {};
+  Weights w = stack_f32({&t}, pool);
+  for (float& v : w) v += offset;
+  return w;
+}
+
 struct CpuLayer {
   Weights attn_norm;       // (dim)
   PackedMatrix wqkv;       // (q_dim + 2 * kv_dim, dim)
+  Weights qkv_bias;        // (q_dim + 2 * kv_dim) or empty
+  Weights q_norm;          // (head_dim) or empty
+  Weights k_norm;          // (head_dim) or empty
   PackedMatrix wo;         // (dim, q_dim)
+  Weights post_attn_norm;  // (dim) or empty
   Weights ffn_norm;        // (dim)
   PackedMatrix w_gate_up;  // (2 * hidden, dim)
   PackedMatrix w_down;     // (dim, hidden)
+  Weights post_ffn_norm;   // (dim) or empty
 };
 
 class CpuBackend final : public Backend {
@@ -116,8 +131,10 @@ class CpuBackend final : public Backend {
   CpuBackend(const Model& model, const CpuBackendOptions& options)
       : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
     load_weights(model.tensors);
-    inv_freq_.resize(config_.head_dim / 2);
-    rope_inv_freq(config_, inv_freq_.data());
+    for (int set = 0; set < kRopeSets; ++set) {
+      inv_freq_[set].resize(config_.head_dim / 2);
+      rope_inv_freq(config_, inv_freq_[set].data(), set & kLocal, set & kLongRange);
+    }
   }
 
   std::string device_name() const override { return "cpu"; }
@@ -148,6 +165,8 @@ class CpuBackend final : public Backend {
   void load_weights(const ModelTensors& t);
   void resize_activations(int num_tokens);
   void attention_layer(const RaggedBatch& batch, int layer);
+  void qkv_projection(const RaggedBatch& batch, int layer);
+  void add_sublayer_output(int num_tokens, const Weights& post_norm);
   void ffn_layer(int num_tokens, const CpuLayer& layer);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void count_weights(const PackedMatrix& w) {
@@ -165,7 +184,10 @@ class CpuBackend final : public Backend {
   std::vector<CpuLayer> layers_;
   Weights final_norm_;  // (dim)
   PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
-  std::vector<float> inv_freq_;    // (head_dim / 2)
+  // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
+  // original_max_position. Sets a model does not use are computed anyway (cheap) and never read.
+  static constexpr int kLocal = 1, kLongRange = 2, kRopeSets = 4;
+  std::vector<float> inv_freq_[kRopeSets];  // (head_dim / 2) each
   int64_t matrix_bytes_ = 0;       // memory of the packed matrices
   int64_t matrix_params_ = 0;      // their parameters
 
@@ -181,8 +203,8 @@ class CpuBackend final : public Backend {
   std::vector<float> gate_up_;     // (T, 2 * hidden)
   std::vector<float> ff_;          // (T, hidden)
   std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
-  std::vector<float> rope_cos_;    // (T, head_dim / 2)
-  std::vector<float> rope_sin_;    // (T, head_dim / 2)
+  std::vector<float> rope_cos_[2];  // (T, head_dim / 2) of global and of local layers
+  std::vector<float> rope_sin_[2];  // (T, head_dim / 2)
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
 };
 
@@ -191,16 +213,22 @@ void CpuBackend::load_weights(const ModelTensors& t) {
   embedding_ = t.embedding;
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
-    layer.attn_norm = stack_f32({&l.attn_norm}, pool_);
+    const float offset = config_.norm_offset;
+    layer.attn_norm = norm_weights(l.attn_norm, offset, pool_);
     layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_, keep);
+    if (config_.qkv_bias) layer.qkv_bias = stack_f32({&l.bq, &l.bk, &l.bv}, pool_);
+    layer.q_norm = norm_weights(l.q_norm, offset, pool_);
+    layer.k_norm = norm_weights(l.k_norm, offset, pool_);
     layer.wo = pack_stacked({&l.wo}, pool_, keep);
-    layer.ffn_norm = stack_f32({&l.ffn_norm}, pool_);
+    layer.post_attn_norm = norm_weights(l.post_attn_norm, offset, pool_);
+    layer.ffn_norm = norm_weights(l.ffn_norm, offset, pool_);
+    layer.post_ffn_norm = norm_weights(l.post_ffn_norm, offset, pool_);
     layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
     layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
     for (const PackedMatrix* w : {&layer.wqkv, &layer.wo, &layer.w_gate_up, &layer.w_down}) count_weights(*w);
     layers_.push_back(std::move(layer));
   }
-  final_norm_ = stack_f32({&t.final_norm}, pool_);
+  final_norm_ = norm_weights(t.final_norm, config_.norm_offset, pool_);
   lm_head_ = pack_stacked({&t.lm_head}, pool_, keep);  // the embedding view when tied
   count_weights(lm_head_);
 }
@@ -214,8 +242,10 @@ void CpuBackend::resize_activations(int num_tokens) {
   gate_up_.resize(n * 2 * config_.hidden_dim);
   ff_.resize(n * config_.hidden_dim);
   delta_.resize(n * config_.dim);
-  rope_cos_.resize(n * config_.head_dim / 2);
-  rope_sin_.resize(n * config_.head_dim / 2);
+  for (int set = 0; set < 2; ++set) {
+    rope_cos_[set].resize(n * config_.head_dim / 2);
+    rope_sin_[set].resize(n * config_.head_dim / 2);
+  }
   row_seq_.resize(n);
 }
 
@@ -227,11 +257,26 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   for (int s = 0; s < batch.num_seqs(); ++s) {
     std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
   }
+  const bool has_local = config_.rope_theta_local > 0.0f;
+  const RopeScaling& scaling = config_.rope_scaling;
   for (int r = 0; r < num_tokens; ++r) {
     const int32_t token = batch.token_ids[r];
     if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " outside the vocabulary");
-    tensor_rows_to_f32(embedding_, token, 1, x_.data() + static_cast<int64_t>(r) * dim);
-    rope_angles(batch.positions[r], inv_freq_.data(), config_.head_dim, &rope_cos_[r * half], &rope_sin_[r * half]);
+    float* x = x_.data() + static_cast<int64_t>(r) * dim;
+    tensor_rows_to_f32(embedding_, token, 1, x);
+    if (config_.embedding_scale != 1.0f) {
+      for (int i = 0; i < dim; ++i) x[i] *= config_.embedding_scale;
+    }
+    const int pos = batch.positions[r];
+    const bool long_range = scaling.type == RopeScalingType::kLongrope && pos >= scaling.original_max_position;
+    for (int set = 0; set < (has_local ? 2 : 1); ++set) {
+      const std::vector<float>& inv_freq = inv_freq_[(set ? kLocal : 0) | (long_range ? kLongRange : 0)];
+      float* c = &rope_cos_[set][r * half];
+      float* s = &rope_sin_[set][r * half];
+      rope_angles(pos, inv_freq.data(), config_.head_dim, c, s);
+      const float factor = rope_attention_factor(config_, set == 1);
+      for (int i = 0; factor != 1.0f && i < half; ++i) c[i] *= factor, s[i] *= factor;
+    }
   }
   for (int l = 0; l < config_.num_layers; ++l) {
     attention_layer(batch, l);
@@ -240,7 +285,8 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   compute_logits(batch, out);
 }
 
-void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
+// Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.
+void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = layers_[l];
   const int num_tokens = batch.num_tokens();
   const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
@@ -250,17 +296,38 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
+  const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
-    const float* c = &rope_cos_[r * hd / 2];
-    const float* s = &rope_sin_[r * hd / 2];
+    if (!layer.qkv_bias.empty()) {
+      for (int i = 0; i < qkv_dim; ++i) q[i] += layer.qkv_bias[i];
+    }
+    if (!layer.q_norm.empty()) {
+      for (int h = 0; h < config_.num_heads; ++h) rmsnorm_row(q + h * hd, layer.q_norm.data(), q + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < config_.num_kv_heads; ++h) {
+        float* k = q + q_dim + h * hd;
+        rmsnorm_row(k, layer.k_norm.data(), k, hd, config_.rms_eps);
+      }
+    }
+    const float* c = &rope_cos_[rope_set][r * hd / 2];
+    const float* s = &rope_sin_[rope_set][r * hd / 2];
     for (int h = 0; h < config_.num_heads + config_.num_kv_heads; ++h) rope_head(q + h * hd, hd, c, s, config_.rope_layout);
     const int32_t slot = batch.slot_mapping[r];
     if (slot < 0) continue;
     std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
     std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
   }
+}
+
+void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
+  const CpuLayer& layer = layers_[l];
+  const int num_tokens = batch.num_tokens();
+  const int hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  qkv_projection(batch, l);
   const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
+  const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l)};
   const int num_heads = config_.num_heads;
   const int group = num_heads / config_.num_kv_heads;
   auto table_of = [&](int64_t r) {
@@ -273,7 +340,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
       for (int64_t r = begin; r < end; ++r) {
-        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, hd,
+        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, params,
                    scratch.data(), &att_[r * q_dim]);
       }
     }, 1, min_parallel_items(num_heads * head_ns));
@@ -283,12 +350,23 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t r = i / num_heads;
         const int h = static_cast<int>(i % num_heads);
-        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, hd,
+        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, params,
                     scratch.data(), &att_[r * q_dim + h * hd]);
       }
     }, 1, min_parallel_items(head_ns));
   }
   matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
+  add_sublayer_output(num_tokens, layer.post_attn_norm);
+}
+
+// x += delta, through the sublayer's output norm first where the family has one (Gemma's sandwich).
+void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
+  const int dim = config_.dim;
+  if (!post_norm.empty()) {
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rmsnorm_row(&delta_[r * dim], post_norm.data(), &delta_[r * dim], dim, config_.rms_eps);
+    }, 1, min_parallel_items(0.5 * dim));
+  }
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
@@ -299,10 +377,10 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   }, 1, min_parallel_items(0.5 * dim));
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) swiglu_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden);
-  }, 1, min_parallel_items(10.0 * hidden));  // an exp per element
+    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, config_.activation);
+  }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
-  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+  add_sublayer_output(num_tokens, layer.post_ffn_norm);
 }
 
 void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
@@ -314,6 +392,7 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
   }
   out.logits.resize(static_cast<size_t>(n) * vocab);
   matmul(h_.data(), lm_head_, out.logits.data(), n, pool_);
+  if (config_.final_softcap > 0.0f) softcap_row(out.logits.data(), n * vocab, config_.final_softcap);
   if (out.want_logits) return;
   out.token_ids.resize(n);
   for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);

@@ -33,11 +33,24 @@ void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeL
   }
 }
 
-void swiglu_row(const float* gate_up, float* out, int hidden) {
+float gelu_tanh(float x) {
+  const float kSqrt2OverPi = 0.7978845608028654f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+}
+
+void gated_ffn_row(const float* gate_up, float* out, int hidden, Activation activation) {
+  if (activation == Activation::kGeluTanh) {
+    for (int i = 0; i < hidden; ++i) out[i] = gelu_tanh(gate_up[i]) * gate_up[hidden + i];
+    return;
+  }
   for (int i = 0; i < hidden; ++i) {
     const float g = gate_up[i];
     out[i] = g / (1.0f + std::exp(-g)) * gate_up[hidden + i];
   }
+}
+
+void softcap_row(float* values, int n, float cap) {
+  for (int i = 0; i < n; ++i) values[i] = cap * std::tanh(values[i] / cap);
 }
 
 namespace {
@@ -55,28 +68,34 @@ inline float dot_fixed_order(const float* a, const float* b, int n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
+inline float capped(float score, float softcap) {
+  return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
+}
+
 }  // namespace
 
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
-                 int head_dim, float* scratch, float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+                 const AttentionParams& params, float* scratch, float* out) {
+  const int head_dim = params.head_dim;
+  const float scale = params.scale;
+  const int first = params.first_key(pos);
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   auto slot_of = [&](int p) {
     return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
   };
   float max_score = -INFINITY;
-  for (int p = 0; p <= pos; ++p) {
+  for (int p = first; p <= pos; ++p) {
     const float* k = cache.k + slot_of(p) * cache.kv_dim + head_offset;
-    scratch[p] = dot_fixed_order(q, k, head_dim) * scale;
+    scratch[p] = capped(dot_fixed_order(q, k, head_dim) * scale, params.softcap);
     max_score = std::max(max_score, scratch[p]);
   }
   float sum = 0.0f;
-  for (int p = 0; p <= pos; ++p) {
+  for (int p = first; p <= pos; ++p) {
     scratch[p] = std::exp(scratch[p] - max_score);
     sum += scratch[p];
   }
   for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
-  for (int p = 0; p <= pos; ++p) {
+  for (int p = first; p <= pos; ++p) {
     const float* v = cache.v + slot_of(p) * cache.kv_dim + head_offset;
     const float weight = scratch[p] / sum;
     for (int i = 0; i < head_dim; ++i) out[i] += weight * v[i];
@@ -84,8 +103,10 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
 }
 
 void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
-                int num_kv_heads, int head_dim, float* scratch, float* out) {
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+                int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  const int head_dim = params.head_dim;
+  const float scale = params.scale;
+  const int first = params.first_key(pos);
   const int n = pos + 1;
   const int group = num_heads / num_kv_heads;
   float* scores = scratch;                           // (num_heads, n)
@@ -102,7 +123,7 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
   // positions ahead by hand (V is read in the third pass; it waits in cache).
   constexpr int kAhead = 4;
   const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
-  for (int p = 0; p < n; ++p) {
+  for (int p = first; p < n; ++p) {
     if (p + kAhead < n) {
       const int64_t ahead = slot_of(p + kAhead) * cache.kv_dim;
       for (int64_t b = 0; b < row_bytes; b += 64) {
@@ -112,19 +133,20 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
     }
     const float* k_row = cache.k + slot_of(p) * cache.kv_dim;
     for (int h = 0; h < num_heads; ++h) {
-      const float s = dot_fixed_order(q + h * head_dim, k_row + (h / group) * head_dim, head_dim) * scale;
+      const float s = capped(dot_fixed_order(q + h * head_dim, k_row + (h / group) * head_dim, head_dim) * scale,
+                             params.softcap);
       scores[h * n + p] = s;
       max_score[h] = std::max(max_score[h], s);
     }
   }
   for (int h = 0; h < num_heads; ++h) {
-    for (int p = 0; p < n; ++p) {
+    for (int p = first; p < n; ++p) {
       scores[h * n + p] = std::exp(scores[h * n + p] - max_score[h]);
       sum[h] += scores[h * n + p];
     }
   }
   for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
-  for (int p = 0; p < n; ++p) {
+  for (int p = first; p < n; ++p) {
     const float* v_row = cache.v + slot_of(p) * cache.kv_dim;
     for (int h = 0; h < num_heads; ++h) {
       const float weight = scores[h * n + p] / sum[h];

@@ -16,8 +16,12 @@ void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, f
 // Rotates one head vector (head_dim) in place by the angles of rope_angles.
 void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeLayout layout);
 
-// gate_up: (2 * hidden) = [gate | up]; out (hidden) = silu(gate) * up.
-void swiglu_row(const float* gate_up, float* out, int hidden);
+// gate_up: (2 * hidden) = [gate | up]; out (hidden) = act(gate) * up, act silu (SwiGLU) or tanh-GELU (GeGLU).
+void gated_ffn_row(const float* gate_up, float* out, int hidden, Activation activation);
+float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+
+// values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
+void softcap_row(float* values, int n, float cap);
 
 // The paged KV cache of one layer: (num_slots, kv_dim) for K and for V, slot = block * block_size + offset.
 struct PagedKv {
@@ -27,17 +31,27 @@ struct PagedKv {
   int block_size = 0;
 };
 
-// Attention of one query head vector q (head_dim) over positions 0..pos of a sequence whose blocks are
-// block_table; reads kv head `kv_head`. scratch: (pos + 1) floats. out: (head_dim).
+// How a layer attends: scores are q.k * scale, softcapped when softcap > 0; a query at position pos sees
+// keys max(0, pos - window + 1)..pos when window > 0 (its own included), else 0..pos.
+struct AttentionParams {
+  int head_dim = 0;
+  float scale = 0.0f;
+  float softcap = 0.0f;
+  int window = 0;
+  int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
+};
+
+// Attention of one query head vector q (head_dim) over the keys it sees (AttentionParams) of a sequence
+// whose blocks are block_table; reads kv head `kv_head`. scratch: (pos + 1) floats. out: (head_dim).
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
-                 int head_dim, float* scratch, float* out);
+                 const AttentionParams& params, float* scratch, float* out);
 
 // All num_heads query heads of one row (q: num_heads * head_dim) at once: each cached position's K and
 // V rows are read once for every head (kv head h / (num_heads / num_kv_heads)). Per head the arithmetic
 // and its order are attend_head's, so out (num_heads * head_dim) is bit-identical to calling attend_head
 // head by head. scratch: attend_row_scratch(num_heads, pos) floats.
 void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
-                int num_kv_heads, int head_dim, float* scratch, float* out);
+                int num_kv_heads, const AttentionParams& params, float* scratch, float* out);
 inline int64_t attend_row_scratch(int num_heads, int pos) { return static_cast<int64_t>(num_heads) * (pos + 3); }
 
 // Index of the largest value; ties go to the lowest index.

@@ -41,12 +41,33 @@ class RandomTensors {
     return make(std::move(name), out_features, in_features, std::sqrt(3.0f / static_cast<float>(in_features)),
                 0.0f);
   }
-  TensorView norm(std::string name, int64_t dim) { return make(std::move(name), 1, dim, 0.1f, 1.0f); }
+  // Norm weights multiply by about 1 whatever the family's offset (Gemma's (1 + w) gets w near 0).
+  TensorView norm(std::string name, int64_t dim, float norm_offset) {
+    return make(std::move(name), 1, dim, 0.1f, 1.0f - norm_offset);
+  }
+  TensorView bias(std::string name, int64_t dim) { return make(std::move(name), 1, dim, 0.1f, 0.0f); }
 
  private:
   uint64_t base_seed_;
   uint64_t next_index_ = 0;
 };
+
+// The tensors only some families have, drawn after the Llama ones so that a Llama's seeds are unchanged.
+void add_family_tensors(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
+  if (c.qkv_bias) {
+    l.bq = r.bias(p + "self_attn.q_proj.bias", c.q_dim());
+    l.bk = r.bias(p + "self_attn.k_proj.bias", c.kv_dim());
+    l.bv = r.bias(p + "self_attn.v_proj.bias", c.kv_dim());
+  }
+  if (c.qk_norm) {
+    l.q_norm = r.norm(p + "self_attn.q_norm.weight", c.head_dim, c.norm_offset);
+    l.k_norm = r.norm(p + "self_attn.k_norm.weight", c.head_dim, c.norm_offset);
+  }
+  if (c.sandwich_norms) {
+    l.post_attn_norm = r.norm(p + "post_attention_norm.weight", c.dim, c.norm_offset);
+    l.post_ffn_norm = r.norm(p + "post_feedforward_layernorm.weight", c.dim, c.norm_offset);
+  }
+}
 
 ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
   RandomTensors r(dummy_seed);
@@ -55,18 +76,20 @@ ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
   for (int i = 0; i < c.num_layers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerTensors l;
-    l.attn_norm = r.norm(p + "input_layernorm.weight", c.dim);
+    const float off = c.norm_offset;
+    l.attn_norm = r.norm(p + "input_layernorm.weight", c.dim, off);
     l.wq = r.linear(p + "self_attn.q_proj.weight", c.q_dim(), c.dim);
     l.wk = r.linear(p + "self_attn.k_proj.weight", c.kv_dim(), c.dim);
     l.wv = r.linear(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
     l.wo = r.linear(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
-    l.ffn_norm = r.norm(p + "post_attention_layernorm.weight", c.dim);
+    l.ffn_norm = r.norm(p + "post_attention_layernorm.weight", c.dim, off);
     l.w_gate = r.linear(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
     l.w_up = r.linear(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
     l.w_down = r.linear(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
+    add_family_tensors(r, c, p, l);
     t.layers.push_back(std::move(l));
   }
-  t.final_norm = r.norm("model.norm.weight", c.dim);
+  t.final_norm = r.norm("model.norm.weight", c.dim, c.norm_offset);
   t.lm_head = c.tied_embeddings ? t.embedding : r.linear("lm_head.weight", c.vocab_size, c.dim);
   return t;
 }

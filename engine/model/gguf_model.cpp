@@ -1,12 +1,16 @@
-// A llama-architecture GGUF as a Model: the config from the llama.* keys, tensor views straight into
-// the mapping (Model::storage keeps it alive), the tokenizer from tokenizer.ggml.*. llama.cpp's
-// converters permute q/k so that RoPE rotates adjacent pairs; a missing output.weight means tied
-// embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors.
+// A GGUF file as a Model: the config from the `{arch}.` keys and the family row (family.hpp), tensor
+// views straight into the mapping (Model::storage keeps it alive), the tokenizer from tokenizer.ggml.*.
+// llama.cpp's converter permutes q/k of `llama` files so that RoPE rotates adjacent pairs (the other
+// architectures rotate halves), stores Gemma's norm weights as 1 + w, and drops what llama.cpp hard-codes
+// (Gemma 3's window pattern and local RoPE base, Gemma's query scale); a missing output.weight means tied
+// embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors,
+// Phi-3's longrope as rope_factors_short/long.weight.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "engine/core/error.hpp"
+#include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
@@ -46,7 +50,7 @@ void read_llama3_scaling(const GgufFile& gguf, const std::string& arch, ModelCon
   ModelConfig unscaled = config;
   rope_inv_freq(unscaled, plain.data());
   RopeScaling& s = config.rope_scaling;
-  s.is_llama3 = true;
+  s.type = RopeScalingType::kLlama3;
   s.factor = *std::max_element(divisors.begin(), divisors.end());
   s.original_max_position = config_int(gguf, arch + ".rope.scaling.original_context_length", 8192);
   rope_inv_freq(config, scaled.data());
@@ -59,14 +63,96 @@ void read_llama3_scaling(const GgufFile& gguf, const std::string& arch, ModelCon
   }
 }
 
+TensorView require_tensor(const GgufFile& gguf, const std::string& name) {
+  const GgufTensorInfo* info = gguf.find_tensor(name);
+  if (info == nullptr) throw Error("'" + gguf.path() + "': tensor '" + name + "' is missing");
+  return gguf.tensor_view(*info);
+}
+
+RopeScaling read_rope_scaling(const GgufFile& gguf, const std::string& p) {
+  RopeScaling s;
+  const std::string type = gguf.get_string(p + "rope.scaling.type", "none");
+  s.factor = static_cast<float>(gguf.get_float(p + "rope.scaling.factor", 1.0));
+  s.original_max_position = config_int(gguf, p + "rope.scaling.original_context_length", 8192);
+  if (type == "linear") {
+    s.type = RopeScalingType::kLinear;
+  } else if (type == "yarn") {
+    s.type = RopeScalingType::kYarn;
+    s.beta_fast = static_cast<float>(gguf.get_float(p + "rope.scaling.yarn_beta_fast", 32.0));
+    s.beta_slow = static_cast<float>(gguf.get_float(p + "rope.scaling.yarn_beta_slow", 1.0));
+    const double mscale = s.factor > 1.0f ? 0.1 * std::log(s.factor) + 1.0 : 1.0;
+    s.attention_factor = static_cast<float>(gguf.get_float(p + "rope.scaling.attn_factor", mscale));
+  } else if (type != "none") {
+    throw Error("'" + gguf.path() + "': " + p + "rope.scaling.type '" + type +
+                "' is not supported (supported: none, linear, yarn; llama3 via rope_freqs.weight)");
+  }
+  if (!(s.factor >= 1.0f)) throw Error("'" + gguf.path() + "': " + p + "rope.scaling.factor must be at least 1");
+  return s;
+}
+
+// Phi-3 longrope: the per-frequency divisors as two tensors.
+void read_longrope(const GgufFile& gguf, const std::string& p, ModelConfig& c) {
+  const GgufTensorInfo* long_info = gguf.find_tensor("rope_factors_long.weight");
+  if (long_info == nullptr) return;
+  auto read = [&](const char* name) {
+    const TensorView view = require_tensor(gguf, name);
+    if (view.numel() != c.head_dim / 2) {
+      throw Error("'" + gguf.path() + "': " + name + " has " + std::to_string(view.numel()) + " values, expected " +
+                  std::to_string(c.head_dim / 2));
+    }
+    std::vector<float> values(static_cast<size_t>(view.numel()));
+    tensor_rows_to_f32(view, 0, view.rows, values.data());
+    return values;
+  };
+  RopeScaling& s = c.rope_scaling;
+  s.type = RopeScalingType::kLongrope;
+  s.long_factor = read("rope_factors_long.weight");
+  s.short_factor = gguf.find_tensor("rope_factors_short.weight") ? read("rope_factors_short.weight") : s.long_factor;
+  s.original_max_position = config_int(gguf, p + "rope.scaling.original_context_length", c.max_context);
+  const double factor = static_cast<double>(c.max_context) / s.original_max_position;
+  const double attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(s.original_max_position));
+  s.attention_factor = static_cast<float>(gguf.get_float(p + "rope.scaling.attn_factor", attention));
+}
+
+// Gemma's query scale: query_pre_attn_scalar is not stored; llama.cpp uses head_dim except for the 27B
+// models (46 layers in Gemma 2, 62 in Gemma 3), whose scalar is dim / heads. attention.scale wins if present.
+float gemma_query_scale(const GgufFile& gguf, const std::string& p, const ModelConfig& c) {
+  if (gguf.find(p + "attention.scale")) return static_cast<float>(gguf.get_float(p + "attention.scale", 0.0));
+  const bool is_27b = (c.architecture == "gemma2" && c.num_layers == 46) || (c.architecture == "gemma3" && c.num_layers == 62);
+  return 1.0f / std::sqrt(static_cast<float>(is_27b ? c.dim / c.num_heads : c.head_dim));
+}
+
+void read_family_keys(const GgufFile& gguf, const Family& family, const std::string& p, ModelConfig& c) {
+  apply_family(family, c);
+  c.rope_layout = family.gguf_rope_layout;
+  c.norm_offset = 0.0f;  // Gemma's norms are stored as 1 + w
+  if (family.gemma_norms) {
+    c.attn_scale = gemma_query_scale(gguf, p, c);
+    c.attn_softcap = static_cast<float>(gguf.get_float(p + "attn_logit_softcapping", 0.0));
+    c.final_softcap = static_cast<float>(gguf.get_float(p + "final_logit_softcapping", 0.0));
+  } else if (gguf.find(p + "attention.scale")) {
+    c.attn_scale = static_cast<float>(gguf.get_float(p + "attention.scale", 0.0));
+  }
+  const int window = config_int(gguf, p + "attention.sliding_window", 0);
+  // Qwen's use_sliding_window is not stored (llama.cpp runs Qwen without one); a `llama` file that names a
+  // window (Mistral 7B v0.1) applies it to every layer.
+  Family windows = family;
+  if (family.window_layers == WindowLayers::kFromLayer) windows.window_layers = WindowLayers::kNone;
+  if (family.window_layers == WindowLayers::kNone) windows.window_layers = WindowLayers::kAll;
+  const int pattern = config_int(gguf, p + "attention.sliding_window_pattern", family.gguf_window_pattern);
+  c.layer_window = family_layer_windows(windows, c.num_layers, window, pattern, 0);
+  if (!c.has_window()) c.layer_window.clear();
+  c.rope_theta_local = family.gguf_rope_theta_local;
+}
+
 ModelConfig read_config(const GgufFile& gguf) {
   const std::string arch = gguf.get_string("general.architecture");
-  if (arch != "llama") {
-    throw Error("'" + gguf.path() + "': architecture '" + arch + "' is not supported yet (supported: llama)");
+  const Family* family = find_family(arch);
+  if (family == nullptr) {
+    throw Error("'" + gguf.path() + "': " + unsupported_family_message(arch));
   }
   const std::string p = arch + ".";
   ModelConfig c;
-  c.architecture = arch;
   c.dim = config_int(gguf, p + "embedding_length");
   c.hidden_dim = config_int(gguf, p + "feed_forward_length");
   c.num_layers = config_int(gguf, p + "block_count");
@@ -79,39 +165,59 @@ ModelConfig read_config(const GgufFile& gguf) {
   c.max_context = config_int(gguf, p + "context_length");
   c.rms_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base", 10000.0));
-  const std::string scaling = gguf.get_string(p + "rope.scaling.type", "none");
-  if (scaling != "none") {
-    throw Error("'" + gguf.path() + "': " + p + "rope.scaling.type '" + scaling + "' is not supported");
-  }
-  c.rope_layout = RopeLayout::kAdjacentPairs;
   c.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  read_family_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
+  c.rope_scaling = read_rope_scaling(gguf, p);
   read_llama3_scaling(gguf, arch, c);
+  read_longrope(gguf, p, c);
   return c;
 }
 
-TensorView require_tensor(const GgufFile& gguf, const std::string& name) {
-  const GgufTensorInfo* info = gguf.find_tensor(name);
-  if (info == nullptr) throw Error("'" + gguf.path() + "': tensor '" + name + "' is missing");
-  return gguf.tensor_view(*info);
+// A layer's tensors under llama.cpp's names; Phi-3 files fuse attn_qkv and put gate and up in one ffn_up.
+LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelConfig& c) {
+  LayerTensors l;
+  auto optional = [&](const std::string& name) {
+    const GgufTensorInfo* info = gguf.find_tensor(name);
+    return info ? gguf.tensor_view(*info) : TensorView{};
+  };
+  l.attn_norm = require_tensor(gguf, b + "attn_norm.weight");
+  if (gguf.find_tensor(b + "attn_qkv.weight")) {
+    const TensorView qkv = require_tensor(gguf, b + "attn_qkv.weight");
+    l.wq = row_slice(qkv, 0, c.q_dim());
+    l.wk = row_slice(qkv, c.q_dim(), c.kv_dim());
+    l.wv = row_slice(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+  } else {
+    l.wq = require_tensor(gguf, b + "attn_q.weight");
+    l.wk = require_tensor(gguf, b + "attn_k.weight");
+    l.wv = require_tensor(gguf, b + "attn_v.weight");
+  }
+  l.wo = require_tensor(gguf, b + "attn_output.weight");
+  l.ffn_norm = require_tensor(gguf, b + "ffn_norm.weight");
+  const TensorView up = require_tensor(gguf, b + "ffn_up.weight");
+  if (gguf.find_tensor(b + "ffn_gate.weight") == nullptr && up.rows == 2LL * c.hidden_dim) {
+    l.w_gate = row_slice(up, 0, c.hidden_dim);
+    l.w_up = row_slice(up, c.hidden_dim, c.hidden_dim);
+  } else {
+    l.w_gate = require_tensor(gguf, b + "ffn_gate.weight");
+    l.w_up = up;
+  }
+  l.w_down = require_tensor(gguf, b + "ffn_down.weight");
+  l.bq = optional(b + "attn_q.bias");
+  l.bk = optional(b + "attn_k.bias");
+  l.bv = optional(b + "attn_v.bias");
+  l.q_norm = optional(b + "attn_q_norm.weight");
+  l.k_norm = optional(b + "attn_k_norm.weight");
+  l.post_attn_norm = optional(b + "post_attention_norm.weight");
+  l.post_ffn_norm = optional(b + "post_ffw_norm.weight");
+  return l;
 }
 
 ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& config) {
   ModelTensors t;
   t.embedding = require_tensor(gguf, "token_embd.weight");
   for (int i = 0; i < config.num_layers; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    LayerTensors l;
-    l.attn_norm = require_tensor(gguf, b + "attn_norm.weight");
-    l.wq = require_tensor(gguf, b + "attn_q.weight");
-    l.wk = require_tensor(gguf, b + "attn_k.weight");
-    l.wv = require_tensor(gguf, b + "attn_v.weight");
-    l.wo = require_tensor(gguf, b + "attn_output.weight");
-    l.ffn_norm = require_tensor(gguf, b + "ffn_norm.weight");
-    l.w_gate = require_tensor(gguf, b + "ffn_gate.weight");
-    l.w_up = require_tensor(gguf, b + "ffn_up.weight");
-    l.w_down = require_tensor(gguf, b + "ffn_down.weight");
-    t.layers.push_back(std::move(l));
+    t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", config));
   }
   t.final_norm = require_tensor(gguf, "output_norm.weight");
   t.lm_head = config.tied_embeddings ? t.embedding : require_tensor(gguf, "output.weight");

@@ -1,41 +1,132 @@
-// Parsing of Hugging Face config.json (LlamaConfig field names and defaults) with simdjson's DOM.
-// Required: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, vocab_size.
-// Defaults as LlamaConfig: num_key_value_heads = heads, head_dim = hidden / heads, context 2048,
-// rms_norm_eps 1e-6, rope_theta 10000, untied embeddings. A JSON null counts as absent.
+// Parsing of Hugging Face config.json with simdjson's DOM: the sizes (LlamaConfig names and defaults),
+// then the family's own fields (model_type picks the row of family.hpp): query_pre_attn_scalar,
+// softcapping, sliding_window with the family's layer pattern or an explicit layer_types list,
+// rope_local_base_freq, rope_scaling (llama3, linear, yarn, longrope). Gemma 3 multimodal configs keep the
+// text model in text_config. Required: hidden_size, intermediate_size, num_hidden_layers,
+// num_attention_heads, vocab_size. A JSON null counts as absent.
 #include "engine/model/hf_config.hpp"
+
+#include <cmath>
 
 #include "engine/core/error.hpp"
 #include "engine/io/json_file.hpp"
+#include "engine/model/family.hpp"
 #include "engine/model/model_formats.hpp"
 
 namespace cbatch {
 namespace {
 
-RopeScaling read_rope_scaling(const JsonFields& fields) {
+std::vector<float> read_floats(const JsonFields& f, const char* key, int count) {
+  std::vector<float> out;
+  for (simdjson::dom::element e : f.array(key)) {
+    double v = 0;
+    if (e.get_double().get(v) != simdjson::SUCCESS) {
+      int64_t i = 0;
+      if (e.get_int64().get(i) != simdjson::SUCCESS) f.fail(key, "must be a list of numbers");
+      v = static_cast<double>(i);
+    }
+    if (!(v > 0)) f.fail(key, "must hold positive numbers");
+    out.push_back(static_cast<float>(v));
+  }
+  if (static_cast<int>(out.size()) != count) {
+    f.fail(key, "has " + std::to_string(out.size()) + " values, expected head_dim / 2 = " + std::to_string(count));
+  }
+  return out;
+}
+
+RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
   RopeScaling s;
   if (!fields.has("rope_scaling")) return s;
   const JsonFields r = fields.object("rope_scaling");
   const std::string type = r.get_string("rope_type", r.get_string("type", "default"));
+  s.original_max_position = r.get_size("original_max_position_embeddings",
+                                       fields.get_size("original_max_position_embeddings", 8192));
   if (type == "default") return s;
-  if (type != "llama3") r.fail("rope_type", "'" + type + "' is not supported (supported: llama3, default)");
-  s.is_llama3 = true;
-  s.factor = static_cast<float>(r.get_number("factor", 8.0));
-  s.low_freq_factor = static_cast<float>(r.get_number("low_freq_factor", 1.0));
-  s.high_freq_factor = static_cast<float>(r.get_number("high_freq_factor", 4.0));
-  s.original_max_position = r.get_size("original_max_position_embeddings", 8192);
-  if (!(s.factor >= 1.0f) || !(s.high_freq_factor > s.low_freq_factor) || !(s.low_freq_factor > 0.0f)) {
-    r.fail("factor", "and the frequency factors are invalid (need factor >= 1, 0 < low < high)");
+  s.factor = static_cast<float>(r.get_number("factor", 1.0));
+  if (type == "linear") {
+    s.type = RopeScalingType::kLinear;
+  } else if (type == "llama3") {
+    s.type = RopeScalingType::kLlama3;
+    s.factor = static_cast<float>(r.get_number("factor", 8.0));
+    s.low_freq_factor = static_cast<float>(r.get_number("low_freq_factor", 1.0));
+    s.high_freq_factor = static_cast<float>(r.get_number("high_freq_factor", 4.0));
+    if (!(s.high_freq_factor > s.low_freq_factor) || !(s.low_freq_factor > 0.0f)) {
+      r.fail("low_freq_factor", "and high_freq_factor are invalid (need 0 < low < high)");
+    }
+  } else if (type == "yarn") {
+    s.type = RopeScalingType::kYarn;
+    s.beta_fast = static_cast<float>(r.get_number("beta_fast", 32.0));
+    s.beta_slow = static_cast<float>(r.get_number("beta_slow", 1.0));
+    const double mscale = s.factor > 1.0f ? 0.1 * std::log(s.factor) + 1.0 : 1.0;
+    s.attention_factor = static_cast<float>(r.get_number("attention_factor", mscale));
+  } else if (type == "longrope") {
+    s.type = RopeScalingType::kLongrope;
+    s.short_factor = read_floats(r, "short_factor", c.head_dim / 2);
+    s.long_factor = read_floats(r, "long_factor", c.head_dim / 2);
+    const double factor = static_cast<double>(c.max_context) / s.original_max_position;
+    const double attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(s.original_max_position));
+    s.attention_factor = static_cast<float>(r.get_number("attention_factor", attention));
+    return s;
+  } else {
+    r.fail("rope_type", "'" + type + "' is not supported (supported: default, linear, llama3, yarn, longrope)");
   }
+  if (!(s.factor >= 1.0f)) r.fail("factor", "must be at least 1");
   return s;
 }
 
-ModelConfig read_model_config(const JsonFields& f, const std::string& path) {
-  const std::string model_type = f.get_string("model_type", "llama");
-  if (model_type != "llama" && model_type != "mistral") {
-    f.fail("model_type", "'" + model_type + "' is not supported yet (supported: llama, mistral)");
+Activation read_activation(const JsonFields& f, const Family& family) {
+  const char* key = f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
+  const std::string fallback = family.activation == Activation::kSilu ? "silu" : "gelu_pytorch_tanh";
+  const std::string act = f.get_string(key, fallback);
+  if (act == "silu" || act == "swish") return Activation::kSilu;
+  if (act == "gelu_pytorch_tanh" || act == "gelu_tanh" || act == "gelu_new") return Activation::kGeluTanh;
+  f.fail(key, "'" + act + "' is not supported (supported: silu, gelu_pytorch_tanh)");
+}
+
+// Per-layer windows: an explicit layer_types list wins over the family's pattern.
+std::vector<int> read_layer_windows(const JsonFields& f, const Family& family, const ModelConfig& c) {
+  const int window = f.has("sliding_window") ? f.get_size("sliding_window") : 0;
+  if (family.window_layers == WindowLayers::kNone || window == 0) return {};
+  if (family.window_layers == WindowLayers::kFromLayer && !f.get_bool("use_sliding_window", false)) return {};
+  if (f.has("layer_types")) {
+    std::vector<int> windows;
+    for (simdjson::dom::element e : f.array("layer_types")) {
+      std::string_view type;
+      if (e.get_string().get(type) != simdjson::SUCCESS) f.fail("layer_types", "must be a list of strings");
+      if (type != "sliding_attention" && type != "full_attention") {
+        f.fail("layer_types", "holds '" + std::string(type) + "' (supported: sliding_attention, full_attention)");
+      }
+      windows.push_back(type == "sliding_attention" ? window : 0);
+    }
+    if (static_cast<int>(windows.size()) != c.num_layers) f.fail("layer_types", "must have one entry per layer");
+    return windows;
   }
+  return family_layer_windows(family, c.num_layers, window, f.get_size("sliding_window_pattern", 6),
+                              static_cast<int>(f.get_number("max_window_layers", 0.0)));
+}
+
+void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
+  apply_family(family, c);
+  c.activation = read_activation(f, family);
+  if (family.gemma_norms) {
+    c.norm_offset = 1.0f;  // Gemma's RMSNorm scales by (1 + w)
+    if (f.has("query_pre_attn_scalar")) {
+      c.attn_scale = static_cast<float>(1.0 / std::sqrt(f.get_number("query_pre_attn_scalar", c.head_dim)));
+    }
+    c.attn_softcap = static_cast<float>(f.get_number("attn_logit_softcapping", 0.0));
+    c.final_softcap = static_cast<float>(f.get_number("final_logit_softcapping", 0.0));
+  }
+  if (family.window_layers == WindowLayers::kPattern) {
+    c.rope_theta_local = static_cast<float>(f.get_number("rope_local_base_freq", 10000.0));
+  }
+  c.layer_window = read_layer_windows(f, family, c);
+  if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
+    f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");
+  }
+}
+
+ModelConfig read_model_config(const JsonFields& f, const Family& family, const std::string& path) {
   ModelConfig c;
-  c.architecture = "llama";
   c.dim = f.get_size("hidden_size");
   c.hidden_dim = f.get_size("intermediate_size");
   c.num_layers = f.get_size("num_hidden_layers");
@@ -46,10 +137,11 @@ ModelConfig read_model_config(const JsonFields& f, const std::string& path) {
   c.max_context = f.get_size("max_position_embeddings", 2048);
   c.rms_eps = static_cast<float>(f.get_number("rms_norm_eps", 1e-6));
   c.rope_theta = static_cast<float>(f.get_number("rope_theta", 10000.0));
-  c.rope_scaling = read_rope_scaling(f);
   c.rope_layout = RopeLayout::kHalves;
-  c.tied_embeddings = f.get_bool("tie_word_embeddings", false);
+  c.tied_embeddings = f.get_bool("tie_word_embeddings", family.gemma_norms);  // Gemma ties by default
   check_model_config(c, path);
+  c.rope_scaling = read_rope_scaling(f, c);
+  read_family_fields(f, family, c);
   return c;
 }
 
@@ -57,14 +149,20 @@ ModelConfig read_model_config(const JsonFields& f, const std::string& path) {
 
 HfConfig read_hf_config(const std::string& path) {
   const JsonFile file(path);
-  const JsonFields fields = file.fields();
+  const JsonFields top = file.fields();
+  const std::string model_type = top.get_string("model_type", "llama");
+  const Family* family = find_hf_family(model_type);
+  if (family == nullptr) throw Error("'" + path + "': model_type: " + unsupported_family_message(model_type));
+  // A multimodal Gemma 3 config holds the text model's fields in text_config.
+  const JsonFields fields = top.has("text_config") ? top.object("text_config") : top;
   HfConfig hf;
-  hf.config = read_model_config(fields, path);
-  const std::vector<int32_t> bos = fields.get_ids("bos_token_id");
-  if (bos.size() > 1) fields.fail("bos_token_id", "must be a single token id");
+  hf.config = read_model_config(fields, *family, path);
+  const JsonFields& ids = top.has("bos_token_id") || !top.has("text_config") ? top : fields;
+  const std::vector<int32_t> bos = ids.get_ids("bos_token_id");
+  if (bos.size() > 1) ids.fail("bos_token_id", "must be a single token id");
   hf.bos_id = bos.empty() ? -1 : bos[0];
-  hf.eos_ids = fields.get_ids("eos_token_id");
-  hf.torch_dtype = fields.get_string("torch_dtype", "");
+  hf.eos_ids = ids.get_ids("eos_token_id");
+  hf.torch_dtype = top.get_string("torch_dtype", fields.get_string("torch_dtype", ""));
   return hf;
 }
 

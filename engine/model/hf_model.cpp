@@ -1,7 +1,8 @@
 // A Hugging Face model directory as a Model: config.json, the weights of model.safetensors or of the
 // shards model.safetensors.index.json lists (each memory-mapped, views straight into the mappings),
 // and the tokenizer and chat template (hf_tokenizer.cpp). HF stores q_proj/k_proj for rotate-half
-// RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding.
+// RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
+// optional tensors a layer has follows the family (hf_config.cpp read it from model_type).
 #include <filesystem>
 #include <map>
 #include <set>
@@ -78,28 +79,75 @@ class WeightFiles {
   std::string description_;
 };
 
-ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config) {
-  ModelTensors t;
-  t.embedding = w.view("model.embed_tokens.weight");
-  for (int i = 0; i < config.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerTensors l;
-    l.attn_norm = w.view(p + "input_layernorm.weight");
+// Where the text model's tensors live: "model." (causal LMs), or inside a multimodal Gemma 3 checkpoint.
+std::string tensor_prefix(const WeightFiles& w) {
+  for (const char* prefix : {"model.", "language_model.model.", "model.language_model."}) {
+    if (w.has(std::string(prefix) + "embed_tokens.weight")) return prefix;
+  }
+  return "model.";  // the error names the tensor the plain layout needs
+}
+
+std::string lm_head_name(const WeightFiles& w) {
+  return w.has("language_model.lm_head.weight") ? "language_model.lm_head.weight" : "lm_head.weight";
+}
+
+// One layer's tensors under HF's names: Llama's, plus the family's biases, q/k norms, Gemma's sandwich norms
+// (its post_attention_layernorm is the attention output's norm, pre_feedforward_layernorm the FFN input's)
+// and Phi-3's fused qkv_proj and gate_up_proj (split into views here).
+LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c) {
+  LayerTensors l;
+  l.attn_norm = w.view(p + "input_layernorm.weight");
+  if (w.has(p + "self_attn.qkv_proj.weight")) {
+    const TensorView qkv = w.view(p + "self_attn.qkv_proj.weight");
+    l.wq = row_slice(qkv, 0, c.q_dim());
+    l.wk = row_slice(qkv, c.q_dim(), c.kv_dim());
+    l.wv = row_slice(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+  } else {
     l.wq = w.view(p + "self_attn.q_proj.weight");
     l.wk = w.view(p + "self_attn.k_proj.weight");
     l.wv = w.view(p + "self_attn.v_proj.weight");
-    l.wo = w.view(p + "self_attn.o_proj.weight");
-    l.ffn_norm = w.view(p + "post_attention_layernorm.weight");
+  }
+  l.wo = w.view(p + "self_attn.o_proj.weight");
+  if (w.has(p + "mlp.gate_up_proj.weight")) {
+    const TensorView gate_up = w.view(p + "mlp.gate_up_proj.weight");
+    l.w_gate = row_slice(gate_up, 0, c.hidden_dim);
+    l.w_up = row_slice(gate_up, c.hidden_dim, c.hidden_dim);
+  } else {
     l.w_gate = w.view(p + "mlp.gate_proj.weight");
     l.w_up = w.view(p + "mlp.up_proj.weight");
-    l.w_down = w.view(p + "mlp.down_proj.weight");
-    for (const char* bias : {"self_attn.q_proj.bias", "self_attn.k_proj.bias", "self_attn.v_proj.bias"}) {
-      if (w.has(p + bias)) throw Error("tensor '" + p + bias + "': attention biases are not supported (Llama has none)");
-    }
-    t.layers.push_back(std::move(l));
   }
-  t.final_norm = w.view("model.norm.weight");
-  t.lm_head = config.tied_embeddings ? t.embedding : w.view("lm_head.weight");
+  l.w_down = w.view(p + "mlp.down_proj.weight");
+  if (c.sandwich_norms) {
+    l.post_attn_norm = w.view(p + "post_attention_layernorm.weight");
+    l.ffn_norm = w.view(p + "pre_feedforward_layernorm.weight");
+    l.post_ffn_norm = w.view(p + "post_feedforward_layernorm.weight");
+  } else {
+    l.ffn_norm = w.view(p + "post_attention_layernorm.weight");
+  }
+  if (c.qk_norm) {
+    l.q_norm = w.view(p + "self_attn.q_norm.weight");
+    l.k_norm = w.view(p + "self_attn.k_norm.weight");
+  }
+  const std::string bias = p + "self_attn.q_proj.bias";
+  if (c.qkv_bias) {
+    l.bq = w.view(bias);
+    l.bk = w.view(p + "self_attn.k_proj.bias");
+    l.bv = w.view(p + "self_attn.v_proj.bias");
+  } else if (w.has(bias)) {
+    throw Error("tensor '" + bias + "': attention biases are not part of the " + c.architecture + " architecture");
+  }
+  return l;
+}
+
+ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config) {
+  const std::string prefix = tensor_prefix(w);
+  ModelTensors t;
+  t.embedding = w.view(prefix + "embed_tokens.weight");
+  for (int i = 0; i < config.num_layers; ++i) {
+    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config));
+  }
+  t.final_norm = w.view(prefix + "norm.weight");
+  t.lm_head = config.tied_embeddings ? t.embedding : w.view(lm_head_name(w));
   return t;
 }
 

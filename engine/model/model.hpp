@@ -22,6 +22,14 @@ struct LayerTensors {
   TensorView w_gate;     // (hidden_dim, dim)
   TensorView w_up;       // (hidden_dim, dim)
   TensorView w_down;     // (dim, hidden_dim)
+  // Present only where the family has them (ModelConfig says which); empty views otherwise.
+  TensorView bq;              // (1, num_heads * head_dim)     qkv_bias
+  TensorView bk;              // (1, num_kv_heads * head_dim)  qkv_bias
+  TensorView bv;              // (1, num_kv_heads * head_dim)  qkv_bias
+  TensorView q_norm;          // (1, head_dim)                 qk_norm
+  TensorView k_norm;          // (1, head_dim)                 qk_norm
+  TensorView post_attn_norm;  // (1, dim)                      sandwich_norms
+  TensorView post_ffn_norm;   // (1, dim)                      sandwich_norms
 };
 
 struct ModelTensors {

@@ -1,39 +1,111 @@
-// Derived architecture numbers: parameter count and RoPE frequencies (with llama3 scaling).
+// Derived architecture numbers: parameter count, query scale, the family's features in words, and RoPE
+// frequencies (llama3, linear, yarn and longrope scaling; local layers' own base).
 #include "engine/model/model_config.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 namespace cbatch {
 
+bool ModelConfig::has_window() const {
+  return std::any_of(layer_window.begin(), layer_window.end(), [](int w) { return w > 0; });
+}
+
+float ModelConfig::query_scale() const {
+  return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
 int64_t ModelConfig::num_parameters() const {
   const int64_t d = dim;
-  const int64_t per_layer = 2 * d + d * q_dim() + 2 * d * kv_dim() + q_dim() * d +
+  const int64_t norms = (sandwich_norms ? 4 : 2) * d + (qk_norm ? 2 * head_dim : 0);
+  const int64_t biases = qkv_bias ? q_dim() + 2 * kv_dim() : 0;
+  const int64_t per_layer = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d +
                             3 * d * static_cast<int64_t>(hidden_dim);
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
   return per_layer * num_layers + d + embed * (tied_embeddings ? 1 : 2);
 }
 
-void rope_inv_freq(const ModelConfig& config, float* inv_freq) {
+std::string ModelConfig::features() const {
+  std::ostringstream out;
+  auto add = [&](const std::string& s) { out << (out.tellp() > 0 ? ", " : "") << s; };
+  if (norm_offset != 0.0f) add("norm (" + std::to_string(static_cast<int>(norm_offset)) + " + w)");
+  if (qkv_bias) add("qkv bias");
+  if (qk_norm) add("q/k norm");
+  if (sandwich_norms) add("sandwich norms");
+  if (activation == Activation::kGeluTanh) add("GeGLU (tanh GELU)");
+  if (embedding_scale != 1.0f) add("embedding scale " + std::to_string(embedding_scale));
+  if (attn_scale > 0.0f) add("query scale " + std::to_string(attn_scale));
+  if (attn_softcap > 0.0f) add("attention softcap " + std::to_string(attn_softcap));
+  if (final_softcap > 0.0f) add("final softcap " + std::to_string(final_softcap));
+  if (has_window()) {
+    int windowed = 0, window = 0;
+    for (int w : layer_window) windowed += w > 0, window = std::max(window, w);
+    add("sliding window " + std::to_string(window) + " on " + std::to_string(windowed) + " of " +
+        std::to_string(num_layers) + " layers");
+  }
+  if (rope_theta_local > 0.0f) add("local rope_theta " + std::to_string(static_cast<int64_t>(rope_theta_local)));
+  return out.str();
+}
+
+namespace {
+
+const double kPi = 3.14159265358979323846;
+
+// Llama 3.1 frequency scaling: long wavelengths are divided by `factor`, short ones are kept, the band
+// between is interpolated smoothly.
+double llama3_freq(const RopeScaling& s, double freq) {
+  const double low_wavelen = s.original_max_position / s.low_freq_factor;
+  const double high_wavelen = s.original_max_position / s.high_freq_factor;
+  const double wavelen = 2.0 * kPi / freq;
+  if (wavelen > low_wavelen) return freq / s.factor;
+  if (wavelen < high_wavelen) return freq;
+  const double smooth = (s.original_max_position / wavelen - s.low_freq_factor) / (s.high_freq_factor - s.low_freq_factor);
+  return (1.0 - smooth) * freq / s.factor + smooth * freq;
+}
+
+// YaRN: frequencies that turn fewer than beta_slow times over the original context are interpolated
+// (divided by factor), those that turn more than beta_fast times are kept, with a linear ramp between.
+double yarn_freq(const RopeScaling& s, double theta, int head_dim, int i, double freq) {
+  auto correction_dim = [&](double rotations) {
+    return head_dim * std::log(s.original_max_position / (rotations * 2.0 * kPi)) / (2.0 * std::log(theta));
+  };
+  double low = std::max(0.0, std::floor(correction_dim(s.beta_fast)));
+  double high = std::min(static_cast<double>(head_dim - 1), std::ceil(correction_dim(s.beta_slow)));
+  if (low == high) high += 0.001;
+  const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+  const double extrapolation = 1.0 - ramp;  // the share of the unscaled frequency
+  return freq / s.factor * (1.0 - extrapolation) + freq * extrapolation;
+}
+
+}  // namespace
+
+void rope_inv_freq(const ModelConfig& config, float* inv_freq, bool local, bool long_range) {
   const int half = config.head_dim / 2;
+  const double theta = local && config.rope_theta_local > 0.0f ? config.rope_theta_local : config.rope_theta;
   const RopeScaling& s = config.rope_scaling;
+  const RopeScalingType type = local ? RopeScalingType::kNone : s.type;
   for (int i = 0; i < half; ++i) {
-    double freq = 1.0 / std::pow(static_cast<double>(config.rope_theta), 2.0 * i / config.head_dim);
-    if (s.is_llama3) {
-      // Llama 3.1 frequency scaling: long wavelengths are divided by `factor`, short ones are kept,
-      // the band between is interpolated smoothly.
-      const double low_wavelen = s.original_max_position / s.low_freq_factor;
-      const double high_wavelen = s.original_max_position / s.high_freq_factor;
-      const double wavelen = 2.0 * M_PI / freq;
-      if (wavelen > low_wavelen) {
-        freq = freq / s.factor;
-      } else if (wavelen >= high_wavelen) {
-        const double smooth = (s.original_max_position / wavelen - s.low_freq_factor) /
-                              (s.high_freq_factor - s.low_freq_factor);
-        freq = (1.0 - smooth) * freq / s.factor + smooth * freq;
+    double freq = 1.0 / std::pow(theta, 2.0 * i / config.head_dim);
+    switch (type) {
+      case RopeScalingType::kNone: break;
+      case RopeScalingType::kLinear: freq /= s.factor; break;
+      case RopeScalingType::kLlama3: freq = llama3_freq(s, freq); break;
+      case RopeScalingType::kYarn: freq = yarn_freq(s, theta, config.head_dim, i, freq); break;
+      case RopeScalingType::kLongrope: {
+        const std::vector<float>& divisors = long_range ? s.long_factor : s.short_factor;
+        freq /= divisors[static_cast<size_t>(i)];
+        break;
       }
     }
     inv_freq[i] = static_cast<float>(freq);
   }
+}
+
+float rope_attention_factor(const ModelConfig& config, bool local) {
+  const RopeScalingType type = config.rope_scaling.type;
+  const bool scaled = type == RopeScalingType::kYarn || type == RopeScalingType::kLongrope;
+  return local || !scaled ? 1.0f : config.rope_scaling.attention_factor;
 }
 
 }  // namespace cbatch

@@ -1,31 +1,45 @@
-// The architecture facts of a Llama-family model, read from whichever file format it came in.
+// The architecture facts of a model, read from whichever file format it came in: the sizes, and the
+// family description (what differs from Llama: norms, biases, q/k norm, activation, softcaps, windows,
+// RoPE bases). One forward per backend reads these fields; a family is a row of values, not a copy of it.
 // Immutable after load; backends and the engine read it, nobody writes derived values back.
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cbatch {
 
-// Which pairs of a head's dimensions RoPE rotates together. llama2.c and GGUF rotate adjacent pairs
-// (2i, 2i+1); Hugging Face checkpoints rotate halves (i, i + head_dim/2). A property of the weights.
+// Which pairs of a head's dimensions RoPE rotates together. llama2.c and GGUF `llama` files rotate
+// adjacent pairs (2i, 2i+1); Hugging Face checkpoints and the other GGUF architectures rotate halves
+// (i, i + head_dim/2). A property of the weights.
 enum class RopeLayout : uint8_t { kAdjacentPairs, kHalves };
 
+enum class RopeScalingType : uint8_t { kNone, kLinear, kLlama3, kYarn, kLongrope };
+
 struct RopeScaling {
-  bool is_llama3 = false;          // rope_scaling.rope_type == "llama3"
+  RopeScalingType type = RopeScalingType::kNone;
   float factor = 1.0f;
-  float low_freq_factor = 1.0f;
-  float high_freq_factor = 4.0f;
-  int original_max_position = 8192;
+  float low_freq_factor = 1.0f;     // llama3
+  float high_freq_factor = 4.0f;    // llama3
+  int original_max_position = 8192;  // llama3, yarn, longrope
+  float beta_fast = 32.0f;          // yarn
+  float beta_slow = 1.0f;           // yarn
+  std::vector<float> short_factor;  // longrope: (head_dim / 2) frequency divisors below original_max_position
+  std::vector<float> long_factor;   // longrope: (head_dim / 2) frequency divisors from original_max_position on
+  float attention_factor = 1.0f;    // yarn, longrope: multiplies cos and sin (1 = none)
 };
 
+// The gate activation of the gated FFN: SwiGLU (silu) or GeGLU (GELU, tanh approximation).
+enum class Activation : uint8_t { kSilu, kGeluTanh };
+
 struct ModelConfig {
-  std::string architecture = "llama";
+  std::string architecture = "llama";  // the family: llama, qwen2, qwen3, mistral, gemma2, gemma3, phi3
   int dim = 0;               // hidden size
   int hidden_dim = 0;        // FFN intermediate size
   int num_layers = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;          // usually dim / num_heads
+  int head_dim = 0;          // dim / num_heads unless the config says otherwise (Gemma, Qwen3)
   int vocab_size = 0;
   int max_context = 0;       // positions the model supports (prompt + generated)
   float rms_eps = 1e-5f;
@@ -34,13 +48,35 @@ struct ModelConfig {
   RopeLayout rope_layout = RopeLayout::kAdjacentPairs;
   bool tied_embeddings = false;
 
+  // The family description (Llama's values by default).
+  float norm_offset = 0.0f;        // RMSNorm scales by (norm_offset + w): 1 for Gemma's HF weights (GGUF stores 1 + w)
+  bool qkv_bias = false;           // q, k and v projections have biases (Qwen2)
+  bool qk_norm = false;            // RMSNorm of every q and k head before RoPE, weights (head_dim) (Qwen3, Gemma 3)
+  bool sandwich_norms = false;     // RMSNorm of each sublayer's output before the residual add (Gemma 2, 3)
+  Activation activation = Activation::kSilu;
+  float embedding_scale = 1.0f;    // embedding rows are multiplied by it (Gemma: sqrt(dim))
+  float attn_scale = 0.0f;         // scale of q.k; 0 means 1 / sqrt(head_dim)
+  float attn_softcap = 0.0f;       // scores become cap * tanh(score / cap) when > 0 (Gemma 2)
+  float final_softcap = 0.0f;      // logits likewise (Gemma 2)
+  std::vector<int> layer_window;   // (num_layers) or empty: keys a layer attends, its own included; 0 = all
+  float rope_theta_local = 0.0f;   // RoPE base of windowed layers, unscaled (Gemma 3); 0: they use rope_theta
+
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
-  int64_t num_parameters() const;   // weights incl. embeddings (lm_head counted once when tied)
+  int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
+  bool has_window() const;             // some layer is windowed
+  bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }
+  float query_scale() const;           // attn_scale, or 1 / sqrt(head_dim)
+  int64_t num_parameters() const;      // weights incl. embeddings (lm_head counted once when tied)
+  std::string features() const;        // the family description in words, for inspect ("" for plain Llama)
 };
 
-// Inverse frequencies of RoPE (head_dim / 2 values), llama3 scaling applied when configured.
-// Shared by every backend so that rotations agree bit for bit.
-void rope_inv_freq(const ModelConfig& config, float* inv_freq);
+// Inverse frequencies of RoPE (head_dim / 2 values) of global layers (rope_theta and its scaling) or of
+// local ones (rope_theta_local, unscaled). Longrope has two sets: `long_range` picks the one for positions
+// from original_max_position on (a position's rotation never depends on what else is batched). Shared by
+// every backend so that rotations agree bit for bit.
+void rope_inv_freq(const ModelConfig& config, float* inv_freq, bool local = false, bool long_range = false);
+// The factor cos and sin are multiplied by (yarn and longrope attention scaling; 1 otherwise).
+float rope_attention_factor(const ModelConfig& config, bool local);
 
 }  // namespace cbatch

@@ -20,6 +20,10 @@ std::unique_ptr<Tokenizer> load_hf_model_tokenizer(const std::string& dir, std::
 std::unique_ptr<Tokenizer> load_llama2c_model_tokenizer(const ModelSource& source);
 std::unique_ptr<Tokenizer> load_dummy_model_tokenizer(const ModelSource& source);
 
+// Rows [row_begin, row_begin + num_rows) of a stored tensor as a view of its own (a fused projection's
+// parts). Throws when the rows are out of range.
+TensorView row_slice(const TensorView& tensor, int64_t row_begin, int64_t num_rows);
+
 // The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32), for inspect.
 std::string dominant_dtype(const ModelTensors& tensors);
 

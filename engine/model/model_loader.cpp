@@ -45,6 +45,17 @@ void check_shape(const std::string& path, const TensorView& t, const char* role,
   }
 }
 
+// A tensor the family has must be there with its shape; one it lacks must not be (nothing would read it).
+void check_optional(const std::string& path, const TensorView& t, const char* role, bool wanted, int64_t rows,
+                    int64_t cols) {
+  if (wanted) {
+    if (t.empty()) throw Error("'" + path + "': the " + role + " tensor of the architecture is missing");
+    check_shape(path, t, role, rows, cols);
+  } else if (!t.empty()) {
+    throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") is not part of the architecture");
+  }
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c, const std::string& path) {
@@ -64,6 +75,25 @@ void check_model_config(const ModelConfig& c, const std::string& path) {
   if (!(c.rms_eps > 0.0f) || !(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta)) {
     throw Error("'" + path + "': rms_eps and rope_theta must be positive");
   }
+  if (!c.layer_window.empty() && static_cast<int>(c.layer_window.size()) != c.num_layers) {
+    throw Error("'" + path + "': " + std::to_string(c.layer_window.size()) + " layer windows for " +
+                std::to_string(c.num_layers) + " layers");
+  }
+  for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
+    if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");
+  }
+}
+
+TensorView row_slice(const TensorView& t, int64_t row_begin, int64_t num_rows) {
+  if (row_begin < 0 || num_rows < 0 || row_begin + num_rows > t.rows || t.data == nullptr) {
+    throw Error("tensor '" + t.name + "' has " + std::to_string(t.rows) + " rows, too few for rows [" +
+                std::to_string(row_begin) + ", " + std::to_string(row_begin + num_rows) + ") of its parts");
+  }
+  TensorView part = t;
+  part.name = t.name + "[" + std::to_string(row_begin) + ":" + std::to_string(row_begin + num_rows) + "]";
+  part.rows = num_rows;
+  part.data = static_cast<const uint8_t*>(t.data) + row_begin * row_bytes(t.dtype, t.cols);
+  return part;
 }
 
 Model load_model(const ModelSource& source) {
@@ -111,9 +141,10 @@ std::string dominant_dtype(const ModelTensors& t) {
   count(t.final_norm);
   if (t.lm_head.data != t.embedding.data) count(t.lm_head);
   for (const LayerTensors& l : t.layers) {
-    for (const TensorView* v :
-         {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up, &l.w_down}) {
-      count(*v);
+    for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up,
+                                &l.w_down, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm,
+                                &l.post_ffn_norm}) {
+      if (!v->empty()) count(*v);
     }
   }
   auto best = std::max_element(elements.begin(), elements.end(),
@@ -141,6 +172,13 @@ void validate_model_tensors(const Model& model) {
     check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
     check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
     check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
+    check_optional(model.path, l.bq, "q bias", c.qkv_bias, 1, c.q_dim());
+    check_optional(model.path, l.bk, "k bias", c.qkv_bias, 1, c.kv_dim());
+    check_optional(model.path, l.bv, "v bias", c.qkv_bias, 1, c.kv_dim());
+    check_optional(model.path, l.q_norm, "q_norm", c.qk_norm, 1, c.head_dim);
+    check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.head_dim);
+    check_optional(model.path, l.post_attn_norm, "post_attn_norm", c.sandwich_norms, 1, c.dim);
+    check_optional(model.path, l.post_ffn_norm, "post_ffn_norm", c.sandwich_norms, 1, c.dim);
   }
   check_shape(model.path, t.final_norm, "final_norm", 1, c.dim);
   check_shape(model.path, t.lm_head, "lm_head", c.vocab_size, c.dim);

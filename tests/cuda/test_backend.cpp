@@ -53,7 +53,7 @@ Model make_model(int num_layers, bool tied, RopeLayout layout) {
   c.max_context = 64;
   c.rms_eps = 1e-5f;
   c.rope_theta = 500000.0f;
-  c.rope_scaling.is_llama3 = layout == RopeLayout::kHalves;
+  c.rope_scaling.type = layout == RopeLayout::kHalves ? RopeScalingType::kLlama3 : RopeScalingType::kNone;
   c.rope_scaling.factor = 8.0f;
   c.rope_scaling.original_max_position = 32;
   c.rope_layout = layout;

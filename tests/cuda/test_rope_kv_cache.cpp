@@ -26,7 +26,7 @@ std::vector<float> inv_freq_for(const RopeCase& rc) {
   ModelConfig config;
   config.head_dim = rc.head_dim;
   config.rope_theta = rc.llama3 ? 500000.0f : 10000.0f;
-  config.rope_scaling.is_llama3 = rc.llama3;
+  config.rope_scaling.type = rc.llama3 ? RopeScalingType::kLlama3 : RopeScalingType::kNone;
   config.rope_scaling.factor = 8.0f;
   std::vector<float> inv_freq(static_cast<size_t>(rc.head_dim / 2));
   rope_inv_freq(config, inv_freq.data());

@@ -251,7 +251,7 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
   }
 }
 
-TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks)") {
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed and softcapped too") {
   const int num_heads = 6, num_kv_heads = 2, head_dim = 20, block_size = 5, num_blocks = 12;
   const int kv_dim = num_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
@@ -267,17 +267,44 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
   for (float& x : q) x = next();
   const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3, 10, 4, 8, 6};  // scattered blocks
   const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
-  for (int pos : {0, 4, 5, 23, 59}) {
-    CAPTURE(pos);
-    std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, pos)));
-    std::vector<float> row(q.size(), NAN);
-    attend_row(q.data(), cache, table.data(), pos, num_heads, num_kv_heads, head_dim, scratch.data(), row.data());
-    std::vector<float> head_scratch(static_cast<size_t>(pos) + 1);
-    for (int h = 0; h < num_heads; ++h) {
-      std::vector<float> one(static_cast<size_t>(head_dim), NAN);
-      attend_head(q.data() + h * head_dim, cache, table.data(), pos, h / (num_heads / num_kv_heads), head_dim,
-                  head_scratch.data(), one.data());
-      for (int i = 0; i < head_dim; ++i) CHECK(row[static_cast<size_t>(h * head_dim + i)] == one[static_cast<size_t>(i)]);
+  const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
+  const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
+  for (const AttentionParams& params : {plain, windowed}) {
+    for (int pos : {0, 4, 5, 6, 7, 23, 59}) {
+      CAPTURE(pos);
+      CAPTURE(params.window);
+      std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, pos)));
+      std::vector<float> row(q.size(), NAN);
+      attend_row(q.data(), cache, table.data(), pos, num_heads, num_kv_heads, params, scratch.data(), row.data());
+      std::vector<float> head_scratch(static_cast<size_t>(pos) + 1);
+      for (int h = 0; h < num_heads; ++h) {
+        const int kv_head = h / (num_heads / num_kv_heads);
+        std::vector<float> one(static_cast<size_t>(head_dim), NAN);
+        attend_head(q.data() + h * head_dim, cache, table.data(), pos, kv_head, params, head_scratch.data(), one.data());
+        // A plain double-precision reference over the keys the window lets through.
+        const int first = params.window > 0 ? std::max(0, pos - params.window + 1) : 0;
+        std::vector<double> score;
+        double max_score = -1e300, sum = 0.0;
+        auto key_row = [&](int p) {
+          return static_cast<size_t>(table[static_cast<size_t>(p / block_size)] * block_size + p % block_size) * kv_dim +
+                 static_cast<size_t>(kv_head) * head_dim;
+        };
+        for (int p = first; p <= pos; ++p) {
+          double dot = 0.0;
+          for (int i = 0; i < head_dim; ++i) dot += double(q[static_cast<size_t>(h * head_dim + i)]) * k[key_row(p) + i];
+          dot *= params.scale;
+          if (params.softcap > 0) dot = params.softcap * std::tanh(dot / params.softcap);
+          score.push_back(dot);
+          max_score = std::max(max_score, dot);
+        }
+        for (double& x : score) sum += (x = std::exp(x - max_score));
+        for (int i = 0; i < head_dim; ++i) {
+          double expect = 0.0;
+          for (int p = first; p <= pos; ++p) expect += score[static_cast<size_t>(p - first)] / sum * v[key_row(p) + i];
+          CHECK(row[static_cast<size_t>(h * head_dim + i)] == one[static_cast<size_t>(i)]);
+          CHECK(std::fabs(one[static_cast<size_t>(i)] - expect) < 1e-5);
+        }
+      }
     }
   }
 }

@@ -42,7 +42,7 @@ TEST_CASE("dummy model: SmolLM2-135M config") {
   CHECK(c.rms_eps == 1e-5f);
   CHECK(c.tied_embeddings);
   CHECK(c.rope_layout == RopeLayout::kHalves);
-  CHECK(!c.rope_scaling.is_llama3);
+  CHECK(c.rope_scaling.type == RopeScalingType::kNone);
   CHECK(c.num_parameters() == 134515008);
   CHECK(model.tensors.lm_head.random.seed == model.tensors.embedding.random.seed);
   CHECK(model.tokenizer->kind() == "byte");
@@ -55,7 +55,7 @@ TEST_CASE("dummy model: Llama 3.2 1B and 3.1 8B configs") {
   CHECK(small.config.head_dim == 64);
   CHECK(small.config.num_kv_heads == 8);
   CHECK(small.config.tied_embeddings);
-  CHECK(small.config.rope_scaling.is_llama3);
+  CHECK(small.config.rope_scaling.type == RopeScalingType::kLlama3);
   CHECK(small.config.rope_scaling.factor == 32.0f);
   CHECK(small.config.rope_scaling.original_max_position == 8192);
   CHECK(small.config.max_context == 131072);

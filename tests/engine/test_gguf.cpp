@@ -193,7 +193,7 @@ TEST_CASE("GGUF reader reads aidreams260K.gguf") {
   CHECK(c.rms_eps == 1e-5f);
   CHECK(c.rope_theta == 10000.0f);
   CHECK(c.rope_layout == RopeLayout::kAdjacentPairs);
-  CHECK(!c.rope_scaling.is_llama3);
+  CHECK(c.rope_scaling.type == RopeScalingType::kNone);
   CHECK(!c.tied_embeddings);  // the converter stores a copy of the embedding as output.weight
   CHECK(model.tensors.lm_head.name == "output.weight");
   CHECK(model.tokenizer->kind() == "llama");

@@ -209,7 +209,7 @@ TEST_CASE("a Hugging Face directory with missing or malformed files names the fi
   }
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> edits = {
       {"config.json", "\"hidden_size\": 64", "\"hidden_size\": \"64\"", "'hidden_size'"},
-      {"config.json", "\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"yarn\"}", "rope_scaling.rope_type"},
+      {"config.json", "\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"dynamic\"}", "rope_scaling.rope_type"},
       {"tokenizer.json", "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "normalizer.normalizers[0].type"},
       {"tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"Unigram\"", "model.type"},
       {"tokenizer_config.json", "\"eos_token\": \"</s>\"", "\"eos_token\": \"<end>\"", "eos_token"},

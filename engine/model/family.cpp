@@ -1,0 +1,101 @@
+// The family table. Sources: each family's Hugging Face modeling code and config defaults, and the
+// conventions of llama.cpp's GGUF converter (which architectures get permuted q/k, Gemma's stored 1 + w).
+#include "engine/model/family.hpp"
+
+#include <array>
+#include <cmath>
+
+namespace cbatch {
+namespace {
+
+const std::vector<Family>& families() {
+  static const std::vector<Family> table = [] {
+    std::vector<Family> t;
+    Family llama{.name = "llama", .hf_model_types = {"llama"}};
+    llama.gguf_rope_layout = RopeLayout::kAdjacentPairs;
+    t.push_back(llama);
+    Family mistral = llama;
+    mistral.name = "mistral";
+    mistral.hf_model_types = {"mistral"};
+    mistral.window_layers = WindowLayers::kAll;
+    t.push_back(mistral);
+    t.push_back({.name = "qwen2", .hf_model_types = {"qwen2"}, .qkv_bias = true,
+                 .window_layers = WindowLayers::kFromLayer});
+    t.push_back({.name = "qwen3", .hf_model_types = {"qwen3"}, .qk_norm = true,
+                 .window_layers = WindowLayers::kFromLayer});
+    t.push_back({.name = "gemma2", .hf_model_types = {"gemma2"}, .sandwich_norms = true, .gemma_norms = true,
+                 .activation = Activation::kGeluTanh, .window_layers = WindowLayers::kEvenLayers});
+    t.push_back({.name = "gemma3", .hf_model_types = {"gemma3_text", "gemma3"}, .qk_norm = true,
+                 .sandwich_norms = true, .gemma_norms = true, .activation = Activation::kGeluTanh,
+                 .window_layers = WindowLayers::kPattern, .gguf_window_pattern = 6,
+                 .gguf_rope_theta_local = 10000.0f});
+    t.push_back({.name = "phi3", .hf_model_types = {"phi3"}, .fused_projections = true,
+                 .window_layers = WindowLayers::kAll});
+    return t;
+  }();
+  return table;
+}
+
+// Architectures people ask for that are not Llama-like dense decoders.
+constexpr std::array<std::string_view, 8> kMixtureOfExperts = {"mixtral", "qwen2_moe", "qwen3_moe", "qwen2moe",
+                                                               "qwen3moe", "deepseek_v2", "deepseek_v3", "phimoe"};
+
+}  // namespace
+
+const Family* find_family(std::string_view name) {
+  for (const Family& f : families()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const Family* find_hf_family(std::string_view model_type) {
+  for (const Family& f : families()) {
+    for (std::string_view t : f.hf_model_types) {
+      if (t == model_type) return &f;
+    }
+  }
+  return nullptr;
+}
+
+std::string supported_families() {
+  std::string out;
+  for (const Family& f : families()) out += (out.empty() ? "" : ", ") + std::string(f.name);
+  return out;
+}
+
+std::string unsupported_family_message(std::string_view name) {
+  bool moe = false;
+  for (std::string_view m : kMixtureOfExperts) moe = moe || m == name;
+  return "architecture '" + std::string(name) + "' is not supported" +
+         (moe ? " (mixture-of-experts models are not supported yet)" : "") + "; supported: " + supported_families();
+}
+
+void apply_family(const Family& family, ModelConfig& config) {
+  config.architecture = std::string(family.name);
+  config.qkv_bias = family.qkv_bias;
+  config.qk_norm = family.qk_norm;
+  config.sandwich_norms = family.sandwich_norms;
+  config.activation = family.activation;
+  if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
+}
+
+std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,
+                                      int first_windowed_layer) {
+  std::vector<int> windows(static_cast<size_t>(std::max(num_layers, 0)), 0);
+  if (window <= 0) return windows;
+  for (int i = 0; i < num_layers; ++i) {
+    bool windowed = false;
+    switch (family.window_layers) {
+      case WindowLayers::kNone: break;
+      case WindowLayers::kAll: windowed = true; break;
+      case WindowLayers::kFromLayer: windowed = i >= first_windowed_layer; break;
+      case WindowLayers::kEvenLayers: windowed = i % 2 == 0; break;
+      case WindowLayers::kPattern: windowed = pattern <= 0 || (i + 1) % pattern != 0; break;
+    }
+    windows[static_cast<size_t>(i)] = windowed ? window : 0;
+  }
+  return windows;
+}
+
+}  // namespace cbatch

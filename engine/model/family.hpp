@@ -1,0 +1,53 @@
+// The model families cbatch runs, one row of data each: which of ModelConfig's family features the
+// architecture has and how its files spell them. The loaders (HF config.json, GGUF metadata) read the sizes
+// and the per-model values (window, softcaps, RoPE bases), then let the row fill in the rest; the forward
+// passes only read ModelConfig. A new Llama-like family is a new row here.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/model/model_config.hpp"
+
+namespace cbatch {
+
+// Which layers a model's sliding_window applies to.
+enum class WindowLayers : uint8_t {
+  kNone,           // none: the family has no sliding window (Llama)
+  kAll,            // every layer (Mistral, Phi-3)
+  kFromLayer,      // layers from max_window_layers on, when use_sliding_window (Qwen2, Qwen3)
+  kEvenLayers,     // layers 0, 2, 4, ... (Gemma 2)
+  kPattern,        // all but every pattern-th layer (Gemma 3: layers 5, 11, ... are global)
+};
+
+struct Family {
+  std::string_view name;             // ModelConfig::architecture and GGUF general.architecture
+  std::vector<std::string_view> hf_model_types;  // config.json model_type values of the family
+  bool qkv_bias = false;
+  bool qk_norm = false;
+  bool sandwich_norms = false;
+  bool gemma_norms = false;          // (1 + w) RMSNorm (HF weights) and embeddings scaled by sqrt(dim)
+  bool fused_projections = false;    // qkv_proj and gate_up_proj are one tensor each (Phi-3)
+  Activation activation = Activation::kSilu;
+  RopeLayout gguf_rope_layout = RopeLayout::kHalves;  // llama.cpp permutes q/k only for `llama`
+  WindowLayers window_layers = WindowLayers::kNone;
+  int gguf_window_pattern = 0;       // kPattern's period where GGUF files do not store it (llama.cpp's value)
+  float gguf_rope_theta_local = 0;   // local layers' RoPE base where GGUF files do not store it
+};
+
+// The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF
+// model_type; nullptr when unknown.
+const Family* find_family(std::string_view name);
+const Family* find_hf_family(std::string_view model_type);
+// The names, for error messages: "llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3".
+std::string supported_families();
+// "architecture 'mixtral' is not supported (mixture-of-experts models are not supported yet); supported: ...".
+std::string unsupported_family_message(std::string_view name);
+
+// Sets the row's boolean features on config (norm_offset is the loader's: it depends on the format).
+void apply_family(const Family& family, ModelConfig& config);
+// (num_layers) window of each layer for the family's pattern; all 0 when window <= 0.
+std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,
+                                      int first_windowed_layer);
+
+}  // namespace cbatch
