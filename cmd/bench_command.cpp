@@ -29,6 +29,9 @@ struct BenchOptions {
   std::string baseline;
   double tolerance = 0.1;
   bool warmup = true;
+  int prefix_len = 0;
+  int num_prefixes = 1;
+  std::string prefix_caching;   // "on", "off" or "both"; "" = --enable-prefix-caching's value
   EngineOptions engine;
 };
 
@@ -48,9 +51,11 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Wo
   return items;
 }
 
-RunSummary run_mode(const BenchOptions& o, Mode mode, const Model& model, Backend& backend,
+RunSummary run_mode(const BenchOptions& o, Mode mode, bool caching, const Model& model, Backend& backend,
                     std::vector<SourceItem> items, const DevicePeaks& peaks = {}) {
-  Engine engine(make_engine_config(o.engine, mode), model, backend);
+  EngineConfig config = make_engine_config(o.engine, mode);
+  config.scheduler.enable_prefix_caching = caching;
+  Engine engine(config, model, backend);
   const int64_t total = static_cast<int64_t>(items.size());
   VectorSource source(std::move(items));
   CollectingSink sink;
@@ -80,6 +85,8 @@ int run(const BenchOptions& o) {
   report.workload.temperature = o.temperature;
   report.workload.top_p = o.top_p;
   report.workload.top_k = o.top_k;
+  report.workload.prefix_len = o.prefix_len;
+  report.workload.num_prefixes = o.num_prefixes;
   const std::vector<SourceItem> items = load_items(o, model, report.workload);
 
   std::vector<Mode> modes;
@@ -98,15 +105,20 @@ int run(const BenchOptions& o) {
     for (SourceItem& item : warm) {
       if (auto* r = std::get_if<Request>(&item)) r->sampling.max_tokens = std::min(r->sampling.max_tokens, 4);
     }
-    run_mode(o, Mode::kContinuous, model, *backend, warm);
+    run_mode(o, Mode::kContinuous, false, model, *backend, warm);
   }
+  const std::string caching = o.prefix_caching.empty() ? (o.engine.enable_prefix_caching ? "on" : "off") : o.prefix_caching;
   for (Mode mode : modes) {
-    if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", std::string(mode_name(mode)).c_str());
-    const double busy_before = backend->device_busy_seconds();
-    const RunSummary summary = run_mode(o, mode, model, *backend, items, peaks);
-    const double busy = backend->device_busy_seconds() - busy_before;
-    report.results.push_back({std::string(mode_name(mode)), summary, peaks.valid() ? summary.roofline_fraction() : -1,
-                              busy > 0 ? 1.0 - busy / summary.wall_s : -1});
+    for (bool cache : {true, false}) {
+      if ((cache && caching == "off") || (!cache && caching == "on")) continue;
+      const std::string label = std::string(mode_name(mode)) + (caching == "both" && !cache ? "/no-cache" : "");
+      if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", label.c_str());
+      const double busy_before = backend->device_busy_seconds();
+      const RunSummary summary = run_mode(o, mode, cache, model, *backend, items, peaks);
+      const double busy = backend->device_busy_seconds() - busy_before;
+      report.results.push_back({label, cache, summary, peaks.valid() ? summary.roofline_fraction() : -1,
+                                busy > 0 ? 1.0 - busy / summary.wall_s : -1});
+    }
   }
   std::fputs(format_bench_table(report).c_str(), stdout);
   if (!o.json.empty()) {
@@ -137,6 +149,12 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--top-p", o->top_p, "top_p of the random dataset")->check(CLI::Range(0.001f, 1.0f));
   sub->add_option("--top-k", o->top_k, "top_k of the random dataset (-1: off)")->check(CLI::Range(-1, 10000000));
   sub->add_option("--modes", o->modes, "comma-separated modes to run, in order");
+  sub->add_option("--prefix-len", o->prefix_len, "tokens of a shared prefix before each random prompt")
+      ->check(CLI::Range(0, 1 << 24));
+  sub->add_option("--num-prefixes", o->num_prefixes, "distinct shared prefixes (prompt i gets prefix i mod K)")
+      ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--prefix-caching", o->prefix_caching, "on, off, or both (each mode twice: '/no-cache' rows)")
+      ->check(CLI::IsMember({"on", "off", "both"}));
   sub->add_option("--json", o->json, "write the results as JSON to this file");
   sub->add_option("--baseline", o->baseline, "bench JSON to compare output tokens/s against");
   sub->add_option("--tolerance", o->tolerance, "allowed relative drop below the baseline")->check(CLI::Range(0.0, 1.0));

@@ -35,6 +35,8 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--quiet", o.quiet, "no progress on stderr");
+  app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
+               "reuse the KV blocks of shared prompt prefixes (default on)");
 }
 
 void add_chat_template_option(CLI::App& app, std::string& name) {
@@ -49,6 +51,7 @@ EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
   config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   config.scheduler.max_num_seqs = o.max_num_seqs;
   config.scheduler.block_size = o.block_size;
+  config.scheduler.enable_prefix_caching = o.enable_prefix_caching;
   config.kv_cache_blocks = o.kv_cache_blocks;
   config.default_max_tokens = o.max_tokens;
   config.seed = o.seed;

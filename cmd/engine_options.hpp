@@ -29,6 +29,7 @@ struct EngineOptions {
   uint64_t seed = 0;
   int threads = 0;
   bool quiet = false;
+  bool enable_prefix_caching = true;
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);

@@ -13,17 +13,18 @@ namespace cbatch {
 std::string format_bench_table(const BenchReport& report) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof(line), "%-11s %8s %10s %11s %8s %7s %8s %7s %9s %9s %9s %9s %8s%s\n", "mode", "requests",
-                "out_tok/s", "total_tok/s", "req/s", "budget", "padding", "preempt", "ttft_p50", "ttft_p99",
-                "e2e_p50", "e2e_p99", "wall_s",
+  std::snprintf(line, sizeof(line), "%-20s %8s %10s %11s %8s %7s %8s %7s %9s %9s %9s %9s %8s %9s%s\n", "mode",
+                "requests", "out_tok/s", "total_tok/s", "req/s", "budget", "padding", "preempt", "ttft_p50", "ttft_p99",
+                "e2e_p50", "e2e_p99", "wall_s", "cache_hit",
                 report.results.empty() || report.results[0].roofline_fraction < 0 ? "" : " roofline gpu_idle");
   out += line;
   for (const BenchModeResult& r : report.results) {
     const RunSummary& s = r.summary;
-    std::snprintf(line, sizeof(line), "%-11s %8lld %10.1f %11.1f %8.2f %7.3f %8.3f %7lld %9.1f %9.1f %9.1f %9.1f %8.2f",
+    std::snprintf(line, sizeof(line),
+                  "%-20s %8lld %10.1f %11.1f %8.2f %7.3f %8.3f %7lld %9.1f %9.1f %9.1f %9.1f %8.2f %9.3f",
                   r.mode.c_str(), static_cast<long long>(s.requests_ok), s.output_tokens_per_s(), s.total_tokens_per_s(),
                   s.requests_per_s(), s.mean_budget_use, s.padding_fraction, static_cast<long long>(s.preemptions),
-                  s.ttft_ms_p50, s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, s.wall_s);
+                  s.ttft_ms_p50, s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, s.wall_s, s.prefix_cache_hit_rate());
     out += line;
     if (r.roofline_fraction >= 0) {
       std::snprintf(line, sizeof(line), " %8.3f %8.3f", r.roofline_fraction, r.device_idle_fraction);
@@ -48,6 +49,8 @@ std::string format_bench_json(const BenchReport& report) {
   w.key("temperature").number(report.workload.temperature, 3);
   w.key("top_p").number(report.workload.top_p, 3);
   w.key("top_k").int64(report.workload.top_k);
+  w.key("prefix_len").int64(report.workload.prefix_len);
+  w.key("num_prefixes").int64(report.workload.num_prefixes);
   w.end_object();
   if (report.peak_bytes_per_s > 0) {
     w.key("peaks").begin_object();
@@ -60,6 +63,7 @@ std::string format_bench_json(const BenchReport& report) {
     const RunSummary& s = r.summary;
     w.begin_object();
     w.key("mode").string(r.mode);
+    w.key("prefix_caching").boolean(r.prefix_caching);
     w.key("requests").int64(s.requests_ok);
     write_throughput_fields(w, s);
     w.key("host_schedule_s").number(s.schedule_s, 4);

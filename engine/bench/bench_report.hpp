@@ -10,7 +10,8 @@
 namespace cbatch {
 
 struct BenchModeResult {
-  std::string mode;
+  std::string mode;                // "continuous", ... with "/no-cache" when prefix caching was off in a both-ways run
+  bool prefix_caching = true;
   RunSummary summary;
   double roofline_fraction = -1;   // CUDA only; < 0 when not measured
   double device_idle_fraction = -1;  // 1 - device busy time / wall time; < 0 when not measured

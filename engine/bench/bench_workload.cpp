@@ -42,15 +42,28 @@ std::vector<Request> make_random_workload(const WorkloadSpec& spec, const Model&
     }
   };
   const int context = model.config.max_context;
+  if (spec.prefix_len < 0 || spec.num_prefixes < 1 || spec.prefix_len >= context - 1) {
+    throw Error("--prefix-len " + std::to_string(spec.prefix_len) + " and --num-prefixes " +
+                std::to_string(spec.num_prefixes) + " must leave room in the model's context of " +
+                std::to_string(context) + " (and K >= 1)");
+  }
+  std::vector<std::vector<int32_t>> prefixes(static_cast<size_t>(spec.prefix_len > 0 ? spec.num_prefixes : 0));
+  for (auto& prefix : prefixes) {
+    prefix.resize(static_cast<size_t>(spec.prefix_len));
+    for (int32_t& t : prefix) t = random_token();
+  }
   std::vector<Request> requests;
   for (int i = 0; i < spec.num_prompts; ++i) {
     Request r;
     r.index = i;
     r.line = i + 1;
     r.id_json = std::to_string(i);
-    const int input_len = std::clamp(uniform(spec.input_len), 1, context - 1);
-    r.prompt_ids.resize(input_len);
-    for (int32_t& t : r.prompt_ids) t = random_token();
+    const int input_len = std::clamp(spec.prefix_len + uniform(spec.input_len), 1, context - 1);
+    if (!prefixes.empty()) r.prompt_ids = prefixes[static_cast<size_t>(i % spec.num_prefixes)];
+    r.prompt_ids.resize(static_cast<size_t>(input_len));
+    for (size_t t = std::min<size_t>(static_cast<size_t>(spec.prefix_len), r.prompt_ids.size()); t < r.prompt_ids.size(); ++t) {
+      r.prompt_ids[t] = random_token();
+    }
     r.sampling.max_tokens = std::min(uniform(spec.output_len), context - input_len);
     r.sampling.temperature = spec.temperature;
     r.sampling.top_p = spec.top_p;

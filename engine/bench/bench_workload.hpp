@@ -1,4 +1,5 @@
-// Synthetic benchmark workloads: random-token prompts with lengths drawn uniformly from ranges, forced
+// Synthetic benchmark workloads: random-token prompts with lengths drawn uniformly from ranges (after one
+// of K shared random prefixes of P tokens when prefix_len > 0, vLLM's prefix-repetition dataset), forced
 // output lengths (ignore_eos; greedy unless a temperature is set), reproducible from a seed; plus the
 // in-memory source and the collecting sink bench runs them through.
 #pragma once
@@ -26,6 +27,8 @@ struct WorkloadSpec {
   float temperature = 0.0f;  // sampling of every request: greedy by default
   float top_p = 1.0f;
   int top_k = -1;
+  int prefix_len = 0;        // tokens of the shared prefix before each prompt's own part
+  int num_prefixes = 1;      // distinct prefixes, prompt i gets prefix i % num_prefixes
 };
 
 // Output lengths are cut where prompt + output would exceed the model's context.

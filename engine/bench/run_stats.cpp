@@ -13,6 +13,8 @@ void RunStats::add_step(const StepRecord& r) {
   padding_tokens_ += r.padding_tokens;
   budget_use_sum_ += static_cast<double>(useful + r.padding_tokens) / r.token_budget;
   summary_.preemptions += r.preempted;
+  summary_.cached_tokens += r.cached_tokens;
+  summary_.prefill_tokens += r.prefill_tokens;
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;

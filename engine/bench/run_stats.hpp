@@ -26,6 +26,8 @@ struct StepRecord {
   int waiting = 0;
   int finished = 0;
   int preempted = 0;
+  int cached_tokens = 0;       // tokens of admitted sequences served by the prefix cache, not computed
+  int kv_blocks_cached = 0;    // free blocks holding reusable K/V after the step
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call
@@ -42,6 +44,8 @@ struct RunSummary {
   double mean_budget_use = 0;
   double padding_fraction = 0;
   int64_t preemptions = 0;
+  int64_t cached_tokens = 0;   // summed over steps
+  int64_t prefill_tokens = 0;  // computed prefill tokens, summed over steps
   int peak_kv_blocks = 0;
   int kv_blocks_total = 0;
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
@@ -55,6 +59,11 @@ struct RunSummary {
   int64_t resumed_ok = 0;      // --resume: lines skipped because the output file already has their result
   int64_t resumed_failed = 0;  // ... or their error line
 
+  // Of the prompt (and recompute) tokens admissions needed, the share the prefix cache served: cached /
+  // (cached + computed prefill), both from the trace. Without preemption, cached prompt tokens / prompt tokens.
+  double prefix_cache_hit_rate() const {
+    return cached_tokens + prefill_tokens > 0 ? static_cast<double>(cached_tokens) / (cached_tokens + prefill_tokens) : 0;
+  }
   double roofline_fraction() const { return wall_s > 0 ? roofline_s / wall_s : 0; }
   double output_tokens_per_s() const { return wall_s > 0 ? output_tokens / wall_s : 0; }
   double total_tokens_per_s() const { return wall_s > 0 ? (prompt_tokens + output_tokens) / wall_s : 0; }

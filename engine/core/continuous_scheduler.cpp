@@ -10,8 +10,13 @@
 //     itself. Older sequences therefore always make progress, so nothing deadlocks.
 //  3. Waiting sequences are admitted in arrival order while budget, the sequence cap and free blocks
 //     allow, each with a prefill chunk of at most the remaining budget. No admission in a step that
-//     preempted (the cache is under pressure).
-// Finished sequences release their blocks in on_step_done(), so their slots are refilled next step.
+//     preempted (the cache is under pressure). With prefix caching, a sequence that starts (or restarts
+//     after preemption) first takes the cached blocks of its longest cached block-aligned prefix and
+//     starts computing after them; its last token is always computed, so its logits exist. A sequence
+//     whose next uncached prompt block a running sequence is computing right now waits (with those
+//     behind it) until that block is registered, so a shared prefix is computed once.
+// Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
+// full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
 #include <cassert>
 
@@ -42,8 +47,9 @@ class ContinuousScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
       if (!s.seq->is_finished()) continue;
-      blocks_.release(s.seq->block_table);
+      blocks_.release(s.seq->block_table, &s.seq->block_hashes);
       released.push_back(s.seq);
     }
     std::erase_if(running_, [](const Sequence* seq) { return seq->is_finished(); });
@@ -61,7 +67,7 @@ class ContinuousScheduler final : public Scheduler {
   }
 
   void preempt(Sequence* victim, StepPlan& plan) {
-    blocks_.release(victim->block_table);
+    blocks_.release(victim->block_table, &victim->block_hashes);
     victim->num_computed = 0;
     ++victim->num_preemptions;
     assert(victim == running_.back());
@@ -96,8 +102,14 @@ class ContinuousScheduler final : public Scheduler {
     while (budget > 0 && !waiting_.empty() &&
            static_cast<int>(running_.size()) < config_.max_num_seqs) {
       Sequence* seq = waiting_.front();
+      const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
-      if (!blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) break;
+      if (prefix_in_flight(*seq, running_, blocks_) ||
+          !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
+        unmatch_cached_prefix(*seq, blocks_);
+        break;
+      }
+      note_admitted(*seq, cached, plan);
       waiting_.pop_front();
       seq->admit_order = next_admit_order_++;
       running_.push_back(seq);

@@ -35,7 +35,7 @@ class EngineRun {
   EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), sink_(sink), hooks_(hooks),
-        blocks_(cache.num_blocks, cache.block_size), scheduler_(make_scheduler(config.scheduler, blocks_)),
+        blocks_(cache.num_blocks, cache.block_size, config.scheduler.enable_prefix_caching), scheduler_(make_scheduler(config.scheduler, blocks_)),
         cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {}
 
   RunSummary run() {
@@ -224,6 +224,7 @@ class EngineRun {
     result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
     result.prompt_tokens = seq.num_prompt_tokens;
     result.completion_tokens = seq.num_generated();
+    result.cached_tokens = std::max(seq.num_cached_tokens, 0);
     const int64_t first_ns = seq.first_token_ns != 0 ? seq.first_token_ns : end_ns;
     result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
     result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
@@ -258,6 +259,8 @@ class EngineRun {
     r.waiting = scheduler_->num_waiting();
     r.finished = finished;
     r.preempted = static_cast<int>(plan.preempted.size());
+    r.cached_tokens = plan.cached_tokens;
+    r.kv_blocks_cached = blocks_.num_cached();
     if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_), hooks_.peaks);
     stats_.add_step(r);
     if (hooks_.on_step) hooks_.on_step(r);

@@ -18,6 +18,7 @@ struct SchedulerConfig {
   int max_num_batched_tokens = 2048;  // token budget of one step (prefill chunks + decodes + padding)
   int max_num_seqs = 256;             // sequences in one step
   int block_size = 16;                // tokens per KV block
+  bool enable_prefix_caching = true;  // reuse the K/V of cached full blocks (block_manager.hpp)
 };
 
 struct EngineConfig {

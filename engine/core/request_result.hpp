@@ -17,6 +17,7 @@ struct RequestResult {
   std::string finish_reason;              // "stop" or "length"
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int cached_tokens = 0;                  // prompt tokens the prefix cache served (not computed)
   double ttft_ms = 0;                     // arrival to first generated token
   double e2e_ms = 0;                      // arrival to finish
   int64_t first_step = 0;                 // engine step that produced the first token

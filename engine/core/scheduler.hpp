@@ -29,4 +29,16 @@ class Scheduler {
 
 std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks);
 
+// Admission with prefix caching (cached_prefix.cpp): a sequence with nothing computed takes the cached
+// blocks of its longest cached prefix (its last token excluded) and counts them as computed; returns the
+// tokens they hold. unmatch_ gives them back when the admission fails after all; note_admitted counts
+// them in the plan and, at a sequence's first admission, as its cached prompt tokens.
+int match_cached_prefix(Sequence& seq, BlockManager& blocks);
+void unmatch_cached_prefix(Sequence& seq, BlockManager& blocks);
+void note_admitted(Sequence& seq, int cached_tokens, StepPlan& plan);
+// Whether the first block of seq's prompt that the cache lacks is being computed by one of `running` (a
+// block of its own prompt, same content, not yet registered): then seq should wait a step or two and take
+// it from the cache instead of computing it again.
+bool prefix_in_flight(Sequence& seq, const std::vector<Sequence*>& running, const BlockManager& blocks);
+
 }  // namespace cbatch

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/block_manager.hpp"
 #include "engine/core/request.hpp"
 
 namespace cbatch {
@@ -19,6 +20,9 @@ struct Sequence {
   int max_total_tokens = 0;           // min(prompt + max_tokens, model context)
   int num_computed = 0;               // tokens whose K/V are in the cache
   std::vector<int32_t> block_table;   // (blocks) physical KV block ids
+  std::vector<BlockHash> block_hashes;  // (full computed blocks) prefix-cache names, prefix caching only
+  std::vector<BlockHash> prompt_hashes;  // (full blocks of the prompt but its last token) their names, made once
+  int num_cached_tokens = -1;         // prompt tokens the prefix cache served at first admission (-1: not yet)
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;

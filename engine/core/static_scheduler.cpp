@@ -4,8 +4,10 @@
 // the padded (B x longest) block is computed column chunk by column chunk within the token budget;
 // a sequence whose prompt is shorter computes padding rows. Decode phase: every step computes one row
 // per slot until the slowest sequence finishes; finished slots keep computing (padding rows) and no new
-// sequence joins until the whole batch is done.
+// sequence joins until the whole batch is done. With prefix caching, a sequence starts after its cached
+// prefix; the prompt phase starts at the first column some member of the batch still has to compute.
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 
 #include "engine/core/scheduler.hpp"
@@ -23,7 +25,7 @@ class StaticScheduler final : public Scheduler {
 
   StepPlan schedule() override {
     StepPlan plan;
-    if (batch_.empty()) form_batch();
+    if (batch_.empty()) form_batch(plan);
     if (batch_.empty()) return plan;
     if (next_column_ < longest_prompt_) {
       plan_prompt_columns(plan);
@@ -33,27 +35,37 @@ class StaticScheduler final : public Scheduler {
     return plan;
   }
 
-  std::vector<Sequence*> on_step_done(const StepPlan&) override {
+  std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
+    for (const ScheduledSeq& s : plan.seqs) {
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
+    }
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
-    for (Sequence* seq : batch_) blocks_.release(seq->block_table);
+    for (Sequence* seq : batch_) blocks_.release(seq->block_table, &seq->block_hashes);
     return std::exchange(batch_, {});
   }
 
  private:
   int batch_capacity() const { return std::min(config_.max_num_seqs, config_.max_num_batched_tokens); }
 
-  void form_batch() {
+  void form_batch(StepPlan& plan) {
     longest_prompt_ = 0;
-    next_column_ = 0;
+    next_column_ = INT32_MAX;
     while (!waiting_.empty() && static_cast<int>(batch_.size()) < batch_capacity()) {
       Sequence* seq = waiting_.front();
-      if (!blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) break;
+      const int cached = match_cached_prefix(*seq, blocks_);
+      if (!blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) {
+        unmatch_cached_prefix(*seq, blocks_);
+        break;
+      }
+      note_admitted(*seq, cached, plan);
       waiting_.pop_front();
       seq->admit_order = next_admit_order_++;
       batch_.push_back(seq);
       longest_prompt_ = std::max(longest_prompt_, seq->num_prompt_tokens);
+      next_column_ = std::min(next_column_, seq->num_computed);
     }
+    if (batch_.empty()) next_column_ = 0;
   }
 
   void plan_prompt_columns(StepPlan& plan) {

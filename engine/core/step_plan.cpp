@@ -1,6 +1,7 @@
 #include "engine/core/step_plan.hpp"
 
 namespace cbatch {
+
 namespace {
 
 template <typename F>

@@ -19,6 +19,7 @@ struct ScheduledSeq {
 struct StepPlan {
   std::vector<ScheduledSeq> seqs;
   std::vector<Sequence*> preempted;   // preempted during this schedule() call (blocks already freed)
+  int cached_tokens = 0;              // tokens of admitted sequences the prefix cache served (not computed)
 
   int num_prefill_tokens() const;
   int num_decode_tokens() const;

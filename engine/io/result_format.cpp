@@ -25,6 +25,7 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   w.key("finish_reason").string(r.finish_reason);
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("completion_tokens").int64(r.completion_tokens);
+  w.key("cached_tokens").int64(r.cached_tokens);
   w.key("metrics").begin_object();
   w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
   w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
@@ -66,6 +67,9 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("completion_tokens").int64(r.completion_tokens);
   w.key("total_tokens").int64(int64_t{r.prompt_tokens} + r.completion_tokens);
+  w.key("prompt_tokens_details").begin_object();
+  w.key("cached_tokens").int64(r.cached_tokens);
+  w.end_object();
   w.end_object();
   w.end_object();
 }

@@ -12,13 +12,15 @@ std::string format_summary_text(const RunSummary& s) {
                 "requests: %lld ok, %lld failed%s\n"
                 "tokens: %lld prompt, %lld generated in %.2f s: %.1f output tok/s, %.1f total tok/s\n"
                 "steps: %lld, mean budget use %.3f, padding fraction %.3f, preemptions %lld, peak KV blocks %d/%d\n"
-                "latency: TTFT p50 %.1f ms p99 %.1f ms, end-to-end p50 %.1f ms p99 %.1f ms\n",
+                "latency: TTFT p50 %.1f ms p99 %.1f ms, end-to-end p50 %.1f ms p99 %.1f ms\n"
+                "prefix cache: %lld tokens served, hit rate %.3f\n",
                 static_cast<long long>(s.requests_ok), static_cast<long long>(s.requests_failed),
                 s.interrupted ? " (interrupted)" : "", static_cast<long long>(s.prompt_tokens),
                 static_cast<long long>(s.output_tokens), s.wall_s, s.output_tokens_per_s(), s.total_tokens_per_s(),
                 static_cast<long long>(s.steps), s.mean_budget_use, s.padding_fraction,
                 static_cast<long long>(s.preemptions), s.peak_kv_blocks, s.kv_blocks_total, s.ttft_ms_p50,
-                s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99);
+                s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, static_cast<long long>(s.cached_tokens),
+                s.prefix_cache_hit_rate());
   std::string text = buf;
   if (s.resumed_ok + s.resumed_failed > 0) {
     std::snprintf(buf, sizeof(buf),
@@ -42,6 +44,8 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("mean_budget_use").number(s.mean_budget_use, 4);
   w.key("padding_fraction").number(s.padding_fraction, 4);
   w.key("preemptions").int64(s.preemptions);
+  w.key("cached_tokens").int64(s.cached_tokens);
+  w.key("prefix_cache_hit_rate").number(s.prefix_cache_hit_rate(), 4);
   w.key("ttft_ms_p50").number(s.ttft_ms_p50, 3);
   w.key("ttft_ms_p99").number(s.ttft_ms_p99, 3);
   w.key("e2e_ms_p50").number(s.e2e_ms_p50, 3);

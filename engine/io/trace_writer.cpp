@@ -27,6 +27,8 @@ std::string format_step_record(const StepRecord& r) {
   w.key("waiting").int64(r.waiting);
   w.key("finished").int64(r.finished);
   w.key("preempted").int64(r.preempted);
+  w.key("cached_tokens").int64(r.cached_tokens);
+  w.key("kv_blocks_cached").int64(r.kv_blocks_cached);
   w.end_object();
   return w.take() + "\n";
 }

@@ -33,7 +33,8 @@ c.check(cmpl["custom_id"] == "cmpl" and cmpl["error"] is None and cmpl["response
 body = cmpl["response"]["body"]
 c.check(body["object"] == "text_completion" and body["choices"][0]["text"] == simple["text"], "completion text = simple text")
 c.check(body["usage"] == {"prompt_tokens": simple["prompt_tokens"], "completion_tokens": simple["completion_tokens"],
-                          "total_tokens": simple["prompt_tokens"] + simple["completion_tokens"]}, f"usage {body['usage']}")
+                          "total_tokens": simple["prompt_tokens"] + simple["completion_tokens"],
+                          "prompt_tokens_details": {"cached_tokens": simple["cached_tokens"]}}, f"usage {body['usage']}")
 chat_body = chat["response"]["body"]
 c.check(chat_body["object"] == "chat.completion" and chat_body["choices"][0]["message"]["role"] == "assistant", "chat line")
 c.check(chat_body["choices"][0]["finish_reason"] in ("stop", "length"), "chat finish_reason")

@@ -65,7 +65,7 @@ TEST_CASE("result format: simple form, exact DESIGN.md shape") {
   const Request request = make_request("\"q1\"");
   CHECK(cbatch::format_result_line(make_result(request)) ==
         R"({"id": "q1", "text": " a quiet city", "output_token_ids": [5, 6, 2], "finish_reason": "stop", )"
-        R"("prompt_tokens": 5, "completion_tokens": 3, )"
+        R"("prompt_tokens": 5, "completion_tokens": 3, "cached_tokens": 0, )"
         R"("metrics": {"ttft_ms": 12.5, "e2e_ms": 310.2, "first_step": 3, "finish_step": 67}})"
         "\n");
 }

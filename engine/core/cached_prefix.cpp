@@ -1,0 +1,51 @@
+// The schedulers' shared admission steps for prefix caching (scheduler.hpp).
+#include "engine/core/scheduler.hpp"
+
+namespace cbatch {
+
+int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
+  if (seq.num_computed != 0 || !seq.block_table.empty()) return 0;
+  const int cached = blocks.match_prefix(seq.tokens, seq.num_tokens() - 1, seq.block_table, seq.block_hashes);
+  seq.num_computed = cached;
+  return cached;
+}
+
+void unmatch_cached_prefix(Sequence& seq, BlockManager& blocks) {
+  blocks.release(seq.block_table, &seq.block_hashes);
+  seq.num_computed = 0;
+}
+
+namespace {
+
+const std::vector<BlockHash>& prompt_hashes(Sequence& seq, const BlockManager& blocks) {
+  const int num_full = (seq.num_prompt_tokens - 1) / blocks.block_size();
+  if (seq.prompt_hashes.empty() && num_full > 0) {
+    BlockHash parent;
+    for (int i = 0; i < num_full; ++i) {
+      parent = chain_block_hash(parent, seq.tokens.data() + static_cast<size_t>(i) * blocks.block_size(), blocks.block_size());
+      seq.prompt_hashes.push_back(parent);
+    }
+  }
+  return seq.prompt_hashes;
+}
+
+}  // namespace
+
+bool prefix_in_flight(Sequence& seq, const std::vector<Sequence*>& running, const BlockManager& blocks) {
+  if (!blocks.caching()) return false;
+  const size_t missing = static_cast<size_t>(seq.num_computed / blocks.block_size());
+  const std::vector<BlockHash>& mine = prompt_hashes(seq, blocks);
+  if (missing >= mine.size()) return false;
+  for (Sequence* other : running) {
+    const std::vector<BlockHash>& theirs = prompt_hashes(*other, blocks);
+    if (theirs.size() > missing && other->block_hashes.size() <= missing && theirs[missing] == mine[missing]) return true;
+  }
+  return false;
+}
+
+void note_admitted(Sequence& seq, int cached_tokens, StepPlan& plan) {
+  plan.cached_tokens += cached_tokens;
+  if (seq.num_cached_tokens < 0) seq.num_cached_tokens = cached_tokens;
+}
+
+}  // namespace cbatch
