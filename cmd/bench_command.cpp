@@ -31,6 +31,7 @@ struct BenchOptions {
   bool warmup = true;
   int prefix_len = 0;
   int num_prefixes = 1;
+  int n = 1;
   std::string prefix_caching;   // "on", "off" or "both"; "" = --enable-prefix-caching's value
   EngineOptions engine;
 };
@@ -87,6 +88,7 @@ int run(const BenchOptions& o) {
   report.workload.top_k = o.top_k;
   report.workload.prefix_len = o.prefix_len;
   report.workload.num_prefixes = o.num_prefixes;
+  report.workload.n = o.n;
   const std::vector<SourceItem> items = load_items(o, model, report.workload);
 
   std::vector<Mode> modes;
@@ -153,6 +155,7 @@ Command add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 24));
   sub->add_option("--num-prefixes", o->num_prefixes, "distinct shared prefixes (prompt i gets prefix i mod K)")
       ->check(CLI::Range(1, 1 << 20));
+  sub->add_option("--n", o->n, "completions per prompt (random dataset)")->check(CLI::Range(1, kMaxSamplesPerRequest));
   sub->add_option("--prefix-caching", o->prefix_caching, "on, off, or both (each mode twice: '/no-cache' rows)")
       ->check(CLI::IsMember({"on", "off", "both"}));
   sub->add_option("--json", o->json, "write the results as JSON to this file");

@@ -115,6 +115,7 @@ class CudaBackend final : public Backend {
   T* k_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer)) * layer_cache_elems(); }
   T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
 
+  void copy_blocks(const RaggedBatch& batch, cudaStream_t stream);
   void plan_decode_stream(const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
@@ -240,6 +241,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   validate_batch(batch, limits(shape_.block_size, shape_.num_blocks));
   context_.make_current();
   const cudaStream_t stream = context_.stream();
+  copy_blocks(batch, stream);
   try {
     profiler_.begin_step(stream, batch.num_tokens() == batch.num_seqs());
     const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
@@ -255,6 +257,26 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   } catch (...) {
     cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
     throw;
+  }
+}
+
+// Copy-on-write of blocks that n > 1 samples shared: every layer's K and V of each source block into its
+// destination, on the step's stream before anything writes (a block of one layer's K or V is contiguous).
+template <typename T>
+void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) {
+  const size_t block_elems = static_cast<size_t>(shape_.block_size) * config_.kv_dim();
+  for (int c = 0; c < batch.num_block_copies(); ++c) {
+    const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
+    if (src < 0 || dst < 0 || src >= shape_.num_blocks || dst >= shape_.num_blocks) {
+      throw Error("CUDA backend: block copy " + std::to_string(src) + " -> " + std::to_string(dst) +
+                  " outside the KV cache");
+    }
+    for (int layer = 0; layer < config_.num_layers; ++layer) {
+      for (T* cache : {k_cache(layer), v_cache(layer)}) {
+        CUDA_CHECK(cudaMemcpyAsync(cache + dst * block_elems, cache + src * block_elems, block_elems * sizeof(T),
+                                   cudaMemcpyDeviceToDevice, stream));
+      }
+    }
   }
 }
 

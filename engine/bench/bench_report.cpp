@@ -51,6 +51,7 @@ std::string format_bench_json(const BenchReport& report) {
   w.key("top_k").int64(report.workload.top_k);
   w.key("prefix_len").int64(report.workload.prefix_len);
   w.key("num_prefixes").int64(report.workload.num_prefixes);
+  w.key("n").int64(report.workload.n);
   w.end_object();
   if (report.peak_bytes_per_s > 0) {
     w.key("peaks").begin_object();

@@ -69,6 +69,7 @@ std::vector<Request> make_random_workload(const WorkloadSpec& spec, const Model&
     r.sampling.top_p = spec.top_p;
     r.sampling.top_k = spec.top_k;
     r.sampling.ignore_eos = true;
+    r.sampling.n = spec.n;
     r.rng_seed = request_rng_seed(std::nullopt, spec.seed, r.id_json);
     requests.push_back(std::move(r));
   }

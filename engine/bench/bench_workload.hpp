@@ -29,6 +29,7 @@ struct WorkloadSpec {
   int top_k = -1;
   int prefix_len = 0;        // tokens of the shared prefix before each prompt's own part
   int num_prefixes = 1;      // distinct prefixes, prompt i gets prefix i % num_prefixes
+  int n = 1;                 // completions per prompt
 };
 
 // Output lengths are cut where prompt + output would exceed the model's context.

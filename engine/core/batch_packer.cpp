@@ -40,6 +40,7 @@ void pack_batch(const StepPlan& plan, int block_size, RaggedBatch& batch) {
     batch.max_blocks_per_seq = std::max(batch.max_blocks_per_seq, static_cast<int>(s.seq->block_table.size()));
   }
   for (const ScheduledSeq& s : plan.seqs) pack_sequence(s, block_size, batch);
+  batch.block_copies = plan.block_copies;
   const size_t width = static_cast<size_t>(batch.max_blocks_per_seq);
   batch.block_tables.assign(plan.seqs.size() * width, -1);
   for (size_t i = 0; i < plan.seqs.size(); ++i) {

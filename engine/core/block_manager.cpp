@@ -98,6 +98,28 @@ void BlockManager::release(std::vector<int32_t>& table, std::vector<BlockHash>* 
   assert(num_free() <= num_blocks_);
 }
 
+void BlockManager::share(const std::vector<int32_t>& table) {
+  for (int32_t b : table) {
+    assert(ref_count_[static_cast<size_t>(b)] > 0);
+    ++ref_count_[static_cast<size_t>(b)];
+  }
+}
+
+bool BlockManager::ensure_writable(std::vector<int32_t>& table, int pos, std::vector<int32_t>& copies) {
+  const size_t index = static_cast<size_t>(pos / block_size_);
+  if (index >= table.size() || ref_count_[static_cast<size_t>(table[index])] == 1) return true;
+  if (num_free() == 0) return false;
+  const int32_t old_block = table[index];
+  const int32_t new_block = take_free_block();
+  --ref_count_[static_cast<size_t>(old_block)];  // others still hold it: it stays in use
+  if (pos % block_size_ != 0) {
+    copies.push_back(old_block);
+    copies.push_back(new_block);
+  }
+  table[index] = new_block;
+  return true;
+}
+
 int BlockManager::match_prefix(const std::vector<int32_t>& tokens, int max_tokens, std::vector<int32_t>& table,
                                std::vector<BlockHash>& hashes) {
   assert(table.empty() && hashes.empty());

@@ -11,6 +11,7 @@
 // Invariant: every block is referenced (used), or free: uncached, or cached (evictable); at the end of a
 // run num_free() == num_blocks().
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <list>
 #include <unordered_map>
@@ -45,6 +46,14 @@ class BlockManager {
   bool can_ensure_capacity(const std::vector<int32_t>& table, int64_t num_tokens) const;
   // Drops the table's reference to each of its blocks and empties it; hashes are cleared with it.
   void release(std::vector<int32_t>& table, std::vector<BlockHash>* hashes = nullptr);
+
+  // Takes one more reference to each block of `table` (a sequence forked from its owner shares them).
+  void share(const std::vector<int32_t>& table);
+  int ref_count(int32_t block) const { return ref_count_[static_cast<size_t>(block)]; }
+  // Copy-on-write: when the block that position `pos` falls in is shared, gives `table` a private block in
+  // its place (appending {old, new} to `copies` when pos is not the block's first slot, so the K/V before
+  // pos come along). Returns false, changing nothing, when no block is free.
+  bool ensure_writable(std::vector<int32_t>& table, int pos, std::vector<int32_t>& copies);
 
   // Prefix caching (no-ops when off). `table` and `hashes` must be empty: appends the cached blocks of the
   // longest run of full blocks of tokens[0, max_tokens) and their hashes, takes a reference to each, and

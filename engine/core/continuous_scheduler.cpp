@@ -10,7 +10,10 @@
 //     itself. Older sequences therefore always make progress, so nothing deadlocks.
 //  3. Waiting sequences are admitted in arrival order while budget, the sequence cap and free blocks
 //     allow, each with a prefill chunk of at most the remaining budget. No admission in a step that
-//     preempted (the cache is under pressure). With prefix caching, a sequence that starts (or restarts
+//     preempted (the cache is under pressure). A request with n > 1 counts as n sequences from its
+//     admission on (it becomes n samples when its prompt is done); in sequential mode it runs alone.
+//     Samples are preempted one by one, like any sequence; a sample about to write into a block it
+//     shares with its siblings first gets a private copy (copy-on-write, which can preempt too). With prefix caching, a sequence that starts (or restarts
 //     after preemption) first takes the cached blocks of its longest cached block-aligned prefix and
 //     starts computing after them; its last token is always computed, so its logits exist. A sequence
 //     whose next uncached prompt block a running sequence is computing right now waits (with those
@@ -33,6 +36,10 @@ class ContinuousScheduler final : public Scheduler {
   }
 
   void add(Sequence* seq) override { waiting_.push_back(seq); }
+  void add_forked(Sequence* seq) override {
+    seq->admit_order = next_admit_order_++;
+    running_.push_back(seq);
+  }
   int num_waiting() const override { return static_cast<int>(waiting_.size()); }
   int num_running() const override { return static_cast<int>(running_.size()); }
 
@@ -48,9 +55,11 @@ class ContinuousScheduler final : public Scheduler {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
-      if (!s.seq->is_finished()) continue;
-      blocks_.release(s.seq->block_table, &s.seq->block_hashes);
-      released.push_back(s.seq);
+    }
+    for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
+      if (!seq->is_finished()) continue;
+      blocks_.release(seq->block_table, &seq->block_hashes);
+      released.push_back(seq);
     }
     std::erase_if(running_, [](const Sequence* seq) { return seq->is_finished(); });
     return released;
@@ -67,6 +76,16 @@ class ContinuousScheduler final : public Scheduler {
   }
 
   void preempt(Sequence* victim, StepPlan& plan) {
+    // A copy into a block the victim gives up would be wasted: drop it.
+    for (size_t i = 0; i < plan.block_copies.size();) {
+      const int32_t dst = plan.block_copies[i + 1];
+      if (std::find(victim->block_table.begin(), victim->block_table.end(), dst) != victim->block_table.end()) {
+        plan.block_copies.erase(plan.block_copies.begin() + static_cast<std::ptrdiff_t>(i),
+                                plan.block_copies.begin() + static_cast<std::ptrdiff_t>(i + 2));
+      } else {
+        i += 2;
+      }
+    }
     blocks_.release(victim->block_table, &victim->block_hashes);
     victim->num_computed = 0;
     ++victim->num_preemptions;
@@ -83,7 +102,8 @@ class ContinuousScheduler final : public Scheduler {
       const int n = std::min(seq->num_uncomputed(), budget);
       assert(n > 0);
       bool preempted_self = false;
-      while (!blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
+      while (!blocks_.ensure_writable(seq->block_table, seq->num_computed, plan.block_copies) ||
+             !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
         Sequence* victim = running_.back();  // running_ is in admission order
         preempt(victim, plan);
         if (victim == seq) {
@@ -99,8 +119,7 @@ class ContinuousScheduler final : public Scheduler {
   }
 
   void admit_waiting(StepPlan& plan, int& budget) {
-    while (budget > 0 && !waiting_.empty() &&
-           static_cast<int>(running_.size()) < config_.max_num_seqs) {
+    while (budget > 0 && !waiting_.empty() && has_room(*waiting_.front())) {
       Sequence* seq = waiting_.front();
       const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
@@ -116,6 +135,14 @@ class ContinuousScheduler final : public Scheduler {
       plan.seqs.push_back(make_chunk(seq, n));
       budget -= n;
     }
+  }
+
+  // Sequence slots: a request that will become n samples takes n from its admission on.
+  bool has_room(const Sequence& seq) const {
+    if (config_.mode == Mode::kSequential) return running_.empty();
+    int slots = 0;
+    for (const Sequence* s : running_) slots += s->pending_samples;
+    return slots + seq.pending_samples <= config_.max_num_seqs;
   }
 
   SchedulerConfig config_;

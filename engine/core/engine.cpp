@@ -82,17 +82,32 @@ class EngineRun {
     seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
     seq->arrival_ns = now_ns();
     seq->request = std::move(request);
-    const int needed = blocks_.blocks_for_tokens(seq->max_total_tokens);
+    const int n = seq->request.sampling.n;
+    seq->pending_samples = n;
+    // The prompt's blocks once, and each sample's own: the rest of its context plus a copy of a partial block.
+    const int prompt_full = seq->num_prompt_tokens / blocks_.block_size();
+    const int64_t needed = blocks_.blocks_for_tokens(seq->max_total_tokens) +
+                           int64_t{n - 1} * (blocks_.blocks_for_tokens(seq->max_total_tokens) - prompt_full);
     if (needed > blocks_.num_blocks()) {
       reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
-                       " tokens) but the whole cache has " + std::to_string(blocks_.num_blocks()));
+                       " tokens" + (n > 1 ? " for each of n = " + std::to_string(n) + " samples" : "") +
+                       ") but the whole cache has " + std::to_string(blocks_.num_blocks()));
+      return;
+    }
+    if (n > config_.scheduler.max_num_seqs && config_.scheduler.mode != Mode::kSequential) {
+      reject(*seq, "n = " + std::to_string(n) + " samples run together, more than --max-num-seqs " +
+                       std::to_string(config_.scheduler.max_num_seqs));
       return;
     }
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
     if (raw->request.sampling.max_tokens == 0) {  // nothing to generate: done without computing
-      raw->finish_reason = FinishReason::kLength;
-      emit(*raw);
+      if (n > 1) raw->group = std::make_shared<SampleGroup>(n);
+      for (int i = 0; i < n; ++i) {
+        raw->sample_index = i;
+        raw->finish_reason = FinishReason::kLength;
+        emit(*raw);
+      }
       live_.erase(raw);
       return;
     }
@@ -122,7 +137,10 @@ class EngineRun {
     }
     output_.sampling.clear();
     output_.penalty_tokens.clear();
-    output_.want_logits = !plain_greedy && !backend_.samples_on_device();
+    // A forking row draws n tokens from one row of logits: the host samples those.
+    const bool forks = std::any_of(plan.seqs.begin(), plan.seqs.end(),
+                                   [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
+    output_.want_logits = !plain_greedy && (!backend_.samples_on_device() || forks);
     if (output_.want_logits || plain_greedy) return;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
@@ -164,17 +182,25 @@ class EngineRun {
   // own logits and request, so the split never changes a token).
   void sample_rows(const StepPlan& plan) {
     sampling_rows_.clear();
+    logits_row_.clear();
     for (const ScheduledSeq& s : plan.seqs) {
-      if (s.samples) sampling_rows_.push_back(s.seq);
+      if (!s.samples) continue;
+      logits_row_.push_back(static_cast<int32_t>(sampling_rows_.size()));
+      sampling_rows_.push_back(s.seq);
+    }
+    const int64_t num_logits = static_cast<int64_t>(sampling_rows_.size());
+    for (auto& [child, row] : forked_) {
+      sampling_rows_.push_back(child);
+      logits_row_.push_back(row);
     }
     const int64_t n = static_cast<int64_t>(sampling_rows_.size());
     sampled_.resize(static_cast<size_t>(n));
     if (!output_.want_logits) {
-      if (output_.token_ids.size() != static_cast<size_t>(n)) {
+      if (output_.token_ids.size() != static_cast<size_t>(num_logits)) {
         throw Error("internal error: the backend returned " + std::to_string(output_.token_ids.size()) +
-                    " token ids for " + std::to_string(n) + " sampling rows");
+                    " token ids for " + std::to_string(num_logits) + " sampling rows");
       }
-      std::copy(output_.token_ids.begin(), output_.token_ids.begin() + n, sampled_.begin());
+      for (int64_t i = 0; i < n; ++i) sampled_[static_cast<size_t>(i)] = output_.token_ids[static_cast<size_t>(logits_row_[static_cast<size_t>(i)])];
       return;
     }
     const int vocab = model_.config.vocab_size;
@@ -182,9 +208,9 @@ class EngineRun {
       thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
       for (int64_t row = begin; row < end; ++row) {
         Sequence& seq = *sampling_rows_[static_cast<size_t>(row)];
-        sampled_[static_cast<size_t>(row)] =
-            sampler.sample(&output_.logits[static_cast<size_t>(row) * vocab], vocab, seq.request.sampling, seq.tokens,
-                           seq.num_prompt_tokens, seq.request.rng_seed);
+        const size_t logits = static_cast<size_t>(logits_row_[static_cast<size_t>(row)]) * vocab;
+        sampled_[static_cast<size_t>(row)] = sampler.sample(&output_.logits[logits], vocab, seq.request.sampling,
+                                                            seq.tokens, seq.num_prompt_tokens, seq.request.rng_seed);
       }
     };
     if (n < 2 || config_.sampling_threads == 1) return sample_range(0, n);
@@ -197,15 +223,14 @@ class EngineRun {
 
   // Advances computed counts, appends the sampled tokens, checks stops; returns how many sequences finished.
   int commit(const StepPlan& plan) {
+    for (const ScheduledSeq& s : plan.seqs) s.seq->num_computed += s.num_tokens;
+    fork_samples(plan);
     sample_rows(plan);
-    int row = 0, finished = 0;
-    for (const ScheduledSeq& s : plan.seqs) {
-      Sequence& seq = *s.seq;
-      seq.num_computed += s.num_tokens;
-      if (!s.samples) continue;
-      const int32_t token = sampled_[static_cast<size_t>(row++)];
+    int finished = 0;
+    for (size_t row = 0; row < sampling_rows_.size(); ++row) {
+      Sequence& seq = *sampling_rows_[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
-      append_token(seq, token, *model_.tokenizer);
+      append_token(seq, sampled_[row], *model_.tokenizer);
       if (seq.is_finished()) {
         seq.finish_step = step_;
         emit(seq);
@@ -215,7 +240,36 @@ class EngineRun {
     return finished;
   }
 
+  // A request with n > 1 runs as one sequence until its prompt is computed. At the step that samples its
+  // first token it becomes n: samples 1..n-1 are copies that share its blocks (copy-on-write keeps their
+  // later writes apart) and draw their own first token from the same logits row with their own seeds.
+  void fork_samples(const StepPlan& plan) {
+    forked_.clear();
+    int32_t logits_row = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (!s.samples) continue;
+      Sequence& parent = *s.seq;
+      const int n = parent.pending_samples;
+      if (n > 1) {
+        parent.pending_samples = 1;
+        parent.group = std::make_shared<SampleGroup>(n);
+        for (int i = 1; i < n; ++i) {
+          auto child = std::make_unique<Sequence>(parent);
+          child->sample_index = i;
+          const Request& r = parent.request;
+          child->request.rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, i);
+          blocks_.share(child->block_table);
+          scheduler_->add_forked(child.get());
+          forked_.emplace_back(child.get(), logits_row);
+          live_.emplace(child.get(), std::move(child));
+        }
+      }
+      ++logits_row;
+    }
+  }
+
   void emit(const Sequence& seq) {
+    if (seq.group) return emit_sample(seq);
     const int64_t end_ns = now_ns();
     RequestResult result;
     result.request = &seq.request;
@@ -226,6 +280,35 @@ class EngineRun {
     result.completion_tokens = seq.num_generated();
     result.cached_tokens = std::max(seq.num_cached_tokens, 0);
     const int64_t first_ns = seq.first_token_ns != 0 ? seq.first_token_ns : end_ns;
+    result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
+    result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
+    result.first_step = seq.first_step;
+    result.finish_step = seq.finish_step;
+    stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
+    sink_.on_result(result);
+  }
+
+  // One sample of an n > 1 request finished: kept until the last one, then the request's one line.
+  void emit_sample(const Sequence& seq) {
+    SampleGroup& group = *seq.group;
+    SampleOutput& out = group.outputs[static_cast<size_t>(seq.sample_index)];
+    out.index = seq.sample_index;
+    out.text = seq.text;
+    out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+    out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+    group.completion_tokens += seq.num_generated();
+    if (seq.first_token_ns != 0 && (group.first_token_ns == 0 || seq.first_token_ns < group.first_token_ns)) {
+      group.first_token_ns = seq.first_token_ns;
+    }
+    if (--group.remaining > 0) return;
+    const int64_t end_ns = now_ns();
+    RequestResult result;
+    result.request = &seq.request;
+    result.samples = std::move(group.outputs);
+    result.prompt_tokens = seq.num_prompt_tokens;
+    result.completion_tokens = group.completion_tokens;
+    result.cached_tokens = std::max(seq.num_cached_tokens, 0);
+    const int64_t first_ns = group.first_token_ns != 0 ? group.first_token_ns : end_ns;
     result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
     result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
     result.first_step = seq.first_step;
@@ -276,7 +359,9 @@ class EngineRun {
   std::unique_ptr<Scheduler> scheduler_;
   std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;
   std::unique_ptr<ThreadPool> sampling_pool_;  // made at the first step that samples several rows
-  std::vector<Sequence*> sampling_rows_;        // (sampling rows of the step) their sequences
+  std::vector<Sequence*> sampling_rows_;        // (tokens sampled this step) their sequences
+  std::vector<int32_t> logits_row_;             // (tokens sampled this step) the logits row each draws from
+  std::vector<std::pair<Sequence*, int32_t>> forked_;  // samples forked this step, with their parent's row
   std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
   std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1
   RaggedBatch batch_;

@@ -10,6 +10,7 @@ void RaggedBatch::clear() {
   seq_lens.clear();
   block_tables.clear();
   logits_rows.clear();
+  block_copies.clear();
   max_blocks_per_seq = 0;
   max_seq_len = 0;
   max_query_len = 0;

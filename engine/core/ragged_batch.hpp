@@ -21,10 +21,14 @@ struct RaggedBatch {
   int max_seq_len = 0;                // max of seq_lens
   int max_query_len = 0;              // most rows of one sequence
   std::vector<int32_t> logits_rows;   // (num_sampling) rows whose logits are needed, ascending
+  // (num_copies, 2) source and destination block ids: every layer's K and V of the source block are
+  // copied to the destination before anything else runs (copy-on-write of a block that n > 1 samples shared).
+  std::vector<int32_t> block_copies;
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
   int num_seqs() const { return static_cast<int>(seq_lens.size()); }
   int num_logits() const { return static_cast<int>(logits_rows.size()); }
+  int num_block_copies() const { return static_cast<int>(block_copies.size() / 2); }
   void clear();
 };
 

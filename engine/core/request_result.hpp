@@ -10,6 +10,14 @@
 
 namespace cbatch {
 
+// One of the n completions of a request with n > 1.
+struct SampleOutput {
+  int index = 0;
+  std::string text;
+  std::vector<int32_t> output_token_ids;
+  std::string finish_reason;
+};
+
 struct RequestResult {
   const Request* request = nullptr;       // id, line, form and custom_id of the finished request
   std::string text;                       // raw bytes; may end inside a UTF-8 character
@@ -22,6 +30,9 @@ struct RequestResult {
   double e2e_ms = 0;                      // arrival to finish
   int64_t first_step = 0;                 // engine step that produced the first token
   int64_t finish_step = 0;                // engine step that finished it
+  // n > 1: every completion, by index (text, output_token_ids and finish_reason above are unused;
+  // completion_tokens is their sum).
+  std::vector<SampleOutput> samples;
 };
 
 }  // namespace cbatch

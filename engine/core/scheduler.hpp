@@ -17,6 +17,9 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // Queues a new sequence (its prompt in tokens, nothing computed, no blocks).
   virtual void add(Sequence* seq) = 0;
+  // A sample forked from a running sequence at this step's end (n > 1): it runs from the next step on,
+  // holding references to its parent's blocks.
+  virtual void add_forked(Sequence* seq) = 0;
   virtual StepPlan schedule() = 0;
   // The engine calls this after the step's tokens are appended and stop conditions checked; finished
   // sequences leave the batch (continuous) or hold their slot until the batch ends (static). Returns the

@@ -3,15 +3,26 @@
 // holds pointers. Invariant: num_computed <= tokens.size(), and the block table covers num_computed slots.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/core/block_manager.hpp"
 #include "engine/core/request.hpp"
+#include "engine/core/request_result.hpp"
 
 namespace cbatch {
 
 enum class FinishReason : uint8_t { kNone, kStop, kLength };
+
+// The n completions of one request: filled as its samples finish, written out when the last one does.
+struct SampleGroup {
+  explicit SampleGroup(int n) : outputs(static_cast<size_t>(n)), remaining(n) {}
+  std::vector<SampleOutput> outputs;  // (n) by sample index
+  int remaining;
+  int completion_tokens = 0;
+  int64_t first_token_ns = 0;         // the earliest sample's first token
+};
 
 struct Sequence {
   Request request;
@@ -23,6 +34,9 @@ struct Sequence {
   std::vector<BlockHash> block_hashes;  // (full computed blocks) prefix-cache names, prefix caching only
   std::vector<BlockHash> prompt_hashes;  // (full blocks of the prompt but its last token) their names, made once
   int num_cached_tokens = -1;         // prompt tokens the prefix cache served at first admission (-1: not yet)
+  int sample_index = 0;               // which of the request's n completions this sequence is
+  int pending_samples = 1;            // sequences it stands for: n until its prompt is computed, then 1
+  std::shared_ptr<SampleGroup> group;  // the request's completions, when n > 1 (shared by its samples)
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;

@@ -6,10 +6,14 @@
 // per slot until the slowest sequence finishes; finished slots keep computing (padding rows) and no new
 // sequence joins until the whole batch is done. With prefix caching, a sequence starts after its cached
 // prefix; the prompt phase starts at the first column some member of the batch still has to compute.
+// A request with n > 1 takes n slots; its samples join the batch when its prompt is done, sharing its
+// reserved blocks, and the blocks they will need of their own (copy-on-write of every shared block they
+// write) are set aside when the batch is formed, so a formed batch always runs to its end.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
 
+#include "engine/core/error.hpp"
 #include "engine/core/scheduler.hpp"
 
 namespace cbatch {
@@ -20,6 +24,10 @@ class StaticScheduler final : public Scheduler {
   StaticScheduler(const SchedulerConfig& config, BlockManager& blocks) : config_(config), blocks_(blocks) {}
 
   void add(Sequence* seq) override { waiting_.push_back(seq); }
+  void add_forked(Sequence* seq) override {
+    seq->admit_order = next_admit_order_++;
+    batch_.push_back(seq);
+  }
   int num_waiting() const override { return static_cast<int>(waiting_.size()); }
   int num_running() const override { return static_cast<int>(batch_.size()); }
 
@@ -42,6 +50,7 @@ class StaticScheduler final : public Scheduler {
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
     for (Sequence* seq : batch_) blocks_.release(seq->block_table, &seq->block_hashes);
+    reserved_ = 0;
     return std::exchange(batch_, {});
   }
 
@@ -51,13 +60,20 @@ class StaticScheduler final : public Scheduler {
   void form_batch(StepPlan& plan) {
     longest_prompt_ = 0;
     next_column_ = INT32_MAX;
-    while (!waiting_.empty() && static_cast<int>(batch_.size()) < batch_capacity()) {
+    int slots = 0;
+    while (!waiting_.empty() && slots + waiting_.front()->pending_samples <= batch_capacity()) {
       Sequence* seq = waiting_.front();
       const int cached = match_cached_prefix(*seq, blocks_);
-      if (!blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) {
+      const int own = (seq->pending_samples - 1) *
+                      (blocks_.blocks_for_tokens(seq->max_total_tokens) - seq->num_prompt_tokens / blocks_.block_size());
+      const int needed = blocks_.blocks_for_tokens(seq->max_total_tokens) - static_cast<int>(seq->block_table.size());
+      if (needed + own > blocks_.num_free() - reserved_ ||
+          !blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) {
         unmatch_cached_prefix(*seq, blocks_);
         break;
       }
+      reserved_ += own;
+      slots += seq->pending_samples;
       note_admitted(*seq, cached, plan);
       waiting_.pop_front();
       seq->admit_order = next_admit_order_++;
@@ -92,6 +108,11 @@ class StaticScheduler final : public Scheduler {
       } else {
         s.num_tokens = 1;
         s.samples = true;
+        const int32_t before = seq->block_table[static_cast<size_t>(seq->num_computed / blocks_.block_size())];
+        if (!blocks_.ensure_writable(seq->block_table, seq->num_computed, plan.block_copies)) {
+          throw Error("internal error: static batch ran out of its reserved KV blocks");
+        }
+        if (seq->block_table[static_cast<size_t>(seq->num_computed / blocks_.block_size())] != before) --reserved_;
       }
       plan.seqs.push_back(s);
     }
@@ -101,6 +122,7 @@ class StaticScheduler final : public Scheduler {
   BlockManager& blocks_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> batch_;
+  int reserved_ = 0;           // free blocks set aside for the batch's samples' copy-on-write
   int longest_prompt_ = 0;     // padded prompt length of the current batch
   int next_column_ = 0;        // first prompt column not yet computed
   int64_t next_admit_order_ = 0;

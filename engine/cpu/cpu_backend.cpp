@@ -164,6 +164,7 @@ class CpuBackend final : public Backend {
  private:
   void load_weights(const ModelTensors& t);
   void resize_activations(int num_tokens);
+  void copy_blocks(const RaggedBatch& batch);
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
@@ -254,6 +255,7 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   const int dim = config_.dim;
   const int half = config_.head_dim / 2;
   resize_activations(num_tokens);
+  copy_blocks(batch);
   for (int s = 0; s < batch.num_seqs(); ++s) {
     std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
   }
@@ -283,6 +285,24 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
     ffn_layer(num_tokens, layers_[l]);
   }
   compute_logits(batch, out);
+}
+
+// Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
+void CpuBackend::copy_blocks(const RaggedBatch& batch) {
+  const size_t block_elems = static_cast<size_t>(spec_.block_size) * config_.kv_dim();
+  const size_t layer_elems = block_elems * spec_.num_blocks;
+  for (int c = 0; c < batch.num_block_copies(); ++c) {
+    const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
+    if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
+      throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
+    }
+    for (int l = 0; l < config_.num_layers; ++l) {
+      for (float* cache : {k_cache_.get(), v_cache_.get()}) {
+        float* layer = cache + l * layer_elems;
+        std::copy_n(layer + src * block_elems, block_elems, layer + dst * block_elems);
+      }
+    }
+  }
 }
 
 // Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.

@@ -20,9 +20,23 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   JsonWriter w;
   w.begin_object();
   w.key("id").raw(r.request->id_json);
-  w.key("text").string(r.text);
-  w.key("output_token_ids").int_array(r.output_token_ids);
-  w.key("finish_reason").string(r.finish_reason);
+  if (r.samples.empty()) {
+    w.key("text").string(r.text);
+    w.key("output_token_ids").int_array(r.output_token_ids);
+    w.key("finish_reason").string(r.finish_reason);
+  } else {
+    w.key("outputs").begin_array();
+    for (const SampleOutput& s : r.samples) {
+      w.begin_object();
+      w.key("index").int64(s.index);
+      w.key("text").string(s.text);
+      w.key("output_token_ids").int_array(s.output_token_ids);
+      w.key("finish_reason").string(s.finish_reason);
+      w.key("completion_tokens").int64(static_cast<int64_t>(s.output_token_ids.size()));
+      w.end_object();
+    }
+    w.end_array();
+  }
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("completion_tokens").int64(r.completion_tokens);
   w.key("cached_tokens").int64(r.cached_tokens);
@@ -36,19 +50,19 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   return w.take() + "\n";
 }
 
-void write_choice(JsonWriter& w, const RequestResult& r, bool is_chat) {
+void write_choice(JsonWriter& w, int index, const std::string& text, const std::string& finish_reason, bool is_chat) {
   w.begin_object();
-  w.key("index").int64(0);
+  w.key("index").int64(index);
   if (is_chat) {
     w.key("message").begin_object();
     w.key("role").string("assistant");
-    w.key("content").string(r.text);
+    w.key("content").string(text);
     w.end_object();
   } else {
-    w.key("text").string(r.text);
+    w.key("text").string(text);
   }
   w.key("logprobs").null();
-  w.key("finish_reason").string(r.finish_reason);
+  w.key("finish_reason").string(finish_reason);
   w.end_object();
 }
 
@@ -61,7 +75,8 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("created").int64(created_time(options));
   w.key("model").string(options.model);
   w.key("choices").begin_array();
-  write_choice(w, r, is_chat);
+  if (r.samples.empty()) write_choice(w, 0, r.text, r.finish_reason, is_chat);
+  for (const SampleOutput& s : r.samples) write_choice(w, s.index, s.text, s.finish_reason, is_chat);
   w.end_array();
   w.key("usage").begin_object();
   w.key("prompt_tokens").int64(r.prompt_tokens);

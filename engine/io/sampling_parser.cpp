@@ -87,6 +87,10 @@ void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaul
   const int max_tokens = read_max_tokens(fields, "max_tokens", defaults.max_tokens);
   out.max_tokens = read_max_tokens(fields, "max_completion_tokens", max_tokens);
   read_filters(fields, out);
+  if (auto v = fields.find("n")) {
+    out.n = static_cast<int>(get_int(*v, fields.name("n"), 1, kMaxSamplesPerRequest,
+                                     "an integer from 1 to " + std::to_string(kMaxSamplesPerRequest)));
+  }
   if (auto v = fields.find("seed")) {
     uint64_t seed = 0;
     if (v->get_uint64().get(seed) != simdjson::SUCCESS) {

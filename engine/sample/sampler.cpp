@@ -17,6 +17,13 @@ uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t 
   return splitmix64(global_seed ^ splitmix64(h));
 }
 
+uint64_t sample_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed, std::string_view id_json,
+                         int index) {
+  const uint64_t i = static_cast<uint64_t>(index);
+  return request_rng_seed(request_seed ? std::optional<uint64_t>(*request_seed + i) : std::nullopt, global_seed + i,
+                          id_json);
+}
+
 double sample_uniform(uint64_t rng_seed, int64_t token_index) {
   const uint64_t bits = splitmix64(rng_seed + 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(token_index + 1));
   return static_cast<double>(bits >> 11) * (1.0 / 9007199254740992.0);  // 53 bits

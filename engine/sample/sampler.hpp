@@ -19,6 +19,12 @@ uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t 
                           std::string_view id_json);
 
 // Uniform draw in [0, 1) for generated token number `token_index` of a request.
+// The RNG seed of completion `index` of a request with n > 1: the seed the same request would get with
+// n = 1 and `seed` + index (without a seed field: with --seed global_seed + index). Index 0 is the
+// request's own, so sample i never depends on n or on batching.
+uint64_t sample_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed, std::string_view id_json,
+                         int index);
+
 double sample_uniform(uint64_t rng_seed, int64_t token_index);
 
 // What a device needs to make the Sampler's draw of generated token `token_index` (penalty_begin/end

@@ -7,7 +7,10 @@
 
 namespace cbatch {
 
+inline constexpr int kMaxSamplesPerRequest = 1024;
+
 struct SamplingParams {
+  int n = 1;                       // completions of the prompt, prefilled once (1..kMaxSamplesPerRequest)
   int max_tokens = 16;
   float temperature = 1.0f;        // < 1e-5 means greedy
   float top_p = 1.0f;              // in (0, 1]

@@ -132,3 +132,38 @@ TEST_CASE("prefix cache off: nothing is matched or kept, and chained hashes depe
   const BlockHash first = chain_block_hash({}, tokens.data(), 2);
   CHECK_FALSE(chain_block_hash({}, tokens.data() + 2, 2) == chain_block_hash(first, tokens.data() + 2, 2));
 }
+
+TEST_CASE("copy-on-write: a shared block gets a private copy before a write, the last holder writes in place") {
+  BlockManager blocks(4, 4);
+  std::vector<int32_t> parent;
+  REQUIRE(blocks.ensure_capacity(parent, 6));  // 2 blocks, the second holds 2 of its 4 slots
+  std::vector<int32_t> child = parent;
+  blocks.share(child);
+  CHECK(blocks.num_used() == 2);
+  CHECK(blocks.ref_count(parent[1]) == 2);
+  std::vector<int32_t> copies;
+  REQUIRE(blocks.ensure_writable(child, 6, copies));  // slot 2 of block 1: copy slots 0-1 along
+  CHECK(copies == std::vector<int32_t>{parent[1], child[1]});
+  CHECK(child[1] != parent[1]);
+  CHECK(child[0] == parent[0]);
+  CHECK(blocks.ref_count(parent[1]) == 1);
+  REQUIRE(blocks.ensure_writable(parent, 6, copies));  // now the parent's own: written in place
+  CHECK(copies.size() == 2);
+  // A shared block written from its first slot needs a block, not a copy; none free: refused, unchanged.
+  std::vector<int32_t> a, b;
+  BlockManager small(2, 4);
+  REQUIRE(small.ensure_capacity(a, 8));
+  b = a;
+  small.share(b);
+  std::vector<int32_t> none;
+  CHECK_FALSE(small.ensure_writable(b, 4, none));
+  CHECK(b == a);
+  small.release(a);
+  REQUIRE(small.ensure_writable(b, 4, none));  // refcount 1 now: in place
+  CHECK(none.empty());
+  small.release(b);
+  CHECK(small.num_free() == 2);
+  blocks.release(parent);
+  blocks.release(child);
+  CHECK(blocks.num_free() == 4);
+}

@@ -158,3 +158,11 @@ TEST_CASE("sampler: frequencies follow the tempered softmax; filtered tokens nev
 }
 
 }  // namespace cbatch::test
+
+TEST_CASE("sample_rng_seed: sample 0 is the request's own stream, sample i the stream of seed + i (or --seed + i)") {
+  CHECK(cbatch::sample_rng_seed(std::optional<uint64_t>(5), 11, "\"q\"", 0) == cbatch::request_rng_seed(5, 11, "\"q\""));
+  CHECK(cbatch::sample_rng_seed(std::optional<uint64_t>(5), 11, "\"q\"", 3) == cbatch::request_rng_seed(8, 11, "\"q\""));
+  CHECK(cbatch::sample_rng_seed(std::nullopt, 11, "\"q\"", 0) == cbatch::request_rng_seed(std::nullopt, 11, "\"q\""));
+  CHECK(cbatch::sample_rng_seed(std::nullopt, 11, "\"q\"", 2) == cbatch::request_rng_seed(std::nullopt, 13, "\"q\""));
+  CHECK(cbatch::sample_rng_seed(std::nullopt, 11, "\"q\"", 1) != cbatch::sample_rng_seed(std::nullopt, 11, "\"q\"", 2));
+}
