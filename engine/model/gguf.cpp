@@ -184,9 +184,18 @@ bool to_dtype(uint32_t ggml_type, DType& dtype) {
     case 3:
       dtype = DType::kQ4_1;
       return true;
+    case 6: dtype = DType::kQ5_0; return true;
+    case 7: dtype = DType::kQ5_1; return true;
     case 8:
       dtype = DType::kQ8_0;
       return true;
+    case 10: dtype = DType::kQ2_K; return true;
+    case 11: dtype = DType::kQ3_K; return true;
+    case 12: dtype = DType::kQ4_K; return true;
+    case 13: dtype = DType::kQ5_K; return true;
+    case 14: dtype = DType::kQ6_K; return true;
+    case 20: dtype = DType::kIQ4_NL; return true;
+    case 23: dtype = DType::kIQ4_XS; return true;
     case 30:
       dtype = DType::kBF16;
       return true;

@@ -111,7 +111,8 @@ TensorView GgufFile::tensor_view(const GgufTensorInfo& info) const {
   if (!info.is_supported) {
     throw Error("'" + path() + "': tensor '" + info.name + "' has ggml type " +
                 ggml_type_name(info.ggml_type) + " (" + std::to_string(info.ggml_type) +
-                "), which cbatch does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+                "), which cbatch does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
+                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
   }
   TensorView view;
   view.name = info.name;

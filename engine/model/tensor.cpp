@@ -9,6 +9,7 @@
 #endif
 
 #include "engine/core/error.hpp"
+#include "engine/model/quant_blocks.hpp"
 #include "engine/model/random_weights.hpp"
 
 namespace cbatch {
@@ -94,6 +95,15 @@ std::string_view dtype_name(DType dtype) {
     case DType::kQ8_0: return "q8_0";
     case DType::kQ4_0: return "q4_0";
     case DType::kQ4_1: return "q4_1";
+    case DType::kQ5_0: return "q5_0";
+    case DType::kQ5_1: return "q5_1";
+    case DType::kQ2_K: return "q2_k";
+    case DType::kQ3_K: return "q3_k";
+    case DType::kQ4_K: return "q4_k";
+    case DType::kQ5_K: return "q5_k";
+    case DType::kQ6_K: return "q6_k";
+    case DType::kIQ4_NL: return "iq4_nl";
+    case DType::kIQ4_XS: return "iq4_xs";
   }
   return "?";
 }
@@ -102,7 +112,16 @@ int64_t dtype_block_elems(DType dtype) {
   switch (dtype) {
     case DType::kQ8_0:
     case DType::kQ4_0:
-    case DType::kQ4_1: return 32;
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kIQ4_NL: return 32;
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return 256;
     default: return 1;
   }
 }
@@ -115,6 +134,15 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kQ8_0: return 34;
     case DType::kQ4_0: return 18;
     case DType::kQ4_1: return 20;
+    case DType::kQ5_0: return 22;
+    case DType::kQ5_1: return 24;
+    case DType::kIQ4_NL: return 18;
+    case DType::kQ2_K: return 84;
+    case DType::kQ3_K: return 110;
+    case DType::kQ4_K: return 144;
+    case DType::kQ5_K: return 176;
+    case DType::kQ6_K: return 210;
+    case DType::kIQ4_XS: return 136;
   }
   return 0;
 }
@@ -151,9 +179,18 @@ void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16(base + 2 * i));
       return;
-    default: {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1: {
       const int64_t block_bytes = dtype_block_bytes(tensor.dtype);
       for (int64_t b = 0; b < n / 32; ++b) dequantize_block(tensor.dtype, base + b * block_bytes, out + 32 * b);
+      return;
+    }
+    default: {
+      const int64_t block_bytes = dtype_block_bytes(tensor.dtype), block_elems = dtype_block_elems(tensor.dtype);
+      for (int64_t b = 0; b < n / block_elems; ++b) {
+        dequantize_quant_block(tensor.dtype, base + b * block_bytes, out + block_elems * b);
+      }
       return;
     }
   }

@@ -12,7 +12,12 @@
 
 namespace cbatch {
 
-enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1 };
+// The GGUF block types as published: the legacy 32-element ones, the K-quants (256) and the non-linear 4-bit
+// ones (quant_blocks.hpp).
+enum class DType : uint8_t {
+  kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1,
+  kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS,
+};
 
 std::string_view dtype_name(DType dtype);
 // Elements per quantization block (1 for plain types) and bytes per block.

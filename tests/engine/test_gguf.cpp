@@ -235,11 +235,12 @@ TEST_CASE("GGUF reader rejects truncated and corrupt files with cbatch::Error") 
   }
   SUBCASE("unsupported tensor type names the tensor and the type") {
     std::string bytes = original;
-    put_u32(bytes, tensor_type_offset(bytes, "blk.0.attn_q.weight"), 12);  // Q4_K
+    put_u32(bytes, tensor_type_offset(bytes, "blk.0.attn_q.weight"), 16);  // IQ2_XXS
     const TempFile file(bytes, ".gguf");
     const std::string message = error_of([&] { load_model(ModelSource{file.path(), "", 0}); });
     CHECK(message.find("'blk.0.attn_q.weight'") != std::string::npos);
-    CHECK(message.find("Q4_K") != std::string::npos);
+    CHECK(message.find("IQ2_XXS") != std::string::npos);
+    CHECK(message.find("Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS") != std::string::npos);
   }
   SUBCASE("missing tensor is named") {
     std::string bytes = original;
