@@ -30,9 +30,10 @@ build: configure
 test: build test-data
 	ctest --test-dir $(BUILD) --output-on-failure
 
-# The default model for the SmolLM2 tests; they are skipped (with a message) when it cannot be fetched.
+# The default model for the SmolLM2 tests and Gemma 3 270M (Q4_K_M) for the family tests; they are skipped (with a message) when it cannot be fetched.
 test-data:
 	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
+	@tools/fetch_gemma3.sh models >/dev/null || echo "warning: could not fetch Gemma 3 270M; its tests will be skipped"
 
 # One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
 test-robust:
