@@ -71,7 +71,7 @@ Model make_model(int num_layers, bool tied, RopeLayout layout) {
     t.layers.push_back({norm(p + "attn_norm"), linear(p + "wq", c.q_dim(), c.dim), linear(p + "wk", c.kv_dim(), c.dim),
                         linear(p + "wv", c.kv_dim(), c.dim), linear(p + "wo", c.dim, c.q_dim()), norm(p + "ffn_norm"),
                         linear(p + "w_gate", c.hidden_dim, c.dim), linear(p + "w_up", c.hidden_dim, c.dim),
-                        linear(p + "w_down", c.dim, c.hidden_dim)});
+                        linear(p + "w_down", c.dim, c.hidden_dim), {}, {}, {}, {}, {}, {}, {}});  // no family tensors
   }
   t.final_norm = norm("output_norm");
   t.lm_head = tied ? t.embedding : linear("output", c.vocab_size, c.dim);
