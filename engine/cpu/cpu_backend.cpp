@@ -217,7 +217,12 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     const float offset = config_.norm_offset;
     layer.attn_norm = norm_weights(l.attn_norm, offset, pool_);
     layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_, keep);
-    if (config_.qkv_bias) layer.qkv_bias = stack_f32({&l.bq, &l.bk, &l.bv}, pool_);
+    if (config_.qkv_bias) {  // (q_dim + 2 * kv_dim): the three bias vectors end to end
+      for (const TensorView* b : {&l.bq, &l.bk, &l.bv}) {
+        const Weights part = stack_f32({b}, pool_);
+        layer.qkv_bias.insert(layer.qkv_bias.end(), part.begin(), part.end());
+      }
+    }
     layer.q_norm = norm_weights(l.q_norm, offset, pool_);
     layer.k_norm = norm_weights(l.k_norm, offset, pool_);
     layer.wo = pack_stacked({&l.wo}, pool_, keep);

@@ -45,6 +45,19 @@ def need_smollm2():
     return SMOLLM2
 
 
+GEMMA3 = os.path.join(MODELS, "gemma-3-270m-Q4_K_M.gguf")
+
+
+def need_gemma3():
+    """Gemma 3 270M Q4_K_M's path; fetches it with tools/fetch_gemma3.sh when missing, skips if that fails."""
+    if not os.path.exists(GEMMA3):
+        proc = subprocess.run([os.path.join(ROOT, "tools", "fetch_gemma3.sh"), MODELS], capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(GEMMA3):
+            print(f"SKIPPED: {GEMMA3} is missing and tools/fetch_gemma3.sh failed:\n{proc.stderr[-1000:]}")
+            sys.exit(SKIP)
+    return GEMMA3
+
+
 def run(args, stdin=None, check=True, expect_rc=0):
     proc = subprocess.run([BIN] + args, input=stdin, capture_output=True, text=True)
     if check and proc.returncode != expect_rc:
