@@ -204,13 +204,26 @@ class EngineRun {
       return;
     }
     const int vocab = model_.config.vocab_size;
+    // Each draw gets a row of its own: the sampler changes its row (penalties), and forked samples share
+    // their parent's row, so theirs are copied first.
+    row_logits_.resize(static_cast<size_t>(n));
+    fork_logits_.resize(static_cast<size_t>(n - num_logits) * vocab);
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = &output_.logits[static_cast<size_t>(logits_row_[static_cast<size_t>(i)]) * vocab];
+      if (i >= num_logits) {
+        float* copy = &fork_logits_[static_cast<size_t>(i - num_logits) * vocab];
+        std::copy_n(row, vocab, copy);
+        row = copy;
+      }
+      row_logits_[static_cast<size_t>(i)] = row;
+    }
     auto sample_range = [&](int64_t begin, int64_t end) {
       thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
       for (int64_t row = begin; row < end; ++row) {
         Sequence& seq = *sampling_rows_[static_cast<size_t>(row)];
-        const size_t logits = static_cast<size_t>(logits_row_[static_cast<size_t>(row)]) * vocab;
-        sampled_[static_cast<size_t>(row)] = sampler.sample(&output_.logits[logits], vocab, seq.request.sampling,
-                                                            seq.tokens, seq.num_prompt_tokens, seq.request.rng_seed);
+        sampled_[static_cast<size_t>(row)] = sampler.sample(row_logits_[static_cast<size_t>(row)], vocab,
+                                                            seq.request.sampling, seq.tokens, seq.num_prompt_tokens,
+                                                            seq.request.rng_seed);
       }
     };
     if (n < 2 || config_.sampling_threads == 1) return sample_range(0, n);
@@ -362,6 +375,8 @@ class EngineRun {
   std::vector<Sequence*> sampling_rows_;        // (tokens sampled this step) their sequences
   std::vector<int32_t> logits_row_;             // (tokens sampled this step) the logits row each draws from
   std::vector<std::pair<Sequence*, int32_t>> forked_;  // samples forked this step, with their parent's row
+  std::vector<float*> row_logits_;              // (tokens sampled this step) the logits row each draw uses
+  std::vector<float> fork_logits_;              // (samples forked this step, vocab) copies of their parent's row
   std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
   std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1
   RaggedBatch batch_;

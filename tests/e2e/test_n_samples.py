@@ -57,6 +57,13 @@ alone, _ = run_rows([dict(base, id="u")], ["--seed", "11"], name="unseeded alone
 c.check(alone["u"]["output_token_ids"] == samples(res["u"])[0], "unseeded sample 0 != the request alone")
 c.check(len({tuple(o) for o in samples(res["u"])}) > 1, "unseeded sampled completions are all the same")
 
+# With penalties (the sampler changes its row of logits in place: each sample needs its own copy).
+pen = dict(base, id="p", repetition_penalty=1.3, frequency_penalty=0.5, presence_penalty=0.2)
+res, _ = run_rows([dict(pen, n=3, seed=9)], ["--seed", "11"], name="penalties")
+for i in range(3):
+    alone, _ = run_rows([dict(pen, seed=9 + i)], ["--seed", "11"], name=f"penalized alone {i}")
+    c.check(alone["p"]["output_token_ids"] == samples(res["p"])[i], f"penalized sample {i} != the request alone")
+
 # Invariance across modes, budgets, block sizes, preemption and the prefix cache.
 rng = random.Random(5)
 shared = [rng.randrange(3, 320) for _ in range(21)]
