@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <memory>
 #include <unordered_map>
@@ -84,6 +85,15 @@ class EngineRun {
     seq->request = std::move(request);
     const int n = seq->request.sampling.n;
     seq->pending_samples = n;
+    if (seq->request.sampling.is_constrained()) {
+      try {
+        seq->constraint = constraints().get(seq->request.sampling.regex_constraint);
+      } catch (const Error& e) {
+        reject(*seq, e.what());
+        return;
+      }
+      seq->constraint_state = seq->constraint->start();
+    }
     // The prompt's blocks once, and each sample's own: the rest of its context plus a copy of a partial block.
     const int prompt_full = seq->num_prompt_tokens / blocks_.block_size();
     const int64_t needed = blocks_.blocks_for_tokens(seq->max_total_tokens) +
@@ -131,16 +141,19 @@ class EngineRun {
   // for penalized rows their sequence's distinct tokens); else the logits, for the host's Sampler.
   void request_output(const StepPlan& plan) {
     bool plain_greedy = true;
+    bool constrained = false;
     for (const ScheduledSeq& s : plan.seqs) {
       const SamplingParams& p = s.seq->request.sampling;
       plain_greedy = plain_greedy && (!s.samples || (p.is_greedy() && !p.has_penalties()));
+      constrained = constrained || (s.samples && s.seq->constraint);
     }
+    plain_greedy = plain_greedy && !constrained;
     output_.sampling.clear();
     output_.penalty_tokens.clear();
     // A forking row draws n tokens from one row of logits: the host samples those.
     const bool forks = std::any_of(plan.seqs.begin(), plan.seqs.end(),
                                    [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
-    output_.want_logits = !plain_greedy && (!backend_.samples_on_device() || forks);
+    output_.want_logits = !plain_greedy && (!backend_.samples_on_device() || forks || constrained);
     if (output_.want_logits || plain_greedy) return;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
@@ -207,6 +220,7 @@ class EngineRun {
     // Each draw gets a row of its own: the sampler changes its row (penalties), and forked samples share
     // their parent's row, so theirs are copied first.
     row_logits_.resize(static_cast<size_t>(n));
+    constrained_blocked_.assign(static_cast<size_t>(n), false);
     fork_logits_.resize(static_cast<size_t>(n - num_logits) * vocab);
     for (int64_t i = 0; i < n; ++i) {
       float* row = &output_.logits[static_cast<size_t>(logits_row_[static_cast<size_t>(i)]) * vocab];
@@ -216,6 +230,10 @@ class EngineRun {
         row = copy;
       }
       row_logits_[static_cast<size_t>(i)] = row;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
+      if (seq.constraint) constrained_blocked_[static_cast<size_t>(i)] = !apply_constraint(seq, row_logits_[static_cast<size_t>(i)]);
     }
     auto sample_range = [&](int64_t begin, int64_t end) {
       thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
@@ -243,7 +261,14 @@ class EngineRun {
     for (size_t row = 0; row < sampling_rows_.size(); ++row) {
       Sequence& seq = *sampling_rows_[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
-      append_token(seq, sampled_[row], *model_.tokenizer);
+      if (row < constrained_blocked_.size() && constrained_blocked_[row]) {
+        seq.finish_reason = FinishReason::kLength;  // no token can continue the constraint: cut, like max_tokens
+      } else {
+        if (seq.constraint && !model_.tokenizer->is_eos(sampled_[row])) {
+          seq.constraint_state = seq.constraint->advance(seq.constraint_state, sampled_[row]);
+        }
+        append_token(seq, sampled_[row], *model_.tokenizer);
+      }
       if (seq.is_finished()) {
         seq.finish_step = step_;
         emit(seq);
@@ -251,6 +276,29 @@ class EngineRun {
       }
     }
     return finished;
+  }
+
+  // The run's constraint automata, over the tokenizer's vocabulary trie (built at the first constrained request).
+  ConstraintCache& constraints() {
+    if (!constraints_) constraints_ = std::make_unique<ConstraintCache>(std::make_shared<TokenTrie>(*model_.tokenizer));
+    return *constraints_;
+  }
+
+  // Masks a constrained row's logits: tokens that cannot continue the constraint get -inf, and EOS stays
+  // only where the output is a full match (then it is also the only choice if nothing may follow).
+  // Returns false when no token at all is allowed.
+  bool apply_constraint(Sequence& seq, float* logits) {
+    const int vocab = model_.config.vocab_size;
+    const std::vector<uint64_t>& mask = seq.constraint->allowed(seq.constraint_state);
+    const bool eos_ok = seq.constraint->accepting(seq.constraint_state);
+    bool any = false;
+    for (int t = 0; t < vocab; ++t) {
+      const bool ok = t < static_cast<int>(mask.size() * 64) && ((mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1);
+      const bool allowed = model_.tokenizer->is_eos(t) ? eos_ok : ok;
+      if (!allowed) logits[t] = -INFINITY;
+      any = any || allowed;
+    }
+    return any;
   }
 
   // A request with n > 1 runs as one sequence until its prompt is computed. At the step that samples its
@@ -376,6 +424,8 @@ class EngineRun {
   std::vector<int32_t> logits_row_;             // (tokens sampled this step) the logits row each draws from
   std::vector<std::pair<Sequence*, int32_t>> forked_;  // samples forked this step, with their parent's row
   std::vector<float*> row_logits_;              // (tokens sampled this step) the logits row each draw uses
+  std::vector<bool> constrained_blocked_;       // (tokens sampled this step) its constraint allows no token
+  std::unique_ptr<ConstraintCache> constraints_;
   std::vector<float> fork_logits_;              // (samples forked this step, vocab) copies of their parent's row
   std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
   std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1

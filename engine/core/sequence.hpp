@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/token_automaton.hpp"
 #include "engine/core/block_manager.hpp"
 #include "engine/core/request.hpp"
 #include "engine/core/request_result.hpp"
@@ -37,6 +38,8 @@ struct Sequence {
   int sample_index = 0;               // which of the request's n completions this sequence is
   int pending_samples = 1;            // sequences it stands for: n until its prompt is computed, then 1
   std::shared_ptr<SampleGroup> group;  // the request's completions, when n > 1 (shared by its samples)
+  std::shared_ptr<Constraint> constraint;  // structured output: the automaton, shared by a run's equal ones
+  int32_t constraint_state = 0;        // its state after the generated tokens so far
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;

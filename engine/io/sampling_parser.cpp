@@ -100,6 +100,7 @@ void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaul
   }
   read_stops(fields, out);
   read_penalties(fields, out);
+  parse_constraint_fields(fields, out);
 }
 
 }  // namespace cbatch

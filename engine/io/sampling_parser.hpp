@@ -13,5 +13,7 @@ inline constexpr int64_t kMaxMaxTokens = 1'000'000;
 // Throws FieldError naming the first bad field.
 void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaults,
                            SamplingParams& out);
+// The structured-output fields (constraint_parser.cpp); part of parse_sampling_fields.
+void parse_constraint_fields(const FieldSet& fields, SamplingParams& out);
 
 }  // namespace cbatch

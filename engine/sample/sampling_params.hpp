@@ -23,8 +23,12 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;   // > 0
   float presence_penalty = 0.0f;     // in [-2, 2]
   float frequency_penalty = 0.0f;    // in [-2, 2]
+  // Structured output: the completion must be a full match of this regular expression (regex_nfa.hpp;
+  // `choice` lists become one). Empty: unconstrained.
+  std::string regex_constraint;
 
   bool is_greedy() const { return temperature < 1e-5f; }
+  bool is_constrained() const { return !regex_constraint.empty(); }
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }

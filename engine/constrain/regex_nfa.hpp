@@ -1,0 +1,38 @@
+// Regular expressions (a subset of Python's `re` syntax) compiled to a byte-level NFA, for constrained
+// decoding. Supported: literals (UTF-8), escapes (\d \w \s \D \W \S, \n \t \r \f \v, escaped
+// punctuation, \xHH, \uHHHH), '.', character classes with ranges and negation, groups ( ) and (?: ),
+// alternation, quantifiers * + ? {n} {n,} {n,m} (lazy forms too: a full match does not care), and ^ / $
+// at the ends. '.' and negated classes match whole UTF-8 characters, so a constrained output is always
+// valid UTF-8. Classes list ASCII characters only. Anything else (backreferences, lookaround, named
+// groups, inline flags) throws cbatch::Error naming the construct and its offset.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cbatch {
+
+struct NfaEdge {
+  uint8_t lo = 0;   // byte range [lo, hi]
+  uint8_t hi = 0;
+  int32_t to = 0;
+};
+
+struct Nfa {
+  struct State {
+    std::vector<NfaEdge> edges;
+    std::vector<int32_t> epsilon;
+  };
+  std::vector<State> states;
+  int32_t start = 0;
+  int32_t accept = 0;  // the one accepting state
+};
+
+// The language of `pattern` as a full match. Throws cbatch::Error on syntax this engine does not take.
+Nfa compile_regex(std::string_view pattern);
+
+// A regular expression matching exactly one of `choices` (each taken literally).
+std::string choice_regex(const std::vector<std::string>& choices);
+
+}  // namespace cbatch

@@ -1,0 +1,123 @@
+// Subset construction on demand, the vocabulary trie, and the trie walk that makes a mask.
+#include "engine/constrain/token_automaton.hpp"
+
+#include <algorithm>
+
+#include "engine/text/tokenizer.hpp"
+
+namespace cbatch {
+namespace {
+
+constexpr int32_t kUnknown = -2;
+
+}  // namespace
+
+ByteDfa::ByteDfa(Nfa nfa) : nfa_(std::move(nfa)) { state_of({nfa_.start}); }
+
+void ByteDfa::close(std::vector<int32_t>& set) const {
+  std::vector<bool> seen(nfa_.states.size(), false);
+  for (int32_t s : set) seen[static_cast<size_t>(s)] = true;
+  for (size_t i = 0; i < set.size(); ++i) {
+    for (int32_t t : nfa_.states[static_cast<size_t>(set[i])].epsilon) {
+      if (!seen[static_cast<size_t>(t)]) {
+        seen[static_cast<size_t>(t)] = true;
+        set.push_back(t);
+      }
+    }
+  }
+  std::sort(set.begin(), set.end());
+}
+
+int32_t ByteDfa::state_of(std::vector<int32_t> set) {
+  close(set);
+  const auto it = ids_.find(set);
+  if (it != ids_.end()) return it->second;
+  const auto id = static_cast<int32_t>(sets_.size());
+  accepting_.push_back(std::binary_search(set.begin(), set.end(), nfa_.accept));
+  ids_.emplace(set, id);
+  sets_.push_back(std::move(set));
+  std::array<int32_t, 256> row;
+  row.fill(kUnknown);
+  transitions_.push_back(row);
+  return id;
+}
+
+int32_t ByteDfa::next(int32_t state, uint8_t byte) {
+  int32_t& cached = transitions_[static_cast<size_t>(state)][byte];
+  if (cached != kUnknown) return cached;
+  std::vector<int32_t> targets;
+  for (int32_t s : sets_[static_cast<size_t>(state)]) {
+    for (const NfaEdge& e : nfa_.states[static_cast<size_t>(s)].edges) {
+      if (byte >= e.lo && byte <= e.hi) targets.push_back(e.to);
+    }
+  }
+  std::sort(targets.begin(), targets.end());
+  targets.erase(std::unique(targets.begin(), targets.end()), targets.end());
+  const int32_t result = targets.empty() ? kDead : state_of(std::move(targets));
+  transitions_[static_cast<size_t>(state)][byte] = result;  // (state_of may have grown transitions_)
+  return result;
+}
+
+TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_size()) {
+  bytes_.resize(static_cast<size_t>(vocab_size_));
+  nodes_.emplace_back();
+  for (int32_t t = 0; t < vocab_size_; ++t) {
+    bytes_[static_cast<size_t>(t)] = tokenizer.decode_piece(-1, t);
+    const std::string& b = bytes_[static_cast<size_t>(t)];
+    if (b.empty()) continue;
+    int32_t node = 0;
+    for (unsigned char c : b) {
+      auto& children = nodes_[static_cast<size_t>(node)].children;
+      auto it = std::lower_bound(children.begin(), children.end(), std::make_pair(c, INT32_MIN));
+      if (it != children.end() && it->first == c) {
+        node = it->second;
+        continue;
+      }
+      const auto child = static_cast<int32_t>(nodes_.size());
+      children.insert(it, {c, child});  // invalidated by emplace_back below: done with it first
+      nodes_.emplace_back();
+      node = child;
+    }
+    nodes_[static_cast<size_t>(node)].tokens.push_back(t);
+  }
+}
+
+Constraint::Constraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {}
+
+int32_t Constraint::advance(int32_t state, int32_t token) {
+  for (unsigned char c : trie_->bytes(token)) {
+    state = dfa_.next(state, c);
+    if (state == ByteDfa::kDead) return state;
+  }
+  return state;
+}
+
+const std::vector<uint64_t>& Constraint::allowed(int32_t state) {
+  const auto it = masks_.find(state);
+  if (it != masks_.end()) return it->second;
+  std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
+  const auto& nodes = trie_->nodes();
+  std::vector<std::pair<int32_t, int32_t>> stack = {{0, state}};  // (trie node, DFA state)
+  while (!stack.empty()) {
+    const auto [node, dfa_state] = stack.back();
+    stack.pop_back();
+    if (node != 0) {
+      for (int32_t t : nodes[static_cast<size_t>(node)].tokens) mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
+    }
+    for (const auto& [byte, child] : nodes[static_cast<size_t>(node)].children) {
+      const int32_t next = dfa_.next(dfa_state, byte);
+      if (next != ByteDfa::kDead) stack.emplace_back(child, next);
+    }
+  }
+  return masks_.emplace(state, std::move(mask)).first->second;
+}
+
+std::shared_ptr<Constraint> ConstraintCache::get(const std::string& regex) {
+  const auto it = compiled_.find(regex);
+  if (it != compiled_.end()) return it->second;
+  auto constraint = std::make_shared<Constraint>(compile_regex(regex), trie_);
+  compiled_.emplace(regex, constraint);
+  return constraint;
+}
+
+}  // namespace cbatch
