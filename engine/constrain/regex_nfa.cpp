@@ -37,6 +37,7 @@ class Parser {
   char peek() const { return p_[pos_]; }
 
   int32_t new_state() {
+    if (nfa_.states.size() >= kMaxStates) fail("a pattern this large (over " + std::to_string(kMaxStates) + " states)");
     nfa_.states.emplace_back();
     return static_cast<int32_t>(nfa_.states.size() - 1);
   }
@@ -159,7 +160,12 @@ class Parser {
     const int32_t atom_end = static_cast<int32_t>(nfa_.states.size());
     const int copies = std::max(lo, hi == -1 ? 1 : hi);
     std::vector<Fragment> pieces{atom_f};
-    for (int i = 1; i < copies; ++i) pieces.push_back(clone(atom_f, first_state, atom_end));
+    for (int i = 1; i < copies; ++i) {
+      if (nfa_.states.size() + static_cast<size_t>(atom_end - first_state) >= kMaxStates) {
+        fail("a pattern this large (over " + std::to_string(kMaxStates) + " states)");
+      }
+      pieces.push_back(clone(atom_f, first_state, atom_end));
+    }
     Fragment f = empty();
     for (int i = 0; i < lo; ++i) {
       eps(f.end, pieces[static_cast<size_t>(i)].start);
@@ -228,6 +234,7 @@ class Parser {
   }
 
   Fragment group() {
+    if (++depth_ > kMaxDepth) fail("groups nested over " + std::to_string(kMaxDepth) + " deep");
     ++pos_;
     if (!at_end() && peek() == '?') {
       if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':') {
@@ -239,6 +246,7 @@ class Parser {
     const Fragment f = alternation();
     if (at_end() || peek() != ')') fail("missing ')'");
     ++pos_;
+    --depth_;
     return f;
   }
 
@@ -355,8 +363,11 @@ class Parser {
     return set(s, multibyte);
   }
 
+  static constexpr size_t kMaxStates = 200000;
+  static constexpr int kMaxDepth = 200;
   std::string_view p_;
   size_t pos_ = 0;
+  int depth_ = 0;
   Nfa nfa_;
 };
 

@@ -67,6 +67,8 @@ TEST_CASE("regex: full matches of the supported syntax") {
     CAPTURE(bad);
     CHECK_THROWS_AS(compile_regex(bad), Error);
   }
+  CHECK_THROWS_AS(compile_regex(std::string(5000, '(') + std::string(5000, ')')), Error);  // no stack overflow
+  CHECK_THROWS_AS(compile_regex("((a{1000}){1000}){1000}"), Error);                         // no memory blow-up
   CHECK(full_match(choice_regex({"yes", "no", "a.b (c)"}), "a.b (c)"));
   CHECK_FALSE(full_match(choice_regex({"yes", "no", "a.b (c)"}), "axb (c)"));
 }
