@@ -40,6 +40,7 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
       add_prefix_space_(spec.add_prefix_space),
       space_prefix_(spec.space_prefix),
       split_on_space_marker_(spec.split_on_space_marker),
+      prefix_unless_space_(spec.prefix_unless_space),
       add_bos_(spec.add_bos),
       add_eos_(spec.add_eos),
       model_(spec.tokens, spec.merges, spec.model, source) {
@@ -61,7 +62,11 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
     uint8_t byte = 0;
     keeps_space_[id] = type == TokenType::kByte || (!is_byte_level_ && parse_byte_piece(spec.tokens[id], &byte));
     if (type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown) {
-      specials_.add(spec.tokens[id], static_cast<int32_t>(id));
+      WhitespaceStrip strip;
+      for (const auto& [token, token_strip] : spec.strips) {
+        if (token == static_cast<int32_t>(id)) strip = token_strip;
+      }
+      specials_.add(spec.tokens[id], static_cast<int32_t>(id), strip);
     }
   }
   tokens_ = std::move(spec.tokens);
@@ -101,7 +106,8 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool is_first, std::ve
     for (std::string_view piece : pre_tokenizer_.split(prefixed)) model_.encode_word(byte_level_encode(piece), out);
     return;
   }
-  const bool prefix = space_prefix_ == SpacePrefix::kAlways || (space_prefix_ == SpacePrefix::kFirst && is_first);
+  const bool prefix = (space_prefix_ == SpacePrefix::kAlways || (space_prefix_ == SpacePrefix::kFirst && is_first)) &&
+                      !(prefix_unless_space_ && (text[0] == ' ' || text.substr(0, kSpaceMarker.size()) == kSpaceMarker));
   std::string escaped(prefix ? kSpaceMarker : std::string_view());
   escaped += replace_all(text, " ", kSpaceMarker);
   if (!split_on_space_marker_) {
@@ -135,8 +141,10 @@ std::string BpeTokenizer::decode_piece(int32_t prev, int32_t id) const {
                 std::to_string(vocab_size() - 1) + ")");
   }
   const std::string& piece = decoded_[id];
-  // SentencePiece-style decoders strip the dummy-prefix space of the first piece after BOS.
-  if (!is_byte_level_ && prev == bos_id_ && prev >= 0 && !piece.empty() && piece[0] == ' ' && !keeps_space_[id]) {
+  // SentencePiece-style decoders strip the dummy-prefix space of the first piece after BOS; without a
+  // prefix (Gemma) a leading space is the text's own.
+  if (!is_byte_level_ && space_prefix_ != SpacePrefix::kNone && prev == bos_id_ && prev >= 0 && !piece.empty() &&
+      piece[0] == ' ' && !keeps_space_[id]) {
     return piece.substr(1);
   }
   return piece;

@@ -30,6 +30,8 @@ struct BpeTokenizerSpec {
   bool add_prefix_space = false;     // byte-level: a space before a fragment that has none (RoBERTa)
   SpacePrefix space_prefix = SpacePrefix::kNone;  // SentencePiece-style
   bool split_on_space_marker = false;             // SentencePiece-style: words start at each "▁"
+  bool prefix_unless_space = false;  // Metaspace: no "▁" prefix before a fragment starting with a space
+  std::vector<std::pair<int32_t, WhitespaceStrip>> strips;  // added tokens' lstrip / rstrip
   BpeModelOptions model;
   int32_t bos_id = -1;
   std::vector<int32_t> eos_ids;      // end of text and end of turn
@@ -59,6 +61,7 @@ class BpeTokenizer final : public Tokenizer {
   bool add_prefix_space_;
   SpacePrefix space_prefix_;
   bool split_on_space_marker_;
+  bool prefix_unless_space_;
   bool add_bos_;
   bool add_eos_;
   BpeModel model_;

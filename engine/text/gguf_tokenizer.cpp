@@ -2,7 +2,12 @@
 // types, special token ids and the add_bos / add_eos / add_space_prefix flags (llama.cpp's defaults
 // when absent). "llama" is SentencePiece BPE (scores); "gpt2" is byte-level BPE (merges) whose
 // pre-tokenizer tokenizer.ggml.pre names. End-of-generation tokens: eos, eot and eom ids, plus the
-// control tokens llama.cpp recognizes by their text ("<|im_end|>", "<|eot_id|>", ...).
+// control tokens llama.cpp recognizes by their text ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", ...).
+// Three families' SentencePiece vocabularies need rules the metadata does not state, as their
+// tokenizer.json files (and transformers' or llama.cpp's GGUF readers) apply them: Gemma's, Phi-3's and
+// Mistral v3's, see below.
+#include <cctype>
+
 #include "engine/text/bpe_tokenizer.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/spm_tokenizer.hpp"
@@ -68,6 +73,62 @@ std::vector<int32_t> extra_eos_ids(const GgufFile& gguf) {
   return ids;
 }
 
+bool contains_any(const std::string& text, std::initializer_list<const char*> parts) {
+  for (const char* part : parts) {
+    if (text.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Gemma: user-defined runs of spaces are stored as real spaces ("  ") but are SentencePiece pieces
+// "▁▁" that merge like any other (so "▁ " in the text also becomes one), and the merge order is the
+// order of the tokens in the file, which the scores of these user-defined runs (-1000) do not follow.
+void apply_gemma_rules(SpmVocab& vocab) {
+  for (size_t id = 0; id < vocab.pieces.size(); ++id) {
+    std::string& piece = vocab.pieces[id];
+    if (vocab.types[id] == TokenType::kUserDefined && piece.find_first_not_of(' ') == std::string::npos) {
+      std::string marked;
+      for (size_t i = 0; i < piece.size(); ++i) marked += "\xE2\x96\x81";
+      piece = marked;
+      vocab.types[id] = TokenType::kNormal;
+    }
+    vocab.scores[id] = -static_cast<float>(id);
+  }
+}
+
+// Phi-3's tokenizer.json gives its special tokens rstrip (the whitespace after "<|user|>" or "<|end|>"
+// is dropped), except <unk>, <s> and <|endoftext|>; llama.cpp sets the same for a model it knows by
+// general.name, cbatch also by the architecture.
+void apply_phi3_rules(SpmVocab& vocab) {
+  for (size_t id = 0; id < vocab.pieces.size(); ++id) {
+    const std::string& piece = vocab.pieces[id];
+    const bool is_special = vocab.types[id] == TokenType::kControl || vocab.types[id] == TokenType::kUserDefined;
+    if ((is_special || piece == "</s>") && piece != "<unk>" && piece != "<s>" && piece != "<|endoftext|>") {
+      vocab.strips.push_back({static_cast<int32_t>(id), WhitespaceStrip{false, true}});
+    }
+  }
+}
+
+// Mistral's v3 tokenizer (Mistral 7B v0.3, Mixtral 8x22B, Codestral: "[INST]" is one of its tokens)
+// is published as a tokenizer.json whose Metaspace prefixes only the text's first fragment, so
+// "[INST] Hi" is "[INST]", "▁Hi" as in mistral-common, where llama.cpp would give "▁▁Hi".
+bool is_mistral_v3(const SpmVocab& vocab) {
+  for (size_t id = 0; id < vocab.pieces.size() && id < 1024; ++id) {
+    const bool is_special = vocab.types[id] == TokenType::kControl || vocab.types[id] == TokenType::kUserDefined;
+    if (is_special && vocab.pieces[id] == "[INST]") return true;
+  }
+  return false;
+}
+
+void apply_family_rules(const GgufFile& gguf, SpmVocab& vocab) {
+  const std::string arch = gguf.get_string("general.architecture", "");
+  std::string name = gguf.get_string("general.name", "");
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") apply_gemma_rules(vocab);
+  if (arch == "phi3" || contains_any(name, {"phi-3", "phi3"})) apply_phi3_rules(vocab);
+  if (is_mistral_v3(vocab)) vocab.space_prefix_first_only = true;
+}
+
 std::unique_ptr<Tokenizer> load_spm(const GgufFile& gguf) {
   SpmVocab vocab;
   vocab.pieces = gguf.get_strings("tokenizer.ggml.tokens");
@@ -79,6 +140,8 @@ std::unique_ptr<Tokenizer> load_spm(const GgufFile& gguf) {
   vocab.add_eos = gguf.get_bool("tokenizer.ggml.add_eos_token", false);
   vocab.add_space_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix", true);
   read_scores_and_types(gguf, vocab);
+  for (int32_t id : end_of_generation_ids(vocab.pieces, vocab.types)) vocab.extra_eos_ids.push_back(id);
+  apply_family_rules(gguf, vocab);
   return std::make_unique<SpmTokenizer>(std::move(vocab), gguf.path());
 }
 
@@ -128,7 +191,8 @@ std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& token
                                        "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|end_of_text|>"};
   std::vector<int32_t> ids;
   for (size_t id = 0; id < tokens.size(); ++id) {
-    if (types[id] != TokenType::kControl) continue;
+    // llama.cpp takes these texts as control tokens whatever type the file gives them.
+    if (types[id] != TokenType::kControl && types[id] != TokenType::kUserDefined) continue;
     for (const char* text : kTexts) {
       if (tokens[id] == text) ids.push_back(static_cast<int32_t>(id));
     }

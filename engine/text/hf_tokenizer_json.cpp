@@ -70,6 +70,8 @@ void read_added_tokens(const JsonFields& root, BpeTokenizerSpec& spec) {
     }
     spec.tokens[id] = t.get_string("content");
     spec.types[id] = t.get_bool("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+    const WhitespaceStrip strip{t.get_bool("lstrip", false), t.get_bool("rstrip", false)};
+    if (strip.left || strip.right) spec.strips.push_back({static_cast<int32_t>(id), strip});
   }
 }
 
@@ -95,6 +97,7 @@ void read_metaspace(const JsonFields& p, BpeTokenizerSpec& spec, Components& par
   if (scheme != "always" && scheme != "first" && scheme != "never") p.fail("prepend_scheme", "'" + scheme + "' is unknown");
   spec.space_prefix = scheme == "always" ? SpacePrefix::kAlways : scheme == "first" ? SpacePrefix::kFirst : SpacePrefix::kNone;
   spec.split_on_space_marker = p.get_bool("split", true);
+  spec.prefix_unless_space = true;
   parts.spaces_to_marker = true;
 }
 
@@ -114,6 +117,8 @@ void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components&
     spec.add_prefix_space = p.get_bool("add_prefix_space", false);
     if (spec.add_prefix_space && !is_first) p.fail("add_prefix_space", "is supported only on a first ByteLevel");
     if (p.get_bool("use_regex", true)) rules.push_back(SplitRule::kGpt2);
+  } else if (type == "Split" && parts.spaces_to_marker && p.object("pattern").get_string("String", "") == " ") {
+    // Gemma: splitting on " " after a normalizer that replaced every space by "▁" splits nothing.
   } else if (type == "Split") {
     const JsonFields pattern = p.object("pattern");
     const auto rule = split_rule_for_regex(pattern.get_string("Regex", ""));

@@ -75,6 +75,13 @@ int hex_digit(char c) {
   return -1;
 }
 
+WhitespaceStrip strip_of(const SpmVocab& vocab, int32_t id) {
+  for (const auto& [token, strip] : vocab.strips) {
+    if (token == id) return strip;
+  }
+  return {};
+}
+
 }  // namespace
 
 bool parse_byte_piece(std::string_view piece, uint8_t* byte) {
@@ -119,7 +126,7 @@ SpmTokenizer::SpmTokenizer(SpmVocab vocab, const std::string& source) : vocab_(s
       decoded_[id] = unescape_spaces(piece);
     }  // control and unknown tokens decode to ""
     if (type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown) {
-      specials_.add(piece, static_cast<int32_t>(id));
+      specials_.add(piece, static_cast<int32_t>(id), strip_of(vocab_, static_cast<int32_t>(id)));
     }
   }
   bos_id_ = vocab_.bos_id;
@@ -187,8 +194,10 @@ std::vector<int32_t> SpmTokenizer::encode(std::string_view text, bool add_specia
       ids.push_back(fragment.token);
       continue;
     }
-    const std::string escaped =
-        (vocab_.add_space_prefix ? std::string(kSpace) : std::string()) + escape_spaces(fragment.text);
+    const bool is_first = fragment.text.data() == text.data();
+    const bool starts_with_space = fragment.text[0] == ' ' || fragment.text.substr(0, kSpace.size()) == kSpace;
+    const bool prefix = vocab_.add_space_prefix && (!vocab_.space_prefix_first_only || (is_first && !starts_with_space));
+    const std::string escaped = (prefix ? std::string(kSpace) : std::string()) + escape_spaces(fragment.text);
     encode_text(escaped, ids);
   }
   if (add_special && vocab_.add_eos) ids.push_back(vocab_.eos_id);
@@ -201,8 +210,10 @@ std::string SpmTokenizer::decode_piece(int32_t prev, int32_t id) const {
                 std::to_string(vocab_size() - 1) + ")");
   }
   const std::string& piece = decoded_[id];
-  // SentencePiece drops the dummy-prefix space of the first piece; a byte token keeps its byte.
-  if (prev == vocab_.bos_id && !piece.empty() && piece[0] == ' ' && vocab_.types[id] != TokenType::kByte) {
+  // SentencePiece drops the dummy-prefix space of the first piece; a byte token keeps its byte. Without
+  // a dummy prefix (Gemma) a leading space is the text's own.
+  if (vocab_.add_space_prefix && prev == vocab_.bos_id && !piece.empty() && piece[0] == ' ' &&
+      vocab_.types[id] != TokenType::kByte) {
     return piece.substr(1);
   }
   return piece;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/text/special_tokens.hpp"
@@ -27,7 +28,12 @@ struct SpmVocab {
   std::vector<int32_t> extra_eos_ids;  // end-of-turn tokens that also stop generation
   bool add_bos = true;                 // encode(text, add_special=true) prepends BOS
   bool add_eos = false;                // ... and appends EOS
-  bool add_space_prefix = true;        // the dummy "▁" before non-empty text
+  bool add_space_prefix = true;        // the dummy "▁" before non-empty text (decoding drops it again)
+  // The dummy prefix only before the text's first fragment, and not when it starts with a space
+  // (Hugging Face's Metaspace prepend_scheme "first", Mistral's v3 tokenizer); else before every fragment
+  // between special tokens, as llama.cpp and Llama 2's tokenizer.json do.
+  bool space_prefix_first_only = false;
+  std::vector<std::pair<int32_t, WhitespaceStrip>> strips;  // special tokens that swallow whitespace (Phi-3)
 };
 
 class SpmTokenizer final : public Tokenizer {

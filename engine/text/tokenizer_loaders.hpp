@@ -14,8 +14,8 @@ namespace cbatch {
 // tokenizer.ggml.model "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE).
 std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);
 
-// Control tokens that end generation by their text, as llama.cpp recognizes them ("<|im_end|>",
-// "<|eot_id|>", "<|endoftext|>", ...).
+// Control or user-defined tokens that end generation by their text, as llama.cpp recognizes them
+// ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>", ...).
 std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& tokens, const std::vector<TokenType>& types);
 
 // A llama2.c tokenizer.bin: int32 max_token_length, then per token float score, int32 length, bytes.

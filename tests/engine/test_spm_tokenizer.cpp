@@ -1,10 +1,13 @@
 // The SentencePiece tokenizer against real goldens: aidreams260K's tokenize.jsonl and greedy.jsonl
 // (run.c's encoder) from both the GGUF and tok512.bin, and llama.cpp's llama-spm suite (Hugging Face
-// ids of the Llama 2 vocabulary). Plus decoding rules and a long-input round trip.
+// ids of the Llama 2 vocabulary). Plus decoding rules, a long-input round trip, the family options
+// (no dummy prefix as Gemma, first-fragment prefix as Mistral v3, rstrip as Phi-3) on a small vocabulary,
+// and the special-token matcher's lstrip / rstrip.
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
 #include "engine/model/model.hpp"
+#include "engine/text/spm_tokenizer.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {
@@ -132,6 +135,67 @@ TEST_CASE("llama tokenizer handles long inputs (priority-queue merges)") {
   const std::vector<int32_t> ids = tok->encode(text, true);
   CHECK(ids.size() < text.size() / 2);
   CHECK(tok->decode(ids) == text);
+}
+
+namespace {
+
+// <unk> <s> </s> [INST] <|end|> ▁ H i ▁H ▁▁ <0x20>
+SpmVocab tiny_vocab() {
+  SpmVocab v;
+  v.pieces = {"<unk>", "<s>", "</s>", "[INST]", "<|end|>", "\xE2\x96\x81", "H", "i", "\xE2\x96\x81H",
+              "\xE2\x96\x81\xE2\x96\x81", "<0x20>"};
+  v.scores = {0, 0, 0, 0, 0, -1, -2, -3, -0.5f, -0.7f, 0};
+  v.types = {TokenType::kUnknown, TokenType::kControl, TokenType::kControl, TokenType::kControl,
+             TokenType::kControl, TokenType::kNormal, TokenType::kNormal, TokenType::kNormal, TokenType::kNormal,
+             TokenType::kNormal, TokenType::kByte};
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("SentencePiece family options: dummy prefix, first-fragment prefix, rstrip") {
+  using Ids = std::vector<int32_t>;
+  const SpmTokenizer llama(tiny_vocab(), "tiny");  // llama.cpp / Llama 2: "▁" before every fragment
+  CHECK(llama.encode("[INST] Hi", false) == Ids{3, 5, 8, 7});  // "▁▁Hi": ▁H outranks ▁▁
+  CHECK(llama.decode({1, 8, 7}) == "Hi");  // the dummy prefix is dropped after BOS
+
+  SpmVocab first = tiny_vocab();  // Mistral v3 (Metaspace "first"): not after [INST], not before " x"
+  first.space_prefix_first_only = true;
+  const SpmTokenizer mistral(first, "tiny");
+  CHECK(mistral.encode("[INST] Hi", false) == Ids{3, 8, 7});
+  CHECK(mistral.encode("Hi[INST]Hi", false) == Ids{8, 7, 3, 6, 7});
+  CHECK(mistral.encode(" Hi", false) == Ids{8, 7});
+
+  SpmVocab none = tiny_vocab();  // Gemma: no dummy prefix, so a leading space is the text's own
+  none.add_space_prefix = false;
+  const SpmTokenizer gemma(none, "tiny");
+  CHECK(gemma.encode("Hi", false) == Ids{6, 7});
+  CHECK(gemma.decode({1, 8, 7}) == " Hi");
+
+  SpmVocab strip = tiny_vocab();  // Phi-3: <|end|> swallows the whitespace after it
+  strip.strips = {{4, WhitespaceStrip{false, true}}};
+  const SpmTokenizer phi3(strip, "tiny");
+  CHECK(phi3.encode("<|end|>\n \tHi", false) == Ids{4, 8, 7});
+  CHECK(phi3.encode("</s> Hi", false) == Ids{2, 5, 8, 7});  // only <|end|> strips here
+}
+
+TEST_CASE("special tokens: leftmost-longest matches, lstrip and rstrip over Unicode whitespace") {
+  SpecialTokenMatcher m;
+  m.add("<a>", 1);
+  m.add("<a><b>", 2);
+  m.add("<r>", 3, WhitespaceStrip{false, true});
+  m.add("<l>", 4, WhitespaceStrip{true, false});
+  const auto render = [&](std::string_view text) {
+    std::string out;
+    for (const TextFragment& f : m.split(text)) out += f.token >= 0 ? "#" + std::to_string(f.token) : "[" + std::string(f.text) + "]";
+    return out;
+  };
+  CHECK(render("x<a><b>y<a>") == "[x]#2[y]#1");
+  CHECK(render("x<r> \n\xC2\xA0\xE3\x80\x80y ") == "[x]#3[y ]");  // NBSP and U+3000 are White_Space
+  CHECK(render("x<r>\xE2\x80\x8By") == "[x]#3[\xE2\x80\x8By]");  // zero width space is not
+  CHECK(render("x \t<l> y") == "[x]#4[ y]");
+  CHECK(render("<r>  <l>z") == "#3#4[z]");
+  CHECK(render("  <l>") == "#4");
 }
 
 }  // namespace cbatch

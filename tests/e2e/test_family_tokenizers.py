@@ -1,0 +1,147 @@
+"""The SentencePiece tokenizers of Mistral v3 and Phi-3, built from Llama 2's vocabulary (../shared) the
+way those families extend it (the real vocabularies cannot be fetched here), each written both as the
+tokenizer.json its family publishes and as a GGUF: cbatch reading either agrees with Hugging Face
+`tokenizers` running that tokenizer.json on 1,300+ strings, with and without BOS.
+- Mistral v3 (Mistral 7B v0.3): 768 control tokens at ids 3..770 ("[INST]", "[/INST]", ...), Metaspace
+  with prepend_scheme "first" (so "[INST] Hi" is "[INST]", "▁Hi"); the GGUF also agrees with
+  transformers' own GGUF conversion.
+- Phi-3: Llama 2's 32,000 pieces plus "<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", ... whose
+  rstrip drops the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer."""
+import json
+import os
+import random
+
+from common import SHARED, Checks, need, need_modules, run, tmpdir
+from tokenizer_strings import test_strings
+
+need_modules("tokenizers", "gguf")
+import gguf  # noqa: E402
+from gguf import GGUFReader  # noqa: E402
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors  # noqa: E402
+
+NORMAL, CONTROL = 1, 3
+llama = os.path.join(SHARED, "tokenizers", "ggml-vocab-llama-spm.gguf")
+need(llama)
+
+
+def llama_vocab():
+    r = GGUFReader(llama)
+    return [r.fields[k].contents() for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")]
+
+
+def merges_from_scores(tokens, scores, types):
+    """Merges of a SentencePiece vocabulary, best first, as transformers' SentencePieceExtractor derives them."""
+    vocab = {t: i for i, t in enumerate(tokens)}
+    merges = []
+    for i, piece in enumerate(tokens):
+        if types[i] != NORMAL:
+            continue
+        merges += [(piece[:k], piece[k:], scores[i], vocab[piece[:k]], vocab[piece[k:]])
+                   for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
+    merges.sort(key=lambda m: (-m[2], m[3], m[4]))
+    return [(a, b) for a, b, *_ in merges]
+
+
+def spm_tokenizer_json(tokens, scores, types, metaspace_first, strips):
+    tok = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, merges_from_scores(tokens, scores, types),
+                               unk_token="<unk>", fuse_unk=True, byte_fallback=True))
+    if metaspace_first:
+        tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+        tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="first", split=False)
+    else:
+        tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+        tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                         decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False, rstrip=t in strips)
+                            for t, ty in zip(tokens, types) if ty in (2, 3)])
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    return tok
+
+
+def write_gguf(path, arch, name, tokens, scores, types):
+    w = gguf.GGUFWriter(path, arch)
+    w.add_name(name)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def mistral_v3():
+    tokens, scores, types = llama_vocab()
+    controls = ["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+                "[/TOOL_RESULTS]"] + [f"[control_{i}]" for i in range(8, 769)]
+    return (tokens[:3] + controls + tokens[3:], scores[:3] + [0.0] * len(controls) + scores[3:],
+            types[:3] + [CONTROL] * len(controls) + types[3:])
+
+
+PHI3_ADDED = ["<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|placeholder2|>", "<|placeholder3|>",
+              "<|placeholder4|>", "<|system|>", "<|end|>", "<|placeholder5|>", "<|placeholder6|>", "<|user|>"]
+
+
+def phi3():
+    tokens, scores, types = llama_vocab()
+    return tokens + PHI3_ADDED, scores + [0.0] * len(PHI3_ADDED), types + [CONTROL] * len(PHI3_ADDED)
+
+
+def family_strings(specials, seed):
+    rng = random.Random(seed)
+    strings = test_strings(num_random=1000, num_codepoint=200, seed=seed)
+    pieces = specials + [" ", "  ", "\n", "\t", " \n ", "Hi", " there", "x", "é", "中", "😀", "\u00a0", "\u3000"]
+    strings += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(300)]
+    return strings
+
+
+def compare(c, label, path, reference, strings):
+    stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
+    for special in [False, True]:
+        got = [json.loads(line)["ids"] for line in
+               run(["tokenize", "--model", path] + ([] if special else ["--no-special"]), stdin=stdin).stdout.splitlines()]
+        c.check(len(got) == len(strings), f"{label}: {len(got)} lines for {len(strings)} strings")
+        agree = 0
+        for s, ids in zip(strings, got):
+            want = reference(s, special)
+            agree += ids == want
+            c.check(ids == want, f"{label} add_special={special} {s!r}: cbatch {ids} != reference {want}")
+        print(f"{label}, add_special={special}: {agree}/{len(strings)} strings agree")
+
+
+c = Checks()
+work = tmpdir()
+families = [
+    ("mistral-v3", "llama", "Mistral 7B Instruct v0.3", mistral_v3(), True, set(),
+     ["[INST]", "[/INST]", "[INST] ", " [/INST]", "<s>", "</s>", "[TOOL_CALLS]", "[control_8]"]),
+    ("phi3", "phi3", "Phi 3 Mini 4k Instruct", phi3(), False, set(PHI3_ADDED[1:]) | {"</s>"},
+     ["<|user|>", "<|user|>\n", "<|end|>", "<|end|>\n", "<|assistant|>\n", "<|system|>", "<|endoftext|>", "<s>",
+      "</s>", "<unk>"]),
+]
+for label, arch, name, (tokens, scores, types), metaspace_first, strips, specials in families:
+    reference = spm_tokenizer_json(tokens, scores, types, metaspace_first, strips)
+    hf_dir = os.path.join(work, label)
+    os.makedirs(hf_dir)
+    reference.save(os.path.join(hf_dir, "tokenizer.json"))
+    with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"}, f)
+    gguf_path = os.path.join(work, label + ".gguf")
+    write_gguf(gguf_path, arch, name, tokens, scores, types)
+    strings = family_strings(specials, seed=len(label))
+    encode = lambda s, special, ref=reference: ref.encode(s, add_special_tokens=special).ids  # noqa: E731
+    compare(c, f"{label} tokenizer.json", hf_dir, encode, strings)
+    compare(c, f"{label} GGUF", gguf_path, encode, strings)
+    if label == "mistral-v3":
+        try:
+            from transformers_gguf import transformers_tokenizer_from_gguf
+            converted, _ = transformers_tokenizer_from_gguf(gguf_path)
+            compare(c, f"{label} GGUF vs transformers", gguf_path,
+                    lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
+        except ImportError:
+            print("transformers is not installed: the GGUF is compared with tokenizer.json only")
+c.done()
