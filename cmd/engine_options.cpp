@@ -5,6 +5,7 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/core/error.hpp"
+#include "engine/text/chat_template.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -41,8 +42,9 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
 
 void add_chat_template_option(CLI::App& app, std::string& name) {
   app.add_option("--chat-template", name,
-                 "render chat messages with this template (chatml, llama3, llama2) instead of the model's own")
-      ->check(CLI::IsMember({"chatml", "llama3", "llama2"}));
+                 std::string("render chat messages with this template (") + kChatTemplateNames +
+                     ") instead of the model's own")
+      ->check(CLI::IsMember({"chatml", "llama3", "llama2", "gemma", "qwen", "mistral", "phi3"}));
 }
 
 EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {

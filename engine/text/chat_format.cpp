@@ -21,8 +21,9 @@ ChatFormat::ChatFormat(const std::string& model_template, const std::string& for
   } else if (model_template.empty()) {
     unavailable_ = std::string("this model has no chat template: pass --chat-template NAME (") + kChatTemplateNames + ")";
   } else {
-    unavailable_ = std::string("this model's chat template is not one cbatch recognizes (ChatML, Llama 3, Llama 2): "
-                               "pass --chat-template NAME (") + kChatTemplateNames + ") to use one of those";
+    unavailable_ = std::string("this model's chat template is not one cbatch recognizes (ChatML, Qwen, Llama 3, "
+                               "Llama 2, Gemma, Mistral, Phi-3): pass --chat-template NAME (") +
+                   kChatTemplateNames + ") to use one of those";
   }
   if (!template_) return;
   bos_text_ = tokenizer.token_text(tokenizer.bos_id());

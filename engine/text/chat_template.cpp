@@ -1,27 +1,17 @@
-// Recognition and rendering of the ChatML, Llama 3 and Llama 2 chat templates. Each renderer follows
-// the reference Jinja template line by line; Jinja's `trim` and Python's strip() remove Unicode
-// whitespace at both ends.
+// Recognition of chat templates from their Jinja text, the --chat-template names, and the dispatch
+// to the family renderers (chat_renderers.cpp). Recognition looks for each family's marker tokens
+// and for the details that change the output (default system prompts, dates, variants).
 #include "engine/text/chat_template.hpp"
 
 #include <ctime>
+#include <utility>
 
-#include "engine/core/error.hpp"
-#include "engine/text/unicode.hpp"
+#include "engine/text/chat_renderers.hpp"
 
 namespace cbatch {
 namespace {
 
 bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
-
-bool is_python_space(uint32_t cp) { return unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F); }
-
-std::string strip(const std::string& text) {
-  const unicode::Codepoints cps = unicode::decode_utf8(text);
-  size_t begin = 0, end = cps.cps.size();
-  while (begin < end && is_python_space(cps.cps[begin])) ++begin;
-  while (end > begin && is_python_space(cps.cps[end - 1])) --end;
-  return text.substr(cps.offsets[begin], cps.offsets[end] - cps.offsets[begin]);
-}
 
 // A Jinja string literal's escapes that templates use in system prompts: \n, \t, \', \", \\.
 std::string unescape_literal(std::string_view text) {
@@ -78,69 +68,31 @@ std::string llama3_today(std::string_view jinja) {
   return "26 Jul 2024";
 }
 
-std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
-  std::string out;
-  if (!messages.empty() && messages[0].role != "system" && !t.default_system.empty()) {
-    out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
-  }
-  for (const ChatMessage& m : messages) out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
-  return out + "<|im_start|>assistant\n";
-}
-
-std::string llama3_turn(const std::string& role, const std::string& content) {
-  return "<|start_header_id|>" + role + "<|end_header_id|>\n\n" + strip(content) + "<|eot_id|>";
-}
-
-std::string render_llama3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos) {
-  std::string out = bos;
-  size_t first = 0;
-  if (t.dated_system) {
-    const bool has_system = !messages.empty() && messages[0].role == "system";
-    const std::string system = has_system ? messages[0].content : "";
-    first = has_system ? 1 : 0;
-    out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
-           t.today + "\n\n" + strip(system) + "<|eot_id|>";
-  }
-  for (size_t i = first; i < messages.size(); ++i) out += llama3_turn(messages[i].role, messages[i].content);
-  return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-}
-
-// As the reference template: a user message must sit at every even position after the optional
-// system message (else it raises); messages with other roles at odd positions render nothing.
-std::string render_llama2(const std::vector<ChatMessage>& messages, const std::string& bos, const std::string& eos) {
-  const bool has_system = !messages.empty() && messages[0].role == "system";
-  std::string out;
-  for (size_t i = has_system ? 1 : 0, turn = 0; i < messages.size(); ++i, ++turn) {
-    const ChatMessage& m = messages[i];
-    if ((m.role == "user") != (turn % 2 == 0)) {
-      throw Error("the llama2 chat template needs roles alternating user/assistant/user/... after an optional "
-                  "system message; message " + std::to_string(i) + " has role '" + m.role + "'");
-    }
-    std::string content = m.content;
-    if (turn == 0 && has_system) content = "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + content;
-    if (m.role == "user") {
-      out += bos + "[INST] " + strip(content) + " [/INST]";
-    } else if (m.role == "assistant") {
-      out += ' ';
-      out += strip(content) + " " + eos;
-    }
-  }
-  return out;
-}
+// ChatML with Qwen's marks: Qwen2.5's default system prompt, or the tool-call blocks of Qwen2.5/Qwen3.
+bool is_qwen(std::string_view jinja) { return contains(jinja, "You are Qwen") || contains(jinja, "<tool_call>"); }
 
 }  // namespace
 
 std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
   ChatTemplate t;
   if (contains(jinja, "<|im_start|>")) {
-    t.family = ChatFamily::kChatMl;
+    t.family = is_qwen(jinja) ? ChatFamily::kQwen : ChatFamily::kChatMl;
     t.default_system = default_chatml_system(jinja);
   } else if (contains(jinja, "<|start_header_id|>")) {
     t.family = ChatFamily::kLlama3;
     t.dated_system = contains(jinja, "Cutting Knowledge Date");
     if (t.dated_system) t.today = llama3_today(jinja);
+  } else if (contains(jinja, "<start_of_turn>")) {
+    t.family = ChatFamily::kGemma;
+    t.rejects_system = contains(jinja, "System role not supported");  // Gemma 2
   } else if (contains(jinja, "[INST]") && contains(jinja, "<<SYS>>")) {
     t.family = ChatFamily::kLlama2;
+  } else if (contains(jinja, "[INST]") && contains(jinja, "[/INST]")) {
+    t.family = ChatFamily::kMistral;
+    t.mistral_v1 = contains(jinja, " [/INST]");  // v0.1/v0.2: ' [/INST]'; v3: "[/INST]" right after the text
+  } else if (contains(jinja, "<|user|>") && contains(jinja, "<|end|>")) {
+    t.family = ChatFamily::kPhi3;
+    t.skips_empty_system = contains(jinja, "'system' and message['content']");  // Phi-3.5
   } else {
     return std::nullopt;
   }
@@ -148,24 +100,42 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
 }
 
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
-  ChatTemplate t;
-  if (name == "chatml") {
-    t.family = ChatFamily::kChatMl;
-  } else if (name == "llama3") {
-    t.family = ChatFamily::kLlama3;
-  } else if (name == "llama2") {
-    t.family = ChatFamily::kLlama2;
-  } else {
-    return std::nullopt;
+  static const std::pair<std::string_view, ChatFamily> kNames[] = {
+      {"chatml", ChatFamily::kChatMl}, {"qwen", ChatFamily::kQwen},       {"llama3", ChatFamily::kLlama3},
+      {"llama2", ChatFamily::kLlama2}, {"gemma", ChatFamily::kGemma},     {"mistral", ChatFamily::kMistral},
+      {"phi3", ChatFamily::kPhi3}};
+  for (const auto& [known, family] : kNames) {
+    if (name != known) continue;
+    ChatTemplate t;
+    t.family = family;
+    if (family == ChatFamily::kQwen) t.default_system = kQwenDefaultSystem;
+    return t;
   }
-  return t;
+  return std::nullopt;
+}
+
+std::string_view chat_family_name(ChatFamily family) {
+  switch (family) {
+    case ChatFamily::kChatMl: return "ChatML";
+    case ChatFamily::kQwen: return "Qwen (ChatML)";
+    case ChatFamily::kLlama3: return "Llama 3";
+    case ChatFamily::kLlama2: return "Llama 2";
+    case ChatFamily::kGemma: return "Gemma";
+    case ChatFamily::kMistral: return "Mistral";
+    case ChatFamily::kPhi3: return "Phi-3";
+  }
+  return "";
 }
 
 std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
   switch (family) {
-    case ChatFamily::kChatMl: return "<|im_end|>";
+    case ChatFamily::kChatMl:
+    case ChatFamily::kQwen: return "<|im_end|>";
     case ChatFamily::kLlama3: return "<|eot_id|>";
-    case ChatFamily::kLlama2: return eos_token;
+    case ChatFamily::kGemma: return "<end_of_turn>";
+    case ChatFamily::kPhi3: return "<|end|>";
+    case ChatFamily::kLlama2:
+    case ChatFamily::kMistral: return eos_token;
   }
   return eos_token;
 }
@@ -173,9 +143,13 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                         const std::string& bos_token, const std::string& eos_token) {
   switch (tmpl.family) {
-    case ChatFamily::kChatMl: return render_chatml(tmpl, messages);
+    case ChatFamily::kChatMl:
+    case ChatFamily::kQwen: return render_chatml(tmpl, messages);
     case ChatFamily::kLlama3: return render_llama3(tmpl, messages, bos_token);
     case ChatFamily::kLlama2: return render_llama2(messages, bos_token, eos_token);
+    case ChatFamily::kGemma: return render_gemma(tmpl, messages, bos_token);
+    case ChatFamily::kMistral: return render_mistral(tmpl, messages, bos_token, eos_token);
+    case ChatFamily::kPhi3: return render_phi3(tmpl, messages);
   }
   return "";
 }

@@ -1,8 +1,11 @@
 // Chat templates without a Jinja engine: the family is recognized from the template text (ChatML:
-// "<|im_start|>"; Llama 3: "<|start_header_id|>"; Llama 2: "[INST]" with "<<SYS>>") or named by
-// --chat-template, and rendered by code that reproduces the real templates' output exactly,
-// including a default system prompt that a ChatML template writes when the chat has none (SmolLM2,
-// Qwen2.5) and the dated system block of Llama 3.1+. Rendering adds the generation prompt.
+// "<|im_start|>", Qwen when it also speaks of Qwen or tool calls; Llama 3: "<|start_header_id|>";
+// Llama 2: "[INST]" with "<<SYS>>"; Mistral: "[INST]" without; Gemma: "<start_of_turn>"; Phi-3:
+// "<|user|>" with "<|end|>") or named by --chat-template, and rendered by code that reproduces the real
+// templates' output exactly, including a default system prompt that a ChatML template writes when the
+// chat has none (SmolLM2, Qwen2.5), the dated system block of Llama 3.1+, Gemma's system prompt folded
+// into the first user turn and Mistral v3's into the last. Rendering adds the generation prompt (where
+// the template has one: Mistral's ends with "[/INST]").
 #pragma once
 #include <optional>
 #include <string>
@@ -13,27 +16,37 @@
 
 namespace cbatch {
 
-enum class ChatFamily { kChatMl, kLlama3, kLlama2 };
+enum class ChatFamily { kChatMl, kQwen, kLlama3, kLlama2, kGemma, kMistral, kPhi3 };
 
 struct ChatTemplate {
   ChatFamily family = ChatFamily::kChatMl;
-  std::string default_system;  // ChatML: system turn added when messages[0] is not one ("" = none)
+  std::string default_system;  // ChatML, Qwen: system turn added when messages[0] is not one ("" = none)
   bool dated_system = false;   // Llama 3.1+: an always-present system block with knowledge/today dates
   std::string today;           // its "Today Date: ..." value
+  bool rejects_system = false;      // Gemma 2, Mistral v1: a system message is an error
+  bool mistral_v1 = false;          // Mistral v0.1/v0.2: "[INST] x [/INST]" and answers without a leading space
+  bool skips_empty_system = false;  // Phi-3.5: an empty system message renders nothing
 };
 
 // The template a Jinja text stands for; nullopt when cbatch does not recognize it.
 std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja);
-// The plain template of a --chat-template name (chatml, llama3, llama2); nullopt when unknown.
+// The template of a --chat-template name; nullopt when unknown. "qwen" is Qwen2.5's (ChatML with its
+// default system prompt), "gemma" Gemma 3's, "mistral" Mistral 7B Instruct v0.3's, "phi3" Phi-3's.
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name);
-inline constexpr const char* kChatTemplateNames = "chatml, llama3, llama2";
+inline constexpr const char* kChatTemplateNames = "chatml, llama3, llama2, gemma, qwen, mistral, phi3";
+// Qwen2.5's default system prompt, which its template writes when the chat has none.
+inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
-// The text that ends a turn and must stop generation ("<|im_end|>", "<|eot_id|>", or eos_token).
+// A human name of the family ("ChatML", "Gemma", ...).
+std::string_view chat_family_name(ChatFamily family);
+
+// The text that ends a turn and must stop generation ("<|im_end|>", "<|eot_id|>", "<end_of_turn>",
+// "<|end|>", or eos_token).
 std::string end_of_turn_text(ChatFamily family, const std::string& eos_token);
 
 // The prompt for `messages` plus the generation prompt. bos_token / eos_token are the tokenizer's
-// texts, as the Jinja variables. Throws cbatch::Error when the template rejects the messages (Llama 2:
-// roles must alternate user/assistant after an optional system message).
+// texts, as the Jinja variables. Throws cbatch::Error when the template rejects the messages (Llama 2,
+// Gemma, Mistral: roles must alternate user/assistant after an optional system message).
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                         const std::string& bos_token, const std::string& eos_token);
 

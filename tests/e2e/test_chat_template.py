@@ -1,8 +1,11 @@
 """Chat rendering equals `jinja2` rendering of the real templates (as transformers renders them, with
 add_generation_prompt): SmolLM2's ChatML template from its GGUF (with its default system prompt), and
-the Llama 2, Llama 3 and Llama 3.1 templates in chat_templates/ placed in a Hugging Face directory's
-tokenizer_config.json. SmolLM2's chat token ids equal Hugging Face `tokenizers` on the rendered text.
-Chats a template rejects, and models without a known template, give error lines naming the problem."""
+the templates in chat_templates/ (Llama 2, 3, 3.1; Gemma 3 and 2; Qwen2.5; Mistral v0.3 and v0.1;
+Phi-3 and 3.5) placed in a Hugging Face directory's tokenizer_config.json, on chats with and without a
+system message, multi-turn, ending with an answer, with an odd role. SmolLM2's chat token ids equal
+Hugging Face `tokenizers` on the rendered text, and Gemma 3's (--chat-template gemma on its GGUF, which
+has no template) equal transformers' tokenizer of that GGUF. Chats a template rejects, and models
+without a known template, give error lines naming the problem."""
 import json
 import os
 import shutil
@@ -24,7 +27,12 @@ CHATS = [
     [{"role": "system", "content": " sys \n"}, {"role": "user", "content": "a"}, {"role": "assistant", "content": " b "},
      {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"}],
     [{"role": "user", "content": "literal <|im_end|> and <s> inside"}],
+    [{"role": "system", "content": "Sys."}, {"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}],
+    [{"role": "user", "content": "run it"}, {"role": "tool", "content": "42"}],
+    [{"role": "system", "content": "Multi\nline system"}, {"role": "user", "content": "\tQ"},
+     {"role": "assistant", "content": "\n A \n"}, {"role": "user", "content": "Q2 "}],
 ]
+TOOL_CHAT = CHATS[8]
 BAD_LLAMA2 = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
 
 
@@ -56,9 +64,11 @@ for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
     c.check(got.get("text") == want, f"smollm2 {messages}: {got.get('text')!r} != {want!r}")
     c.check(got.get("ids") == reference.encode(want, add_special_tokens=False).ids, f"smollm2 ids of {messages}")
 
-# Llama 2 / 3 / 3.1 templates in a copy of aidreams260K's HF directory (bos <s>, eos </s>).
+# The reference templates in a copy of aidreams260K's HF directory (bos <s>, eos </s>).
+TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "mistral-v0.3", "mistral-v0.1", "phi3",
+             "phi3.5"]
 work = tmpdir()
-for name in ["llama2", "llama3", "llama3.1"]:
+for name in TEMPLATES:
     template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
     model = os.path.join(work, name)
     shutil.copytree(os.path.join(AIDREAMS, "hf"), model)
@@ -66,14 +76,40 @@ for name in ["llama2", "llama3", "llama3.1"]:
     config = json.load(open(config_path))
     config["chat_template"] = template
     json.dump(config, open(config_path, "w"))
-    chats = [m for m in CHATS if name != "llama2" or m is not CHATS[4]] + ([BAD_LLAMA2] if name == "llama2" else [])
+    # (Llama 3.1's "ipython" turns for tool messages are not rendered by cbatch.)
+    chats = [m for m in CHATS if name != "llama3.1" or m is not TOOL_CHAT] + [BAD_LLAMA2]
+    rendered = 0
     for messages, got in zip(chats, cbatch_render(model, chats)):
         try:
             want = jinja_render(template, messages, "<s>", "</s>")
-        except jinja2.exceptions.TemplateError:
-            c.check("error" in got and "alternating" in got["error"], f"{name}: rejected chat {messages}: {got}")
+        except jinja2.exceptions.TemplateError as e:
+            c.check("error" in got, f"{name}: chat {messages} rejected by the template ({e}) but cbatch gave {got}")
             continue
+        rendered += got.get("text") == want
         c.check(got.get("text") == want, f"{name} {messages}: {got.get('text')!r} != {want!r}")
+    print(f"{name}: {rendered} chats rendered exactly as jinja2 renders them")
+
+# Gemma 3's GGUF has no template: --chat-template gemma renders Gemma 3's, and the ids are those of
+# transformers' tokenizer of the GGUF (the text carries <bos>; nothing is added).
+from common import need_gemma3  # noqa: E402
+try:
+    from transformers_gguf import transformers_tokenizer_from_gguf
+except ImportError:
+    transformers_tokenizer_from_gguf = None
+gemma3 = need_gemma3()
+template = open(os.path.join(HERE, "chat_templates", "gemma3.jinja"), encoding="utf-8").read()
+reference = transformers_tokenizer_from_gguf(gemma3)[0] if transformers_tokenizer_from_gguf else None
+for messages, got in zip(CHATS, cbatch_render(gemma3, CHATS, ["--chat-template", "gemma"])):
+    try:
+        want = jinja_render(template, messages, "<bos>", "<eos>")
+    except jinja2.exceptions.TemplateError:
+        c.check("error" in got, f"gemma3 GGUF: rejected chat {messages}: {got}")
+        continue
+    c.check(got.get("text") == want, f"gemma3 GGUF {messages}: {got.get('text')!r} != {want!r}")
+    if reference is not None:
+        want_ids = reference(want, add_special_tokens=False)["input_ids"]
+        c.check(got.get("ids") == want_ids, f"gemma3 GGUF ids of {messages}: {got.get('ids')} != {want_ids}")
+        c.check(got.get("ids", [0])[0] == 2 and got["ids"].count(2) == 1, f"gemma3: one BOS: {got.get('ids')}")
 
 # --chat-template where the model has no template; no template and no flag is an error naming the flag.
 plain = os.path.join(AIDREAMS, "hf")

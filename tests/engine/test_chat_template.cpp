@@ -1,10 +1,13 @@
 // Chat templates: recognition from template text (ChatML default system prompts written with real or
-// escaped newlines, Llama 3 with and without the dated system block, Llama 2), exact renderings, the
-// Llama 2 role rule, and ChatFormat's choices: forced names, unknown templates, the end-of-turn token.
+// escaped newlines, Llama 3 with and without the dated system block, Llama 2; the reference templates
+// of Gemma 3/2, Qwen2.5, Mistral v0.3/v0.1 and Phi-3/3.5 in tests/e2e/chat_templates), exact
+// renderings, the role rules, and ChatFormat's choices: forced names, unknown templates, the
+// end-of-turn token of each family (its id in a vocabulary that has it).
 #include <doctest/doctest.h>
 
 #include "engine/text/chat_format.hpp"
 #include "engine/model/model.hpp"
+#include "engine/text/spm_tokenizer.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {
@@ -81,6 +84,93 @@ TEST_CASE("ChatFormat: the model's template, --chat-template, and clear errors")
   const ChatFormat chatml("", "chatml", *tokenizer);  // no <|im_end|> token: it stops as a string
   CHECK(chatml.render({{"user", "Hi"}}).end_of_turn == -1);
   CHECK(chatml.render({{"user", "Hi"}}).end_of_turn_text == "<|im_end|>");
+}
+
+TEST_CASE("the new families' reference templates are recognized, with their variants") {
+  const auto recognize = [](const std::string& file) {
+    return recognize_chat_template(test::read_bytes(test::source_path("tests/e2e/chat_templates/" + file)));
+  };
+  const auto gemma3 = recognize("gemma3.jinja");
+  REQUIRE(gemma3);
+  CHECK(gemma3->family == ChatFamily::kGemma);
+  CHECK_FALSE(gemma3->rejects_system);
+  CHECK(recognize("gemma2.jinja")->rejects_system);
+  const auto qwen = recognize("qwen2.5.jinja");
+  REQUIRE(qwen);
+  CHECK(qwen->family == ChatFamily::kQwen);
+  CHECK(qwen->default_system == kQwenDefaultSystem);
+  const auto mistral = recognize("mistral-v0.3.jinja");
+  REQUIRE(mistral);
+  CHECK(mistral->family == ChatFamily::kMistral);
+  CHECK_FALSE(mistral->mistral_v1);
+  CHECK(recognize("mistral-v0.1.jinja")->mistral_v1);
+  const auto phi3 = recognize("phi3.jinja");
+  REQUIRE(phi3);
+  CHECK(phi3->family == ChatFamily::kPhi3);
+  CHECK_FALSE(phi3->skips_empty_system);
+  CHECK(recognize("phi3.5.jinja")->skips_empty_system);
+  CHECK(recognize("llama2.jinja")->family == ChatFamily::kLlama2);  // "[INST]" with "<<SYS>>" stays Llama 2
+  CHECK(chat_family_name(ChatFamily::kGemma) == "Gemma");
+}
+
+TEST_CASE("the new families render as their templates do") {
+  const std::vector<ChatMessage> chat = {{"system", "Sys"}, {"user", " Hi \n"}, {"assistant", " Yo "}, {"user", "Q"}};
+  CHECK(render_chat(*chat_template_by_name("gemma"), chat, "<bos>", "<eos>") ==
+        "<bos><start_of_turn>user\nSys\n\nHi<end_of_turn>\n<start_of_turn>model\nYo<end_of_turn>\n"
+        "<start_of_turn>user\nQ<end_of_turn>\n<start_of_turn>model\n");
+  CHECK(render_chat(*chat_template_by_name("qwen"), {{"user", "Hi"}}, "", "") ==
+        "<|im_start|>system\n" + std::string(kQwenDefaultSystem) +
+            "<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(render_chat(*chat_template_by_name("qwen"), {{"user", "Go"}, {"tool", "1"}, {"tool", "2"}}, "", "") ==
+        "<|im_start|>system\n" + std::string(kQwenDefaultSystem) +
+            "<|im_end|>\n<|im_start|>user\nGo<|im_end|>\n<|im_start|>user\n<tool_response>\n1\n</tool_response>\n"
+            "<tool_response>\n2\n</tool_response><|im_end|>\n<|im_start|>assistant\n");
+  // Mistral v3: the system prompt goes before the last user message, answers get a space and </s>.
+  CHECK(render_chat(*chat_template_by_name("mistral"), chat, "<s>", "</s>") ==
+        "<s>[INST]  Hi \n[/INST] Yo</s>[INST] Sys\n\nQ[/INST]");
+  CHECK(render_chat(*chat_template_by_name("mistral"), {{"system", "S"}, {"user", "a"}, {"assistant", "b"}}, "<s>",
+                    "</s>") == "<s>[INST] a[/INST] b</s>");
+  ChatTemplate v1 = *chat_template_by_name("mistral");
+  v1.mistral_v1 = true;
+  CHECK(render_chat(v1, {{"user", "a"}, {"assistant", "b"}, {"user", "c"}}, "<s>", "</s>") ==
+        "<s>[INST] a [/INST]b</s>[INST] c [/INST]");
+  CHECK(render_chat(*chat_template_by_name("phi3"), chat, "<s>", "<|endoftext|>") ==
+        "<|system|>\nSys<|end|>\n<|user|>\n Hi \n<|end|>\n<|assistant|>\n Yo <|end|>\n<|user|>\nQ<|end|>\n"
+        "<|assistant|>\n");
+
+  const auto error = [](const char* name, std::vector<ChatMessage> messages, ChatTemplate* t = nullptr) {
+    return test::error_of([&] { render_chat(t ? *t : *chat_template_by_name(name), messages, "<s>", "</s>"); });
+  };
+  CHECK(error("gemma", {{"user", "a"}, {"user", "b"}}).find("alternating") != std::string::npos);
+  CHECK(error("mistral", {{"user", "a"}, {"tool", "b"}}).find("role 'tool'") != std::string::npos);
+  CHECK(error("mistral", {{"system", "s"}, {"user", "a"}}, &v1).find("no system message") != std::string::npos);
+  ChatTemplate gemma2 = *chat_template_by_name("gemma");
+  gemma2.rejects_system = true;
+  CHECK(error("gemma", {{"system", "s"}, {"user", "a"}}, &gemma2).find("no system message") != std::string::npos);
+
+  CHECK(end_of_turn_text(ChatFamily::kGemma, "<eos>") == "<end_of_turn>");
+  CHECK(end_of_turn_text(ChatFamily::kPhi3, "<|endoftext|>") == "<|end|>");
+  CHECK(end_of_turn_text(ChatFamily::kQwen, "<|endoftext|>") == "<|im_end|>");
+  CHECK(end_of_turn_text(ChatFamily::kMistral, "</s>") == "</s>");
+  CHECK_FALSE(chat_template_by_name("gemma3"));
+}
+
+TEST_CASE("ChatFormat: a chat of each family stops at its end-of-turn token") {
+  SpmVocab v;  // a vocabulary with every family's turn markers as control tokens
+  v.pieces = {"<unk>", "<s>", "</s>", "<end_of_turn>", "<|end|>", "<|im_end|>", "<start_of_turn>", "<|user|>",
+              "<|im_start|>", "[INST]", "[/INST]", "<|assistant|>"};
+  v.types.assign(v.pieces.size(), TokenType::kControl);
+  v.types[0] = TokenType::kUnknown;
+  v.scores.assign(v.pieces.size(), 0.0f);
+  const SpmTokenizer tokenizer(v, "markers");
+  const std::pair<const char*, int32_t> cases[] = {{"gemma", 3}, {"phi3", 4}, {"qwen", 5}, {"chatml", 5},
+                                                     {"mistral", 2}, {"llama2", 2}};
+  for (const auto& [name, id] : cases) {
+    CAPTURE(name);
+    const RenderedChat r = ChatFormat("", name, tokenizer).render({{"user", "x"}});
+    CHECK(r.end_of_turn == id);
+    CHECK(r.end_of_turn_text == v.pieces[id]);
+  }
 }
 
 }  // namespace cbatch

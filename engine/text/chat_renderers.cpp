@@ -1,0 +1,148 @@
+// Rendering of each chat template family, as its reference template renders a chat with
+// add_generation_prompt. Templates that raise for a chat (roles out of order, a system message they
+// do not take) throw cbatch::Error with the reason.
+#include "engine/text/chat_renderers.hpp"
+
+#include "engine/core/error.hpp"
+#include "engine/text/unicode.hpp"
+
+namespace cbatch {
+namespace {
+
+bool is_python_space(uint32_t cp) { return unicode::is_whitespace(cp) || (cp >= 0x1C && cp <= 0x1F); }
+
+std::string strip(const std::string& text) {
+  const unicode::Codepoints cps = unicode::decode_utf8(text);
+  size_t begin = 0, end = cps.cps.size();
+  while (begin < end && is_python_space(cps.cps[begin])) ++begin;
+  while (end > begin && is_python_space(cps.cps[end - 1])) --end;
+  return text.substr(cps.offsets[begin], cps.offsets[end] - cps.offsets[begin]);
+}
+
+bool has_system(const std::vector<ChatMessage>& messages) { return !messages.empty() && messages[0].role == "system"; }
+
+// The rule of the Llama 2, Gemma and Mistral templates: after the optional system message, user at
+// even positions and no user at odd ones (Mistral also rejects roles other than user and assistant).
+void check_alternation(const std::vector<ChatMessage>& messages, const char* family, bool only_user_assistant) {
+  for (size_t i = has_system(messages) ? 1 : 0, turn = 0; i < messages.size(); ++i, ++turn) {
+    const std::string& role = messages[i].role;
+    if ((role == "user") != (turn % 2 == 0) || (only_user_assistant && role != "user" && role != "assistant")) {
+      throw Error(std::string("the ") + family + " chat template needs roles alternating user/assistant/user/... "
+                  "after an optional system message; message " + std::to_string(i) + " has role '" + role + "'");
+    }
+  }
+}
+
+void reject_system(const std::vector<ChatMessage>& messages, const char* family) {
+  if (has_system(messages)) throw Error(std::string("the ") + family + " chat template takes no system message");
+}
+
+std::string llama3_turn(const std::string& role, const std::string& content) {
+  return "<|start_header_id|>" + role + "<|end_header_id|>\n\n" + strip(content) + "<|eot_id|>";
+}
+
+}  // namespace
+
+// ChatML; Qwen's templates put a run of tool messages into one user turn of <tool_response> blocks.
+std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+  std::string out;
+  if (!messages.empty() && messages[0].role != "system" && !t.default_system.empty()) {
+    out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
+  }
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (t.family != ChatFamily::kQwen || m.role != "tool") {
+      out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+      continue;
+    }
+    if (i == 0 || messages[i - 1].role != "tool") out += "<|im_start|>user";
+    out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
+    if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
+  }
+  return out + "<|im_start|>assistant\n";
+}
+
+std::string render_llama3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos) {
+  std::string out = bos;
+  size_t first = 0;
+  if (t.dated_system) {
+    const std::string system = has_system(messages) ? messages[0].content : "";
+    first = has_system(messages) ? 1 : 0;
+    out += "<|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\nToday Date: " +
+           t.today + "\n\n" + strip(system) + "<|eot_id|>";
+  }
+  for (size_t i = first; i < messages.size(); ++i) out += llama3_turn(messages[i].role, messages[i].content);
+  return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
+}
+
+std::string render_llama2(const std::vector<ChatMessage>& messages, const std::string& bos, const std::string& eos) {
+  check_alternation(messages, "llama2", false);
+  const bool system = has_system(messages);
+  std::string out;
+  for (size_t i = system ? 1 : 0, turn = 0; i < messages.size(); ++i, ++turn) {
+    const ChatMessage& m = messages[i];
+    std::string content = m.content;
+    if (turn == 0 && system) content = "<<SYS>>\n" + messages[0].content + "\n<</SYS>>\n\n" + content;
+    if (m.role == "user") {
+      out += bos + "[INST] " + strip(content) + " [/INST]";
+    } else if (m.role == "assistant") {
+      out += ' ';  // (appended apart: GCC 12 warns falsely on " " + std::string&&)
+      out += strip(content) + " " + eos;
+    }  // other roles at odd positions render nothing
+  }
+  return out;
+}
+
+// Gemma 3: "<start_of_turn>user\n" turns, assistant as "model", contents trimmed; the system prompt
+// and a blank line open the first turn (Gemma 2's template rejects a system message).
+std::string render_gemma(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos) {
+  if (t.rejects_system) reject_system(messages, "gemma");
+  check_alternation(messages, "gemma", false);
+  const bool system = has_system(messages);
+  std::string out = bos;
+  for (size_t i = system ? 1 : 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    out += "<start_of_turn>" + std::string(m.role == "assistant" ? "model" : m.role) + "\n";
+    if (system && i == 1) out += messages[0].content + "\n\n";
+    out += strip(m.content) + "<end_of_turn>\n";
+  }
+  return out + "<start_of_turn>model\n";
+}
+
+// Mistral 7B Instruct v0.3 ("v3"): "[INST] x[/INST]", answers " x</s>", the system prompt and a blank
+// line before the last user message when the chat ends with it. v0.1/v0.2 ("v1"): "[INST] x [/INST]",
+// answers "x</s>", no system message. Neither has a generation prompt: "[/INST]" ends the prompt.
+std::string render_mistral(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos,
+                           const std::string& eos) {
+  if (t.mistral_v1) reject_system(messages, "mistral (v0.1)");
+  check_alternation(messages, "mistral", true);
+  const bool system = has_system(messages);
+  std::string out = bos;
+  for (size_t i = system ? 1 : 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant") {
+      if (!t.mistral_v1) out += ' ';
+      out += (t.mistral_v1 ? m.content : strip(m.content)) + eos;
+    } else if (t.mistral_v1) {
+      out += "[INST] " + m.content + " [/INST]";
+    } else {
+      const bool with_system = system && i + 1 == messages.size();
+      out += "[INST] " + (with_system ? messages[0].content + "\n\n" : std::string()) + m.content + "[/INST]";
+    }
+  }
+  return out;
+}
+
+// Phi-3: "<|system|>\n", "<|user|>\n" and "<|assistant|>\n" turns ended by "<|end|>\n"; other roles
+// render nothing.
+std::string render_phi3(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    if (m.role != "system" && m.role != "user" && m.role != "assistant") continue;
+    if (m.role == "system" && t.skips_empty_system && m.content.empty()) continue;
+    out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
+  }
+  return out + "<|assistant|>\n";
+}
+
+}  // namespace cbatch
