@@ -15,6 +15,8 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.preemptions += r.preempted;
   summary_.cached_tokens += r.cached_tokens;
   summary_.prefill_tokens += r.prefill_tokens;
+  summary_.constrained_rows += r.constrained_rows;
+  summary_.mask_s += r.mask_ms * 1e-3;
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;

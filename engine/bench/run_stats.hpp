@@ -28,6 +28,8 @@ struct StepRecord {
   int preempted = 0;
   int cached_tokens = 0;       // tokens of admitted sequences served by the prefix cache, not computed
   int kv_blocks_cached = 0;    // free blocks holding reusable K/V after the step
+  int constrained_rows = 0;    // rows sampled under a structured-output constraint
+  double mask_ms = 0;          // host time computing and applying their token masks
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call
@@ -46,6 +48,8 @@ struct RunSummary {
   int64_t preemptions = 0;
   int64_t cached_tokens = 0;   // summed over steps
   int64_t prefill_tokens = 0;  // computed prefill tokens, summed over steps
+  int64_t constrained_rows = 0;  // summed over steps
+  double mask_s = 0;           // host time computing token masks, summed
   int peak_kv_blocks = 0;
   int kv_blocks_total = 0;
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;

@@ -184,6 +184,8 @@ class EngineRun {
     const int64_t t1 = now_ns();
     backend_.forward(batch_, output_);
     const int64_t t2 = now_ns();
+    step_constrained_rows_ = 0;
+    step_mask_ms_ = 0;
     const int finished = commit(plan);
     for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
     record_step(plan, {t0, t1, t2}, finished);
@@ -231,10 +233,15 @@ class EngineRun {
       }
       row_logits_[static_cast<size_t>(i)] = row;
     }
+    const int64_t mask_start = now_ns();
+    step_constrained_rows_ = 0;
     for (int64_t i = 0; i < n; ++i) {
       Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
-      if (seq.constraint) constrained_blocked_[static_cast<size_t>(i)] = !apply_constraint(seq, row_logits_[static_cast<size_t>(i)]);
+      if (!seq.constraint) continue;
+      constrained_blocked_[static_cast<size_t>(i)] = !apply_constraint(seq, row_logits_[static_cast<size_t>(i)]);
+      ++step_constrained_rows_;
     }
+    step_mask_ms_ = step_constrained_rows_ > 0 ? static_cast<double>(now_ns() - mask_start) * 1e-6 : 0.0;
     auto sample_range = [&](int64_t begin, int64_t end) {
       thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
       for (int64_t row = begin; row < end; ++row) {
@@ -404,6 +411,8 @@ class EngineRun {
     r.finished = finished;
     r.preempted = static_cast<int>(plan.preempted.size());
     r.cached_tokens = plan.cached_tokens;
+    r.constrained_rows = step_constrained_rows_;
+    r.mask_ms = step_mask_ms_;
     r.kv_blocks_cached = blocks_.num_cached();
     if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_), hooks_.peaks);
     stats_.add_step(r);
@@ -426,6 +435,8 @@ class EngineRun {
   std::vector<float*> row_logits_;              // (tokens sampled this step) the logits row each draw uses
   std::vector<bool> constrained_blocked_;       // (tokens sampled this step) its constraint allows no token
   std::unique_ptr<ConstraintCache> constraints_;
+  int step_constrained_rows_ = 0;               // this step's rows sampled under a constraint
+  double step_mask_ms_ = 0;                     // and the time their masks took
   std::vector<float> fork_logits_;              // (samples forked this step, vocab) copies of their parent's row
   std::vector<int32_t> sampled_;                // (sampling rows of the step) their next tokens
   std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1

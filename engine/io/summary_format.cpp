@@ -46,6 +46,8 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("preemptions").int64(s.preemptions);
   w.key("cached_tokens").int64(s.cached_tokens);
   w.key("prefix_cache_hit_rate").number(s.prefix_cache_hit_rate(), 4);
+  w.key("constrained_rows").int64(s.constrained_rows);
+  w.key("mask_s").number(s.mask_s, 4);
   w.key("ttft_ms_p50").number(s.ttft_ms_p50, 3);
   w.key("ttft_ms_p99").number(s.ttft_ms_p99, 3);
   w.key("e2e_ms_p50").number(s.e2e_ms_p50, 3);
