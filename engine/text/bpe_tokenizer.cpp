@@ -6,6 +6,7 @@
 
 #include "engine/text/byte_level.hpp"
 #include "engine/core/error.hpp"
+#include "engine/text/nfc.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 
 namespace cbatch {
@@ -41,6 +42,7 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
       space_prefix_(spec.space_prefix),
       split_on_space_marker_(spec.split_on_space_marker),
       prefix_unless_space_(spec.prefix_unless_space),
+      nfc_(spec.nfc),
       add_bos_(spec.add_bos),
       add_eos_(spec.add_eos),
       model_(spec.tokens, spec.merges, spec.model, source) {
@@ -127,6 +129,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
   for (const TextFragment& fragment : specials_.split(text)) {
     if (fragment.token >= 0) {
       ids.push_back(fragment.token);
+    } else if (nfc_) {
+      encode_fragment(unicode::to_nfc(fragment.text), fragment.text.data() == text.data(), ids);
     } else {
       encode_fragment(fragment.text, fragment.text.data() == text.data(), ids);
     }

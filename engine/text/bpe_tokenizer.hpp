@@ -31,6 +31,7 @@ struct BpeTokenizerSpec {
   SpacePrefix space_prefix = SpacePrefix::kNone;  // SentencePiece-style
   bool split_on_space_marker = false;             // SentencePiece-style: words start at each "▁"
   bool prefix_unless_space = false;  // Metaspace: no "▁" prefix before a fragment starting with a space
+  bool nfc = false;                  // NFC normalizer: text between special tokens is normalized first
   std::vector<std::pair<int32_t, WhitespaceStrip>> strips;  // added tokens' lstrip / rstrip
   BpeModelOptions model;
   int32_t bos_id = -1;
@@ -62,6 +63,7 @@ class BpeTokenizer final : public Tokenizer {
   SpacePrefix space_prefix_;
   bool split_on_space_marker_;
   bool prefix_unless_space_;
+  bool nfc_;
   bool add_bos_;
   bool add_eos_;
   BpeModel model_;

@@ -1,8 +1,10 @@
 // tokenizer.json -> BpeTokenizerSpec. Supported: model BPE (vocab, merges as "a b" or [a, b],
 // byte_fallback, ignore_merges, fuse_unk, unk_token); added_tokens (special -> control, else
-// user-defined); normalizer Prepend("▁") / Replace(" " -> "▁") / Sequence; pre-tokenizer ByteLevel,
-// Split (the GPT-2, Llama 3 and Qwen2 regexes, Isolated), Digits, Metaspace, Sequence;
-// post-processor TemplateProcessing (which special tokens go first and last), ByteLevel, Sequence.
+// user-defined; lstrip / rstrip); normalizer NFC (Qwen2) / Prepend("▁") / Replace(" " -> "▁") /
+// Sequence; pre-tokenizer ByteLevel, Split (the GPT-2, Llama 3 and Qwen2 regexes, Isolated; Gemma's
+// " " once spaces became "▁"), Digits, Metaspace (no prefix before a fragment that starts with "▁"),
+// Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,
+// Sequence.
 #include "engine/core/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/io/json_file.hpp"
@@ -80,13 +82,15 @@ void read_normalizer(const JsonFields& n, BpeTokenizerSpec& spec, Components& pa
   if (type == "Sequence") {
     size_t index = 0;
     for (element item : n.array("normalizers")) read_normalizer(n.item("normalizers", index++, item), spec, parts);
+  } else if (type == "NFC") {
+    spec.nfc = true;
   } else if (type == "Prepend" && n.get_string("prepend") == kSpaceMarker) {
     spec.space_prefix = SpacePrefix::kAlways;
   } else if (type == "Replace" && n.object("pattern").get_string("String", "") == " " &&
              n.get_string("content") == kSpaceMarker) {
     parts.spaces_to_marker = true;
   } else {
-    n.fail("type", "'" + type + "' is not a normalizer cbatch supports (Prepend \"▁\", Replace \" \" by \"▁\", Sequence)");
+    n.fail("type", "'" + type + "' is not a normalizer cbatch supports (NFC, Prepend \"▁\", Replace \" \" by \"▁\", Sequence)");
   }
 }
 

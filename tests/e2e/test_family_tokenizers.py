@@ -6,7 +6,10 @@ tokenizer.json its family publishes and as a GGUF: cbatch reading either agrees 
   with prepend_scheme "first" (so "[INST] Hi" is "[INST]", "▁Hi"); the GGUF also agrees with
   transformers' own GGUF conversion.
 - Phi-3: Llama 2's 32,000 pieces plus "<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", ... whose
-  rstrip drops the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer."""
+  rstrip drops the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer.
+And Qwen2's real byte-level vocabulary (../shared/tokenizers/ggml-vocab-qwen2.gguf): the GGUF agrees with
+transformers' GGUF conversion, and the tokenizer.json Qwen2 publishes (NFC normalizer, Split with Qwen's
+regex, ByteLevel) with `tokenizers`, on strings rich in decomposed and reordered combining marks."""
 import json
 import os
 import random
@@ -144,4 +147,30 @@ for label, arch, name, (tokens, scores, types), metaspace_first, strips, special
                     lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
         except ImportError:
             print("transformers is not installed: the GGUF is compared with tokenizer.json only")
+# Qwen2: the real vocabulary; tokenizer.json as Qwen2 publishes it (NFC first).
+qwen2 = os.path.join(SHARED, "tokenizers", "ggml-vocab-qwen2.gguf")
+from hf_reference import gguf_vocab, hf_tokenizer  # noqa: E402
+tokens, types, merges, pre = gguf_vocab(qwen2)
+reference = hf_tokenizer(tokens, types, merges, pre)
+reference.normalizer = normalizers.NFC()
+hf_dir = os.path.join(work, "qwen2")
+os.makedirs(hf_dir)
+reference.save(os.path.join(hf_dir, "tokenizer.json"))
+rng = random.Random(5)
+marks = ["\u0301", "\u0300", "\u0328", "\u0308", "\u0323", "\u0302", "\u030A", "\u0327", "\u05B4", "\u0E48",
+         "\u3099", "\u309A", "\u0F71", "\u0F72", "\u0334"]
+bases = ["a", "e", "o", "A", "u", "n", "c", "\u3046", "\u30AB", "\u1100", "\u1161", "\u11A8", "\uAC00", "\u0F40",
+         "\u212B", "\u2126", "\u0958", "\u1E0A", "\u00C5", "\uFB2C", " ", "x", "<|im_end|>", "<|endoftext|>"]
+strings = test_strings(num_random=1000, num_codepoint=200, seed=21)
+strings += ["".join(rng.choice(bases) + "".join(rng.choice(marks) for _ in range(rng.randint(0, 3)))
+                    for _ in range(rng.randint(1, 8))) for _ in range(400)]
+compare(c, "qwen2 tokenizer.json (NFC)", hf_dir, lambda s, special: reference.encode(s, add_special_tokens=special).ids,
+        strings)
+try:
+    from transformers_gguf import transformers_tokenizer_from_gguf
+    converted, _ = transformers_tokenizer_from_gguf(qwen2)
+    compare(c, "qwen2 GGUF vs transformers", qwen2,
+            lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
+except ImportError:
+    print("transformers is not installed: Qwen2's GGUF is checked by test_tokenizer_suites only")
 c.done()
