@@ -58,19 +58,22 @@ BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
   for (int32_t id : spec.eos_ids) check_id(id, n, "EOS token", source);
   decoded_.resize(n);
   keeps_space_.resize(n);
+  std::vector<SpecialTokenMatcher::Token> specials;
   for (size_t id = 0; id < n; ++id) {
     const TokenType type = spec.types[id];
     decoded_[id] = decode_token(spec.tokens[id], type);
     uint8_t byte = 0;
     keeps_space_[id] = type == TokenType::kByte || (!is_byte_level_ && parse_byte_piece(spec.tokens[id], &byte));
     if (type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown) {
-      WhitespaceStrip strip;
-      for (const auto& [token, token_strip] : spec.strips) {
-        if (token == static_cast<int32_t>(id)) strip = token_strip;
-      }
-      specials_.add(spec.tokens[id], static_cast<int32_t>(id), strip);
+      specials.push_back({spec.tokens[id], static_cast<int32_t>(id), {}});
     }
   }
+  for (SpecialTokenMatcher::Token& special : specials) {
+    for (const auto& [token, strip] : spec.strips) {
+      if (token == special.id) special.strip = strip;
+    }
+  }
+  specials_.add_all(std::move(specials));
   tokens_ = std::move(spec.tokens);
   bos_id_ = spec.bos_id;
   for (int32_t id : spec.eos_ids) {

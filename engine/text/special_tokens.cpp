@@ -46,6 +46,30 @@ void SpecialTokenMatcher::add(const std::string& text, int32_t id, WhitespaceStr
   ++num_tokens_;
 }
 
+void SpecialTokenMatcher::add_all(std::vector<Token> tokens) {
+  std::array<bool, 256> touched{};
+  std::vector<std::string_view> seen;  // texts already registered, to keep the first id of duplicates
+  for (const auto& bucket : by_first_byte_) {
+    for (const Entry& entry : bucket) seen.push_back(entry.text);
+  }
+  std::sort(seen.begin(), seen.end());
+  std::stable_sort(tokens.begin(), tokens.end(), [](const Token& a, const Token& b) { return a.text < b.text; });
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    Token& token = tokens[i];
+    const bool duplicate = (i > 0 && tokens[i - 1].text == token.text) ||
+                           std::binary_search(seen.begin(), seen.end(), std::string_view(token.text));
+    if (token.text.empty() || duplicate) continue;
+    const uint8_t first = static_cast<uint8_t>(token.text[0]);
+    touched[first] = true;
+    by_first_byte_[first].push_back(token);  // a copy: tokens[i - 1].text is compared on the next turn
+    ++num_tokens_;
+  }
+  const auto longer = [](const Entry& a, const Entry& b) { return a.text.size() > b.text.size(); };
+  for (size_t b = 0; b < 256; ++b) {
+    if (touched[b]) std::stable_sort(by_first_byte_[b].begin(), by_first_byte_[b].end(), longer);
+  }
+}
+
 const SpecialTokenMatcher::Entry* SpecialTokenMatcher::match_at(std::string_view text, size_t pos) const {
   for (const Entry& entry : by_first_byte_[static_cast<uint8_t>(text[pos])]) {
     if (text.compare(pos, entry.text.size(), entry.text) == 0) return &entry;

@@ -114,6 +114,8 @@ SpmTokenizer::SpmTokenizer(SpmVocab vocab, const std::string& source) : vocab_(s
   }
   byte_ids_.fill(vocab_.unk_id);
   decoded_.resize(n);
+  piece_ids_.reserve(n);
+  std::vector<SpecialTokenMatcher::Token> specials;
   for (size_t id = 0; id < n; ++id) {
     const std::string& piece = vocab_.pieces[id];
     const TokenType type = vocab_.types[id];
@@ -126,9 +128,10 @@ SpmTokenizer::SpmTokenizer(SpmVocab vocab, const std::string& source) : vocab_(s
       decoded_[id] = unescape_spaces(piece);
     }  // control and unknown tokens decode to ""
     if (type == TokenType::kControl || type == TokenType::kUserDefined || type == TokenType::kUnknown) {
-      specials_.add(piece, static_cast<int32_t>(id), strip_of(vocab_, static_cast<int32_t>(id)));
+      specials.push_back({piece, static_cast<int32_t>(id), strip_of(vocab_, static_cast<int32_t>(id))});
     }
   }
+  specials_.add_all(std::move(specials));
   bos_id_ = vocab_.bos_id;
   eos_ids_ = {vocab_.eos_id};
   for (int32_t id : vocab_.extra_eos_ids) {

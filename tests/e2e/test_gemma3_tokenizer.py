@@ -3,13 +3,15 @@ user-defined runs of spaces, tabs and newlines and HTML tags matched whole) read
 Gemma 3 270M GGUF agrees with the tokenizer `transformers` converts from the same file
 (transformers_gguf.py) on 1,800+ strings, with and without BOS: the shared hard cases (whitespace runs,
 digits, CJK, emoji, accents, other scripts) plus Gemma's own (its turn and image markers, <unusedN>,
-long space/tab/newline runs, HTML tags, characters only byte fallback can spell)."""
+long space/tab/newline runs, HTML tags, characters only byte fallback can spell). The same tokenizer
+saved as the tokenizer.json transformers writes (Replace(" ", "▁"), Split(" "), 515k merges) and read by
+cbatch as a Hugging Face directory agrees too."""
 import json
 import os
 import random
 import time
 
-from common import Checks, need_gemma3, need_modules, run
+from common import Checks, need_gemma3, need_modules, run, tmpdir
 from tokenizer_strings import test_strings
 
 need_modules("transformers", "gguf")
@@ -44,16 +46,21 @@ c = Checks()
 c.check(config.get("add_bos_token") is True and config.get("bos_token") == "<bos>", f"reference config {config}")
 strings = gemma_strings()
 stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
-for special in [False, True]:
-    proc = run(["tokenize", "--model", path] + ([] if special else ["--no-special"]), stdin=stdin)
-    got = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
-    c.check(len(got) == len(strings), f"{len(got)} result lines for {len(strings)} strings")
-    agree = 0
-    for s, ids in zip(strings, got):
-        want = reference(s, add_special_tokens=special)["input_ids"]
-        agree += ids == want
-        c.check(ids == want, f"add_special={special} {s!r}: cbatch {ids} != transformers {want}")
-    print(f"Gemma 3, add_special={special}: {agree}/{len(strings)} strings agree with transformers")
+hf_dir = tmpdir()
+reference.backend_tokenizer.save(os.path.join(hf_dir, "tokenizer.json"))
+with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
+    json.dump({"add_bos_token": True, "bos_token": "<bos>", "eos_token": "<eos>"}, f)
+for label, model in [("GGUF", path), ("tokenizer.json", hf_dir)]:
+    for special in [False, True]:
+        proc = run(["tokenize", "--model", model] + ([] if special else ["--no-special"]), stdin=stdin)
+        got = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
+        c.check(len(got) == len(strings), f"{len(got)} result lines for {len(strings)} strings")
+        agree = 0
+        for s, ids in zip(strings, got):
+            want = reference(s, add_special_tokens=special)["input_ids"]
+            agree += ids == want
+            c.check(ids == want, f"{label} add_special={special} {s!r}: cbatch {ids} != transformers {want}")
+        print(f"Gemma 3 from its {label}, add_special={special}: {agree}/{len(strings)} strings agree with transformers")
 
 # Loading 262k pieces must stay fast: the whole command, model file opened and one line tokenized.
 times = []

@@ -196,6 +196,9 @@ TEST_CASE("special tokens: leftmost-longest matches, lstrip and rstrip over Unic
   CHECK(render("x \t<l> y") == "[x]#4[ y]");
   CHECK(render("<r>  <l>z") == "#3#4[z]");
   CHECK(render("  <l>") == "#4");
+  // add_all: the first id of a duplicate text wins (also over texts added before), longest first.
+  m.add_all({{"<a><b><c>", 5, {}}, {"<x>", 6, {}}, {"<x>", 7, {}}, {"<a>", 8, {}}, {"", 9, {}}});
+  CHECK(render("<a><b><c><x><a><b>") == "#5#6#2");
 }
 
 }  // namespace cbatch
