@@ -1,7 +1,8 @@
 // The structured-output fields of a request: vLLM's `structured_outputs` {regex, choice, json, grammar}
 // and its older guided_regex / guided_choice / guided_json / guided_grammar, and OpenAI's
-// response_format. Regex and choice constraints are taken (a choice list becomes a regex); JSON schemas,
-// json_object and grammars are an error naming the field, never a silently unconstrained run.
+// response_format. Regex, choice, JSON schema and json_object constraints are taken, each as a regex
+// (json_schema.hpp); grammars are an error naming the field, never a silently unconstrained run.
+#include "engine/constrain/json_schema.hpp"
 #include "engine/constrain/regex_nfa.hpp"
 #include "engine/core/error.hpp"
 #include "engine/io/sampling_parser.hpp"
@@ -9,7 +10,20 @@
 namespace cbatch {
 namespace {
 
-constexpr std::string_view kNotYet = "a regex or choice constraint (JSON schemas, json_object and grammars are not supported yet)";
+constexpr std::string_view kNotYet = "a regex, choice, JSON schema or json_object constraint (grammars are not supported yet)";
+
+// A JSON schema (an object, or its text) as the regex of its valid documents.
+std::string read_schema(simdjson::dom::element v, const std::string& name) {
+  const std::string text = v.is_string() ? std::string(get_string(v, name)) : std::string(simdjson::minify(v));
+  if (!v.is_string() && !v.is_object()) fail_field(name, "a JSON schema object (or its text)", v);
+  try {
+    std::string regex = json_schema_regex(text);
+    compile_regex(regex);
+    return regex;
+  } catch (const Error& e) {
+    fail_field(name, std::string("a JSON schema cbatch supports: ") + e.what(), v);
+  }
+}
 
 std::string read_regex(simdjson::dom::element v, const std::string& name) {
   const std::string pattern(get_string(v, name));
@@ -37,6 +51,11 @@ std::string read_choice(simdjson::dom::element v, const std::string& name) {
 std::string read_kind(std::string_view kind, simdjson::dom::element v, const std::string& name) {
   if (kind == "regex") return read_regex(v, name);
   if (kind == "choice") return read_choice(v, name);
+  if (kind == "json") return read_schema(v, name);
+  if (kind == "json_object") {
+    if (v.is_bool() && !bool(v)) return "";
+    return json_object_regex();
+  }
   fail_field(name, kNotYet, v);
 }
 
@@ -69,7 +88,18 @@ void parse_constraint_fields(const FieldSet& f, SamplingParams& out) {
     if (v->get_object().get(obj) != simdjson::SUCCESS || obj["type"].get_string().get(type) != simdjson::SUCCESS) {
       fail_field(f.name("response_format"), "an object with a string 'type'", *v);
     }
-    if (type != "text") fail_field(f.name("response_format") + ".type", kNotYet, *v);
+    const std::string name = f.name("response_format");
+    if (type == "json_object") {
+      set_once(out, json_object_regex(), name, *v);
+    } else if (type == "json_schema") {
+      simdjson::dom::element schema;
+      if (obj["json_schema"]["schema"].get(schema) != simdjson::SUCCESS) {
+        fail_field(name + ".json_schema.schema", "a JSON schema object", *v);
+      }
+      set_once(out, read_schema(schema, name + ".json_schema.schema"), name, *v);
+    } else if (type != "text") {
+      fail_field(name + ".type", "text, json_object or json_schema", *v);
+    }
   }
 }
 

@@ -1,7 +1,8 @@
-"""Structured outputs with regex and choice constraints on SmolLM2 (CPU): every completion that finishes
-with `stop` full-matches its regex under Python's `re` (an independent matcher), every choice output is
-one of its choices, greedy and at temperature 1.0, with n > 1 and in the OpenAI form; greedy constrained
-outputs are identical across modes and budgets; bad constraints are error lines, the rest runs (exit 2)."""
+"""Structured outputs on SmolLM2 (CPU): every completion that finishes with `stop` full-matches its regex
+under Python's `re`, validates against its JSON schema under the `jsonschema` package (independent
+matchers), parses as a JSON object for json_object, and every choice output is one of its choices, greedy
+and at temperature 1.0, with n > 1 and in the OpenAI form; greedy constrained outputs are identical across
+modes and budgets; bad constraints are error lines, the rest runs (exit 2)."""
 import json
 import os
 import re
@@ -17,6 +18,35 @@ REGEXES = [
 ]
 CHOICES = [[" positive", " negative", " neutral"], ["yes", "no"], [" Paris", " London", " Berlin", " Rome"],
            [" A", " B", " C", " D"]]
+SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string", "maxLength": 20}, "age": {"type": "integer"}},
+     "required": ["name", "age"]},
+    {"type": "object", "properties": {"city": {"type": "string"}, "country": {"type": "string"},
+                                      "population": {"type": "number"}}, "required": ["city"], "additionalProperties": False},
+    {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "minItems": 1, "maxItems": 3},
+    {"type": "object", "properties": {"ok": {"type": "boolean"}, "note": {"type": ["string", "null"]}}, "required": ["ok", "note"]},
+    {"type": "object", "properties": {"date": {"type": "string", "format": "date"}, "id": {"type": "string", "format": "uuid"}},
+     "required": ["date", "id"]},
+    {"type": "object", "properties": {"email": {"type": "string", "format": "email"}}, "required": ["email"]},
+    {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{2}$"}}, "required": ["code"]},
+    {"anyOf": [{"type": "integer"}, {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}]},
+    {"type": "object", "properties": {"label": {"const": "spam"}, "score": {"type": "number"}}, "required": ["label", "score"]},
+    {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+    {"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"},
+                                                         "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                        "required": ["v"]}}, "$ref": "#/$defs/node"},
+    {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+               {"type": "object", "properties": {"b": {"type": "string", "minLength": 1, "maxLength": 5}}, "required": ["b"]}]},
+    {"type": "object", "properties": {"tags": {"type": "array", "items": {"type": "string", "maxLength": 8}, "maxItems": 4},
+                                      "meta": {"type": "object", "properties": {"n": {"type": "integer"}}}}, "required": ["tags"]},
+    {"type": "object", "additionalProperties": {"type": "integer"}},
+    {"type": "string", "enum": ["low", "medium", "high"]},
+]
+try:
+    import jsonschema
+except ImportError:
+    jsonschema = None
+    print("jsonschema is not installed (make setup installs it): the JSON schema outputs are not validated")
 PROMPTS = ["My phone number is", "Today's date is", "The name of the city is", "Answer:", "Output:"]
 
 model = need_smollm2()
@@ -30,11 +60,19 @@ for i, pattern in enumerate(REGEXES):
 for i, choices in enumerate(CHOICES):
     rows.append({"id": f"ch{i}", "messages": [{"role": "user", "content": "Pick one."}], "max_tokens": 10,
                  "temperature": 1.0, "seed": i, "n": 3, "guided_choice": choices})
+for i, schema in enumerate(SCHEMAS):
+    for temp in (0, 1.0):
+        rows.append({"id": f"js{i}-{temp}", "prompt": "The answer as JSON:", "max_tokens": 60, "temperature": temp,
+                     "seed": i, "response_format": {"type": "json_schema", "json_schema": {"name": "s", "schema": schema}}})
+rows.append({"id": "obj", "prompt": "Some JSON:", "max_tokens": 60, "temperature": 1.0, "seed": 1,
+             "response_format": {"type": "json_object"}})
 rows.append({"custom_id": "oa", "method": "POST", "url": "/v1/completions",
              "body": {"model": "m", "prompt": "Color:", "max_tokens": 8, "guided_regex": r" (red|green|blue)"}})
 bad = [("bad-open", {"guided_regex": "(a"}), ("bad-empty", {"guided_choice": []}),
-       ("bad-look", {"guided_regex": "(?=x)"}), ("bad-json", {"response_format": {"type": "json_object"}}),
-       ("bad-two", {"guided_regex": "a", "guided_choice": ["b"]})]
+       ("bad-look", {"guided_regex": "(?=x)"}), ("bad-format", {"response_format": {"type": "yaml"}}),
+       ("bad-two", {"guided_regex": "a", "guided_choice": ["b"]}),
+       ("bad-schema", {"guided_json": {"type": "object", "patternProperties": {}}}),
+       ("bad-json-text", {"guided_json": "{not json"}), ("bad-type", {"guided_json": {"type": "thing"}})]
 for name, fields in bad:
     rows.append(dict({"id": name, "prompt": "x", "max_tokens": 4}, **fields))
 prompts, out = os.path.join(work, "p.jsonl"), os.path.join(work, "o.jsonl")
@@ -56,6 +94,24 @@ c.check(stopped >= len(REGEXES), f"only {stopped} of {2 * len(REGEXES)} regex ou
 for i, choices in enumerate(CHOICES):
     for o in results[f"ch{i}"]["outputs"]:
         c.check(o["finish_reason"] == "stop" and o["text"] in choices, f"choice {choices}: {o['text']!r}")
+json_stopped = 0
+for i, schema in enumerate(SCHEMAS):
+    for temp in (0, 1.0):
+        r = results[f"js{i}-{temp}"]
+        if r["finish_reason"] != "stop":
+            continue
+        json_stopped += 1
+        try:
+            doc = json.loads(r["text"])
+        except ValueError:
+            c.check(False, f"schema {i} (t={temp}): not JSON: {r['text']!r}")
+            continue
+        if jsonschema is not None:
+            errors = list(jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker()).iter_errors(doc))
+            c.check(not errors, f"schema {i} (t={temp}): {r['text']!r} is invalid: {errors[:1]}")
+c.check(json_stopped >= len(SCHEMAS), f"only {json_stopped} of {2 * len(SCHEMAS)} JSON outputs completed")
+if results["obj"]["finish_reason"] == "stop":
+    c.check(isinstance(json.loads(results["obj"]["text"]), dict), f"json_object: {results['obj']['text']!r}")
 body = results["oa"]["response"]["body"]
 c.check(body["choices"][0]["text"] in (" red", " green", " blue"), f"OpenAI form: {body['choices'][0]['text']!r}")
 for name, _ in bad:
