@@ -23,6 +23,7 @@ constexpr std::string_view kString = R"j("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0
 constexpr std::string_view kInteger = R"j(-?(?:0|[1-9]\d{0,15}))j";
 constexpr std::string_view kNumber = R"j(-?(?:0|[1-9]\d{0,15})(?:\.\d{1,16})?(?:[eE][+-]?\d{1,3})?)j";
 constexpr int kMaxRefDepth = 3;
+constexpr size_t kMaxRegexBytes = 1 << 20;
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -60,7 +61,15 @@ class SchemaCompiler {
  public:
   explicit SchemaCompiler(element root) : root_(root) {}
 
+  // The regex of one (sub)schema; throws when it grows past kMaxRegexBytes ($ref fan-out can multiply).
   std::string compile(element s, int ref_depth = 0) {
+    std::string regex = compile_unchecked(s, ref_depth);
+    if (regex.size() > kMaxRegexBytes) throw Error("JSON schema: too large once its references are expanded");
+    return regex;
+  }
+
+ private:
+  std::string compile_unchecked(element s, int ref_depth) {
     if (s.is_bool()) {
       if (!bool(s)) throw Error("JSON schema: 'false' accepts nothing");
       return value_regex(2);
@@ -91,7 +100,6 @@ class SchemaCompiler {
     return typed(std::string(type), obj, ref_depth);
   }
 
- private:
   static void check_keyword(std::string_view key) {
     static const std::set<std::string_view> known = {
         "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf",
