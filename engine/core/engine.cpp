@@ -338,22 +338,12 @@ class EngineRun {
 
   void emit(const Sequence& seq) {
     if (seq.group) return emit_sample(seq);
-    const int64_t end_ns = now_ns();
     RequestResult result;
-    result.request = &seq.request;
     result.text = seq.text;
     result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
     result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
-    result.prompt_tokens = seq.num_prompt_tokens;
     result.completion_tokens = seq.num_generated();
-    result.cached_tokens = std::max(seq.num_cached_tokens, 0);
-    const int64_t first_ns = seq.first_token_ns != 0 ? seq.first_token_ns : end_ns;
-    result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
-    result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
-    result.first_step = seq.first_step;
-    result.finish_step = seq.finish_step;
-    stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
-    sink_.on_result(result);
+    finish_result(seq, seq.first_token_ns, result);
   }
 
   // One sample of an n > 1 request finished: kept until the last one, then the request's one line.
@@ -369,14 +359,19 @@ class EngineRun {
       group.first_token_ns = seq.first_token_ns;
     }
     if (--group.remaining > 0) return;
-    const int64_t end_ns = now_ns();
     RequestResult result;
-    result.request = &seq.request;
     result.samples = std::move(group.outputs);
-    result.prompt_tokens = seq.num_prompt_tokens;
     result.completion_tokens = group.completion_tokens;
+    finish_result(seq, group.first_token_ns, result);
+  }
+
+  // The fields every result line has (request, prompt, cache, timing), then the line itself.
+  void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
+    const int64_t end_ns = now_ns();
+    result.request = &seq.request;
+    result.prompt_tokens = seq.num_prompt_tokens;
     result.cached_tokens = std::max(seq.num_cached_tokens, 0);
-    const int64_t first_ns = group.first_token_ns != 0 ? group.first_token_ns : end_ns;
+    const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
     result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
     result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
     result.first_step = seq.first_step;

@@ -35,27 +35,37 @@ def need_modules(*names):
     return modules
 
 
-def need_smollm2():
-    """The default model's path; fetches it with tools/fetch_model.sh when missing, skips if that fails."""
-    if not os.path.exists(SMOLLM2):
-        proc = subprocess.run([os.path.join(ROOT, "tools", "fetch_model.sh"), MODELS], capture_output=True, text=True)
-        if proc.returncode != 0 or not os.path.exists(SMOLLM2):
-            print(f"SKIPPED: {SMOLLM2} is missing and tools/fetch_model.sh failed:\n{proc.stderr[-1000:]}")
+def need_fetched(path, script):
+    """A test model's path; fetches it with tools/SCRIPT when missing, skips the test if that fails."""
+    if not os.path.exists(path):
+        proc = subprocess.run([os.path.join(ROOT, "tools", script), MODELS], capture_output=True, text=True)
+        if proc.returncode != 0 or not os.path.exists(path):
+            print(f"SKIPPED: {path} is missing and tools/{script} failed:\n{proc.stderr[-1000:]}")
             sys.exit(SKIP)
-    return SMOLLM2
+    return path
 
 
 GEMMA3 = os.path.join(MODELS, "gemma-3-270m-Q4_K_M.gguf")
 
 
+def need_smollm2():
+    return need_fetched(SMOLLM2, "fetch_model.sh")
+
+
 def need_gemma3():
-    """Gemma 3 270M Q4_K_M's path; fetches it with tools/fetch_gemma3.sh when missing, skips if that fails."""
-    if not os.path.exists(GEMMA3):
-        proc = subprocess.run([os.path.join(ROOT, "tools", "fetch_gemma3.sh"), MODELS], capture_output=True, text=True)
-        if proc.returncode != 0 or not os.path.exists(GEMMA3):
-            print(f"SKIPPED: {GEMMA3} is missing and tools/fetch_gemma3.sh failed:\n{proc.stderr[-1000:]}")
-            sys.exit(SKIP)
-    return GEMMA3
+    return need_fetched(GEMMA3, "fetch_gemma3.sh")
+
+
+def tiny_dummy_model(work, **overrides):
+    """--model arguments of a tiny random-weight Llama (dummy:CONFIG.json written into `work`) on the CPU."""
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 320,
+              "max_position_embeddings": 1024, "bos_token_id": 1, "eos_token_id": 2}
+    config.update(overrides)
+    path = os.path.join(work, "tiny-config.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return ["--model", "dummy:" + path, "--device", "cpu", "--quiet", "--threads", "2"]
 
 
 def run(args, stdin=None, check=True, expect_rc=0):

@@ -10,15 +10,10 @@ import json
 import os
 import random
 
-from common import Checks, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
 
 work = tmpdir()
-config = os.path.join(work, "tiny.json")
-with open(config, "w") as f:
-    json.dump({"model_type": "llama", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
-               "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 320,
-               "max_position_embeddings": 1024, "bos_token_id": 1, "eos_token_id": 2}, f)
-MODEL = ["--model", "dummy:" + config, "--device", "cpu", "--quiet", "--threads", "2"]
+MODEL = tiny_dummy_model(work)
 
 rng = random.Random(99)
 prefixes = [[rng.randrange(3, 320) for _ in range(n)] for n in (5, 16, 23, 40, 64, 97)]
