@@ -81,9 +81,10 @@ class GgufGemma3:
         scores /= scores.sum(axis=-1, keepdims=True)
         return np.einsum("hts,shd->thd", scores, values).reshape(len(positions), -1)
 
-    def forward(self, tokens, seqs, positions, caches):
-        """Logits (T, vocab) of rows tokens[t] of sequence seqs[t] at positions[t]; rows of a sequence are
-        consecutive and continue the keys/values its cache holds."""
+    def forward(self, tokens, seqs, positions, caches, rows=None):
+        """Logits (len(rows), vocab) of rows tokens[t] of sequence seqs[t] at positions[t] (all rows, or only
+        `rows`: the head over a 262k vocabulary is most of the cost); rows of a sequence are consecutive and
+        continue the keys/values its cache holds."""
         x = self.embedding[tokens] * np.sqrt(self.dim)
         t = len(tokens)
         for i, l in enumerate(self.layers):
@@ -101,6 +102,8 @@ class GgufGemma3:
             h = self.rmsnorm(x, l["ffn_norm"])
             ffn = (self.gelu_tanh(h @ l["ffn_gate"].T) * (h @ l["ffn_up"].T)) @ l["ffn_down"].T
             x = x + self.rmsnorm(ffn, l["post_ffw_norm"])
+        if rows is not None:
+            x = x[rows]
         return self.rmsnorm(x, self.final_norm) @ self.embedding.T
 
     def greedy(self, prompts, num_tokens):
@@ -110,7 +113,7 @@ class GgufGemma3:
         last = []
         for s, ids in enumerate(prompts):
             n = len(ids)
-            last.append(self.forward(np.array(ids), np.full(n, s), np.arange(n, dtype=np.float64), caches)[-1])
+            last.append(self.forward(np.array(ids), np.full(n, s), np.arange(n, dtype=np.float64), caches, rows=[n - 1])[0])
         outs, margins = [[] for _ in prompts], [[] for _ in prompts]
         for step in range(num_tokens):
             tokens = []
