@@ -20,7 +20,7 @@ std::string describe_chat_template(const std::string& jinja) {
   if (jinja.empty()) return "none";
   const std::optional<ChatTemplate> t = recognize_chat_template(jinja);
   if (!t) return "not recognized (chats need --chat-template NAME)";
-  std::string name = t->family == ChatFamily::kChatMl ? "ChatML" : t->family == ChatFamily::kLlama3 ? "Llama 3" : "Llama 2";
+  std::string name(chat_family_name(t->family));
   if (!t->default_system.empty()) name += ", default system prompt \"" + t->default_system + "\"";
   if (t->dated_system) name += ", dated system block (" + t->today + ")";
   return name;
