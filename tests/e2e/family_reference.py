@@ -1,22 +1,198 @@
-"""An independent float64 numpy forward pass of every family cbatch runs, from a Hugging Face directory
-(config.json + model.safetensors, read here), written from each family's published definition in
-Hugging Face's modeling code and driven by one description per family (not one copy per family):
-- Llama / Mistral: RMSNorm x * w, SwiGLU, RoPE on halves, GQA; Mistral's sliding window on every layer;
-- Qwen2: q/k/v biases; Qwen3: RMSNorm x * w of every q and k head before RoPE;
-- Gemma 2: RMSNorm x * (1 + w), embeddings x sqrt(hidden), GeGLU (tanh GELU), the attention output and the
-  FFN output normed before the residual add, window on even layers, scores and logits softcapped
-  (cap * tanh(x / cap)), queries scaled by query_pre_attn_scalar^-1/2;
-- Gemma 3: Gemma 2's norms and scales without softcaps, (1 + w) q/k norms, window on all but every
-  sliding_window_pattern-th layer, whose RoPE base is rope_theta (the others use rope_local_base_freq);
-- Phi-3: qkv_proj and gate_up_proj fused (q, k, v rows; gate rows then up rows), window on every layer.
-A query at position p attends keys p - window < key <= p on windowed layers (Hugging Face's masks)."""
+"""An independent float64 numpy forward pass of every family cbatch runs, sharing no code with it, written
+from each family's published definition (Hugging Face's modeling_llama/mistral/qwen2/qwen3/gemma2/gemma3/
+phi3) and driven by one description per family (the FAMILIES rows), not one copy per family:
+- Llama / Mistral: RMSNorm x * w, SwiGLU, RoPE on halves, GQA; Mistral's window on every layer;
+- Qwen2: q/k/v biases; Qwen2/3: a window only with use_sliding_window, from layer max_window_layers on;
+- Qwen3: RMSNorm x * w of every q and k head before RoPE;
+- Gemma 2: RMSNorm x * (1 + w), embeddings x sqrt(hidden), GeGLU (tanh GELU), each sublayer's output
+  normed before the residual add, window on even layers, scores and logits softcapped (cap * tanh(x / cap)),
+  queries scaled by query_pre_attn_scalar^-1/2;
+- Gemma 3: Gemma 2 without softcaps, plus (1 + w) q/k norms; windowed layers (layer_types, or all but every
+  sliding_window_pattern-th) rotate with the local base (rope_local_base_freq), the others with rope_theta;
+- Phi-3: qkv_proj (q, k, v rows) and gate_up_proj (gate rows, then up rows) fused, window on every layer.
+A query at position p attends keys p - window < key <= p on windowed layers (Hugging Face's masks).
+Loaders: a Hugging Face directory (config.json as transformers 4 or 5 write it, a Gemma 3 text_config,
+model.safetensors read here: F32/BF16/F16, sharded or not), or a GGUF read with the `gguf` package
+(dequantized by gguf.quants) under llama.cpp's conventions: `llama` q/k rows permuted back, Gemma norms
+stored as 1 + w, Gemma 3's pattern 6 and local base 10000, Gemma's query scale 1/sqrt(head_dim) (27B:
+1/sqrt(hidden / heads)); a `llama` file's window applies to every layer (Mistral), and Phi-3's window as
+its Hugging Face definition does (llama.cpp itself turns Phi-3's window off, as a stop-gap)."""
+import copy
 import json
+import math
 import os
 import struct
 
 import numpy as np
 
+# window_layers: which layers `sliding_window` applies to; gemma: (1 + w) norms, sqrt(hidden) embedding
+# scale, query_pre_attn_scalar, softcaps; caps: the (attention, final) softcaps of a file that names none
+# (Gemma2Config's defaults, and llama.cpp's); qk_norm, qkv_bias, sandwich (post-attention and post-FFN
+# norms), fused (qkv_proj, gate_up_proj): tensors the family must have.
+FAMILIES = {
+    "llama": dict(window_layers="none"),
+    "mistral": dict(window_layers="all"),
+    "qwen2": dict(window_layers="qwen", qkv_bias=True),
+    "qwen3": dict(window_layers="qwen", qk_norm=True),
+    "gemma2": dict(window_layers="even", gemma=True, sandwich=True, caps=(50.0, 30.0)),
+    "gemma3": dict(window_layers="pattern", gemma=True, sandwich=True, qk_norm=True),
+    "phi3": dict(window_layers="all", fused=True),
+}
+HF_MODEL_TYPES = {"gemma3_text": "gemma3"}
+DEFAULT_THETA = {"gemma3": 1000000.0}  # the config classes' defaults (transformers' Gemma3TextConfig)
+LLAMA_CPP_WINDOWS = {"llama": "all", "qwen2": "none", "qwen3": "none", "gemma2": "even", "gemma3": "pattern",
+                     "phi3": "all"}
+GGUF_LOCAL_THETA = 10000.0  # llama.cpp's hard-coded Gemma 3 local base
+GGUF_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
+# A layer's tensors: the Model's key -> (Hugging Face name, llama.cpp's GGUF name).
+LAYER_TENSORS = {
+    "in_norm": ("input_layernorm.weight", "attn_norm.weight"), "o": ("self_attn.o_proj.weight", "attn_output.weight"),
+    "q": ("self_attn.q_proj.weight", "attn_q.weight"), "k": ("self_attn.k_proj.weight", "attn_k.weight"),
+    "v": ("self_attn.v_proj.weight", "attn_v.weight"), "qkv": ("self_attn.qkv_proj.weight", "attn_qkv.weight"),
+    "bq": ("self_attn.q_proj.bias", "attn_q.bias"), "bk": ("self_attn.k_proj.bias", "attn_k.bias"),
+    "bv": ("self_attn.v_proj.bias", "attn_v.bias"),
+    "q_norm": ("self_attn.q_norm.weight", "attn_q_norm.weight"),
+    "k_norm": ("self_attn.k_norm.weight", "attn_k_norm.weight"),
+    "post_attn": ("post_attention_layernorm.weight", "post_attention_norm.weight"),
+    "pre_ffn": ("pre_feedforward_layernorm.weight", "ffn_norm.weight"),
+    "post_ffn": ("post_feedforward_layernorm.weight", "post_ffw_norm.weight"),
+    "gate": ("mlp.gate_proj.weight", "ffn_gate.weight"), "up": ("mlp.up_proj.weight", "ffn_up.weight"),
+    "gate_up": ("mlp.gate_up_proj.weight", "ffn_up.weight"), "down": ("mlp.down_proj.weight", "ffn_down.weight"),
+}
 
+
+class Model:
+    """The description of one model (sizes, per-layer windows and RoPE frequencies, scales, caps) and its
+    float64 weights in Hugging Face's layout: layers[i] holds q, k, v, o (out, in), q/k/v biases, q/k
+    norms, in_norm, post_attn, pre_ffn, post_ffn, gate, up, down (absent ones are None)."""
+
+    def __init__(self, family, c):
+        spec = FAMILIES[family]
+        self.family = family
+        self.n_layers, self.dim = c["n_layers"], c["dim"]
+        self.n_heads, self.n_kv, self.hd = c["n_heads"], c["n_kv"], c["head_dim"]
+        self.eps = c["eps"]
+        self.gemma = spec.get("gemma", False)
+        self.norm_offset = 1.0 if self.gemma else 0.0
+        self.embed_scale = math.sqrt(self.dim) if self.gemma else 1.0
+        self.activation = c["activation"]
+        self.q_scale = c["q_scale"]
+        self.attn_cap, self.final_cap = c.get("attn_cap") or 0.0, c.get("final_cap") or 0.0
+        self.windows = c["windows"]
+        self.theta, self.local_theta, self.rope_scaling = c["theta"], c.get("local_theta"), c.get("rope_scaling")
+        self.inv_freq = self.rope_tables()
+        self.spec = spec
+        self.embedding = self.head = self.final_norm = None
+        self.layers = []
+
+    def rope_tables(self):
+        """Per layer: RoPE inverse frequencies (windowed layers use the local base, unscaled, if there is one)."""
+        local = self.local_theta is not None
+        return [rope_inv_freq(self.hd, self.local_theta, None) if w and local
+                else rope_inv_freq(self.hd, self.theta, self.rope_scaling) for w in self.windows]
+
+    def features(self):
+        """The features of this model whose absence without() can simulate."""
+        out = ["rope_theta"] if self.theta != 10000.0 else []
+        if any(self.windows):
+            out.append("window")
+        out += [f for f in ("qkv_bias", "qk_norm", "sandwich", "fused") if self.spec.get(f)]
+        if self.gemma:
+            out += ["norm_offset", "embed_scale", "activation"]
+        if self.q_scale != self.hd ** -0.5:
+            out.append("query_scale")
+        out += [f for f, on in (("attn_softcap", self.attn_cap), ("final_softcap", self.final_cap)) if on]
+        if len({tuple(f) for f in self.inv_freq}) > 1:
+            out.append("local_rope")
+        if rope_inv_freq(self.hd, self.theta, self.rope_scaling)[-1] != rope_inv_freq(self.hd, self.theta, None)[-1]:
+            out.append("rope_scaling")
+        return out
+
+    def without(self, feature):
+        """A copy computing as if `feature` were missing (what a backend that forgot it would output)."""
+        m = copy.copy(self)
+        m.layers = [dict(l) for l in self.layers]
+        if feature == "rope_theta":  # the default base instead of the configured one
+            m.theta = 10000.0
+            m.inv_freq = m.rope_tables()
+        elif feature == "window":
+            m.windows = [0] * self.n_layers
+        elif feature == "norm_offset":
+            m.norm_offset = 0.0
+        elif feature == "embed_scale":
+            m.embed_scale = 1.0
+        elif feature == "activation":
+            m.activation = "silu"
+        elif feature == "query_scale":
+            m.q_scale = self.hd ** -0.5
+        elif feature == "attn_softcap":
+            m.attn_cap = 0.0
+        elif feature == "final_softcap":
+            m.final_cap = 0.0
+        elif feature == "rope_scaling":
+            m.rope_scaling = None
+            m.inv_freq = m.rope_tables()
+        elif feature == "local_rope":
+            m.local_theta = None
+            m.inv_freq = m.rope_tables()
+        for l in m.layers:
+            if feature == "qkv_bias":
+                l["bq"] = l["bk"] = l["bv"] = None
+            elif feature == "qk_norm":
+                l["q_norm"] = l["k_norm"] = None
+            elif feature == "sandwich":
+                l["post_attn"] = l["post_ffn"] = None
+            elif feature == "fused":  # up rows read as gate rows and back
+                l["gate"], l["up"] = l["up"], l["gate"]
+        return m
+
+
+def rope_inv_freq(head_dim, theta, scaling):
+    """RoPE inverse frequencies, with rope_scaling (or transformers 5's rope_parameters) type default,
+    linear or llama3 applied."""
+    inv = theta ** -(np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
+    scaling = scaling or {}
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "default":
+        return inv
+    if kind == "linear":
+        return inv / scaling["factor"]
+    if kind != "llama3":
+        raise NotImplementedError(f"rope type {kind}")
+    factor, context = scaling["factor"], scaling["original_max_position_embeddings"]
+    low, high = scaling.get("low_freq_factor", 1.0), scaling.get("high_freq_factor", 4.0)
+    wavelen = 2 * np.pi / inv
+    smooth = (context / wavelen - low) / (high - low)
+    mid = (1 - smooth) * inv / factor + smooth * inv
+    return np.where(wavelen > context / low, inv / factor, np.where(wavelen < context / high, inv, mid))
+
+
+def layer_windows(kind, n_layers, window, pattern=6, first=0):
+    if not window:
+        return [0] * n_layers
+    on = {"none": lambda i: False, "all": lambda i: True, "even": lambda i: i % 2 == 0,
+          "pattern": lambda i: (i + 1) % pattern != 0, "qwen": lambda i: i >= first}[kind]
+    return [window if on(i) else 0 for i in range(n_layers)]
+
+
+def read_layer(spec, get, n_heads, n_kv, head_dim, gguf):
+    """One layer's tensors (get(name) reads a tensor of the layer, named as the format names it); those the
+    family must have are required, the others None."""
+    keys = ["in_norm", "o", "down"] + (["qkv", "gate_up"] if spec.get("fused") else ["q", "k", "v", "gate", "up"])
+    keys += ["bq", "bk", "bv"] if spec.get("qkv_bias") else []
+    keys += ["q_norm", "k_norm"] if spec.get("qk_norm") else []
+    keys += ["post_attn", "pre_ffn", "post_ffn"] if spec.get("sandwich") else ["pre_ffn"]
+    l = dict.fromkeys(LAYER_TENSORS)
+    for key in keys:  # Llama-style HF files name the pre-FFN norm post_attention_layernorm
+        l[key] = get("post_attention_layernorm.weight" if key == "pre_ffn" and not spec.get("sandwich") and not gguf
+                     else LAYER_TENSORS[key][gguf])
+    if spec.get("fused"):
+        l["q"], l["k"], l["v"] = np.split(l["qkv"], [n_heads * head_dim, (n_heads + n_kv) * head_dim])
+        l["gate"], l["up"] = np.split(l["gate_up"], 2)
+    return l
+
+
+# ---------------------------------------------------------------------------------------------- Hugging Face
 def read_safetensors(path):
     with open(path, "rb") as f:
         n = struct.unpack("<Q", f.read(8))[0]
@@ -26,128 +202,216 @@ def read_safetensors(path):
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        begin, end = info["data_offsets"]
-        assert info["dtype"] == "F32", info["dtype"]
-        out[name] = np.frombuffer(data[begin:end], dtype=np.float32).reshape(info["shape"]).astype(np.float64)
+        raw = data[info["data_offsets"][0]:info["data_offsets"][1]]
+        if info["dtype"] == "BF16":
+            bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
+            values = bits.view(np.float32)
+        else:
+            values = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2", "F64": "<f8"}[info["dtype"]])
+        out[name] = values.astype(np.float64).reshape(info["shape"])
     return out
 
 
-class FamilyReference:
-    def __init__(self, directory):
-        c = json.load(open(os.path.join(directory, "config.json")))
-        w = read_safetensors(os.path.join(directory, "model.safetensors"))
-        t = c["model_type"]
-        self.gemma = t.startswith("gemma")
-        self.n_layers = c["num_hidden_layers"]
-        self.dim = c["hidden_size"]
-        self.n_heads = c["num_attention_heads"]
-        self.n_kv = c.get("num_key_value_heads", self.n_heads)
-        self.hd = c.get("head_dim", self.dim // self.n_heads)
-        self.eps = c["rms_norm_eps"]
-        self.scale = c.get("query_pre_attn_scalar", self.hd) ** -0.5
-        self.attn_cap = c.get("attn_logit_softcapping") or 0.0
-        self.final_cap = c.get("final_logit_softcapping") or 0.0
-        window = c.get("sliding_window") or 0
-        if t == "gemma2":
-            self.windows = [window if i % 2 == 0 else 0 for i in range(self.n_layers)]
-        elif t.startswith("gemma3"):
-            pattern = c.get("sliding_window_pattern", 6)
-            self.windows = [0 if (i + 1) % pattern == 0 else window for i in range(self.n_layers)]
-        elif t in ("mistral", "phi3"):
-            self.windows = [window] * self.n_layers
-        else:
-            self.windows = [0] * self.n_layers
-        half = np.arange(0, self.hd, 2, dtype=np.float64) / self.hd
-        self.inv_freq = [c.get("rope_theta", 10000.0) ** -half] * self.n_layers
-        if t.startswith("gemma3"):
-            local = c.get("rope_local_base_freq", 10000.0) ** -half
-            self.inv_freq = [local if self.windows[i] else self.inv_freq[i] for i in range(self.n_layers)]
-        self.embedding = w["model.embed_tokens.weight"]
-        self.head = w.get("lm_head.weight", self.embedding)
-        self.final_norm = w["model.norm.weight"]
-        q_dim, kv_dim = self.n_heads * self.hd, self.n_kv * self.hd
-        self.layers = []
-        for i in range(self.n_layers):
-            p = f"model.layers.{i}."
-            get = lambda name, p=p: w.get(p + name)  # noqa: E731
-            l = {"in_norm": get("input_layernorm.weight"), "o": get("self_attn.o_proj.weight"),
-                 "down": get("mlp.down_proj.weight"), "q_norm": get("self_attn.q_norm.weight"),
-                 "k_norm": get("self_attn.k_norm.weight")}
-            if get("self_attn.qkv_proj.weight") is not None:
-                qkv = get("self_attn.qkv_proj.weight")
-                l["q"], l["k"], l["v"] = qkv[:q_dim], qkv[q_dim:q_dim + kv_dim], qkv[q_dim + kv_dim:]
-            else:
-                l["q"], l["k"], l["v"] = get("self_attn.q_proj.weight"), get("self_attn.k_proj.weight"), get("self_attn.v_proj.weight")
-            if get("mlp.gate_up_proj.weight") is not None:
-                gu = get("mlp.gate_up_proj.weight")
-                l["gate"], l["up"] = gu[:len(gu) // 2], gu[len(gu) // 2:]
-            else:
-                l["gate"], l["up"] = get("mlp.gate_proj.weight"), get("mlp.up_proj.weight")
-            l["biases"] = [get(f"self_attn.{n}_proj.bias") for n in "qkv"]
-            if self.gemma:
-                l["post_attn"], l["pre_ffn"] = get("post_attention_layernorm.weight"), get("pre_feedforward_layernorm.weight")
-                l["post_ffn"] = get("post_feedforward_layernorm.weight")
-            else:
-                l["post_attn"], l["pre_ffn"], l["post_ffn"] = None, get("post_attention_layernorm.weight"), None
-            self.layers.append(l)
+def read_hf_weights(directory):
+    index = os.path.join(directory, "model.safetensors.index.json")
+    if not os.path.exists(index):
+        return read_safetensors(os.path.join(directory, "model.safetensors"))
+    out = {}
+    for shard in sorted(set(json.load(open(index))["weight_map"].values())):
+        out.update(read_safetensors(os.path.join(directory, shard)))
+    return out
 
-    def norm(self, x, w):
-        x = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps)
-        return x * (1.0 + w) if self.gemma else x * w
 
-    @staticmethod
-    def rope(x, positions, inv_freq):  # (T, heads, hd), rotate-half pairs
-        angles = positions[:, None] * inv_freq[None, :]
-        cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
-        h = x.shape[-1] // 2
-        return np.concatenate([x[..., :h] * cos - x[..., h:] * sin, x[..., :h] * sin + x[..., h:] * cos], axis=-1)
+def hf_rope(c, family):
+    """(rope_theta, rope_scaling dict or None, local theta or None) from transformers 4 keys (rope_theta,
+    rope_scaling, rope_local_base_freq) or transformers 5's rope_parameters (per layer type for Gemma 3)."""
+    params = c.get("rope_parameters") or {}
+    if "full_attention" in params:
+        full, local = params["full_attention"], params.get("sliding_attention", {})
+        return full.get("rope_theta", DEFAULT_THETA.get(family, 10000.0)), full, local.get("rope_theta", 10000.0)
+    theta = params.get("rope_theta", c.get("rope_theta", DEFAULT_THETA.get(family, 10000.0)))
+    scaling = params if params else c.get("rope_scaling")
+    local = c.get("rope_local_base_freq", 10000.0) if family == "gemma3" else None
+    return theta, scaling, local
 
-    def act(self, g):
-        if self.gemma:
-            return 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
+
+def hf_windows(c, family, n_layers):
+    kind, window = FAMILIES[family]["window_layers"], c.get("sliding_window") or 0
+    if kind == "qwen":
+        window = window if c.get("use_sliding_window", False) else 0
+        if "layer_types" not in c:
+            return layer_windows(kind, n_layers, window, first=c.get("max_window_layers", 28))
+    if kind in ("qwen", "even", "pattern") and "layer_types" in c:
+        return [window if t == "sliding_attention" else 0 for t in c["layer_types"]]
+    return layer_windows(kind, n_layers, window, pattern=c.get("sliding_window_pattern", 6))
+
+
+def load_hf(directory):
+    """The Model of a Hugging Face directory."""
+    top = json.load(open(os.path.join(directory, "config.json")))
+    family = HF_MODEL_TYPES.get(top["model_type"], top["model_type"])
+    c = top.get("text_config", top)
+    n_layers, dim, n_heads = c["num_hidden_layers"], c["hidden_size"], c["num_attention_heads"]
+    head_dim = c.get("head_dim") or dim // n_heads
+    theta, scaling, local = hf_rope(c, family)
+    gemma, caps = FAMILIES[family].get("gemma", False), FAMILIES[family].get("caps", (None, None))
+    desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=c.get("num_key_value_heads", n_heads),
+                head_dim=head_dim, eps=c.get("rms_norm_eps", 1e-6), theta=theta, rope_scaling=scaling,
+                local_theta=local, windows=hf_windows(c, family, n_layers),
+                activation=c.get("hidden_activation", "gelu_pytorch_tanh") if gemma else c.get("hidden_act", "silu"),
+                q_scale=c.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else head_dim ** -0.5,
+                attn_cap=c.get("attn_logit_softcapping", caps[0]) if gemma else 0,
+                final_cap=c.get("final_logit_softcapping", caps[1]) if gemma else 0)
+    m = Model(family, desc)
+    w = read_hf_weights(directory)
+    prefixes = ("model.", "language_model.model.", "model.language_model.")  # text models, Gemma 3 multimodal
+    prefix = next(p for p in prefixes if p + "embed_tokens.weight" in w)
+    m.embedding, m.final_norm = w[prefix + "embed_tokens.weight"], w[prefix + "norm.weight"]
+    tied = c.get("tie_word_embeddings", top.get("tie_word_embeddings", gemma))
+    head = next((w[n] for n in ("lm_head.weight", "language_model.lm_head.weight") if n in w), None)
+    m.head = m.embedding if tied else head
+    assert m.head is not None, "untied model without lm_head.weight"
+    for i in range(n_layers):
+        get = lambda name, p=f"{prefix}layers.{i}.": w[p + name]  # noqa: E731 (KeyError: a missing tensor)
+        m.layers.append(read_layer(FAMILIES[family], get, n_heads, m.n_kv, head_dim, gguf=False))
+    return m
+
+
+# ---------------------------------------------------------------------------------------------------- GGUF
+def unpermute_adjacent_pairs(w, n_heads):
+    """Undoes llama.cpp's permutation of `llama` q/k rows (rotate-half pairs stored as adjacent pairs)."""
+    return w.reshape(n_heads, w.shape[0] // n_heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def load_gguf(path):
+    """The Model of a GGUF file, under llama.cpp's conventions (see the file's header)."""
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    reader = GGUFReader(path)
+    arch = reader.fields["general.architecture"].contents()
+    family = arch
+    kv = {k[len(arch) + 1:]: f.contents() for k, f in reader.fields.items() if k.startswith(arch + ".")}
+    tensors = {t.name: t for t in reader.tensors}
+    n_layers, dim, n_heads = kv["block_count"], kv["embedding_length"], kv["attention.head_count"]
+    head_dim = kv.get("attention.key_length", dim // n_heads)
+    spec = FAMILIES[family]
+    gemma, caps = spec.get("gemma", False), spec.get("caps", (0, 0))
+    is_27b = GGUF_27B_LAYERS.get(family) == n_layers
+    desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=kv.get("attention.head_count_kv", n_heads),
+                head_dim=head_dim, eps=kv.get("attention.layer_norm_rms_epsilon", 1e-5),
+                theta=kv.get("rope.freq_base", 10000.0), local_theta=GGUF_LOCAL_THETA if family == "gemma3" else None,
+                windows=layer_windows(LLAMA_CPP_WINDOWS[family], n_layers, kv.get("attention.sliding_window", 0)),
+                activation="gelu_pytorch_tanh" if gemma else "silu",
+                q_scale=(dim // n_heads if is_27b else head_dim) ** -0.5,
+                attn_cap=kv.get("attn_logit_softcapping", caps[0]),
+                final_cap=kv.get("final_logit_softcapping", caps[1]))
+    m = Model(family, desc)
+
+    def get(name):
+        t = tensors[name]
+        value = np.asarray(dequantize(t.data, t.tensor_type), dtype=np.float64)
+        return value - 1.0 if gemma and name.endswith("norm.weight") else value  # stored as 1 + w
+
+    m.embedding, m.final_norm = get("token_embd.weight"), get("output_norm.weight")
+    m.head = m.embedding if "output.weight" not in tensors else get("output.weight")
+    for i in range(n_layers):
+        l = read_layer(spec, lambda name, b=f"blk.{i}.": get(b + name), n_heads, m.n_kv, head_dim, gguf=True)
+        if arch == "llama":
+            l["q"], l["k"] = unpermute_adjacent_pairs(l["q"], n_heads), unpermute_adjacent_pairs(l["k"], m.n_kv)
+        m.layers.append(l)
+    return m
+
+
+# ------------------------------------------------------------------------------------------------- forward
+def rms_norm(m, x, w):
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + m.eps) * (m.norm_offset + w)
+
+
+def rope(x, positions, inv_freq):  # x: (T, heads, head_dim); rotates (i, i + head_dim / 2)
+    angles = positions[:, None] * inv_freq[None, :]
+    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    a, b = np.split(x, 2, axis=-1)
+    return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
+
+
+def activation(m, g):
+    if m.activation == "silu":
         return g / (1.0 + np.exp(-g))
+    assert m.activation in ("gelu_pytorch_tanh", "gelu_tanh", "gelu_new"), m.activation
+    return 0.5 * g * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (g + 0.044715 * g ** 3)))
 
-    def logits(self, tokens):
-        """Logits (T, vocab) of a whole sequence, recomputed from scratch (tiny models: no cache needed)."""
-        n = len(tokens)
-        pos = np.arange(n, dtype=np.float64)
-        x = self.embedding[np.array(tokens)]
-        if self.gemma:
-            x = x * np.sqrt(self.dim)
-        for i, l in enumerate(self.layers):
-            h = self.norm(x, l["in_norm"])
-            proj = [h @ m.T + (b if b is not None else 0.0) for m, b in zip((l["q"], l["k"], l["v"]), l["biases"])]
-            q = proj[0].reshape(n, self.n_heads, self.hd)
-            k = proj[1].reshape(n, self.n_kv, self.hd)
-            v = proj[2].reshape(n, self.n_kv, self.hd)
-            if l["q_norm"] is not None:
-                q, k = self.norm(q, l["q_norm"]), self.norm(k, l["k_norm"])
-            q, k = self.rope(q, pos, self.inv_freq[i]), self.rope(k, pos, self.inv_freq[i])
-            group = self.n_heads // self.n_kv
-            k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
-            s = np.einsum("thd,shd->hts", q, k) * self.scale
-            if self.attn_cap:
-                s = self.attn_cap * np.tanh(s / self.attn_cap)
-            keep = pos[None, :] <= pos[:, None]
-            if self.windows[i]:
-                keep &= pos[None, :] > pos[:, None] - self.windows[i]
-            s = np.where(keep[None], s, -np.inf)
-            s = np.exp(s - s.max(-1, keepdims=True))
-            s /= s.sum(-1, keepdims=True)
-            att = np.einsum("hts,shd->thd", s, v).reshape(n, -1) @ l["o"].T
-            x = x + (self.norm(att, l["post_attn"]) if l["post_attn"] is not None else att)
-            h = self.norm(x, l["pre_ffn"])
-            ffn = (self.act(h @ l["gate"].T) * (h @ l["up"].T)) @ l["down"].T
-            x = x + (self.norm(ffn, l["post_ffn"]) if l["post_ffn"] is not None else ffn)
-        out = self.norm(x, self.final_norm) @ self.head.T
-        return self.final_cap * np.tanh(out / self.final_cap) if self.final_cap else out
 
-    def greedy(self, prompt, num_tokens):
-        """(generated ids, top-1 minus top-2 margin at each step)."""
-        ids, margins = list(prompt), []
-        for _ in range(num_tokens):
-            row = self.logits(ids)[-1]
+def linear(x, w, bias=None):
+    return x @ w.T + (bias if bias is not None else 0.0)
+
+
+def attention(m, i, q, k, v, cache, positions):
+    """Rows of one sequence: appends k, v to its cache of layer i, attends causally within the window."""
+    cache[i] = (k, v) if cache[i] is None else (np.concatenate([cache[i][0], k]), np.concatenate([cache[i][1], v]))
+    group = m.n_heads // m.n_kv
+    keys, values = np.repeat(cache[i][0], group, axis=1), np.repeat(cache[i][1], group, axis=1)
+    s = (q.transpose(1, 0, 2) @ keys.transpose(1, 2, 0)) * m.q_scale  # (heads, T, keys)
+    if m.attn_cap:
+        s = m.attn_cap * np.tanh(s / m.attn_cap)
+    key_pos = np.arange(keys.shape[0])[None, :]
+    masked = key_pos > positions[:, None]
+    if m.windows[i]:
+        masked |= key_pos <= positions[:, None] - m.windows[i]
+    s = np.where(masked[None], -np.inf, s)
+    s = np.exp(s - s.max(axis=-1, keepdims=True))
+    s /= s.sum(axis=-1, keepdims=True)
+    return (s @ values.transpose(1, 0, 2)).transpose(1, 0, 2).reshape(len(positions), -1)
+
+
+def forward(m, tokens, seqs, positions, caches, rows):
+    """Final hidden states (normed) of `rows` of a ragged batch: token t of sequence seqs[t] at positions[t];
+    a sequence's rows are consecutive and continue the keys and values its cache holds."""
+    x = m.embedding[tokens] * m.embed_scale
+    n = len(tokens)
+    for i, l in enumerate(m.layers):
+        h = rms_norm(m, x, l["in_norm"])
+        q = linear(h, l["q"], l["bq"]).reshape(n, m.n_heads, m.hd)
+        k = linear(h, l["k"], l["bk"]).reshape(n, m.n_kv, m.hd)
+        v = linear(h, l["v"], l["bv"]).reshape(n, m.n_kv, m.hd)
+        if l["q_norm"] is not None:
+            q, k = rms_norm(m, q, l["q_norm"]), rms_norm(m, k, l["k_norm"])
+        q, k = rope(q, positions, m.inv_freq[i]), rope(k, positions, m.inv_freq[i])
+        att = np.empty((n, m.n_heads * m.hd))
+        for s in np.unique(seqs):
+            r = np.nonzero(seqs == s)[0]
+            att[r] = attention(m, i, q[r], k[r], v[r], caches[s], positions[r])
+        att = linear(att, l["o"])
+        x = x + (rms_norm(m, att, l["post_attn"]) if l["post_attn"] is not None else att)
+        h = rms_norm(m, x, l["pre_ffn"])
+        ffn = linear(activation(m, linear(h, l["gate"])) * linear(h, l["up"]), l["down"])
+        x = x + (rms_norm(m, ffn, l["post_ffn"]) if l["post_ffn"] is not None else ffn)
+    return rms_norm(m, x[rows], m.final_norm)
+
+
+def logits(m, hidden):
+    out = linear(hidden, m.head)
+    return m.final_cap * np.tanh(out / m.final_cap) if m.final_cap else out
+
+
+def greedy(m, prompts, num_tokens):
+    """Per prompt: (generated ids, top-1 minus top-2 logit at each step). Each prompt is prefilled on its
+    own, then all decode together, one row each, on their KV caches."""
+    caches = [[None] * m.n_layers for _ in prompts]
+    last = logits(m, np.stack([forward(m, np.array(p), np.zeros(len(p), int), np.arange(len(p), dtype=np.float64),
+                                       [caches[s]], [-1])[0] for s, p in enumerate(prompts)]))
+    outs, margins = [[] for _ in prompts], [[] for _ in prompts]
+    for step in range(num_tokens):
+        for s, row in enumerate(last):
             top2 = np.partition(row, -2)[-2:]
-            margins.append(float(abs(top2[1] - top2[0])))
-            ids.append(int(np.argmax(row)))
-        return ids[len(prompt):], margins
+            outs[s].append(int(np.argmax(row)))
+            margins[s].append(float(top2[1] - top2[0]))
+        if step + 1 < num_tokens:
+            positions = np.array([len(p) + step for p in prompts], dtype=np.float64)
+            seqs = np.arange(len(prompts))
+            last = logits(m, forward(m, np.array([o[-1] for o in outs]), seqs, positions, caches, seqs))
+    return list(zip(outs, margins))
+
+
+def agreed_prefix(ids, margins, threshold):
+    """How many leading steps of a reference result are decisive (margin above threshold)."""
+    return next((i for i, g in enumerate(margins) if g <= threshold), len(ids))

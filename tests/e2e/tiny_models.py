@@ -1,12 +1,20 @@
-"""Seeded random-weight tiny models of every family cbatch runs, written twice with the same weights: as a
-Hugging Face directory (config.json with the family's own field names, model.safetensors written here
-with numpy, a byte-level tokenizer.json) and as a GGUF the way llama.cpp's converter writes it (its
-tensor and metadata names, q/k rows permuted for adjacent-pair RoPE in `llama` files only, Gemma norm
-weights stored as 1 + w, Phi-3's fused tensors kept fused). Every family feature is exercised: norm
-weights and biases are random, windows are smaller than the test prompts."""
+"""Seeded random-weight tiny models of every family cbatch runs, written as Hugging Face directories
+(config.json with the family's own field names, model.safetensors written here with numpy, a byte-level
+BPE tokenizer.json) and, with the same weights, as GGUF files the way llama.cpp's converter writes them
+(its tensor and metadata names, q/k rows permuted for adjacent-pair RoPE in `llama` files only, Gemma norm
+weights stored as 1 + w, Phi-3's fused tensors kept fused, nothing llama.cpp hard-codes: Gemma 3's window
+pattern and local base, Gemma's query scale). Every family feature is exercised: norm weights and biases
+are random, windows are shorter than the test prompts, RoPE bases differ from the default.
+
+MODELS names each model: its family, config fields over BASE, how its directory is written (`hf`: "v4" as
+transformers 4 saves (rope_theta, rope_local_base_freq, sliding_window_pattern), "v5" as transformers 5
+saves (rope_parameters instead of rope_theta, layer_types, dtype), "multimodal" as Gemma 3 4B+ ships
+(model_type gemma3, text_config, language_model.model. tensors)), its safetensors dtype and shards, and
+whether a GGUF is written too (llama.cpp keeps no Qwen window and no layer_types: directory-only models)."""
 import json
 import os
 import struct
+import zlib
 
 import numpy as np
 
@@ -16,33 +24,53 @@ BOS, EOS = 256, 257
 BASE = {"hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4, "num_key_value_heads": 2,
         "vocab_size": VOCAB, "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
         "bos_token_id": BOS, "eos_token_id": EOS, "num_hidden_layers": 3, "tie_word_embeddings": False}
-FAMILIES = {
-    "llama": dict(model_type="llama"),
-    "mistral": dict(model_type="mistral", sliding_window=9),
-    "qwen2": dict(model_type="qwen2", tie_word_embeddings=True, rope_theta=1000000.0),
-    "qwen3": dict(model_type="qwen3", head_dim=32, rope_theta=1000000.0),
-    "gemma2": dict(model_type="gemma2", head_dim=16, num_hidden_layers=4, sliding_window=11,
-                   query_pre_attn_scalar=24, attn_logit_softcapping=5.0, final_logit_softcapping=3.0,
-                   hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
-    "gemma3": dict(model_type="gemma3_text", head_dim=32, num_hidden_layers=7, sliding_window=10,
-                   sliding_window_pattern=6, query_pre_attn_scalar=32, rope_theta=1000000.0,
-                   rope_local_base_freq=10000.0, hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True),
-    "phi3": dict(model_type="phi3", sliding_window=12, num_key_value_heads=4),
+GEMMA = dict(hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)
+MODELS = {
+    "llama": dict(family="llama", config=dict(model_type="llama", rope_theta=500000.0)),
+    "mistral": dict(family="mistral", config=dict(model_type="mistral", sliding_window=9)),
+    "qwen2": dict(family="qwen2", dtype="BF16",
+                  config=dict(model_type="qwen2", tie_word_embeddings=True, rope_theta=1000000.0,
+                              use_sliding_window=False, sliding_window=12, max_window_layers=1)),
+    "qwen2-window": dict(family="qwen2", gguf=False, shards=2,
+                         config=dict(model_type="qwen2", rope_theta=1000000.0, use_sliding_window=True,
+                                     sliding_window=10, max_window_layers=1)),
+    "qwen3": dict(family="qwen3", config=dict(model_type="qwen3", head_dim=32, rope_theta=1000000.0)),
+    "gemma2": dict(family="gemma2", config=dict(
+        GEMMA, model_type="gemma2", head_dim=32, num_hidden_layers=4, sliding_window=11, query_pre_attn_scalar=8,
+        attn_logit_softcapping=2.0, final_logit_softcapping=3.0),
+        gguf_differs="a GGUF keeps no query_pre_attn_scalar: llama.cpp scales queries by 1/sqrt(head_dim)"),
+    "gemma3": dict(family="gemma3", config=dict(
+        GEMMA, model_type="gemma3_text", head_dim=32, num_hidden_layers=7, sliding_window=10, sliding_window_pattern=6,
+        query_pre_attn_scalar=32, rope_theta=1000000.0, rope_local_base_freq=10000.0)),
+    "gemma3-multimodal": dict(family="gemma3", hf="multimodal", gguf=False, config=dict(
+        GEMMA, model_type="gemma3_text", head_dim=32, num_hidden_layers=5, sliding_window=8, query_pre_attn_scalar=12,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
+        rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling={"rope_type": "linear", "factor": 4.0})),
+    "phi3": dict(family="phi3", config=dict(model_type="phi3", sliding_window=12, rms_norm_eps=1e-5)),
 }
 GGUF_ARCH = {"mistral": "llama"}
+EMBED_STD = {"tied": 0.15, "gemma2": 0.125, "gemma3": 0.07}
 
 
-def config_of(family):
+def config_of(name):
     c = dict(BASE)
-    c.update(FAMILIES[family])
+    c.update(MODELS[name]["config"])
     c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
     return c
 
 
-def random_weights(family, seed):
-    """HF-named float32 tensors of a tiny model of `family`."""
-    c = config_of(family)
-    rng = np.random.default_rng(seed)
+def to_bf16(a):
+    """a rounded to the nearest bfloat16 (ties to even), as float32."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 << 16
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def random_weights(name):
+    """HF-named float32 tensors of the tiny model `name` (its family's names, without a prefix), seeded by
+    the name."""
+    c, family = config_of(name), MODELS[name]["family"]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     dim, hidden, hd = c["hidden_size"], c["intermediate_size"], c["head_dim"]
     q_dim, kv_dim = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
     gemma = family.startswith("gemma")
@@ -51,9 +79,12 @@ def random_weights(family, seed):
         return (rng.uniform(-1, 1, (out, inp)) * np.sqrt(3.0 / inp)).astype(np.float32)
 
     def norm(n):  # the definition's w: near 1 for Llama-style x * w, near 0 for Gemma's x * (1 + w)
-        return ((0.0 if gemma else 1.0) + rng.uniform(-0.3, 0.3, n)).astype(np.float32)
+        return ((0.0 if gemma else 1.0) + rng.uniform(-0.4, 0.4, n)).astype(np.float32)
 
-    w = {"model.embed_tokens.weight": rng.normal(0, 1, (VOCAB, dim)).astype(np.float32)}
+    # Embeddings small enough that the layers, not the input token, decide the output: a tied head would
+    # otherwise mostly echo the input, and Gemma scales embeddings by sqrt(hidden).
+    std = EMBED_STD.get(family, 1.0) if not c["tie_word_embeddings"] or gemma else EMBED_STD["tied"]
+    w = {"model.embed_tokens.weight": rng.normal(0, std, (VOCAB, dim)).astype(np.float32)}
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = norm(dim)
@@ -61,19 +92,18 @@ def random_weights(family, seed):
         if family == "phi3":
             w[p + "self_attn.qkv_proj.weight"] = np.concatenate([q, k, v])
         else:
-            w[p + "self_attn.q_proj.weight"], w[p + "self_attn.k_proj.weight"], w[p + "self_attn.v_proj.weight"] = q, k, v
+            for x, t in (("q", q), ("k", k), ("v", v)):
+                w[p + f"self_attn.{x}_proj.weight"] = t
         if family == "qwen2":
-            for name, n in (("q", q_dim), ("k", kv_dim), ("v", kv_dim)):
-                w[p + f"self_attn.{name}_proj.bias"] = rng.uniform(-0.5, 0.5, n).astype(np.float32)
+            for x, n in (("q", q_dim), ("k", kv_dim), ("v", kv_dim)):
+                w[p + f"self_attn.{x}_proj.bias"] = rng.uniform(-0.5, 0.5, n).astype(np.float32)
         if family in ("qwen3", "gemma3"):
             w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm(hd), norm(hd)
         w[p + "self_attn.o_proj.weight"] = linear(dim, q_dim)
+        w[p + "post_attention_layernorm.weight"] = norm(dim)
         if gemma:
-            w[p + "post_attention_layernorm.weight"] = norm(dim)
             w[p + "pre_feedforward_layernorm.weight"] = norm(dim)
             w[p + "post_feedforward_layernorm.weight"] = norm(dim)
-        else:
-            w[p + "post_attention_layernorm.weight"] = norm(dim)
         gate, up = linear(hidden, dim), linear(hidden, dim)
         if family == "phi3":
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
@@ -83,13 +113,15 @@ def random_weights(family, seed):
     w["model.norm.weight"] = norm(dim)
     if not c["tie_word_embeddings"]:
         w["lm_head.weight"] = linear(VOCAB, dim)
+    if MODELS[name].get("dtype") == "BF16":
+        w = {k: to_bf16(t) for k, t in w.items()}
     return w
 
 
 def byte_tokens():
     """GPT-2's byte-to-character map: the 256 byte tokens' texts, the two special tokens, one merged token
     ("Ġt", the result of the one merge), fillers."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    bs = [b for lo, hi in (("!", "~"), ("¡", "¬"), ("®", "ÿ")) for b in range(ord(lo), ord(hi) + 1)]
     cs = bs[:]
     n = 0
     for b in range(256):
@@ -101,29 +133,61 @@ def byte_tokens():
     return [chr(table[b]) for b in range(256)] + ["<s>", "</s>", "Ġt"] + [f"<extra_{i}>" for i in range(VOCAB - 259)]
 
 
-def write_safetensors(path, tensors):
+def write_safetensors(path, tensors, dtype="F32"):
     header, offset, blobs = {}, 0, []
     for name, t in tensors.items():
-        data = np.ascontiguousarray(t, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        t = np.ascontiguousarray(t, dtype=np.float32)
+        data = (t.view(np.uint32) >> 16).astype("<u2").tobytes() if dtype == "BF16" else t.astype("<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
+    header["__metadata__"] = {"format": "pt"}
     head = json.dumps(header).encode()
     head += b" " * (-len(head) % 8)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
 
 
-def write_hf(directory, family, weights):
+def hf_config(name):
+    """config.json's contents in the model's layout (see MODELS)."""
+    c, layout = config_of(name), MODELS[name].get("hf", "v4")
+    c["torch_dtype"] = "bfloat16" if MODELS[name].get("dtype") == "BF16" else "float32"
+    if layout == "v5":
+        c["dtype"] = c.pop("torch_dtype")
+        c["rope_parameters"] = {"rope_type": "default", "rope_theta": c.pop("rope_theta")}
+        c.setdefault("use_sliding_window", False)
+        c["layer_types"] = ["full_attention"] * c["num_hidden_layers"]
+    if layout == "multimodal":
+        ids = {k: c.pop(k) for k in ("bos_token_id", "eos_token_id")}
+        return {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], **ids, "text_config": c,
+                "vision_config": {"model_type": "siglip_vision_model"}, "torch_dtype": c["torch_dtype"]}
+    return c
+
+
+def write_hf(directory, name, weights):
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump(config_of(family), f, indent=1)
-    write_safetensors(os.path.join(directory, "model.safetensors"), weights)
+        json.dump(hf_config(name), f, indent=1)
+    layout, dtype = MODELS[name].get("hf", "v4"), MODELS[name].get("dtype", "F32")
+    if layout == "multimodal":
+        weights = {("language_model." + k): t for k, t in weights.items()}
+    num_shards = MODELS[name].get("shards", 1)
+    if num_shards > 1:  # the shards and their index
+        names = list(weights)
+        shards = {f"model-{i + 1:05d}-of-{num_shards:05d}.safetensors": names[i::num_shards] for i in range(num_shards)}
+        for shard, keys in shards.items():
+            write_safetensors(os.path.join(directory, shard), {k: weights[k] for k in keys}, dtype)
+        index = {"metadata": {}, "weight_map": {k: s for s, keys in shards.items() for k in keys}}
+        with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+            json.dump(index, f)
+    else:
+        write_safetensors(os.path.join(directory, "model.safetensors"), weights, dtype)
     tokens = byte_tokens()
     added = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
               "normalized": False, "special": True} for i in (BOS, EOS)]
     tokenizer = {"version": "1.0", "added_tokens": added, "normalizer": None,
-                 "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": True},
+                 "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                                   "use_regex": True},
                  "post_processor": None, "decoder": {"type": "ByteLevel"},
                  "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": ["Ġ t"]}}
     with open(os.path.join(directory, "tokenizer.json"), "w") as f:
@@ -137,30 +201,23 @@ def permute_for_adjacent_pairs(w, n_heads):
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(path, family, weights):
-    import gguf
-    c = config_of(family)
-    arch = GGUF_ARCH.get(family, family)
-    gemma = family.startswith("gemma")
-    writer = gguf.GGUFWriter(path, arch)
+def write_gguf_metadata(writer, name, arch):
+    c, family = config_of(name), MODELS[name]["family"]
     p = arch + "."
-    writer.add_uint32(p + "context_length", c["max_position_embeddings"])
-    writer.add_uint32(p + "embedding_length", c["hidden_size"])
-    writer.add_uint32(p + "block_count", c["num_hidden_layers"])
-    writer.add_uint32(p + "feed_forward_length", c["intermediate_size"])
-    writer.add_uint32(p + "attention.head_count", c["num_attention_heads"])
-    writer.add_uint32(p + "attention.head_count_kv", c["num_key_value_heads"])
-    writer.add_uint32(p + "attention.key_length", c["head_dim"])
-    writer.add_uint32(p + "attention.value_length", c["head_dim"])
+    for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", c["hidden_size"]),
+                       ("block_count", c["num_hidden_layers"]), ("feed_forward_length", c["intermediate_size"]),
+                       ("attention.head_count", c["num_attention_heads"]),
+                       ("attention.head_count_kv", c["num_key_value_heads"]),
+                       ("attention.key_length", c["head_dim"]), ("attention.value_length", c["head_dim"]),
+                       ("rope.dimension_count", c["head_dim"])):
+        writer.add_uint32(p + key, value)
     writer.add_float32(p + "attention.layer_norm_rms_epsilon", c["rms_norm_eps"])
     writer.add_float32(p + "rope.freq_base", c["rope_theta"])
-    if c.get("sliding_window"):
+    if c.get("sliding_window") and family in ("mistral", "gemma2", "gemma3", "phi3"):
         writer.add_uint32(p + "attention.sliding_window", c["sliding_window"])
     if family == "gemma2":
         writer.add_float32(p + "attn_logit_softcapping", c["attn_logit_softcapping"])
         writer.add_float32(p + "final_logit_softcapping", c["final_logit_softcapping"])
-    if gemma and c["query_pre_attn_scalar"] != c["head_dim"]:  # not a llama.cpp key: cbatch reads it if present
-        writer.add_float32(p + "attention.scale", c["query_pre_attn_scalar"] ** -0.5)
     tokens = byte_tokens()
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("gpt-2")
@@ -171,10 +228,19 @@ def write_gguf(path, family, weights):
     writer.add_eos_token_id(EOS)
     writer.add_add_bos_token(False)
 
-    def put(name, t):
-        if gemma and name.endswith("norm.weight"):
-            t = t + 1.0
-        writer.add_tensor(name, np.ascontiguousarray(t, dtype=np.float32))
+
+def write_gguf(path, name, weights):
+    import gguf
+    c, family = config_of(name), MODELS[name]["family"]
+    arch = GGUF_ARCH.get(family, family)
+    gemma = family.startswith("gemma")
+    writer = gguf.GGUFWriter(path, arch)
+    write_gguf_metadata(writer, name, arch)
+
+    def put(gguf_name, t):
+        if gemma and gguf_name.endswith("norm.weight"):
+            t = t + np.float32(1.0)
+        writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float32))
 
     put("token_embd.weight", weights["model.embed_tokens.weight"])
     for i in range(c["num_hidden_layers"]):
@@ -193,9 +259,9 @@ def write_gguf(path, family, weights):
             put(b + "attn_v.weight", weights[h + "self_attn.v_proj.weight"])
             put(b + "ffn_gate.weight", weights[h + "mlp.gate_proj.weight"])
             put(b + "ffn_up.weight", weights[h + "mlp.up_proj.weight"])
-        for name in ("q", "k", "v"):
-            if h + f"self_attn.{name}_proj.bias" in weights:
-                put(b + f"attn_{name}.bias", weights[h + f"self_attn.{name}_proj.bias"])
+        for x in "qkv":
+            if h + f"self_attn.{x}_proj.bias" in weights:
+                put(b + f"attn_{x}.bias", weights[h + f"self_attn.{x}_proj.bias"])
         if h + "self_attn.q_norm.weight" in weights:
             put(b + "attn_q_norm.weight", weights[h + "self_attn.q_norm.weight"])
             put(b + "attn_k_norm.weight", weights[h + "self_attn.k_norm.weight"])
