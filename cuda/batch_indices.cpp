@@ -87,14 +87,20 @@ void validate_batch(const RaggedBatch& batch, const BatchLimits& limits) {
 size_t BatchUploader::capacity(const BatchLimits& lim) {
   const size_t tokens = static_cast<size_t>(lim.max_tokens);
   const size_t seqs = static_cast<size_t>(lim.max_seqs);
-  // tokens, positions, slots, tile_seq, tile_row; query_start, decode_tile_start; logits_rows, decode_seqs;
-  // block_tables
-  return 5 * tokens + 2 * (seqs + 1) + 2 * seqs + seqs * static_cast<size_t>(lim.max_blocks_per_seq);
+  // tokens, positions, slots, tile_seq, tile_row; query_start, decode_tile_start per window kind;
+  // logits_rows, decode_seqs; block_tables
+  return 5 * tokens + (1 + kMaxWindowKinds) * (seqs + 1) + 2 * seqs +
+         seqs * static_cast<size_t>(lim.max_blocks_per_seq);
 }
 
 BatchUploader::BatchUploader(const BatchLimits& limits) : host_(capacity(limits)), device_(capacity(limits)) {}
 
-BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool split_decode, cudaStream_t stream) {
+BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool split_decode, cudaStream_t stream,
+                                   const std::vector<int>& windows) {
+  if (windows.empty() || windows.size() > static_cast<size_t>(kMaxWindowKinds)) {
+    throw Error("BatchUploader: " + num(static_cast<int64_t>(windows.size())) + " window kinds (1 to " +
+                num(kMaxWindowKinds) + ")");
+  }
   int32_t* host = host_.get();
   size_t used = 0;
   // Reserves count elements at the end of the packed buffer; returns (host, device) addresses.
@@ -120,11 +126,9 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
   auto [h_tile_seq, d_tile_seq] = reserve(b.token_ids.size());
   auto [h_tile_row, d_tile_row] = reserve(b.token_ids.size());
   auto [h_decode, d_decode] = reserve(static_cast<size_t>(b.num_seqs()));
-  auto [h_decode_tiles, d_decode_tiles] = reserve(static_cast<size_t>(b.num_seqs()) + 1);
   idx.tile_seq = d_tile_seq;
   idx.tile_row = d_tile_row;
   idx.decode_seqs = d_decode;
-  idx.decode_tile_start = d_decode_tiles;
   for (int s = 0; s < b.num_seqs(); ++s) {
     const int rows = b.query_start[s + 1] - b.query_start[s];
     if (split_decode && rows == 1) {
@@ -137,8 +141,13 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
       ++idx.num_tiles;
     }
   }
-  decode_stream::build_tile_start(b.positions.data(), b.query_start.data(), h_decode, idx.num_decode, h_decode_tiles);
-  idx.decode_tiles = h_decode_tiles[idx.num_decode];
+  for (size_t k = 0; k < windows.size(); ++k) {
+    auto [h_decode_tiles, d_decode_tiles] = reserve(static_cast<size_t>(idx.num_decode) + 1);
+    decode_stream::build_tile_start(b.positions.data(), b.query_start.data(), h_decode, idx.num_decode,
+                                    h_decode_tiles, windows[k]);
+    idx.decode_tile_start[k] = d_decode_tiles;
+    idx.decode_tiles[k] = h_decode_tiles[idx.num_decode];
+  }
   CUDA_CHECK(cudaMemcpyAsync(device_.get(), host, used * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   return idx;
 }

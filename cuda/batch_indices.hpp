@@ -6,11 +6,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "cuda/device_buffer.hpp"
 #include "engine/core/ragged_batch.hpp"
 
 namespace cbatch {
+
+// Distinct sliding windows (0 = none counts as one) a model's layers may have: each needs its own key
+// tiles of the decode rows (decode_stream.hpp).
+constexpr int kMaxWindowKinds = 4;
 
 struct BatchIndices {
   const int32_t* tokens = nullptr;        // (num_tokens)
@@ -22,10 +27,11 @@ struct BatchIndices {
   const int32_t* tile_row = nullptr;      // (num_tiles)
   const int32_t* block_tables = nullptr;  // (num_seqs, max_blocks_per_seq)
   const int32_t* decode_seqs = nullptr;   // (num_decode) single-row sequences, for decode_attention
-  const int32_t* decode_tile_start = nullptr;  // (num_decode + 1) their key tiles, see decode_stream.hpp
+  // (num_decode + 1) their key tiles (decode_stream.hpp), for window kind k: the k-th of upload()'s windows
+  const int32_t* decode_tile_start[kMaxWindowKinds] = {};
   int num_tiles = 0;                      // tiles of the sequences with several rows (all, without decode)
   int num_decode = 0;
-  int decode_tiles = 0;                   // decode_tile_start[num_decode]: key tiles per kv head
+  int decode_tiles[kMaxWindowKinds] = {};  // decode_tile_start[k][num_decode]: key tiles per kv head
 };
 
 struct BatchLimits {
@@ -53,8 +59,10 @@ class BatchUploader {
 
   // Packs a validated batch and enqueues its copy on stream. The pinned buffer is reused by the next
   // call: the caller synchronizes the stream in between. With split_decode, single-row sequences go to
-  // the decode list instead of the attention tiles.
-  BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, bool split_decode, cudaStream_t stream);
+  // the decode list instead of the attention tiles, and their key tiles are listed for each of `windows`
+  // (at most kMaxWindowKinds; the model's distinct layer windows, 0 for none).
+  BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, bool split_decode, cudaStream_t stream,
+                      const std::vector<int>& windows = {0});
 
  private:
   PinnedBuffer<int32_t> host_;    // (capacity)

@@ -1,8 +1,10 @@
-// The CUDA backend: a Llama forward pass over ragged batches, with the weights in the compute dtype T
-// (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and logits, and a paged KV cache in T.
-// Per layer: norm -> fused QKV GEMM -> RoPE + cache write -> paged attention -> wo GEMM -> residual add +
-// norm -> fused gate|up GEMM -> SwiGLU -> w_down GEMM (added to x by the next norm). Everything runs on
-// the context's one stream; forward() synchronizes once, after the single device-to-host copy.
+// The CUDA backend: one forward pass over ragged batches for every family of ModelConfig's description,
+// with the weights in the compute dtype T (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and
+// logits, and a paged KV cache in T. Per layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache
+// write -> paged attention (the layer's scale, softcap and window) -> wo GEMM -> residual add (of the
+// sandwich-normed output) + norm -> fused gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by
+// the next norm); the final logits softcapped where the family does. Everything runs on the context's one
+// stream; forward() synchronizes once, after the single device-to-host copy.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,6 +15,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "cuda/argmax.hpp"
 #include "cuda/batch_indices.hpp"
@@ -30,6 +33,7 @@
 #include "cuda/rmsnorm.hpp"
 #include "cuda/rope_kv_cache.hpp"
 #include "cuda/sample_rows.hpp"
+#include "cuda/softcap.hpp"
 #include "cuda/step_profiler.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/workspace.hpp"
@@ -38,6 +42,17 @@ namespace cbatch {
 namespace {
 
 [[noreturn]] void unsupported(const std::string& what) { throw Error("the CUDA backend does not support " + what); }
+
+// The distinct windows of the layers, in order of first use (0: a layer without one): each kind has its own
+// decode split and stream plan (the keys a decode row sees depend on it).
+std::vector<int> window_kinds(const ModelConfig& c) {
+  std::vector<int> kinds;
+  for (int l = 0; l < std::max(c.num_layers, 1); ++l) {
+    const int w = c.num_layers > 0 ? c.window(l) : 0;
+    if (std::find(kinds.begin(), kinds.end(), w) == kinds.end()) kinds.push_back(w);
+  }
+  return kinds;
+}
 
 const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.dim <= 0 || c.hidden_dim <= 0 || c.num_layers < 0 || c.vocab_size <= 0 || c.num_heads <= 0 ||
@@ -48,23 +63,14 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }
   if (c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) {
-    unsupported("head_dim " + std::to_string(c.head_dim) + " (multiples of 16 up to 128)");
+    unsupported(c.architecture + "'s head_dim " + std::to_string(c.head_dim) +
+                ": the attention kernels take multiples of 16 up to 128 (use --device cpu)");
   }
-  // The family features the kernels do not have yet: the CPU backend runs these models (--device cpu).
-  std::string missing;
-  auto need = [&](bool has, const char* what) { if (has) missing += (missing.empty() ? "" : ", ") + std::string(what); };
-  need(c.norm_offset != 0.0f, "(1 + w) norms");
-  need(c.qkv_bias, "q/k/v biases");
-  need(c.qk_norm, "q/k norms");
-  need(c.sandwich_norms, "sandwich norms");
-  need(c.activation != Activation::kSilu, "GeGLU");
-  need(c.embedding_scale != 1.0f, "embedding scaling");
-  need(c.query_scale() != 1.0f / std::sqrt(static_cast<float>(c.head_dim)), "a query scale other than 1 / sqrt(head_dim)");
-  need(c.attn_softcap > 0.0f || c.final_softcap > 0.0f, "softcapping");
-  need(c.has_window(), "sliding-window attention");
-  need(c.rope_theta_local > 0.0f, "per-layer RoPE bases");
-  need(rope_attention_factor(c, false) != 1.0f || c.rope_scaling.type == RopeScalingType::kLongrope, "yarn/longrope RoPE");
-  if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
+  if (window_kinds(c).size() > static_cast<size_t>(kMaxWindowKinds)) {
+    unsupported("more than " + std::to_string(kMaxWindowKinds) + " different sliding windows across the layers");
+  }
+  // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
+  // embedding scale, query scale, softcaps, windows, local RoPE base, every RoPE scaling) is implemented.
   return c;
 }
 
@@ -80,6 +86,9 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_.stream())),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
+        windows_(window_kinds(config_)),
+        decode_split_(windows_.size()),
+        decode_stream_(windows_.size()),
         decode_partial_o_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) *
                           config_.head_dim),
         decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {}
@@ -116,9 +125,24 @@ class CudaBackend final : public Backend {
   T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
 
   void copy_blocks(const RaggedBatch& batch, cudaStream_t stream);
-  void plan_decode_stream(const BatchIndices& idx);
+  void plan_decode(const RaggedBatch& batch, const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
+  // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
+  AttentionScoring scoring(int layer) const {
+    return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer)};
+  }
+  RopeFamily rope_family(int layer) const;
+  const float* rope_table(int layer) const {
+    return weights_.rope_table(config_.uses_local_rope(layer) ? kRopeLocal : kRopeGlobal);
+  }
+  int window_kind(int layer) const {
+    return static_cast<int>(std::find(windows_.begin(), windows_.end(), config_.window(layer)) - windows_.begin());
+  }
+  const float* post_ffn_norm(int layer) const {
+    return weights_.layers[static_cast<size_t>(layer)].post_ffn_norm.get();  // null without sandwich norms
+  }
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
   void pick_tokens(int num_logits, const StepOutput& out);
   const PenaltyToken* upload_penalty_tokens(const StepOutput& out);
@@ -136,10 +160,12 @@ class CudaBackend final : public Backend {
   // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
   // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant and
   // =stream the stream-scheduled kernel, to measure). Its split-KV scratch holds max_partials() partial
-  // results; the stream kernel's holds two per warp.
+  // results; the stream kernel's holds two per warp. A step's split and stream plan depend on the keys a
+  // row sees, so there is one of each per window kind.
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice(config_);  // none: all rows paged
-  DecodeSplit decode_split_;
-  DecodeStream decode_stream_;
+  std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
+  std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
+  std::vector<DecodeStream> decode_stream_;   // (windows_.size()) this step's
   std::optional<DecodeStreamLimits> stream_limits_;  // asked of the device on the first stream step
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
@@ -245,12 +271,11 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
   try {
     profiler_.begin_step(stream, batch.num_tokens() == batch.num_seqs());
     const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
-                                               stream);
+                                               stream, windows_);
     profiler_.phase("upload", stream);
-    decode_split_ = choose_decode_split(idx.num_decode, config_.num_kv_heads, batch.max_seq_len, 4 * num_sms(),
-                                        max_partials());
-    if (decode_kernel_ == DecodeKernel::kStream) plan_decode_stream(idx);
-    embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream);
+    plan_decode(batch, idx);
+    embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream,
+                 config_.embedding_scale);
     profiler_.phase("embedding", stream);
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
     run_head(batch, idx, out);
@@ -280,17 +305,45 @@ void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) 
   }
 }
 
-// The stream decode kernel's plan for this step: as many warps as run at once, each with a few tiles.
+// The decode rows' split-KV for this step, per window kind (a windowed row splits its window's keys),
+// and the stream kernel's plan: as many warps as run at once, each with a few tiles.
 template <typename T>
-void CudaBackend<T>::plan_decode_stream(const BatchIndices& idx) {
-  if constexpr (!std::is_same_v<T, float>) {  // fp32 never takes the stream kernel (decode_kernel_choice)
-    if (!stream_limits_) stream_limits_ = decode_stream_limits<T>(config_.head_dim);
-    decode_stream_.tile_start = idx.decode_tile_start;
-    decode_stream_.num_tiles = static_cast<int64_t>(idx.decode_tiles) * config_.num_kv_heads;
-    decode_stream_.stages = stream_limits_->stages;
-    const int max_warps = std::min(stream_limits_->max_warps, max_partials() / 2);
-    decode_stream_.num_warps = decode_stream::choose_num_warps(decode_stream_.num_tiles, max_warps);
+void CudaBackend<T>::plan_decode(const RaggedBatch& batch, const BatchIndices& idx) {
+  for (size_t k = 0; k < windows_.size(); ++k) {
+    const int keys = windows_[k] > 0 ? std::min(batch.max_seq_len, windows_[k]) : batch.max_seq_len;
+    decode_split_[k] = choose_decode_split(idx.num_decode, config_.num_kv_heads, keys, 4 * num_sms(), max_partials());
   }
+  if constexpr (!std::is_same_v<T, float>) {  // fp32 never takes the stream kernel (decode_kernel_choice)
+    if (decode_kernel_ != DecodeKernel::kStream) return;
+    if (!stream_limits_) stream_limits_ = decode_stream_limits<T>(config_.head_dim);
+    const int max_warps = std::min(stream_limits_->max_warps, max_partials() / 2);
+    for (size_t k = 0; k < windows_.size(); ++k) {
+      DecodeStream& plan = decode_stream_[k];
+      plan.tile_start = idx.decode_tile_start[k];
+      plan.num_tiles = static_cast<int64_t>(idx.decode_tiles[k]) * config_.num_kv_heads;
+      plan.stages = stream_limits_->stages;
+      plan.num_warps = decode_stream::choose_num_warps(plan.num_tiles, max_warps);
+    }
+  }
+}
+
+// What the layer's RoPE step adds (rope_kv_cache.hpp): biases, q/k norms, and for global layers the
+// longrope table and the yarn/longrope attention factor.
+template <typename T>
+RopeFamily CudaBackend<T>::rope_family(int layer) const {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  const bool local = config_.uses_local_rope(layer);
+  RopeFamily f;
+  f.qkv_bias = w.qkv_bias.get();  // null when absent
+  f.q_norm = w.q_norm.get();
+  f.k_norm = w.k_norm.get();
+  f.norm_eps = config_.rms_eps;
+  if (config_.rope_scaling.type == RopeScalingType::kLongrope && !local) {  // local layers are unscaled
+    f.long_inv_freq = weights_.rope_table(kRopeGlobal | kRopeLongRange);
+    f.long_from = config_.rope_scaling.original_max_position;
+  }
+  f.attention_factor = rope_attention_factor(config_, local);
+  return f;
 }
 
 template <typename T>
@@ -305,28 +358,33 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const int hidden = config_.hidden_dim;
   const float eps = config_.rms_eps;
   const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
+  const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
+  const int kind = window_kind(layer);
 
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream);
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream,
+                      previous_post_norm);
   profiler_.phase("norm", stream);
   gemm<T, T>(cublas, stream, ws.qkv.get(), ws.h.get(), w.wqkv.get(), n, q_dim + 2 * config_.kv_dim(), dim);
   profiler_.phase("gemm_qkv", stream);
-  rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots,
-                   weights_.rope_inv_freq.get(), n, shape_, config_.rope_layout == RopeLayout::kHalves, stream);
+  rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots, rope_table(layer), n,
+                   shape_, config_.rope_layout == RopeLayout::kHalves, stream, rope_family(layer));
   profiler_.phase("rope_kv", stream);
   run_tile_attention(layer, batch, idx);
   profiler_.phase("attn_tiles", stream);
   decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
-                      idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode, decode_split_,
-                      decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_, stream,
-                      decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_);
+                      idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
+                      decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_,
+                      stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
+                      scoring(layer));
   profiler_.phase("attn_decode", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
   profiler_.phase("gemm_o", stream);
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream);
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
+                      w.post_attn_norm.get());
   profiler_.phase("norm", stream);
   gemm<T, T>(cublas, stream, ws.gate_up.get(), ws.h.get(), w.w_gate_up.get(), n, 2 * hidden, dim);
   profiler_.phase("gemm_gate_up", stream);
-  swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream);
+  swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation);
   profiler_.phase("swiglu", stream);
   gemm<T, T>(cublas, stream, ws.delta.get(), ws.ffn.get(), w.w_down.get(), n, dim, hidden);
   profiler_.phase("gemm_down", stream);
@@ -341,7 +399,7 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
   }
   attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
          idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
-         context_.stream());
+         context_.stream(), scoring(layer));
 }
 
 // Final norm and lm_head for the sampling rows only, then their logits or next token ids back to the host.
@@ -352,11 +410,15 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
   const int num_logits = batch.num_logits();
   const int vocab = config_.vocab_size;
   if (num_logits > 0) {
-    const T* last_delta = config_.num_layers > 0 ? ws.delta.get() : nullptr;
+    const int last = config_.num_layers - 1;
+    const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
     rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm.get(), idx.logits_rows, num_logits,
-                      config_.dim, config_.rms_eps, stream);
+                      config_.dim, config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
     gemm<T, float>(context_.cublas(), stream, ws.logits.get(), ws.h.get(), weights_.lm_head(), num_logits, vocab,
                    config_.dim);
+    if (config_.final_softcap > 0.0f) {
+      softcap(ws.logits.get(), static_cast<size_t>(num_logits) * vocab, config_.final_softcap, stream);
+    }
     profiler_.phase("lm_head", stream);  // final norm and logits; the rest of the step is "pick+copy"
     if (out.want_logits) {
       out.logits.resize(static_cast<size_t>(num_logits) * vocab);

@@ -1,10 +1,14 @@
 // The decode attention kernels' arguments and the paged-cache addressing they share, written with no CUDA
 // header so that the tensor-core kernels' block code (decode_mma_block.cuh, decode_stream_block.cuh) can
 // also run on the host through tests/cuda/block_emulator.hpp. Cache layout (num_blocks, num_kv_heads,
-// block_size, head_dim), as in paged_attention.hpp.
+// block_size, head_dim), as in paged_attention.hpp. Every decode kernel has Llama's build (FAMILY = false)
+// and the family build, which reads the softcap and the window (AttentionScoring) from the arguments: a
+// windowed row's keys start at its window's first key, so the keys before it cost nothing.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+
+#include "cuda/attention_shape.hpp"
 
 namespace cbatch::decode_detail {
 
@@ -29,6 +33,8 @@ struct DecodeArgs {
   int block_size;
   int keys_per_split;
   float scale;
+  float softcap;                // the family build's: 0 = none
+  int window;                   // the family build's: 0 = none
 };
 
 template <typename T>
@@ -39,20 +45,25 @@ __device__ __forceinline__ size_t cache_offset(const DecodeArgs<T>& a, const int
 }
 
 // What one CTA of either decode kernel covers: the only row `row` of sequence decode_seqs[blockIdx.x],
-// kv head blockIdx.y (and its `group` q heads), keys [key_begin, key_end) of split blockIdx.z.
+// kv head blockIdx.y (and its `group` q heads), keys [key_begin, key_end) of split blockIdx.z. The splits
+// cut the keys the row sees: from 0, or in the family build from its window's first key.
 struct DecodeCta {
   int kv_head, group, row, key_begin, key_end;
   const int32_t* table;  // the sequence's block table
 };
 
-template <typename T>
+template <typename T, bool FAMILY = false>
 __device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
   const int seq = a.decode_seqs[blockIdx.x];
   DecodeCta c;
   c.kv_head = blockIdx.y;
   c.group = a.num_heads / a.num_kv_heads;
   c.row = a.query_start[seq];
-  c.key_begin = blockIdx.z * a.keys_per_split;
+  if constexpr (FAMILY) {
+    c.key_begin = window_first_key(a.positions[c.row], a.window) + blockIdx.z * a.keys_per_split;
+  } else {
+    c.key_begin = blockIdx.z * a.keys_per_split;
+  }
   c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
   c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   return c;

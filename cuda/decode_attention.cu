@@ -11,6 +11,7 @@
 // head over every (128 / (head_dim / 2))-th key of the chunk, reading value rows from shared memory as
 // pairs; the key groups' sums are added at the end. With one split
 // the CTA writes out = o / l; with several it writes (o, m, l) and decode_combine_kernel merges them.
+// The family build (decode_args.cuh) splits the keys of the row's window and softcaps the scores.
 #include "cuda/decode_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -49,7 +50,7 @@ constexpr size_t decode_smem_bytes() {
   return values > outputs ? values : outputs;
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool FAMILY>
 __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const DecodeArgs<T> a) {
   constexpr int kVec = Pack16<T>::kSize;
   constexpr int kPairs = HD / 2;                                   // output dim pairs
@@ -62,7 +63,7 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const Decode
   T* s_v = reinterpret_cast<T*>(s_dynamic);                        // (kThreads, HD) value rows of the chunk
   float* s_o = reinterpret_cast<float*>(s_dynamic);                // (kKeyGroups, group, HD) after the loop
 
-  const DecodeCta cta = decode_cta(a);
+  const DecodeCta cta = decode_cta<T, FAMILY>(a);
   const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
   const int key_begin = cta.key_begin, key_end = cta.key_end;
   const int32_t* table = cta.table;
@@ -107,6 +108,10 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(const Decode
             for (int e = 0; e < kVec; ++e) s[g] += s_q[g][d + e] * kf[e];
           }
         }
+      }
+      if constexpr (FAMILY) {
+#pragma unroll
+        for (int g = 0; g < kDecodeMaxGroup; ++g) s[g] = softcapped(s[g], a.softcap);
       }
     }
     // Chunk max per head over the block, then the new running max and the rescale factor.
@@ -248,10 +253,35 @@ template void launch_split<__half>(void (*)(DecodeArgs<__half>), int, size_t, co
 
 namespace {
 
-template <typename T, int HD>
+template <typename T, int HD, bool FAMILY>
 void launch_cuda_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
-  launch_split<T>(decode_attention_kernel<T, HD>, kThreads, decode_smem_bytes<T, HD>(), args, num_seqs, num_splits,
-                  HD, stream);
+  launch_split<T>(decode_attention_kernel<T, HD, FAMILY>, kThreads, decode_smem_bytes<T, HD>(), args, num_seqs,
+                  num_splits, HD, stream);
+}
+
+// Launches the kernel's FAMILY build for the decode rows.
+template <typename T, bool FAMILY>
+void launch_decode(const DecodeArgs<T>& args, int num_seqs, const DecodeSplit& split, int hd, DecodeKernel kernel,
+                   const DecodeStream* plan, cudaStream_t stream) {
+  if (kernel != DecodeKernel::kCudaCores) {
+    if constexpr (std::is_same_v<T, float>) {
+      throw Error("decode_attention: the tensor-core kernels take bf16 or fp16");
+    } else if (kernel == DecodeKernel::kStream) {
+      const StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
+      return launch_stream<T, FAMILY>(args, st, plan->stages, hd, stream);
+    } else if (kernel == DecodeKernel::kTensorCores16) {
+      return launch_tensor_cores<T, 16, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+    } else {
+      return launch_tensor_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+    }
+  }
+  switch (hd) {
+    case 16: return launch_cuda_cores<T, 16, FAMILY>(args, num_seqs, split.num_splits, stream);
+    case 32: return launch_cuda_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, stream);
+    case 64: return launch_cuda_cores<T, 64, FAMILY>(args, num_seqs, split.num_splits, stream);
+    case 128: return launch_cuda_cores<T, 128, FAMILY>(args, num_seqs, split.num_splits, stream);
+    default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64 or 128");
+  }
 }
 
 }  // namespace
@@ -275,7 +305,7 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
                       float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
-                      DecodeKernel kernel, const DecodeStream* plan) {
+                      DecodeKernel kernel, const DecodeStream* plan, const AttentionScoring& scoring) {
   const int hd = shape.head_dim;
   const int group = shape.num_kv_heads > 0 ? shape.num_heads / shape.num_kv_heads : 0;
   const bool ok = num_seqs >= 0 && num_seqs <= 2147483647 && group >= 1 && group <= kDecodeMaxGroup &&
@@ -308,34 +338,17 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
   if (num_seqs == 0) return;
   const DecodeArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
                            d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
-                           shape.num_kv_heads, shape.block_size, split.keys_per_split,
-                           1.0f / std::sqrt(static_cast<float>(hd))};
-  if (kernel != DecodeKernel::kCudaCores) {
-    if constexpr (std::is_same_v<T, float>) {
-      throw Error("decode_attention: the tensor-core kernels take bf16 or fp16");
-    } else if (kernel == DecodeKernel::kStream) {
-      const decode_detail::StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
-      return decode_detail::launch_stream<T>(args, st, plan->stages, hd, stream);
-    } else if (kernel == DecodeKernel::kTensorCores16) {
-      return decode_detail::launch_tensor_cores<T, 16>(args, num_seqs, split.num_splits, hd, stream);
-    } else {
-      return decode_detail::launch_tensor_cores<T, 32>(args, num_seqs, split.num_splits, hd, stream);
-    }
-  }
-  switch (hd) {
-    case 16: return launch_cuda_cores<T, 16>(args, num_seqs, split.num_splits, stream);
-    case 32: return launch_cuda_cores<T, 32>(args, num_seqs, split.num_splits, stream);
-    case 64: return launch_cuda_cores<T, 64>(args, num_seqs, split.num_splits, stream);
-    case 128: return launch_cuda_cores<T, 128>(args, num_seqs, split.num_splits, stream);
-    default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64 or 128");
-  }
+                           shape.num_kv_heads, shape.block_size, split.keys_per_split, scoring.scale_for(hd),
+                           scoring.softcap, scoring.window};
+  if (scoring.is_plain()) return launch_decode<T, false>(args, num_seqs, split, hd, kernel, plan, stream);
+  launch_decode<T, true>(args, num_seqs, split, hd, kernel, plan, stream);
 }
 
 #define CBATCH_INSTANTIATE_DECODE(T)                                                                        \
   template void decode_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,        \
                                     const int32_t*, int, const int32_t*, int, const DecodeSplit&, float*,    \
                                     float*, int, const AttentionShape&, cudaStream_t, DecodeKernel,         \
-                                    const DecodeStream*);
+                                    const DecodeStream*, const AttentionScoring&);
 CBATCH_INSTANTIATE_DECODE(float)
 CBATCH_INSTANTIATE_DECODE(__nv_bfloat16)
 CBATCH_INSTANTIATE_DECODE(__half)

@@ -58,16 +58,20 @@ template <typename T>
 DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages = 3);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
-// out[r, h] = softmax(q[r, h] . k[s, 0..positions[r]] / sqrt(head_dim)) . v[s, 0..positions[r]], with the
-// layouts of paged_attention.hpp. d_partial_o (max_partials, group, head_dim) and d_partial_ml
+// out[r, h] = softmax(q[r, h] . k[s, f..positions[r]] * scale) . v[s, f..positions[r]], with the layouts of
+// paged_attention.hpp; f = 0, scale = 1 / sqrt(head_dim) and no softcap unless `scoring` says otherwise
+// (attention_shape.hpp: f is the window's first key; the splits then cut positions f.., so choose the
+// split over the window's keys). d_partial_o (max_partials, group, head_dim) and d_partial_ml
 // (max_partials, group, 2) are scratch for split.num_splits > 1, where num_seqs * num_kv_heads *
 // num_splits <= max_partials. head_dim in {16, 32, 64, 128}; num_heads / num_kv_heads <= kDecodeMaxGroup.
-// kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials.
+// kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials, its tile_start built for
+// the same window (decode_stream::build_tile_start).
 template <typename T>
 void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
                       float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
-                      DecodeKernel kernel = DecodeKernel::kCudaCores, const DecodeStream* plan = nullptr);
+                      DecodeKernel kernel = DecodeKernel::kCudaCores, const DecodeStream* plan = nullptr,
+                      const AttentionScoring& scoring = {});
 
 }  // namespace cbatch

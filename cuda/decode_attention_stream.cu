@@ -17,11 +17,11 @@ namespace {
 
 using namespace decode_detail;
 
-template <typename T, int HD, int STAGES>
+template <typename T, int HD, int STAGES, bool FAMILY>
 __global__ void __launch_bounds__(kMmaWarps * 32) decode_attention_stream_kernel(const DecodeArgs<T> a,
                                                                                  const StreamArgs st) {
   extern __shared__ __align__(128) unsigned char s_stream[];
-  stream_block<T, HD, STAGES>(a, st, s_stream);
+  stream_block<T, HD, STAGES, FAMILY>(a, st, s_stream);
 }
 
 // Merges the pieces of the items cut by warp ranges (stream_combine_block).
@@ -44,13 +44,13 @@ void with_stream_stages(int stages, F&& f) {
 
 namespace decode_detail {
 
-template <typename T>
+template <typename T, bool FAMILY>
 void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream) {
   with_tensor_core_head_dim(hd, [&](auto head_dim) {
     with_stream_stages(stages, [&](auto num_stages) {
       constexpr int HD = decltype(head_dim)::value;
       constexpr int STAGES = decltype(num_stages)::value;
-      auto* kernel = decode_attention_stream_kernel<T, HD, STAGES>;
+      auto* kernel = decode_attention_stream_kernel<T, HD, STAGES, FAMILY>;
       constexpr size_t smem = StreamLayout<T, HD, STAGES>::kBytes;
       allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem);
       const unsigned ctas = static_cast<unsigned>((st.num_warps + kMmaWarps - 1) / kMmaWarps);
@@ -64,9 +64,12 @@ void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int stages, 
   }
 }
 
-template void launch_stream<__nv_bfloat16>(const DecodeArgs<__nv_bfloat16>&, const StreamArgs&, int, int,
-                                           cudaStream_t);
-template void launch_stream<__half>(const DecodeArgs<__half>&, const StreamArgs&, int, int, cudaStream_t);
+#define CBATCH_INSTANTIATE_STREAM(T)                                                                       \
+  template void launch_stream<T, false>(const DecodeArgs<T>&, const StreamArgs&, int, int, cudaStream_t); \
+  template void launch_stream<T, true>(const DecodeArgs<T>&, const StreamArgs&, int, int, cudaStream_t);
+CBATCH_INSTANTIATE_STREAM(__nv_bfloat16)
+CBATCH_INSTANTIATE_STREAM(__half)
+#undef CBATCH_INSTANTIATE_STREAM
 
 }  // namespace decode_detail
 
@@ -86,7 +89,7 @@ DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages) {
       with_stream_stages(stages, [&](auto num_stages) {
         constexpr int HD = decltype(hd)::value;
         constexpr int STAGES = decltype(num_stages)::value;
-        auto* kernel = decode_attention_stream_kernel<T, HD, STAGES>;
+        auto* kernel = decode_attention_stream_kernel<T, HD, STAGES, false>;  // the family build's is alike
         smallest = StreamLayout<T, HD, STAGES>::kBytes;
         if (smallest > static_cast<size_t>(max_smem)) return;  // asking would fail
         allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smallest);

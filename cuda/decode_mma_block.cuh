@@ -9,6 +9,7 @@
 // fragments in registers (exp2 of pre-scaled scores); P, rounded to T, is already in A's layout for
 // O += P V, V coming from ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared
 // memory. Rows are padded by 16 bytes so that ldmatrix's eight row addresses fall in distinct banks.
+// The family build (FAMILY, decode_args.cuh) walks the keys of the row's window and softcaps the scores.
 //
 // It uses no CUDA header of its own: include it after decode_kernels.cuh and cuda_dtype.cuh (the cp.async,
 // ldmatrix, mma wrappers and from_float), or on the host after tests/cuda/block_emulator.hpp and
@@ -58,14 +59,14 @@ __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T>& a, const int3
 }
 
 // The body of decode_attention_mma_kernel: s_stages is the CTA's MmaLayout::kBytes of dynamic shared memory.
-template <typename T, int HD, int TILE>
+template <typename T, int HD, int TILE, bool FAMILY>
 __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char* s_stages) {
   using L = MmaLayout<T, HD, TILE>;
   constexpr int kKSteps = HD / 16;  // k steps of S = Q K^T
   constexpr int kDimTiles = HD / 8;  // n tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
 
-  const DecodeCta cta = decode_cta(a);
+  const DecodeCta cta = decode_cta<T, FAMILY>(a);
   const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
   const int key_begin = cta.key_begin, key_end = cta.key_end;
   const int32_t* table = cta.table;
@@ -136,7 +137,11 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char*
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const bool valid = key0 + n * 8 + 2 * t + e < key_end;
-        s[n][e] = valid ? s[n][e] * scale_log2 : -INFINITY;
+        if constexpr (FAMILY) {
+          s[n][e] = valid ? softcapped(s[n][e] * a.scale, a.softcap) * kLog2e : -INFINITY;
+        } else {
+          s[n][e] = valid ? s[n][e] * scale_log2 : -INFINITY;
+        }
         tile_max = fmaxf(tile_max, s[n][e]);
       }
     }

@@ -11,6 +11,7 @@
 #pragma once
 #include <cstdint>
 
+#include "cuda/attention_shape.hpp"
 #include "engine/core/host_device.hpp"
 
 namespace cbatch::decode_stream {
@@ -97,12 +98,14 @@ CBATCH_HOST_DEVICE inline int merging_warp_first_piece(const TileCursor& first_o
 }
 
 // Host side: tile_start of the decode sequences (the only row r = query_start[s] of s = decode_seqs[i]
-// attends to keys 0..positions[r]).
+// attends to keys 0..positions[r], or through a window of `window` keys to window_first_key..positions[r];
+// its tiles then start at that key).
 inline void build_tile_start(const int32_t* positions, const int32_t* query_start, const int32_t* decode_seqs,
-                             int num_decode, int32_t* tile_start) {
+                             int num_decode, int32_t* tile_start, int window = 0) {
   tile_start[0] = 0;
   for (int i = 0; i < num_decode; ++i) {
-    const int keys = positions[query_start[decode_seqs[i]]] + 1;
+    const int pos = positions[query_start[decode_seqs[i]]];
+    const int keys = pos + 1 - window_first_key(pos, window);
     tile_start[i + 1] = tile_start[i] + (keys + kTile - 1) / kTile;
   }
 }

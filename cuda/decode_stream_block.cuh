@@ -9,6 +9,8 @@
 // a group of 4 heads uses half of each mma instead of a quarter. In the accumulator layout a thread holds
 // heads 2 t and 2 t + 1 of rows g and g + 8; the max and the sum of a head reduce over the 8 lanes of a
 // column. P^T goes from that layout to the B operand's with movmatrix (an 8x8 transpose in registers).
+// The family build (FAMILY, decode_args.cuh): an item's tiles start at its row's window's first key (the
+// tile list is built for the layer's window, decode_stream::build_tile_start), and scores are softcapped.
 //
 // It uses no CUDA header of its own: include it after decode_kernels.cuh and cuda_dtype.cuh (the cp.async,
 // ldmatrix, mma, movmatrix wrappers and from_float), or on the host after tests/cuda/block_emulator.hpp and
@@ -35,20 +37,33 @@ struct StreamLayout {
   static constexpr size_t kBytes = sizeof(T) * kMmaWarps * kWarpElems;
 };
 
-// What a cursor needs of its sequence: the query row, the keys 0..key_end - 1, the block table.
+// What a cursor needs of its sequence: the query row, the keys key_first..key_end - 1 (key_first is the
+// window's first key in the family build, else 0), the block table.
 struct StreamSeq {
   int row, key_end;
   const int32_t* table;
+  int key_first;
 };
 
-template <typename T>
+template <typename T, bool FAMILY>
 __device__ __forceinline__ StreamSeq stream_seq(const DecodeArgs<T>& a, int decode_index) {
   const int seq = a.decode_seqs[decode_index];
   StreamSeq s;
   s.row = a.query_start[seq];
   s.key_end = a.positions[s.row] + 1;
+  if constexpr (FAMILY) s.key_first = window_first_key(a.positions[s.row], a.window);  // Llama's never reads it
   s.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   return s;
+}
+
+// The first key of an item's tile `tile`.
+template <bool FAMILY>
+__device__ __forceinline__ int stream_tile_key(const StreamSeq& s, int tile) {
+  if constexpr (FAMILY) {
+    return s.key_first + tile * decode_stream::kTile;
+  } else {
+    return tile * decode_stream::kTile;
+  }
 }
 
 // A warp's copies of keys [key0, key0 + kTile) of (s, kv_head) into one stage; keys at or past key_end
@@ -77,7 +92,7 @@ __device__ __forceinline__ void stream_load_tile(const DecodeArgs<T>& a, const S
 
 // The body of decode_attention_stream_kernel: s_stream is the CTA's StreamLayout::kBytes of dynamic shared
 // memory.
-template <typename T, int HD, int STAGES>
+template <typename T, int HD, int STAGES, bool FAMILY>
 __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const StreamArgs& st, unsigned char* s_stream) {
   using L = StreamLayout<T, HD, STAGES>;
   using decode_stream::kTile;
@@ -97,13 +112,16 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
 
   decode_stream::TileCursor ld = decode_stream::locate(t0, st.tile_start, st.num_seqs, a.num_kv_heads);
   decode_stream::TileCursor cp = ld;
-  StreamSeq ld_seq = stream_seq(a, ld.seq);
+  StreamSeq ld_seq = stream_seq<T, FAMILY>(a, ld.seq);
   StreamSeq cp_seq = ld_seq;
   auto load_next = [&]() {  // one commit group per call, empty past the range
     if (ld.t < t1) {
       T* s_k = stage_k(ld.t);
-      stream_load_tile<T, HD, STAGES>(a, ld_seq, ld.kv_head, ld.tile * kTile, s_k, s_k + L::kTileElems, lane);
-      if (ld.advance(st.tile_start, st.num_seqs, a.num_kv_heads) && ld.t < t1) ld_seq = stream_seq(a, ld.seq);
+      stream_load_tile<T, HD, STAGES>(a, ld_seq, ld.kv_head, stream_tile_key<FAMILY>(ld_seq, ld.tile), s_k,
+                                      s_k + L::kTileElems, lane);
+      if (ld.advance(st.tile_start, st.num_seqs, a.num_kv_heads) && ld.t < t1) {
+        ld_seq = stream_seq<T, FAMILY>(a, ld.seq);
+      }
     }
     cp_async_commit();
   };
@@ -176,7 +194,7 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
     __syncwarp();
     const T* s_k = stage_k(tile);
     const T* s_v = s_k + L::kTileElems;
-    const int key0 = cp.tile * kTile;
+    const int key0 = stream_tile_key<FAMILY>(cp_seq, cp.tile);
 
     // S^T = K Q^T: two m tiles of 16 keys; A (keys x dims) by ldmatrix.x4 from the key rows.
     float score[2][4];
@@ -198,7 +216,11 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const bool valid = key0 + mt * 16 + (i / 2) * 8 + g < cp_seq.key_end;
-        score[mt][i] = valid ? score[mt][i] * scale_log2 : -INFINITY;
+        if constexpr (FAMILY) {
+          score[mt][i] = valid ? softcapped(score[mt][i] * a.scale, a.softcap) * kLog2e : -INFINITY;
+        } else {
+          score[mt][i] = valid ? score[mt][i] * scale_log2 : -INFINITY;
+        }
         tile_max[i % 2] = fmaxf(tile_max[i % 2], score[mt][i]);
       }
     }
@@ -250,7 +272,7 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
       reset();
     }
     if (tile + 1 < t1) {
-      if (cp.advance(st.tile_start, st.num_seqs, a.num_kv_heads)) cp_seq = stream_seq(a, cp.seq);
+      if (cp.advance(st.tile_start, st.num_seqs, a.num_kv_heads)) cp_seq = stream_seq<T, FAMILY>(a, cp.seq);
       if (item_done) load_q();
     }
   }

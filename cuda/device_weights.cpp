@@ -1,6 +1,8 @@
 // Weight upload: each host tensor is converted to fp32 in chunks of at most 64 MiB (tensor_rows_to_f32
 // handles every stored dtype), copied through one pinned buffer and narrowed to T on the device; random
-// tensors are generated on the device. Fused matrices are written part by part at row offsets.
+// tensors are generated on the device. Fused matrices are written part by part at row offsets. Vectors
+// (norm weights, biases: fp32 on the device) are converted on the host, random ones included, so that the
+// family's norm offset is added in fp32 exactly as the CPU backend adds it.
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
@@ -63,6 +65,24 @@ class WeightUploader {
     return buffer;
   }
 
+  // Vector t of n floats (checked to be (1, n)), plus offset, at dst: fp32 on the device.
+  void upload_vector(const TensorView& t, int64_t n, float offset, float* dst) {
+    expect_shape(t, 1, n);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
+    tensor_rows_to_f32(t, 0, t.rows, host_.get());  // all n values, stored as (1, n) or (n, 1)
+    for (int64_t i = 0; i < n; ++i) host_.get()[i] += offset;
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice,
+                               stream_));
+  }
+
+  // A norm weight (n) with the family's offset added; empty when the tensor is (absent and) not wanted.
+  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset, bool wanted = true) {
+    if (!wanted) return {};
+    DeviceBuffer<float> buffer(static_cast<size_t>(n));
+    upload_vector(t, n, offset, buffer.get());
+    return buffer;
+  }
+
   void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
  private:
@@ -74,18 +94,29 @@ class WeightUploader {
 template <typename T>
 LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c) {
   const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
+  const float offset = c.norm_offset;
   LayerWeights<T> w;
-  w.attn_norm = up.upload<float>(t.attn_norm, 1, dim);
+  w.attn_norm = up.upload_norm(t.attn_norm, dim, offset);
   w.wqkv = DeviceBuffer<T>(static_cast<size_t>((q_dim + 2 * kv_dim) * dim));
   up.upload(t.wq, q_dim, dim, w.wqkv.get());
   up.upload(t.wk, kv_dim, dim, w.wqkv.get() + static_cast<size_t>(q_dim * dim));
   up.upload(t.wv, kv_dim, dim, w.wqkv.get() + static_cast<size_t>((q_dim + kv_dim) * dim));
+  if (c.qkv_bias) {
+    w.qkv_bias = DeviceBuffer<float>(static_cast<size_t>(q_dim + 2 * kv_dim));
+    up.upload_vector(t.bq, q_dim, 0.0f, w.qkv_bias.get());
+    up.upload_vector(t.bk, kv_dim, 0.0f, w.qkv_bias.get() + q_dim);
+    up.upload_vector(t.bv, kv_dim, 0.0f, w.qkv_bias.get() + q_dim + kv_dim);
+  }
+  w.q_norm = up.upload_norm(t.q_norm, c.head_dim, offset, c.qk_norm);
+  w.k_norm = up.upload_norm(t.k_norm, c.head_dim, offset, c.qk_norm);
   w.wo = up.upload<T>(t.wo, dim, q_dim);
-  w.ffn_norm = up.upload<float>(t.ffn_norm, 1, dim);
+  w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
+  w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
   w.w_gate_up = DeviceBuffer<T>(static_cast<size_t>(2 * hidden * dim));
   up.upload(t.w_gate, hidden, dim, w.w_gate_up.get());
   up.upload(t.w_up, hidden, dim, w.w_gate_up.get() + static_cast<size_t>(hidden * dim));
   w.w_down = up.upload<T>(t.w_down, dim, hidden);
+  w.post_ffn_norm = up.upload_norm(t.post_ffn_norm, dim, offset, c.sandwich_norms);
   return w;
 }
 
@@ -95,8 +126,9 @@ template <typename T>
 size_t DeviceWeights<T>::bytes() const {
   size_t total = embedding.bytes() + final_norm.bytes() + untied_lm_head.bytes() + rope_inv_freq.bytes();
   for (const LayerWeights<T>& w : layers) {
-    total += w.attn_norm.bytes() + w.wqkv.bytes() + w.wo.bytes() + w.ffn_norm.bytes() + w.w_gate_up.bytes() +
-             w.w_down.bytes();
+    total += w.attn_norm.bytes() + w.wqkv.bytes() + w.qkv_bias.bytes() + w.q_norm.bytes() + w.k_norm.bytes() +
+             w.wo.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() + w.w_gate_up.bytes() + w.w_down.bytes() +
+             w.post_ffn_norm.bytes();
   }
   return total;
 }
@@ -113,11 +145,15 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream) {
   DeviceWeights<T> w;
   w.embedding = up.upload<T>(t.embedding, c.vocab_size, c.dim);
   for (const LayerTensors& layer : t.layers) w.layers.push_back(upload_layer<T>(up, layer, c));
-  w.final_norm = up.upload<float>(t.final_norm, 1, c.dim);
+  w.final_norm = up.upload_norm(t.final_norm, c.dim, c.norm_offset);
   if (!c.tied_embeddings) w.untied_lm_head = up.upload<T>(t.lm_head, c.vocab_size, c.dim);
 
-  std::vector<float> inv_freq(static_cast<size_t>(c.head_dim / 2));
-  rope_inv_freq(c, inv_freq.data());
+  // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap).
+  const size_t half = static_cast<size_t>(c.head_dim / 2);
+  std::vector<float> inv_freq(kNumRopeTables * half);
+  for (int set = 0; set < kNumRopeTables; ++set) {
+    rope_inv_freq(c, inv_freq.data() + set * half, (set & kRopeLocal) != 0, (set & kRopeLongRange) != 0);
+  }
   w.rope_inv_freq = DeviceBuffer<float>(inv_freq.size());
   CUDA_CHECK(cudaMemcpyAsync(w.rope_inv_freq.get(), inv_freq.data(), inv_freq.size() * sizeof(float),
                              cudaMemcpyHostToDevice, stream));

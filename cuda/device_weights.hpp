@@ -1,6 +1,8 @@
-// The model's weights on the device, in the compute dtype T (norm weights and RoPE frequencies fp32).
-// Q, K, V are fused into one (q_dim + 2 kv_dim, dim) matrix and gate, up into one (2 hidden, dim)
-// matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself.
+// The model's weights on the device, in the compute dtype T (norm weights, biases and RoPE frequencies
+// fp32; norm weights with the family's norm_offset added, as the CPU backend adds it). Q, K, V are fused
+// into one (q_dim + 2 kv_dim, dim) matrix (their biases likewise) and gate, up into one (2 hidden, dim)
+// matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself. The family's optional
+// tensors are empty buffers where the model has none.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -14,13 +16,22 @@ namespace cbatch {
 
 template <typename T>
 struct LayerWeights {
-  DeviceBuffer<float> attn_norm;  // (dim)
-  DeviceBuffer<T> wqkv;           // (q_dim + 2 * kv_dim, dim): rows of wq, then wk, then wv
-  DeviceBuffer<T> wo;             // (dim, q_dim)
-  DeviceBuffer<float> ffn_norm;   // (dim)
-  DeviceBuffer<T> w_gate_up;      // (2 * hidden_dim, dim): rows of w_gate, then w_up
-  DeviceBuffer<T> w_down;         // (dim, hidden_dim)
+  DeviceBuffer<float> attn_norm;       // (dim)
+  DeviceBuffer<T> wqkv;                // (q_dim + 2 * kv_dim, dim): rows of wq, then wk, then wv
+  DeviceBuffer<float> qkv_bias;        // (q_dim + 2 * kv_dim): bq, bk, bv; empty without qkv_bias
+  DeviceBuffer<float> q_norm;          // (head_dim); empty without qk_norm
+  DeviceBuffer<float> k_norm;          // (head_dim); empty without qk_norm
+  DeviceBuffer<T> wo;                  // (dim, q_dim)
+  DeviceBuffer<float> post_attn_norm;  // (dim); empty without sandwich_norms
+  DeviceBuffer<float> ffn_norm;        // (dim)
+  DeviceBuffer<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up
+  DeviceBuffer<T> w_down;              // (dim, hidden_dim)
+  DeviceBuffer<float> post_ffn_norm;   // (dim); empty without sandwich_norms
 };
+
+// Which RoPE table a row of a layer uses: the layer's base (local: Gemma 3's windowed layers) and, for
+// longrope, whether the row's position is at or past original_max_position.
+enum RopeTable : int { kRopeGlobal = 0, kRopeLocal = 1, kRopeLongRange = 2, kNumRopeTables = 4 };
 
 template <typename T>
 struct DeviceWeights {
@@ -28,9 +39,13 @@ struct DeviceWeights {
   std::vector<LayerWeights<T>> layers;
   DeviceBuffer<float> final_norm;     // (dim)
   DeviceBuffer<T> untied_lm_head;     // (vocab, dim); empty when the lm_head is tied to the embedding
-  DeviceBuffer<float> rope_inv_freq;  // (head_dim / 2)
+  DeviceBuffer<float> rope_inv_freq;  // (kNumRopeTables, head_dim / 2) from rope_inv_freq(config, .., local, long)
 
   const T* lm_head() const { return untied_lm_head.size() > 0 ? untied_lm_head.get() : embedding.get(); }
+  // Table `set` (RopeTable bits) of rope_inv_freq; every set is filled, a model reads those it uses.
+  const float* rope_table(int set) const {
+    return rope_inv_freq.get() + static_cast<size_t>(set) * (rope_inv_freq.size() / kNumRopeTables);
+  }
   size_t bytes() const;
 };
 

@@ -10,6 +10,8 @@
 // memory (fp32, rows padded by one float against bank conflicts), then per item: scores (masked to
 // key <= the row's position), running max and sum reduced over the half-warp with shuffles, and the
 // weighted V accumulated in registers. Item softmax state lives, replicated, in the 16 lanes of its group.
+// The family build (tile_attention.cuh) starts at the tile's first visible key, masks each item's keys
+// before its window, and softcaps the scores.
 // Shared memory: q (64, hd+1) + k (32, hd+1) + v (32, hd) + p (64, 33) floats: 74 KB at head_dim 128.
 #include "cuda/paged_attention.hpp"
 
@@ -58,7 +60,7 @@ __device__ __forceinline__ float group_sum(float v) {
   return v;
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool FAMILY>
 __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAttentionArgs<T> a) {
   constexpr int kDimsPerThread = HD / kLanesPerGroup;
   constexpr int kVec = Pack16<T>::kSize;
@@ -101,14 +103,23 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAtt
 
   int max_pos = 0;
   for (int r = 0; r < num_rows; ++r) max_pos = max(max_pos, s_pos[r]);
+  int key_start = 0;  // the family build: the first key of the tile's earliest window
+  if constexpr (FAMILY) {
+    int min_pos = max_pos;
+    for (int r = 0; r < num_rows; ++r) min_pos = min(min_pos, s_pos[r]);
+    key_start = window_first_key(min_pos, a.window);
+  }
   // Valid items of this thread form a prefix i < my_items. Invalid ones see only key 0 (position 0),
-  // which keeps their (unused) softmax state finite.
+  // which keeps their (unused) softmax state finite (in the family build, nothing where the tile starts
+  // past key 0: the guard below keeps it finite).
   int my_pos[kItemsPerThread];
+  int my_first[kItemsPerThread];  // the family build: each item's first visible key
   int my_items = 0;
 #pragma unroll
   for (int i = 0; i < kItemsPerThread; ++i) {
     const int item = ty + kItemGroups * i;
     my_pos[i] = item < num_items ? s_pos[item / group] : 0;
+    my_first[i] = FAMILY ? window_first_key(my_pos[i], a.window) : 0;
     if (item < num_items) my_items = i + 1;
   }
 
@@ -124,7 +135,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAtt
   }
 
   const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
-  for (int key0 = 0; key0 <= max_pos; key0 += kKeysPerTile) {
+  for (int key0 = key_start; key0 <= max_pos; key0 += kKeysPerTile) {
     const int num_keys = min(kKeysPerTile, max_pos + 1 - key0);
     __syncthreads();  // every thread is done reading the previous tile's s_k, s_v, s_p
     for (int idx = threadIdx.x; idx < kKeysPerTile * kPacksPerRow; idx += kThreads) {
@@ -180,16 +191,24 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAtt
 #pragma unroll
       for (int j = 0; j < kKeysPerThread; ++j) {
         const int key_pos = key0 + tx + kLanesPerGroup * j;
-        s[i][j] = key_pos <= my_pos[i] ? s[i][j] * a.scale : -INFINITY;
+        if constexpr (FAMILY) {
+          const bool visible = key_pos <= my_pos[i] && key_pos >= my_first[i];
+          s[i][j] = visible ? softcapped(s[i][j] * a.scale, a.softcap) : -INFINITY;
+        } else {
+          s[i][j] = key_pos <= my_pos[i] ? s[i][j] * a.scale : -INFINITY;
+        }
         tile_max = fmaxf(tile_max, s[i][j]);
       }
-      // Finite: in the first tile key 0 is visible to every item, so m is finite from then on.
+      // Finite: in the first tile key 0 is visible to every item, so m is finite from then on. In the
+      // family build an item may see no key of a tile before its window: m_new stays -inf, and the
+      // exponents are taken against 0 instead (alpha = 1 times nothing, p = 0).
       const float m_new = fmaxf(m[i], group_max(tile_max));
-      const float alpha = expf(m[i] - m_new);  // 0 in the first tile, where m = -inf
+      const float m_ref = FAMILY && m_new == -INFINITY ? 0.0f : m_new;
+      const float alpha = expf(m[i] - m_ref);  // 0 in the first tile, where m = -inf
       float p_sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < kKeysPerThread; ++j) {
-        const float p = expf(s[i][j] - m_new);  // masked keys: exp(-inf) = 0
+        const float p = expf(s[i][j] - m_ref);  // masked keys: exp(-inf) = 0
         s_p[(ty + kItemGroups * i) * (kKeysPerTile + 1) + tx + kLanesPerGroup * j] = p;
         p_sum += p;
       }
@@ -271,22 +290,26 @@ template <typename T>
 void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                     const AttentionShape& shape, cudaStream_t stream) {
+                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring) {
   check_paged_attention_sizes("paged_attention", shape, num_tiles, max_blocks_per_seq);
   if (num_tiles == 0) return;
   const TileAttentionArgs<T> args =
       make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape);
+                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring);
   dispatch_head_dim(shape.head_dim, [&](auto hd) {
-    constexpr int HD = decltype(hd)::value;
-    launch_over_tiles<T>(paged_attention_kernel<T, HD>, args, num_tiles, kThreads, smem_bytes<HD>(), stream);
+    dispatch_scoring(scoring, [&](auto family) {
+      constexpr int HD = decltype(hd)::value;
+      constexpr bool FAMILY = decltype(family)::value;
+      launch_over_tiles<T>(paged_attention_kernel<T, HD, FAMILY>, args, num_tiles, kThreads, smem_bytes<HD>(),
+                           stream);
+    });
   });
 }
 
 #define CBATCH_INSTANTIATE_ATTENTION(T)                                                                    \
   template void paged_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,        \
                                    const int32_t*, int, const int32_t*, const int32_t*, int,                \
-                                   const AttentionShape&, cudaStream_t);
+                                   const AttentionShape&, cudaStream_t, const AttentionScoring&);
 CBATCH_INSTANTIATE_ATTENTION(float)
 CBATCH_INSTANTIATE_ATTENTION(__nv_bfloat16)
 CBATCH_INSTANTIATE_ATTENTION(__half)

@@ -27,8 +27,9 @@ int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per
 void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq);
 
 // out (num_tokens, num_heads * head_dim) T: for every row r of sequence s and q head h, softmax-weighted
-// sum of the v of s at cache positions 0..positions[r], with scores q.k / sqrt(head_dim), kv head
-// h / (num_heads / num_kv_heads). Reads q from qkv (num_tokens, (num_heads + 2 * num_kv_heads) *
+// sum of the v of s at cache positions first..positions[r], with scores q.k * scale (softcapped), kv head
+// h / (num_heads / num_kv_heads), as `scoring` says (attention_shape.hpp; default: first = 0, scale
+// 1 / sqrt(head_dim), no softcap). Reads q from qkv (num_tokens, (num_heads + 2 * num_kv_heads) *
 // head_dim), already rotated; k and v only from the cache (num_blocks, num_kv_heads, block_size,
 // head_dim), into which this step's rows were written before. block_tables (num_seqs,
 // max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
@@ -38,6 +39,6 @@ template <typename T>
 void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                     const AttentionShape& shape, cudaStream_t stream);
+                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {});
 
 }  // namespace cbatch

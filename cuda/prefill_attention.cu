@@ -8,7 +8,8 @@
 // causal mask by position, running max and sum) and their probabilities P are written back in T; O (fp32,
 // shared) is rescaled row by row and O += P V on the tensor cores. A warp touches only its own rows of S,
 // P and O, so only the K/V tile needs block barriers. WMMA fragment layouts are opaque, which is why S
-// and O live in shared memory between the phases.
+// and O live in shared memory between the phases. The family build (tile_attention.cuh) starts at the
+// tile's first visible key, masks each row's keys before its window, and softcaps the scores.
 #include "cuda/prefill_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -102,7 +103,7 @@ __device__ __forceinline__ void values_mma(const T* s_p, const T* s_v, float* s_
   }
 }
 
-template <typename T, int HD>
+template <typename T, int HD, bool FAMILY>
 __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileAttentionArgs<T> a) {
   using L = Layout<HD>;
   constexpr int kVec = 16 / sizeof(T);
@@ -152,6 +153,12 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
 
   int max_pos = 0;
   for (int item = 0; item < num_items; item += group) max_pos = max(max_pos, s_pos[item]);
+  int key_start = 0;  // the family build: the first key of the tile's earliest window
+  if constexpr (FAMILY) {
+    int min_pos = max_pos;
+    for (int item = 0; item < num_items; item += group) min_pos = min(min_pos, s_pos[item]);
+    key_start = window_first_key(min_pos, a.window);
+  }
   const int item0 = warp * kFrag;           // this warp's first item
   const bool warp_busy = item0 < num_items;  // warp-uniform: fragments need the whole warp
   const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
@@ -161,7 +168,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
     for (int k = 0; k < HD / kFrag; ++k) wmma::load_matrix_sync(q[k], s_q + item0 * L::kQkvLd + k * kFrag, L::kQkvLd);
   }
 
-  for (int key0 = 0; key0 <= max_pos; key0 += kKeys) {
+  for (int key0 = key_start; key0 <= max_pos; key0 += kKeys) {
     const int num_keys = min(kKeys, max_pos + 1 - key0);
     __syncthreads();  // every warp is done with the previous tile's s_k and s_v
     for (int idx = threadIdx.x; idx < kKeys * kPacksPerRow; idx += kThreads) {
@@ -194,23 +201,31 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int key = lane + 32 * j;
-        s[j] = key0 + key <= pos ? s_s[item * L::kSLd + key] * a.scale : -INFINITY;
+        if constexpr (FAMILY) {
+          const bool visible = key0 + key <= pos && key0 + key >= window_first_key(pos, a.window);
+          s[j] = visible ? softcapped(s_s[item * L::kSLd + key] * a.scale, a.softcap) : -INFINITY;
+        } else {
+          s[j] = key0 + key <= pos ? s_s[item * L::kSLd + key] * a.scale : -INFINITY;
+        }
         tile_max = fmaxf(tile_max, s[j]);
       }
-      // Finite: key 0 is visible to every item in the first tile, so m is finite from then on.
+      // Finite: key 0 is visible to every item in the first tile, so m is finite from then on. In the
+      // family build a row may see no key of a tile before its window: m_new stays -inf, and the exponents
+      // are taken against 0 instead (alpha = 0 on a zero O, p = 0).
       const float m_old = s_m[item];
       const float m_new = fmaxf(m_old, warp_max(tile_max));
+      const float m_ref = FAMILY && m_new == -INFINITY ? 0.0f : m_new;
       float p_sum = 0.0f;
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        const float p = expf(s[j] - m_new);  // masked keys: exp(-inf) = 0
+        const float p = expf(s[j] - m_ref);  // masked keys: exp(-inf) = 0
         s_p[item * L::kPLd + lane + 32 * j] = from_float<T>(p);
         p_sum += p;
       }
       p_sum = warp_sum(p_sum);
       __syncwarp();  // every lane has read s_m[item] before lane 0 rewrites it
       if (lane == 0) {
-        const float alpha = expf(m_old - m_new);  // 0 in the first tile, where m_old = -inf
+        const float alpha = expf(m_old - m_ref);  // 0 in the first tile, where m_old = -inf
         s_alpha[item] = alpha;
         s_l[item] = s_l[item] * alpha + p_sum;
         s_m[item] = m_new;
@@ -243,22 +258,26 @@ template <typename T>
 void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                        const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                        const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                       const AttentionShape& shape, cudaStream_t stream) {
+                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring) {
   check_paged_attention_sizes("prefill_attention", shape, num_tiles, max_blocks_per_seq);
   if (num_tiles == 0) return;
   const TileAttentionArgs<T> args =
       make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape);
+                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring);
   dispatch_head_dim(shape.head_dim, [&](auto hd) {
-    constexpr int HD = decltype(hd)::value;
-    launch_over_tiles<T>(prefill_attention_kernel<T, HD>, args, num_tiles, kThreads, Layout<HD>::template bytes<T>(), stream);
+    dispatch_scoring(scoring, [&](auto family) {
+      constexpr int HD = decltype(hd)::value;
+      constexpr bool FAMILY = decltype(family)::value;
+      launch_over_tiles<T>(prefill_attention_kernel<T, HD, FAMILY>, args, num_tiles, kThreads,
+                           Layout<HD>::template bytes<T>(), stream);
+    });
   });
 }
 
 #define CBATCH_INSTANTIATE_PREFILL(T)                                                                      \
   template void prefill_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,      \
                                      const int32_t*, int, const int32_t*, const int32_t*, int,              \
-                                     const AttentionShape&, cudaStream_t);
+                                     const AttentionShape&, cudaStream_t, const AttentionScoring&);
 CBATCH_INSTANTIATE_PREFILL(__nv_bfloat16)
 CBATCH_INSTANTIATE_PREFILL(__half)
 #undef CBATCH_INSTANTIATE_PREFILL

@@ -15,6 +15,6 @@ template <typename T>
 void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                        const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                        const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                       const AttentionShape& shape, cudaStream_t stream);
+                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {});
 
 }  // namespace cbatch

@@ -1,7 +1,9 @@
 // RMSNorm fused with the residual add: x += delta (fp32 residual stream), out = rmsnorm(x) * weight in
 // the compute dtype. One block of 256 threads per output row; pass 1 adds and sums squares, a block
 // reduction gives 1/rms, pass 2 scales. The gather variant (final norm of the sampling rows) reads
-// source row rows[i] and leaves x untouched. Layouts: x (rows, dim) fp32, delta/out (rows, dim) T.
+// source row rows[i] and leaves x untouched. The sandwich build (Gemma) first normalizes delta by its own
+// weight (a reduction of its own before pass 1), as the CPU's add_sublayer_output does; Llama's build has
+// no such pass. Layouts: x (rows, dim) fp32, delta/out (rows, dim) T.
 #include "cuda/rmsnorm.hpp"
 
 #include <cuda_bf16.h>
@@ -17,25 +19,46 @@ namespace cbatch {
 constexpr int kRmsnormThreads = 256;
 
 // rows == nullptr: in-place residual update of row blockIdx.x. rows != nullptr: gather, x read-only.
-template <typename T>
+// POST_NORM: delta is normalized by delta_weight before the add (delta is then never null).
+template <typename T, bool POST_NORM>
 __global__ void __launch_bounds__(kRmsnormThreads)
     rmsnorm_residual_kernel(T* __restrict__ out,              // (num_rows, dim)
                             float* __restrict__ x,            // (.., dim)
                             const T* __restrict__ delta,      // (.., dim) or null
                             const float* __restrict__ weight,  // (dim)
                             const int32_t* __restrict__ rows,  // (num_rows) or null
-                            int dim, float eps) {
+                            int dim, float eps,
+                            const float* __restrict__ delta_weight) {  // (dim) when POST_NORM
   const int out_row = blockIdx.x;
   const int src_row = rows != nullptr ? rows[out_row] : out_row;
   const bool write_back = rows == nullptr && delta != nullptr;
   float* xr = x + static_cast<size_t>(src_row) * dim;
   const T* dr = delta != nullptr ? delta + static_cast<size_t>(src_row) * dim : nullptr;
 
+  // The sublayer output as it is added: delta, or rmsnorm(delta) * delta_weight.
+  float delta_inv_rms = 1.0f;
+  if constexpr (POST_NORM) {
+    float delta_sq = 0.0f;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
+      const float d = to_float(dr[i]);
+      delta_sq += d * d;
+    }
+    delta_inv_rms = 1.0f / sqrtf(block_sum(delta_sq) / static_cast<float>(dim) + eps);
+    __syncthreads();  // block_sum's shared partials are reused below
+  }
+  auto delta_at = [&](int i) {
+    if constexpr (POST_NORM) {
+      return to_float(dr[i]) * delta_inv_rms * delta_weight[i];
+    } else {
+      return to_float(dr[i]);
+    }
+  };
+
   float sum_sq = 0.0f;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
     float v = xr[i];
     if (dr != nullptr) {
-      v += to_float(dr[i]);
+      v += delta_at(i);
       if (write_back) xr[i] = v;  // read back below by this same thread
     }
     sum_sq += v * v;
@@ -45,43 +68,58 @@ __global__ void __launch_bounds__(kRmsnormThreads)
   T* outr = out + static_cast<size_t>(out_row) * dim;
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {
     float v = xr[i];
-    if (dr != nullptr && !write_back) v += to_float(dr[i]);
+    if (dr != nullptr && !write_back) v += delta_at(i);
     outr[i] = from_float<T>(v * inv_rms * weight[i]);
   }
 }
 
-static void check_rmsnorm_sizes(const char* op, int num_rows, int dim) {
+static void check_rmsnorm_sizes(const char* op, int num_rows, int dim, const void* d_delta,
+                                const float* d_delta_weight) {
   if (num_rows < 0 || dim <= 0) {
     throw Error(std::string(op) + ": bad sizes num_rows=" + std::to_string(num_rows) + " dim=" + std::to_string(dim));
+  }
+  if (d_delta_weight != nullptr && d_delta == nullptr) {
+    throw Error(std::string(op) + ": a post-norm weight without a delta to normalize");
   }
 }
 
 template <typename T>
-void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
-                      float eps, cudaStream_t stream) {
-  check_rmsnorm_sizes("rmsnorm_residual", num_rows, dim);
-  if (num_rows == 0) return;
-  rmsnorm_residual_kernel<T><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, nullptr,
-                                                                         dim, eps);
+static void launch_rmsnorm(T* d_out, float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
+                           int num_rows, int dim, float eps, const float* d_delta_weight, cudaStream_t stream) {
+  if (d_delta_weight != nullptr) {
+    rmsnorm_residual_kernel<T, true><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
+                                                                                 dim, eps, d_delta_weight);
+  } else {
+    rmsnorm_residual_kernel<T, false><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
+                                                                                  dim, eps, nullptr);
+  }
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
+void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
+                      float eps, cudaStream_t stream, const float* d_delta_weight) {
+  check_rmsnorm_sizes("rmsnorm_residual", num_rows, dim, d_delta, d_delta_weight);
+  if (num_rows == 0) return;
+  launch_rmsnorm<T>(d_out, d_x, d_delta, d_weight, nullptr, num_rows, dim, eps, d_delta_weight, stream);
+}
+
+template <typename T>
 void rmsnorm_gather(T* d_out, const float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
-                    int num_rows, int dim, float eps, cudaStream_t stream) {
-  check_rmsnorm_sizes("rmsnorm_gather", num_rows, dim);
+                    int num_rows, int dim, float eps, cudaStream_t stream, const float* d_delta_weight) {
+  check_rmsnorm_sizes("rmsnorm_gather", num_rows, dim, d_delta, d_delta_weight);
   if (d_rows == nullptr) throw Error("rmsnorm_gather: no row indices");
   if (num_rows == 0) return;
   // The kernel does not write x when rows are given, so dropping const here is safe.
-  rmsnorm_residual_kernel<T><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, const_cast<float*>(d_x), d_delta,
-                                                                         d_weight, d_rows, dim, eps);
-  CUDA_CHECK_LAUNCH();
+  launch_rmsnorm<T>(d_out, const_cast<float*>(d_x), d_delta, d_weight, d_rows, num_rows, dim, eps, d_delta_weight,
+                    stream);
 }
 
 #define CBATCH_INSTANTIATE_RMSNORM(T)                                                                      \
-  template void rmsnorm_residual<T>(T*, float*, const T*, const float*, int, int, float, cudaStream_t);  \
+  template void rmsnorm_residual<T>(T*, float*, const T*, const float*, int, int, float, cudaStream_t,    \
+                                    const float*);                                                       \
   template void rmsnorm_gather<T>(T*, const float*, const T*, const float*, const int32_t*, int, int, float, \
-                                  cudaStream_t);
+                                  cudaStream_t, const float*);
 CBATCH_INSTANTIATE_RMSNORM(float)
 CBATCH_INSTANTIATE_RMSNORM(__nv_bfloat16)
 CBATCH_INSTANTIATE_RMSNORM(__half)

@@ -9,14 +9,18 @@ namespace cbatch {
 // For every row r < num_rows: x[r] += delta[r] (skipped when d_delta is null), then
 // out[r] = x[r] / sqrt(mean(x[r]^2) + eps) * weight. x (num_rows, dim) fp32 residual stream (updated in
 // place), delta (num_rows, dim) T, weight (dim) fp32, out (num_rows, dim) T.
+// d_delta_weight (dim) fp32, when given (Gemma's sandwich norms: the post-attention or post-FFN norm of
+// the sublayer whose output delta is), normalizes delta before the add: x[r] += rmsnorm(delta[r]) *
+// delta_weight, in fp32, with the same eps. It needs d_delta.
 template <typename T>
 void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
-                      float eps, cudaStream_t stream);
+                      float eps, cudaStream_t stream, const float* d_delta_weight = nullptr);
 
 // The final norm of the sampling rows: out[i] = rmsnorm(x[rows[i]] + delta[rows[i]]) * weight for
-// i < num_rows (delta skipped when null). x is read, not updated. out (num_rows, dim) T.
+// i < num_rows (delta skipped when null; normalized by d_delta_weight first when given, as above). x is
+// read, not updated. out (num_rows, dim) T.
 template <typename T>
 void rmsnorm_gather(T* d_out, const float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
-                    int num_rows, int dim, float eps, cudaStream_t stream);
+                    int num_rows, int dim, float eps, cudaStream_t stream, const float* d_delta_weight = nullptr);
 
 }  // namespace cbatch

@@ -1,23 +1,44 @@
-// Host launcher of RoPE fused with the paged K/V cache write (rope_kv_cache.cu).
+// Host launcher of RoPE fused with the paged K/V cache write (rope_kv_cache.cu), and the family's
+// additions to it (q/k/v biases, q/k norms, the longrope table, the attention factor).
 #pragma once
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
 
 namespace cbatch {
 
+// What a family adds to a layer's RoPE step, in the CPU backend's order: biases added to q, k and v, then
+// the RMSNorm of every q and k head, then the rotation (by the longrope table from position long_from on,
+// cos and sin times attention_factor). The defaults are Llama's: nothing added.
+struct RopeFamily {
+  const float* qkv_bias = nullptr;       // (q_dim + 2 * kv_dim) fp32: bq, bk, bv (Qwen2)
+  const float* q_norm = nullptr;         // (head_dim) fp32: every q head's norm weight (Qwen3, Gemma 3)
+  const float* k_norm = nullptr;         // (head_dim) fp32: every k head's; given with q_norm
+  float norm_eps = 1e-6f;
+  const float* long_inv_freq = nullptr;  // (head_dim / 2) fp32: longrope's table for positions >= long_from
+  int long_from = INT_MAX;
+  float attention_factor = 1.0f;         // yarn, longrope
+
+  bool is_plain() const {
+    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f;
+  }
+};
+
 // For every row r: rotates the q heads of qkv in place and writes the rotated k heads and the v heads
 // of row r into the cache at slot slots[r] (nothing is stored when slots[r] == -1).
 //   qkv (num_tokens, (num_heads + 2 * num_kv_heads) * head_dim) T: q heads, k heads, v heads
 //   k_cache, v_cache (num_blocks, num_kv_heads, block_size, head_dim) T, one layer
-//   positions, slots (num_tokens); inv_freq (head_dim / 2) fp32 from rope_inv_freq
+//   positions, slots (num_tokens); inv_freq (head_dim / 2) fp32 from rope_inv_freq (the layer's table)
 // halves: RopeLayout::kHalves pairs (i, i + head_dim/2), else adjacent pairs (2i, 2i+1).
+// family: biases, q/k norms, longrope table and attention factor (above), all in fp32 before the one
+// rounding of each output to T.
 // Slots must lie in [-1, num_blocks * block_size): the caller validates them on the host.
 template <typename T>
 void rope_kv_cache(T* d_qkv, T* d_k_cache, T* d_v_cache, const int32_t* d_positions, const int32_t* d_slots,
                    const float* d_inv_freq, int num_tokens, const AttentionShape& shape, bool halves,
-                   cudaStream_t stream);
+                   cudaStream_t stream, const RopeFamily& family = {});
 
 }  // namespace cbatch

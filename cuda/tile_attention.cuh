@@ -1,7 +1,10 @@
 // What the two kernels over attention tiles share (paged_attention.cu on CUDA cores, prefill_attention.cu
 // on tensor cores): their argument block, built once from the launcher's arguments, the dispatch of a
 // runtime head_dim to the compile-time HD the kernels are instantiated for, and the launch over the
-// (tile, kv head) grid. Included only from .cu files.
+// (tile, kv head) grid. Each kernel has two builds: Llama's (FAMILY = false: causal, q.k * scale) and the
+// family build for layers with a softcap or a sliding window (AttentionScoring): it starts its key loop
+// at the tile's first visible key, masks keys before each row's window, and guards its online softmax
+// against a key tile in which a row sees no key. Included only from .cu files.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -33,6 +36,8 @@ struct TileAttentionArgs {
   int block_size;
   int rows_per_tile;
   float scale;
+  float softcap;                // the family build's (AttentionScoring)
+  int window;
 };
 
 template <typename T>
@@ -40,10 +45,18 @@ TileAttentionArgs<T> make_tile_attention_args(T* d_out, const T* d_qkv, const T*
                                               const int32_t* d_positions, const int32_t* d_query_start,
                                               const int32_t* d_block_tables, int max_blocks_per_seq,
                                               const int32_t* d_tile_seq, const int32_t* d_tile_row,
-                                              const AttentionShape& shape) {
+                                              const AttentionShape& shape, const AttentionScoring& scoring) {
   return {d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables, d_tile_seq, d_tile_row,
           max_blocks_per_seq, shape.num_heads, shape.num_kv_heads, shape.block_size,
-          paged_attention_rows_per_tile(shape), 1.0f / std::sqrt(static_cast<float>(shape.head_dim))};
+          paged_attention_rows_per_tile(shape), scoring.scale_for(shape.head_dim), scoring.softcap, scoring.window};
+}
+
+// Calls launch(std::bool_constant<FAMILY>) with the build the layer needs: Llama's where it has neither a
+// softcap nor a window.
+template <typename F>
+void dispatch_scoring(const AttentionScoring& scoring, F&& launch) {
+  if (scoring.is_plain()) return launch(std::false_type{});
+  return launch(std::true_type{});
 }
 
 // Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}; the launchers

@@ -1,7 +1,8 @@
 // The attention tests' batch (test_paged_attention.cpp on the GPU, test_decode_emulated.cpp on the host):
 // a chunked prefill continuing an existing cache, a prefill from position 0, decodes (one at position 0,
 // one past 700), and a padding row that repeats a cached position; blocks scattered through the cache,
-// unused slots NaN (a kernel must never read them), and the reference output of every row.
+// unused slots NaN (a kernel must never read them), and the reference output of every row, scored as the
+// case's AttentionScoring says (Llama's by default; a window, a softcap and a query scale of their own).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -42,6 +43,7 @@ inline std::vector<AttnSeq> mixed_batch() {
 // One layer's attention inputs, in float holding values of the kernel's type T, and the reference.
 struct AttentionCase {
   int head_dim = 0, num_heads = 0, num_kv_heads = 0, block_size = 0;
+  AttentionScoring scoring;              // how the reference scored the keys
   int num_blocks = 0;
   int max_blocks = 0;                    // block table width
   std::vector<AttnSeq> seqs;
@@ -62,7 +64,8 @@ struct AttentionCase {
 // The case of `seqs` (mixed_batch() unless given).
 template <typename T>
 AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads, int block_size,
-                                  const std::vector<AttnSeq>& seqs = mixed_batch()) {
+                                  const std::vector<AttnSeq>& seqs = mixed_batch(),
+                                  const AttentionScoring& scoring = {}) {
   const int num_seqs = static_cast<int>(seqs.size());
   std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
 
@@ -87,18 +90,23 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
     for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s) * max_blocks + b] = pool[next_block++];
   }
 
-  // Cache: NaN everywhere, random (T-representable) k and v at every position each sequence holds.
+  // Cache: NaN everywhere, random (T-representable) k and v at every position each sequence holds. With
+  // a window, the positions before every row's window stay NaN too: a kernel must not even load them
+  // (a NaN value row times a zero probability is NaN).
   HostKvCache cache(num_blocks, block_size, num_kv_heads, head_dim, NAN);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto random_t = [&](float scale) { return static_cast<double>(to_f32(from_f32<T>(scale * dist(rng)))); };
   for (int s = 0; s < num_seqs; ++s) {
     const int32_t* table = tables.data() + static_cast<size_t>(s) * max_blocks;
+    const int first_row = *std::min_element(seqs[s].row_positions.begin(), seqs[s].row_positions.end());
+    const int first_seen = window_first_key(first_row, scoring.window);
     for (int p = 0; p < seqs[s].context; ++p) {
       const int slot = table[p / block_size] * block_size + p % block_size;
       for (int h = 0; h < num_kv_heads; ++h) {
         for (int d = 0; d < head_dim; ++d) {
-          cache.k[cache.offset(slot, h) + d] = random_t(1.0f);
-          cache.v[cache.offset(slot, h) + d] = random_t(1.0f);
+          const double k = random_t(1.0f), v = random_t(1.0f);
+          cache.k[cache.offset(slot, h) + d] = p >= first_seen ? k : NAN;
+          cache.v[cache.offset(slot, h) + d] = p >= first_seen ? v : NAN;
         }
       }
     }
@@ -125,7 +133,8 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
       const std::vector<double> q(qkv.begin() + static_cast<long>(r) * stride + h * head_dim,
                                   qkv.begin() + static_cast<long>(r) * stride + (h + 1) * head_dim);
       attention_ref(q.data(), positions[r], tables.data() + static_cast<size_t>(row_seq[r]) * max_blocks, cache,
-                    h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim);
+                    h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim,
+                    scoring);
     }
   }
   for (int s = 0; s < num_seqs; ++s) {
@@ -135,6 +144,7 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   c.num_heads = num_heads;
   c.num_kv_heads = num_kv_heads;
   c.block_size = block_size;
+  c.scoring = scoring;
   c.num_blocks = num_blocks;
   c.max_blocks = max_blocks;
   c.seqs = seqs;

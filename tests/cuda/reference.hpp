@@ -6,21 +6,36 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda/attention_shape.hpp"
+
 namespace cbatch::test {
 
 // out[r] = (x[r] + delta[r]) / sqrt(mean((x + delta)^2) + eps) * w; x_out = x + delta. delta may be empty.
+// With delta_weight (a sandwich norm), delta[r] is normalized first: delta[r] / rms(delta[r]) * delta_weight.
 inline void rmsnorm_ref(const std::vector<float>& x, const std::vector<float>& delta, const std::vector<float>& w,
-                        int num_rows, int dim, float eps, std::vector<double>& x_out, std::vector<double>& out) {
+                        int num_rows, int dim, float eps, std::vector<double>& x_out, std::vector<double>& out,
+                        const std::vector<float>& delta_weight = {}) {
   x_out.assign(static_cast<size_t>(num_rows) * dim, 0.0);
   out.assign(static_cast<size_t>(num_rows) * dim, 0.0);
   for (int r = 0; r < num_rows; ++r) {
+    double delta_inv_rms = 1.0;
+    if (!delta_weight.empty()) {
+      double delta_sq = 0.0;
+      for (int i = 0; i < dim; ++i) {
+        const double d = delta[static_cast<size_t>(r) * dim + i];
+        delta_sq += d * d;
+      }
+      delta_inv_rms = 1.0 / std::sqrt(delta_sq / dim + eps);
+    }
     double sum_sq = 0.0;
     for (int i = 0; i < dim; ++i) {
       const size_t at = static_cast<size_t>(r) * dim + i;
-      // The residual add happens in fp32 on the device: x + float(delta) rounded once.
-      const float v = delta.empty() ? x[at] : x[at] + delta[at];
+      // The residual add happens in fp32 on the device: x + float(delta) rounded once (plain delta).
+      const double v = delta.empty()          ? x[at]
+                       : delta_weight.empty() ? static_cast<double>(x[at] + delta[at])
+                                              : x[at] + delta[at] * delta_inv_rms * delta_weight[i];
       x_out[at] = v;
-      sum_sq += static_cast<double>(v) * v;
+      sum_sq += v * v;
     }
     const double inv_rms = 1.0 / std::sqrt(sum_sq / dim + eps);
     for (int i = 0; i < dim; ++i) {
@@ -30,13 +45,15 @@ inline void rmsnorm_ref(const std::vector<float>& x, const std::vector<float>& d
   }
 }
 
-// Rotates one head vector (head_dim values) in place at position pos.
-inline void rope_ref(double* head, int head_dim, int pos, const std::vector<float>& inv_freq, bool halves) {
+// Rotates one head vector (head_dim values) in place at position pos (cos and sin times factor: yarn's and
+// longrope's attention factor).
+inline void rope_ref(double* head, int head_dim, int pos, const std::vector<float>& inv_freq, bool halves,
+                     double factor = 1.0) {
   const int half = head_dim / 2;
   for (int i = 0; i < half; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq[i];  // the fp32 product both backends use
-    const double c = std::cos(static_cast<double>(angle));
-    const double s = std::sin(static_cast<double>(angle));
+    const double c = std::cos(static_cast<double>(angle)) * factor;
+    const double s = std::sin(static_cast<double>(angle)) * factor;
     const int ia = halves ? i : 2 * i;
     const int ib = halves ? i + half : 2 * i + 1;
     const double a = head[ia];
@@ -47,6 +64,9 @@ inline void rope_ref(double* head, int head_dim, int pos, const std::vector<floa
 }
 
 inline double silu_ref(double a) { return a / (1.0 + std::exp(-a)); }
+inline double gelu_tanh_ref(double a) {
+  return 0.5 * a * (1.0 + std::tanh(std::sqrt(2.0 / 3.14159265358979323846) * (a + 0.044715 * a * a * a)));
+}
 
 // y (m, n) = x (m, k) * w^T, w (n, k).
 inline std::vector<double> gemm_ref(const std::vector<float>& x, const std::vector<float>& w, int m, int n, int k) {
@@ -91,29 +111,32 @@ struct HostKvCache {
   }
 };
 
-// Causal attention of one query head vector q (head_dim) over positions 0..pos of a sequence whose
-// block table is `table`: softmax(q.k / sqrt(head_dim)) . v, written to out (head_dim).
+// Causal attention of one query head vector q (head_dim) over positions first..pos of a sequence whose
+// block table is `table`: softmax(q.k * scale, softcapped) . v, written to out (head_dim). As `scoring`
+// says (first: its window's first key; the default: first 0, scale 1 / sqrt(head_dim), no softcap).
 inline void attention_ref(const double* q, int pos, const int32_t* table, const HostKvCache& cache, int kv_head,
-                          double* out) {
+                          double* out, const AttentionScoring& scoring = {}) {
   const int hd = cache.head_dim;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
-  std::vector<double> scores(static_cast<size_t>(pos) + 1);
+  const double scale = scoring.scale > 0.0f ? scoring.scale : 1.0 / std::sqrt(static_cast<double>(hd));
+  const double cap = scoring.softcap;
+  const int first = window_first_key(pos, scoring.window);
+  std::vector<double> scores(static_cast<size_t>(pos) + 1, 0.0);
   double max_score = -INFINITY;
-  for (int p = 0; p <= pos; ++p) {
+  for (int p = first; p <= pos; ++p) {
     const int slot = table[p / cache.block_size] * cache.block_size + p % cache.block_size;
     const double* k = cache.k.data() + cache.offset(slot, kv_head);
     double dot = 0.0;
     for (int d = 0; d < hd; ++d) dot += q[d] * k[d];
-    scores[p] = dot * scale;
+    scores[p] = cap > 0.0 ? cap * std::tanh(dot * scale / cap) : dot * scale;
     max_score = std::max(max_score, scores[p]);
   }
   double sum = 0.0;
-  for (double& s : scores) {
-    s = std::exp(s - max_score);
-    sum += s;
+  for (int p = first; p <= pos; ++p) {
+    scores[p] = std::exp(scores[p] - max_score);
+    sum += scores[p];
   }
   for (int d = 0; d < hd; ++d) out[d] = 0.0;
-  for (int p = 0; p <= pos; ++p) {
+  for (int p = first; p <= pos; ++p) {
     const int slot = table[p / cache.block_size] * cache.block_size + p % cache.block_size;
     const double* v = cache.v.data() + cache.offset(slot, kv_head);
     for (int d = 0; d < hd; ++d) out[d] += scores[p] / sum * v[d];

@@ -1,8 +1,10 @@
 // The whole CUDA backend against the CPU reference model on a small random model (GQA, head_dim 64,
 // vocab 1000) over three steps: (1) prefill chunks, one of them the first part of a longer prompt;
 // (2) that prompt's continuation chunk plus decodes; (3) decodes plus a padding row with slot -1.
-// Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch validation, and the "does
-// not fit" errors.
+// The families (one model per feature of ModelConfig's description: biases, q/k norms, Gemma 2 and 3,
+// sliding windows, longrope, yarn) against the CPU backend, the reference of every family feature, with
+// every attention kernel. Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch
+// validation, and the "does not fit" errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "engine/core/error.hpp"
+#include "engine/cpu/cpu_backend.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/reference_model.hpp"
@@ -134,15 +137,43 @@ CudaBackendOptions small_options(ComputeDType dtype) {
   return o;
 }
 
+// The logits of a step by a reference: the double-precision Llama model of reference_model.hpp, or the CPU
+// backend (fp32), which implements every family feature.
+class StepReference {
+ public:
+  StepReference(const Model& model, bool use_cpu_backend) {
+    if (use_cpu_backend) {
+      CpuBackendOptions options;
+      options.num_threads = 2;
+      options.max_batch_tokens = 64;
+      cpu_ = make_cpu_backend(model, options);
+      cpu_->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+    } else {
+      llama_ = std::make_unique<ReferenceModel>(model, kNumBlocks, kBlockSize);
+    }
+  }
+  std::vector<double> forward(const RaggedBatch& batch) {
+    if (llama_) return llama_->forward(batch);
+    StepOutput out;
+    out.want_logits = true;
+    cpu_->forward(batch, out);
+    return std::vector<double>(out.logits.begin(), out.logits.end());
+  }
+
+ private:
+  std::unique_ptr<ReferenceModel> llama_;
+  std::unique_ptr<Backend> cpu_;
+};
+
 // Runs the scenario on the backend and the reference; checks logits within `tol` and, where the
 // reference's top two logits are apart by more than 10 tol rms(logits), the same argmax. Also checks that the argmax path
 // returns exactly the argmax of the logits path (each step run twice: rewriting the same k and v).
-void check_scenario(const Model& model, ComputeDType dtype, double tol) {
+void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu_reference = false) {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
   CHECK(backend->device_name().rfind("cuda:", 0) == 0);
   CHECK(backend->max_kv_blocks(kBlockSize) >= kNumBlocks);
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  ReferenceModel reference(model, kNumBlocks, kBlockSize);
+  StepReference reference(model, cpu_reference);
   const int vocab = model.config.vocab_size;
   int step_index = 0;
   for (const RaggedBatch& batch : scenario(vocab)) {
@@ -194,6 +225,154 @@ TEST_CASE("CUDA backend bf16 and fp16 stay close to the fp32 reference") {
   check_scenario(model, ComputeDType::kF16, 5e-3);   // fp16: about 1e-3 expected
 }
 
+// One model per family feature: make_model's Llama with the description and the tensors of a family.
+enum class Family { kQwen2, kQwen3, kGemma2, kGemma3, kMistral, kPhi3Longrope, kYarn };
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::kQwen2: return "qwen2 (q/k/v biases)";
+    case Family::kQwen3: return "qwen3 (q/k norms)";
+    case Family::kGemma2: return "gemma2 (1 + w norms, sandwich norms, GeGLU, embedding and query scales, softcaps, "
+                                 "windows on even layers)";
+    case Family::kGemma3: return "gemma3 (q/k norms, sandwich norms, GeGLU, windows and a local RoPE base on 2 of 3 "
+                                 "layers, linear RoPE scaling)";
+    case Family::kMistral: return "mistral (a window on every layer)";
+    case Family::kPhi3Longrope: return "phi3 (longrope from position 16 on, attention factor)";
+    case Family::kYarn: return "yarn RoPE scaling (attention factor)";
+  }
+  return "";
+}
+
+// make_model's Llama without RoPE scaling, tied as Gemma's: what each family model adds its feature to.
+Model family_base_model(Family family) {
+  Model m = make_model(3, family == Family::kGemma2 || family == Family::kGemma3, RopeLayout::kHalves);
+  m.config.rope_scaling = RopeScaling{};
+  return m;
+}
+
+Model make_family_model(Family family) {
+  Model m = family_base_model(family);
+  ModelConfig& c = m.config;
+  c.architecture = family_name(family);
+  uint64_t seed = 5000;
+  auto vector = [&](const std::string& name, int n, float scale, float offset) {
+    return random_tensor(name, 1, n, seed++, scale, offset);
+  };
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    if (family == Family::kQwen2) {
+      t.bq = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
+      t.bk = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
+      t.bv = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
+    }
+    if (family == Family::kQwen3 || family == Family::kGemma3) {
+      t.q_norm = vector(p + "attn_q_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
+      t.k_norm = vector(p + "attn_k_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
+    }
+    if (family == Family::kGemma2 || family == Family::kGemma3) {
+      t.post_attn_norm = vector(p + "post_attention_norm", c.dim, 0.2f, 0.0f);  // (1 + w): offset below
+      t.post_ffn_norm = vector(p + "post_ffw_norm", c.dim, 0.2f, 0.0f);
+      for (TensorView* norm : {&t.attn_norm, &t.ffn_norm}) norm->random.offset = 0.0f;
+    }
+  }
+  switch (family) {
+    case Family::kQwen2: c.qkv_bias = true; break;
+    case Family::kQwen3: c.qk_norm = true; break;
+    case Family::kGemma2:
+    case Family::kGemma3:
+      c.norm_offset = 1.0f;
+      c.sandwich_norms = true;
+      c.activation = Activation::kGeluTanh;
+      c.embedding_scale = std::sqrt(static_cast<float>(c.dim));
+      m.tensors.embedding.random.scale = 1.0f / std::sqrt(static_cast<float>(c.dim));  // rows of unit rms after it
+      m.tensors.lm_head = m.tensors.embedding;
+      m.tensors.final_norm.random.offset = 0.0f;
+      if (family == Family::kGemma2) {
+        c.attn_scale = 0.1f;
+        c.attn_softcap = 2.0f;   // the scores here are O(1): a small cap bends them
+        c.final_softcap = 3.0f;
+        c.layer_window = {8, 0, 8};
+      } else {
+        c.qk_norm = true;
+        c.layer_window = {8, 8, 0};
+        c.rope_theta_local = 10000.0f;
+        c.rope_scaling.type = RopeScalingType::kLinear;
+        c.rope_scaling.factor = 8.0f;
+      }
+      break;
+    case Family::kMistral: c.layer_window = {12, 12, 12}; break;
+    case Family::kPhi3Longrope: {
+      c.rope_scaling.type = RopeScalingType::kLongrope;
+      c.rope_scaling.original_max_position = 16;
+      c.rope_scaling.attention_factor = 1.19f;
+      for (int i = 0; i < c.head_dim / 2; ++i) {
+        c.rope_scaling.short_factor.push_back(1.0f + 0.05f * static_cast<float>(i));
+        c.rope_scaling.long_factor.push_back(2.0f + 0.5f * static_cast<float>(i));
+      }
+      break;
+    }
+    case Family::kYarn:
+      c.rope_scaling.type = RopeScalingType::kYarn;
+      c.rope_scaling.factor = 4.0f;
+      c.rope_scaling.original_max_position = 16;
+      c.rope_scaling.attention_factor = 1.1f;
+      break;
+  }
+  return m;
+}
+
+constexpr Family kFamilies[] = {Family::kQwen2,   Family::kQwen3,        Family::kGemma2, Family::kGemma3,
+                                Family::kMistral, Family::kPhi3Longrope, Family::kYarn};
+
+TEST_CASE("CUDA backend runs every family as the CPU backend does (fp32, bf16, fp16)") {
+  for (const Family family : kFamilies) {
+    const Model model = make_family_model(family);
+    CAPTURE(family_name(family));
+    check_scenario(model, ComputeDType::kF32, 1e-4, true);
+    check_scenario(model, ComputeDType::kBF16, 3e-2, true);
+    check_scenario(model, ComputeDType::kF16, 5e-3, true);
+  }
+}
+
+TEST_CASE("the family models differ from their Llama base (each family test checks its feature)" *
+          doctest::test_suite("host")) {
+  for (const Family family : kFamilies) {
+    const Model model = make_family_model(family);
+    CAPTURE(family_name(family));
+    StepReference family_ref(model, true), llama_ref(family_base_model(family), true);
+    const std::vector<RaggedBatch> steps = scenario(model.config.vocab_size);
+    double worst = 1e30;
+    for (const RaggedBatch& batch : steps) {  // steps 2 and 3 pass position 16 (longrope) and the windows
+      const std::vector<double> a = family_ref.forward(batch), b = llama_ref.forward(batch);
+      worst = std::min(worst, rel_error(std::vector<float>(a.begin(), a.end()), b));
+    }
+    CHECK(worst > 1e-3);
+  }
+}
+
+// The message of the Error that making a CUDA backend of the model throws ("" if none).
+std::string make_error(const Model& model) {
+  try {
+    make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, before touching the device" *
+          doctest::test_suite("host")) {
+  Model wide = make_family_model(Family::kGemma3);  // Gemma's head_dim 256 (checked before the device is opened)
+  wide.config.head_dim = 256;
+  CHECK(make_error(wide).find("head_dim 256: the attention kernels take multiples of 16 up to 128") !=
+        std::string::npos);
+  Model windows = make_family_model(Family::kMistral);
+  windows.config.num_layers = 5;
+  windows.config.layer_window = {4, 8, 16, 32, 0};
+  CHECK(make_error(windows).find("different sliding windows") != std::string::npos);
+}
+
 // Sets an environment variable that the backend reads when it is built; unset again however the test ends.
 struct ScopedEnv {
   ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
@@ -217,6 +396,23 @@ TEST_CASE("CUDA backend bf16 and fp16 with the stream decode kernel (CBATCH_DECO
   const ScopedEnv env("CBATCH_DECODE_ATTENTION", "stream");
   check_scenario(model, ComputeDType::kBF16, 3e-2);
   check_scenario(model, ComputeDType::kF16, 5e-3);
+}
+
+TEST_CASE("CUDA backend runs the families through every attention kernel (bf16, fp16)") {
+  for (const char* decode : {"stream", "tensor-cores-16", "cuda-cores", "0"}) {
+    const ScopedEnv env("CBATCH_DECODE_ATTENTION", decode);
+    CAPTURE(decode);
+    for (const Family family : {Family::kGemma2, Family::kGemma3, Family::kMistral}) {
+      CAPTURE(family_name(family));
+      check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true);
+      check_scenario(make_family_model(family), ComputeDType::kF16, 5e-3, true);
+    }
+  }
+  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");  // the CUDA-core kernel for the prefill tiles
+  for (const Family family : {Family::kGemma2, Family::kGemma3, Family::kMistral}) {
+    CAPTURE(family_name(family));
+    check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true);
+  }
 }
 
 TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from the logits it computes") {

@@ -5,7 +5,9 @@
 // cuts and pipeline depths, none of which has run on a GPU yet. The emulated cp.async lands only when its
 // group is waited for, so a read of a stage before its copies complete gives wrong values, and the
 // emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
-// copies left in flight when a block ends. Part of the host suite: runs without a GPU.
+// copies left in flight when a block ends. Also the kernels' family builds on windowed, softcapped and
+// rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails).
+// Part of the host suite: runs without a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
@@ -88,7 +90,7 @@ struct HostDecode {
     return DecodeArgs<T>{out.data(), qkv.data(), k.data(), v.data(), c.positions.data(), c.query_start.data(),
                          c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
                          c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
-                         1.0f / std::sqrt(static_cast<float>(c.head_dim))};
+                         c.scoring.scale_for(c.head_dim), c.scoring.softcap, c.scoring.window};
   }
 
   // The global arrays the kernels may copy from with cp.async.
@@ -154,9 +156,16 @@ void merge_splits(HostDecode<T>& h, int splits) {
   }
 }
 
-// The tensor-core kernel with TILE-key warp tiles: one split, then splits of 128 keys (the long decode
-// cut in six, the others leaving empty splits) merged on the host as decode_combine_kernel merges them.
-template <typename T, int TILE>
+// The keys decode row s sees: its window's, or all of them.
+int keys_seen(const AttentionCase& c, int s) {
+  const int pos = c.positions[c.query_start[s]];
+  return pos + 1 - window_first_key(pos, c.scoring.window);
+}
+
+// The tensor-core kernel with TILE-key warp tiles (its FAMILY build: windows, softcaps): one split, then
+// splits of 128 keys (the long decode cut in six, the others leaving empty splits) merged on the host as
+// decode_combine_kernel merges them.
+template <typename T, int TILE, bool FAMILY = false>
 void check_mma(const AttentionCase& c) {
   HostDecode<T> h(c);
   const int num_decode = h.num_decode();
@@ -165,26 +174,27 @@ void check_mma(const AttentionCase& c) {
     using L = decode_detail::MmaLayout<T, HD, TILE>;
     for (const int keys_per_split : {1 << 20, 128}) {
       int max_keys = 0;
-      for (int s : c.decode_seqs) max_keys = std::max(max_keys, c.positions[c.query_start[s]] + 1);
+      for (int s : c.decode_seqs) max_keys = std::max(max_keys, keys_seen(c, s));
       const int splits = (max_keys + keys_per_split - 1) / keys_per_split;
       CAPTURE(splits);
       const DecodeArgs<T> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
       emulate({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
               kMmaWarps * 32, L::kBytes, h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE>(a, smem); });
+              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY>(a, smem); });
       if (splits > 1) merge_splits(h, splits);
       h.check_outputs();
     }
   });
 }
 
-// The stream kernel with STAGES pipeline stages over the given warp counts, and its merge launch.
-template <typename T, int STAGES>
+// The stream kernel (its FAMILY build: windows, softcaps) with STAGES pipeline stages over the given warp
+// counts, and its merge launch.
+template <typename T, int STAGES, bool FAMILY = false>
 void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts) {
   HostDecode<T> h(c);
   std::vector<int32_t> tile_start(c.decode_seqs.size() + 1);
   decode_stream::build_tile_start(c.positions.data(), c.query_start.data(), c.decode_seqs.data(), h.num_decode(),
-                                  tile_start.data());
+                                  tile_start.data(), c.scoring.window);
   const int64_t num_tiles = static_cast<int64_t>(tile_start.back()) * c.num_kv_heads;
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
@@ -196,7 +206,7 @@ void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts
       const StreamArgs st{tile_start.data(), num_tiles, warps, h.num_decode()};
       emulate({static_cast<unsigned>((warps + kMmaWarps - 1) / kMmaWarps), 1, 1}, kMmaWarps * 32, L::kBytes,
               h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::stream_block<T, HD, STAGES>(a, st, smem); });
+              [&](unsigned char* smem) { decode_detail::stream_block<T, HD, STAGES, FAMILY>(a, st, smem); });
       if (warps > 1) {
         block_emulator::launch(static_cast<unsigned>(warps), HD,
                                [&] { decode_detail::stream_combine_block<T>(a, st); });
@@ -220,9 +230,46 @@ void check_decode_kernels(std::initializer_list<CaseShape> shapes) {
   });
 }
 
+// The family builds of the three kernels on one scoring: windows that cut tiles and splits (37: a row at
+// 700 starts at key 664; 300: its window is three 128-key splits), a softcap that bends the scores, and a
+// query scale other than 1 / sqrt(head_dim).
+template <typename T>
+void check_family_decode_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring) {
+  CAPTURE(scoring.window);
+  CAPTURE(scoring.softcap);
+  CAPTURE(scoring.scale);
+  for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+    const AttentionCase c =
+        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
+    REQUIRE(c.decode_seqs.size() == 4);
+    check_mma<T, 32, true>(c);
+    check_mma<T, 16, true>(c);
+    check_stream<T, 3, true>(c, {1, 3, 7, 1 << 20});
+    check_stream<T, 2, true>(c, {5});
+  });
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
+  TEST_CASE_TEMPLATE("the decode kernels' family builds: sliding windows, softcaps, query scales (emulated)", T,
+                     __nv_bfloat16, __half) {
+    const std::initializer_list<CaseShape> shapes = {{64, 6, 2}, {128, 8, 2}, {32, 8, 8}};
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 0.0f, 37});   // window only
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 0.0f, 300});  // window over three splits
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.3f, 2.0f, 0});    // softcap and scale only
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 2.0f, 64});   // both, window of whole tiles
+  }
+
+  TEST_CASE("the window-scored reference differs from the causal one (the family cases test something)") {
+    const AttentionCase plain = make_attention_case<__nv_bfloat16>(64, 6, 2, 16);
+    for (const AttentionScoring& scoring : {AttentionScoring{0.0f, 0.0f, 37}, AttentionScoring{0.3f, 2.0f, 0}}) {
+      const AttentionCase family = make_attention_case<__nv_bfloat16>(64, 6, 2, 16, mixed_batch(), scoring);
+      const std::vector<float> family_ref(family.ref.begin(), family.ref.end());
+      CHECK(rel_error(family_ref, plain.ref) > 0.05);
+    }
+  }
+
   TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code matches the reference (emulated)", T, __nv_bfloat16,
                      __half) {
     check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {64, 16, 2}, {128, 32, 8}});

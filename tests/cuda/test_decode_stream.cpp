@@ -139,6 +139,21 @@ TEST_SUITE("host") {
     CHECK(tile_start == std::vector<int32_t>{0, 1, 3, 4, 8});
   }
 
+  TEST_CASE("decode stream: a window's tiles start at its first key") {
+    const std::vector<int32_t> positions = {31, 100, 0, 700, 63};
+    const std::vector<int32_t> query_start = {0, 1, 2, 3, 4, 5};
+    const std::vector<int32_t> decode_seqs = {0, 1, 2, 3, 4};
+    std::vector<int32_t> tile_start(6);
+    build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 5, tile_start.data(), 64);
+    // keys 32 -> 1 tile, 64 (37..100) -> 2, 1 -> 1, 64 (637..700) -> 2, 64 (0..63) -> 2
+    CHECK(tile_start == std::vector<int32_t>{0, 1, 3, 4, 6, 8});
+    build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 5, tile_start.data(), 37);
+    // keys 32 -> 1, 37 -> 2, 1 -> 1, 37 -> 2, 37 -> 2
+    CHECK(tile_start == std::vector<int32_t>{0, 1, 3, 4, 6, 8});
+    build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 5, tile_start.data(), 32);
+    CHECK(tile_start == std::vector<int32_t>{0, 1, 2, 3, 4, 5});  // one whole tile each
+  }
+
   TEST_CASE("decode stream: warp counts") {
     CHECK(choose_num_warps(0, 100) == 0);
     CHECK(choose_num_warps(1, 100) == 1);

@@ -1,15 +1,18 @@
-// Kernel tests against CPU references: embedding gather, RMSNorm with residual add and its gather
-// variant, SwiGLU, argmax, and the weight fill/convert kernels. Outputs are poisoned with NaN first.
+// Kernel tests against CPU references: embedding gather (and its scaled build), RMSNorm with residual add
+// and its gather variant (and their sandwich-norm builds), SwiGLU and GeGLU, the logit softcap, argmax, and
+// the weight fill/convert kernels. Outputs are poisoned with NaN first.
 #include <doctest/doctest.h>
 
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "cuda/argmax.hpp"
 #include "cuda/embedding.hpp"
 #include "cuda/rmsnorm.hpp"
+#include "cuda/softcap.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/weight_convert.hpp"
 #include "engine/model/random_weights.hpp"
@@ -20,8 +23,10 @@ namespace cbatch::test {
 
 #define CBATCH_TEST_TYPES float, __nv_bfloat16, __half
 
-TEST_CASE_TEMPLATE("embedding gathers rows and widens them to fp32", T, CBATCH_TEST_TYPES) {
-  for (int dim : {20, 64, 172}) {
+TEST_CASE_TEMPLATE("embedding gathers rows and widens them to fp32 (and scales them, Gemma's sqrt(dim))", T,
+                   CBATCH_TEST_TYPES) {
+  for (const auto& [dim, scale] : {std::pair{20, 1.0f}, std::pair{64, 1.0f}, std::pair{172, 1.0f},
+                                   std::pair{64, 8.0f}, std::pair{172, 50.596443f}}) {
     const int vocab = 37;
     const std::vector<float> table = round_to<T>(random_vector(static_cast<size_t>(vocab) * dim, 1 + dim));
     const std::vector<int32_t> tokens = {5, 0, 36, 5, 17, 2, 36, 9, 1};
@@ -30,12 +35,13 @@ TEST_CASE_TEMPLATE("embedding gathers rows and widens them to fp32", T, CBATCH_T
     auto d_tokens = to_device_i32(tokens);
     DeviceBuffer<float> d_x(static_cast<size_t>(n) * dim);
     poison(d_x);
-    embedding<T>(d_x.get(), d_table.get(), d_tokens.get(), n, dim, nullptr);
+    embedding<T>(d_x.get(), d_table.get(), d_tokens.get(), n, dim, nullptr, scale);
     std::vector<double> ref;
-    for (int r = 0; r < n; ++r) {
-      for (int i = 0; i < dim; ++i) ref.push_back(table[static_cast<size_t>(tokens[r]) * dim + i]);
+    for (int r = 0; r < n; ++r) {  // the fp32 product, as the CPU backend scales its rows
+      for (int i = 0; i < dim; ++i) ref.push_back(table[static_cast<size_t>(tokens[r]) * dim + i] * scale);
     }
     CAPTURE(dim);
+    CAPTURE(scale);
     CHECK(rel_error(to_host(d_x), ref) == 0.0);
   }
 }
@@ -66,6 +72,51 @@ TEST_CASE_TEMPLATE("rmsnorm_residual adds the residual and normalizes", T, CBATC
       }
     }
   }
+}
+
+TEST_CASE_TEMPLATE("rmsnorm_residual with a sandwich norm normalizes delta before adding it", T, CBATCH_TEST_TYPES) {
+  const float eps = 1e-6f;
+  for (int rows : {1, 9}) {
+    for (int dim : {172, 2560}) {
+      CAPTURE(rows);
+      CAPTURE(dim);
+      const size_t n = static_cast<size_t>(rows) * dim;
+      const std::vector<float> x = random_vector(n, 71 + dim, -2.0f, 2.0f);
+      const std::vector<float> delta = round_to<T>(random_vector(n, 72 + dim, -30.0f, 30.0f));  // far from unit rms
+      const std::vector<float> w = random_vector(static_cast<size_t>(dim), 73, 0.5f, 1.5f);
+      const std::vector<float> post = random_vector(static_cast<size_t>(dim), 74, 0.5f, 2.5f);
+      auto d_x = to_device<float>(x);
+      auto d_delta = to_device<T>(delta);
+      auto d_w = to_device<float>(w);
+      auto d_post = to_device<float>(post);
+      DeviceBuffer<T> d_out(n);
+      poison(d_out);
+      rmsnorm_residual<T>(d_out.get(), d_x.get(), d_delta.get(), d_w.get(), rows, dim, eps, nullptr, d_post.get());
+      std::vector<double> x_ref, out_ref;
+      rmsnorm_ref(x, delta, w, rows, dim, eps, x_ref, out_ref, post);
+      CHECK(rel_error(to_host(d_x), x_ref) < 1e-6);  // fp32 arithmetic throughout
+      CHECK(rel_error(to_host(d_out), out_ref) < tolerance<T>());
+
+      // The gather build: the same rows' final norm, x untouched.
+      auto d_x2 = to_device<float>(x);
+      const std::vector<int32_t> picked = {rows - 1, 0};
+      auto d_rows = to_device_i32(picked);
+      DeviceBuffer<T> d_picked(picked.size() * dim);
+      poison(d_picked);
+      rmsnorm_gather<T>(d_picked.get(), d_x2.get(), d_delta.get(), d_w.get(), d_rows.get(),
+                        static_cast<int>(picked.size()), dim, eps, nullptr, d_post.get());
+      std::vector<double> picked_ref;
+      for (int r : picked) {
+        picked_ref.insert(picked_ref.end(), out_ref.begin() + static_cast<long>(r) * dim,
+                          out_ref.begin() + static_cast<long>(r + 1) * dim);
+      }
+      CHECK(rel_error(to_host(d_picked), picked_ref) < tolerance<T>());
+      CHECK(to_host(d_x2) == x);
+    }
+  }
+  CHECK_THROWS_AS(rmsnorm_residual<T>(nullptr, nullptr, nullptr, nullptr, 1, 64, 1e-6f, nullptr,
+                                      reinterpret_cast<const float*>(&eps)),
+                  Error);  // a post norm without a delta
 }
 
 TEST_CASE_TEMPLATE("rmsnorm_gather normalizes selected rows and leaves x alone", T, CBATCH_TEST_TYPES) {
@@ -117,6 +168,42 @@ TEST_CASE_TEMPLATE("swiglu multiplies silu(gate) by up", T, CBATCH_TEST_TYPES) {
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
+}
+
+TEST_CASE_TEMPLATE("swiglu with GeGLU multiplies tanh-gelu(gate) by up", T, CBATCH_TEST_TYPES) {
+  for (int rows : {1, 6}) {
+    for (int hidden : {172, 1000}) {
+      CAPTURE(rows);
+      CAPTURE(hidden);
+      const std::vector<float> gate_up =
+          round_to<T>(random_vector(static_cast<size_t>(rows) * 2 * hidden, 35 + hidden, -6.0f, 6.0f));
+      auto d_gate_up = to_device<T>(gate_up);
+      DeviceBuffer<T> d_out(static_cast<size_t>(rows) * hidden);
+      poison(d_out);
+      swiglu<T>(d_out.get(), d_gate_up.get(), rows, hidden, nullptr, Activation::kGeluTanh);
+      std::vector<double> ref;
+      for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < hidden; ++c) {
+          const float* row = gate_up.data() + static_cast<size_t>(r) * 2 * hidden;
+          ref.push_back(gelu_tanh_ref(row[c]) * row[hidden + c]);
+        }
+      }
+      CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
+    }
+  }
+}
+
+TEST_CASE("softcap bends logits to cap * tanh(logit / cap)") {
+  for (const float cap : {30.0f, 5.0f}) {
+    CAPTURE(cap);
+    const std::vector<float> logits = random_vector(3 * 1000 + 7, 81, -200.0f, 200.0f);
+    auto d_logits = to_device<float>(logits);
+    softcap(d_logits.get(), logits.size(), cap, nullptr);
+    std::vector<double> ref;
+    for (float v : logits) ref.push_back(cap * std::tanh(static_cast<double>(v) / cap));
+    CHECK(rel_error(to_host(d_logits), ref) < 1e-6);
+  }
+  CHECK_THROWS_AS(softcap(nullptr, 10, 0.0f, nullptr), Error);
 }
 
 TEST_CASE("argmax picks the largest logit, the lowest id on ties, and ignores NaN") {

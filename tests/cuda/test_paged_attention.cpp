@@ -2,8 +2,9 @@
 // tensor-core prefill_attention on the same tiles for 16-bit types; the decode rows also through every
 // decode kernel, CUDA cores and tensor cores, and in a test case of its own the stream kernel over every
 // cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128, GQA groups 1..8, block
-// sizes 16 and 5. test_decode_emulated.cpp runs the tensor-core decode kernels' block code on the same
-// batch without a GPU.
+// sizes 16 and 5; and every kernel's family build (sliding windows, softcaps, query scales) on the same
+// batch with the cache before every row's window NaN. test_decode_emulated.cpp runs the tensor-core decode
+// kernels' block code on the same batches without a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,8 +32,9 @@ namespace {
 enum class Kernels { kProven, kStream };
 
 template <typename T>
-void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which) {
-  const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size);
+void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which,
+                     const AttentionScoring& scoring = {}) {
+  const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
   const int num_seqs = static_cast<int>(c.seqs.size());
   const int num_blocks = c.num_blocks, max_blocks = c.max_blocks, n = c.num_rows(), q_dim = c.q_dim();
   const int group = num_heads / num_kv_heads;
@@ -61,7 +63,8 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   DeviceBuffer<T> d_out(static_cast<size_t>(n) * q_dim);
   poison(d_out);
   paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                     d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
+                     d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
+                     scoring);
   CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
 
   // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included).
@@ -69,7 +72,8 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
     if (which == Kernels::kProven) {
       poison(d_out);
       prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                           d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr);
+                           d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
+                           scoring);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -102,19 +106,21 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
     kernels.push_back(DecodeKernel::kTensorCores);
     kernels.push_back(DecodeKernel::kTensorCores16);
   }
+  // The most keys a decode row sees: 701, or its window's (the splits cut those).
+  const int decode_keys = std::min(701, scoring.window > 0 ? scoring.window : 701);
   for (const DecodeKernel kernel : kernels) {
     for (int target_ctas : {1, 512}) {
-      const DecodeSplit split = choose_decode_split(4, num_kv_heads, 701, target_ctas, max_partials);
+      const DecodeSplit split = choose_decode_split(4, num_kv_heads, decode_keys, target_ctas, max_partials);
       CAPTURE(split.num_splits);
       CAPTURE(static_cast<int>(kernel));
-      CHECK((split.num_splits > 1) == (target_ctas > 1));
+      CHECK((split.num_splits > 1) == (target_ctas > 1 && decode_keys > kDecodeKeysPerChunk));
       poison(d_out);
       paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                          d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                         static_cast<int>(multi_seq.size()), shape, nullptr);
+                         static_cast<int>(multi_seq.size()), shape, nullptr, scoring);
       decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                           d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
-                          max_partials, shape, nullptr, kernel);
+                          max_partials, shape, nullptr, kernel, nullptr, scoring);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -123,7 +129,8 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   // one tile a warp (items whole, cut in two, cut into many pieces).
   if (which != Kernels::kStream || std::is_same_v<T, float> || !decode_tensor_cores_support(head_dim)) return;
   std::vector<int32_t> tile_start(decode_seqs.size() + 1);
-  decode_stream::build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 4, tile_start.data());
+  decode_stream::build_tile_start(positions.data(), query_start.data(), decode_seqs.data(), 4, tile_start.data(),
+                                  scoring.window);
   auto d_tile_start = to_device_i32(tile_start);
   DecodeStream plan;
   plan.tile_start = d_tile_start.get();
@@ -139,10 +146,10 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
       poison(d_out);
       paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                          d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                         static_cast<int>(multi_seq.size()), shape, nullptr);
+                         static_cast<int>(multi_seq.size()), shape, nullptr, scoring);
       decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                           d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
-                          partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan);
+                          partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan, scoring);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -181,11 +188,19 @@ TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
 
 // check_attention over every shape (for_each_case_shape: blocks of 16 and of 5).
 template <typename T>
-void check_attention_shapes(std::initializer_list<CaseShape> shapes, Kernels kernels) {
+void check_attention_shapes(std::initializer_list<CaseShape> shapes, Kernels kernels,
+                            const AttentionScoring& scoring = {}) {
+  CAPTURE(scoring.window);
+  CAPTURE(scoring.softcap);
+  CAPTURE(scoring.scale);
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
-    check_attention<T>(head_dim, num_heads, num_kv_heads, block_size, kernels);
+    check_attention<T>(head_dim, num_heads, num_kv_heads, block_size, kernels, scoring);
   });
 }
+
+// The family builds: windows that cut key tiles and splits (37; 300, three 128-key splits of the long
+// decode), a softcap with a query scale of its own, and both (Gemma 2's), on every kernel.
+const AttentionScoring kFamilyScorings[] = {{0.0f, 0.0f, 37}, {0.0f, 0.0f, 300}, {0.3f, 2.0f, 0}, {0.0625f, 2.0f, 64}};
 
 TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
                    __half) {
@@ -198,6 +213,19 @@ TEST_CASE_TEMPLATE("the stream decode kernel matches the reference over every cu
                    __nv_bfloat16, __half) {
   check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {128, 4, 4}, {32, 8, 8}, {64, 32, 8}, {128, 32, 8}},
                             Kernels::kStream);
+}
+
+TEST_CASE_TEMPLATE("every attention kernel's family build: sliding windows, softcaps, query scales", T, float,
+                   __nv_bfloat16, __half) {
+  for (const AttentionScoring& scoring : kFamilyScorings) {
+    check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {48, 8, 1}, {32, 8, 8}}, Kernels::kProven, scoring);
+  }
+}
+
+TEST_CASE_TEMPLATE("the stream decode kernel's family build over cuts into warp ranges", T, __nv_bfloat16, __half) {
+  for (const AttentionScoring& scoring : kFamilyScorings) {
+    check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}}, Kernels::kStream, scoring);
+  }
 }
 
 }  // namespace cbatch::test
