@@ -12,6 +12,11 @@ bool JsonFields::has(const char* key) const {
   return !object_[key].get(e) && !e.is_null();
 }
 
+bool JsonFields::is_null(const char* key) const {
+  element e;
+  return !object_[key].get(e) && e.is_null();
+}
+
 element JsonFields::at(const char* key) const {
   element e;
   if (object_[key].get(e) || e.is_null()) fail(key, "is missing");

@@ -17,6 +17,7 @@ class JsonFields {
       : object_(object), path_(std::move(path)), prefix_(std::move(prefix)) {}
 
   bool has(const char* key) const;
+  bool is_null(const char* key) const;  // present with the value null (which has() counts as absent)
   simdjson::dom::element at(const char* key) const;  // required
   int64_t get_int(const char* key) const;
   int get_size(const char* key) const;  // a positive int32

@@ -20,11 +20,12 @@ const std::vector<Family>& families() {
     mistral.window_layers = WindowLayers::kAll;
     t.push_back(mistral);
     t.push_back({.name = "qwen2", .hf_model_types = {"qwen2"}, .qkv_bias = true,
-                 .window_layers = WindowLayers::kFromLayer});
+                 .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28});
     t.push_back({.name = "qwen3", .hf_model_types = {"qwen3"}, .qk_norm = true,
-                 .window_layers = WindowLayers::kFromLayer});
+                 .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28});
     t.push_back({.name = "gemma2", .hf_model_types = {"gemma2"}, .sandwich_norms = true, .gemma_norms = true,
-                 .activation = Activation::kGeluTanh, .window_layers = WindowLayers::kEvenLayers});
+                 .activation = Activation::kGeluTanh, .window_layers = WindowLayers::kEvenLayers,
+                 .default_attn_softcap = 50.0f, .default_final_softcap = 30.0f});
     t.push_back({.name = "gemma3", .hf_model_types = {"gemma3_text", "gemma3"}, .qk_norm = true,
                  .sandwich_norms = true, .gemma_norms = true, .activation = Activation::kGeluTanh,
                  .window_layers = WindowLayers::kPattern, .gguf_window_pattern = 6,

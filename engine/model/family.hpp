@@ -33,6 +33,9 @@ struct Family {
   WindowLayers window_layers = WindowLayers::kNone;
   int gguf_window_pattern = 0;       // kPattern's period where GGUF files do not store it (llama.cpp's value)
   float gguf_rope_theta_local = 0;   // local layers' RoPE base where GGUF files do not store it
+  float default_attn_softcap = 0;    // when the file does not name one (Gemma 2: 50, as transformers and llama.cpp)
+  float default_final_softcap = 0;   // likewise (Gemma 2: 30)
+  int default_max_window_layers = 0;  // Qwen's config default (28)
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF

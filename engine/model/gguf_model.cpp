@@ -128,8 +128,8 @@ void read_family_keys(const GgufFile& gguf, const Family& family, const std::str
   c.norm_offset = 0.0f;  // Gemma's norms are stored as 1 + w
   if (family.gemma_norms) {
     c.attn_scale = gemma_query_scale(gguf, p, c);
-    c.attn_softcap = static_cast<float>(gguf.get_float(p + "attn_logit_softcapping", 0.0));
-    c.final_softcap = static_cast<float>(gguf.get_float(p + "final_logit_softcapping", 0.0));
+    c.attn_softcap = static_cast<float>(gguf.get_float(p + "attn_logit_softcapping", family.default_attn_softcap));
+    c.final_softcap = static_cast<float>(gguf.get_float(p + "final_logit_softcapping", family.default_final_softcap));
   } else if (gguf.find(p + "attention.scale")) {
     c.attn_scale = static_cast<float>(gguf.get_float(p + "attention.scale", 0.0));
   }

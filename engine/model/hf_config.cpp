@@ -7,6 +7,7 @@
 #include "engine/model/hf_config.hpp"
 
 #include <cmath>
+#include <optional>
 
 #include "engine/core/error.hpp"
 #include "engine/io/json_file.hpp"
@@ -34,10 +35,32 @@ std::vector<float> read_floats(const JsonFields& f, const char* key, int count) 
   return out;
 }
 
+// The RoPE parameters of global layers: transformers 5's rope_parameters (flat, or per layer type with
+// full_attention / sliding_attention), else transformers 4's rope_scaling; null when neither.
+std::optional<JsonFields> rope_object(const JsonFields& f, const char* layer_type) {
+  if (f.has("rope_parameters")) {
+    const JsonFields p = f.object("rope_parameters");
+    if (p.has("full_attention") || p.has("sliding_attention")) {
+      if (!p.has(layer_type)) return std::nullopt;
+      return p.object(layer_type);
+    }
+    return p;
+  }
+  if (f.has("rope_scaling") && std::string(layer_type) == "full_attention") return f.object("rope_scaling");
+  return std::nullopt;
+}
+
+double rope_theta_of(const JsonFields& f, const char* layer_type, double fallback) {
+  const std::optional<JsonFields> r = rope_object(f, layer_type);
+  if (r && r->has("rope_theta")) return r->get_number("rope_theta", fallback);
+  return fallback;
+}
+
 RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
   RopeScaling s;
-  if (!fields.has("rope_scaling")) return s;
-  const JsonFields r = fields.object("rope_scaling");
+  const std::optional<JsonFields> object = rope_object(fields, "full_attention");
+  if (!object) return s;
+  const JsonFields& r = *object;
   const std::string type = r.get_string("rope_type", r.get_string("type", "default"));
   s.original_max_position = r.get_size("original_max_position_embeddings",
                                        fields.get_size("original_max_position_embeddings", 8192));
@@ -102,7 +125,7 @@ std::vector<int> read_layer_windows(const JsonFields& f, const Family& family, c
     return windows;
   }
   return family_layer_windows(family, c.num_layers, window, f.get_size("sliding_window_pattern", 6),
-                              static_cast<int>(f.get_number("max_window_layers", 0.0)));
+                              static_cast<int>(f.get_number("max_window_layers", family.default_max_window_layers)));
 }
 
 void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
@@ -113,11 +136,16 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
     if (f.has("query_pre_attn_scalar")) {
       c.attn_scale = static_cast<float>(1.0 / std::sqrt(f.get_number("query_pre_attn_scalar", c.head_dim)));
     }
-    c.attn_softcap = static_cast<float>(f.get_number("attn_logit_softcapping", 0.0));
-    c.final_softcap = static_cast<float>(f.get_number("final_logit_softcapping", 0.0));
+    // Absent: the family's default (Gemma 2: 50 and 30); null: none.
+    auto cap = [&](const char* key, float fallback) {
+      return f.is_null(key) ? 0.0f : static_cast<float>(f.get_number(key, fallback));
+    };
+    c.attn_softcap = cap("attn_logit_softcapping", family.default_attn_softcap);
+    c.final_softcap = cap("final_logit_softcapping", family.default_final_softcap);
   }
   if (family.window_layers == WindowLayers::kPattern) {
-    c.rope_theta_local = static_cast<float>(f.get_number("rope_local_base_freq", 10000.0));
+    c.rope_theta_local = static_cast<float>(
+        rope_theta_of(f, "sliding_attention", f.get_number("rope_local_base_freq", 10000.0)));
   }
   c.layer_window = read_layer_windows(f, family, c);
   if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
@@ -136,7 +164,7 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
   c.vocab_size = f.get_size("vocab_size");
   c.max_context = f.get_size("max_position_embeddings", 2048);
   c.rms_eps = static_cast<float>(f.get_number("rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(f.get_number("rope_theta", 10000.0));
+  c.rope_theta = static_cast<float>(rope_theta_of(f, "full_attention", f.get_number("rope_theta", 10000.0)));
   c.rope_layout = RopeLayout::kHalves;
   c.tied_embeddings = f.get_bool("tie_word_embeddings", family.gemma_norms);  // Gemma ties by default
   check_model_config(c, path);

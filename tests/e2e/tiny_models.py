@@ -35,6 +35,8 @@ MODELS = {
                          config=dict(model_type="qwen2", rope_theta=1000000.0, use_sliding_window=True,
                                      sliding_window=10, max_window_layers=1)),
     "qwen3": dict(family="qwen3", config=dict(model_type="qwen3", head_dim=32, rope_theta=1000000.0)),
+    "qwen3-v5": dict(family="qwen3", hf="v5", gguf=False,
+                     config=dict(model_type="qwen3", head_dim=32, rope_theta=1000000.0, num_hidden_layers=2)),
     "gemma2": dict(family="gemma2", config=dict(
         GEMMA, model_type="gemma2", head_dim=32, num_hidden_layers=4, sliding_window=11, query_pre_attn_scalar=8,
         attn_logit_softcapping=2.0, final_logit_softcapping=3.0),

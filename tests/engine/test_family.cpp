@@ -166,3 +166,28 @@ TEST_CASE("family: the CPU forward masks keys older than the window, and only th
 }
 
 }  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("family: transformers 5 configs (rope_parameters), Gemma 2's default softcaps, Qwen's default window layers") {
+  const Model flat = load_config(tiny_config("qwen3", R"(, "rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0})"));
+  CHECK(flat.config.rope_theta == 1000000.0f);
+  const Model per_type = load_config(tiny_config("gemma3_text", R"(, "sliding_window": 8, "rope_parameters": {
+      "full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0},
+      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})"));
+  CHECK(per_type.config.rope_theta == 1000000.0f);
+  CHECK(per_type.config.rope_theta_local == 10000.0f);
+  CHECK(per_type.config.rope_scaling.type == RopeScalingType::kLinear);
+  CHECK(per_type.config.rope_scaling.factor == 8.0f);
+  const Model absent = load_config(tiny_config("gemma2", ""));
+  CHECK(absent.config.attn_softcap == 50.0f);
+  CHECK(absent.config.final_softcap == 30.0f);
+  const Model none = load_config(tiny_config("gemma2", R"(, "attn_logit_softcapping": null, "final_logit_softcapping": null)"));
+  CHECK(none.config.attn_softcap == 0.0f);
+  CHECK(none.config.final_softcap == 0.0f);
+  const Model qwen = load_config(tiny_config("qwen2", R"(, "sliding_window": 16, "use_sliding_window": true)", 30));
+  CHECK(qwen.config.window(27) == 0);
+  CHECK(qwen.config.window(28) == 16);
+}
+
+}  // namespace cbatch
