@@ -298,14 +298,24 @@ class EngineRun {
     const int vocab = model_.config.vocab_size;
     const std::vector<uint64_t>& mask = seq.constraint->allowed(seq.constraint_state);
     const bool eos_ok = seq.constraint->accepting(seq.constraint_state);
+    const std::vector<int32_t>& eos = model_.tokenizer->eos_ids();
+    eos_logits_.clear();
+    for (int32_t id : eos) eos_logits_.push_back(id >= 0 && id < vocab ? logits[id] : 0.0f);
     bool any = false;
-    for (int t = 0; t < vocab; ++t) {
-      const bool ok = t < static_cast<int>(mask.size() * 64) && ((mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1);
-      const bool allowed = model_.tokenizer->is_eos(t) ? eos_ok : ok;
-      if (!allowed) logits[t] = -INFINITY;
-      any = any || allowed;
+    for (int t0 = 0; t0 < vocab; t0 += 64) {
+      const size_t word = static_cast<size_t>(t0 / 64);
+      const uint64_t bits = word < mask.size() ? mask[word] : 0;
+      any = any || bits != 0;
+      if (bits == ~uint64_t{0}) continue;
+      for (int t = t0; t < std::min(vocab, t0 + 64); ++t) {
+        if (!((bits >> (t - t0)) & 1)) logits[t] = -INFINITY;
+      }
     }
-    return any;
+    for (size_t i = 0; i < eos.size(); ++i) {  // EOS: only at a full match, whatever its bytes
+      if (eos[i] < 0 || eos[i] >= vocab) continue;
+      logits[eos[i]] = eos_ok ? eos_logits_[i] : -INFINITY;
+    }
+    return any || (eos_ok && !eos.empty());
   }
 
   // A request with n > 1 runs as one sequence until its prompt is computed. At the step that samples its
@@ -430,6 +440,7 @@ class EngineRun {
   std::vector<float*> row_logits_;              // (tokens sampled this step) the logits row each draw uses
   std::vector<bool> constrained_blocked_;       // (tokens sampled this step) its constraint allows no token
   std::unique_ptr<ConstraintCache> constraints_;
+  std::vector<float> eos_logits_;               // (eos ids) scratch of apply_constraint
   int step_constrained_rows_ = 0;               // this step's rows sampled under a constraint
   double step_mask_ms_ = 0;                     // and the time their masks took
   std::vector<float> fork_logits_;              // (samples forked this step, vocab) copies of their parent's row
