@@ -104,9 +104,13 @@ class EngineRun {
                        ") but the whole cache has " + std::to_string(blocks_.num_blocks()));
       return;
     }
-    if (n > config_.scheduler.max_num_seqs && config_.scheduler.mode != Mode::kSequential) {
-      reject(*seq, "n = " + std::to_string(n) + " samples run together, more than --max-num-seqs " +
-                       std::to_string(config_.scheduler.max_num_seqs));
+    const SchedulerConfig& sc = config_.scheduler;
+    const int max_together = sc.mode == Mode::kStatic ? std::min(sc.max_num_seqs, sc.max_num_batched_tokens)
+                                                      : sc.max_num_seqs;  // a static batch row per sample
+    if (n > max_together && sc.mode != Mode::kSequential) {
+      reject(*seq, "n = " + std::to_string(n) + " samples run together, more than the " + std::to_string(max_together) +
+                       " sequences a step may hold (--max-num-seqs" +
+                       (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")"));
       return;
     }
     Sequence* raw = seq.get();

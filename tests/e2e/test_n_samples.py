@@ -99,6 +99,11 @@ res, _ = run_rows([{"id": "kv", "prompt_token_ids": list(range(3, 30)), "n": 50,
                   ["--kv-cache-blocks", "40", "--block-size", "4", "--max-num-seqs", "64"], expect_rc=2, name="kv")
 c.check("KV blocks" in res["kv"]["error"]["message"], f"n beyond the KV cache: {res['kv']}")
 
+res, _ = run_rows([{"id": "st", "prompt_token_ids": [5, 6, 7], "n": 12, "max_tokens": 3},
+                   {"id": "ok", "prompt_token_ids": [5, 6, 7], "n": 2, "max_tokens": 3}],
+                  ["--mode", "static", "--max-num-batched-tokens", "8"], expect_rc=2, name="static cap")
+c.check("error" in res["st"] and len(res["ok"]["outputs"]) == 2, f"static: n over the batch's rows: {res['st']}")
+
 # OpenAI form: n choices; --resume: one line per request.
 prompts, out = os.path.join(work, "oa.jsonl"), os.path.join(work, "oa-out.jsonl")
 write_jsonl(prompts, [{"custom_id": "x", "method": "POST", "url": "/v1/completions",
