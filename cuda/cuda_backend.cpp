@@ -62,15 +62,16 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }
-  if (c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) {
+  if ((c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) && c.head_dim != kWideHeadDim) {
     unsupported(c.architecture + "'s head_dim " + std::to_string(c.head_dim) +
-                ": the attention kernels take multiples of 16 up to 128 (use --device cpu)");
+                ": the attention kernels take multiples of 16 up to 128, and 256 (use --device cpu)");
   }
   if (window_kinds(c).size() > static_cast<size_t>(kMaxWindowKinds)) {
     unsupported("more than " + std::to_string(kMaxWindowKinds) + " different sliding windows across the layers");
   }
   // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
   // embedding scale, query scale, softcaps, windows, local RoPE base, every RoPE scaling) is implemented.
+  // head_dim 256 (Gemma's) runs on the CUDA-core attention kernels (see context_with_shared_memory).
   return c;
 }
 
@@ -83,7 +84,7 @@ class CudaBackend final : public Backend {
       : config_(checked_config(model.config)),
         options_(options),
         context_(options.device_index),
-        weights_(upload_weights<T>(model, context_.stream())),
+        weights_(upload_weights<T>(model, context_with_shared_memory().stream())),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
@@ -171,8 +172,9 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
   // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention (CBATCH_PREFILL_ATTENTION=0 sends
-  // them through the CUDA-core paged_attention, for comparison; fp32 always uses paged_attention).
-  bool use_prefill_kernel_ = prefill_kernel_enabled();
+  // them through the CUDA-core paged_attention, for comparison; fp32 and head_dim 256 always use
+  // paged_attention).
+  bool use_prefill_kernel_ = prefill_kernel_enabled() && config_.head_dim <= 128;
 
   // Sampled rows drawn on the GPU by sample_rows (CBATCH_SAMPLING=device) instead of copying their logits
   // to the host's Sampler: opt-in until the kernel has been checked on a GPU.
@@ -181,12 +183,27 @@ class CudaBackend final : public Backend {
   PinnedBuffer<PenaltyToken> host_penalty_tokens_;  // (capacity) their staging copy
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
+  // The context, once its GPU is known to give the attention kernels the shared memory they need at the
+  // head_dim (at 256 the CUDA-core kernels need about 140 KB a CTA, more than sm_86/89 allow).
+  const CudaContext& context_with_shared_memory() const {
+    if (config_.head_dim <= 128) return context_;  // every kernel fits every supported GPU
+    const size_t need = std::max(paged_attention_smem_bytes(config_.head_dim) + kAttentionItemsPerTile * sizeof(int),
+                                 decode_cuda_cores_smem_bytes<T>(config_.head_dim));
+    const size_t has = context_.properties().sharedMemPerBlockOptin;
+    if (need > has) {
+      unsupported("head_dim " + std::to_string(config_.head_dim) + " on " + context_.properties().name +
+                  ": its attention kernels need " + std::to_string(need) + " bytes of shared memory per block, the "
+                  "GPU allows " + std::to_string(has) + " (use --device cpu)");
+    }
+    return context_;
+  }
   int max_partials() const { return 16 * num_sms(); }
   static std::optional<DecodeKernel> decode_kernel_choice(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
     const std::string env = value != nullptr ? value : "";
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
-                          (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128);
+                          (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128 ||
+                           c.head_dim == kWideHeadDim);
     if (!shape_ok || env == "0") return std::nullopt;
     if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
       return DecodeKernel::kCudaCores;

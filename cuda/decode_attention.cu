@@ -11,7 +11,9 @@
 // head over every (128 / (head_dim / 2))-th key of the chunk, reading value rows from shared memory as
 // pairs; the key groups' sums are added at the end. With one split
 // the CTA writes out = o / l; with several it writes (o, m, l) and decode_combine_kernel merges them.
-// The family build (decode_args.cuh) splits the keys of the row's window and softcaps the scores.
+// The family build (decode_args.cuh) splits the keys of the row's window and softcaps the scores. The
+// block code of the kernel and the merge is in decode_cuda_cores_block.cuh. head_dim 16, 32, 64, 128 and
+// 256 (Gemma's: 64 KB of value rows in bf16, 128 KB in fp32).
 #include "cuda/decode_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -24,6 +26,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/decode_cuda_cores_block.cuh"
 #include "cuda/decode_kernels.cuh"
 #include "cuda/kernel_smem.hpp"
 
@@ -32,196 +35,15 @@ namespace {
 
 using namespace decode_detail;
 
-constexpr int kThreads = kDecodeKeysPerChunk;  // one key per thread
-constexpr int kWarps = kThreads / 32;
-
-// Two consecutive elements widened to fp32 (4- or 8-byte aligned).
-__device__ __forceinline__ float2 load2_f32(const float* p) { return *reinterpret_cast<const float2*>(p); }
-__device__ __forceinline__ float2 load2_f32(const __nv_bfloat16* p) {
-  return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
-}
-__device__ __forceinline__ float2 load2_f32(const __half* p) { return __half22float2(*reinterpret_cast<const __half2*>(p)); }
-
-// Dynamic shared memory: the chunk's value rows, reused at the end for the per-key-group outputs.
-template <typename T, int HD>
-constexpr size_t decode_smem_bytes() {
-  const size_t values = sizeof(T) * kThreads * HD;
-  const size_t outputs = sizeof(float) * (kThreads / (HD / 2)) * kDecodeMaxGroup * HD;
-  return values > outputs ? values : outputs;
-}
-
 template <typename T, int HD, bool FAMILY>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(const DecodeArgs<T> a) {
-  constexpr int kVec = Pack16<T>::kSize;
-  constexpr int kPairs = HD / 2;                                   // output dim pairs
-  constexpr int kKeyGroups = kThreads / kPairs;                    // threads sharing one dim pair
-  __shared__ float s_q[kDecodeMaxGroup][HD];                       // q * scale
-  __shared__ float s_p[kDecodeMaxGroup][kThreads];                 // probabilities of the chunk
-  __shared__ float s_red[kDecodeMaxGroup][kWarps];                 // per-warp max, then sum
-  __shared__ float s_m[kDecodeMaxGroup], s_l[kDecodeMaxGroup], s_alpha[kDecodeMaxGroup];
+__global__ void __launch_bounds__(cuda_cores::kThreads) decode_attention_kernel(const DecodeArgs<T> a) {
   extern __shared__ __align__(16) unsigned char s_dynamic[];
-  T* s_v = reinterpret_cast<T*>(s_dynamic);                        // (kThreads, HD) value rows of the chunk
-  float* s_o = reinterpret_cast<float*>(s_dynamic);                // (kKeyGroups, group, HD) after the loop
-
-  const DecodeCta cta = decode_cta<T, FAMILY>(a);
-  const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
-  const int key_begin = cta.key_begin, key_end = cta.key_end;
-  const int32_t* table = cta.table;
-  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
-
-  for (int i = tid; i < group * HD; i += kThreads) {
-    const int g = i / HD, d = i % HD;
-    s_q[g][d] = to_float(a.qkv[row * qkv_stride + static_cast<size_t>(kv_head * group + g) * HD + d]) * a.scale;
-  }
-  if (tid < group) {
-    s_m[tid] = -INFINITY;
-    s_l[tid] = 0.0f;
-  }
-  const int pair = tid % kPairs, key_group = tid / kPairs;
-  float2 o[kDecodeMaxGroup];  // this thread's dims (2 pair, 2 pair + 1) of each head, over its keys
-#pragma unroll
-  for (int g = 0; g < kDecodeMaxGroup; ++g) o[g] = make_float2(0.0f, 0.0f);
-  __syncthreads();
-
-  for (int chunk = key_begin; chunk < key_end; chunk += kThreads) {
-    const int key = chunk + tid;
-    float s[kDecodeMaxGroup];
-#pragma unroll
-    for (int g = 0; g < kDecodeMaxGroup; ++g) s[g] = key < key_end ? 0.0f : -INFINITY;
-    if (key < key_end) {
-      const size_t offset = cache_offset(a, table, kv_head, key, HD);
-      const T* k_row = a.k_cache + offset;
-      // This key's value row goes to shared memory for the weighted sum below (loads issued early).
-#pragma unroll
-      for (int d = 0; d < HD; d += kVec) {
-        *reinterpret_cast<Pack16<T>*>(s_v + tid * HD + d) = *reinterpret_cast<const Pack16<T>*>(a.v_cache + offset + d);
-      }
-#pragma unroll
-      for (int d = 0; d < HD; d += kVec) {
-        float kf[kVec];
-        load_pack_f32(k_row + d, kf);
-#pragma unroll
-        for (int g = 0; g < kDecodeMaxGroup; ++g) {
-          if (g < group) {
-#pragma unroll
-            for (int e = 0; e < kVec; ++e) s[g] += s_q[g][d + e] * kf[e];
-          }
-        }
-      }
-      if constexpr (FAMILY) {
-#pragma unroll
-        for (int g = 0; g < kDecodeMaxGroup; ++g) s[g] = softcapped(s[g], a.softcap);
-      }
-    }
-    // Chunk max per head over the block, then the new running max and the rescale factor.
-#pragma unroll
-    for (int g = 0; g < kDecodeMaxGroup; ++g) {
-      if (g < group) {
-        const float m = warp_max(s[g]);
-        if (lane == 0) s_red[g][warp] = m;
-      }
-    }
-    __syncthreads();
-    if (tid < group) {
-      float m = s_m[tid];
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_red[tid][w]);
-      s_alpha[tid] = expf(s_m[tid] - m);  // 0 on the first chunk (m was -inf), m is finite from then on
-      s_m[tid] = m;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int g = 0; g < kDecodeMaxGroup; ++g) {
-      if (g < group) {
-        const float p = key < key_end ? expf(s[g] - s_m[g]) : 0.0f;
-        s_p[g][tid] = p;
-        const float sum = warp_sum(p);
-        if (lane == 0) s_red[g][warp] = sum;
-      }
-    }
-    __syncthreads();
-    if (tid < group) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) sum += s_red[tid][w];
-      s_l[tid] = s_l[tid] * s_alpha[tid] + sum;
-    }
-    // Weighted values: this thread's dim pair for every head, over keys key_group, key_group + kKeyGroups...
-#pragma unroll
-    for (int g = 0; g < kDecodeMaxGroup; ++g) {
-      if (g < group) {
-        o[g].x *= s_alpha[g];
-        o[g].y *= s_alpha[g];
-      }
-    }
-    const int num_keys = min(kThreads, key_end - chunk);
-    for (int k = key_group; k < num_keys; k += kKeyGroups) {
-      const float2 v = load2_f32(s_v + k * HD + 2 * pair);
-#pragma unroll
-      for (int g = 0; g < kDecodeMaxGroup; ++g) {
-        if (g < group) {
-          const float p = s_p[g][k];
-          o[g].x += p * v.x;
-          o[g].y += p * v.y;
-        }
-      }
-    }
-    __syncthreads();  // s_v, s_p, s_red and s_alpha are rewritten by the next chunk
-  }
-
-  // Sum the key groups' partial outputs (s_v's space is free now).
-#pragma unroll
-  for (int g = 0; g < kDecodeMaxGroup; ++g) {
-    if (g < group) {
-      s_o[(key_group * group + g) * HD + 2 * pair] = o[g].x;
-      s_o[(key_group * group + g) * HD + 2 * pair + 1] = o[g].y;
-    }
-  }
-  __syncthreads();
-
-  const bool is_split = gridDim.z > 1;
-  const size_t partial = (static_cast<size_t>(blockIdx.x) * gridDim.y + kv_head) * gridDim.z + blockIdx.z;
-  for (int e = tid; e < group * HD; e += kThreads) {
-    const int g = e / HD, d = e % HD;
-    float sum = 0.0f;
-#pragma unroll
-    for (int kg = 0; kg < kKeyGroups; ++kg) sum += s_o[(kg * group + g) * HD + d];
-    if (is_split) {
-      a.partial_o[(partial * group + g) * HD + d] = sum;
-    } else {
-      a.out[static_cast<size_t>(row) * a.num_heads * HD + static_cast<size_t>(kv_head * group + g) * HD + d] =
-          from_float<T>(sum / s_l[g]);
-    }
-  }
-  if (is_split && tid < group) {
-    a.partial_ml[(partial * group + tid) * 2] = s_m[tid];
-    a.partial_ml[(partial * group + tid) * 2 + 1] = s_l[tid];
-  }
+  cuda_cores::cuda_cores_block<T, HD, FAMILY>(a, s_dynamic);
 }
 
-// Merges the splits of one (sequence, q head): out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s.
-// Grid (num_seqs, num_heads), head_dim threads. Split 0 always holds key 0, so M is finite; an empty
-// split has m = -inf, l = 0 and o = 0 and adds nothing.
 template <typename T>
 __global__ void decode_combine_kernel(const DecodeArgs<T> a, int num_splits) {
-  const int seq = a.decode_seqs[blockIdx.x];
-  const int head = blockIdx.y;
-  const int group = a.num_heads / a.num_kv_heads;
-  const int kv_head = head / group, g = head % group;
-  const int hd = blockDim.x;
-  const size_t first = (static_cast<size_t>(blockIdx.x) * a.num_kv_heads + kv_head) * num_splits;
-  float m = -INFINITY;
-  for (int s = 0; s < num_splits; ++s) m = fmaxf(m, a.partial_ml[((first + s) * group + g) * 2]);
-  float l = 0.0f, o = 0.0f;
-  for (int s = 0; s < num_splits; ++s) {
-    const size_t p = (first + s) * group + g;
-    const float w = expf(a.partial_ml[p * 2] - m);
-    l += w * a.partial_ml[p * 2 + 1];
-    o += w * a.partial_o[p * hd + threadIdx.x];
-  }
-  const int row = a.query_start[seq];
-  a.out[static_cast<size_t>(row) * a.num_heads * hd + static_cast<size_t>(head) * hd + threadIdx.x] = from_float<T>(o / l);
+  cuda_cores::combine_block<T>(a, num_splits);
 }
 
 }  // namespace
@@ -255,8 +77,8 @@ namespace {
 
 template <typename T, int HD, bool FAMILY>
 void launch_cuda_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
-  launch_split<T>(decode_attention_kernel<T, HD, FAMILY>, kThreads, decode_smem_bytes<T, HD>(), args, num_seqs,
-                  num_splits, HD, stream);
+  launch_split<T>(decode_attention_kernel<T, HD, FAMILY>, cuda_cores::kThreads, cuda_cores::decode_smem_bytes<T, HD>(),
+                  args, num_seqs, num_splits, HD, stream);
 }
 
 // Launches the kernel's FAMILY build for the decode rows.
@@ -280,13 +102,33 @@ void launch_decode(const DecodeArgs<T>& args, int num_seqs, const DecodeSplit& s
     case 32: return launch_cuda_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, stream);
     case 64: return launch_cuda_cores<T, 64, FAMILY>(args, num_seqs, split.num_splits, stream);
     case 128: return launch_cuda_cores<T, 128, FAMILY>(args, num_seqs, split.num_splits, stream);
-    default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64 or 128");
+    case 256: return launch_cuda_cores<T, 256, FAMILY>(args, num_seqs, split.num_splits, stream);
+    default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64, 128 or 256");
   }
 }
 
 }  // namespace
 
 bool decode_tensor_cores_support(int head_dim) { return head_dim == 32 || head_dim == 64 || head_dim == 128; }
+
+template <typename T>
+size_t decode_cuda_cores_smem_bytes(int head_dim) {
+  auto bytes = [](auto hd) {
+    constexpr int HD = decltype(hd)::value;
+    return cuda_cores::decode_smem_bytes<T, HD>() + cuda_cores::static_smem_bytes<HD>();
+  };
+  switch (head_dim) {
+    case 16: return bytes(std::integral_constant<int, 16>{});
+    case 32: return bytes(std::integral_constant<int, 32>{});
+    case 64: return bytes(std::integral_constant<int, 64>{});
+    case 128: return bytes(std::integral_constant<int, 128>{});
+    case 256: return bytes(std::integral_constant<int, 256>{});
+    default: throw Error("decode_attention: head_dim " + std::to_string(head_dim) + " is not 16, 32, 64, 128 or 256");
+  }
+}
+template size_t decode_cuda_cores_smem_bytes<float>(int);
+template size_t decode_cuda_cores_smem_bytes<__nv_bfloat16>(int);
+template size_t decode_cuda_cores_smem_bytes<__half>(int);
 
 DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials) {
   DecodeSplit split;

@@ -6,6 +6,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
@@ -35,6 +36,9 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 // on the CPU through an emulation of the PTX instructions, tests/cuda/test_decode_emulated.cpp).
 enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
+// Shared memory (dynamic and static) of a CUDA-core decode CTA at head_dim: 141 KB in fp32 at 256.
+template <typename T>
+size_t decode_cuda_cores_smem_bytes(int head_dim);
 
 // A stream launch: tile_start (device, num_seqs + 1 entries, see decode_stream.hpp), the tiles of all
 // items (tile_start[num_seqs] * num_kv_heads), the warps (decode_stream::choose_num_warps, at most
@@ -63,7 +67,8 @@ DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages = 3);
 // (attention_shape.hpp: f is the window's first key; the splits then cut positions f.., so choose the
 // split over the window's keys). d_partial_o (max_partials, group, head_dim) and d_partial_ml
 // (max_partials, group, 2) are scratch for split.num_splits > 1, where num_seqs * num_kv_heads *
-// num_splits <= max_partials. head_dim in {16, 32, 64, 128}; num_heads / num_kv_heads <= kDecodeMaxGroup.
+// num_splits <= max_partials. head_dim in {16, 32, 64, 128}, and 256 for kCudaCores; num_heads /
+// num_kv_heads <= kDecodeMaxGroup.
 // kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials, its tile_start built for
 // the same window (decode_stream::build_tile_start).
 template <typename T>

@@ -3,6 +3,7 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
@@ -21,10 +22,17 @@ int paged_attention_rows_per_tile(const AttentionShape& shape);
 int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per_tile, int32_t* tile_seq,
                           int32_t* tile_row);
 
+// The head_dim beyond 128 that paged_attention (and no tensor-core kernel) also takes: Gemma's.
+constexpr int kWideHeadDim = 256;
+
 // Throws cbatch::Error (prefixed with op) unless the tile count, heads, block size and head_dim suit the
-// attention kernels over attention tiles: head_dim a multiple of 16 up to 128, num_heads / num_kv_heads
-// at most kAttentionItemsPerTile.
-void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq);
+// attention kernels over attention tiles: head_dim a multiple of 16 up to 128 (or kWideHeadDim where
+// wide_ok), num_heads / num_kv_heads at most kAttentionItemsPerTile.
+void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq,
+                                 bool wide_ok = false);
+
+// Dynamic shared memory of a paged_attention CTA at head_dim (140 KB at 256: more than some GPUs allow).
+size_t paged_attention_smem_bytes(int head_dim);
 
 // out (num_tokens, num_heads * head_dim) T: for every row r of sequence s and q head h, softmax-weighted
 // sum of the v of s at cache positions first..positions[r], with scores q.k * scale (softcapped), kv head
@@ -34,7 +42,8 @@ void check_paged_attention_sizes(const char* op, const AttentionShape& shape, in
 // head_dim), into which this step's rows were written before. block_tables (num_seqs,
 // max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
 // from build_attention_tiles with paged_attention_rows_per_tile(shape). head_dim: a multiple of 16 up
-// to 128. Block table entries for positions 0..positions[r] must be valid blocks (host-validated).
+// to 128, or kWideHeadDim. Block table entries for positions 0..positions[r] must be valid blocks
+// (host-validated).
 template <typename T>
 void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,

@@ -16,29 +16,9 @@
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_smem.hpp"
 #include "cuda/paged_attention.hpp"
+#include "cuda/tile_attention_args.cuh"
 
 namespace cbatch {
-
-template <typename T>
-struct TileAttentionArgs {
-  T* out;                       // (num_tokens, num_heads * hd)
-  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const int32_t* positions;     // (num_tokens)
-  const int32_t* query_start;   // (num_seqs + 1)
-  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
-  const int32_t* tile_seq;      // (num_tiles)
-  const int32_t* tile_row;      // (num_tiles)
-  int max_blocks_per_seq;
-  int num_heads;
-  int num_kv_heads;
-  int block_size;
-  int rows_per_tile;
-  float scale;
-  float softcap;                // the family build's (AttentionScoring)
-  int window;
-};
 
 template <typename T>
 TileAttentionArgs<T> make_tile_attention_args(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache,
@@ -59,10 +39,14 @@ void dispatch_scoring(const AttentionScoring& scoring, F&& launch) {
   return launch(std::true_type{});
 }
 
-// Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}; the launchers
-// check head_dim first (check_paged_attention_sizes), so no other value reaches here.
-template <typename F>
+// Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}, and 256 where WIDE
+// (paged_attention's builds); the launchers check head_dim first (check_paged_attention_sizes), so no
+// other value reaches here.
+template <bool WIDE = false, typename F>
 void dispatch_head_dim(int head_dim, F&& launch) {
+  if constexpr (WIDE) {
+    if (head_dim == kWideHeadDim) return launch(std::integral_constant<int, kWideHeadDim>{});
+  }
   switch (head_dim) {
     case 16: return launch(std::integral_constant<int, 16>{});
     case 32: return launch(std::integral_constant<int, 32>{});

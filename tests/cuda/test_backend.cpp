@@ -41,7 +41,7 @@ TensorView random_tensor(const std::string& name, int64_t rows, int64_t cols, ui
   return t;
 }
 
-Model make_model(int num_layers, bool tied, RopeLayout layout) {
+Model make_model(int num_layers, bool tied, RopeLayout layout, int head_dim = 64) {
   Model m;
   m.format = "dummy";
   m.weight_dtype = "random";
@@ -51,7 +51,7 @@ Model make_model(int num_layers, bool tied, RopeLayout layout) {
   c.num_layers = num_layers;
   c.num_heads = 4;
   c.num_kv_heads = 2;
-  c.head_dim = 64;
+  c.head_dim = head_dim;
   c.vocab_size = 1000;
   c.max_context = 64;
   c.rms_eps = 1e-5f;
@@ -244,14 +244,14 @@ const char* family_name(Family f) {
 }
 
 // make_model's Llama without RoPE scaling, tied as Gemma's: what each family model adds its feature to.
-Model family_base_model(Family family) {
-  Model m = make_model(3, family == Family::kGemma2 || family == Family::kGemma3, RopeLayout::kHalves);
+Model family_base_model(Family family, int head_dim = 64) {
+  Model m = make_model(3, family == Family::kGemma2 || family == Family::kGemma3, RopeLayout::kHalves, head_dim);
   m.config.rope_scaling = RopeScaling{};
   return m;
 }
 
-Model make_family_model(Family family) {
-  Model m = family_base_model(family);
+Model make_family_model(Family family, int head_dim = 64) {
+  Model m = family_base_model(family, head_dim);
   ModelConfig& c = m.config;
   c.architecture = family_name(family);
   uint64_t seed = 5000;
@@ -335,6 +335,16 @@ TEST_CASE("CUDA backend runs every family as the CPU backend does (fp32, bf16, f
   }
 }
 
+TEST_CASE("CUDA backend runs Gemma's head_dim 256 on the CUDA-core attention kernels (fp32, bf16, fp16)") {
+  for (const Family family : {Family::kGemma3, Family::kGemma2}) {
+    const Model model = make_family_model(family, 256);
+    CAPTURE(family_name(family));
+    check_scenario(model, ComputeDType::kF32, 1e-4, true);
+    check_scenario(model, ComputeDType::kBF16, 3e-2, true);
+    check_scenario(model, ComputeDType::kF16, 5e-3, true);
+  }
+}
+
 TEST_CASE("the family models differ from their Llama base (each family test checks its feature)" *
           doctest::test_suite("host")) {
   for (const Family family : kFamilies) {
@@ -363,9 +373,9 @@ std::string make_error(const Model& model) {
 
 TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, before touching the device" *
           doctest::test_suite("host")) {
-  Model wide = make_family_model(Family::kGemma3);  // Gemma's head_dim 256 (checked before the device is opened)
-  wide.config.head_dim = 256;
-  CHECK(make_error(wide).find("head_dim 256: the attention kernels take multiples of 16 up to 128") !=
+  Model wide = make_family_model(Family::kGemma3);  // checked before the device is opened
+  wide.config.head_dim = 192;
+  CHECK(make_error(wide).find("head_dim 192: the attention kernels take multiples of 16 up to 128, and 256") !=
         std::string::npos);
   Model windows = make_family_model(Family::kMistral);
   windows.config.num_layers = 5;

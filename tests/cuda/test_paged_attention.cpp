@@ -1,10 +1,11 @@
 // paged_attention against the CPU reference on the mixed ragged batch of attention_case.hpp (and the
 // tensor-core prefill_attention on the same tiles for 16-bit types; the decode rows also through every
 // decode kernel, CUDA cores and tensor cores, and in a test case of its own the stream kernel over every
-// cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128, GQA groups 1..8, block
-// sizes 16 and 5; and every kernel's family build (sliding windows, softcaps, query scales) on the same
-// batch with the cache before every row's window NaN. test_decode_emulated.cpp runs the tensor-core decode
-// kernels' block code on the same batches without a GPU.
+// cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128 and 256 (Gemma's, on the
+// CUDA-core kernels only), GQA groups 1..8, block sizes 16 and 5; and every kernel's family build (sliding
+// windows, softcaps, query scales) on the same batch with the cache before every row's window NaN.
+// test_decode_emulated.cpp and test_cuda_cores_emulated.cpp run the decode kernels' and paged_attention's
+// block code on the same batches without a GPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -67,9 +68,10 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
                      scoring);
   CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
 
-  // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included).
+  // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included), up to
+  // head_dim 128.
   if constexpr (!std::is_same_v<T, float>) {
-    if (which == Kernels::kProven) {
+    if (which == Kernels::kProven && head_dim <= 128) {
       poison(d_out);
       prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
                            d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
@@ -81,7 +83,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   // The production split: multi-row sequences through paged_attention, single-row ones through
   // decode_attention, without and with split-KV (many CTAs per long sequence, combined after).
   const bool decode_shape = group <= kDecodeMaxGroup && (head_dim == 16 || head_dim == 32 || head_dim == 64 ||
-                                                         head_dim == 128);
+                                                         head_dim == 128 || head_dim == kWideHeadDim);
   if (!decode_shape) return;
   std::vector<int32_t> multi_seq, multi_row, decode_seqs;
   for (int t = 0; t < num_tiles; ++t) {
@@ -205,7 +207,7 @@ const AttentionScoring kFamilyScorings[] = {{0.0f, 0.0f, 37}, {0.0f, 0.0f, 300},
 TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/decode batch", T, float, __nv_bfloat16,
                    __half) {
   check_attention_shapes<T>({{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}, {32, 8, 8},
-                             {64, 32, 8}, {128, 32, 8}},
+                             {64, 32, 8}, {128, 32, 8}, {256, 8, 4}, {256, 2, 1}},
                             Kernels::kProven);
 }
 
@@ -218,7 +220,8 @@ TEST_CASE_TEMPLATE("the stream decode kernel matches the reference over every cu
 TEST_CASE_TEMPLATE("every attention kernel's family build: sliding windows, softcaps, query scales", T, float,
                    __nv_bfloat16, __half) {
   for (const AttentionScoring& scoring : kFamilyScorings) {
-    check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {48, 8, 1}, {32, 8, 8}}, Kernels::kProven, scoring);
+    check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {48, 8, 1}, {32, 8, 8}, {256, 8, 4}}, Kernels::kProven,
+                              scoring);
   }
 }
 

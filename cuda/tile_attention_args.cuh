@@ -1,0 +1,29 @@
+// The argument block of the kernels over attention tiles (tile_attention.cuh), with no CUDA include so that
+// their block code can also run on the host (paged_attention_block.cuh, tests/cuda/block_emulator.hpp).
+#pragma once
+#include <cstdint>
+
+namespace cbatch {
+
+template <typename T>
+struct TileAttentionArgs {
+  T* out;                       // (num_tokens, num_heads * hd)
+  const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
+  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const int32_t* positions;     // (num_tokens)
+  const int32_t* query_start;   // (num_seqs + 1)
+  const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
+  const int32_t* tile_seq;      // (num_tiles)
+  const int32_t* tile_row;      // (num_tiles)
+  int max_blocks_per_seq;
+  int num_heads;
+  int num_kv_heads;
+  int block_size;
+  int rows_per_tile;
+  float scale;
+  float softcap;                // the family build's (AttentionScoring)
+  int window;
+};
+
+}  // namespace cbatch

@@ -1,0 +1,194 @@
+// The CUDA-core attention kernels' block code (paged_attention_block.cuh: the kernel over attention tiles
+// that serves fp32, CBATCH_PREFILL_ATTENTION=0 and head_dim 256; decode_cuda_cores_block.cuh: the CUDA-core
+// decode kernel and the merge of split-KV partials) run on the CPU by the block emulator, against the CPU
+// reference on the attention tests' batch (attention_case.hpp): every row through the tiles, the decode rows
+// through the decode kernel with one split and with 128-key splits merged by the merge block. Llama's builds
+// and the family builds (windows that cut key tiles and splits, softcaps, query scales; the cache before
+// every window NaN, so a kernel that loads a key it need not read fails), head_dim 16 to 256. The device
+// helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
+#include <math.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/decode_attention.hpp"
+#include "cuda/paged_attention.hpp"
+#include "tests/cuda/attention_case.hpp"
+#include "tests/cuda/test_util.hpp"
+// Last: the emulator defines the CUDA keywords as macros, for the device code after it (where threadIdx.x is
+// unsigned, as on a GPU, and compared with ints).
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#include "tests/cuda/block_emulator.hpp"
+#include "cuda/cuda_dtype.cuh"
+#include "cuda/decode_cuda_cores_block.cuh"
+#include "cuda/paged_attention_block.cuh"
+
+namespace cbatch::test {
+namespace {
+
+using decode_detail::DecodeArgs;
+
+template <typename T>
+std::vector<T> to_t(const std::vector<double>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
+  return out;
+}
+
+template <typename T>
+std::vector<T> to_t(const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
+  return out;
+}
+
+// Shared memory of one emulated block, 128-byte aligned as the kernels declare theirs.
+struct BlockMemory {
+  struct Free {
+    void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(128)); }
+  };
+  std::unique_ptr<unsigned char[], Free> bytes;
+  explicit BlockMemory(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
+};
+
+// The case's inputs in T and the output poisoned.
+template <typename T>
+struct HostInputs {
+  const AttentionCase& c;
+  std::vector<T> qkv, k, v, out;
+  explicit HostInputs(const AttentionCase& ca)
+      : c(ca), qkv(to_t<T>(ca.qkv)), k(to_t<T>(ca.cache.k)), v(to_t<T>(ca.cache.v)),
+        out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)) {}
+
+  // The output of `rows` (every row when empty) against the reference.
+  double error(const std::vector<int>& rows = {}) const {
+    std::vector<float> got;
+    std::vector<double> want;
+    for (int r = 0; r < c.num_rows(); ++r) {
+      if (!rows.empty() && std::find(rows.begin(), rows.end(), r) == rows.end()) continue;
+      for (int i = 0; i < c.q_dim(); ++i) {
+        got.push_back(to_f32(out[static_cast<size_t>(r) * c.q_dim() + i]));
+        want.push_back(c.ref[static_cast<size_t>(r) * c.q_dim() + i]);
+      }
+    }
+    return rel_error(got, want);
+  }
+};
+
+// Every row through paged_attention_block over the case's attention tiles.
+template <typename T, int HD, bool FAMILY>
+void check_paged(const AttentionCase& c) {
+  HostInputs<T> h(c);
+  const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size, c.num_blocks};
+  const int rows_per_tile = paged_attention_rows_per_tile(shape);
+  std::vector<int32_t> tile_seq(static_cast<size_t>(c.num_rows())), tile_row(tile_seq.size());
+  const int num_tiles = build_attention_tiles(c.query_start.data(), static_cast<int>(c.seqs.size()), rows_per_tile,
+                                              tile_seq.data(), tile_row.data());
+  const TileAttentionArgs<T> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
+                               c.query_start.data(), c.tables.data(), tile_seq.data(), tile_row.data(),
+                               c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, rows_per_tile,
+                               c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window};
+  BlockMemory smem(paged_attention_detail::smem_bytes<HD>());
+  block_emulator::launch({static_cast<unsigned>(num_tiles), static_cast<unsigned>(c.num_kv_heads), 1},
+                         paged_attention_detail::kThreads, [&] {
+                           paged_attention_detail::paged_attention_block<T, HD, FAMILY>(
+                               a, reinterpret_cast<float*>(smem.bytes.get()));
+                         });
+  CHECK(h.error() < tolerance<T>());
+}
+
+// The decode rows through the CUDA-core decode block, with one split and with 128-key splits merged by the
+// merge block.
+template <typename T, int HD, bool FAMILY>
+void check_decode(const AttentionCase& c) {
+  HostInputs<T> h(c);
+  const int group = c.num_heads / c.num_kv_heads;
+  const int num_decode = static_cast<int>(c.decode_seqs.size());
+  std::vector<int> decode_rows;
+  int max_keys = 0;
+  for (int s : c.decode_seqs) {
+    const int pos = c.positions[c.query_start[s]];
+    decode_rows.push_back(c.query_start[s]);
+    max_keys = std::max(max_keys, pos + 1 - window_first_key(pos, c.scoring.window));
+  }
+  for (const int keys_per_split : {1 << 20, kDecodeKeysPerChunk}) {
+    const int splits = (max_keys + keys_per_split - 1) / keys_per_split;
+    CAPTURE(splits);
+    const size_t partials = static_cast<size_t>(num_decode) * c.num_kv_heads * splits;
+    std::vector<float> partial_o(partials * group * HD, NAN), partial_ml(partials * group * 2, NAN);
+    std::fill(h.out.begin(), h.out.end(), from_f32<T>(NAN));
+    const DecodeArgs<T> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
+                          c.query_start.data(), c.tables.data(), c.decode_seqs.data(), partial_o.data(),
+                          partial_ml.data(), c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
+                          c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window};
+    BlockMemory smem(decode_detail::cuda_cores::decode_smem_bytes<T, HD>());
+    block_emulator::launch(
+        {static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
+        decode_detail::cuda_cores::kThreads,
+        [&] { decode_detail::cuda_cores::cuda_cores_block<T, HD, FAMILY>(a, smem.bytes.get()); });
+    if (splits > 1) {
+      block_emulator::launch({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_heads), 1}, HD,
+                             [&] { decode_detail::cuda_cores::combine_block<T>(a, splits); });
+    }
+    CHECK(h.error(decode_rows) < tolerance<T>());
+  }
+}
+
+template <typename F>
+void with_head_dim(int hd, F&& f) {
+  switch (hd) {
+    case 16: return f(std::integral_constant<int, 16>{});
+    case 32: return f(std::integral_constant<int, 32>{});
+    case 48: return f(std::integral_constant<int, 48>{});
+    case 64: return f(std::integral_constant<int, 64>{});
+    case 128: return f(std::integral_constant<int, 128>{});
+    case 256: return f(std::integral_constant<int, 256>{});
+    default: FAIL("no CUDA-core build for head_dim " << hd);
+  }
+}
+
+// Both kernels' FAMILY build on every shape (the decode kernel where it has the head_dim).
+template <typename T, bool FAMILY>
+void check_cuda_core_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring = {}) {
+  CAPTURE(scoring.window);
+  CAPTURE(scoring.softcap);
+  CAPTURE(scoring.scale);
+  for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+    const AttentionCase c =
+        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
+    with_head_dim(head_dim, [&](auto hd) {
+      constexpr int HD = decltype(hd)::value;
+      check_paged<T, HD, FAMILY>(c);
+      if constexpr (HD != 48) check_decode<T, HD, FAMILY>(c);
+    });
+  });
+}
+
+const AttentionScoring kFamilyScorings[] = {{0.0f, 0.0f, 37}, {0.0f, 0.0f, 300}, {0.3f, 2.0f, 0}, {0.0625f, 2.0f, 64}};
+
+}  // namespace
+
+TEST_SUITE("host") {
+  TEST_CASE_TEMPLATE("the CUDA-core attention kernels' block code matches the reference (emulated)", T, float,
+                     __nv_bfloat16, __half) {
+    check_cuda_core_kernels<T, false>({{64, 6, 2}, {128, 8, 2}, {16, 4, 4}, {48, 8, 1}, {256, 8, 4}});
+  }
+
+  TEST_CASE_TEMPLATE("the CUDA-core attention kernels' family builds: windows, softcaps, scales (emulated)", T, float,
+                     __nv_bfloat16) {
+    for (const AttentionScoring& scoring : kFamilyScorings) {
+      check_cuda_core_kernels<T, true>({{64, 6, 2}, {32, 8, 8}, {256, 2, 1}}, scoring);
+    }
+  }
+}
+
+}  // namespace cbatch::test
