@@ -24,6 +24,13 @@
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
 #   profile-sampled  profile at --temperature 1.0 with CBATCH_SAMPLING=device: the draws' share ("pick+copy")
+#   families  the CUDA unit tests of the family features: every attention kernel's family build (windows,
+#             softcaps, query scales), head_dim 256, RoPE with biases / q/k norms / longrope, sandwich norms,
+#             GeGLU, softcap, embedding scale, and one model per family against the CPU backend
+#   qwen2.5-7b  bench, dummy Qwen2.5-7B shape (q/k/v biases, GQA group 7), $NUM_PROMPTS requests 128:1024 /
+#             128:1024, continuous, bf16
+#   gemma-3-4b  bench, dummy Gemma-3-4B shape (head_dim 256 on the CUDA-core attention, q/k norms, sandwich
+#             norms, GeGLU, 1024-key windows on 5 of 6 layers, 262k vocabulary), the same workload
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
 #             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys; 8 of 4000, 32 of 100..300
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
@@ -33,7 +40,8 @@
 # Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
-# decode-bench (not yet run) should take well under a minute.
+# decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
+# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -78,10 +86,16 @@ for s in "${@:-info unit sanitize e2e}"; do
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
       sanitize-attention)
         stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*,*sample_rows*'
+          -tc='*paged_attention*,*stream decode*,*sample_rows*,*family build*'
         stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*,*sample_rows*' ;;
+          -tc='*paged_attention*,*stream decode*,*sample_rows*,*family build*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
+      families) stage families 300 "$BIN_DIR/tests/test_cuda" \
+                  -tc='*famil*,*sandwich*,*GeGLU*,*softcap*,*scales them*,*head_dim 256*,*paged_attention*' ;;
+      qwen2.5-7b) bench qwen2.5-7b 550 qwen2.5-7b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                    --dtype bf16 ;;
+      gemma-3-4b) bench gemma-3-4b 550 gemma-3-4b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                    --dtype bf16 ;;
       smol) stage smol 300 "$CBATCH" bench --model dummy:examples/models/smollm2-135m.json --num-prompts 64 \
               --input-len 16:256 --output-len 16:256 --max-num-seqs 16 --device cuda --quiet --json "$OUT_DIR/bench-smol.json" ;;
       1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;

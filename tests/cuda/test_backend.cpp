@@ -383,6 +383,23 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   CHECK(make_error(windows).find("different sliding windows") != std::string::npos);
 }
 
+TEST_CASE("CUDA backend accepts every example model's family (checked before the device is opened)" *
+          doctest::test_suite("host")) {
+  if (cuda_device_count() > 0) {  // a GPU would get the whole model uploaded: gpu_check.sh's benches run them
+    MESSAGE("skipped where a GPU is present");
+    return;
+  }
+  const std::string file = __FILE__;  // <source>/tests/cuda/test_backend.cpp
+  const std::string models = file.substr(0, file.rfind("tests/cuda/")) + "examples/models/";
+  for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "gemma-3-4b", "mistral-7b", "phi-3-mini-4k"}) {
+    CAPTURE(name);
+    const Model model = load_model(ModelSource{"dummy:" + models + name + ".json", "", 0});
+    const std::string error = make_error(model);
+    CHECK(error != "");  // no device here
+    CHECK(error.find("does not support") == std::string::npos);
+  }
+}
+
 // Sets an environment variable that the backend reads when it is built; unset again however the test ends.
 struct ScopedEnv {
   ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
