@@ -1,16 +1,306 @@
-// Decoding of the GGUF block types beyond Q8_0/Q4_0/Q4_1: the K-quants (Q2_K..Q6_K, super-blocks of 256
-// with 6- or 8-bit sub-block scales), Q5_0/Q5_1 (32, a fifth bit per element) and the non-linear IQ4_NL
-// (32) and IQ4_XS (256). Each block decodes to exactly the float32 values of the `gguf` Python package's
-// dequantize (products and differences rounded one at a time, never fused: this file is built without
-// floating-point contraction, see CMakeLists.txt).
+// The GGUF block types element by element: how a block's bytes give an element's integer code, the code's
+// value, its sub-block's scale and offset, and the fp32 weight. The one source of every decoder:
+// tensor_rows_to_f32, the CPU matmul's blocked panels and the CUDA backend's load-time kernel, so all of
+// them give the same bits. The types added after Q8_0/Q4_0/Q4_1 give exactly the `gguf` Python package's
+// float32 values: a product is rounded before its offset is added, never fused (product_rounded), whatever
+// the compiler's contraction setting. (With stored data the product, an f16 scale times a sub-block scale
+// of at most 8 bits times a code of at most 8, is exact anyway, so only the addition rounds.) Block layouts
+// (bytes, in order) are ggml's. Host and device code: no CUDA include.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstring>
 
+#include "engine/core/error.hpp"
+#include "engine/core/host_device.hpp"
 #include "engine/model/tensor.hpp"
 
 namespace cbatch {
 
-// Decodes one block of `dtype` (a type listed above) into out (dtype_block_elems(dtype) floats).
-void dequantize_quant_block(DType dtype, const uint8_t* block, float* out);
+// The exact value of IEEE half bits (NaN payloads kept, as numpy keeps them).
+CBATCH_HOST_DEVICE inline float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1F, mantissa = h & 0x3FF;
+  uint32_t bits;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in fp32
+    const float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;
+#if defined(__CUDA_ARCH__)
+    bits = __float_as_uint(magnitude);
+#else
+    std::memcpy(&bits, &magnitude, 4);
+#endif
+  } else {
+    bits = (exponent == 31 ? 0x7F800000u : (exponent + 112) << 23) | mantissa << 13;
+  }
+  bits |= sign;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+#endif
+}
+
+CBATCH_HOST_DEVICE inline float load_half(const uint8_t* p) {
+  return half_to_float(static_cast<uint16_t>(p[0] | p[1] << 8));
+}
+
+// a * b rounded to fp32 on its own: never fused into a following add, whatever the compiler's setting
+// (GCC contracts across statements; the empty asm hides the product from it).
+CBATCH_HOST_DEVICE inline float product_rounded(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  float p = a * b;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  __asm__("" : "+x"(p));
+#elif defined(__GNUC__) && defined(__aarch64__)
+  __asm__("" : "+w"(p));
+#else
+  volatile float opaque = p;
+  p = opaque;
+#endif
+  return p;
+#endif
+}
+
+// How a code's value v becomes the weight, with the sub-block's scale s and offset b.
+enum class Formula {
+  kScaled,          // s * v
+  kScaledOffset,    // s * v rounded, + b (the gguf package's order)
+  kFusedOffset,     // fma(v, s, b): Q4_1, as the CPU matmul has always decoded it
+};
+
+struct ScaleOffset {
+  float scale = 0.0f;
+  float offset = 0.0f;  // unused by kScaled
+};
+
+template <Formula kFormula>
+CBATCH_HOST_DEVICE inline float weight_value(ScaleOffset so, int value) {
+  const float v = static_cast<float>(value);
+  if constexpr (kFormula == Formula::kScaled) {
+    return so.scale * v;  // a lone product: nothing to contract it with
+  } else if constexpr (kFormula == Formula::kScaledOffset) {
+    return product_rounded(so.scale, v) + so.offset;
+  } else {
+#if defined(__CUDA_ARCH__)
+    return fmaf(v, so.scale, so.offset);
+#elif defined(__FP_FAST_FMAF)
+    return std::fma(v, so.scale, so.offset);
+#else
+    return v * so.scale + so.offset;  // no fma instruction: nothing to contract
+#endif
+  }
+}
+
+// Element e (< 32) of 32 nibbles in 16 bytes: low nibbles are elements 0..15.
+CBATCH_HOST_DEVICE inline int nibble32(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 0x0F : qs[e - 16] >> 4; }
+// Element e (< 256) of 2-bit codes in 64 bytes: byte (e / 128) * 32 + e % 32, bits 2 * ((e % 128) / 32).
+CBATCH_HOST_DEVICE inline int crumb256(const uint8_t* qs, int e) {
+  return (qs[(e / 128) * 32 + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+}
+// The fifth bit of element e (< 32) of Q5_0/Q5_1: bit e of a little-endian u32.
+CBATCH_HOST_DEVICE inline int bit32(const uint8_t* qh, int e) { return (qh[e / 8] >> (e % 8)) & 1; }
+// IQ4's 16 non-linear values {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113},
+// one int8 per byte of two words (no table in memory, so device code reads it too).
+CBATCH_HOST_DEVICE constexpr int iq4_value(int code) {
+  const uint64_t word = code < 8 ? 0xF6EADDCFBFAD9881ull : 0x7159453526190D01ull;
+  return static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (code & 7))));
+}
+// Q4_K/Q5_K: the 6-bit scale and minimum of sub-block j (< 8), packed in 12 bytes.
+CBATCH_HOST_DEVICE inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
+  if (j < 4) {
+    scale = s[j] & 63;
+    min = s[j + 4] & 63;
+  } else {
+    scale = (s[j + 4] & 0x0F) | ((s[j - 4] >> 2) & 0x30);
+    min = (s[j + 4] >> 4) | ((s[j] >> 2) & 0x30);
+  }
+}
+
+// A block type's decoder: kElems elements in kBytes bytes, sub-blocks of kSubElems sharing a scale (and
+// offset); code(block, e) is element e's stored code, kCodeBits wide (8: a signed byte that is its own
+// value; 4: a nibble whose value is value(code)); scale(block, j) is sub-block j's. kRawCodes: where a
+// block's codes lie in the CPU matmul's own order (32 int8, or 16 bytes of nibbles as nibble32), or -1.
+template <DType D>
+struct BlockFormat;
+
+template <>
+struct BlockFormat<DType::kQ8_0> {  // d, int8 q[32]
+  static constexpr int kElems = 32, kBytes = 34, kSubElems = 32, kCodeBits = 8, kRawCodes = 2;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return static_cast<int8_t>(b[2 + e]); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), 0.0f}; }
+};
+
+template <>
+struct BlockFormat<DType::kQ4_0> {  // d, qs[16]; x = (q - 8) * d
+  static constexpr int kElems = 32, kBytes = 18, kSubElems = 32, kCodeBits = 4, kRawCodes = 2;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 2, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c - 8; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), 0.0f}; }
+};
+
+template <>
+struct BlockFormat<DType::kQ4_1> {  // d, m, qs[16]; x = q * d + m, fused
+  static constexpr int kElems = 32, kBytes = 20, kSubElems = 32, kCodeBits = 4, kRawCodes = 4;
+  static constexpr Formula kFormula = Formula::kFusedOffset;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 4, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), load_half(b + 2)}; }
+};
+
+template <>
+struct BlockFormat<DType::kQ5_0> {  // d, qh (u32: fifth bits), qs[16]; x = d * (q - 16)
+  static constexpr int kElems = 32, kBytes = 22, kSubElems = 32, kCodeBits = 8, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return (nibble32(b + 6, e) | bit32(b + 2, e) << 4) - 16; }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), 0.0f}; }
+};
+
+template <>
+struct BlockFormat<DType::kQ5_1> {  // d, m, qh, qs[16]; x = d * q + m
+  static constexpr int kElems = 32, kBytes = 24, kSubElems = 32, kCodeBits = 8, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaledOffset;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 8, e) | bit32(b + 4, e) << 4; }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), load_half(b + 2)}; }
+};
+
+template <>
+struct BlockFormat<DType::kIQ4_NL> {  // d, qs[16] (as Q4_0); x = d * iq4_value(q)
+  static constexpr int kElems = 32, kBytes = 18, kSubElems = 32, kCodeBits = 4, kRawCodes = 2;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 2, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return iq4_value(c); }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), 0.0f}; }
+};
+
+template <>
+struct BlockFormat<DType::kQ2_K> {  // scales[16] (4-bit scale | 4-bit min << 4), qs[64], d, dmin
+  static constexpr int kElems = 256, kBytes = 84, kSubElems = 16, kCodeBits = 4, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaledOffset;  // d * sc * q - dmin * m
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return crumb256(b + 16, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    return {load_half(b + 80) * static_cast<float>(b[j] & 0x0F), -(load_half(b + 82) * static_cast<float>(b[j] >> 4))};
+  }
+};
+
+template <>
+struct BlockFormat<DType::kQ3_K> {  // hmask[32], qs[64], scales[12] (16 x 6 bits), d
+  static constexpr int kElems = 256, kBytes = 110, kSubElems = 16, kCodeBits = 4, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaled;  // d * (sc - 32) * (q - 4 * !high bit)
+  // Code: the two low bits, and the high bit of hmask (set: no offset) above them.
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return crumb256(b + 32, e) | ((b[e % 32] >> (e / 32)) & 1) << 2; }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c - 4; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    const uint8_t* sc = b + 96;
+    const int low = j < 8 ? sc[j] & 0x0F : sc[j - 8] >> 4;
+    const int high = (sc[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return {load_half(b + 108) * static_cast<float>((low | high << 4) - 32), 0.0f};
+  }
+};
+
+// Q4_K and Q5_K: d, dmin, scales[12] (8 x 6-bit scale and min), (Q5_K: qh[32],) qs[128]; x = d * sc * q - dmin * m.
+template <bool kFifthBit>
+struct KQuant45Format {
+  static constexpr int kElems = 256, kBytes = kFifthBit ? 176 : 144, kSubElems = 32, kRawCodes = -1;
+  static constexpr int kCodeBits = kFifthBit ? 8 : 4;
+  static constexpr Formula kFormula = Formula::kScaledOffset;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
+    const int j = e / 32, l = e % 32;
+    const int low = (b[(kFifthBit ? 48 : 16) + (j / 2) * 32 + l] >> (4 * (j % 2))) & 0x0F;
+    return kFifthBit ? low | ((b[16 + l] >> j) & 1) << 4 : low;
+  }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    int sc = 0, m = 0;
+    kquant_scale_min(b + 4, j, sc, m);
+    return {load_half(b) * static_cast<float>(sc), -(load_half(b + 2) * static_cast<float>(m))};
+  }
+};
+template <>
+struct BlockFormat<DType::kQ4_K> : KQuant45Format<false> {};
+template <>
+struct BlockFormat<DType::kQ5_K> : KQuant45Format<true> {};
+
+template <>
+struct BlockFormat<DType::kQ6_K> {  // ql[128], qh[64], scales[16] (int8), d; x = d * sc * (q - 32)
+  static constexpr int kElems = 256, kBytes = 210, kSubElems = 16, kCodeBits = 8, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
+    const int h = e / 128, r = e % 128;
+    const int low = (b[h * 64 + r % 64] >> (4 * (r / 64))) & 0x0F;
+    const int high = (b[128 + h * 32 + r % 32] >> (2 * (r / 32))) & 3;
+    return (low | high << 4) - 32;
+  }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    return {load_half(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + j])), 0.0f};
+  }
+};
+
+template <>
+struct BlockFormat<DType::kIQ4_XS> {  // d, scales_h (u16: 8 x 2 bits), scales_l[4] (8 x 4 bits), qs[128]
+  static constexpr int kElems = 256, kBytes = 136, kSubElems = 32, kCodeBits = 4, kRawCodes = -1;
+  static constexpr Formula kFormula = Formula::kScaled;  // d * (sc - 32) * iq4_value(q)
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 8 + (e / 32) * 16, e % 32); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return iq4_value(c); }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    const int low = (b[4 + j / 2] >> (4 * (j % 2))) & 0x0F;
+    const int high = ((b[2 + j / 4] >> (2 * (j % 4))) & 3);
+    return {load_half(b) * static_cast<float>((low | high << 4) - 32), 0.0f};
+  }
+};
+
+// Element e of one block of format F.
+template <class F>
+CBATCH_HOST_DEVICE inline float block_element(const uint8_t* block, int e) {
+  return weight_value<F::kFormula>(F::scale(block, e / F::kSubElems), F::value(F::code(block, e)));
+}
+
+// The whole block into out (F::kElems), each sub-block's scale decoded once.
+template <class F>
+CBATCH_HOST_DEVICE inline void decode_block(const uint8_t* block, float* out) {
+  for (int j = 0; j < F::kElems / F::kSubElems; ++j) {
+    const ScaleOffset so = F::scale(block, j);
+    for (int e = j * F::kSubElems; e < (j + 1) * F::kSubElems; ++e) {
+      out[e] = weight_value<F::kFormula>(so, F::value(F::code(block, e)));
+    }
+  }
+}
+
+constexpr bool is_block_type(DType dtype) {
+  return dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kBF16;
+}
+
+// fn(BlockFormat<D>{}) for a block type's D (host code: a launcher or a loop picks its instantiation).
+template <class Fn>
+decltype(auto) with_block_format(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kQ8_0: return fn(BlockFormat<DType::kQ8_0>{});
+    case DType::kQ4_0: return fn(BlockFormat<DType::kQ4_0>{});
+    case DType::kQ4_1: return fn(BlockFormat<DType::kQ4_1>{});
+    case DType::kQ5_0: return fn(BlockFormat<DType::kQ5_0>{});
+    case DType::kQ5_1: return fn(BlockFormat<DType::kQ5_1>{});
+    case DType::kIQ4_NL: return fn(BlockFormat<DType::kIQ4_NL>{});
+    case DType::kQ2_K: return fn(BlockFormat<DType::kQ2_K>{});
+    case DType::kQ3_K: return fn(BlockFormat<DType::kQ3_K>{});
+    case DType::kQ4_K: return fn(BlockFormat<DType::kQ4_K>{});
+    case DType::kQ5_K: return fn(BlockFormat<DType::kQ5_K>{});
+    case DType::kQ6_K: return fn(BlockFormat<DType::kQ6_K>{});
+    case DType::kIQ4_XS: return fn(BlockFormat<DType::kIQ4_XS>{});
+    default: throw Error("internal error: " + std::string(dtype_name(dtype)) + " is not a block type");
+  }
+}
+
+// Decodes num_blocks consecutive blocks of `dtype` (a block type) into out (num_blocks * block elements).
+void dequantize_blocks(DType dtype, const uint8_t* blocks, int64_t num_blocks, float* out);
 
 }  // namespace cbatch

@@ -60,31 +60,6 @@ uint16_t load_u16(const uint8_t* p) {
   return v;
 }
 
-// One ggml block of 32 elements: Q8_0 = f16 d, int8 q[32]; Q4_0 = f16 d, 16 bytes of nibbles (x - 8);
-// Q4_1 = f16 d, f16 m, 16 bytes of nibbles (x * d + m). Low nibbles are elements 0..15.
-void dequantize_block(DType dtype, const uint8_t* block, float* out) {
-  const float d = f16_to_f32(load_u16(block));
-  if (dtype == DType::kQ8_0) {
-    const auto* q = reinterpret_cast<const int8_t*>(block + 2);
-    for (int i = 0; i < 32; ++i) out[i] = q8_0_value(q[i], d);
-    return;
-  }
-  const bool has_min = dtype == DType::kQ4_1;
-  const float m = has_min ? f16_to_f32(load_u16(block + 2)) : 0.0f;
-  const uint8_t* q = block + (has_min ? 4 : 2);
-  for (int i = 0; i < 16; ++i) {
-    const int lo = q[i] & 0x0F;
-    const int hi = q[i] >> 4;
-    if (has_min) {
-      out[i] = q4_1_value(lo, d, m);
-      out[i + 16] = q4_1_value(hi, d, m);
-    } else {
-      out[i] = q4_0_value(lo, d);
-      out[i + 16] = q4_0_value(hi, d);
-    }
-  }
-}
-
 }  // namespace
 
 std::string_view dtype_name(DType dtype) {
@@ -109,21 +84,8 @@ std::string_view dtype_name(DType dtype) {
 }
 
 int64_t dtype_block_elems(DType dtype) {
-  switch (dtype) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kIQ4_NL: return 32;
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ4_XS: return 256;
-    default: return 1;
-  }
+  if (!is_block_type(dtype)) return 1;
+  return with_block_format(dtype, [](auto format) { return decltype(format)::kElems; });
 }
 
 int64_t dtype_block_bytes(DType dtype) {
@@ -131,20 +93,8 @@ int64_t dtype_block_bytes(DType dtype) {
     case DType::kF32: return 4;
     case DType::kF16:
     case DType::kBF16: return 2;
-    case DType::kQ8_0: return 34;
-    case DType::kQ4_0: return 18;
-    case DType::kQ4_1: return 20;
-    case DType::kQ5_0: return 22;
-    case DType::kQ5_1: return 24;
-    case DType::kIQ4_NL: return 18;
-    case DType::kQ2_K: return 84;
-    case DType::kQ3_K: return 110;
-    case DType::kQ4_K: return 144;
-    case DType::kQ5_K: return 176;
-    case DType::kQ6_K: return 210;
-    case DType::kIQ4_XS: return 136;
+    default: return with_block_format(dtype, [](auto format) { return decltype(format)::kBytes; });
   }
-  return 0;
 }
 
 int64_t row_bytes(DType dtype, int64_t cols) {
@@ -179,20 +129,9 @@ void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) out[i] = bf16_to_f32(load_u16(base + 2 * i));
       return;
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1: {
-      const int64_t block_bytes = dtype_block_bytes(tensor.dtype);
-      for (int64_t b = 0; b < n / 32; ++b) dequantize_block(tensor.dtype, base + b * block_bytes, out + 32 * b);
+    default:
+      dequantize_blocks(tensor.dtype, base, n / dtype_block_elems(tensor.dtype), out);
       return;
-    }
-    default: {
-      const int64_t block_bytes = dtype_block_bytes(tensor.dtype), block_elems = dtype_block_elems(tensor.dtype);
-      for (int64_t b = 0; b < n / block_elems; ++b) {
-        dequantize_quant_block(tensor.dtype, base + b * block_bytes, out + block_elems * b);
-      }
-      return;
-    }
   }
 }
 

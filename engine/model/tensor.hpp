@@ -1,10 +1,9 @@
 // Weight tensors as the model files hold them: a dtype and a view of the bytes (usually inside a
 // memory-mapped file), or a recipe for dummy random weights. Backends convert each tensor once at load
-// (the CPU backend to fp32 panels, or to panels that keep Q8_0/Q4_0/Q4_1 blocks; the CUDA backend to its
+// (the CPU backend to fp32 panels, or to panels that keep a block type's blocks; the CUDA backend to its
 // compute dtype), so a quantized file is never expanded in full beyond the final copy. Layout is
 // row-major (rows, cols); a Linear weight is (out_features, in_features), a norm weight is (1, dim).
 #pragma once
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,8 +11,8 @@
 
 namespace cbatch {
 
-// The GGUF block types as published: the legacy 32-element ones, the K-quants (256) and the non-linear 4-bit
-// ones (quant_blocks.hpp).
+// Plain types, then the GGUF block types as published: the 32-element ones, the K-quants (256) and the
+// non-linear 4-bit ones (their decoding: quant_blocks.hpp).
 enum class DType : uint8_t {
   kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_1,
   kQ5_0, kQ5_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kIQ4_NL, kIQ4_XS,
@@ -49,18 +48,5 @@ struct TensorView {
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out);
 
 float f16_to_f32(uint16_t h);  // exact
-
-// The element formulas of the GGUF block types (q: the stored integer, d: the block's scale, m: its
-// minimum). Every dequantizer uses these, so all of them give the same bits: Q4_1's x * d + m is a fused
-// multiply-add wherever the target has one (left as written, the compiler would contract it or not).
-inline float q8_0_value(int q, float d) { return d * static_cast<float>(q); }
-inline float q4_0_value(int q, float d) { return static_cast<float>(q - 8) * d; }
-inline float q4_1_value(int q, float d, float m) {
-#ifdef __FP_FAST_FMAF
-  return std::fma(static_cast<float>(q), d, m);
-#else
-  return static_cast<float>(q) * d + m;  // no fma instruction: nothing to contract
-#endif
-}
 
 }  // namespace cbatch

@@ -1,5 +1,6 @@
-// Random GGUF block data (Q8_0, Q4_0, Q4_1) for tests of code that reads quantized weights: scales of
-// either sign, some subnormal and some zero, every code value.
+// Random GGUF block data (every block type) for tests of code that reads quantized weights: random bytes
+// (every code, sub-block scale and minimum), with the f16 scales set to values of either sign, some
+// subnormal and some zero.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,25 @@
 #include "engine/model/tensor.hpp"
 
 namespace cbatch::testing {
+
+// Byte offsets of a block's f16 scales (d, and dmin or m where the type has one).
+inline std::vector<int> f16_offsets(DType dtype) {
+  switch (dtype) {
+    case DType::kQ4_1:
+    case DType::kQ5_1:
+    case DType::kQ4_K:
+    case DType::kQ5_K: return {0, 2};
+    case DType::kQ2_K: return {80, 82};
+    case DType::kQ3_K: return {108};
+    case DType::kQ6_K: return {208};
+    default: return {0};  // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS
+  }
+}
+
+// Every block type.
+inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
+                                        DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
+                                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
 
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
@@ -23,9 +43,10 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
   };
   const int64_t block_bytes = dtype_block_bytes(dtype);
   for (size_t at = 0; at < bytes.size(); at += static_cast<size_t>(block_bytes)) {
-    const uint16_t d = scale(), m = scale();
-    std::memcpy(&bytes[at], &d, 2);
-    if (dtype == DType::kQ4_1) std::memcpy(&bytes[at + 2], &m, 2);
+    for (int offset : f16_offsets(dtype)) {
+      const uint16_t d = scale();
+      std::memcpy(&bytes[at + static_cast<size_t>(offset)], &d, 2);
+    }
   }
   return bytes;
 }
