@@ -5,11 +5,12 @@
 // what makes greedy outputs bit-identical across batch sizes (a general BLAS changes its summation order
 // with M), and it is exactly matmul_ref's order.
 //
-// A weight stored in a GGUF block type (Q8_0, Q4_0, Q4_1) can stay in its blocks, regrouped by panel
-// (a scale and minimum per lane and 32 k, the codes of a k's lanes side by side). The product decodes
-// them to exactly the values tensor_rows_to_f32 gives: for one row in registers as each weight is used,
-// for more rows a few panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same
-// bits as the fp32 panels; 3-5x less memory to fill at load and to stream per step.
+// A weight stored in a GGUF block type (every one cbatch reads: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
+// IQ4_NL, IQ4_XS) stays in its blocks, regrouped by panel (cpu_matmul_blocks.hpp: per lane and 32 k, fp32
+// scales and offsets and the codes of a k's lanes side by side). The product decodes them to exactly the
+// values tensor_rows_to_f32 gives: for one row in registers as each weight is used, for more rows a few
+// panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same bits as the fp32
+// panels; 3-6x less memory to fill at load and to stream per step.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -29,7 +30,7 @@ class PackedMatrix {
   // fill(row_begin, num_rows, out) writes rows [row_begin, row_begin + num_rows) of W (N, K) as fp32 to
   // out (num_rows, K). Rows are packed in parallel, one panel per task.
   using RowFiller = std::function<void(int64_t, int64_t, float*)>;
-  // row_blocks(row): the K / 32 consecutive GGUF blocks of one row of W.
+  // row_blocks(row): the consecutive GGUF blocks of one row of W (K / block elements of them).
   using BlockRows = std::function<const uint8_t*(int64_t)>;
 
   PackedMatrix() = default;
@@ -37,7 +38,7 @@ class PackedMatrix {
   // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel.
   PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool);
 
-  // Whether a (N, K) weight of this dtype can stay in its blocks: Q8_0, Q4_0, Q4_1.
+  // Whether a (N, K) weight of this dtype can stay in its blocks: a block type, K a whole number of blocks.
   static bool keeps_blocks(DType dtype, int64_t k);
 
   int64_t rows() const { return n_; }   // N, output features

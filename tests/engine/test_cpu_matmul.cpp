@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "engine/cpu/cpu_matmul.hpp"
@@ -67,10 +68,11 @@ TEST_CASE("matmul agrees with a double-precision reference") {
   CHECK(std::sqrt(err / ref_norm) < 1e-6);
 }
 
-TEST_CASE("weights kept in Q8_0/Q4_0/Q4_1 blocks give the bits of their fp32 expansion, whatever M") {
+TEST_CASE("weights kept in blocks of every type give the bits of their fp32 expansion, whatever M") {
   ThreadPool pool(2);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1}) {
-    for (int k : {32, 96, 576}) {
+  for (DType dtype : testing::kBlockTypes) {
+    const int block = static_cast<int>(dtype_block_elems(dtype));
+    for (int k : {block, 3 * block, block == 32 ? 576 : 1024}) {
       for (int n : {37, 64, 5}) {
         CAPTURE(dtype_name(dtype));
         CAPTURE(k);
@@ -83,13 +85,14 @@ TEST_CASE("weights kept in Q8_0/Q4_0/Q4_1 blocks give the bits of their fp32 exp
         const PackedMatrix dense = pack(w, n, k, pool);
         const PackedMatrix blocked(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool);
         CHECK(blocked.is_blocked());
-        CHECK(blocked.bytes() * 3 < dense.bytes());  // Q4: 6 bits a weight, Q8_0: 10, fp32: 32
+        CHECK(blocked.bytes() * 3 < dense.bytes());  // 5 to 10 bits a weight, fp32: 32
         const int panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
         std::vector<float> a(static_cast<size_t>(panels) * k * matmul_panel_width()), b(a.size());
         dense.unpack_panels(0, panels, a.data());
         blocked.unpack_panels(0, panels, b.data());
-        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-        for (int m : {1, 2, 9, 130}) {  // the one-row fused tile, unpacked panels, more than one row block
+        CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);  // padding lanes +0 too
+        // The one-row fused tile, unpacked panels (tile edges of 3 and 37 rows), more than one row block.
+        for (int m : {1, 2, 3, 37, 130}) {
           const auto x = random_vector(static_cast<size_t>(m) * k, 5);
           std::vector<float> want(static_cast<size_t>(m) * n), got(want.size(), NAN);
           matmul_ref(x.data(), w.data(), want.data(), m, n, k);
@@ -101,6 +104,19 @@ TEST_CASE("weights kept in Q8_0/Q4_0/Q4_1 blocks give the bits of their fp32 exp
   }
   CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kF16, 64));
   CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kQ4_1, 48));
+  CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kQ4_K, 288));  // 9 blocks of 32, not whole super-blocks
+}
+
+TEST_CASE("a blocked Q4_K matrix holds 0.75 bytes a weight, a Q6_K or Q5_0 one at most 1.25") {
+  ThreadPool pool(1);
+  const int n = 4 * matmul_panel_width(), k = 1024;
+  for (auto [dtype, bytes_per_weight] : {std::pair{DType::kQ4_K, 0.75}, std::pair{DType::kQ6_K, 1.25},
+                                         std::pair{DType::kQ5_0, 1.125}, std::pair{DType::kIQ4_XS, 0.625}}) {
+    const auto bytes = testing::random_blocks(dtype, n, k, 1);
+    const PackedMatrix blocked(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool);
+    CAPTURE(dtype_name(dtype));
+    CHECK(static_cast<double>(blocked.bytes()) / (static_cast<double>(n) * k) == bytes_per_weight);
+  }
 }
 
 TEST_CASE("thread pool covers the range exactly once with aligned chunks") {
