@@ -3,7 +3,7 @@
 // reduction gives 1/rms, pass 2 scales. The gather variant (final norm of the sampling rows) reads
 // source row rows[i] and leaves x untouched. The sandwich build (Gemma) first normalizes delta by its own
 // weight (a reduction of its own before pass 1), as the CPU's add_sublayer_output does; Llama's build has
-// no such pass. Layouts: x (rows, dim) fp32, delta/out (rows, dim) T.
+// no such pass. Layouts: x (rows, dim) fp32, delta/out (rows, dim) T. The block code is in rmsnorm_block.cuh.
 #include "cuda/rmsnorm.hpp"
 
 #include <cuda_bf16.h>
@@ -13,13 +13,12 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/rmsnorm_block.cuh"
 
 namespace cbatch {
 
-constexpr int kRmsnormThreads = 256;
+using namespace rmsnorm_detail;
 
-// rows == nullptr: in-place residual update of row blockIdx.x. rows != nullptr: gather, x read-only.
-// POST_NORM: delta is normalized by delta_weight before the add (delta is then never null).
 template <typename T, bool POST_NORM>
 __global__ void __launch_bounds__(kRmsnormThreads)
     rmsnorm_residual_kernel(T* __restrict__ out,              // (num_rows, dim)
@@ -29,48 +28,7 @@ __global__ void __launch_bounds__(kRmsnormThreads)
                             const int32_t* __restrict__ rows,  // (num_rows) or null
                             int dim, float eps,
                             const float* __restrict__ delta_weight) {  // (dim) when POST_NORM
-  const int out_row = blockIdx.x;
-  const int src_row = rows != nullptr ? rows[out_row] : out_row;
-  const bool write_back = rows == nullptr && delta != nullptr;
-  float* xr = x + static_cast<size_t>(src_row) * dim;
-  const T* dr = delta != nullptr ? delta + static_cast<size_t>(src_row) * dim : nullptr;
-
-  // The sublayer output as it is added: delta, or rmsnorm(delta) * delta_weight.
-  float delta_inv_rms = 1.0f;
-  if constexpr (POST_NORM) {
-    float delta_sq = 0.0f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float d = to_float(dr[i]);
-      delta_sq += d * d;
-    }
-    delta_inv_rms = 1.0f / sqrtf(block_sum(delta_sq) / static_cast<float>(dim) + eps);
-    __syncthreads();  // block_sum's shared partials are reused below
-  }
-  auto delta_at = [&](int i) {
-    if constexpr (POST_NORM) {
-      return to_float(dr[i]) * delta_inv_rms * delta_weight[i];
-    } else {
-      return to_float(dr[i]);
-    }
-  };
-
-  float sum_sq = 0.0f;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    float v = xr[i];
-    if (dr != nullptr) {
-      v += delta_at(i);
-      if (write_back) xr[i] = v;  // read back below by this same thread
-    }
-    sum_sq += v * v;
-  }
-  const float inv_rms = 1.0f / sqrtf(block_sum(sum_sq) / static_cast<float>(dim) + eps);
-
-  T* outr = out + static_cast<size_t>(out_row) * dim;
-  for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-    float v = xr[i];
-    if (dr != nullptr && !write_back) v += delta_at(i);
-    outr[i] = from_float<T>(v * inv_rms * weight[i]);
-  }
+  rmsnorm_residual_block<T, POST_NORM>(out, x, delta, weight, rows, dim, eps, delta_weight);
 }
 
 static void check_rmsnorm_sizes(const char* op, int num_rows, int dim, const void* d_delta,

@@ -5,7 +5,8 @@
 // head_dim): slot s lives in block s / block_size at offset s % block_size.
 // The family build (RopeFamily) adds, in fp32 before the rotation: the q/k/v biases, and the RMSNorm of
 // every q and k head (a warp per head sums its squares first, into shared memory); it picks the longrope
-// table by position and scales cos and sin by the attention factor. Llama's build has none of it.
+// table by position and scales cos and sin by the attention factor. Llama's build has none of it. The
+// block code is in rope_kv_cache_block.cuh.
 #include "cuda/rope_kv_cache.hpp"
 
 #include <cuda_bf16.h>
@@ -15,36 +16,11 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/rope_kv_cache_block.cuh"
 
 namespace cbatch {
 
-constexpr int kRopeThreads = 128;
-constexpr int kRopeMaxHalf = 256;  // head_dim up to 512
-
-// Offset of (slot, kv head) in one layer's cache.
-__device__ __forceinline__ size_t cache_offset(int slot, int kv_head, int num_kv_heads, int block_size,
-                                               int head_dim) {
-  const size_t block = static_cast<size_t>(slot / block_size);
-  const size_t offset = static_cast<size_t>(slot % block_size);
-  return ((block * num_kv_heads + kv_head) * block_size + offset) * head_dim;
-}
-
-// 1 / rms of every q and k head of q_row (biases added first), a warp per head, into s_inv_rms.
-template <typename T>
-__device__ __forceinline__ void head_inv_rms(const T* q_row, const float* bias, int num_heads, int head_dim,
-                                             float eps, float* s_inv_rms) {
-  const int lane = threadIdx.x % 32;
-  for (int head = threadIdx.x / 32; head < num_heads; head += blockDim.x / 32) {
-    const T* src = q_row + static_cast<size_t>(head) * head_dim;
-    float sum_sq = 0.0f;
-    for (int d = lane; d < head_dim; d += 32) {
-      const float v = to_float(src[d]) + (bias != nullptr ? bias[head * head_dim + d] : 0.0f);
-      sum_sq += v * v;
-    }
-    sum_sq = warp_sum(sum_sq);
-    if (lane == 0) s_inv_rms[head] = 1.0f / sqrtf(sum_sq / static_cast<float>(head_dim) + eps);
-  }
-}
+using namespace rope_detail;
 
 template <typename T, bool FAMILY>
 __global__ void __launch_bounds__(kRopeThreads)
@@ -56,85 +32,9 @@ __global__ void __launch_bounds__(kRopeThreads)
                          const float* __restrict__ inv_freq,     // (hd / 2)
                          int num_heads, int num_kv_heads, int head_dim, int block_size, bool halves,
                          const RopeFamily family) {              // FAMILY only
-  __shared__ float s_cos[kRopeMaxHalf];  // (hd / 2)
-  __shared__ float s_sin[kRopeMaxHalf];  // (hd / 2)
-  const int row = blockIdx.x;
-  const int half = head_dim / 2;
-  const float pos = static_cast<float>(positions[row]);
-  const float* freq = inv_freq;
-  if constexpr (FAMILY) {
-    if (positions[row] >= family.long_from) freq = family.long_inv_freq;
-  }
-  for (int i = threadIdx.x; i < half; i += blockDim.x) {
-    const float angle = pos * freq[i];
-    sincosf(angle, &s_sin[i], &s_cos[i]);
-    if constexpr (FAMILY) {
-      s_sin[i] *= family.attention_factor;
-      s_cos[i] *= family.attention_factor;
-    }
-  }
   extern __shared__ float s_inv_rms[];  // (nh + nkv) with the family's q/k norms
-  if constexpr (FAMILY) {
-    if (family.q_norm != nullptr) {
-      const T* heads = qkv + static_cast<size_t>(row) * (num_heads + 2 * num_kv_heads) * head_dim;
-      head_inv_rms(heads, family.qkv_bias, num_heads + num_kv_heads, head_dim, family.norm_eps, s_inv_rms);
-    }
-  }
-  __syncthreads();
-
-  const int slot = slots[row];
-  T* q_row = qkv + static_cast<size_t>(row) * (num_heads + 2 * num_kv_heads) * head_dim;
-  const T* v_row = q_row + static_cast<size_t>(num_heads + num_kv_heads) * head_dim;
-
-  // Heads 0..nh-1 are q, nh..nh+nkv-1 are k (they follow q in the row).
-  const int num_pairs = (num_heads + num_kv_heads) * half;
-  for (int p = threadIdx.x; p < num_pairs; p += blockDim.x) {
-    const int head = p / half;
-    const int i = p % half;
-    const int ia = halves ? i : 2 * i;
-    const int ib = halves ? i + half : 2 * i + 1;
-    const T* src = q_row + static_cast<size_t>(head) * head_dim;
-    float a = to_float(src[ia]);
-    float b = to_float(src[ib]);
-    if constexpr (FAMILY) {
-      if (family.qkv_bias != nullptr) {
-        a += family.qkv_bias[head * head_dim + ia];
-        b += family.qkv_bias[head * head_dim + ib];
-      }
-      if (family.q_norm != nullptr) {
-        const float* w = head < num_heads ? family.q_norm : family.k_norm;
-        const float inv_rms = s_inv_rms[head];
-        a = a * inv_rms * w[ia];
-        b = b * inv_rms * w[ib];
-      }
-    }
-    const float c = s_cos[i];
-    const float s = s_sin[i];
-    const float ra = a * c - b * s;
-    const float rb = a * s + b * c;
-    if (head < num_heads) {
-      T* dst = q_row + static_cast<size_t>(head) * head_dim;
-      dst[ia] = from_float<T>(ra);
-      dst[ib] = from_float<T>(rb);
-    } else if (slot >= 0) {
-      T* dst = k_cache + cache_offset(slot, head - num_heads, num_kv_heads, block_size, head_dim);
-      dst[ia] = from_float<T>(ra);
-      dst[ib] = from_float<T>(rb);
-    }
-  }
-  if (slot < 0) return;  // padding row: computed, never stored
-  const int kv_dim = num_kv_heads * head_dim;
-  for (int j = threadIdx.x; j < kv_dim; j += blockDim.x) {
-    const int kv_head = j / head_dim;
-    T* dst = v_cache + cache_offset(slot, kv_head, num_kv_heads, block_size, head_dim) + j % head_dim;
-    if constexpr (FAMILY) {
-      const float* v_bias = family.qkv_bias;
-      *dst = v_bias != nullptr ? from_float<T>(to_float(v_row[j]) + v_bias[(num_heads + num_kv_heads) * head_dim + j])
-                               : v_row[j];
-    } else {
-      *dst = v_row[j];
-    }
-  }
+  rope_kv_cache_block<T, FAMILY>(qkv, k_cache, v_cache, positions, slots, inv_freq, num_heads, num_kv_heads,
+                                 head_dim, block_size, halves, family, s_inv_rms);
 }
 
 template <typename T>

@@ -1,0 +1,175 @@
+// The RoPE tests' case (test_rope_kv_cache.cpp on the GPU, test_elementwise_emulated.cpp on the host): rows
+// at positions on both sides of a longrope threshold and past 8k, one padding row (slot -1), q/k/v in T;
+// the family's additions (biases, q/k norms, the long table, the attention factor); the reference of the
+// rotated q and of the cache; and the checks of a kernel's outputs against it.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cuda/attention_shape.hpp"
+#include "engine/model/model_config.hpp"
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/test_util.hpp"
+
+namespace cbatch::test {
+
+struct RopeCase {
+  int num_heads;
+  int num_kv_heads;
+  int head_dim;
+  bool llama3;
+};
+
+// The family's additions of a case, on the host: biases (q_dim + 2 kv_dim), q and k norm weights
+// (head_dim), the long table and where it starts, the attention factor. Empty / INT_MAX / 1: none.
+struct RopeFamilyHost {
+  std::string name = "llama";
+  std::vector<float> bias, q_norm, k_norm, long_inv_freq;
+  int long_from = INT_MAX;
+  float factor = 1.0f;
+  float eps = 1e-6f;
+};
+
+// The inputs of one case in T (held as floats) and its reference.
+struct RopeRun {
+  static constexpr int kBlockSize = 16;
+  static constexpr int kNumBlocks = 5;
+  RopeCase rc{};
+  bool halves = false;
+  std::vector<int32_t> positions = {0, 1, 17, 4095, 8191, 300, 77};
+  std::vector<int32_t> slots = {3, 16, 79, -1, 40, 0, 63};  // one padding row
+  std::vector<float> qkv;       // (rows, q_dim + 2 kv_dim), T values
+  std::vector<float> inv_freq;  // (head_dim / 2)
+  std::vector<double> q_ref;    // (rows, q_dim)
+  HostKvCache cache{kNumBlocks, kBlockSize, 1, 1, NAN};  // reference cache: NaN where nothing is written
+
+  int num_rows() const { return static_cast<int>(positions.size()); }
+  int q_dim() const { return rc.num_heads * rc.head_dim; }
+  int kv_dim() const { return rc.num_kv_heads * rc.head_dim; }
+  int stride() const { return q_dim() + 2 * kv_dim(); }
+  AttentionShape shape() const { return {rc.num_heads, rc.num_kv_heads, rc.head_dim, kBlockSize, kNumBlocks}; }
+  size_t cache_elems() const { return static_cast<size_t>(kNumBlocks) * kBlockSize * kv_dim(); }
+};
+
+inline std::vector<float> inv_freq_for(const RopeCase& rc) {
+  ModelConfig config;
+  config.head_dim = rc.head_dim;
+  config.rope_theta = rc.llama3 ? 500000.0f : 10000.0f;
+  config.rope_scaling.type = rc.llama3 ? RopeScalingType::kLlama3 : RopeScalingType::kNone;
+  config.rope_scaling.factor = 8.0f;
+  std::vector<float> inv_freq(static_cast<size_t>(rc.head_dim / 2));
+  rope_inv_freq(config, inv_freq.data());
+  return inv_freq;
+}
+
+// x (head_dim) = x / rms(x) * w, in double.
+inline void head_norm_ref(double* x, int head_dim, const std::vector<float>& w, float eps) {
+  double sum_sq = 0.0;
+  for (int d = 0; d < head_dim; ++d) sum_sq += x[d] * x[d];
+  const double inv_rms = 1.0 / std::sqrt(sum_sq / head_dim + eps);
+  for (int d = 0; d < head_dim; ++d) x[d] = x[d] * inv_rms * w[d];
+}
+
+// The case's inputs and reference: biases, head norms, then every q and k head of every row rotated; k
+// and v go to the cache at the row's slot.
+template <typename T>
+RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam) {
+  RopeRun run;
+  run.rc = rc;
+  run.halves = halves;
+  const int hd = rc.head_dim, q_dim = run.q_dim(), kv_dim = run.kv_dim(), stride = run.stride();
+  run.qkv = round_to<T>(random_vector(static_cast<size_t>(run.num_rows()) * stride, 61 + hd, -2.0f, 2.0f));
+  run.inv_freq = inv_freq_for(rc);
+  run.cache = HostKvCache(RopeRun::kNumBlocks, RopeRun::kBlockSize, rc.num_kv_heads, hd, NAN);
+  for (int r = 0; r < run.num_rows(); ++r) {
+    std::vector<double> row(run.qkv.begin() + static_cast<long>(r) * stride,
+                            run.qkv.begin() + static_cast<long>(r + 1) * stride);
+    for (size_t i = 0; i < fam.bias.size(); ++i) row[i] += fam.bias[i];
+    const std::vector<float>& table = run.positions[r] >= fam.long_from ? fam.long_inv_freq : run.inv_freq;
+    for (int h = 0; h < rc.num_heads + rc.num_kv_heads; ++h) {
+      double* head = row.data() + static_cast<size_t>(h) * hd;
+      if (!fam.q_norm.empty()) head_norm_ref(head, hd, h < rc.num_heads ? fam.q_norm : fam.k_norm, fam.eps);
+      rope_ref(head, hd, run.positions[r], table, halves, fam.factor);
+    }
+    run.q_ref.insert(run.q_ref.end(), row.begin(), row.begin() + q_dim);
+    const int slot = run.slots[r];
+    if (slot < 0) continue;
+    for (int h = 0; h < rc.num_kv_heads; ++h) {
+      for (int d = 0; d < hd; ++d) {
+        run.cache.k[run.cache.offset(slot, h) + d] = row[static_cast<size_t>(q_dim + h * hd + d)];
+        run.cache.v[run.cache.offset(slot, h) + d] = row[static_cast<size_t>(q_dim + kv_dim + h * hd + d)];
+      }
+    }
+  }
+  return run;
+}
+
+// A kernel's outputs (qkv after the kernel, the NaN-poisoned caches after it) against the reference: q
+// rotated, the written cache entries, and no other cache entry touched.
+template <typename T>
+void check_rope_outputs(const RopeRun& run, const RopeFamilyHost& fam, const std::vector<float>& qkv_out,
+                        const std::vector<float>& k_out, const std::vector<float>& v_out) {
+  std::vector<float> q_out;
+  for (int r = 0; r < run.num_rows(); ++r) {
+    q_out.insert(q_out.end(), qkv_out.begin() + static_cast<long>(r) * run.stride(),
+                 qkv_out.begin() + static_cast<long>(r) * run.stride() + run.q_dim());
+  }
+  CHECK(rel_error(q_out, run.q_ref) < tolerance<T>());
+  std::vector<float> k_written, v_written;
+  std::vector<double> k_expected, v_expected;
+  size_t stray_writes = 0;
+  for (size_t i = 0; i < run.cache_elems(); ++i) {
+    if (std::isnan(run.cache.k[i])) {
+      stray_writes += !std::isnan(k_out[i]) + !std::isnan(v_out[i]);
+      continue;
+    }
+    k_written.push_back(k_out[i]);
+    k_expected.push_back(run.cache.k[i]);
+    v_written.push_back(v_out[i]);
+    v_expected.push_back(run.cache.v[i]);
+  }
+  CHECK(k_written.size() == static_cast<size_t>(6 * run.kv_dim()));
+  CHECK(stray_writes == 0);
+  CHECK(rel_error(k_written, k_expected) < tolerance<T>());
+  if (fam.bias.empty()) {
+    CHECK(rel_error(v_written, v_expected) == 0.0);  // v is copied, not computed
+  } else {
+    CHECK(rel_error(v_written, v_expected) < tolerance<T>());  // v + bv, rounded once
+  }
+}
+
+// Llama's RoPE cases, and the cases of the family build.
+inline std::vector<RopeCase> rope_cases() {
+  return {{4, 4, 16, false}, {8, 2, 64, true}, {32, 8, 128, true}, {6, 2, 48, false}};
+}
+inline std::vector<RopeCase> rope_family_cases() { return {{8, 2, 64, false}, {32, 8, 128, true}, {8, 4, 256, false}}; }
+
+// The family additions for a case: biases (Qwen2), head norms (Qwen3, Gemma 3; weights around 1 + w),
+// longrope from position 300 on (the case has rows on both sides) with an attention factor, and all.
+inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
+  const size_t qkv_dim = static_cast<size_t>((rc.num_heads + 2 * rc.num_kv_heads) * rc.head_dim);
+  RopeFamilyHost qwen2;
+  qwen2.name = "biases";
+  qwen2.bias = random_vector(qkv_dim, 91, -2.0f, 2.0f);
+  RopeFamilyHost gemma;
+  gemma.name = "q/k norms";
+  gemma.q_norm = random_vector(static_cast<size_t>(rc.head_dim), 92, 0.5f, 2.0f);
+  gemma.k_norm = random_vector(static_cast<size_t>(rc.head_dim), 93, 0.5f, 2.0f);
+  RopeFamilyHost phi3 = qwen2;
+  phi3.name = "longrope";
+  phi3.long_inv_freq = random_vector(static_cast<size_t>(rc.head_dim / 2), 94, 0.0f, 0.05f);
+  phi3.long_from = 300;
+  phi3.factor = 1.19f;
+  RopeFamilyHost all = phi3;
+  all.name = "all";
+  all.q_norm = gemma.q_norm;
+  all.k_norm = gemma.k_norm;
+  return {qwen2, gemma, phi3, all};
+}
+
+}  // namespace cbatch::test

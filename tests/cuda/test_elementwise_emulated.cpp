@@ -1,0 +1,148 @@
+// The block code of RoPE with the cache write (rope_kv_cache_block.cuh) and of RMSNorm with the residual
+// add (rmsnorm_block.cuh) run on the CPU by the block emulator, Llama's builds and the family builds: RoPE
+// with biases, q/k head norms (a warp per head, shared memory), the longrope table and the attention
+// factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU); RMSNorm with and
+// without a sandwich norm of the delta, in place and gathered, against reference.hpp's rmsnorm_ref. The
+// device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
+#include <math.h>
+#include <cuda_runtime.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda/rope_kv_cache.hpp"
+#include "tests/cuda/reference.hpp"
+#include "tests/cuda/rope_case.hpp"
+#include "tests/cuda/test_util.hpp"
+// Last: the emulator defines the CUDA keywords as macros, for the device code after it (where threadIdx.x is
+// unsigned, as on a GPU, and compared with ints).
+#pragma GCC diagnostic ignored "-Wsign-compare"
+#include "tests/cuda/block_emulator.hpp"
+#include "cuda/cuda_dtype.cuh"
+#include "cuda/rmsnorm_block.cuh"
+#include "cuda/rope_kv_cache_block.cuh"
+
+namespace cbatch::test {
+namespace {
+
+template <typename T>
+std::vector<T> to_t(const std::vector<float>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
+  return out;
+}
+
+template <typename T>
+std::vector<float> to_float_vector(const std::vector<T>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_f32(v[i]);
+  return out;
+}
+
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+// One RoPE case through the block code of the FAMILY build, every row a block of kRopeThreads.
+template <typename T, bool FAMILY>
+void check_rope_emulated(const RopeCase& rc, bool halves, const RopeFamilyHost& fam = {}) {
+  const RopeRun run = make_rope_run<T>(rc, halves, fam);
+  std::vector<T> qkv = to_t<T>(run.qkv);
+  std::vector<T> k(run.cache_elems(), from_f32<T>(NAN)), v(run.cache_elems(), from_f32<T>(NAN));
+  RopeFamily family;
+  family.qkv_bias = data_or_null(fam.bias);
+  family.q_norm = data_or_null(fam.q_norm);
+  family.k_norm = data_or_null(fam.k_norm);
+  family.norm_eps = fam.eps;
+  family.long_inv_freq = data_or_null(fam.long_inv_freq);
+  family.long_from = fam.long_from;
+  family.attention_factor = fam.factor;
+  REQUIRE(family.is_plain() == !FAMILY);
+  std::vector<float> s_inv_rms(static_cast<size_t>(rc.num_heads + rc.num_kv_heads), NAN);
+  block_emulator::launch(static_cast<unsigned>(run.num_rows()), rope_detail::kRopeThreads, [&] {
+    rope_detail::rope_kv_cache_block<T, FAMILY>(qkv.data(), k.data(), v.data(), run.positions.data(),
+                                                run.slots.data(), run.inv_freq.data(), rc.num_heads, rc.num_kv_heads,
+                                                rc.head_dim, RopeRun::kBlockSize, halves, family, s_inv_rms.data());
+  });
+  check_rope_outputs<T>(run, fam, to_float_vector(qkv), to_float_vector(k), to_float_vector(v));
+}
+
+// rmsnorm_residual (in place) and rmsnorm_gather (rows picked, x untouched) of the POST_NORM build.
+template <typename T, bool POST_NORM>
+void check_rmsnorm_emulated(int rows, int dim) {
+  const float eps = 1e-6f;
+  const size_t n = static_cast<size_t>(rows) * dim;
+  const std::vector<float> x = random_vector(n, 11 + dim, -2.0f, 2.0f);
+  const std::vector<float> delta = round_to<T>(random_vector(n, 12 + dim, -30.0f, 30.0f));
+  const std::vector<float> w = random_vector(static_cast<size_t>(dim), 13, 0.5f, 1.5f);
+  const std::vector<float> post = POST_NORM ? random_vector(static_cast<size_t>(dim), 14, 0.5f, 2.5f)
+                                            : std::vector<float>{};
+  std::vector<double> x_ref, out_ref;
+  rmsnorm_ref(x, delta, w, rows, dim, eps, x_ref, out_ref, post);
+  const std::vector<T> delta_t = to_t<T>(delta);
+
+  std::vector<float> x_dev = x;
+  std::vector<T> out(n, from_f32<T>(NAN));
+  block_emulator::launch(static_cast<unsigned>(rows), rmsnorm_detail::kRmsnormThreads, [&] {
+    rmsnorm_detail::rmsnorm_residual_block<T, POST_NORM>(out.data(), x_dev.data(), delta_t.data(), w.data(), nullptr,
+                                                         dim, eps, data_or_null(post));
+  });
+  if (POST_NORM) {
+    CHECK(rel_error(x_dev, x_ref) < 1e-6);  // fp32 arithmetic throughout
+  } else {
+    CHECK(rel_error(x_dev, x_ref) == 0.0);  // one fp32 add, as the reference
+  }
+  CHECK(rel_error(to_float_vector(out), out_ref) < tolerance<T>());
+
+  const std::vector<int32_t> picked = {rows - 1, 0, rows / 2};
+  std::vector<float> x_gather = x;
+  std::vector<T> gathered(picked.size() * dim, from_f32<T>(NAN));
+  block_emulator::launch(static_cast<unsigned>(picked.size()), rmsnorm_detail::kRmsnormThreads, [&] {
+    rmsnorm_detail::rmsnorm_residual_block<T, POST_NORM>(gathered.data(), x_gather.data(), delta_t.data(), w.data(),
+                                                         picked.data(), dim, eps, data_or_null(post));
+  });
+  std::vector<double> picked_ref;
+  for (int r : picked) {
+    picked_ref.insert(picked_ref.end(), out_ref.begin() + static_cast<long>(r) * dim,
+                      out_ref.begin() + static_cast<long>(r + 1) * dim);
+  }
+  CHECK(rel_error(to_float_vector(gathered), picked_ref) < tolerance<T>());
+  CHECK(x_gather == x);
+}
+
+}  // namespace
+
+TEST_SUITE("host") {
+  TEST_CASE_TEMPLATE("rope_kv_cache's block code, Llama's and the family build (emulated)", T, float, __nv_bfloat16,
+                     __half) {
+    for (bool halves : {false, true}) {
+      CAPTURE(halves);
+      for (const RopeCase& rc : rope_cases()) {
+        CAPTURE(rc.head_dim);
+        check_rope_emulated<T, false>(rc, halves);
+      }
+      for (const RopeCase& rc : rope_family_cases()) {
+        CAPTURE(rc.head_dim);
+        for (const RopeFamilyHost& fam : rope_families(rc)) {
+          CAPTURE(fam.name);
+          check_rope_emulated<T, true>(rc, halves, fam);
+        }
+      }
+    }
+  }
+
+  TEST_CASE_TEMPLATE("rmsnorm's block code with and without a sandwich norm, in place and gathered (emulated)", T,
+                     float, __nv_bfloat16, __half) {
+    for (int rows : {1, 5}) {
+      for (int dim : {172, 2560}) {
+        CAPTURE(rows);
+        CAPTURE(dim);
+        check_rmsnorm_emulated<T, false>(rows, dim);
+        check_rmsnorm_emulated<T, true>(rows, dim);
+      }
+    }
+  }
+}
+
+}  // namespace cbatch::test
