@@ -165,7 +165,9 @@ TEST_CASE("ChatFormat: a chat of each family stops at its end-of-turn token") {
   const SpmTokenizer tokenizer(v, "markers");
   const std::pair<const char*, int32_t> cases[] = {{"gemma", 3}, {"phi3", 4}, {"qwen", 5}, {"chatml", 5},
                                                      {"mistral", 2}, {"llama2", 2}};
-  for (const auto& [name, id] : cases) {
+  for (const auto& entry : cases) {  // no structured binding: clang 14's CAPTURE cannot take one
+    const char* name = entry.first;
+    const int32_t id = entry.second;
     CAPTURE(name);
     const RenderedChat r = ChatFormat("", name, tokenizer).render({{"user", "x"}});
     CHECK(r.end_of_turn == id);
