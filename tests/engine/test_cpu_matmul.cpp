@@ -110,8 +110,10 @@ TEST_CASE("weights kept in blocks of every type give the bits of their fp32 expa
 TEST_CASE("a blocked Q4_K matrix holds 0.75 bytes a weight, a Q6_K or Q5_0 one at most 1.25") {
   ThreadPool pool(1);
   const int n = 4 * matmul_panel_width(), k = 1024;
-  for (auto [dtype, bytes_per_weight] : {std::pair{DType::kQ4_K, 0.75}, std::pair{DType::kQ6_K, 1.25},
-                                         std::pair{DType::kQ5_0, 1.125}, std::pair{DType::kIQ4_XS, 0.625}}) {
+  for (const auto& entry : {std::pair{DType::kQ4_K, 0.75}, std::pair{DType::kQ6_K, 1.25},
+                            std::pair{DType::kQ5_0, 1.125}, std::pair{DType::kIQ4_XS, 0.625}}) {
+    const DType dtype = entry.first;  // no structured binding: clang 14 cannot capture one in a lambda
+    const double bytes_per_weight = entry.second;
     const auto bytes = testing::random_blocks(dtype, n, k, 1);
     const PackedMatrix blocked(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool);
     CAPTURE(dtype_name(dtype));
