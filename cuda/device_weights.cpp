@@ -1,18 +1,22 @@
-// Weight upload: each host tensor is converted to fp32 in chunks of at most 64 MiB (tensor_rows_to_f32
-// handles every stored dtype), copied through one pinned buffer and narrowed to T on the device; random
-// tensors are generated on the device. Fused matrices are written part by part at row offsets. Vectors
-// (norm weights, biases: fp32 on the device) are converted on the host, random ones included, so that the
-// family's norm offset is added in fp32 exactly as the CPU backend adds it.
+// Weight upload: a tensor in a GGUF block type is copied as it is stored, in chunks of whole rows of at
+// most 64 MiB through one pinned buffer, and decoded to T on the device (decode_blocks: the host's own
+// formulas); any other host tensor is converted to fp32 in such chunks (tensor_rows_to_f32), copied and
+// narrowed to T on the device; random tensors are generated on the device. Fused matrices are written
+// part by part at row offsets. Vectors (norm weights, biases: fp32 on the device) are converted on the
+// host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
+// backend adds it.
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/weight_convert.hpp"
+#include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
 namespace {
@@ -43,6 +47,10 @@ class WeightUploader {
     const size_t numel = static_cast<size_t>(rows) * static_cast<size_t>(cols);
     if (t.is_random) {
       fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
+      return;
+    }
+    if (is_block_type(t.dtype)) {
+      upload_blocks(t, dst);
       return;
     }
     // Walk the tensor's own rows: a norm stored as (dim, 1) has the same flat layout as (1, dim).
@@ -86,6 +94,25 @@ class WeightUploader {
   void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
  private:
+  // Tensor t stored in GGUF blocks, (t.rows, t.cols), to dst in T: its bytes copied as they are, whole
+  // rows at a time, and decoded on the device.
+  template <typename T>
+  void upload_blocks(const TensorView& t, T* dst) {
+    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
+    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
+    const int64_t chunk_rows = chunk_bytes / row, blocks_per_row = t.cols / dtype_block_elems(t.dtype);
+    auto* host = reinterpret_cast<uint8_t*>(host_.get());
+    auto* device = reinterpret_cast<uint8_t*>(device_.get());
+    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, t.rows - r0);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy and decode are done
+      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
+      CUDA_CHECK(cudaMemcpyAsync(device, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
+      decode_blocks<T>(dst + static_cast<size_t>(r0 * t.cols), device, t.dtype, static_cast<size_t>(n * blocks_per_row),
+                       stream_);
+    }
+  }
+
   cudaStream_t stream_;
   PinnedBuffer<float> host_;    // (kChunkFloats)
   DeviceBuffer<float> device_;  // (kChunkFloats)

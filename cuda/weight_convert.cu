@@ -1,7 +1,8 @@
 // Weight materialization on the device: dummy random tensors are generated element by element with the
-// shared counter-based generator (so an 8B dummy model never touches host memory), and host-converted
-// fp32 chunks are narrowed to the compute dtype. Grid-stride loops over flat element indices (size_t:
-// an lm_head holds 128256 * 4096 elements).
+// shared counter-based generator (so an 8B dummy model never touches host memory), host-converted fp32
+// chunks are narrowed to the compute dtype, and uploaded GGUF blocks are decoded element by element with
+// the host's own formulas (quant_blocks.hpp). Grid-stride loops over flat element indices (size_t: an
+// lm_head holds 128256 * 4096 elements).
 #include "cuda/weight_convert.hpp"
 
 #include <cuda_bf16.h>
@@ -11,6 +12,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "engine/model/quant_blocks.hpp"
 #include "engine/model/random_weights.hpp"
 
 namespace cbatch {
@@ -33,6 +35,17 @@ __global__ void convert_f32_kernel(T* __restrict__ out, const float* __restrict_
   }
 }
 
+// One thread per element: its block, its sub-block's scale (decoded again by each of its elements: this
+// runs once, at load) and its code, through block_element.
+template <class F, typename T>
+__global__ void decode_blocks_kernel(T* __restrict__ out, const uint8_t* __restrict__ blocks, size_t n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const size_t block = i / F::kElems;
+    out[i] = from_float<T>(block_element<F>(blocks + block * F::kBytes, static_cast<int>(i % F::kElems)));
+  }
+}
+
 static unsigned grid_for(size_t n) {
   return static_cast<unsigned>(std::min<size_t>((n + kConvertThreads - 1) / kConvertThreads, 65536));
 }
@@ -51,9 +64,21 @@ void convert_f32(T* d_out, const float* d_in, size_t n, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+void decode_blocks(T* d_out, const uint8_t* d_blocks, DType dtype, size_t num_blocks, cudaStream_t stream) {
+  if (num_blocks == 0) return;
+  with_block_format(dtype, [&](auto format) {
+    using F = decltype(format);
+    const size_t n = num_blocks * F::kElems;
+    decode_blocks_kernel<F, T><<<grid_for(n), kConvertThreads, 0, stream>>>(d_out, d_blocks, n);
+  });
+  CUDA_CHECK_LAUNCH();
+}
+
 #define CBATCH_INSTANTIATE_CONVERT(T)                                                        \
   template void fill_random<T>(T*, size_t, uint64_t, float, float, cudaStream_t);          \
-  template void convert_f32<T>(T*, const float*, size_t, cudaStream_t);
+  template void convert_f32<T>(T*, const float*, size_t, cudaStream_t);                    \
+  template void decode_blocks<T>(T*, const uint8_t*, DType, size_t, cudaStream_t);
 CBATCH_INSTANTIATE_CONVERT(float)
 CBATCH_INSTANTIATE_CONVERT(__nv_bfloat16)
 CBATCH_INSTANTIATE_CONVERT(__half)

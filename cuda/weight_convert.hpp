@@ -1,10 +1,13 @@
 // Host launchers that materialize weights on the device (weight_convert.cu): random dummy weights
-// generated in place, and fp32 rows converted to the compute dtype after upload.
+// generated in place, fp32 rows converted to the compute dtype after upload, and GGUF blocks decoded
+// after upload.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstddef>
 #include <cstdint>
+
+#include "engine/model/tensor.hpp"
 
 namespace cbatch {
 
@@ -16,5 +19,12 @@ void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, c
 // out[i] = T(in[i]) for i < n, round to nearest even. in (n) fp32, out (n) T.
 template <typename T>
 void convert_f32(T* d_out, const float* d_in, size_t n, cudaStream_t stream);
+
+// out[i] = T(element i of num_blocks consecutive blocks of `dtype`, a GGUF block type), decoded by the
+// element formulas of engine/model/quant_blocks.hpp: in fp32 the bits of tensor_rows_to_f32, in bf16/fp16
+// their round-to-nearest-even. blocks (num_blocks * dtype_block_bytes(dtype) bytes), out (num_blocks *
+// dtype_block_elems(dtype)) T.
+template <typename T>
+void decode_blocks(T* d_out, const uint8_t* d_blocks, DType dtype, size_t num_blocks, cudaStream_t stream);
 
 }  // namespace cbatch

@@ -72,6 +72,9 @@ enum class Formula {
   kFusedOffset,     // fma(v, s, b): Q4_1, as the CPU matmul has always decoded it
 };
 
+// A sub-block's scale and offset. The offset of the K-quants is the negated product dmin * min, itself
+// rounded on its own (exact with stored data, but then the compiler may not fuse it into the final add
+// either).
 struct ScaleOffset {
   float scale = 0.0f;
   float offset = 0.0f;  // unused by kScaled
@@ -188,7 +191,7 @@ struct BlockFormat<DType::kQ2_K> {  // scales[16] (4-bit scale | 4-bit min << 4)
   CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return crumb256(b + 16, e); }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
-    return {load_half(b + 80) * static_cast<float>(b[j] & 0x0F), -(load_half(b + 82) * static_cast<float>(b[j] >> 4))};
+    return {load_half(b + 80) * static_cast<float>(b[j] & 0x0F), -product_rounded(load_half(b + 82), static_cast<float>(b[j] >> 4))};
   }
 };
 
@@ -222,7 +225,7 @@ struct KQuant45Format {
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
     int sc = 0, m = 0;
     kquant_scale_min(b + 4, j, sc, m);
-    return {load_half(b) * static_cast<float>(sc), -(load_half(b + 2) * static_cast<float>(m))};
+    return {load_half(b) * static_cast<float>(sc), -product_rounded(load_half(b + 2), static_cast<float>(m))};
   }
 };
 template <>
