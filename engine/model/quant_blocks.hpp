@@ -161,7 +161,9 @@ template <>
 struct BlockFormat<DType::kQ5_0> {  // d, qh (u32: fifth bits), qs[16]; x = d * (q - 16)
   static constexpr int kElems = 32, kBytes = 22, kSubElems = 32, kCodeBits = 8, kRawCodes = -1;
   static constexpr Formula kFormula = Formula::kScaled;
-  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return (nibble32(b + 6, e) | bit32(b + 2, e) << 4) - 16; }
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
+    return (nibble32(b + 6, e) | bit32(b + 2, e) << 4) - 16;
+  }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {load_half(b), 0.0f}; }
 };
@@ -191,7 +193,8 @@ struct BlockFormat<DType::kQ2_K> {  // scales[16] (4-bit scale | 4-bit min << 4)
   CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return crumb256(b + 16, e); }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
-    return {load_half(b + 80) * static_cast<float>(b[j] & 0x0F), -product_rounded(load_half(b + 82), static_cast<float>(b[j] >> 4))};
+    return {load_half(b + 80) * static_cast<float>(b[j] & 0x0F),
+            -product_rounded(load_half(b + 82), static_cast<float>(b[j] >> 4))};
   }
 };
 
@@ -200,7 +203,9 @@ struct BlockFormat<DType::kQ3_K> {  // hmask[32], qs[64], scales[12] (16 x 6 bit
   static constexpr int kElems = 256, kBytes = 110, kSubElems = 16, kCodeBits = 4, kRawCodes = -1;
   static constexpr Formula kFormula = Formula::kScaled;  // d * (sc - 32) * (q - 4 * !high bit)
   // Code: the two low bits, and the high bit of hmask (set: no offset) above them.
-  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return crumb256(b + 32, e) | ((b[e % 32] >> (e / 32)) & 1) << 2; }
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
+    return crumb256(b + 32, e) | ((b[e % 32] >> (e / 32)) & 1) << 2;
+  }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c - 4; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
     const uint8_t* sc = b + 96;

@@ -24,11 +24,14 @@ std::vector<float> matmul_view(const cbatch::TensorView& w) {
   if (!PackedMatrix::keeps_blocks(w.dtype, k)) throw cbatch::Error("tensor '" + w.name + "' cannot stay in blocks");
   cbatch::ThreadPool pool(2);
   const int64_t row = cbatch::row_bytes(w.dtype, k);
-  const PackedMatrix packed(n, k, w.dtype, [&](int64_t r) { return static_cast<const uint8_t*>(w.data) + r * row; }, pool);
+  const auto* bytes = static_cast<const uint8_t*>(w.data);
+  const PackedMatrix packed(n, k, w.dtype, [&](int64_t r) { return bytes + r * row; }, pool);
   std::vector<float> identity(static_cast<size_t>(k * k), 0.0f), many(static_cast<size_t>(k * n)), one(many.size());
   for (int64_t i = 0; i < k; ++i) identity[static_cast<size_t>(i * k + i)] = 1.0f;
   cbatch::matmul(identity.data(), packed, many.data(), k, pool);
-  for (int64_t i = 0; i < k; ++i) cbatch::matmul(&identity[static_cast<size_t>(i * k)], packed, &one[static_cast<size_t>(i * n)], 1, pool);
+  for (int64_t i = 0; i < k; ++i) {  // row by row: the one-row kernel
+    cbatch::matmul(&identity[static_cast<size_t>(i * k)], packed, &one[static_cast<size_t>(i * n)], 1, pool);
+  }
   if (std::memcmp(many.data(), one.data(), many.size() * sizeof(float)) != 0) {
     throw cbatch::Error("the one-row and many-row products of '" + w.name + "' differ");
   }
