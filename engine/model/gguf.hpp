@@ -51,7 +51,7 @@ struct GgufTensorInfo {
   std::string name;
   std::vector<int64_t> dims;  // ne[0] (fastest) first, 1 to 4 entries
   uint32_t ggml_type = 0;
-  bool is_supported = false;  // ggml_type maps to a DType (F32, F16, BF16, Q8_0, Q4_0, Q4_1)
+  bool is_supported = false;  // ggml_type maps to a DType (tensor.hpp: F32, F16, BF16 and the GGUF block types)
   DType dtype = DType::kF32;  // valid when is_supported
   uint64_t offset = 0;        // bytes from the start of the data section
 
