@@ -54,14 +54,18 @@ void SpecialTokenMatcher::add_all(std::vector<Token> tokens) {
   }
   std::sort(seen.begin(), seen.end());
   std::stable_sort(tokens.begin(), tokens.end(), [](const Token& a, const Token& b) { return a.text < b.text; });
+  // `seen` views the buckets' strings, so nothing is added to a bucket before every token is checked.
+  std::vector<const Token*> added;
   for (size_t i = 0; i < tokens.size(); ++i) {
-    Token& token = tokens[i];
+    const Token& token = tokens[i];
     const bool duplicate = (i > 0 && tokens[i - 1].text == token.text) ||
                            std::binary_search(seen.begin(), seen.end(), std::string_view(token.text));
-    if (token.text.empty() || duplicate) continue;
-    const uint8_t first = static_cast<uint8_t>(token.text[0]);
+    if (!token.text.empty() && !duplicate) added.push_back(&token);
+  }
+  for (const Token* token : added) {
+    const uint8_t first = static_cast<uint8_t>(token->text[0]);
     touched[first] = true;
-    by_first_byte_[first].push_back(token);  // a copy: tokens[i - 1].text is compared on the next turn
+    by_first_byte_[first].push_back(*token);
     ++num_tokens_;
   }
   const auto longer = [](const Entry& a, const Entry& b) { return a.text.size() > b.text.size(); };
