@@ -36,16 +36,23 @@ struct BenchOptions {
   EngineOptions engine;
 };
 
+// --shard: the generated requests are numbered like input lines (request i is line i + 1).
 std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, WorkloadSpec& spec) {
   std::vector<SourceItem> items;
+  const ShardSpec shard = shard_of(o.engine);
   if (o.dataset == "random") {
-    for (Request& r : make_random_workload(spec, model)) items.emplace_back(std::move(r));
+    for (Request& r : make_random_workload(spec, model)) {
+      if (!shard.owns(r.line)) continue;
+      r.index = static_cast<int64_t>(items.size());
+      items.emplace_back(std::move(r));
+    }
     return items;
   }
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
   JsonlRequestSource source(o.dataset, model, &chat, defaults, o.engine.seed);
+  source.set_shard(shard);
   SourceItem item;
   while (static_cast<int>(items.size()) < o.num_prompts && source.next(item)) items.push_back(std::move(item));
   spec.num_prompts = static_cast<int>(items.size());

@@ -16,5 +16,6 @@ Command add_run_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_inspect_command(CLI::App& app);
+Command add_merge_command(CLI::App& app);
 
 }  // namespace cbatch

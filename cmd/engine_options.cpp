@@ -38,6 +38,19 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_flag("--quiet", o.quiet, "no progress on stderr");
   app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
                "reuse the KV blocks of shared prompt prefixes (default on)");
+  app.add_option("--shard", o.shard,
+                 "answer only shard I of N (0-based I): the input lines L with L mod N = I; auto: from "
+                 "SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX");
+  app.add_option("--num-shards", o.num_shards, "N for --shard auto under a Kubernetes Indexed Job")
+      ->check(CLI::Range(1, kMaxShards));
+}
+
+ShardSpec shard_of(const EngineOptions& o) {
+  if (o.shard.empty()) {
+    if (o.num_shards > 0) throw Error("--num-shards goes with --shard auto");
+    return {};
+  }
+  return resolve_shard(o.shard, o.num_shards, process_environment());
 }
 
 void add_chat_template_option(CLI::App& app, std::string& name) {

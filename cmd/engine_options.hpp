@@ -9,6 +9,7 @@
 
 #include "engine/core/backend.hpp"
 #include "engine/core/engine_config.hpp"
+#include "engine/io/shard_spec.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -30,11 +31,16 @@ struct EngineOptions {
   int threads = 0;
   bool quiet = false;
   bool enable_prefix_caching = true;
+  std::string shard;   // --shard I/N or auto; "" = the whole input
+  int num_shards = 0;  // --num-shards (with --shard auto on Kubernetes)
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
 // --chat-template NAME (also used by `tokenize`).
 void add_chat_template_option(CLI::App& app, std::string& name);
+
+// The shard of --shard/--num-shards (the whole input without --shard); throws on bad values.
+ShardSpec shard_of(const EngineOptions& options);
 
 EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
 Model load_model_for(const EngineOptions& options);

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
   bool show_version = false;
   app.add_flag("--version", show_version, "print the version and CUDA support");
   const cbatch::Command commands[] = {cbatch::add_run_command(app), cbatch::add_bench_command(app),
-                                      cbatch::add_tokenize_command(app), cbatch::add_inspect_command(app)};
+                                      cbatch::add_tokenize_command(app), cbatch::add_inspect_command(app),
+                                      cbatch::add_merge_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,8 +3,10 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "cmd/commands.hpp"
+#include "cmd/data_parallel.hpp"
 #include "cmd/engine_options.hpp"
 #include "cmd/signals.hpp"
 #include "engine/core/engine.hpp"
@@ -17,6 +19,7 @@
 #include "engine/core/signal_block.hpp"
 #include "engine/io/summary_format.hpp"
 #include "engine/io/trace_writer.hpp"
+#include "engine/scale/shard_summary.hpp"
 
 namespace cbatch {
 namespace {
@@ -28,6 +31,7 @@ struct RunOptions {
   std::string summary;
   bool ordered = false;
   bool resume = false;
+  int data_parallel_size = 1;
   EngineOptions engine;
 };
 
@@ -66,15 +70,44 @@ ResumeState open_resume(const RunOptions& o) {
 }
 
 // Lines still to answer (an upper bound of the requests, for the progress line); -1 for stdin.
-int64_t remaining_lines(const RunOptions& o, const ResumeState& resume) {
-  const int64_t lines = count_lines(o.prompts);
-  if (lines < 0) return -1;
+int64_t remaining_lines(const RunOptions& o, const ResumeState& resume, const ShardSpec& shard) {
+  const int64_t all_lines = count_lines(o.prompts);
+  if (all_lines < 0) return -1;
+  const int64_t lines = (all_lines + shard.count - 1) / shard.count;  // about the shard's share
   return lines - static_cast<int64_t>(resume.result_ids.size() + resume.error_lines.size());
 }
 
-void report(const RunOptions& o, const RunSummary& summary, const Backend& backend) {
+// --shard: which shard of which input this run answers, for its summary (and `merge`).
+std::optional<ShardProvenance> shard_provenance(const RunOptions& o) {
+  if (o.engine.shard.empty()) return std::nullopt;
+  const ShardSpec shard = shard_of(o.engine);
+  return ShardProvenance{shard, o.prompts, fingerprint_file(o.prompts), o.output};
+}
+
+// A shard's summary is written beside its output file unless --summary names another place.
+std::string summary_path(const RunOptions& o, const ShardProvenance* shard) {
+  if (!o.summary.empty() || shard == nullptr || o.output == "-") return o.summary;
+  return default_summary_path(o.output);
+}
+
+void report(const RunOptions& o, const RunSummary& summary, const Backend& backend, const ShardProvenance* shard) {
   if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
-  if (!o.summary.empty()) write_file(o.summary, format_summary_json(summary, o.engine.mode, backend.device_name()));
+  const std::string path = summary_path(o, shard);
+  if (!path.empty()) write_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
+}
+
+int run_data_parallel(const RunOptions& o) {
+  if (!o.engine.shard.empty()) throw Error("--data-parallel-size makes its own shards: it cannot be combined with --shard");
+  DataParallelRun r;
+  r.size = o.data_parallel_size;
+  r.prompts = o.prompts;
+  r.output = o.output;
+  r.summary = o.summary;
+  r.trace = o.trace;
+  r.device = o.engine.device;
+  r.threads = o.engine.threads;
+  r.quiet = o.engine.quiet;
+  return run_data_parallel(r);
 }
 
 int exit_status(const RunSummary& summary, int stop_signal) {
@@ -85,6 +118,8 @@ int exit_status(const RunSummary& summary, int stop_signal) {
 int run(const RunOptions& o) {
   if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
   if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
+  if (o.data_parallel_size > 1) return run_data_parallel(o);
+  const std::optional<ShardProvenance> shard = shard_provenance(o);
   EngineHooks hooks;
   hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step
   const OutputFileLock lock(o.output);
@@ -104,12 +139,13 @@ int run(const RunOptions& o) {
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
   JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
   source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe
+  if (shard) source.set_shard(shard->shard);
   ResultFormatOptions format;
   format.model = model_name(model.path);
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format);
   std::unique_ptr<TraceWriter> trace = o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace);
   ProgressReporter progress(!o.engine.quiet);
-  const int64_t total = remaining_lines(o, resume);
+  const int64_t total = remaining_lines(o, resume, shard ? shard->shard : ShardSpec{});
   hooks.on_step = [&](const StepRecord& record) {
     if (trace) trace->write(record);
     progress.on_step(record, total);
@@ -120,7 +156,7 @@ int run(const RunOptions& o) {
   progress.finish();
   summary.resumed_ok = source.num_resumed_ok();
   summary.resumed_failed = source.num_resumed_failed();
-  report(o, summary, *backend);
+  report(o, summary, *backend, shard ? &*shard : nullptr);
   return exit_status(summary, hooks.stop_signal->load());
 }
 
@@ -136,6 +172,9 @@ Command add_run_command(CLI::App& app) {
   sub->add_flag("--ordered", options->ordered, "write results in input order");
   sub->add_flag("--resume", options->resume,
                 "skip requests that already have a line in the output file, append the rest");
+  sub->add_option("--data-parallel-size", options->data_parallel_size,
+                  "run D processes, one per GPU (on the CPU: --threads split among them), each a shard, then merge")
+      ->check(CLI::Range(1, 1024));
   add_engine_options(*sub, options->engine);
   return {sub, [options] { return run(*options); }};
 }

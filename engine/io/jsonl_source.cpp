@@ -13,6 +13,7 @@ JsonlRequestSource::JsonlRequestSource(const std::string& path, const Model& mod
 bool JsonlRequestSource::next(SourceItem& item) {
   for (;;) {
     if (!reader_.next(line_)) return false;
+    if (!shard_.owns(line_.line_no)) continue;
     ParsedRequest parsed = parser_.parse(line_);
     reject_duplicate(parsed);
     if (is_finished(parsed)) continue;
@@ -31,9 +32,7 @@ void JsonlRequestSource::reject_duplicate(ParsedRequest& parsed) {
   auto* input = std::get_if<RequestInput>(&parsed);
   if (input == nullptr || seen_ids_.insert(input->id_json, input->line)) return;
   ++num_duplicates_;
-  parsed = make_input_error(*input, -1, "duplicate id " + input->id_json + " (first used on line " +
-                                   std::to_string(seen_ids_.line_of(input->id_json)) +
-                                   "): every line needs its own id");
+  parsed = make_duplicate_id_error(*input, seen_ids_.line_of(input->id_json));
 }
 
 // On resume: whether the line already has its output line (then it is counted and skipped).

@@ -3,6 +3,7 @@
 // unique: the first line with an id runs, every later one gets a "duplicate id" error line. With
 // --resume it skips lines that already have an output line (results by id, errors by line number),
 // while still tracking their ids, so a resumed run writes exactly the lines a clean run would add.
+// With a shard, lines of other shards are skipped before parsing.
 #pragma once
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "engine/io/request_parser.hpp"
 #include "engine/core/request_stream.hpp"
 #include "engine/io/resume.hpp"
+#include "engine/io/shard_spec.hpp"
 
 namespace cbatch {
 
@@ -31,6 +33,9 @@ class JsonlRequestSource final : public RequestSource {
   int64_t num_resumed_ok() const { return num_resumed_ok_; }          // skipped: a result exists
   int64_t num_resumed_failed() const { return num_resumed_failed_; }  // skipped: an error line exists
   int64_t num_duplicates() const { return num_duplicates_; }
+  // --shard: only the lines the shard owns are read further; the others are skipped unparsed, so
+  // duplicate ids are detected among the shard's own lines only (merge checks across shards).
+  void set_shard(const ShardSpec& shard) { shard_ = shard; }
 
  private:
   void reject_duplicate(ParsedRequest& parsed);
@@ -43,6 +48,7 @@ class JsonlRequestSource final : public RequestSource {
   const ChatFormat* chat_;
   uint64_t seed_;
   const ResumeState* resume_;
+  ShardSpec shard_;
   int64_t prompt_byte_limit_;
   IdSet seen_ids_;  // every id of a line that parsed, with its line
   JsonlLine line_;

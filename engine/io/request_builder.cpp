@@ -16,6 +16,11 @@ RequestError make_input_error(const RequestInput& input, int64_t index, const st
   return error;
 }
 
+RequestError make_duplicate_id_error(const RequestInput& input, int64_t first_line) {
+  return make_input_error(input, -1, "duplicate id " + input.id_json + " (first used on line " +
+                                         std::to_string(first_line) + "): every line needs its own id");
+}
+
 namespace {
 
 // The ids of a chat prompt; the end of turn stops generation (as a stop token, or as a stop string when

@@ -15,6 +15,8 @@ namespace cbatch {
 // `chat` may be null (then chat messages are an error for their line).
 // An error for the line of `input` (message prefixed with "line N: "); index -1 until the source numbers it.
 RequestError make_input_error(const RequestInput& input, int64_t index, const std::string& message);
+// The error of a line whose id an earlier line (first_line) already used (index -1: the source sets it).
+RequestError make_duplicate_id_error(const RequestInput& input, int64_t first_line);
 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
                                                   const ChatFormat* chat, uint64_t global_seed);

@@ -54,7 +54,23 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("e2e_ms_p99").number(s.e2e_ms_p99, 3);
 }
 
-std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device) {
+namespace {
+
+void write_shard(JsonWriter& w, const ShardProvenance& p) {
+  w.key("shard").begin_object();
+  w.key("index").int64(p.shard.index);
+  w.key("count").int64(p.shard.count);
+  w.key("input").string(p.input);
+  w.key("input_bytes").int64(p.fingerprint.bytes);
+  w.key("input_hash").string(p.fingerprint.hash);
+  w.key("output").string(p.output);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string format_summary_json(const RunSummary& s, std::string_view mode, std::string_view device,
+                                const ShardProvenance* shard) {
   JsonWriter w;
   w.begin_object();
   w.key("mode").string(mode);
@@ -67,6 +83,7 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   write_throughput_fields(w, s);
   w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
   w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  if (shard != nullptr) write_shard(w, *shard);
   w.end_object();
   return w.take() + "\n";
 }

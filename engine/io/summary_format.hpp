@@ -3,6 +3,8 @@
 #include <string>
 
 #include "engine/bench/run_stats.hpp"
+#include "engine/io/input_fingerprint.hpp"
+#include "engine/io/shard_spec.hpp"
 
 namespace cbatch {
 
@@ -12,6 +14,16 @@ std::string format_summary_text(const RunSummary& summary);
 // The throughput and latency fields that the summary and every bench result share.
 void write_throughput_fields(JsonWriter& w, const RunSummary& summary);
 
-std::string format_summary_json(const RunSummary& summary, std::string_view mode, std::string_view device);
+// What a sharded run records in its summary for `merge`: which shard of which input it answered, and where.
+struct ShardProvenance {
+  ShardSpec shard;
+  std::string input;               // the prompts file as given
+  InputFingerprint fingerprint;    // of the prompts file
+  std::string output;              // the shard's output file as given
+};
+
+// shard: also writes a "shard" object (index, count, input, input_bytes, input_hash, output).
+std::string format_summary_json(const RunSummary& summary, std::string_view mode, std::string_view device,
+                                const ShardProvenance* shard = nullptr);
 
 }  // namespace cbatch

@@ -1,0 +1,44 @@
+#include "cmd/merge_shards.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "engine/core/error.hpp"
+#include "engine/io/summary_format.hpp"
+
+namespace cbatch {
+
+int merge_and_report(const MergeSources& sources, const std::string& output, const std::string& summary_path,
+                     bool quiet) {
+  if (output == sources.input) throw Error("merge: the output file must differ from the input file");
+  for (const std::string& shard : sources.shards) {
+    if (shard == output) throw Error("merge: the output file '" + output + "' is also given as a shard");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const MergeResult result = merge_shards(sources, output);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result.problems.empty()) {
+    std::fprintf(stderr, "cbatch merge: the %zu shard files do not cover '%s' exactly; nothing was written:\n",
+                 sources.shards.size(), sources.input.c_str());
+    for (const std::string& problem : result.problems) std::fprintf(stderr, "  %s\n", problem.c_str());
+    return 1;
+  }
+  if (!quiet) {
+    std::fprintf(stderr, "[cbatch] merged %d shards: %lld lines into %s in %.2f s", result.num_shards,
+                 static_cast<long long>(result.lines_written), output.c_str(), seconds);
+    if (result.duplicate_ids > 0) {
+      std::fprintf(stderr, " (%lld lines reuse an earlier line's id: duplicate-id error lines)",
+                   static_cast<long long>(result.duplicate_ids));
+    }
+    std::fprintf(stderr, "\n%s", format_summary_text(result.summary).c_str());
+  }
+  if (!summary_path.empty()) {
+    std::ofstream out(summary_path);
+    out << format_summary_json(result.summary, result.mode, result.device);
+    if (!out) throw Error("cannot write '" + summary_path + "'");
+  }
+  return result.summary.requests_failed > 0 ? 2 : 0;
+}
+
+}  // namespace cbatch
