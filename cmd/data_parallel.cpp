@@ -67,6 +67,8 @@ std::vector<std::string> child_gpus(const DataParallelRun& r) {
   int count = 0;
 #ifdef CBATCH_HAVE_CUDA
   count = r.device == "cpu" ? 0 : cuda_device_count();
+#else
+  if (r.device == "cuda") throw Error("--device cuda: this cbatch was built without CUDA support");
 #endif
   if (r.device == "cuda" && count == 0) throw Error("--device cuda: no CUDA device is available");
   if (count == 0) return {};

@@ -62,7 +62,7 @@ ShardSpec parse_shard_spec(const std::string& text) {
   const size_t slash = text.find('/');
   const std::optional<int64_t> index = slash == std::string::npos ? std::nullopt : parse_int(std::string_view(text).substr(0, slash));
   const std::optional<int64_t> count = slash == std::string::npos ? std::nullopt : parse_int(std::string_view(text).substr(slash + 1));
-  if (!index || !count) throw Error("--shard '" + text + "': expected I/N (0-based index I of N shards, e.g. 0/4) or auto");
+  if (!index || !count) throw Error("--shard " + text + ": expected I/N (0-based index I of N shards, e.g. 0/4) or auto");
   return checked_spec(*index, *count, "--shard " + text);
 }
 
