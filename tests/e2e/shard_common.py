@@ -6,6 +6,7 @@ import re
 
 from common import read_jsonl
 
+REUSED_ID_LINES = (18, 21)  # lines that reuse line 5's id (all three are simple, valid lines)
 TIMING = re.compile(rb'"(ttft_ms|e2e_ms|first_step|finish_step|created)": [0-9.eE+-]+')
 
 
@@ -32,7 +33,7 @@ def mixed_prompts(path, num_lines, max_tokens=6):
         if i % 10 == 7:
             row = {"custom_id": f"c{i}", "method": "POST", "url": "/v1/completions",
                    "body": {"prompt": f"openai {i}", "max_tokens": max_tokens, "temperature": 0}}
-        if i in (15, 17):
+        if i in REUSED_ID_LINES:
             row["id"] = "q5"  # the id of line 5 again
         lines.append(json.dumps(row))
     with open(path, "w") as f:
