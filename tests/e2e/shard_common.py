@@ -7,11 +7,13 @@ import re
 from common import read_jsonl
 
 REUSED_ID_LINES = (18, 21)  # lines that reuse line 5's id (all three are simple, valid lines)
-TIMING = re.compile(rb'"(ttft_ms|e2e_ms|first_step|finish_step|created)": [0-9.eE+-]+')
+# Timing metrics, OpenAI's creation time, and cached_tokens: which prompts share a prefix cache depends
+# on which of them one process ran.
+TIMING = re.compile(rb'"(ttft_ms|e2e_ms|first_step|finish_step|created|cached_tokens)": [0-9.eE+-]+')
 
 
 def masked(path):
-    """The file's bytes with the timing metrics (and OpenAI's creation time) replaced by T."""
+    """The file's bytes with the timing metrics (and OpenAI's creation time, cached_tokens) replaced by T."""
     with open(path, "rb") as f:
         return TIMING.sub(rb'"\1": T', f.read())
 
