@@ -92,6 +92,8 @@ if wait_for_lines(proc, os.path.join(work, "stopped.shard-0-of-2.jsonl")):
     proc.communicate(timeout=300)
     c.check(proc.returncode == 128 + signal.SIGTERM, f"SIGTERM: exit {proc.returncode}")
     c.check(all(not os.path.exists(f"/proc/{pid}") for pid in children), "every child stopped with the parent")
+    done = sum(count_lines(os.path.join(work, f"stopped.shard-{i}-of-2.jsonl")) for i in range(2))
+    c.check(done < NUM_PROMPTS, f"the children stopped early ({done} of {NUM_PROMPTS} lines)")
     run(["run", prompts, "-o", stopped, "--data-parallel-size", "2", "--resume", "--quiet"] + MODEL)
     check_complete(stopped, "SIGTERM then --resume")
 else:
