@@ -1,5 +1,6 @@
-# Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo) and
-# the Python packages the end-to-end tests compare against (pinned; tests skip visibly without them).
+# Thin wrapper over CMake. `make setup` installs the Debian packages the build needs (root or sudo), Slurm
+# for the job-array test (optional: a failed install only warns), and the Python packages the end-to-end
+# tests compare against (pinned; tests skip visibly without them).
 # `make test-robust`: the CPU tests under ASan+UBSan (clang) and a bounded run of every fuzz target.
 BUILD ?= build
 ROBUST_BUILD ?= build-robust
@@ -9,7 +10,7 @@ JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0
+PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0 pyyaml==6.0.3
 
 .PHONY: all setup configure build test test-data test-robust run bench model clean
 
@@ -20,6 +21,9 @@ setup:
 	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev
 	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet $(PY_TEST_PACKAGES)
 	$(SUDO) apt-get install -y -qq --no-install-recommends clang libclang-rt-dev time
+	@# A single-node Slurm for tests/e2e/test_slurm_array.py (its daemons are started by the test, never as services).
+	$(SUDO) apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge || \
+	  echo "warning: could not install Slurm; the Slurm array test will be skipped"
 
 configure:
 	cmake -S . -B $(BUILD) $(CMAKE_FLAGS)
