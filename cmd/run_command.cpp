@@ -81,6 +81,10 @@ int64_t remaining_lines(const RunOptions& o, const ResumeState& resume, const Sh
 std::optional<ShardProvenance> shard_provenance(const RunOptions& o) {
   if (o.engine.shard.empty()) return std::nullopt;
   const ShardSpec shard = shard_of(o.engine);
+  if (o.prompts == "-") {
+    throw Error("--shard reads the prompts from a file, not standard input: merge checks every shard's input "
+                "by the file's fingerprint");
+  }
   return ShardProvenance{shard, o.prompts, fingerprint_file(o.prompts), o.output};
 }
 

@@ -6,6 +6,7 @@ the one exception: only merge can see that), and merge reproduces the single-pro
 byte for byte but for timing metrics. merge refuses a missing shard, a shard given twice, a shard of
 another input and a torn last line, naming the lines; --shard auto reads Slurm's and Kubernetes'
 variables; --resume works per shard."""
+import json
 import os
 import subprocess
 
@@ -116,6 +117,14 @@ proc, _ = auto({"JOB_COMPLETION_INDEX": "2"}, rc=1)
 c.check("--num-shards" in proc.stderr, f"JOB_COMPLETION_INDEX without --num-shards: {proc.stderr}")
 proc, _ = auto({"SLURM_ARRAY_TASK_ID": "5", "SLURM_ARRAY_TASK_COUNT": "3"}, rc=1)
 c.check("0..2, not 5" in proc.stderr, f"task id past the count: {proc.stderr}")
+# bench --shard: the generated requests are numbered like lines (request i is line i + 1).
+bench_json = os.path.join(work, "bench.json")
+run(["bench", "--num-prompts", "15", "--input-len", "4:8", "--output-len", "2:4", "--modes", "continuous",
+     "--shard", "1/4", "--json", bench_json] + MODEL)
+with open(bench_json) as f:
+    c.check(json.load(f)["results"][0]["requests"] == 4, "bench --shard 1/4 of 15 requests runs requests 1, 5, 9, 13")
+proc = run(["run", "-", "--shard", "0/2"] + MODEL, stdin="{}\n", check=False)
+c.check(proc.returncode == 1 and "not standard input" in proc.stderr, f"--shard on stdin: {proc.stderr}")
 for bad in ("3/3", "1", "a/b"):
     proc = run(["run", prompts, "-o", os.path.join(work, "bad.jsonl"), "--shard", bad] + MODEL, check=False)
     c.check(proc.returncode == 1 and f"--shard {bad}" in proc.stderr, f"--shard {bad}: {proc.returncode} {proc.stderr}")
