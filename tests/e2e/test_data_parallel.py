@@ -18,7 +18,8 @@ work = tmpdir()
 MODEL_ONLY = tiny_dummy_model(work, hidden_size=256, intermediate_size=512, num_hidden_layers=4)[:2]
 MODEL = MODEL_ONLY + ["--device", "cpu", "--threads", "2"]
 prompts = os.path.join(work, "prompts.jsonl")
-write_jsonl(prompts, [{"id": f"k{i}", "prompt": "word " * (3 + i % 17) + str(i), "max_tokens": 48, "temperature": 0}
+write_jsonl(prompts, [{"id": f"k{i}", "prompt": "word " * (3 + i % 17) + str(i), "max_tokens": 4 + (7 * i) % 60,
+                       "temperature": 0}
                       for i in range(NUM_PROMPTS)])
 single = os.path.join(work, "single.jsonl")
 run(["run", prompts, "-o", single, "--ordered", "--quiet"] + MODEL)
