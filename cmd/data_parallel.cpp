@@ -1,3 +1,5 @@
+// The parent of a data-parallel run: plans the children (shard, files, GPU or threads, arguments),
+// starts them with fork/execve of /proc/self/exe, waits, forwards a stop signal, then merges.
 #include "cmd/data_parallel.hpp"
 
 #include <sys/prctl.h>

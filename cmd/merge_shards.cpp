@@ -1,3 +1,4 @@
+// merge_and_report: engine/scale/shard_merge.hpp plus what the user sees (problems or the summary).
 #include "cmd/merge_shards.hpp"
 
 #include <chrono>

@@ -100,7 +100,7 @@ void report(const RunOptions& o, const RunSummary& summary, const Backend& backe
   if (!path.empty()) write_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
 }
 
-int run_data_parallel(const RunOptions& o) {
+int start_data_parallel(const RunOptions& o) {
   if (!o.engine.shard.empty()) throw Error("--data-parallel-size makes its own shards: it cannot be combined with --shard");
   DataParallelRun r;
   r.size = o.data_parallel_size;
@@ -122,7 +122,7 @@ int exit_status(const RunSummary& summary, int stop_signal) {
 int run(const RunOptions& o) {
   if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
   if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
-  if (o.data_parallel_size > 1) return run_data_parallel(o);
+  if (o.data_parallel_size > 1) return start_data_parallel(o);
   const std::optional<ShardProvenance> shard = shard_provenance(o);
   EngineHooks hooks;
   hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step

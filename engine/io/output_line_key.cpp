@@ -1,3 +1,4 @@
+// Keys of output lines in both shapes (moved here from resume.cpp so that merge uses the same rules).
 #include "engine/io/output_line_key.hpp"
 
 #include <charconv>

@@ -1,3 +1,4 @@
+// Parsing of --shard I/N and of the schedulers' variables; every bad value is an error naming it.
 #include "engine/io/shard_spec.hpp"
 
 #include <charconv>

@@ -1,3 +1,4 @@
+// Argument surgery on the parent's command line; no knowledge of run's other options is needed.
 #include "engine/scale/child_args.hpp"
 
 #include <array>

@@ -1,3 +1,5 @@
+// One pass over the prompts file with the request parser: non-blank lines, first line of every id,
+// and the duplicate-id error line of every line that reuses one.
 #include "engine/scale/input_index.hpp"
 
 #include <variant>

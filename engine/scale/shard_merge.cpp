@@ -1,3 +1,5 @@
+// merge_shards: summaries checked as a set, the input indexed, the shard files scanned into slots,
+// coverage checked; then the lines copied in input order from the memory-mapped shard files.
 #include "engine/scale/shard_merge.hpp"
 
 #include <fcntl.h>

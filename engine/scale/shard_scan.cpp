@@ -1,3 +1,5 @@
+// One pass over each shard file: every line parsed once for its key (and, for results, tokens and
+// latencies); problems are gathered per file and reported as one message per kind.
 #include "engine/scale/shard_scan.hpp"
 
 #include <simdjson.h>

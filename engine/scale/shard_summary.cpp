@@ -1,3 +1,4 @@
+// Reading a shard's summary back with JsonFile (errors name the file and field) and merging counters.
 #include "engine/scale/shard_summary.hpp"
 
 #include <algorithm>
