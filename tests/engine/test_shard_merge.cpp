@@ -10,6 +10,8 @@
 #include "engine/io/input_fingerprint.hpp"
 #include "engine/io/summary_format.hpp"
 #include "engine/scale/shard_merge.hpp"
+#include "engine/scale/shard_scan.hpp"
+#include "engine/scale/shard_summary.hpp"
 #include "temp_file.hpp"
 
 using cbatch::test::TempFile;
@@ -149,4 +151,11 @@ TEST_CASE("merge: a summary that is missing or not a shard's is a problem naming
   const cbatch::MergeResult r = s.merge({&s.shard0, &s.shard1}, {&s.summary0, &s.summary1});
   CHECK(has_problem(r, "'" + s.shard1.path() + "': its summary cannot be used"));
   CHECK(has_problem(r, "shard 1/2 is missing"));
+}
+
+TEST_CASE("merge's messages list at most 8 lines, then a count; summaries sit beside their shard files") {
+  CHECK(cbatch::list_lines({3, 6, 9}) == "3, 6, 9");
+  CHECK(cbatch::list_lines({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}) == "1, 2, 3, 4, 5, 6, 7, 8 and 2 more");
+  CHECK(cbatch::default_summary_path("out/part-3.jsonl") == "out/part-3.summary.json");
+  CHECK(cbatch::default_summary_path("part") == "part.summary.json");
 }
