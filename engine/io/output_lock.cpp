@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +16,12 @@ OutputFileLock::OutputFileLock(const std::string& path) {
   if (path == "-") return;
   fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot open output file '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe: no results to guard
+    ::close(fd_);
+    fd_ = -1;
+    return;
+  }
   if (::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
   const int err = errno;
   ::close(fd_);

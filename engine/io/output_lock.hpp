@@ -10,7 +10,8 @@ namespace cbatch {
 class OutputFileLock {
  public:
   // Creates the file if needed. Throws cbatch::Error when another process holds the lock, or when the
-  // file cannot be opened. "-" (standard output) takes no lock.
+  // file cannot be opened. "-" (standard output) and files that are not regular files (/dev/null, a
+  // named pipe) take no lock: they keep no results, and runs writing to /dev/null must not exclude each other.
   explicit OutputFileLock(const std::string& path);
   ~OutputFileLock();
   OutputFileLock(const OutputFileLock&) = delete;

@@ -1,5 +1,5 @@
 // OutputFileLock: a second lock on the same output fails with a message naming the file, until the
-// first is released; standard output takes no lock.
+// first is released; standard output and /dev/null take no lock.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -23,6 +23,8 @@ TEST_CASE("output lock: one holder at a time, released with its owner") {
     }
     const cbatch::OutputFileLock stdout_lock("-");
     const cbatch::OutputFileLock stdout_again("-");
+    const cbatch::OutputFileLock null_lock("/dev/null");  // not a regular file: no lock, so no conflict
+    const cbatch::OutputFileLock null_again("/dev/null");
   }
   const cbatch::OutputFileLock again(file.path());
 }
