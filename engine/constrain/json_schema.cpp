@@ -1,8 +1,9 @@
 // JSON Schema -> regex, keyword by keyword. Supported: type (and lists of types), properties, required,
 // additionalProperties false (other values: an error), enum, const, anyOf, oneOf (as anyOf), allOf of
 // objects, items, prefixItems, minItems, maxItems, minLength, maxLength, pattern, format (date, time,
-// date-time, email, uuid), $defs / definitions with $ref (recursion unrolled kMaxRefDepth levels), and
-// annotations (title, description, default, examples, $schema, $id).
+// date-time, email, uuid), $defs / definitions with $ref (a recursive one as a rule of its own), and
+// annotations (title, description, default, examples, $schema, $id). Any value (no type, `true`) is a
+// rule too, nested to any depth.
 #include "engine/constrain/json_schema.hpp"
 
 #include <simdjson.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "engine/constrain/json_number.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -22,7 +24,6 @@ constexpr std::string_view kWs = " ?";
 constexpr std::string_view kString = R"j("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*")j";
 constexpr std::string_view kInteger = R"j(-?(?:0|[1-9]\d{0,15}))j";
 constexpr std::string_view kNumber = R"j(-?(?:0|[1-9]\d{0,15})(?:\.\d{1,16})?(?:[eE][+-]?\d{1,3})?)j";
-constexpr int kMaxRefDepth = 3;
 constexpr size_t kMaxRegexBytes = 1 << 20;
 
 std::string escape(std::string_view text) {
@@ -42,19 +43,20 @@ int64_t int_or(simdjson::dom::object obj, const char* key, int64_t fallback) {
   return v;
 }
 
-std::string value_regex(int depth);
+std::string sequence_of(std::string_view open, const std::string& item, std::string_view close) {
+  return std::string(open) + std::string(kWs) + "(?:" + item + "(?:" + std::string(kWs) + "," + std::string(kWs) + item + ")*)?" +
+         std::string(kWs) + std::string(close);
+}
 
-std::string value_regex(int depth) {
-  std::string v = "(?:" + std::string(kString) + "|" + std::string(kNumber) + "|true|false|null";
-  if (depth > 0) {
-    const std::string inner = value_regex(depth - 1);
-    const std::string member = std::string(kString) + std::string(kWs) + ":" + std::string(kWs) + inner;
-    v += "|\\{" + std::string(kWs) + "(?:" + member + "(?:" + std::string(kWs) + "," + std::string(kWs) + member + ")*)?" +
-         std::string(kWs) + "\\}";
-    v += "|\\[" + std::string(kWs) + "(?:" + inner + "(?:" + std::string(kWs) + "," + std::string(kWs) + inner + ")*)?" +
-         std::string(kWs) + "\\]";
-  }
-  return v + ")";
+std::string member_of(const std::string& value) { return std::string(kString) + std::string(kWs) + ":" + std::string(kWs) + value; }
+
+// An object whose values are `value` (a regex, or a rule call).
+std::string object_of(const std::string& value) { return sequence_of("\\{", member_of(value), "\\}"); }
+
+// Any JSON value, its nested values being `inner` (the call of this same rule).
+std::string value_body(const std::string& inner) {
+  return "(?:" + std::string(kString) + "|" + std::string(kNumber) + "|true|false|null|" + object_of(inner) + "|" +
+         sequence_of("\\[", inner, "\\]") + ")";
 }
 
 class SchemaCompiler {
@@ -62,87 +64,144 @@ class SchemaCompiler {
   explicit SchemaCompiler(element root) : root_(root) {}
 
   // The regex of one (sub)schema; throws when it grows past kMaxRegexBytes ($ref fan-out can multiply).
-  std::string compile(element s, int ref_depth = 0) {
-    std::string regex = compile_unchecked(s, ref_depth);
+  std::string compile(element s) {
+    std::string regex = compile_unchecked(s);
     if (regex.size() > kMaxRegexBytes) throw Error("JSON schema: too large once its references are expanded");
     return regex;
   }
 
  private:
-  std::string compile_unchecked(element s, int ref_depth) {
+  std::string compile_unchecked(element s) {
     if (s.is_bool()) {
       if (!bool(s)) throw Error("JSON schema: 'false' accepts nothing");
-      return value_regex(2);
+      return any_value();
     }
     simdjson::dom::object obj;
     if (s.get_object().get(obj) != simdjson::SUCCESS) throw Error("JSON schema: a schema must be an object or a boolean");
     for (auto [key, value] : obj) check_keyword(key);
-    if (auto ref = obj["$ref"]; ref.error() == simdjson::SUCCESS) return compile_ref(ref.value(), ref_depth);
+    if (auto ref = obj["$ref"]; ref.error() == simdjson::SUCCESS) return compile_ref(ref.value());
     if (auto c = obj["const"]; c.error() == simdjson::SUCCESS) return escape(json_text(c.value()));
     if (auto e = obj["enum"]; e.error() == simdjson::SUCCESS) return alternatives_of_values(e.value());
     for (const char* key : {"anyOf", "oneOf"}) {
-      if (auto list = obj[key]; list.error() == simdjson::SUCCESS) return alternatives(list.value(), ref_depth);
+      if (auto list = obj[key]; list.error() == simdjson::SUCCESS) return alternatives(list.value());
     }
-    if (auto all = obj["allOf"]; all.error() == simdjson::SUCCESS) return all_of(all.value(), ref_depth);
+    if (auto all = obj["allOf"]; all.error() == simdjson::SUCCESS) return all_of(all.value());
     element type_el;
     if (obj["type"].get(type_el) != simdjson::SUCCESS) {
-      if (obj["properties"].error() == simdjson::SUCCESS) return object_regex(obj, ref_depth);
-      if (obj["items"].error() == simdjson::SUCCESS) return array_regex(obj, ref_depth);
-      return value_regex(2);
+      if (obj["properties"].error() == simdjson::SUCCESS) return object_regex(obj);
+      if (obj["items"].error() == simdjson::SUCCESS) return array_regex(obj);
+      return any_value();
     }
     if (type_el.is_array()) {
       std::string out;
-      for (element t : type_el.get_array()) out += (out.empty() ? "" : "|") + typed(std::string(std::string_view(t)), obj, ref_depth);
+      for (element t : type_el.get_array()) out += (out.empty() ? "" : "|") + typed(std::string(std::string_view(t)), obj);
       return std::string("(?:").append(out).append(")");
     }
     std::string_view type;
     if (type_el.get_string().get(type) != simdjson::SUCCESS) throw Error("JSON schema: 'type' must be a string or a list");
-    return typed(std::string(type), obj, ref_depth);
+    return typed(std::string(type), obj);
   }
 
   static void check_keyword(std::string_view key) {
     static const std::set<std::string_view> known = {
         "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf", "allOf",
         "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "$ref",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "$defs", "definitions", "title", "description", "default", "examples", "$schema", "$id", "$comment"};
     if (known.count(key) == 0) throw Error("JSON schema keyword '" + std::string(key) + "' is not supported");
   }
 
-  std::string typed(const std::string& type, simdjson::dom::object obj, int ref_depth) {
-    if (type == "object") return object_regex(obj, ref_depth);
-    if (type == "array") return array_regex(obj, ref_depth);
+  std::string typed(const std::string& type, simdjson::dom::object obj) {
+    if (type == "object") return object_regex(obj);
+    if (type == "array") return array_regex(obj);
     if (type == "string") return string_regex(obj);
-    if (type == "integer") return std::string(kInteger);
-    if (type == "number") return std::string(kNumber);
+    if (type == "integer" || type == "number") {
+      const NumberBounds bounds = read_bounds(obj);
+      if (!bounds.is_set()) return std::string(type == "integer" ? kInteger : kNumber);
+      return type == "integer" ? bounded_integer_regex(bounds) : bounded_number_regex(bounds);
+    }
     if (type == "boolean") return "(?:true|false)";
     if (type == "null") return "null";
     throw Error("JSON schema: type '" + type + "' is not a JSON type");
   }
 
-  std::string compile_ref(element ref, int ref_depth) {
+  // A definition is inlined unless it refers to itself (through others too): then it becomes a rule,
+  // its body the inlined text, and every reference to it a call.
+  static NumberBounds read_bounds(simdjson::dom::object obj) {
+    NumberBounds b;
+    struct Keyword {
+      const char* key;
+      bool is_lo;
+      bool exclusive;
+    };
+    for (const auto& [key, is_lo, exclusive] : {Keyword{"minimum", true, false}, Keyword{"exclusiveMinimum", true, true},
+                                               Keyword{"maximum", false, false}, Keyword{"exclusiveMaximum", false, true}}) {
+      element v;
+      if (obj[key].get(v) != simdjson::SUCCESS) continue;
+      double d = 0;
+      if (v.get_double().get(d) != simdjson::SUCCESS) throw Error(std::string("JSON schema: '") + key + "' must be a number");
+      std::optional<double>& side = is_lo ? b.lo : b.hi;
+      // Both given: the tighter one wins (equal: exclusive wins).
+      const bool tighter = !side || (is_lo ? d > *side : d < *side) || (d == *side && exclusive);
+      if (!tighter) continue;
+      side = d;
+      (is_lo ? b.lo_exclusive : b.hi_exclusive) = exclusive;
+      (is_lo ? b.lo_keyword : b.hi_keyword) = key;
+    }
+    return b;
+  }
+
+  std::string compile_ref(element ref) {
     std::string_view path;
     if (ref.get_string().get(path) != simdjson::SUCCESS) throw Error("JSON schema: '$ref' must be a string");
-    if (ref_depth >= kMaxRefDepth) return "[^\\s\\S]";  // deeper recursion: nothing (optional parts end here)
+    const std::string key(path);
+    if (const auto it = ref_rules_.find(key); it != ref_rules_.end()) return call(it->second);
+    if (expanding_.count(key)) {
+      ref_rules_.emplace(key, add_rule(""));
+      return call(ref_rules_[key]);
+    }
+    expanding_.insert(key);
+    const std::string body = compile(ref_target(path));
+    expanding_.erase(key);
+    const auto it = ref_rules_.find(key);
+    if (it == ref_rules_.end()) return body;
+    rules_[static_cast<size_t>(it->second)] = body;
+    return call(it->second);
+  }
+
+  element ref_target(std::string_view path) {
+    if (path == "#") return root_;
     for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
       const std::string_view p(prefix);
-      if (path.substr(0, p.size()) == p) {
-        element target;
-        const std::string name(path.substr(p.size()));
-        if (root_[p.substr(2, p.size() - 3)][name].get(target) != simdjson::SUCCESS) {
-          throw Error("JSON schema: '$ref' " + std::string(path) + " names no definition");
-        }
-        return compile(target, ref_depth + 1);
+      if (path.substr(0, p.size()) != p) continue;
+      element target;
+      if (root_[p.substr(2, p.size() - 3)][std::string(path.substr(p.size()))].get(target) != simdjson::SUCCESS) {
+        throw Error("JSON schema: '$ref' " + std::string(path) + " names no definition");
       }
+      return target;
     }
-    if (path == "#") return compile(root_, ref_depth + 1);
     throw Error("JSON schema: '$ref' " + std::string(path) + " is not a local #/$defs reference");
   }
 
-  std::string alternatives(element list, int ref_depth) {
+  static std::string call(int32_t rule) { return "(?&" + std::to_string(rule) + ")"; }
+  int32_t add_rule(std::string body) {
+    rules_.push_back(std::move(body));
+    return static_cast<int32_t>(rules_.size() - 1);
+  }
+  // Any JSON value, nested to any depth: a rule of its own.
+  std::string any_value() {
+    if (any_value_rule_ < 0) {
+      any_value_rule_ = add_rule("");
+      rules_[static_cast<size_t>(any_value_rule_)] = value_body(call(any_value_rule_));
+    }
+    return call(any_value_rule_);
+  }
+
+  std::string alternatives(element list) {
     std::string out;
     for (element s : list.get_array()) {
       if (!out.empty()) out += '|';
-      out += compile(s, ref_depth);
+      out += compile(s);
     }
     if (out.empty()) throw Error("JSON schema: an empty anyOf/oneOf accepts nothing");
     return std::string("(?:").append(out).append(")");
@@ -159,7 +218,7 @@ class SchemaCompiler {
   }
 
   // allOf of object schemas: their properties and required lists merged.
-  std::string all_of(element list, int ref_depth) {
+  std::string all_of(element list) {
     std::vector<std::pair<std::string, element>> props;
     std::set<std::string> required;
     for (element s : list.get_array()) {
@@ -172,14 +231,14 @@ class SchemaCompiler {
         for (element r : obj["required"].get_array()) required.insert(std::string(std::string_view(r)));
       }
     }
-    return members_regex(props, required, ref_depth);
+    return members_regex(props, required);
   }
 
-  std::string object_regex(simdjson::dom::object obj, int ref_depth) {
+  std::string object_regex(simdjson::dom::object obj) {
     element extra;
     if (obj["additionalProperties"].get(extra) == simdjson::SUCCESS && !(extra.is_bool() && !bool(extra))) {
       if (obj["properties"].error() != simdjson::SUCCESS) {  // a map: any keys, values of one schema
-        const std::string value = extra.is_bool() ? value_regex(2) : compile(extra, ref_depth);
+        const std::string value = extra.is_bool() ? any_value() : compile(extra);
         const std::string member = std::string(kString) + std::string(kWs) + ":" + std::string(kWs) + value;
         return "\\{" + std::string(kWs) + "(?:" + member + "(?:" + std::string(kWs) + "," + std::string(kWs) + member +
                ")*)?" + std::string(kWs) + "\\}";
@@ -196,19 +255,18 @@ class SchemaCompiler {
     }
     if (props.empty()) {  // no properties: {} with additionalProperties false, else any object
       const bool closed = obj["additionalProperties"].error() == simdjson::SUCCESS;
-      return closed ? "\\{" + std::string(kWs) + "\\}" : json_object_regex(2);
+      return closed ? "\\{" + std::string(kWs) + "\\}" : object_of(any_value());
     }
-    return members_regex(props, required, ref_depth);
+    return members_regex(props, required);
   }
 
   // Properties in order; a required one is always written, an optional one may be left out. The comma
   // goes before every property but the first written one.
-  std::string members_regex(const std::vector<std::pair<std::string, element>>& props, const std::set<std::string>& required,
-                            int ref_depth) {
+  std::string members_regex(const std::vector<std::pair<std::string, element>>& props, const std::set<std::string>& required) {
     std::vector<std::string> members;
     for (const auto& [name, schema] : props) {
       std::string member = "\"";
-      member.append(escape(name)).append("\"").append(kWs).append(":").append(kWs).append(compile(schema, ref_depth));
+      member.append(escape(name)).append("\"").append(kWs).append(":").append(kWs).append(compile(schema));
       members.push_back(std::move(member));
     }
     // tail(i, first): the members from i on, when none has been written yet (first) or some has.
@@ -225,17 +283,17 @@ class SchemaCompiler {
     return "\\{" + std::string(kWs) + tail(0, true) + std::string(kWs) + "\\}";
   }
 
-  std::string array_regex(simdjson::dom::object obj, int ref_depth) {
+  std::string array_regex(simdjson::dom::object obj) {
     std::vector<std::string> prefix;
     if (obj["prefixItems"].error() == simdjson::SUCCESS) {
-      for (element s : obj["prefixItems"].get_array()) prefix.push_back(compile(s, ref_depth));
+      for (element s : obj["prefixItems"].get_array()) prefix.push_back(compile(s));
     }
     element items;
-    std::string item = value_regex(1);
+    std::string item = any_value();
     bool more = true;
     if (obj["items"].get(items) == simdjson::SUCCESS) {
       if (items.is_bool() && !bool(items)) more = false;
-      else item = compile(items, ref_depth);
+      else item = compile(items);
     }
     const int64_t lo = int_or(obj, "minItems", 0), hi = int_or(obj, "maxItems", -1);
     if (lo < 0 || (hi >= 0 && hi < lo) || lo > 100 || hi > 100) throw Error("JSON schema: minItems/maxItems must be 0..100, min <= max");
@@ -285,24 +343,32 @@ class SchemaCompiler {
   }
 
   element root_;
+  std::vector<std::string> rules_{""};       // (rule) regex bodies; rule 0, the root, set by run()
+  std::map<std::string, int32_t> ref_rules_;  // recursive $ref path -> its rule
+  std::set<std::string> expanding_;           // $ref paths being inlined
+  int32_t any_value_rule_ = -1;
+
+ public:
+  ConstraintSpec run() {
+    rules_[0] = compile(root_);
+    if (rules_.size() == 1) return {ConstraintSpec::Kind::kRegex, {rules_[0]}};
+    return {ConstraintSpec::Kind::kRegexRules, rules_};
+  }
 };
 
 }  // namespace
 
-std::string json_object_regex(int max_depth) {
-  const std::string inner = value_regex(max_depth - 1);
-  const std::string member = std::string(kString) + std::string(kWs) + ":" + std::string(kWs) + inner;
-  return "\\{" + std::string(kWs) + "(?:" + member + "(?:" + std::string(kWs) + "," + std::string(kWs) + member + ")*)?" +
-         std::string(kWs) + "\\}";
+ConstraintSpec json_object_constraint() {
+  return {ConstraintSpec::Kind::kRegexRules, {object_of("(?&1)"), value_body("(?&1)")}};
 }
 
-std::string json_schema_regex(std::string_view schema) {
+ConstraintSpec json_schema_constraint(std::string_view schema) {
   simdjson::dom::parser parser;
   element root;
   if (parser.parse(schema.data(), schema.size()).get(root) != simdjson::SUCCESS) {
     throw Error("JSON schema: not valid JSON");
   }
-  return SchemaCompiler(root).compile(root);
+  return SchemaCompiler(root).run();
 }
 
 }  // namespace cbatch

@@ -1,8 +1,9 @@
 // Recursive descent over the pattern, building Thompson fragments (start, end) in one growing NFA.
 #include "engine/constrain/regex_nfa.hpp"
 
+#include "engine/constrain/nfa_builder.hpp"
+
 #include <algorithm>
-#include <bitset>
 #include <cctype>
 
 #include "engine/core/error.hpp"
@@ -10,23 +11,22 @@
 namespace cbatch {
 namespace {
 
-using ByteSet = std::bitset<128>;  // an ASCII class; non-ASCII characters are handled by `any_multibyte`
-
-struct Fragment {
-  int32_t start;
-  int32_t end;
-};
+using ByteSet = NfaBuilder::AsciiSet;  // an ASCII class; non-ASCII characters are handled by `with_multibyte`
 
 class Parser {
  public:
-  explicit Parser(std::string_view p) : p_(p) {}
+  // num_rules > 0: (?&N) calls rule N < num_rules (grammar.hpp); 0: calls are refused.
+  Parser(std::string_view p, NfaBuilder& b, int num_rules) : p_(p), b_(b), num_rules_(num_rules) {}
 
-  Nfa run() {
-    const Fragment f = alternation();
-    if (pos_ != p_.size()) fail(p_[pos_] == ')' ? "unbalanced ')'" : "unexpected character");
-    nfa_.start = f.start;
-    nfa_.accept = f.end;
-    return std::move(nfa_);
+  Fragment run() {
+    try {
+      const Fragment f = alternation();
+      if (pos_ != p_.size()) fail(p_[pos_] == ')' ? "unbalanced ')'" : "unexpected character");
+      return f;
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).substr(0, 14) == "invalid regex ") throw;
+      fail(e.what());  // the builder's size bound, with the pattern and offset
+    }
   }
 
  private:
@@ -36,88 +36,23 @@ class Parser {
   bool at_end() const { return pos_ >= p_.size(); }
   char peek() const { return p_[pos_]; }
 
-  int32_t new_state() {
-    if (nfa_.states.size() >= kMaxStates) fail("a pattern this large (over " + std::to_string(kMaxStates) + " states)");
-    nfa_.states.emplace_back();
-    return static_cast<int32_t>(nfa_.states.size() - 1);
-  }
-  void edge(int32_t from, uint8_t lo, uint8_t hi, int32_t to) { nfa_.states[from].edges.push_back({lo, hi, to}); }
-  void eps(int32_t from, int32_t to) { nfa_.states[from].epsilon.push_back(to); }
-
-  Fragment empty() {
-    const int32_t s = new_state();
-    return {s, s};
-  }
-  Fragment bytes(std::string_view text) {
-    Fragment f = empty();
-    for (unsigned char c : text) {
-      const int32_t next = new_state();
-      edge(f.end, c, c, next);
-      f.end = next;
-    }
-    return f;
-  }
-  // Any UTF-8 character of two to four bytes (non-ASCII), as well-formed sequences.
-  void any_multibyte(int32_t from, int32_t to) {
-    const int32_t c1 = new_state(), c2 = new_state(), c3 = new_state();
-    edge(from, 0xC2, 0xDF, c1);
-    edge(from, 0xE0, 0xEF, c2);
-    edge(from, 0xF0, 0xF4, c3);
-    edge(c3, 0x80, 0xBF, c2);
-    edge(c2, 0x80, 0xBF, c1);
-    edge(c1, 0x80, 0xBF, to);
-  }
-  Fragment set(const ByteSet& ascii, bool with_multibyte) {
-    const Fragment f{new_state(), new_state()};
-    for (int c = 0; c < 128; ++c) {
-      if (!ascii[c]) continue;
-      int e = c;
-      while (e + 1 < 128 && ascii[e + 1]) ++e;
-      edge(f.start, static_cast<uint8_t>(c), static_cast<uint8_t>(e), f.end);
-      c = e;
-    }
-    if (with_multibyte) any_multibyte(f.start, f.end);
-    return f;
-  }
-  // A copy of fragment f, whose states are [first_state, last), for counted repetition.
-  Fragment clone(const Fragment& f, int32_t first_state, int32_t last) {
-    const int32_t offset = static_cast<int32_t>(nfa_.states.size()) - first_state;
-    for (int32_t s = first_state; s < last; ++s) {
-      Nfa::State copy = nfa_.states[s];
-      for (NfaEdge& e : copy.edges) e.to += offset;
-      for (int32_t& t : copy.epsilon) t += offset;
-      nfa_.states.push_back(std::move(copy));
-    }
-    return {f.start + offset, f.end + offset};
-  }
-
   Fragment alternation() {
-    Fragment left = sequence();
-    if (at_end() || peek() != '|') return left;
-    const Fragment f{new_state(), new_state()};
-    eps(f.start, left.start);
-    eps(left.end, f.end);
+    std::vector<Fragment> options{sequence()};
     while (!at_end() && peek() == '|') {
       ++pos_;
-      const Fragment right = sequence();
-      eps(f.start, right.start);
-      eps(right.end, f.end);
+      options.push_back(sequence());
     }
-    return f;
+    return b_.alternatives(options);
   }
 
   Fragment sequence() {
-    Fragment f = empty();
-    while (!at_end() && peek() != '|' && peek() != ')') {
-      const Fragment next = repeated();
-      eps(f.end, next.start);
-      f.end = next.end;
-    }
+    Fragment f = b_.empty();
+    while (!at_end() && peek() != '|' && peek() != ')') b_.append(f, repeated());
     return f;
   }
 
   Fragment repeated() {
-    const int32_t first_state = static_cast<int32_t>(nfa_.states.size());
+    const int32_t first_state = b_.size();
     Fragment atom_f = atom();
     while (!at_end()) {
       int lo, hi;  // hi -1: unbounded
@@ -129,7 +64,7 @@ class Parser {
       else break;
       if (!at_end() && peek() == '?') ++pos_;  // lazy: the same language
       if (!at_end() && peek() == '+') fail("possessive quantifiers are not supported");
-      atom_f = repeat(atom_f, first_state, lo, hi);
+      atom_f = b_.repeat(atom_f, first_state, lo, hi);
     }
     return atom_f;
   }
@@ -156,45 +91,6 @@ class Parser {
     return true;
   }
 
-  Fragment repeat(Fragment atom_f, int32_t first_state, int lo, int hi) {
-    const int32_t atom_end = static_cast<int32_t>(nfa_.states.size());
-    const int copies = std::max(lo, hi == -1 ? 1 : hi);
-    std::vector<Fragment> pieces{atom_f};
-    for (int i = 1; i < copies; ++i) {
-      if (nfa_.states.size() + static_cast<size_t>(atom_end - first_state) >= kMaxStates) {
-        fail("a pattern this large (over " + std::to_string(kMaxStates) + " states)");
-      }
-      pieces.push_back(clone(atom_f, first_state, atom_end));
-    }
-    Fragment f = empty();
-    for (int i = 0; i < lo; ++i) {
-      eps(f.end, pieces[static_cast<size_t>(i)].start);
-      f.end = pieces[static_cast<size_t>(i)].end;
-    }
-    if (hi == -1) {  // then any number more: a loop through one more copy
-      const Fragment loop = lo > 0 ? pieces[static_cast<size_t>(lo - 1)] : pieces[0];
-      if (lo > 0) {
-        eps(loop.end, loop.start);
-      } else {
-        const int32_t end = new_state();
-        eps(f.end, loop.start);
-        eps(loop.end, f.end);
-        eps(f.end, end);
-        f.end = end;
-      }
-      return f;
-    }
-    const int32_t end = new_state();
-    eps(f.end, end);
-    for (int i = lo; i < hi; ++i) {
-      eps(f.end, pieces[static_cast<size_t>(i)].start);
-      f.end = pieces[static_cast<size_t>(i)].end;
-      eps(f.end, end);
-    }
-    f.end = end;
-    return f;
-  }
-
   Fragment atom() {
     const char c = peek();
     switch (c) {
@@ -205,17 +101,17 @@ class Parser {
         ByteSet all;
         all.set();
         all.reset('\n');
-        return set(all, true);
+        return b_.ascii_set(all, true);
       }
       case '\\': return escape_atom();
       case '^':
         if (pos_ != 0) fail("'^' is only supported at the start");
         ++pos_;
-        return empty();
+        return b_.empty();
       case '$':
         if (pos_ + 1 != p_.size()) fail("'$' is only supported at the end");
         ++pos_;
-        return empty();
+        return b_.empty();
       case '*': case '+': case '?': fail("nothing to repeat");
       default: return literal_char();
     }
@@ -228,9 +124,21 @@ class Parser {
     else if (lead >= 0xE0) len = 3;
     else if (lead >= 0xC0) len = 2;
     if (pos_ + len > p_.size()) fail("a truncated UTF-8 character");
-    const Fragment f = bytes(p_.substr(pos_, len));
+    const Fragment f = b_.bytes(p_.substr(pos_, len));
     pos_ += len;
     return f;
+  }
+
+  // (?&N): a call of rule N (the '(' and '?' consumed).
+  Fragment rule_call() {
+    pos_ += 2;
+    int rule = 0;
+    const size_t begin = pos_;
+    while (!at_end() && peek() >= '0' && peek() <= '9' && rule < num_rules_) rule = rule * 10 + (p_[pos_++] - '0');
+    if (pos_ == begin || at_end() || peek() != ')' || rule >= num_rules_) fail("a bad rule call (?&N)");
+    ++pos_;
+    --depth_;
+    return b_.call(rule);
   }
 
   Fragment group() {
@@ -239,6 +147,8 @@ class Parser {
     if (!at_end() && peek() == '?') {
       if (pos_ + 1 < p_.size() && p_[pos_ + 1] == ':') {
         pos_ += 2;
+      } else if (pos_ + 1 < p_.size() && p_[pos_ + 1] == '&' && num_rules_ > 0) {
+        return rule_call();
       } else {
         fail("group syntax '(?' other than '(?:' (lookaround, named groups, flags) is not supported");
       }
@@ -308,18 +218,13 @@ class Parser {
         if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek()))) fail("a bad \\u escape");
         cp = cp * 16 + (std::isdigit(static_cast<unsigned char>(peek())) ? peek() - '0' : (std::tolower(peek()) - 'a' + 10));
       }
-      std::string utf8;
-      if (cp < 0x80) utf8 += static_cast<char>(cp);
-      else if (cp < 0x800) utf8 += static_cast<char>(0xC0 | (cp >> 6)), utf8 += static_cast<char>(0x80 | (cp & 0x3F));
-      else utf8 += static_cast<char>(0xE0 | (cp >> 12)), utf8 += static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
-           utf8 += static_cast<char>(0x80 | (cp & 0x3F));
-      return bytes(utf8);
+      return b_.bytes(utf8_encode(static_cast<uint32_t>(cp)));
     }
     ByteSet s;
     bool multibyte = false;
     char single = 0;
-    if (class_escape(s, multibyte, single)) return set(s, multibyte);
-    return bytes(std::string(1, single));
+    if (class_escape(s, multibyte, single)) return b_.ascii_set(s, multibyte);
+    return b_.bytes(std::string(1, single));
   }
 
   Fragment char_class() {
@@ -360,20 +265,28 @@ class Parser {
       s.flip();
       multibyte = !multibyte;
     }
-    return set(s, multibyte);
+    return b_.ascii_set(s, multibyte);
   }
 
-  static constexpr size_t kMaxStates = 200000;
   static constexpr int kMaxDepth = 200;
   std::string_view p_;
+  NfaBuilder& b_;
+  int num_rules_;
   size_t pos_ = 0;
   int depth_ = 0;
-  Nfa nfa_;
 };
 
 }  // namespace
 
-Nfa compile_regex(std::string_view pattern) { return Parser(pattern).run(); }
+Nfa compile_regex(std::string_view pattern) {
+  NfaBuilder b;
+  const Fragment f = Parser(pattern, b, 0).run();
+  return b.take(f);
+}
+
+Fragment compile_regex_into(NfaBuilder& builder, std::string_view pattern, int num_rules) {
+  return Parser(pattern, builder, num_rules).run();
+}
 
 std::string choice_regex(const std::vector<std::string>& choices) {
   std::string out;

@@ -19,10 +19,16 @@ struct NfaEdge {
   int32_t to = 0;
 };
 
+struct NfaCall {
+  int32_t rule = 0;  // a grammar rule (grammar.hpp), matched on a stack of its own
+  int32_t to = 0;    // where its match returns
+};
+
 struct Nfa {
   struct State {
     std::vector<NfaEdge> edges;
     std::vector<int32_t> epsilon;
+    std::vector<NfaCall> calls;  // empty in a regex's NFA
   };
   std::vector<State> states;
   int32_t start = 0;

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "engine/constrain/grammar_constraint.hpp"
+#include "engine/core/error.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {
@@ -82,9 +84,9 @@ TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_s
   }
 }
 
-Constraint::Constraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {}
+RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {}
 
-int32_t Constraint::advance(int32_t state, int32_t token) {
+int32_t RegexConstraint::advance(int32_t state, int32_t token) {
   for (unsigned char c : trie_->bytes(token)) {
     state = dfa_.next(state, c);
     if (state == ByteDfa::kDead) return state;
@@ -92,7 +94,7 @@ int32_t Constraint::advance(int32_t state, int32_t token) {
   return state;
 }
 
-const std::vector<uint64_t>& Constraint::allowed(int32_t state) {
+const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
   const auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
@@ -112,11 +114,20 @@ const std::vector<uint64_t>& Constraint::allowed(int32_t state) {
   return masks_.emplace(state, std::move(mask)).first->second;
 }
 
-std::shared_ptr<Constraint> ConstraintCache::get(const std::string& regex) {
-  const auto it = compiled_.find(regex);
+std::shared_ptr<Constraint> ConstraintCache::get(const ConstraintSpec& spec) {
+  const std::string key = spec.key();
+  const auto it = compiled_.find(key);
   if (it != compiled_.end()) return it->second;
-  auto constraint = std::make_shared<Constraint>(compile_regex(regex), trie_);
-  compiled_.emplace(regex, constraint);
+  std::shared_ptr<Constraint> constraint;
+  switch (spec.kind) {
+    case ConstraintSpec::Kind::kNone: throw Error("internal: no constraint to compile");
+    case ConstraintSpec::Kind::kRegex: constraint = std::make_shared<RegexConstraint>(compile_regex(spec.texts.at(0)), trie_); break;
+    case ConstraintSpec::Kind::kRegexRules:
+      constraint = std::make_shared<GrammarConstraint>(compile_regex_rules(spec.texts), trie_);
+      break;
+    case ConstraintSpec::Kind::kGbnf: constraint = std::make_shared<GrammarConstraint>(compile_gbnf(spec.texts.at(0)), trie_); break;
+  }
+  compiled_.emplace(key, constraint);
   return constraint;
 }
 

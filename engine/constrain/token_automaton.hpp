@@ -1,5 +1,6 @@
 // Constrained decoding over tokens: a regex's byte NFA determinized lazily (ByteDfa), the vocabulary's
-// byte strings in a trie (TokenTrie, built once per run), and a Constraint that gives, for a DFA state,
+// byte strings in a trie (TokenTrie, built once per run), and a Constraint (a regex's here; a grammar's in
+// grammar_constraint.hpp) that gives, for a state,
 // the tokens whose bytes keep the output a prefix of some string of the language (walking the trie with
 // the DFA, so tokens sharing a prefix share the work; masks are cached per DFA state) and whether the
 // end of text (EOS) is allowed there (the output so far is a full match).
@@ -13,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/constrain/constraint_spec.hpp"
 #include "engine/constrain/regex_nfa.hpp"
 
 namespace cbatch {
@@ -59,15 +61,27 @@ class TokenTrie {
   std::vector<Node> nodes_;         // node 0: the root (the empty string)
 };
 
+// A compiled constraint over the vocabulary: states are ids the constraint hands out.
 class Constraint {
  public:
-  Constraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie);
-  int32_t start() const { return dfa_.start(); }
+  virtual ~Constraint() = default;
+  virtual int32_t start() const = 0;
   // The state after the token's bytes, ByteDfa::kDead if they leave the language.
-  int32_t advance(int32_t state, int32_t token);
-  bool accepting(int32_t state) const { return dfa_.accepting(state); }
+  virtual int32_t advance(int32_t state, int32_t token) = 0;
+  // The output so far is a string of the language (EOS allowed).
+  virtual bool accepting(int32_t state) const = 0;
   // Bit t set: token t may follow (EOS not included: see accepting()). (ceil(vocab / 64)) words.
-  const std::vector<uint64_t>& allowed(int32_t state);
+  virtual const std::vector<uint64_t>& allowed(int32_t state) = 0;
+};
+
+// A regular language: the states are the lazily built DFA's.
+class RegexConstraint final : public Constraint {
+ public:
+  RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie);
+  int32_t start() const override { return dfa_.start(); }
+  int32_t advance(int32_t state, int32_t token) override;
+  bool accepting(int32_t state) const override { return dfa_.accepting(state); }
+  const std::vector<uint64_t>& allowed(int32_t state) override;
 
  private:
   ByteDfa dfa_;
@@ -75,12 +89,12 @@ class Constraint {
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
 };
 
-// One run's constraints, compiled once per distinct pattern.
+// One run's constraints, compiled once per distinct spec (ConstraintSpec::key).
 class ConstraintCache {
  public:
   explicit ConstraintCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
-  // Throws cbatch::Error for a pattern the regex compiler refuses.
-  std::shared_ptr<Constraint> get(const std::string& regex);
+  // Throws cbatch::Error for a constraint the compilers refuse.
+  std::shared_ptr<Constraint> get(const ConstraintSpec& spec);
 
  private:
   std::shared_ptr<const TokenTrie> trie_;

@@ -87,7 +87,7 @@ class EngineRun {
     seq->pending_samples = n;
     if (seq->request.sampling.is_constrained()) {
       try {
-        seq->constraint = constraints().get(seq->request.sampling.regex_constraint);
+        seq->constraint = constraints().get(seq->request.sampling.constraint);
       } catch (const Error& e) {
         reject(*seq, e.what());
         return;

@@ -1,8 +1,9 @@
 // The structured-output fields of a request: vLLM's `structured_outputs` {regex, choice, json, grammar}
 // and its older guided_regex / guided_choice / guided_json / guided_grammar, and OpenAI's
-// response_format. Regex, choice, JSON schema and json_object constraints are taken, each as a regex
-// (json_schema.hpp); grammars are an error naming the field, never a silently unconstrained run.
+// response_format: regexes and choices as a regex, GBNF grammars as they are, JSON schemas and
+// json_object through json_schema.hpp; each is compiled once here, so a refused one is an error line.
 #include "engine/constrain/json_schema.hpp"
+#include "engine/constrain/constraint_spec.hpp"
 #include "engine/constrain/regex_nfa.hpp"
 #include "engine/core/error.hpp"
 #include "engine/io/sampling_parser.hpp"
@@ -10,32 +11,35 @@
 namespace cbatch {
 namespace {
 
-constexpr std::string_view kNotYet = "a regex, choice, JSON schema or json_object constraint (grammars are not supported yet)";
-
-// A JSON schema (an object, or its text) as the regex of its valid documents.
-std::string read_schema(simdjson::dom::element v, const std::string& name) {
-  const std::string text = v.is_string() ? std::string(get_string(v, name)) : std::string(simdjson::minify(v));
-  if (!v.is_string() && !v.is_object()) fail_field(name, "a JSON schema object (or its text)", v);
+// The constraint compiled once to check it: a refused one is an error line naming the field.
+ConstraintSpec checked(ConstraintSpec spec, simdjson::dom::element v, const std::string& name, std::string_view what) {
   try {
-    std::string regex = json_schema_regex(text);
-    compile_regex(regex);
-    return regex;
+    check_constraint(spec);
+  } catch (const Error& e) {
+    fail_field(name, std::string(what) + " cbatch supports: " + e.what(), v);
+  }
+  return spec;
+}
+
+// A JSON schema (an object, or its text) as the language of its valid documents.
+ConstraintSpec read_schema(simdjson::dom::element v, const std::string& name) {
+  if (!v.is_string() && !v.is_object()) fail_field(name, "a JSON schema object (or its text)", v);
+  const std::string text = v.is_string() ? std::string(get_string(v, name)) : std::string(simdjson::minify(v));
+  ConstraintSpec spec;
+  try {
+    spec = json_schema_constraint(text);
   } catch (const Error& e) {
     fail_field(name, std::string("a JSON schema cbatch supports: ") + e.what(), v);
   }
+  return checked(std::move(spec), v, name, "a JSON schema");
 }
 
-std::string read_regex(simdjson::dom::element v, const std::string& name) {
-  const std::string pattern(get_string(v, name));
-  try {
-    compile_regex(pattern);
-  } catch (const Error& e) {
-    fail_field(name, std::string("a regular expression cbatch supports: ") + e.what(), v);
-  }
-  return pattern;
+ConstraintSpec read_text(ConstraintSpec::Kind kind, simdjson::dom::element v, const std::string& name, std::string_view what) {
+  ConstraintSpec spec{kind, {std::string(get_string(v, name))}};
+  return checked(std::move(spec), v, name, what);
 }
 
-std::string read_choice(simdjson::dom::element v, const std::string& name) {
+ConstraintSpec read_choice(simdjson::dom::element v, const std::string& name) {
   std::vector<std::string> choices;
   simdjson::dom::array list;
   if (v.get_array().get(list) != simdjson::SUCCESS) fail_field(name, "a non-empty list of strings", v);
@@ -44,24 +48,22 @@ std::string read_choice(simdjson::dom::element v, const std::string& name) {
     choices.emplace_back(get_string(e, name));
   }
   if (choices.empty()) fail_field(name, "a non-empty list of strings", v);
-  return choice_regex(choices);
+  return {ConstraintSpec::Kind::kRegex, {choice_regex(choices)}};
 }
 
-// One constraint kind from (kind, value); "" for kinds that constrain nothing.
-std::string read_kind(std::string_view kind, simdjson::dom::element v, const std::string& name) {
-  if (kind == "regex") return read_regex(v, name);
+// One constraint kind from (kind, value); kNone for kinds that constrain nothing.
+ConstraintSpec read_kind(std::string_view kind, simdjson::dom::element v, const std::string& name) {
+  if (kind == "regex") return read_text(ConstraintSpec::Kind::kRegex, v, name, "a regular expression");
+  if (kind == "grammar") return read_text(ConstraintSpec::Kind::kGbnf, v, name, "a GBNF grammar");
   if (kind == "choice") return read_choice(v, name);
   if (kind == "json") return read_schema(v, name);
-  if (kind == "json_object") {
-    if (v.is_bool() && !bool(v)) return "";
-    return json_object_regex();
-  }
-  fail_field(name, kNotYet, v);
+  if (kind == "json_object" && v.is_bool() && !bool(v)) return {};
+  return json_object_constraint();
 }
 
-void set_once(SamplingParams& out, std::string regex, const std::string& name, simdjson::dom::element v) {
-  if (!out.regex_constraint.empty()) fail_field(name, "the only structured-output constraint of the request", v);
-  out.regex_constraint = std::move(regex);
+void set_once(SamplingParams& out, ConstraintSpec spec, const std::string& name, simdjson::dom::element v) {
+  if (out.constraint.is_set()) fail_field(name, "the only structured-output constraint of the request", v);
+  out.constraint = std::move(spec);
 }
 
 }  // namespace
@@ -90,7 +92,7 @@ void parse_constraint_fields(const FieldSet& f, SamplingParams& out) {
     }
     const std::string name = f.name("response_format");
     if (type == "json_object") {
-      set_once(out, json_object_regex(), name, *v);
+      set_once(out, json_object_constraint(), name, *v);
     } else if (type == "json_schema") {
       simdjson::dom::element schema;
       if (obj["json_schema"]["schema"].get(schema) != simdjson::SUCCESS) {

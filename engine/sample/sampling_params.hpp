@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/constraint_spec.hpp"
+
 namespace cbatch {
 
 inline constexpr int kMaxSamplesPerRequest = 1024;
@@ -23,12 +25,13 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;   // > 0
   float presence_penalty = 0.0f;     // in [-2, 2]
   float frequency_penalty = 0.0f;    // in [-2, 2]
-  // Structured output: the completion must be a full match of this regular expression (regex_nfa.hpp;
-  // `choice` lists become one). Empty: unconstrained.
-  std::string regex_constraint;
+  // Structured output: the completion must be a string of this constraint's language (a regex, choice
+  // lists and most JSON schemas as one; grammars, json_object and recursive schemas as rules). kNone:
+  // unconstrained.
+  ConstraintSpec constraint;
 
   bool is_greedy() const { return temperature < 1e-5f; }
-  bool is_constrained() const { return !regex_constraint.empty(); }
+  bool is_constrained() const { return constraint.is_set(); }
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }

@@ -8,9 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/json_number.hpp"
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/core/error.hpp"
-#include "engine/text/tokenizer.hpp"
+#include "list_tokenizer.hpp"
 
 namespace cbatch {
 namespace {
@@ -25,17 +26,6 @@ bool full_match(const std::string& pattern, const std::string& text) {
   return dfa.accepting(s);
 }
 
-class ListTokenizer final : public Tokenizer {
- public:
-  explicit ListTokenizer(std::vector<std::string> pieces) : pieces_(std::move(pieces)) {}
-  std::vector<int32_t> encode(std::string_view, bool) const override { return {}; }
-  std::string decode_piece(int32_t, int32_t id) const override { return pieces_[static_cast<size_t>(id)]; }
-  int vocab_size() const override { return static_cast<int>(pieces_.size()); }
-  std::string_view kind() const override { return "byte"; }
-
- private:
-  std::vector<std::string> pieces_;
-};
 
 }  // namespace
 
@@ -88,7 +78,7 @@ TEST_CASE("constraint masks equal a per-token brute force at random reachable st
   auto trie = std::make_shared<TokenTrie>(tokenizer);
   for (const char* pattern : {"(ab|01)+ ?-?", "[ab]{2,5}\\.[0-9]+", "a*b*0?", "(?:\\(a\\) |b\\.)*[^ab]", "é+(ab)?"}) {
     CAPTURE(pattern);
-    Constraint constraint(compile_regex(pattern), trie);
+    RegexConstraint constraint(compile_regex(pattern), trie);
     ByteDfa reference(compile_regex(pattern));
     for (int walk = 0; walk < 20; ++walk) {
       int32_t state = constraint.start(), ref_state = reference.start();
@@ -114,6 +104,54 @@ TEST_CASE("constraint masks equal a per-token brute force at random reachable st
       }
     }
   }
+}
+
+}  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("JSON number bounds: integers and numbers in range, exactly") {
+  std::mt19937 rng(11);
+  auto bound = [&]() { return std::optional<double>(static_cast<double>(static_cast<int>(rng() % 2400) - 1200)); };
+  for (int trial = 0; trial < 40; ++trial) {
+    NumberBounds b;
+    if (trial % 4 != 0) b.lo = bound(), b.lo_exclusive = rng() % 2;
+    if (trial % 4 != 1) b.hi = bound(), b.hi_exclusive = rng() % 2;
+    if (b.lo && b.hi && *b.lo > *b.hi) std::swap(b.lo, b.hi);
+    auto inside = [&](double x) {
+      return (!b.lo || (b.lo_exclusive ? x > *b.lo : x >= *b.lo)) && (!b.hi || (b.hi_exclusive ? x < *b.hi : x <= *b.hi));
+    };
+    CAPTURE(trial);
+    std::string integer, number;
+    try {
+      integer = bounded_integer_regex(b);
+      number = bounded_number_regex(b);
+    } catch (const Error&) {
+      CHECK((b.lo && b.hi && *b.hi - *b.lo <= 1 && (b.lo_exclusive || b.hi_exclusive)));  // only an empty range refused
+      continue;
+    }
+    ByteDfa int_dfa(compile_regex(integer)), num_dfa(compile_regex(number));
+    auto accepts = [](ByteDfa& dfa, const std::string& text) {
+      int32_t s = dfa.start();
+      for (unsigned char c : text) {
+        if ((s = dfa.next(s, c)) == ByteDfa::kDead) return false;
+      }
+      return dfa.accepting(s);
+    };
+    for (int x = -1500; x <= 1500; ++x) {
+      CAPTURE(x);
+      CHECK(accepts(int_dfa, std::to_string(x)) == inside(x));
+      for (const char* frac : {".0", ".5", ".001", ".999"}) {
+        const std::string text = (x == 0 && frac[1] != '0' && rng() % 2 ? "-" : "") + std::to_string(x) + frac;
+        CHECK(accepts(num_dfa, text) == inside(std::stod(text)));
+      }
+    }
+    CHECK_FALSE(accepts(int_dfa, "007"));
+  }
+  CHECK(digit_range_regex(0, 9) == "\\d");
+  NumberBounds fractional;
+  fractional.lo = 0.5;
+  CHECK_THROWS_WITH_AS(bounded_number_regex(fractional), doctest::Contains("'minimum'"), Error);
 }
 
 }  // namespace cbatch

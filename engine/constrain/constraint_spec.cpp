@@ -1,0 +1,23 @@
+// The constraint key and the parse-time check.
+#include "engine/constrain/constraint_spec.hpp"
+
+#include "engine/constrain/grammar.hpp"
+
+namespace cbatch {
+
+std::string ConstraintSpec::key() const {
+  std::string k = std::to_string(static_cast<int>(kind));
+  for (const std::string& t : texts) k += ":" + std::to_string(t.size()) + ":" + t;
+  return k;
+}
+
+void check_constraint(const ConstraintSpec& spec) {
+  switch (spec.kind) {
+    case ConstraintSpec::Kind::kNone: return;
+    case ConstraintSpec::Kind::kRegex: compile_regex(spec.texts.at(0)); return;
+    case ConstraintSpec::Kind::kRegexRules: compile_regex_rules(spec.texts); return;
+    case ConstraintSpec::Kind::kGbnf: compile_gbnf(spec.texts.at(0)); return;
+  }
+}
+
+}  // namespace cbatch

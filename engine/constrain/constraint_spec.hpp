@@ -1,0 +1,24 @@
+// A request's structured-output constraint as the request parser reads it: the kind and its text(s).
+// The engine compiles it once per distinct key() in a run (token_automaton.hpp's ConstraintCache).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace cbatch {
+
+struct ConstraintSpec {
+  enum class Kind { kNone, kRegex, kRegexRules, kGbnf };
+  Kind kind = Kind::kNone;
+  // kRegex: the pattern; kRegexRules: regexes calling each other as (?&N), 0 the root (grammar.hpp);
+  // kGbnf: the grammar text.
+  std::vector<std::string> texts;
+
+  bool is_set() const { return kind != Kind::kNone; }
+  std::string key() const;
+};
+
+// Compiles the constraint's language (no vocabulary) to check it: throws cbatch::Error where the
+// regex, grammar or rules are refused.
+void check_constraint(const ConstraintSpec& spec);
+
+}  // namespace cbatch

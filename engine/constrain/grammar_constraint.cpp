@@ -1,0 +1,151 @@
+// The pushdown automaton over hash-consed stacks (design note in grammar_constraint.hpp).
+#include "engine/constrain/grammar_constraint.hpp"
+
+#include <algorithm>
+
+namespace cbatch {
+
+GrammarConstraint::GrammarConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie)
+    : g_(std::move(grammar)), trie_(std::move(trie)) {
+  const size_t n = g_.nfa.states.size();
+  is_end_.assign(n, false);
+  for (const Fragment& r : g_.rules) is_end_[static_cast<size_t>(r.end)] = true;
+  closure_.resize(n);
+  std::vector<uint32_t> seen(n, 0);
+  for (size_t s = 0; s < n; ++s) {
+    std::vector<int32_t>& c = closure_[s];
+    c.push_back(static_cast<int32_t>(s));
+    seen[s] = static_cast<uint32_t>(s + 1);
+    for (size_t i = 0; i < c.size(); ++i) {
+      for (int32_t t : g_.nfa.states[static_cast<size_t>(c[i])].epsilon) {
+        if (seen[static_cast<size_t>(t)] == s + 1) continue;
+        seen[static_cast<size_t>(t)] = static_cast<uint32_t>(s + 1);
+        c.push_back(t);
+      }
+    }
+  }
+  work_ = {frame(g_.rules[static_cast<size_t>(g_.root)].start, -1)};
+  bool accepting = false;
+  close(0, accepting);
+  start_ = intern(0, accepting);
+}
+
+int32_t GrammarConstraint::frame(int32_t pos, int32_t parent) {
+  const int32_t depth = parent < 0 ? 1 : frames_[static_cast<size_t>(parent)].depth + 1;
+  if (depth > kMaxDepth) return -1;
+  const uint64_t key = (static_cast<uint64_t>(pos) << 32) | static_cast<uint32_t>(parent + 1);
+  const auto it = frame_ids_.find(key);
+  if (it != frame_ids_.end()) return it->second;
+  if (frames_.size() >= kMaxFrames) return -1;
+  const auto id = static_cast<int32_t>(frames_.size());
+  frames_.push_back({pos, parent, depth});
+  marks_.push_back(0);
+  frame_ids_.emplace(key, id);
+  return id;
+}
+
+bool GrammarConstraint::close(size_t begin, bool& accepting) {
+  if (++generation_ == 0) {  // wrapped: old marks could collide
+    std::fill(marks_.begin(), marks_.end(), 0);
+    generation_ = 1;
+  }
+  while (!work_.empty()) {
+    const int32_t f = work_.back();
+    work_.pop_back();
+    if (f < 0 || marks_[static_cast<size_t>(f)] == generation_) continue;
+    marks_[static_cast<size_t>(f)] = generation_;
+    const Frame fr = frames_[static_cast<size_t>(f)];  // a copy: frame() grows frames_
+    for (int32_t q : closure_[static_cast<size_t>(fr.pos)]) {
+      const int32_t id = q == fr.pos ? f : frame(q, fr.parent);
+      if (id < 0) continue;
+      if (id != f) {
+        if (marks_[static_cast<size_t>(id)] == generation_) continue;
+        marks_[static_cast<size_t>(id)] = generation_;
+      }
+      const Nfa::State& st = g_.nfa.states[static_cast<size_t>(q)];
+      if (!st.edges.empty()) buf_.push_back(id);
+      for (const NfaCall& c : st.calls) {
+        const int32_t ret = frame(c.to, fr.parent);
+        if (ret >= 0) work_.push_back(frame(g_.rules[static_cast<size_t>(c.rule)].start, ret));
+      }
+      if (is_end_[static_cast<size_t>(q)]) {
+        if (fr.parent < 0) accepting = true;
+        else work_.push_back(fr.parent);
+      }
+    }
+    if (buf_.size() - begin > kMaxKernel) {
+      work_.clear();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GrammarConstraint::step(size_t begin, size_t end, uint8_t byte, bool& accepting) {
+  work_.clear();
+  for (size_t i = begin; i < end; ++i) {
+    const Frame fr = frames_[static_cast<size_t>(buf_[i])];
+    for (const NfaEdge& e : g_.nfa.states[static_cast<size_t>(fr.pos)].edges) {
+      if (byte >= e.lo && byte <= e.hi) work_.push_back(frame(e.to, fr.parent));
+    }
+  }
+  const size_t out = buf_.size();
+  accepting = false;
+  if (work_.empty() || !close(out, accepting)) {
+    buf_.resize(out);
+    accepting = false;
+    return false;
+  }
+  return buf_.size() > out || accepting;
+}
+
+int32_t GrammarConstraint::intern(size_t begin, bool accepting) {
+  std::vector<int32_t> kernel(buf_.begin() + static_cast<std::ptrdiff_t>(begin), buf_.end());
+  buf_.resize(begin);
+  std::sort(kernel.begin(), kernel.end());
+  auto key = std::make_pair(std::move(kernel), accepting);
+  const auto it = state_ids_.find(key);
+  if (it != state_ids_.end()) return it->second;
+  const auto id = static_cast<int32_t>(states_.size());
+  states_.push_back({key.first, accepting});
+  state_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+int32_t GrammarConstraint::advance(int32_t state, int32_t token) {
+  const State& s = states_[static_cast<size_t>(state)];
+  buf_.assign(s.kernel.begin(), s.kernel.end());
+  bool accepting = s.accepting;
+  size_t begin = 0;
+  for (unsigned char c : trie_->bytes(token)) {
+    const size_t end = buf_.size();
+    if (!step(begin, end, c, accepting)) return ByteDfa::kDead;
+    begin = end;
+  }
+  return intern(begin, accepting);
+}
+
+void GrammarConstraint::walk(int32_t node, size_t begin, size_t end, std::vector<uint64_t>& mask) {
+  const TokenTrie::Node& n = trie_->nodes()[static_cast<size_t>(node)];
+  for (const auto& [byte, child] : n.children) {
+    const size_t from = buf_.size();
+    bool accepting = false;
+    if (!step(begin, end, byte, accepting)) continue;
+    for (int32_t t : trie_->nodes()[static_cast<size_t>(child)].tokens) mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
+    if (buf_.size() > from) walk(child, from, buf_.size(), mask);
+    buf_.resize(from);
+  }
+}
+
+const std::vector<uint64_t>& GrammarConstraint::allowed(int32_t state) {
+  const auto it = masks_.find(state);
+  if (it != masks_.end()) return it->second;
+  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+  std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
+  const State& s = states_[static_cast<size_t>(state)];
+  buf_.assign(s.kernel.begin(), s.kernel.end());
+  walk(0, 0, buf_.size(), mask);
+  return masks_.emplace(state, std::move(mask)).first->second;
+}
+
+}  // namespace cbatch

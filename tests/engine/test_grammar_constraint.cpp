@@ -1,0 +1,203 @@
+// Grammars (grammar.hpp, grammar_constraint.hpp): the GBNF compiler's language against hand-checked
+// strings, its errors (position, undefined rule, left recursion, empty language, size bounds), and the
+// pushdown masks against a brute force: an independent matcher (explicit stacks, no sharing, no
+// caching) run over the whole output so far plus each token's bytes, at random reachable states of
+// recursive grammars over a small random vocabulary.
+#include <doctest/doctest.h>
+
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "engine/constrain/grammar_constraint.hpp"
+#include "engine/constrain/json_schema.hpp"
+#include "engine/core/error.hpp"
+#include "list_tokenizer.hpp"
+
+namespace cbatch {
+namespace {
+
+// Configurations as explicit stacks: the return positions below, the current NFA position on top.
+class StackMatcher {
+ public:
+  explicit StackMatcher(const Grammar& g) : g_(g) {
+    for (const Fragment& r : g_.rules) ends_.insert(r.end);
+  }
+  using Configs = std::set<std::vector<int32_t>>;
+  Configs start() const { return closure({{g_.rules[static_cast<size_t>(g_.root)].start}}); }
+  Configs feed(Configs configs, const std::string& text) const {
+    for (unsigned char c : text) {
+      Configs next;
+      for (const auto& stack : configs) {
+        for (const NfaEdge& e : g_.nfa.states[static_cast<size_t>(stack.back())].edges) {
+          if (c < e.lo || c > e.hi) continue;
+          std::vector<int32_t> moved = stack;
+          moved.back() = e.to;
+          next.insert(moved);
+        }
+      }
+      configs = closure(next);
+    }
+    return configs;
+  }
+  bool accepting(const Configs& configs) const {
+    for (const auto& stack : configs) {
+      if (stack.size() == 1 && stack.back() == g_.rules[static_cast<size_t>(g_.root)].end) return true;
+    }
+    return false;
+  }
+  // Some configuration can take a byte, or the text is complete.
+  bool alive(const Configs& configs) const {
+    for (const auto& stack : configs) {
+      if (!g_.nfa.states[static_cast<size_t>(stack.back())].edges.empty()) return true;
+    }
+    return accepting(configs);
+  }
+
+ private:
+  std::set<std::vector<int32_t>> closure(std::set<std::vector<int32_t>> configs) const {
+    std::vector<std::vector<int32_t>> work(configs.begin(), configs.end());
+    auto add = [&](std::vector<int32_t> s) {
+      if (s.size() <= 64 && configs.insert(s).second) work.push_back(std::move(s));
+    };
+    while (!work.empty()) {
+      const std::vector<int32_t> s = work.back();
+      work.pop_back();
+      const Nfa::State& st = g_.nfa.states[static_cast<size_t>(s.back())];
+      for (int32_t t : st.epsilon) {
+        std::vector<int32_t> moved = s;
+        moved.back() = t;
+        add(moved);
+      }
+      for (const NfaCall& c : st.calls) {
+        std::vector<int32_t> pushed = s;
+        pushed.back() = c.to;
+        pushed.push_back(g_.rules[static_cast<size_t>(c.rule)].start);
+        add(pushed);
+      }
+      if (ends_.count(s.back()) && s.size() > 1) add(std::vector<int32_t>(s.begin(), s.end() - 1));
+    }
+    return configs;
+  }
+
+  const Grammar& g_;
+  std::set<int32_t> ends_;
+};
+
+bool matches(const char* gbnf, const std::string& text) {
+  const Grammar g = compile_gbnf(gbnf);
+  const StackMatcher m(g);
+  return m.accepting(m.feed(m.start(), text));
+}
+
+std::string error_of(const std::string& gbnf) {
+  try {
+    compile_gbnf(gbnf);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("GBNF: the language of the supported syntax") {
+  struct Case {
+    const char* gbnf;
+    const char* text;
+    bool match;
+  };
+  const char* parens = "root ::= (\"(\" root \")\")*";
+  const char* list = "root ::= \"[\" (item (\",\" item)*)? \"]\"\nitem ::= [0-9]+ | root  # nested lists\n";
+  const Case cases[] = {
+      {parens, "", true}, {parens, "(()())()", true}, {parens, "(()", false}, {parens, "())", false},
+      {list, "[]", true}, {list, "[1,[2,[]],30]", true}, {list, "[1,]", false}, {list, "[[[[[[9]]]]]]", true},
+      {"root ::= [^a-c\\n]+", "xé猫😀", true}, {"root ::= [^a-c\\n]+", "xb", false},
+      {"root ::= [α-γ]{2,3}", "αβγ", true}, {"root ::= [α-γ]{2,3}", "αδ", false},
+      {"root ::= \"\\x41\\u00e9\\U0001F600\\\"\\\\\"", "Aé😀\"\\", true},
+      {"root ::= x{2} y?\nx ::= \"a\" | \"b\"\ny ::= \"c\"", "abc", true},
+      {"root ::= x{2} y?\nx ::= \"a\" | \"b\"\ny ::= \"c\"", "a", false},
+      {"root ::=\n  \"a\"\n  | \"b\"\n", "b", true},
+      {"root ::= . .", "é\n", true}, {"root ::= [\\[\\]-]+", "[-]", true},
+      {"root ::= e\ne ::= t (\"+\" t)*\nt ::= [0-9] | \"(\" e \")\"", "(1+(2+3))+4", true},
+      {"root ::= e\ne ::= t (\"+\" t)*\nt ::= [0-9] | \"(\" e \")\"", "(1+)", false},
+      {"root ::= a b\na ::= \"\" | \"x\"\nb ::= a \"y\"", "xy", true},  // nullable calls, not left recursive
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.gbnf);
+    CAPTURE(c.text);
+    CHECK(matches(c.gbnf, c.text) == c.match);
+  }
+}
+
+TEST_CASE("GBNF: errors name the problem and the place") {
+  CHECK(error_of("root ::= \"a\" )") == "grammar: unexpected character at line 1 column 14");
+  CHECK(error_of("root ::= \"a\"\nroot ::= \"b\"") == "grammar: rule 'root' defined twice at line 2 column 1");
+  CHECK(error_of("root ::= x \"a\"\n") == "grammar: undefined rule 'x' at line 1 column 10");
+  CHECK(error_of("x ::= \"a\"") == "grammar: no 'root' rule");
+  CHECK(error_of("root ::= \"abc") == "grammar: an unterminated string literal at line 1 column 14");
+  CHECK(error_of("root ::= [a-") == "grammar: missing ']' at line 1 column 13");
+  CHECK(error_of("root ::= \"a\"{3,1}") == "grammar: a repetition {m,n} with n < m at line 1 column 18");
+  CHECK(error_of("root ::= \"\\q\"") == "grammar: unknown escape \\q at line 1 column 12");
+  CHECK(error_of("root ::= a\na ::= a \"x\" | \"y\"").find("left recursion through rule 'a'") != std::string::npos);
+  CHECK(error_of("root ::= b \"x\"\nb ::= c? root\nc ::= \"z\"").find("left recursion") != std::string::npos);  // through a nullable call
+  CHECK(error_of("root ::= \"a\" root") == "grammar: rule 'root' matches no string (the grammar accepts nothing there)");
+  CHECK(error_of("root ::= [^\\x00-\\U0010FFFF]").find("matches no string") != std::string::npos);
+  CHECK(error_of("root ::= ((\"a\"{1000}){1000}){1000}").find("over 200000 states") != std::string::npos);
+  CHECK(error_of(std::string(5000, '(') + "root" + std::string(5000, ')')).find("expected a rule name") != std::string::npos);
+  CHECK(error_of("root ::= " + std::string(5000, '(') + std::string(5000, ')')).find("nested over 200") != std::string::npos);
+  CHECK_THROWS_AS(compile_regex("(?&0)"), Error);  // rule calls only where the caller allows them
+}
+
+TEST_CASE("grammar masks equal a per-token brute force at random reachable states") {
+  std::mt19937 rng(7);
+  const std::string alphabet = "()[]ab01 ,\"é";
+  std::vector<std::string> pieces;
+  for (int i = 0; i < 250; ++i) {
+    std::string p;
+    const int len = 1 + static_cast<int>(rng() % 4);
+    for (int j = 0; j < len; ++j) p += alphabet[rng() % alphabet.size()];
+    pieces.push_back(p);
+  }
+  pieces.push_back("");  // a control token: never allowed
+  const ListTokenizer tokenizer(pieces);
+  auto trie = std::make_shared<TokenTrie>(tokenizer);
+  std::vector<Grammar> grammars;
+  for (const char* gbnf : {"root ::= (\"(\" root \")\" | \"[\" root \"]\")*",
+                           "root ::= \"[\" (v (\", \"? v)*)? \"]\"\nv ::= root | [ab]+ | \"\\\"\" [^\"]* \"\\\"\"",
+                           "root ::= x y\nx ::= \"a\"* | \"(\" root \")\"\ny ::= \"\" | \"b\" y | \"0\" x"}) {
+    grammars.push_back(compile_gbnf(gbnf));
+  }
+  grammars.push_back(compile_regex_rules(json_object_constraint().texts));
+  for (const Grammar& g : grammars) {
+    GrammarConstraint constraint(g, trie);
+    const StackMatcher reference(g);
+    for (int walk = 0; walk < 12; ++walk) {
+      int32_t state = constraint.start();
+      StackMatcher::Configs configs = reference.start();
+      std::string text;
+      for (int step = 0; step < 14; ++step) {
+        CAPTURE(text);
+        const std::vector<uint64_t> mask = constraint.allowed(state);
+        std::vector<int32_t> allowed;
+        for (int t = 0; t < tokenizer.vocab_size(); ++t) {
+          const std::string& piece = pieces[static_cast<size_t>(t)];
+          const bool brute = !piece.empty() && reference.alive(reference.feed(configs, piece));
+          const bool got = (mask[static_cast<size_t>(t) / 64] >> (t % 64)) & 1;
+          CHECK(got == brute);
+          if (brute) allowed.push_back(t);
+        }
+        if (allowed.empty()) break;
+        const int32_t token = allowed[rng() % allowed.size()];
+        state = constraint.advance(state, token);
+        text += pieces[static_cast<size_t>(token)];
+        configs = reference.feed(configs, pieces[static_cast<size_t>(token)]);
+        REQUIRE(state != ByteDfa::kDead);
+        CHECK(constraint.accepting(state) == reference.accepting(configs));
+      }
+    }
+  }
+}
+
+}  // namespace cbatch
