@@ -60,6 +60,26 @@ int32_t ByteDfa::next(int32_t state, uint8_t byte) {
   return result;
 }
 
+void ByteDfa::build_all(int max_states) {
+  std::array<bool, 257> cut{};  // cut[b]: a class starts at byte b
+  cut[0] = true;
+  for (const Nfa::State& st : nfa_.states) {
+    for (const NfaEdge& e : st.edges) cut[e.lo] = cut[static_cast<size_t>(e.hi) + 1] = true;
+  }
+  for (int32_t s = 0; s < num_states(); ++s) {
+    for (int b = 0; b < 256;) {
+      int end = b + 1;
+      while (end < 256 && !cut[static_cast<size_t>(end)]) ++end;
+      const int32_t to = next(s, static_cast<uint8_t>(b));
+      for (int c = b + 1; c < end; ++c) transitions_[static_cast<size_t>(s)][static_cast<size_t>(c)] = to;
+      b = end;
+    }
+    if (num_states() > max_states) {
+      throw Error("its automaton grows past " + std::to_string(max_states) + " states (a pattern like (a|b)*a(a|b){20})");
+    }
+  }
+}
+
 TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_size()) {
   bytes_.resize(static_cast<size_t>(vocab_size_));
   nodes_.emplace_back();

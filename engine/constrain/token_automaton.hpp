@@ -29,6 +29,9 @@ class ByteDfa {
   int32_t next(int32_t state, uint8_t byte);  // kDead when no string of the language continues that way
   bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)]; }
   int num_states() const { return static_cast<int>(sets_.size()); }
+  // Builds every reachable state (bytes grouped into classes the NFA never tells apart); throws
+  // cbatch::Error past max_states, so a pattern whose automaton explodes is refused up front.
+  void build_all(int max_states);
 
  private:
   int32_t state_of(std::vector<int32_t> nfa_states);  // closure taken; adds a DFA state if new
