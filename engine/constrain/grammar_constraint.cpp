@@ -125,15 +125,21 @@ int32_t GrammarConstraint::advance(int32_t state, int32_t token) {
   return intern(begin, accepting);
 }
 
-void GrammarConstraint::walk(int32_t node, size_t begin, size_t end, std::vector<uint64_t>& mask) {
-  const TokenTrie::Node& n = trie_->nodes()[static_cast<size_t>(node)];
-  for (const auto& [byte, child] : n.children) {
-    const size_t from = buf_.size();
+void GrammarConstraint::walk(std::vector<uint64_t>& mask) {
+  std::vector<size_t> ends(static_cast<size_t>(trie_->max_depth()) + 1);  // (depth) end of its kernel in buf_
+  ends[0] = buf_.size();
+  for (int32_t node = 1; node < trie_->num_nodes();) {
+    const auto depth = static_cast<size_t>(trie_->depth(node));
+    const size_t begin = depth == 1 ? 0 : ends[depth - 2];  // the parent's kernel: buf_[begin, ends[depth - 1])
+    buf_.resize(ends[depth - 1]);
     bool accepting = false;
-    if (!step(begin, end, byte, accepting)) continue;
-    for (int32_t t : trie_->nodes()[static_cast<size_t>(child)].tokens) mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
-    if (buf_.size() > from) walk(child, from, buf_.size(), mask);
-    buf_.resize(from);
+    if (!step(begin, ends[depth - 1], trie_->byte(node), accepting)) {
+      node = trie_->subtree_end(node);
+      continue;
+    }
+    trie_->mark_tokens(node, mask);
+    ends[depth] = buf_.size();
+    node = ends[depth] > ends[depth - 1] ? node + 1 : trie_->subtree_end(node);  // accepting only: nothing follows
   }
 }
 
@@ -144,7 +150,7 @@ const std::vector<uint64_t>& GrammarConstraint::allowed(int32_t state) {
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
   const State& s = states_[static_cast<size_t>(state)];
   buf_.assign(s.kernel.begin(), s.kernel.end());
-  walk(0, 0, buf_.size(), mask);
+  walk(mask);
   return masks_.emplace(state, std::move(mask)).first->second;
 }
 

@@ -52,7 +52,8 @@ class GrammarConstraint final : public Constraint {
   // The kernel buf_[begin, end) after `byte`, appended to buf_; false when none continues (and not accepting).
   bool step(size_t begin, size_t end, uint8_t byte, bool& accepting);
   int32_t intern(size_t begin, bool accepting);  // buf_[begin, end()) as a State id; buf_ cut back to begin
-  void walk(int32_t node, size_t begin, size_t end, std::vector<uint64_t>& mask);
+  // The trie walk from the kernel in buf_ (all of it), marking the tokens that keep the parse alive.
+  void walk(std::vector<uint64_t>& mask);
 
   Grammar g_;
   std::shared_ptr<const TokenTrie> trie_;

@@ -82,26 +82,39 @@ void ByteDfa::build_all(int max_states) {
 
 TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_size()) {
   bytes_.resize(static_cast<size_t>(vocab_size_));
-  nodes_.emplace_back();
+  std::vector<int32_t> order;
   for (int32_t t = 0; t < vocab_size_; ++t) {
     bytes_[static_cast<size_t>(t)] = tokenizer.decode_piece(-1, t);
-    const std::string& b = bytes_[static_cast<size_t>(t)];
-    if (b.empty()) continue;
-    int32_t node = 0;
-    for (unsigned char c : b) {
-      auto& children = nodes_[static_cast<size_t>(node)].children;
-      auto it = std::lower_bound(children.begin(), children.end(), std::make_pair(c, INT32_MIN));
-      if (it != children.end() && it->first == c) {
-        node = it->second;
-        continue;
-      }
-      const auto child = static_cast<int32_t>(nodes_.size());
-      children.insert(it, {c, child});  // invalidated by emplace_back below: done with it first
-      nodes_.emplace_back();
-      node = child;
-    }
-    nodes_[static_cast<size_t>(node)].tokens.push_back(t);
+    if (!bytes_[static_cast<size_t>(t)].empty()) order.push_back(t);
   }
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return bytes_[static_cast<size_t>(a)] < bytes_[static_cast<size_t>(b)]; });
+  byte_ = {0};
+  depth_ = {0};
+  subtree_end_ = {0};
+  token_start_ = {0, 0};
+  std::vector<int32_t> path = {0};  // the nodes of the previous string, by depth
+  const std::string* previous = nullptr;
+  for (int32_t t : order) {
+    const std::string& b = bytes_[static_cast<size_t>(t)];
+    size_t common = 0;
+    if (previous) {
+      while (common < b.size() && common < previous->size() && b[common] == (*previous)[common]) ++common;
+    }
+    for (size_t d = common + 1; d < path.size(); ++d) subtree_end_[static_cast<size_t>(path[d])] = num_nodes();
+    path.resize(common + 1);
+    for (size_t d = common; d < b.size(); ++d) {
+      path.push_back(num_nodes());
+      byte_.push_back(static_cast<uint8_t>(b[d]));
+      depth_.push_back(static_cast<int32_t>(d + 1));
+      subtree_end_.push_back(0);
+      token_start_.push_back(token_start_.back());
+    }
+    tokens_.push_back(t);
+    ++token_start_.back();
+    max_depth_ = std::max(max_depth_, static_cast<int32_t>(b.size()));
+    previous = &b;
+  }
+  for (int32_t node : path) subtree_end_[static_cast<size_t>(node)] = num_nodes();
 }
 
 RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {}
@@ -118,18 +131,18 @@ const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
   const auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
-  const auto& nodes = trie_->nodes();
-  std::vector<std::pair<int32_t, int32_t>> stack = {{0, state}};  // (trie node, DFA state)
-  while (!stack.empty()) {
-    const auto [node, dfa_state] = stack.back();
-    stack.pop_back();
-    if (node != 0) {
-      for (int32_t t : nodes[static_cast<size_t>(node)].tokens) mask[static_cast<size_t>(t) / 64] |= uint64_t{1} << (t % 64);
+  std::vector<int32_t> at_depth(static_cast<size_t>(trie_->max_depth()) + 1);  // DFA state after the node's prefix
+  at_depth[0] = state;
+  for (int32_t node = 1; node < trie_->num_nodes();) {
+    const int32_t depth = trie_->depth(node);
+    const int32_t next = dfa_.next(at_depth[static_cast<size_t>(depth - 1)], trie_->byte(node));
+    if (next == ByteDfa::kDead) {
+      node = trie_->subtree_end(node);
+      continue;
     }
-    for (const auto& [byte, child] : nodes[static_cast<size_t>(node)].children) {
-      const int32_t next = dfa_.next(dfa_state, byte);
-      if (next != ByteDfa::kDead) stack.emplace_back(child, next);
-    }
+    at_depth[static_cast<size_t>(depth)] = next;
+    trie_->mark_tokens(node, mask);
+    ++node;
   }
   return masks_.emplace(state, std::move(mask)).first->second;
 }

@@ -44,24 +44,40 @@ class ByteDfa {
   std::vector<bool> accepting_;
 };
 
-// The vocabulary's byte strings (each token as it decodes mid-text); tokens that decode to nothing
-// (control tokens) are left out: a constraint never allows them.
+// The vocabulary's byte strings (each token as it decodes mid-text) as a trie laid out flat in
+// depth-first order (the distinct prefixes sorted), so that a walk is one forward scan that jumps over
+// the subtrees its automaton cannot enter. Tokens that decode to nothing (control tokens) are left out:
+// a constraint never allows them.
 class TokenTrie {
  public:
   explicit TokenTrie(const Tokenizer& tokenizer);
   int vocab_size() const { return vocab_size_; }
   const std::string& bytes(int32_t token) const { return bytes_[static_cast<size_t>(token)]; }
 
-  struct Node {
-    std::vector<std::pair<uint8_t, int32_t>> children;  // (byte, node), sorted by byte
-    std::vector<int32_t> tokens;                        // tokens whose bytes end here
-  };
-  const std::vector<Node>& nodes() const { return nodes_; }
+  // Node 0 is the root (the empty string); node i > 0 extends its parent (the last node before it of
+  // depth depth(i) - 1) by byte(i).
+  int32_t num_nodes() const { return static_cast<int32_t>(byte_.size()); }
+  uint8_t byte(int32_t node) const { return byte_[static_cast<size_t>(node)]; }
+  int32_t depth(int32_t node) const { return depth_[static_cast<size_t>(node)]; }
+  int32_t subtree_end(int32_t node) const { return subtree_end_[static_cast<size_t>(node)]; }
+  int32_t max_depth() const { return max_depth_; }
+  // The tokens whose bytes end at `node`.
+  const int32_t* tokens_begin(int32_t node) const { return tokens_.data() + token_start_[static_cast<size_t>(node)]; }
+  const int32_t* tokens_end(int32_t node) const { return tokens_.data() + token_start_[static_cast<size_t>(node) + 1]; }
+  // Sets the bits of node's tokens in `mask` ((vocab + 63) / 64 words).
+  void mark_tokens(int32_t node, std::vector<uint64_t>& mask) const {
+    for (const int32_t* t = tokens_begin(node); t != tokens_end(node); ++t) mask[static_cast<size_t>(*t) / 64] |= uint64_t{1} << (*t % 64);
+  }
 
  private:
   int vocab_size_ = 0;
-  std::vector<std::string> bytes_;  // (vocab)
-  std::vector<Node> nodes_;         // node 0: the root (the empty string)
+  int32_t max_depth_ = 0;
+  std::vector<std::string> bytes_;     // (vocab)
+  std::vector<uint8_t> byte_;          // (node)
+  std::vector<int32_t> depth_;         // (node)
+  std::vector<int32_t> subtree_end_;   // (node) one past its last descendant
+  std::vector<int32_t> token_start_;   // (node + 1) its tokens are tokens_[token_start_[i], token_start_[i + 1])
+  std::vector<int32_t> tokens_;
 };
 
 // A compiled constraint over the vocabulary: states are ids the constraint hands out.
