@@ -26,7 +26,7 @@ GrammarConstraint::GrammarConstraint(Grammar grammar, std::shared_ptr<const Toke
   }
   work_ = {frame(g_.rules[static_cast<size_t>(g_.root)].start, -1)};
   bool accepting = false;
-  close(0, accepting);
+  close(buf_, 0, accepting);
   start_ = intern(0, accepting);
 }
 
@@ -39,12 +39,14 @@ int32_t GrammarConstraint::frame(int32_t pos, int32_t parent) {
   if (frames_.size() >= kMaxFrames) return -1;
   const auto id = static_cast<int32_t>(frames_.size());
   frames_.push_back({pos, parent, depth});
+  memo_.emplace_back();
   marks_.push_back(0);
+  seen_.push_back(0);
   frame_ids_.emplace(key, id);
   return id;
 }
 
-bool GrammarConstraint::close(size_t begin, bool& accepting) {
+bool GrammarConstraint::close(std::vector<int32_t>& out, size_t begin, bool& accepting) {
   if (++generation_ == 0) {  // wrapped: old marks could collide
     std::fill(marks_.begin(), marks_.end(), 0);
     generation_ = 1;
@@ -63,7 +65,7 @@ bool GrammarConstraint::close(size_t begin, bool& accepting) {
         marks_[static_cast<size_t>(id)] = generation_;
       }
       const Nfa::State& st = g_.nfa.states[static_cast<size_t>(q)];
-      if (!st.edges.empty()) buf_.push_back(id);
+      if (!st.edges.empty()) out.push_back(id);
       for (const NfaCall& c : st.calls) {
         const int32_t ret = frame(c.to, fr.parent);
         if (ret >= 0) work_.push_back(frame(g_.rules[static_cast<size_t>(c.rule)].start, ret));
@@ -73,7 +75,7 @@ bool GrammarConstraint::close(size_t begin, bool& accepting) {
         else work_.push_back(fr.parent);
       }
     }
-    if (buf_.size() - begin > kMaxKernel) {
+    if (out.size() - begin > kMaxKernel) {
       work_.clear();
       return false;
     }
@@ -81,17 +83,56 @@ bool GrammarConstraint::close(size_t begin, bool& accepting) {
   return true;
 }
 
+const GrammarConstraint::FrameMemo& GrammarConstraint::closed(int32_t f) {
+  if (!memo_[static_cast<size_t>(f)].closed) {
+    std::vector<int32_t> kernel;
+    bool accepting = false;
+    work_ = {f};
+    if (!close(kernel, 0, accepting)) kernel.clear(), accepting = false;
+    FrameMemo& m = memo_[static_cast<size_t>(f)];  // (close() may have grown memo_)
+    m.kernel = std::move(kernel);
+    m.accepting = accepting;
+    m.closed = true;
+  }
+  return memo_[static_cast<size_t>(f)];
+}
+
+int32_t GrammarConstraint::next_frame(int32_t f, size_t edge) {
+  const Frame fr = frames_[static_cast<size_t>(f)];
+  std::vector<int32_t>& next = memo_[static_cast<size_t>(f)].next;
+  if (next.empty()) next.assign(g_.nfa.states[static_cast<size_t>(fr.pos)].edges.size(), kUnknown);
+  if (next[edge] == kUnknown) {
+    const int32_t to = frame(g_.nfa.states[static_cast<size_t>(fr.pos)].edges[edge].to, fr.parent);
+    memo_[static_cast<size_t>(f)].next[edge] = to;  // (frame() may have grown memo_)
+  }
+  return memo_[static_cast<size_t>(f)].next[edge];
+}
+
+// The union of the memoized closures of every frame the byte leads to.
 bool GrammarConstraint::step(size_t begin, size_t end, uint8_t byte, bool& accepting) {
-  work_.clear();
-  for (size_t i = begin; i < end; ++i) {
-    const Frame fr = frames_[static_cast<size_t>(buf_[i])];
-    for (const NfaEdge& e : g_.nfa.states[static_cast<size_t>(fr.pos)].edges) {
-      if (byte >= e.lo && byte <= e.hi) work_.push_back(frame(e.to, fr.parent));
-    }
+  if (++seen_generation_ == 0) {
+    std::fill(seen_.begin(), seen_.end(), 0);
+    seen_generation_ = 1;
   }
   const size_t out = buf_.size();
   accepting = false;
-  if (work_.empty() || !close(out, accepting)) {
+  for (size_t i = begin; i < end; ++i) {
+    const int32_t f = buf_[i];
+    const std::vector<NfaEdge>& edges = g_.nfa.states[static_cast<size_t>(frames_[static_cast<size_t>(f)].pos)].edges;
+    for (size_t k = 0; k < edges.size(); ++k) {
+      if (byte < edges[k].lo || byte > edges[k].hi) continue;
+      const int32_t to = next_frame(f, k);
+      if (to < 0) continue;
+      const FrameMemo& m = closed(to);
+      accepting = accepting || m.accepting;
+      for (int32_t id : m.kernel) {
+        if (seen_[static_cast<size_t>(id)] == seen_generation_) continue;
+        seen_[static_cast<size_t>(id)] = seen_generation_;
+        buf_.push_back(id);
+      }
+    }
+  }
+  if (buf_.size() - out > kMaxKernel) {
     buf_.resize(out);
     accepting = false;
     return false;

@@ -24,7 +24,7 @@ class GrammarConstraint final : public Constraint {
  public:
   static constexpr int32_t kMaxDepth = 1000;
   static constexpr size_t kMaxKernel = 1024;
-  static constexpr size_t kMaxFrames = size_t{1} << 21;
+  static constexpr size_t kMaxFrames = size_t{1} << 20;
   static constexpr size_t kMaxCachedMasks = 512;
 
   GrammarConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie);
@@ -44,11 +44,21 @@ class GrammarConstraint final : public Constraint {
     std::vector<int32_t> kernel;  // sorted frame ids
     bool accepting = false;
   };
+  // What a frame leads to, filled on first use: the walks ask the same questions again and again.
+  struct FrameMemo {
+    std::vector<int32_t> next;    // (edge of pos) frame (edge's target, parent); kUnknown until asked
+    std::vector<int32_t> kernel;  // its closure's kernel frames
+    bool closed = false;          // kernel (and accepting) computed; an overflow leaves kernel empty
+    bool accepting = false;
+  };
+  static constexpr int32_t kUnknown = -2;
 
   int32_t frame(int32_t pos, int32_t parent);  // -1 past kMaxFrames or kMaxDepth
-  // Closes work_ (frame ids) into kernel frames appended to buf_ (the kernel starts at `begin`); false
+  // Closes work_ (frame ids) into kernel frames appended to `out` (the kernel starts at `begin`); false
   // when it grows past kMaxKernel.
-  bool close(size_t begin, bool& accepting);
+  bool close(std::vector<int32_t>& out, size_t begin, bool& accepting);
+  const FrameMemo& closed(int32_t f);     // memo_[f] with its closure
+  int32_t next_frame(int32_t f, size_t edge);
   // The kernel buf_[begin, end) after `byte`, appended to buf_; false when none continues (and not accepting).
   bool step(size_t begin, size_t end, uint8_t byte, bool& accepting);
   int32_t intern(size_t begin, bool accepting);  // buf_[begin, end()) as a State id; buf_ cut back to begin
@@ -61,8 +71,11 @@ class GrammarConstraint final : public Constraint {
   std::vector<std::vector<int32_t>> closure_;           // (NFA state) states reached by epsilon edges, itself included
   std::vector<Frame> frames_;
   std::unordered_map<uint64_t, int32_t> frame_ids_;     // (pos, parent + 1) -> frame
+  std::vector<FrameMemo> memo_;                         // (frame)
   std::vector<uint32_t> marks_;                         // (frame) generation of close()'s last visit
   uint32_t generation_ = 0;
+  std::vector<uint32_t> seen_;                          // (frame) step()'s generation of its last union
+  uint32_t seen_generation_ = 0;
   std::vector<State> states_;
   std::map<std::pair<std::vector<int32_t>, bool>, int32_t> state_ids_;
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
