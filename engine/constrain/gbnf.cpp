@@ -70,6 +70,7 @@ class GbnfParser {
   int32_t rule_id(const std::string& n, size_t use) {
     const auto [it, added] = ids_.emplace(n, static_cast<int32_t>(g_.rules.size()));
     if (added) {
+      if (g_.rules.size() >= kMaxRules) fail_at(use, "more than " + std::to_string(kMaxRules) + " rules");
       g_.rules.push_back({-1, -1});
       g_.names.push_back(n);
       defined_.push_back(false);

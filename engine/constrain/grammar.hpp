@@ -12,6 +12,8 @@
 
 namespace cbatch {
 
+inline constexpr size_t kMaxRules = 5000;
+
 struct Grammar {
   Nfa nfa;                         // every rule's states; nfa.start / nfa.accept: the root rule's
   std::vector<Fragment> rules;     // (rule) its start and end state
@@ -28,7 +30,8 @@ Grammar compile_gbnf(std::string_view text);
 // Rule N is regexes[N] (regex_nfa.hpp's syntax plus (?&M) calls); rule 0 is the root. Throws cbatch::Error.
 Grammar compile_regex_rules(const std::vector<std::string>& regexes);
 
-// Throws cbatch::Error for left recursion or a rule that matches nothing (compile_* call it).
+// Throws cbatch::Error for left recursion, a rule that matches nothing, or over kMaxRules rules
+// (compile_* call it).
 void check_grammar(const Grammar& grammar);
 
 }  // namespace cbatch

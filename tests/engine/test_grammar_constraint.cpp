@@ -201,3 +201,27 @@ TEST_CASE("grammar masks equal a per-token brute force at random reachable state
 }
 
 }  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("GBNF: hostile grammars stay bounded") {
+  std::string chain = "root ::= r1\n";
+  for (int i = 1; i < 4000; ++i) chain += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string(i + 1) + "?\n";
+  chain += "r4000 ::= \"b\"\n";
+  CHECK(matches(chain.c_str(), "aa"));
+  CHECK_FALSE(matches(chain.c_str(), "aab"));
+  std::string too_many = chain + "r4001 ::= \"c\"\n";
+  for (int i = 4002; i <= 5001; ++i) too_many += "r" + std::to_string(i) + " ::= \"c\"\n";
+  CHECK(error_of(too_many).find("more than 5000 rules") != std::string::npos);
+  // Exponentially ambiguous: every split of the x's is a parse; the shared stacks keep it small.
+  const ListTokenizer tokenizer({"x", "xx", "xxxx", "y"});
+  GrammarConstraint c(compile_gbnf("root ::= a* \"y\"\na ::= \"x\" | \"xx\" | a2\na2 ::= \"x\" a2?"), std::make_shared<TokenTrie>(tokenizer));
+  int32_t state = c.start();
+  for (int i = 0; i < 200; ++i) {
+    CHECK(c.allowed(state)[0] == 0b1111);
+    state = c.advance(state, 2);
+  }
+  CHECK(c.accepting(c.advance(state, 3)));
+}
+
+}  // namespace cbatch

@@ -113,6 +113,12 @@ def main():
     write("request_parser", "mixed.jsonl", b"\xef\xbb\xbf" + json.dumps(lines[0]).encode() + b"\r\n\n{bad\n"
           + b'{"id": "u", "prompt": "\xff"}\n{"id": [1], "max_tokens": -1, "prompt": "x"}\n{"prompt": "torn')
     write("request_parser", "escapes.jsonl", '{"id": "q\\u0031\\t\\"", "prompt": "\\ud83d\\ude00 \\u0000"}\n')
+    write("request_parser", "structured.jsonl", "".join(json.dumps(l) + "\n" for l in [
+        {"id": "g", "prompt": "x", "structured_outputs": {"grammar": 'root ::= "[" (v ("," v)*)? "]"\nv ::= [0-9]+ | root'}},
+        {"id": "s", "prompt": "x", "guided_json": {"$defs": {"n": {"type": "object", "properties": {
+            "k": {"type": "array", "items": {"$ref": "#/$defs/n"}}, "v": {"type": "integer", "minimum": -3, "maximum": 70}}}},
+            "$ref": "#/$defs/n"}},
+        {"id": "r", "prompt": "x", "guided_regex": "(a|b)*c{2,4}", "response_format": {"type": "json_object"}}]))
     write("tokenizer", "ascii.txt", "I dreamed of a quiet city where the robots sang")
     write("tokenizer", "unicode.txt", "  caf\u00e9 \u65e5\u672c\u8a9e \U0001F600\ttabs\nnewline ")
     write("tokenizer", "bytes.bin", b"\xff\xfe\x00 a\xc3")
