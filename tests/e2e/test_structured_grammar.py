@@ -2,7 +2,8 @@
 `stop` is checked by a parser written here for its grammar (recursive descent, or Python's json for the
 JSON grammar), greedy and at temperature 1.0; json_object outputs nested past 3 levels parse; bad
 grammars (syntax error with its position, undefined rule, left recursion, a grammar that accepts
-nothing) are error lines and the rest runs (exit 2)."""
+nothing) are error lines and the rest runs (exit 2); n > 1 samples each parse; greedy outputs are the
+same across modes and budgets."""
 import json
 import os
 import re
@@ -164,6 +165,8 @@ for i, prompt in enumerate(DEEP_PROMPTS):
     for temp in (0, 1.0):
         rows.append({"id": f"obj{i}-{temp}", "prompt": prompt, "max_tokens": 60, "temperature": temp, "seed": i,
                      "response_format": {"type": "json_object"}})
+rows.append({"id": "n3", "prompt": "3*(1+2) =", "max_tokens": 24, "temperature": 1.0, "seed": 9, "n": 3,
+             "structured_outputs": {"grammar": ARITH_GBNF}})
 rows.append({"id": "old-name", "prompt": "Is it?", "max_tokens": 12, "temperature": 0, "guided_grammar": ANSWER_GBNF})
 bad = {"bad-syntax": ('root ::= "a" )', "line 1 column 14"), "bad-undefined": ("root ::= x", "undefined rule 'x'"),
        "bad-left": ('root ::= root "a" | "b"', "left recursion through rule 'root'"),
@@ -193,7 +196,19 @@ for i in range(len(DEEP_PROMPTS)):
             c.check(isinstance(doc, dict), f"json_object: {r['text']!r}")
             deepest = max(deepest, depth(doc))
 c.check(deepest > 3, f"no json_object output nested past 3 levels (deepest {deepest})")
+for o in results["n3"]["outputs"]:
+    c.check(o["finish_reason"] == "length" or parses(arith, o["text"]), f"n=3: {o['text']!r} does not parse")
 c.check(parses(answer, results["old-name"]["text"]), f"guided_grammar: {results['old-name']['text']!r}")
 for name, (_, words_) in bad.items():
     c.check(words_ in results[name].get("error", {}).get("message", ""), f"{name}: {results[name]}")
+
+# Greedy output under a grammar does not depend on the schedule.
+write_jsonl(prompts, [r for r in rows if r.get("temperature") == 0])
+reference = None
+for extra in ([], ["--mode", "sequential"], ["--max-num-batched-tokens", "16", "--block-size", "4"])[
+        :2 if os.environ.get("CBATCH_SANITIZED") == "1" else 3]:
+    run(["run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet"] + extra)
+    got = {r["id"]: r["output_token_ids"] for r in read_jsonl(out)}
+    reference = reference or got
+    c.check(got == reference, f"greedy outputs under grammars change with {' '.join(extra)}")
 c.done()
