@@ -13,6 +13,7 @@
 #include <set>
 
 #include "engine/constrain/json_number.hpp"
+#include "engine/constrain/regex_nfa.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -333,6 +334,7 @@ class SchemaCompiler {
     if (obj["pattern"].get(pattern) == simdjson::SUCCESS) {  // the pattern's language, its characters plain
       if (!pattern.empty() && pattern.front() == '^') pattern.remove_prefix(1);
       if (!pattern.empty() && pattern.back() == '$') pattern.remove_suffix(1);
+      compile_regex(pattern);  // on its own: a stray ')' or a rule call must not reach the text around it
       return "\"(?:" + std::string(pattern) + ")\"";
     }
     const int64_t lo = int_or(obj, "minLength", 0), hi = int_or(obj, "maxLength", -1);
