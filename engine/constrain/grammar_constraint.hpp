@@ -7,7 +7,7 @@
 // closes: an epsilon edge keeps the parent, a call pushes (rule start, return frame), a rule's end pops to
 // the parent frame (or, at the root with no parent, accepts). A token's mask comes from walking the
 // vocabulary trie with the state (tokens sharing a prefix share the work); states reached by sequences
-// are interned to ids, and each id's mask is cached (the cache is dropped past kMaxCachedMasks).
+// are interned to ids, and each id's mask is cached (the cache starts over past kMaxCachedMasks).
 // Bounds for hostile grammars: stacks deeper than kMaxDepth frames, kernels of more than kMaxKernel
 // stacks (ambiguity) and a frame table over kMaxFrames are paths not taken (the row may then end with
 // finish_reason "length"); left recursion is refused when the grammar is compiled.
@@ -25,7 +25,6 @@ class GrammarConstraint final : public Constraint {
   static constexpr int32_t kMaxDepth = 1000;
   static constexpr size_t kMaxKernel = 1024;
   static constexpr size_t kMaxFrames = size_t{1} << 20;
-  static constexpr size_t kMaxCachedMasks = 512;
 
   GrammarConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie);
   int32_t start() const override { return start_; }

@@ -130,6 +130,7 @@ int32_t RegexConstraint::advance(int32_t state, int32_t token) {
 const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
   const auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
+  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
   std::vector<int32_t> at_depth(static_cast<size_t>(trie_->max_depth()) + 1);  // DFA state after the node's prefix
   at_depth[0] = state;

@@ -80,6 +80,9 @@ class TokenTrie {
   std::vector<int32_t> tokens_;
 };
 
+// Masks a constraint keeps (each (vocab / 8) bytes); past this many the cache starts over.
+inline constexpr size_t kMaxCachedMasks = 1024;
+
 // A compiled constraint over the vocabulary: states are ids the constraint hands out.
 class Constraint {
  public:
