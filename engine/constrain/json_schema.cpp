@@ -91,6 +91,12 @@ class SchemaCompiler {
     if (obj["type"].get(type_el) != simdjson::SUCCESS) {
       if (obj["properties"].error() == simdjson::SUCCESS) return object_regex(obj);
       if (obj["items"].error() == simdjson::SUCCESS) return array_regex(obj);
+      for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
+                              "pattern", "format", "minItems", "maxItems", "prefixItems", "required", "additionalProperties"}) {
+        if (obj[key].error() == simdjson::SUCCESS) {  // it would bind only values of its type: any other would pass
+          throw Error(std::string("JSON schema keyword '") + key + "' is supported with a 'type' only");
+        }
+      }
       return any_value();
     }
     if (type_el.is_array()) {

@@ -121,7 +121,8 @@ bad = [("bad-open", {"guided_regex": "(a"}), ("bad-empty", {"guided_choice": []}
        ("bad-bound", {"guided_json": {"type": "number", "minimum": 0.5}}, "'minimum'"),
        ("bad-range", {"guided_json": {"type": "integer", "minimum": 5, "exclusiveMaximum": 5}}, "leave no number"),
        ("bad-dfa", {"guided_regex": "(a|b)*a(a|b){24}"}, "states"),
-       ("bad-pattern", {"guided_json": {"type": "string", "pattern": "a)|(b"}}, "unbalanced ')'")]
+       ("bad-pattern", {"guided_json": {"type": "string", "pattern": "a)|(b"}}, "unbalanced ')'"),
+       ("bad-untyped", {"guided_json": {"minimum": 3}}, "'minimum' is supported with a 'type' only")]
 for name, fields, *_ in bad:
     rows.append(dict({"id": name, "prompt": "x", "max_tokens": 4}, **fields))
 prompts, out = os.path.join(work, "p.jsonl"), os.path.join(work, "o.jsonl")
