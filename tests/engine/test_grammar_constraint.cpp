@@ -225,3 +225,37 @@ TEST_CASE("GBNF: hostile grammars stay bounded") {
 }
 
 }  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("code point ranges match exactly their characters as UTF-8") {
+  std::mt19937 rng(3);
+  const uint32_t edges[] = {0, 0x7F, 0x80, 0x7FF, 0x800, 0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
+  auto pick = [&]() { return rng() % 3 == 0 ? edges[rng() % 10] : static_cast<uint32_t>(rng() % 0x110000); };
+  for (int trial = 0; trial < 60; ++trial) {
+    uint32_t lo = pick(), hi = pick();
+    if (lo > hi) std::swap(lo, hi);
+    CAPTURE(lo);
+    CAPTURE(hi);
+    NfaBuilder b;
+    ByteDfa dfa(b.take(b.code_points({{lo, hi}})));
+    auto accepts = [&](const std::string& text) {
+      int32_t s = dfa.start();
+      for (unsigned char c : text) {
+        if ((s = dfa.next(s, c)) == ByteDfa::kDead) return false;
+      }
+      return dfa.accepting(s);
+    };
+    for (int i = 0; i < 300; ++i) {
+      const uint32_t c = i < 20 ? (i % 2 ? hi : lo) + static_cast<uint32_t>(i / 2) - 5 : pick();
+      if (c > 0x10FFFF) continue;
+      const bool surrogate = c >= 0xD800 && c <= 0xDFFF;
+      CAPTURE(c);
+      CHECK(accepts(utf8_encode(c)) == (c >= lo && c <= hi && !surrogate));
+    }
+    CHECK_FALSE(accepts("\xC0\x80"));  // overlong forms never match
+    CHECK_FALSE(accepts("\xED\xA0\x80"));  // nor an encoded surrogate
+  }
+}
+
+}  // namespace cbatch
