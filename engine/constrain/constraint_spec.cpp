@@ -2,7 +2,6 @@
 #include "engine/constrain/constraint_spec.hpp"
 
 #include "engine/constrain/grammar.hpp"
-#include "engine/constrain/token_automaton.hpp"
 
 namespace cbatch {
 
@@ -15,7 +14,7 @@ std::string ConstraintSpec::key() const {
 void check_constraint(const ConstraintSpec& spec) {
   switch (spec.kind) {
     case ConstraintSpec::Kind::kNone: return;
-    case ConstraintSpec::Kind::kRegex: ByteDfa(compile_regex(spec.texts.at(0))).build_all(kMaxDfaStates); return;
+    case ConstraintSpec::Kind::kRegex: compile_regex(spec.texts.at(0)); return;
     case ConstraintSpec::Kind::kRegexRules: compile_regex_rules(spec.texts); return;
     case ConstraintSpec::Kind::kGbnf: compile_gbnf(spec.texts.at(0)); return;
   }

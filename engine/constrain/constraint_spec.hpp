@@ -17,11 +17,9 @@ struct ConstraintSpec {
   std::string key() const;
 };
 
-// A regex whose whole DFA has more states is refused (its masks would take unbounded memory).
-inline constexpr int kMaxDfaStates = 50000;
-
 // Compiles the constraint's language (no vocabulary) to check it: throws cbatch::Error where the
-// regex, grammar or rules are refused.
+// regex, grammar or rules are refused. (The size of a regex's DFA is checked once per run by the
+// engine's ConstraintCache, not here for every request.)
 void check_constraint(const ConstraintSpec& spec);
 
 }  // namespace cbatch

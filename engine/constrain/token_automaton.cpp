@@ -75,7 +75,8 @@ void ByteDfa::build_all(int max_states) {
       b = end;
     }
     if (num_states() > max_states) {
-      throw Error("its automaton grows past " + std::to_string(max_states) + " states (a pattern like (a|b)*a(a|b){20})");
+      throw Error("structured output: the regex's automaton grows past " + std::to_string(max_states) +
+                  " states (a pattern like (a|b)*a(a|b){20} needs 2^21)");
     }
   }
 }
@@ -117,7 +118,9 @@ TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_s
   for (int32_t node : path) subtree_end_[static_cast<size_t>(node)] = num_nodes();
 }
 
-RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {}
+RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {
+  dfa_.build_all(kMaxDfaStates);
+}
 
 int32_t RegexConstraint::advance(int32_t state, int32_t token) {
   for (unsigned char c : trie_->bytes(token)) {
@@ -150,19 +153,24 @@ const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
 
 std::shared_ptr<Constraint> ConstraintCache::get(const ConstraintSpec& spec) {
   const std::string key = spec.key();
-  const auto it = compiled_.find(key);
-  if (it != compiled_.end()) return it->second;
-  std::shared_ptr<Constraint> constraint;
-  switch (spec.kind) {
-    case ConstraintSpec::Kind::kNone: throw Error("internal: no constraint to compile");
-    case ConstraintSpec::Kind::kRegex: constraint = std::make_shared<RegexConstraint>(compile_regex(spec.texts.at(0)), trie_); break;
-    case ConstraintSpec::Kind::kRegexRules:
-      constraint = std::make_shared<GrammarConstraint>(compile_regex_rules(spec.texts), trie_);
-      break;
-    case ConstraintSpec::Kind::kGbnf: constraint = std::make_shared<GrammarConstraint>(compile_gbnf(spec.texts.at(0)), trie_); break;
+  if (const auto it = compiled_.find(key); it != compiled_.end()) return it->second;
+  if (const auto it = refused_.find(key); it != refused_.end()) throw Error(it->second);
+  try {
+    return compiled_.emplace(key, compile(spec)).first->second;
+  } catch (const Error& e) {
+    refused_.emplace(key, e.what());
+    throw;
   }
-  compiled_.emplace(key, constraint);
-  return constraint;
+}
+
+std::shared_ptr<Constraint> ConstraintCache::compile(const ConstraintSpec& spec) const {
+  switch (spec.kind) {
+    case ConstraintSpec::Kind::kNone: break;
+    case ConstraintSpec::Kind::kRegex: return std::make_shared<RegexConstraint>(compile_regex(spec.texts.at(0)), trie_);
+    case ConstraintSpec::Kind::kRegexRules: return std::make_shared<GrammarConstraint>(compile_regex_rules(spec.texts), trie_);
+    case ConstraintSpec::Kind::kGbnf: return std::make_shared<GrammarConstraint>(compile_gbnf(spec.texts.at(0)), trie_);
+  }
+  throw Error("internal: no constraint to compile");
 }
 
 }  // namespace cbatch

@@ -1,9 +1,9 @@
-// Constrained decoding over tokens: a regex's byte NFA determinized lazily (ByteDfa), the vocabulary's
-// byte strings in a trie (TokenTrie, built once per run), and a Constraint (a regex's here; a grammar's in
-// grammar_constraint.hpp) that gives, for a state,
-// the tokens whose bytes keep the output a prefix of some string of the language (walking the trie with
-// the DFA, so tokens sharing a prefix share the work; masks are cached per DFA state) and whether the
-// end of text (EOS) is allowed there (the output so far is a full match).
+// Constrained decoding over tokens: a regex's byte NFA determinized (ByteDfa: on demand, or whole and
+// bounded for a RegexConstraint), the vocabulary's byte strings in a trie (TokenTrie, built once per
+// run), and a Constraint (a regex's here; a grammar's in grammar_constraint.hpp) that gives, for a
+// state, the tokens whose bytes keep the output a prefix of some string of the language (walking the
+// trie with the automaton, so tokens sharing a prefix share the work; masks are cached per state) and
+// whether the end of text (EOS) is allowed there (the output so far is complete).
 // Not thread-safe: the engine computes a step's masks before sampling spreads over threads.
 #pragma once
 #include <array>
@@ -80,6 +80,9 @@ class TokenTrie {
   std::vector<int32_t> tokens_;
 };
 
+// A regex whose whole DFA has more states is refused (its masks would take unbounded memory).
+inline constexpr int kMaxDfaStates = 50000;
+
 // Masks a constraint keeps (each (vocab / 8) bytes); past this many the cache starts over.
 inline constexpr size_t kMaxCachedMasks = 1024;
 
@@ -96,9 +99,10 @@ class Constraint {
   virtual const std::vector<uint64_t>& allowed(int32_t state) = 0;
 };
 
-// A regular language: the states are the lazily built DFA's.
+// A regular language: the states are the DFA's, all built (and counted) up front.
 class RegexConstraint final : public Constraint {
  public:
+  // Throws cbatch::Error when the DFA passes kMaxDfaStates.
   RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie);
   int32_t start() const override { return dfa_.start(); }
   int32_t advance(int32_t state, int32_t token) override;
@@ -111,7 +115,8 @@ class RegexConstraint final : public Constraint {
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
 };
 
-// One run's constraints, compiled once per distinct spec (ConstraintSpec::key).
+// One run's constraints, compiled once per distinct spec (ConstraintSpec::key); a refused one is
+// remembered too, so its requests cost nothing more.
 class ConstraintCache {
  public:
   explicit ConstraintCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
@@ -119,8 +124,11 @@ class ConstraintCache {
   std::shared_ptr<Constraint> get(const ConstraintSpec& spec);
 
  private:
+  std::shared_ptr<Constraint> compile(const ConstraintSpec& spec) const;
+
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<std::string, std::shared_ptr<Constraint>> compiled_;
+  std::unordered_map<std::string, std::string> refused_;  // key -> the error's message
 };
 
 }  // namespace cbatch

@@ -110,6 +110,16 @@ TEST_CASE("constraint masks equal a per-token brute force at random reachable st
 
 namespace cbatch {
 
+TEST_CASE("a regex whose DFA explodes is refused, once per run") {
+  const ListTokenizer tokenizer({"a", "b"});
+  ConstraintCache cache(std::make_shared<TokenTrie>(tokenizer));
+  const ConstraintSpec hostile{ConstraintSpec::Kind::kRegex, {"(a|b)*a(a|b){20}"}};
+  CHECK_THROWS_WITH_AS(cache.get(hostile), doctest::Contains("grows past 50000 states"), Error);
+  CHECK_THROWS_WITH_AS(cache.get(hostile), doctest::Contains("grows past 50000 states"), Error);  // remembered
+  const ConstraintSpec fine{ConstraintSpec::Kind::kRegex, {"(a|b)*a(a|b){10}"}};
+  CHECK(cache.get(fine) == cache.get(fine));
+}
+
 TEST_CASE("JSON number bounds: integers and numbers in range, exactly") {
   std::mt19937 rng(11);
   auto bound = [&]() { return std::optional<double>(static_cast<double>(static_cast<int>(rng() % 2400) - 1200)); };
