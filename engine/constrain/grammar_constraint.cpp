@@ -24,6 +24,19 @@ GrammarConstraint::GrammarConstraint(Grammar grammar, std::shared_ptr<const Toke
       }
     }
   }
+  is_tail_.assign(n, false);
+  for (size_t s = 0; s < n; ++s) {
+    bool tail = false;
+    for (int32_t q : closure_[s]) {
+      const Nfa::State& st = g_.nfa.states[static_cast<size_t>(q)];
+      if (!st.edges.empty() || !st.calls.empty()) {
+        tail = false;
+        break;
+      }
+      tail = tail || is_end_[static_cast<size_t>(q)];
+    }
+    is_tail_[s] = tail;
+  }
   work_ = {frame(g_.rules[static_cast<size_t>(g_.root)].start, -1)};
   bool accepting = false;
   close(buf_, 0, accepting);
@@ -67,8 +80,9 @@ bool GrammarConstraint::close(std::vector<int32_t>& out, size_t begin, bool& acc
       const Nfa::State& st = g_.nfa.states[static_cast<size_t>(q)];
       if (!st.edges.empty()) out.push_back(id);
       for (const NfaCall& c : st.calls) {
-        const int32_t ret = frame(c.to, fr.parent);
-        if (ret >= 0) work_.push_back(frame(g_.rules[static_cast<size_t>(c.rule)].start, ret));
+        // A call in tail position returns straight to the caller's parent: right recursion keeps a flat stack.
+        const int32_t ret = is_tail_[static_cast<size_t>(c.to)] ? fr.parent : frame(c.to, fr.parent);
+        if (ret >= 0 || is_tail_[static_cast<size_t>(c.to)]) work_.push_back(frame(g_.rules[static_cast<size_t>(c.rule)].start, ret));
       }
       if (is_end_[static_cast<size_t>(q)]) {
         if (fr.parent < 0) accepting = true;
@@ -187,7 +201,7 @@ void GrammarConstraint::walk(std::vector<uint64_t>& mask) {
 const std::vector<uint64_t>& GrammarConstraint::allowed(int32_t state) {
   const auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
-  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+  if (masks_.size() >= trie_->max_cached_masks()) masks_.clear();
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
   const State& s = states_[static_cast<size_t>(state)];
   buf_.assign(s.kernel.begin(), s.kernel.end());

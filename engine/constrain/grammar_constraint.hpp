@@ -5,9 +5,11 @@
 // position has byte edges (the "kernel"; calls, returns and epsilon edges are closed over eagerly) plus
 // whether the root rule may end there. A byte moves every kernel frame along its matching edges, then
 // closes: an epsilon edge keeps the parent, a call pushes (rule start, return frame), a rule's end pops to
-// the parent frame (or, at the root with no parent, accepts). A token's mask comes from walking the
+// the parent frame (or, at the root with no parent, accepts); a call whose return position can only end
+// the rule pushes nothing (the callee returns to the caller's parent), so right recursion (lists written
+// `list ::= item ("," list)?`) keeps a flat stack. A token's mask comes from walking the
 // vocabulary trie with the state (tokens sharing a prefix share the work); states reached by sequences
-// are interned to ids, and each id's mask is cached (the cache starts over past kMaxCachedMasks).
+// are interned to ids, and each id's mask is cached (the cache starts over past kMaxMaskCacheBytes).
 // Bounds for hostile grammars: stacks deeper than kMaxDepth frames, kernels of more than kMaxKernel
 // stacks (ambiguity) and a frame table over kMaxFrames are paths not taken (the row may then end with
 // finish_reason "length"); left recursion is refused when the grammar is compiled.
@@ -24,7 +26,7 @@ class GrammarConstraint final : public Constraint {
  public:
   static constexpr int32_t kMaxDepth = 1000;
   static constexpr size_t kMaxKernel = 1024;
-  static constexpr size_t kMaxFrames = size_t{1} << 20;
+  static constexpr size_t kMaxFrames = size_t{1} << 18;  // about 180 bytes each with their memos
 
   GrammarConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> trie);
   int32_t start() const override { return start_; }
@@ -67,6 +69,7 @@ class GrammarConstraint final : public Constraint {
   Grammar g_;
   std::shared_ptr<const TokenTrie> trie_;
   std::vector<bool> is_end_;                            // (NFA state) some rule ends there
+  std::vector<bool> is_tail_;                           // (NFA state) only epsilon edges to its rule's end follow
   std::vector<std::vector<int32_t>> closure_;           // (NFA state) states reached by epsilon edges, itself included
   std::vector<Frame> frames_;
   std::unordered_map<uint64_t, int32_t> frame_ids_;     // (pos, parent + 1) -> frame

@@ -133,7 +133,7 @@ int32_t RegexConstraint::advance(int32_t state, int32_t token) {
 const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
   const auto it = masks_.find(state);
   if (it != masks_.end()) return it->second;
-  if (masks_.size() >= kMaxCachedMasks) masks_.clear();
+  if (masks_.size() >= trie_->max_cached_masks()) masks_.clear();
   std::vector<uint64_t> mask(static_cast<size_t>((trie_->vocab_size() + 63) / 64), 0);
   std::vector<int32_t> at_depth(static_cast<size_t>(trie_->max_depth()) + 1);  // DFA state after the node's prefix
   at_depth[0] = state;
@@ -153,14 +153,24 @@ const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
 
 std::shared_ptr<Constraint> ConstraintCache::get(const ConstraintSpec& spec) {
   const std::string key = spec.key();
-  if (const auto it = compiled_.find(key); it != compiled_.end()) return it->second;
-  if (const auto it = refused_.find(key); it != refused_.end()) throw Error(it->second);
-  try {
-    return compiled_.emplace(key, compile(spec)).first->second;
-  } catch (const Error& e) {
-    refused_.emplace(key, e.what());
-    throw;
+  std::shared_ptr<Constraint> constraint;
+  if (const auto it = compiled_.find(key); it != compiled_.end()) constraint = it->second.lock();
+  if (!constraint) {
+    if (const auto it = refused_.find(key); it != refused_.end()) throw Error(it->second);
+    try {
+      constraint = compile(spec);
+    } catch (const Error& e) {
+      refused_.emplace(key, e.what());
+      throw;
+    }
+    if (compiled_.size() >= 2 * kKeepRecent) {  // forget the ones nobody holds any more
+      for (auto it = compiled_.begin(); it != compiled_.end();) it = it->second.expired() ? compiled_.erase(it) : std::next(it);
+    }
+    compiled_[key] = constraint;
   }
+  recent_.push_back(constraint);
+  if (recent_.size() > kKeepRecent) recent_.pop_front();
+  return constraint;
 }
 
 std::shared_ptr<Constraint> ConstraintCache::compile(const ConstraintSpec& spec) const {

@@ -6,7 +6,9 @@
 // whether the end of text (EOS) is allowed there (the output so far is complete).
 // Not thread-safe: the engine computes a step's masks before sampling spreads over threads.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -20,6 +22,9 @@
 namespace cbatch {
 
 class Tokenizer;
+
+// The bytes of masks a constraint keeps cached; past them its cache starts over.
+inline constexpr size_t kMaxMaskCacheBytes = size_t{8} << 20;
 
 class ByteDfa {
  public:
@@ -61,6 +66,8 @@ class TokenTrie {
   int32_t depth(int32_t node) const { return depth_[static_cast<size_t>(node)]; }
   int32_t subtree_end(int32_t node) const { return subtree_end_[static_cast<size_t>(node)]; }
   int32_t max_depth() const { return max_depth_; }
+  // How many masks (one bit a token) fit in kMaxMaskCacheBytes.
+  size_t max_cached_masks() const { return std::max<size_t>(16, kMaxMaskCacheBytes / ((static_cast<size_t>(vocab_size_) + 63) / 64 * 8)); }
   // The tokens whose bytes end at `node`.
   const int32_t* tokens_begin(int32_t node) const { return tokens_.data() + token_start_[static_cast<size_t>(node)]; }
   const int32_t* tokens_end(int32_t node) const { return tokens_.data() + token_start_[static_cast<size_t>(node) + 1]; }
@@ -83,8 +90,6 @@ class TokenTrie {
 // A regex whose whole DFA has more states is refused (its masks would take unbounded memory).
 inline constexpr int kMaxDfaStates = 50000;
 
-// Masks a constraint keeps (each (vocab / 8) bytes); past this many the cache starts over.
-inline constexpr size_t kMaxCachedMasks = 1024;
 
 // A compiled constraint over the vocabulary: states are ids the constraint hands out.
 class Constraint {
@@ -115,8 +120,9 @@ class RegexConstraint final : public Constraint {
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
 };
 
-// One run's constraints, compiled once per distinct spec (ConstraintSpec::key); a refused one is
-// remembered too, so its requests cost nothing more.
+// One run's constraints, compiled once per distinct spec (ConstraintSpec::key) while some sequence
+// holds it or it is among the kKeepRecent last asked for (so memory follows the constraints in use, not
+// every one the run has seen); a refused one is remembered, so its requests cost nothing more.
 class ConstraintCache {
  public:
   explicit ConstraintCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
@@ -126,8 +132,11 @@ class ConstraintCache {
  private:
   std::shared_ptr<Constraint> compile(const ConstraintSpec& spec) const;
 
+  static constexpr size_t kKeepRecent = 16;
+
   std::shared_ptr<const TokenTrie> trie_;
-  std::unordered_map<std::string, std::shared_ptr<Constraint>> compiled_;
+  std::unordered_map<std::string, std::weak_ptr<Constraint>> compiled_;
+  std::deque<std::shared_ptr<Constraint>> recent_;        // the last kKeepRecent returned
   std::unordered_map<std::string, std::string> refused_;  // key -> the error's message
 };
 

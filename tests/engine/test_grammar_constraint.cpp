@@ -259,3 +259,24 @@ TEST_CASE("code point ranges match exactly their characters as UTF-8") {
 }
 
 }  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("right recursion keeps a flat stack: a list of 5,000 items") {
+  const ListTokenizer tokenizer({"1", ",", "]"});
+  GrammarConstraint c(compile_gbnf("root ::= \"[\"? list \"]\"\nlist ::= \"1\" (\",\" list)?"), std::make_shared<TokenTrie>(tokenizer));
+  int32_t state = c.start();
+  for (int i = 0; i < 5000; ++i) {
+    state = c.advance(state, 0);
+    REQUIRE(state != ByteDfa::kDead);
+    CHECK(c.allowed(state)[0] == 0b110);
+    state = c.advance(state, 1);
+    REQUIRE(state != ByteDfa::kDead);
+  }
+  state = c.advance(c.advance(state, 0), 2);
+  REQUIRE(state != ByteDfa::kDead);
+  CHECK(c.accepting(state));
+  CHECK(c.num_states() < 10);  // the same few states again and again
+}
+
+}  // namespace cbatch
