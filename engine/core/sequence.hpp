@@ -43,6 +43,8 @@ struct Sequence {
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;
+  std::vector<TokenLogprob> logprobs;         // (generated) when the request asks logprobs
+  std::vector<TokenLogprob> prompt_logprobs;  // (prompt positions 1.. scored so far) when it asks prompt_logprobs
 
   // Output text state: decoded bytes of generated tokens, and how many of them were already final
   // (not the possible start of a stop string).
