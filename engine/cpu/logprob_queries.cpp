@@ -53,10 +53,11 @@ void answer_logprob_queries(const RaggedBatch& batch, int vocab, const LogitsHea
       reduce_query(out, q, &out.logits[j * static_cast<size_t>(vocab)], vocab, out.token_ids[j]);
     }
   });
-  std::vector<int32_t> rows(kLogprobChunkRows);
-  std::vector<float> logits(static_cast<size_t>(kLogprobChunkRows) * vocab);
-  for (size_t c = 0; c < computed.size(); c += kLogprobChunkRows) {
-    const int n = static_cast<int>(std::min<size_t>(kLogprobChunkRows, computed.size() - c));
+  const size_t chunk = static_cast<size_t>(logprob_chunk_rows(vocab));
+  std::vector<int32_t> rows(chunk);
+  std::vector<float> logits(std::min(chunk, computed.size()) * vocab);
+  for (size_t c = 0; c < computed.size(); c += chunk) {
+    const int n = static_cast<int>(std::min(chunk, computed.size() - c));
     for (int i = 0; i < n; ++i) rows[static_cast<size_t>(i)] = queries[computed[c + static_cast<size_t>(i)]].row;
     head(rows.data(), n, logits.data());
     pool.parallel_for(n, [&](int64_t begin, int64_t end) {

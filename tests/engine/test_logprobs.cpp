@@ -1,6 +1,6 @@
 // Logprobs: the row reduction (log-softmax in double against a direct formula, ties to the lower id,
 // -inf logits, k = 0 and k above the vocabulary, NaN ranked last), a host backend's answers to logprob
-// queries (chunks of kLogprobChunkRows, sampled rows from the step's logits) equal the row reduction,
+// queries (chunks of logprob_chunk_rows, sampled rows from the step's logits) equal the row reduction,
 // the request fields (k ranges, chat's logprobs/top_logprobs, echo only in completions) and the token
 // display of pieces that are not UTF-8 alone.
 #include <doctest/doctest.h>
@@ -81,7 +81,7 @@ TEST_CASE("logprobs: top_k_indices ranks NaN last and keeps the order of equal v
 }
 
 TEST_CASE("logprobs: a host backend's answers, in chunks and from the step's own logits") {
-  const int vocab = 97, rows = 2 * kLogprobChunkRows + 9;
+  const int vocab = 97, rows = 2 * logprob_chunk_rows(vocab) + 9;
   std::vector<std::vector<float>> table;
   for (int r = 0; r < rows; ++r) table.push_back(random_row(vocab, 100 + r));
   RaggedBatch batch;
@@ -97,7 +97,7 @@ TEST_CASE("logprobs: a host backend's answers, in chunks and from the step's own
   out.logprob_width = 5;
   int calls = 0;
   const LogitsHead head = [&](const int32_t* ids, int n, float* logits) {
-    CHECK(n <= kLogprobChunkRows);
+    CHECK(n <= logprob_chunk_rows(vocab));
     ++calls;
     for (int i = 0; i < n; ++i) std::copy(table[ids[i]].begin(), table[ids[i]].end(), logits + static_cast<size_t>(i) * vocab);
   };
