@@ -1,10 +1,8 @@
-// A host backend's answers to StepOutput::logprob_queries: rows whose logits the step already computed
-// (sampling rows, target -1: the row's token id) are reduced from StepOutput::logits; every other row gets
-// its logits from `head` in chunks of logprob_chunk_rows(vocab) rows, each chunk reduced at once, so memory
-// stays under 32 MB of logits whatever the prompt length and vocabulary (the head's matmul is faster on
-// more rows, up to 256). Rows are reduced in parallel on the pool.
+// A host backend's answers to StepOutput::logprob_queries (split as logprob_split.hpp says): rows the
+// step already has are reduced from StepOutput::logits with the ids in StepOutput::token_ids; the others
+// get their logits from `head`, a chunk at a time, each chunk reduced at once. Rows are reduced in
+// parallel on the pool.
 #pragma once
-#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -12,11 +10,6 @@
 #include "engine/cpu/thread_pool.hpp"
 
 namespace cbatch {
-
-inline int logprob_chunk_rows(int vocab) {
-  constexpr int kChunkFloats = 8 << 20, kMaxRows = 256;
-  return vocab >= kChunkFloats ? 1 : std::min(kMaxRows, kChunkFloats / vocab);
-}
 
 // head(rows, n, logits): the (n, vocab) final logits of batch rows rows[0..n), n <= logprob_chunk_rows(vocab).
 using LogitsHead = std::function<void(const int32_t* rows, int n, float* logits)>;
