@@ -70,6 +70,12 @@ void DeviceLogprobs::answer(const RaggedBatch& batch, int vocab, int max_rows, c
     logprob_rows(chunk_logits_.get(), nullptr, tasks_.get() + num_sampled + c, n, vocab,
                  outputs_from(all, num_sampled + c), stream);
   }
+  collect(order, stream, out);
+}
+
+// The answers back to the host (waits for the stream), task t's into query order[t]'s place.
+void DeviceLogprobs::collect(const std::vector<size_t>& order, cudaStream_t stream, StepOutput& out) const {
+  const size_t total = order.size(), width = static_cast<size_t>(out.logprob_width);
   std::vector<float> target(total), lps(total * width);
   std::vector<int32_t> ids(total * width);
   CUDA_CHECK(cudaMemcpyAsync(target.data(), target_.get(), total * sizeof(float), cudaMemcpyDeviceToHost, stream));

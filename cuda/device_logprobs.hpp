@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <functional>
+#include <vector>
 
 #include "cuda/device_buffer.hpp"
 #include "cuda/logprob_rows.hpp"
@@ -29,6 +30,8 @@ class DeviceLogprobs {
   const float* keep_raw(const float* d_logits, size_t n, cudaStream_t stream);
 
  private:
+  void collect(const std::vector<size_t>& order, cudaStream_t stream, StepOutput& out) const;
+
   DeviceBuffer<float> raw_logits_;    // keep_raw's copy
   DeviceBuffer<float> chunk_logits_;  // (chunk rows, vocab)
   DeviceBuffer<int32_t> rows_;        // (queries) the computed queries' batch rows

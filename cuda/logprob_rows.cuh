@@ -51,7 +51,9 @@ __device__ inline float block_max(const float* row, int vocab, LogprobShared& s)
 __device__ inline double block_lse(const float* row, int vocab, float max, LogprobShared& s) {
   double sum = 0.0;
   if (max > -INFINITY && max < INFINITY) {
-    for (int i = threadIdx.x; i < vocab; i += kLogprobThreads) sum += exp(static_cast<double>(row[i]) - max);
+    for (int i = threadIdx.x; i < vocab; i += kLogprobThreads) {
+      if (row[i] == row[i]) sum += exp(static_cast<double>(row[i]) - max);  // NaN adds nothing, as on the host
+    }
   }
   for (int offset = 16; offset > 0; offset >>= 1) sum += __shfl_xor_sync(kLogprobMask, sum, offset);
   if (threadIdx.x % 32 == 0) s.warp_sum[threadIdx.x / 32] = sum;
