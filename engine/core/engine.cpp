@@ -400,7 +400,7 @@ class EngineRun {
   void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
     const int64_t end_ns = now_ns();
     result.request = &seq.request;
-    result.prompt_logprobs = seq.prompt_logprobs;
+    if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
     result.prompt_tokens = seq.num_prompt_tokens;
     result.cached_tokens = std::max(seq.num_cached_tokens, 0);
     const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;

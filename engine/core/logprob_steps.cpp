@@ -22,7 +22,7 @@ void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, S
     const Sequence& seq = *s.seq;
     const int k = seq.request.sampling.prompt_logprobs;
     if (k < 0) continue;
-    const int begin = std::max(seq.num_computed, static_cast<int>(seq.prompt_logprobs.size()));
+    const int begin = std::max(seq.num_computed, seq.num_prompt_logprobs());
     const int end = std::min(seq.num_computed + s.num_tokens, seq.num_prompt_tokens - 1);
     for (int p = begin; p < end; ++p) {
       const int32_t row = batch.query_start[i] + (p - seq.num_computed);
@@ -53,11 +53,12 @@ void LogprobSteps::store_prompt(const StepOutput& out) const {
   for (size_t q = 0; q < prompt_queries_.size(); ++q) {
     Sequence& seq = *prompt_queries_[q].seq;
     const int p = prompt_queries_[q].position;
-    if (p != static_cast<int>(seq.prompt_logprobs.size())) {
+    if (!seq.prompt_logprobs) seq.prompt_logprobs = std::make_shared<std::vector<TokenLogprob>>();
+    if (p != seq.num_prompt_logprobs()) {
       throw Error("internal error: prompt logprob of position " + std::to_string(p + 1) + " out of order");
     }
     const size_t top = q * static_cast<size_t>(a.width);
-    seq.prompt_logprobs.push_back(entry(seq.tokens[static_cast<size_t>(p)], seq.tokens[static_cast<size_t>(p) + 1],
+    seq.prompt_logprobs->push_back(entry(seq.tokens[static_cast<size_t>(p)], seq.tokens[static_cast<size_t>(p) + 1],
                                         a.target_logprob[q], out.logprob_queries[q].k, &a.top_ids[top],
                                         &a.top_logprobs[top]));
   }
