@@ -2,7 +2,7 @@
 aidreams260K over every mode, a token budget that cuts prompts into chunks, a small KV cache that preempts,
 the prefix cache (prompts sharing blocks), n > 1, penalties (logprobs are of the raw logits), sampled and
 greedy rows, k from 0 to above the vocabulary, max_tokens 0 (scoring only) and OpenAI completions with
-echo; chunked prompts score exactly like one chunk; SmolLM2 greedy and sampled; error lines for bad k and
+echo; chunked prompts score exactly like one chunk; SmolLM2 greedy and sampled in every mode and in chunks of 8; error lines for bad k and
 chat echo; the peak memory of scoring a full-context prompt over a 128k vocabulary stays bounded."""
 import json
 import os
@@ -183,14 +183,17 @@ def run_smollm2():
     path = os.path.join(work, "smollm2.jsonl")
     write_jsonl(path, requests)
     reference, tables, runs = None if SANITIZED else GgufLlama(SMOLLM2), {}, {}
-    for name, extra in {"continuous": [], "budget-8": ["--max-num-batched-tokens", "8"]}.items():
+    configs = {"continuous": [], "budget-8": ["--max-num-batched-tokens", "8"], "static": ["--mode", "static"],
+               "sequential": ["--mode", "sequential"]}
+    for name, extra in configs.items():
         out = os.path.join(work, f"smollm2-{name}.jsonl")
         run(["run", path, "-o", out, "--model", SMOLLM2, "--device", "cpu", "--quiet", "--threads", "2"] + extra)
         runs[name] = {r["id"]: r for r in read_jsonl(out)}
         if not SANITIZED:
             check_results(f"SmolLM2 {name}", requests, runs[name], reference, tables)
-    c.check(all(runs["budget-8"][i]["prompt_logprobs"] == runs["continuous"][i]["prompt_logprobs"] for i in range(3)),
-            "SmolLM2: prompt_logprobs in chunks of 8 differ from one chunk")
+    for name in configs:
+        c.check(all(runs[name][i]["prompt_logprobs"] == runs["continuous"][i]["prompt_logprobs"] for i in range(3)),
+                f"SmolLM2 {name}: prompt_logprobs differ from the continuous run's (one chunk)")
     check_chat(SMOLLM2)
 
 
