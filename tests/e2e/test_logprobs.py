@@ -1,9 +1,10 @@
 """logprobs and prompt_logprobs on the CPU backend against a float64 reference (logprob_reference.py):
 aidreams260K over every mode, a token budget that cuts prompts into chunks, a small KV cache that preempts,
-the prefix cache (prompts sharing blocks), n > 1, penalties (logprobs are of the raw logits), sampled and
-greedy rows, k from 0 to above the vocabulary, max_tokens 0 (scoring only) and OpenAI completions with
-echo; chunked prompts score exactly like one chunk; SmolLM2 greedy and sampled in every mode and in chunks of 8; error lines for bad k and
-chat echo; the peak memory of scoring a full-context prompt over a 128k vocabulary stays bounded."""
+the prefix cache (prompts sharing blocks), n > 1, penalties and a regex constraint (logprobs are of the raw
+logits), sampled and greedy rows, k from 0 to above the vocabulary, max_tokens 0 (scoring only) and OpenAI
+completions with echo; chunked prompts score exactly like one chunk; SmolLM2 greedy and sampled in every
+mode and in chunks of 8, and its chat logprobs; error lines for bad k and chat echo; the peak memory of
+scoring a full-context prompt over a 128k vocabulary stays bounded."""
 import json
 import os
 import random
@@ -66,6 +67,7 @@ def aidreams_requests():
         (2, 1, {"temperature": 0.8, "top_k": 20, "seed": 3, "n": 2}), (None, 2, {"max_tokens": 0}),
         (600, 600, {"temperature": 0, "max_tokens": 2}), (4, 4, {"temperature": 0, "shared": True}),
         (4, 4, {"temperature": 0, "shared": True}),
+        (3, None, {"temperature": 0, "structured_outputs": {"regex": "[a-z ]+"}}),
     ]
     for i, (lp, plp, extra) in enumerate(cases):
         extra = dict(extra)
