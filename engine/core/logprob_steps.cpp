@@ -14,9 +14,14 @@ bool LogprobSteps::any_sampling_row(const StepPlan& plan) {
 void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
   out.logprob_queries.clear();
   out.logprobs.resize(0, 0);
+  out.logprob_width = 0;
+  add_prompt_queries(plan, batch, out);
+  add_sampling_queries(plan, batch, out);
+}
+
+// Each prompt row not scored yet predicts the next prompt token (the last prompt row predicts a generated one).
+void LogprobSteps::add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
   prompt_queries_.clear();
-  sampling_query_.clear();
-  int width = 0;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
     const Sequence& seq = *s.seq;
@@ -28,9 +33,14 @@ void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, S
       const int32_t row = batch.query_start[i] + (p - seq.num_computed);
       out.logprob_queries.push_back({row, k, seq.tokens[static_cast<size_t>(p) + 1]});
       prompt_queries_.push_back({s.seq, p});
-      width = std::max(width, k);
     }
+    if (begin < end) out.logprob_width = std::max(out.logprob_width, k);
   }
+}
+
+// Sampling rows whose token the backend picks (argmax or its own draw): it answers for that token.
+void LogprobSteps::add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
+  sampling_query_.clear();
   int logits_row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     if (!s.samples) continue;
@@ -38,10 +48,9 @@ void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, S
     const bool ask = k >= 0 && !out.want_logits;
     sampling_query_.push_back(ask ? static_cast<int32_t>(out.logprob_queries.size()) : -1);
     if (ask) out.logprob_queries.push_back({batch.logits_rows[static_cast<size_t>(logits_row)], k, -1});
-    if (ask) width = std::max(width, k);
+    if (ask) out.logprob_width = std::max(out.logprob_width, k);
     ++logits_row;
   }
-  out.logprob_width = width;
 }
 
 void LogprobSteps::store_prompt(const StepOutput& out) const {

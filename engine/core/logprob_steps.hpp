@@ -37,6 +37,8 @@ class LogprobSteps {
     Sequence* seq;
     int position;  // the row's position; it scores tokens[position + 1]
   };
+  void add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
+  void add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
   TokenLogprob entry(int32_t prev, int32_t id, float logprob, int k, const int32_t* top_ids, const float* top_lps) const;
 
   const Tokenizer& tokenizer_;
