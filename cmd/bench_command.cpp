@@ -50,6 +50,7 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Wo
   }
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
+  defaults.max_logprobs = o.engine.max_logprobs;
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
   JsonlRequestSource source(o.dataset, model, &chat, defaults, o.engine.seed);
   source.set_shard(shard);

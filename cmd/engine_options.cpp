@@ -33,6 +33,8 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->check(CLI::Range(0.05, 1.0));
   app.add_option("--max-tokens", o.max_tokens, "max_tokens of requests that do not set it")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--max-logprobs", o.max_logprobs, "largest logprobs / prompt_logprobs / top_logprobs a request may ask")
+      ->check(CLI::Range(0, 1 << 20));
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--quiet", o.quiet, "no progress on stderr");

@@ -27,6 +27,7 @@ struct EngineOptions {
   int kv_cache_blocks = 0;
   double gpu_memory_utilization = 0.9;
   int max_tokens = 16;
+  int max_logprobs = 20;           // the largest k of logprobs / prompt_logprobs a request may ask
   uint64_t seed = 0;
   int threads = 0;
   bool quiet = false;

@@ -24,6 +24,7 @@
 #include "cuda/cuda_context.hpp"
 #include "cuda/decode_attention.hpp"
 #include "cuda/decode_stream.hpp"
+#include "cuda/device_logprobs.hpp"
 #include "cuda/device_peaks.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/embedding.hpp"
@@ -108,6 +109,7 @@ class CudaBackend final : public Backend {
   DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
   double device_busy_seconds() const override { return profiler_.busy_seconds(); }
   bool samples_on_device() const override { return device_sampling_; }
+  bool answers_logprob_queries() const override { return true; }
 
  private:
   // The longest sequence the engine will run: the KV cache must hold at least one of these.
@@ -145,6 +147,7 @@ class CudaBackend final : public Backend {
     return weights_.layers[static_cast<size_t>(layer)].post_ffn_norm.get();  // null without sandwich norms
   }
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
+  void head_rows(const int32_t* d_rows, int n, float* d_logits);
   void pick_tokens(int num_logits, const StepOutput& out);
   const PenaltyToken* upload_penalty_tokens(const StepOutput& out);
 
@@ -157,6 +160,7 @@ class CudaBackend final : public Backend {
   DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
   BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
   StepProfiler profiler_;
+  DeviceLogprobs logprobs_;     // answers the steps' logprob queries
   // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
   // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
   // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant and
@@ -426,17 +430,14 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
   const cudaStream_t stream = context_.stream();
   const int num_logits = batch.num_logits();
   const int vocab = config_.vocab_size;
+  const float* step_logits = ws.logits.get();
   if (num_logits > 0) {
-    const int last = config_.num_layers - 1;
-    const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
-    rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm.get(), idx.logits_rows, num_logits,
-                      config_.dim, config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
-    gemm<T, float>(context_.cublas(), stream, ws.logits.get(), ws.h.get(), weights_.lm_head(), num_logits, vocab,
-                   config_.dim);
-    if (config_.final_softcap > 0.0f) {
-      softcap(ws.logits.get(), static_cast<size_t>(num_logits) * vocab, config_.final_softcap, stream);
-    }
+    head_rows(idx.logits_rows, num_logits, ws.logits.get());
     profiler_.phase("lm_head", stream);  // final norm and logits; the rest of the step is "pick+copy"
+    // The device sampler applies penalties to the logits in place: logprobs come from a copy made before.
+    if (!out.logprob_queries.empty() && !out.penalty_tokens.empty()) {
+      step_logits = logprobs_.keep_raw(ws.logits.get(), static_cast<size_t>(num_logits) * vocab, stream);
+    }
     if (out.want_logits) {
       out.logits.resize(static_cast<size_t>(num_logits) * vocab);
       CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), ws.logits.get(), out.logits.size() * sizeof(float),
@@ -445,8 +446,28 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
       pick_tokens(num_logits, out);
     }
   }
+  if (!out.logprob_queries.empty()) {  // only k values a row come back
+    const DeviceLogprobs::Head head = [this](const int32_t* d_rows, int n, float* d_logits) { head_rows(d_rows, n, d_logits); };
+    logprobs_.answer(batch, vocab, options_.max_batch_tokens, step_logits, ws.token_ids.get(), head, stream, out);
+    profiler_.phase("logprobs", stream);
+  }
   profiler_.end_step(stream);  // the step's one synchronization; also frees the pinned index buffer for reuse
   if (!out.want_logits) out.token_ids.assign(ws.host_token_ids.get(), ws.host_token_ids.get() + num_logits);
+}
+
+// The final norm and lm_head of batch rows d_rows[0..n) (n <= max_batch_tokens) into d_logits (n, vocab) fp32.
+template <typename T>
+void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int last = config_.num_layers - 1;
+  const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
+  rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm.get(), d_rows, n, config_.dim,
+                    config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
+  gemm<T, float>(context_.cublas(), stream, d_logits, ws.h.get(), weights_.lm_head(), n, config_.vocab_size, config_.dim);
+  if (config_.final_softcap > 0.0f) {
+    softcap(d_logits, static_cast<size_t>(n) * config_.vocab_size, config_.final_softcap, stream);
+  }
 }
 
 // The sampling rows' next tokens from the logits on the device (argmax, or each row's draw), copied back.

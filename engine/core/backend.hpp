@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/sample/logprobs.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "engine/core/ragged_batch.hpp"
 #include "engine/bench/roofline.hpp"
@@ -27,6 +28,11 @@ struct StepOutput {
   // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
   // row's draw under its RowSampling (only asked of a backend that samples_on_device()).
   std::vector<int32_t> token_ids;
+  // Set by the engine: rows whose log-softmax the backend reduces to k values each (empty for steps
+  // without logprob requests; only asked of a backend that answers_logprob_queries()); and the answers.
+  std::vector<LogprobQuery> logprob_queries;
+  int logprob_width = 0;              // the largest k of the queries
+  LogprobAnswers logprobs;            // (logprob_queries) set by the backend
 };
 
 class Backend {
@@ -43,6 +49,9 @@ class Backend {
   virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
   // Draws sampled rows itself (StepOutput::sampling) instead of returning their logits.
   virtual bool samples_on_device() const { return false; }
+  // Answers StepOutput::logprob_queries (prompt logprobs need it; without it, rows that ask logprobs
+  // come back as logits and the host reduces them).
+  virtual bool answers_logprob_queries() const { return false; }
   // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
   virtual double weight_bytes_per_param() const { return 4.0; }
   virtual double kv_bytes_per_elem() const { return 4.0; }

@@ -1,11 +1,17 @@
 // The schedulers' shared admission steps for prefix caching (scheduler.hpp).
 #include "engine/core/scheduler.hpp"
 
+#include <algorithm>
+
 namespace cbatch {
 
 int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
   if (seq.num_computed != 0 || !seq.block_table.empty()) return 0;
-  const int cached = blocks.match_prefix(seq.tokens, seq.num_tokens() - 1, seq.block_table, seq.block_hashes);
+  // Prompt logprobs need the rows of every prompt position not scored yet: no cached block may cover one.
+  const int limit = seq.request.sampling.wants_prompt_logprobs()
+                        ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
+                        : seq.num_tokens() - 1;
+  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_table, seq.block_hashes);
   seq.num_computed = cached;
   return cached;
 }

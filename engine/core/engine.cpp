@@ -12,6 +12,7 @@
 #include "engine/core/batch_packer.hpp"
 #include "engine/core/block_manager.hpp"
 #include "engine/core/error.hpp"
+#include "engine/core/logprob_steps.hpp"
 #include "engine/sample/sampler.hpp"
 #include "engine/core/scheduler.hpp"
 #include "engine/core/signal_block.hpp"
@@ -113,9 +114,14 @@ class EngineRun {
                        (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")"));
       return;
     }
+    if (seq->request.sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
+      reject(*seq, "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them");
+      return;
+    }
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
-    if (raw->request.sampling.max_tokens == 0) {  // nothing to generate: done without computing
+    // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs).
+    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs()) {
       if (n > 1) raw->group = std::make_shared<SampleGroup>(n);
       for (int i = 0; i < n; ++i) {
         raw->sample_index = i;
@@ -157,7 +163,9 @@ class EngineRun {
     // A forking row draws n tokens from one row of logits: the host samples those.
     const bool forks = std::any_of(plan.seqs.begin(), plan.seqs.end(),
                                    [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
-    output_.want_logits = !plain_greedy && (!backend_.samples_on_device() || forks || constrained);
+    // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
+    const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
+    output_.want_logits = host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks || constrained));
     if (output_.want_logits || plain_greedy) return;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
@@ -185,9 +193,11 @@ class EngineRun {
     }
     pack_batch(plan, blocks_.block_size(), batch_);
     request_output(plan);
+    logprob_steps_.add_queries(plan, batch_, output_);
     const int64_t t1 = now_ns();
     backend_.forward(batch_, output_);
     const int64_t t2 = now_ns();
+    logprob_steps_.store_prompt(output_);
     step_constrained_rows_ = 0;
     step_mask_ms_ = 0;
     const int finished = commit(plan);
@@ -237,6 +247,7 @@ class EngineRun {
       }
       row_logits_[static_cast<size_t>(i)] = row;
     }
+    logprob_steps_.keep_raw_rows(sampling_rows_, row_logits_);  // before masks and penalties change them
     const int64_t mask_start = now_ns();
     step_constrained_rows_ = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -268,13 +279,17 @@ class EngineRun {
     for (const ScheduledSeq& s : plan.seqs) s.seq->num_computed += s.num_tokens;
     fork_samples(plan);
     sample_rows(plan);
+    logprob_steps_.make_generated(sampling_rows_, sampled_, output_);
     int finished = 0;
     for (size_t row = 0; row < sampling_rows_.size(); ++row) {
       Sequence& seq = *sampling_rows_[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
       if (row < constrained_blocked_.size() && constrained_blocked_[row]) {
         seq.finish_reason = FinishReason::kLength;  // no token can continue the constraint: cut, like max_tokens
+      } else if (seq.request.sampling.max_tokens == 0) {
+        seq.finish_reason = FinishReason::kLength;  // a prompt scored for its prompt_logprobs only
       } else {
+        logprob_steps_.append_generated(row, seq);
         if (seq.constraint && !model_.tokenizer->is_eos(sampled_[row])) {
           seq.constraint_state = seq.constraint->advance(seq.constraint_state, sampled_[row]);
         }
@@ -357,6 +372,7 @@ class EngineRun {
     result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
     result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
     result.completion_tokens = seq.num_generated();
+    result.logprobs = seq.logprobs;
     finish_result(seq, seq.first_token_ns, result);
   }
 
@@ -368,6 +384,7 @@ class EngineRun {
     out.text = seq.text;
     out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
     out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+    out.logprobs = seq.logprobs;
     group.completion_tokens += seq.num_generated();
     if (seq.first_token_ns != 0 && (group.first_token_ns == 0 || seq.first_token_ns < group.first_token_ns)) {
       group.first_token_ns = seq.first_token_ns;
@@ -383,6 +400,7 @@ class EngineRun {
   void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
     const int64_t end_ns = now_ns();
     result.request = &seq.request;
+    if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
     result.prompt_tokens = seq.num_prompt_tokens;
     result.cached_tokens = std::max(seq.num_cached_tokens, 0);
     const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
@@ -431,6 +449,7 @@ class EngineRun {
   const EngineConfig& config_;
   const Model& model_;
   Backend& backend_;
+  LogprobSteps logprob_steps_{*model_.tokenizer, model_.config.vocab_size};
   RequestSource& source_;
   ResultSink& sink_;
   const EngineHooks& hooks_;

@@ -21,6 +21,7 @@ struct ChatMessage {
 // Engine-wide defaults the parser applies to fields a line leaves out.
 struct RequestDefaults {
   int max_tokens = 16;
+  int max_logprobs = 20;             // the largest logprobs / prompt_logprobs / top_logprobs a line may ask
 };
 
 struct RequestInput {
@@ -53,6 +54,8 @@ struct Request {
   std::vector<int32_t> prompt_ids;
   SamplingParams sampling;
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
+  std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
+  std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
 };
 
 }  // namespace cbatch

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/core/request.hpp"
+#include "engine/sample/logprobs.hpp"
 
 namespace cbatch {
 
@@ -16,6 +17,7 @@ struct SampleOutput {
   std::string text;
   std::vector<int32_t> output_token_ids;
   std::string finish_reason;
+  std::vector<TokenLogprob> logprobs;     // (output tokens) when the request asks logprobs
 };
 
 struct RequestResult {
@@ -33,6 +35,8 @@ struct RequestResult {
   // n > 1: every completion, by index (text, output_token_ids and finish_reason above are unused;
   // completion_tokens is their sum).
   std::vector<SampleOutput> samples;
+  std::vector<TokenLogprob> logprobs;         // (output tokens) when the request asks logprobs (n = 1)
+  std::vector<TokenLogprob> prompt_logprobs;  // (prompt tokens - 1) from the second prompt token on
 };
 
 }  // namespace cbatch

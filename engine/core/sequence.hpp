@@ -43,6 +43,10 @@ struct Sequence {
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;
+  std::vector<TokenLogprob> logprobs;         // (generated) when the request asks logprobs
+  // (prompt positions 1.. scored so far) when it asks prompt_logprobs; shared by the n > 1 samples forked
+  // from it (the prompt is scored by then), so a fork copies no entries.
+  std::shared_ptr<std::vector<TokenLogprob>> prompt_logprobs;
 
   // Output text state: decoded bytes of generated tokens, and how many of them were already final
   // (not the possible start of a stop string).
@@ -56,6 +60,7 @@ struct Sequence {
   int num_generated() const { return num_tokens() - num_prompt_tokens; }
   int num_uncomputed() const { return num_tokens() - num_computed; }
   bool is_finished() const { return finish_reason != FinishReason::kNone; }
+  int num_prompt_logprobs() const { return prompt_logprobs ? static_cast<int>(prompt_logprobs->size()) : 0; }
 };
 
 }  // namespace cbatch

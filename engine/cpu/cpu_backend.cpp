@@ -14,6 +14,7 @@
 
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/logprob_queries.hpp"
 #include "engine/core/error.hpp"
 #include "engine/cpu/thread_pool.hpp"
 
@@ -160,6 +161,7 @@ class CpuBackend final : public Backend {
   }
 
   void forward(const RaggedBatch& batch, StepOutput& out) override;
+  bool answers_logprob_queries() const override { return true; }
 
  private:
   void load_weights(const ModelTensors& t);
@@ -170,6 +172,7 @@ class CpuBackend final : public Backend {
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
   void ffn_layer(int num_tokens, const CpuLayer& layer);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
+  void head_rows(const int32_t* rows, int n, float* logits);
   void count_weights(const PackedMatrix& w) {
     matrix_bytes_ += static_cast<int64_t>(w.bytes());
     matrix_params_ += w.rows() * w.cols();
@@ -408,19 +411,29 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   add_sublayer_output(num_tokens, layer.post_ffn_norm);
 }
 
-void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
-  const int n = batch.num_logits();
-  const int dim = config_.dim, vocab = config_.vocab_size;
+// The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.
+void CpuBackend::head_rows(const int32_t* rows, int n, float* logits) {
+  const int dim = config_.dim;
   for (int i = 0; i < n; ++i) {
-    const int64_t r = batch.logits_rows[i];
+    const int64_t r = rows[i];
     rmsnorm_row(&x_[r * dim], final_norm_.data(), &h_[static_cast<int64_t>(i) * dim], dim, config_.rms_eps);
   }
+  matmul(h_.data(), lm_head_, logits, n, pool_);
+  if (config_.final_softcap > 0.0f) softcap_row(logits, n * config_.vocab_size, config_.final_softcap);
+}
+
+void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
+  const int n = batch.num_logits();
+  const int vocab = config_.vocab_size;
   out.logits.resize(static_cast<size_t>(n) * vocab);
-  matmul(h_.data(), lm_head_, out.logits.data(), n, pool_);
-  if (config_.final_softcap > 0.0f) softcap_row(out.logits.data(), n * vocab, config_.final_softcap);
-  if (out.want_logits) return;
-  out.token_ids.resize(n);
-  for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+  head_rows(batch.logits_rows.data(), n, out.logits.data());
+  if (!out.want_logits) {
+    out.token_ids.resize(n);
+    for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+  }
+  if (out.logprob_queries.empty()) return;
+  const LogitsHead head = [this](const int32_t* rows, int count, float* logits) { head_rows(rows, count, logits); };
+  answer_logprob_queries(batch, vocab, head, pool_, out);
 }
 
 }  // namespace

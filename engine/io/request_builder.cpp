@@ -77,6 +77,10 @@ std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t 
                                         std::to_string(context) + " tokens");
   }
   Request request;
+  if (input.sampling.echo) {
+    request.echo_text = input.prompt ? *input.prompt : model.tokenizer->decode(tokens);
+    request.first_prompt_piece = model.tokenizer->decode_piece(-1, tokens[0]);
+  }
   request.index = index;
   request.line = input.line;
   request.id_json = std::move(input.id_json);

@@ -97,6 +97,7 @@ void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, Re
   read_simple_id(f, in);
   read_simple_prompt(f, in);
   parse_sampling_fields(f, defaults, in.sampling);
+  parse_logprob_fields(f, in.form, defaults.max_logprobs, in.sampling);
 }
 
 simdjson::dom::element require(const FieldSet& f, std::string_view key) {
@@ -157,6 +158,7 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     read_completion_prompt(body, in);
   }
   parse_sampling_fields(body, defaults, in.sampling);
+  parse_logprob_fields(body, in.form, defaults.max_logprobs, in.sampling);
 }
 
 bool is_openai_form(simdjson::dom::object obj) {

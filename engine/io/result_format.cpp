@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "engine/io/json_writer.hpp"
+#include "engine/io/logprob_format.hpp"
 
 namespace cbatch {
 namespace {
@@ -24,6 +25,7 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
     w.key("text").string(r.text);
     w.key("output_token_ids").int_array(r.output_token_ids);
     w.key("finish_reason").string(r.finish_reason);
+    if (r.request->sampling.wants_logprobs()) write_simple_logprobs(w.key("logprobs"), r.logprobs, false);
   } else {
     w.key("outputs").begin_array();
     for (const SampleOutput& s : r.samples) {
@@ -33,10 +35,12 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
       w.key("output_token_ids").int_array(s.output_token_ids);
       w.key("finish_reason").string(s.finish_reason);
       w.key("completion_tokens").int64(static_cast<int64_t>(s.output_token_ids.size()));
+      if (r.request->sampling.wants_logprobs()) write_simple_logprobs(w.key("logprobs"), s.logprobs, false);
       w.end_object();
     }
     w.end_array();
   }
+  if (r.request->sampling.wants_prompt_logprobs()) write_simple_logprobs(w.key("prompt_logprobs"), r.prompt_logprobs, true);
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("completion_tokens").int64(r.completion_tokens);
   w.key("cached_tokens").int64(r.cached_tokens);
@@ -50,18 +54,23 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   return w.take() + "\n";
 }
 
-void write_choice(JsonWriter& w, int index, const std::string& text, const std::string& finish_reason, bool is_chat) {
+// One choice; `logprobs`: its completion's entries. Prompt logprobs not shown by echo come as the
+// simple form's "prompt_logprobs" list (vLLM's extra field).
+void write_choice(JsonWriter& w, const RequestResult& r, int index, const std::string& text,
+                  const std::string& finish_reason, const std::vector<TokenLogprob>& logprobs) {
+  const SamplingParams& p = r.request->sampling;
   w.begin_object();
   w.key("index").int64(index);
-  if (is_chat) {
+  if (r.request->form == RequestForm::kOpenAIChat) {
     w.key("message").begin_object();
     w.key("role").string("assistant");
     w.key("content").string(text);
     w.end_object();
   } else {
-    w.key("text").string(text);
+    w.key("text").string(p.echo ? r.request->echo_text + text : text);
   }
-  w.key("logprobs").null();
+  write_openai_logprobs(w.key("logprobs"), r, logprobs);
+  if (p.wants_prompt_logprobs() && !p.echo) write_simple_logprobs(w.key("prompt_logprobs"), r.prompt_logprobs, true);
   w.key("finish_reason").string(finish_reason);
   w.end_object();
 }
@@ -75,8 +84,8 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("created").int64(created_time(options));
   w.key("model").string(options.model);
   w.key("choices").begin_array();
-  if (r.samples.empty()) write_choice(w, 0, r.text, r.finish_reason, is_chat);
-  for (const SampleOutput& s : r.samples) write_choice(w, s.index, s.text, s.finish_reason, is_chat);
+  if (r.samples.empty()) write_choice(w, r, 0, r.text, r.finish_reason, r.logprobs);
+  for (const SampleOutput& s : r.samples) write_choice(w, r, s.index, s.text, s.finish_reason, s.logprobs);
   w.end_array();
   w.key("usage").begin_object();
   w.key("prompt_tokens").int64(r.prompt_tokens);

@@ -15,5 +15,7 @@ void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaul
                            SamplingParams& out);
 // The structured-output fields (constraint_parser.cpp); part of parse_sampling_fields.
 void parse_constraint_fields(const FieldSet& fields, SamplingParams& out);
+// The log-probability fields of a line of this form (logprob_parser.cpp).
+void parse_logprob_fields(const FieldSet& fields, RequestForm form, int max_logprobs, SamplingParams& out);
 
 }  // namespace cbatch

@@ -29,9 +29,16 @@ struct SamplingParams {
   // lists and most JSON schemas as one; grammars, json_object and recursive schemas as rules). kNone:
   // unconstrained.
   ConstraintSpec constraint;
+  // Log-probabilities (logprobs.hpp): the sampled token's plus the k most likely at each generated position
+  // (`logprobs`), and the same for every prompt position but the first (`prompt_logprobs`); -1: none.
+  int logprobs = -1;
+  int prompt_logprobs = -1;
+  bool echo = false;               // OpenAI completions: the prompt (and its logprobs) before the completion
 
   bool is_greedy() const { return temperature < 1e-5f; }
   bool is_constrained() const { return constraint.is_set(); }
+  bool wants_logprobs() const { return logprobs >= 0; }
+  bool wants_prompt_logprobs() const { return prompt_logprobs >= 0; }
   bool has_penalties() const {
     return repetition_penalty != 1.0f || presence_penalty != 0.0f || frequency_penalty != 0.0f;
   }

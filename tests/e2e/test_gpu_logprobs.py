@@ -1,0 +1,67 @@
+"""logprobs and prompt_logprobs on the CUDA backend (skipped without a GPU): with --dtype fp32 on
+aidreams260K every entry equals the CPU backend's within 1e-4 and the top ids agree (ranks whose values
+are within 1e-4 may swap), greedy rows (device argmax), penalized and sampled rows drawn on the device
+(CBATCH_SAMPLING=device: logprobs from the logits before its in-place penalties), prompts in chunks of 16
+rows and in one chunk, and max_tokens 0."""
+import os
+import random
+import subprocess
+
+from common import AIDREAMS, BIN, SKIP, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+
+version = run(["--version"]).stdout
+if "CUDA device 0" not in version:
+    print("SKIPPED: no CUDA device (cbatch --version: %s)" % version.strip().replace("\n", "; "))
+    raise SystemExit(SKIP)
+need(AIDREAMS)
+c = Checks()
+work = tmpdir()
+MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--quiet"]
+rng = random.Random(3)
+rows = []
+for i, extra in enumerate([{"temperature": 0}, {"temperature": 0, "repetition_penalty": 1.4},
+                           {"temperature": 0.9, "seed": 5, "frequency_penalty": 0.4}, {"max_tokens": 0},
+                           {"temperature": 1.0, "top_k": 30, "seed": 9}]):
+    ids = [1] + [rng.randrange(3, 512) for _ in range(rng.randrange(5, 90))]
+    rows.append({"id": i, "prompt_token_ids": ids, "max_tokens": 10, "ignore_eos": True, "logprobs": 5,
+                 "prompt_logprobs": 3, **extra})
+prompts = os.path.join(work, "p.jsonl")
+write_jsonl(prompts, rows)
+
+
+def results(extra, env=None):
+    out = os.path.join(work, "out.jsonl")
+    run_env = dict(os.environ, **(env or {}))
+    proc = subprocess.run([BIN, "run", prompts, "-o", out] + MODEL + extra, capture_output=True, text=True, env=run_env)
+    c.check(proc.returncode == 0, f"cbatch {extra} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return {r["id"]: r for r in read_jsonl(out)}
+
+
+def same_entries(where, got, want):
+    c.check(len(got) == len(want), f"{where}: {len(got)} entries, CPU {len(want)}")
+    for n, (g, w) in enumerate(zip(got, want)):
+        if g is None or w is None:
+            c.check(g is None and w is None, f"{where} {n}: {g} vs {w}")
+            continue
+        c.check(g["token_id"] == w["token_id"] and abs(g["logprob"] - w["logprob"]) <= 1e-4, f"{where} {n}: {g} vs CPU {w}")
+        for r, (gt, wt) in enumerate(zip(g["top"], w["top"])):
+            c.check(abs(gt["logprob"] - wt["logprob"]) <= 1e-4 and (gt["token_id"] == wt["token_id"] or
+                    abs(gt["logprob"] - g["top"][min(r + 1, len(g["top"]) - 1)]["logprob"]) <= 1e-4 or
+                    abs(gt["logprob"] - g["top"][max(r - 1, 0)]["logprob"]) <= 1e-4), f"{where} {n} top {r}: {gt} vs CPU {wt}")
+
+
+cpu = results(["--device", "cpu"])
+for name, extra, env in [("cuda", [], None), ("cuda budget 16", ["--max-num-batched-tokens", "16"], None),
+                         ("cuda device sampling", [], {"CBATCH_SAMPLING": "device"})]:
+    gpu = results(["--device", "cuda", "--dtype", "fp32"] + extra, env)
+    for r in rows:
+        g, w = gpu[r["id"]], cpu[r["id"]]
+        same_entries(f"{name} request {r['id']} prompt", g["prompt_logprobs"], w["prompt_logprobs"])
+        c.check(len(g["logprobs"]) == len(g["output_token_ids"]), f"{name} request {r['id']}: one entry a token")
+        if r.get("temperature", 1.0) == 0:
+            c.check(g["output_token_ids"] == w["output_token_ids"], f"{name} request {r['id']}: other greedy tokens")
+        if g["output_token_ids"] == w["output_token_ids"]:  # a sampled row may draw others from fp32 logits
+            same_entries(f"{name} request {r['id']} output", g["logprobs"], w["logprobs"])
+        else:
+            print(f"{name} request {r['id']}: sampled other tokens than the CPU; their values not compared")
+c.done()
