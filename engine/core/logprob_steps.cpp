@@ -116,11 +116,16 @@ void LogprobSteps::append_generated(size_t row, Sequence& seq) {
 
 TokenLogprob LogprobSteps::entry(int32_t prev, int32_t id, float logprob, int k, const int32_t* top_ids,
                                  const float* top_lps) const {
-  TokenLogprob e{id, logprob, tokenizer_.decode_piece(prev, id), {}};
-  for (int j = 0; j < k && top_ids[j] >= 0; ++j) {
-    e.top.push_back({top_ids[j], top_lps[j], tokenizer_.decode_piece(prev, top_ids[j])});
-  }
+  TokenLogprob e{id, logprob, shown_piece(prev, id), {}};
+  for (int j = 0; j < k && top_ids[j] >= 0; ++j) e.top.push_back({top_ids[j], top_lps[j], shown_piece(prev, top_ids[j])});
   return e;
+}
+
+// The bytes a token adds after `prev`; a control or special token, which adds none, as its vocabulary
+// text ("<|im_end|>"), as vLLM and the OpenAI API show it.
+std::string LogprobSteps::shown_piece(int32_t prev, int32_t id) const {
+  std::string piece = tokenizer_.decode_piece(prev, id);
+  return piece.empty() ? tokenizer_.token_text(id) : piece;
 }
 
 }  // namespace cbatch

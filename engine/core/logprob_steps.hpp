@@ -40,6 +40,7 @@ class LogprobSteps {
   void add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
   void add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
   TokenLogprob entry(int32_t prev, int32_t id, float logprob, int k, const int32_t* top_ids, const float* top_lps) const;
+  std::string shown_piece(int32_t prev, int32_t id) const;
 
   const Tokenizer& tokenizer_;
   int vocab_;
