@@ -206,7 +206,9 @@ def check_chat(model):
     path, out = os.path.join(work, "chat.jsonl"), os.path.join(work, "chat-out.jsonl")
     body = {"messages": messages, "max_tokens": 6, "temperature": 0, "logprobs": True, "top_logprobs": 3}
     write_jsonl(path, [{"custom_id": "c", "method": "POST", "url": "/v1/chat/completions", "body": body},
-                       {"id": "s", "messages": messages, "max_tokens": 6, "temperature": 0, "logprobs": 3}])
+                       {"id": "s", "messages": messages, "max_tokens": 6, "temperature": 0, "logprobs": 3},
+                       {"id": "eos", "messages": [{"role": "user", "content": "Say yes or no."}], "max_tokens": 3,
+                        "temperature": 0, "logprobs": 0, "structured_outputs": {"choice": ["yes", "no"]}}])
     run(["run", path, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
     lines = read_jsonl(out)
     chat = next(r for r in lines if r.get("custom_id") == "c")["response"]["body"]
@@ -219,6 +221,9 @@ def check_chat(model):
                 [t["logprob"] for t in e["top_logprobs"]] == [t["logprob"] for t in s["top"]], f"chat {e} vs simple {s}")
         c.check(len(e["top_logprobs"]) == 3 and e["top_logprobs"][0]["logprob"] == e["logprob"], f"chat top {e}")
         c.check(e["token"].startswith("bytes:") or bytes(e["bytes"]) == e["token"].encode(), f"chat bytes {e}")
+    # The choice ends on the end-of-turn token, which adds no text: shown as its vocabulary text.
+    eos = next(r for r in lines if r.get("id") == "eos")
+    c.check(eos["finish_reason"] == "stop" and eos["logprobs"][-1]["token"] == "<|im_end|>", f"end of turn shown as {eos}")
 
 
 check_memory()
