@@ -7,7 +7,12 @@ namespace cbatch {
 
 std::string ConstraintSpec::key() const {
   std::string k = std::to_string(static_cast<int>(kind));
-  for (const std::string& t : texts) k += ":" + std::to_string(t.size()) + ":" + t;
+  for (const std::string& t : texts) {  // appended piece by piece: GCC 12 warns falsely on "..." + string&&
+    k += ':';
+    k += std::to_string(t.size());
+    k += ':';
+    k += t;
+  }
   return k;
 }
 

@@ -22,6 +22,12 @@ std::string join(const std::vector<std::string>& alternatives) {
   return out + ")";
 }
 
+// "-" before a regex (built by appending: GCC 12 warns falsely on "-" + a temporary string).
+std::string negated(const std::string& regex) {
+  std::string out(1, '-');
+  return out += regex;
+}
+
 std::string digit_class(char lo, char hi) {
   if (lo == hi) return std::string(1, lo);
   if (lo == '0' && hi == '9') return "\\d";
@@ -91,7 +97,7 @@ std::string bounded_integer_regex(const NumberBounds& b) {
   const double hi = !b.hi ? static_cast<double>(kMaxMagnitude) : b.hi_exclusive ? std::ceil(*b.hi) - 1 : std::floor(*b.hi);
   if (lo > hi || lo > static_cast<double>(kMaxMagnitude) || hi < -static_cast<double>(kMaxMagnitude)) fail_empty(b);
   std::vector<std::string> parts;
-  if (lo < 0) parts.push_back("-" + digit_range_regex(hi < 0 ? magnitude(hi) : 1, magnitude(lo)));
+  if (lo < 0) parts.push_back(negated(digit_range_regex(hi < 0 ? magnitude(hi) : 1, magnitude(lo))));
   if (hi >= 0) parts.push_back(digit_range_regex(lo > 0 ? magnitude(lo) : 0, magnitude(hi)));
   return join(parts);
 }
@@ -105,7 +111,7 @@ std::string bounded_number_regex(const NumberBounds& b) {
     const bool from_hi = b.hi && *b.hi < 0;
     nonnegative_numbers(from_hi ? magnitude(*b.hi) : 0, from_hi ? b.hi_exclusive : true,
                         b.lo ? std::optional<uint64_t>(magnitude(*b.lo)) : std::nullopt, b.lo_exclusive, neg);
-    if (!neg.empty()) parts.push_back("-" + join(neg));
+    if (!neg.empty()) parts.push_back(negated(join(neg)));
   }
   if (!b.hi || *b.hi > 0 || (*b.hi == 0 && !b.hi_exclusive)) {
     const bool from_lo = b.lo && *b.lo >= 0;

@@ -152,7 +152,9 @@ TEST_CASE("JSON number bounds: integers and numbers in range, exactly") {
       CAPTURE(x);
       CHECK(accepts(int_dfa, std::to_string(x)) == inside(x));
       for (const char* frac : {".0", ".5", ".001", ".999"}) {
-        const std::string text = (x == 0 && frac[1] != '0' && rng() % 2 ? "-" : "") + std::to_string(x) + frac;
+        std::string text = x == 0 && frac[1] != '0' && rng() % 2 ? "-" : "";
+        text += std::to_string(x);
+        text += frac;
         CHECK(accepts(num_dfa, text) == inside(std::stod(text)));
       }
     }

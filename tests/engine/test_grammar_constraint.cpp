@@ -206,12 +206,12 @@ namespace cbatch {
 
 TEST_CASE("GBNF: hostile grammars stay bounded") {
   std::string chain = "root ::= r1\n";
-  for (int i = 1; i < 4000; ++i) chain += "r" + std::to_string(i) + " ::= \"a\" r" + std::to_string(i + 1) + "?\n";
+  for (int i = 1; i < 4000; ++i) chain += std::string("r").append(std::to_string(i)) + " ::= \"a\" r" + std::to_string(i + 1) + "?\n";
   chain += "r4000 ::= \"b\"\n";
   CHECK(matches(chain.c_str(), "aa"));
   CHECK_FALSE(matches(chain.c_str(), "aab"));
   std::string too_many = chain + "r4001 ::= \"c\"\n";
-  for (int i = 4002; i <= 5001; ++i) too_many += "r" + std::to_string(i) + " ::= \"c\"\n";
+  for (int i = 4002; i <= 5001; ++i) too_many += std::string("r").append(std::to_string(i)) + " ::= \"c\"\n";
   CHECK(error_of(too_many).find("more than 5000 rules") != std::string::npos);
   // Exponentially ambiguous: every split of the x's is a parse; the shared stacks keep it small.
   const ListTokenizer tokenizer({"x", "xx", "xxxx", "y"});
