@@ -14,7 +14,8 @@ __global__ void __launch_bounds__(kSampleThreads)
     sample_rows_kernel(int32_t* __restrict__ out, float* logits, const RowSampling* __restrict__ params,
                        const PenaltyToken* __restrict__ penalty_tokens, const uint64_t* __restrict__ token_mask,
                        int vocab) {
-  sample_block_row(out, logits, params, penalty_tokens, token_mask, vocab);  // logits written and read: not __restrict__
+  // logits written and read: not __restrict__
+  sample_block_row(out, logits, params, penalty_tokens, token_mask, vocab);
 }
 
 }  // namespace device_sampling

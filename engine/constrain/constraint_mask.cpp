@@ -25,7 +25,9 @@ int32_t append_constraint_mask(Constraint& constraint, int32_t state, const std:
                                std::vector<uint64_t>& mask) {
   const size_t offset = mask.size();
   mask.resize(offset + static_cast<size_t>(token_mask_words(vocab)));
-  if (constraint_token_mask(constraint, state, eos_ids, vocab, mask.data() + offset)) return static_cast<int32_t>(offset);
+  if (constraint_token_mask(constraint, state, eos_ids, vocab, mask.data() + offset)) {
+    return static_cast<int32_t>(offset);
+  }
   mask.resize(offset);
   return -1;
 }

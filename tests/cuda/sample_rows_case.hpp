@@ -28,7 +28,8 @@ struct SampleRowsCase {
 // A constraint state with given allowed tokens, for masks made by the engine's rule (constraint_mask.hpp).
 class FixedConstraint final : public Constraint {
  public:
-  FixedConstraint(std::vector<uint64_t> allowed, bool accepting) : allowed_(std::move(allowed)), accepting_(accepting) {}
+  FixedConstraint(std::vector<uint64_t> allowed, bool accepting)
+      : allowed_(std::move(allowed)), accepting_(accepting) {}
   int32_t start() const override { return 0; }
   int32_t advance(int32_t, int32_t) override { return 0; }
   bool accepting(int32_t) const override { return accepting_; }
@@ -78,7 +79,9 @@ inline SampleRowsCase make_sample_rows_case(int vocab, int rows, std::mt19937& r
     }
     c.params.push_back(s);
     std::vector<float> masked_row = row;
-    if (s.mask_offset >= 0) apply_token_mask(masked_row.data(), vocab, &c.token_mask[static_cast<size_t>(s.mask_offset)]);
+    if (s.mask_offset >= 0) {
+      apply_token_mask(masked_row.data(), vocab, &c.token_mask[static_cast<size_t>(s.mask_offset)]);
+    }
     std::vector<float> penalized = masked_row;
     apply_penalty_tokens(penalized.data(), vocab, s, c.penalty_tokens.data());
     radix_sampling::HostRowOps ops(penalized.data(), vocab);

@@ -1,7 +1,7 @@
 // The device sampler against the host: for every row the Sampler's token (rows without NaN) and the token
 // of the same algorithm on the host's sequential primitives (every row), over sample_rows_case.hpp's rows
-// (greedy, NaN and penalized rows mixed in; constrained rows in a second pass) and vocabularies from 1 token to Llama 3's; the same ids
-// again on a second launch. The output is poisoned first.
+// (greedy, NaN and penalized rows mixed in; constrained rows in a second pass) and vocabularies from 1
+// token to Llama 3's; the same ids again on a second launch. The output is poisoned first.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -192,7 +192,9 @@ class HostDrawingBackend final : public Backend {
     for (int r = 0; r < batch.num_logits(); ++r) {
       float* row = &out.logits[static_cast<size_t>(r) * vocab];
       const RowSampling& sampling = out.sampling[static_cast<size_t>(r)];
-      if (sampling.mask_offset >= 0) apply_token_mask(row, vocab, &out.token_mask[static_cast<size_t>(sampling.mask_offset)]);
+      if (sampling.mask_offset >= 0) {
+        apply_token_mask(row, vocab, &out.token_mask[static_cast<size_t>(sampling.mask_offset)]);
+      }
       apply_penalty_tokens(row, vocab, sampling, out.penalty_tokens.data());
       radix_sampling::HostRowOps ops(row, vocab);
       out.token_ids.push_back(radix_sampling::sample_row(ops, sampling, vocab));
