@@ -38,6 +38,7 @@
 #include "cuda/step_profiler.hpp"
 #include "cuda/swiglu.hpp"
 #include "cuda/workspace.hpp"
+#include "engine/sample/token_mask.hpp"
 
 namespace cbatch {
 namespace {
@@ -150,6 +151,7 @@ class CudaBackend final : public Backend {
   void head_rows(const int32_t* d_rows, int n, float* d_logits);
   void pick_tokens(int num_logits, const StepOutput& out);
   const PenaltyToken* upload_penalty_tokens(const StepOutput& out);
+  const uint64_t* upload_token_mask(const StepOutput& out);
 
   ModelConfig config_;
   CudaBackendOptions options_;
@@ -185,6 +187,8 @@ class CudaBackend final : public Backend {
   bool device_sampling_ = device_sampling_enabled();
   DeviceBuffer<PenaltyToken> penalty_tokens_;       // (capacity) a step's penalized rows' tokens, grown on demand
   PinnedBuffer<PenaltyToken> host_penalty_tokens_;  // (capacity) their staging copy
+  DeviceBuffer<uint64_t> token_mask_;                // (capacity) a step's constrained rows' masks, grown on demand
+  PinnedBuffer<uint64_t> host_token_mask_;           // (capacity) their staging copy
 
   int num_sms() const { return context_.properties().multiProcessorCount; }
   // The context, once its GPU is known to give the attention kernels the shared memory they need at the
@@ -434,8 +438,9 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
   if (num_logits > 0) {
     head_rows(idx.logits_rows, num_logits, ws.logits.get());
     profiler_.phase("lm_head", stream);  // final norm and logits; the rest of the step is "pick+copy"
-    // The device sampler applies penalties to the logits in place: logprobs come from a copy made before.
-    if (!out.logprob_queries.empty() && !out.penalty_tokens.empty()) {
+    // The device sampler applies masks and penalties to the logits in place: logprobs come from a copy
+    // made before (logprobs are of the raw logits).
+    if (!out.logprob_queries.empty() && (!out.penalty_tokens.empty() || !out.token_mask.empty())) {
       step_logits = logprobs_.keep_raw(ws.logits.get(), static_cast<size_t>(num_logits) * vocab, stream);
     }
     if (out.want_logits) {
@@ -484,19 +489,38 @@ void CudaBackend<T>::pick_tokens(int num_logits, const StepOutput& out) {
                   std::to_string(rows) + " sampling rows" + (device_sampling_ ? "" : " (device sampling is off)"));
     }
     const PenaltyToken* d_penalty_tokens = upload_penalty_tokens(out);
+    const uint64_t* d_token_mask = upload_token_mask(out);
     std::copy(out.sampling.begin(), out.sampling.end(), ws.host_sampling.get());
     CUDA_CHECK(cudaMemcpyAsync(ws.sampling.get(), ws.host_sampling.get(), rows * sizeof(RowSampling),
                                cudaMemcpyHostToDevice, stream));
-    sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), d_penalty_tokens, num_logits,
+    sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), d_penalty_tokens, d_token_mask, num_logits,
                 config_.vocab_size, stream);
   }
   CUDA_CHECK(cudaMemcpyAsync(ws.host_token_ids.get(), ws.token_ids.get(), rows * sizeof(int32_t),
                              cudaMemcpyDeviceToHost, stream));
 }
 
+// A step's list on the device (nullptr when empty), copied through its pinned staging buffer. The buffers
+// grow to twice what a step needs, so that growing is rare (growing frees the old ones, which waits for
+// the device).
+template <typename V>
+const V* upload_step_list(const std::vector<V>& values, DeviceBuffer<V>& device, PinnedBuffer<V>& staging,
+                          cudaStream_t stream) {
+  const size_t n = values.size();
+  if (n == 0) return nullptr;
+  if (n > device.size()) {
+    device = DeviceBuffer<V>();
+    staging = PinnedBuffer<V>();
+    device = DeviceBuffer<V>(2 * n);
+    staging = PinnedBuffer<V>(2 * n);
+  }
+  std::copy(values.begin(), values.end(), staging.get());
+  CUDA_CHECK(cudaMemcpyAsync(device.get(), staging.get(), n * sizeof(V), cudaMemcpyHostToDevice, stream));
+  return device.get();
+}
+
 // The step's penalty tokens on the device (nullptr when there are none), after checking that every row's
-// range lies inside them. The buffers grow to twice what a step needs, so that growing is rare (growing
-// frees the old ones, which waits for the device).
+// range lies inside them.
 template <typename T>
 const PenaltyToken* CudaBackend<T>::upload_penalty_tokens(const StepOutput& out) {
   const size_t n = out.penalty_tokens.size();
@@ -506,17 +530,22 @@ const PenaltyToken* CudaBackend<T>::upload_penalty_tokens(const StepOutput& out)
                   std::to_string(row.penalty_end) + ") of a row outside the step's " + std::to_string(n));
     }
   }
-  if (n == 0) return nullptr;
-  if (n > penalty_tokens_.size()) {
-    penalty_tokens_ = DeviceBuffer<PenaltyToken>();
-    host_penalty_tokens_ = PinnedBuffer<PenaltyToken>();
-    penalty_tokens_ = DeviceBuffer<PenaltyToken>(2 * n);
-    host_penalty_tokens_ = PinnedBuffer<PenaltyToken>(2 * n);
+  return upload_step_list(out.penalty_tokens, penalty_tokens_, host_penalty_tokens_, context_.stream());
+}
+
+// The step's constraint masks on the device (one copy; nullptr when no row has one), after checking
+// that every masked row's words lie inside them.
+template <typename T>
+const uint64_t* CudaBackend<T>::upload_token_mask(const StepOutput& out) {
+  const size_t n = out.token_mask.size();
+  const size_t words = static_cast<size_t>(token_mask_words(config_.vocab_size));
+  for (const RowSampling& row : out.sampling) {
+    if (row.mask_offset < -1 || (row.mask_offset >= 0 && static_cast<size_t>(row.mask_offset) + words > n)) {
+      throw Error("CUDA backend: a row's token mask at word " + std::to_string(row.mask_offset) + " (" +
+                  std::to_string(words) + " words) outside the step's " + std::to_string(n));
+    }
   }
-  std::copy(out.penalty_tokens.begin(), out.penalty_tokens.end(), host_penalty_tokens_.get());
-  CUDA_CHECK(cudaMemcpyAsync(penalty_tokens_.get(), host_penalty_tokens_.get(), n * sizeof(PenaltyToken),
-                             cudaMemcpyHostToDevice, context_.stream()));
-  return penalty_tokens_.get();
+  return upload_step_list(out.token_mask, token_mask_, host_token_mask_, context_.stream());
 }
 
 void check_options(const CudaBackendOptions& o) {

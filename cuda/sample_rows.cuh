@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "engine/sample/radix_sampling.hpp"
+#include "engine/sample/token_mask.hpp"
 
 namespace cbatch::device_sampling {
 
@@ -162,16 +163,24 @@ class BlockRowOps {
 };
 
 // One block's row: out[blockIdx.x] = the token of logits row blockIdx.x under params[blockIdx.x], after
-// the row's penalties (applied to the logits in place: each listed token once, so no two threads write
-// one logit).
+// the row's constraint mask (-inf where its bit is clear) and then its penalties, both applied to the
+// logits in place (each listed token once, so no two threads write one logit between barriers).
 __device__ inline void sample_block_row(int32_t* out,                        // (num_rows)
                                         float* logits,                       // (num_rows, vocab)
                                         const RowSampling* params,           // (num_rows)
                                         const PenaltyToken* penalty_tokens,  // (rows' penalty ranges)
+                                        const uint64_t* token_mask,          // (masked rows' words)
                                         int vocab) {
   __shared__ SampleShared shared;
   float* row = logits + static_cast<size_t>(blockIdx.x) * vocab;
   const RowSampling p = params[blockIdx.x];
+  if (p.mask_offset >= 0) {
+    const uint64_t* words = token_mask + p.mask_offset;
+    for (int i = threadIdx.x; i < vocab; i += kSampleThreads) {
+      if (!token_allowed(words, i)) row[i] = -INFINITY;
+    }
+    __syncthreads();  // a penalty below may write a logit another thread masked
+  }
   for (int e = p.penalty_begin + static_cast<int>(threadIdx.x); e < p.penalty_end; e += kSampleThreads) {
     const PenaltyToken t = penalty_tokens[e];
     if (t.id >= 0 && t.id < vocab) {

@@ -24,6 +24,9 @@ struct StepOutput {
   bool want_logits = true;            // set by the engine before forward()
   std::vector<RowSampling> sampling;  // (num_logits) or empty, set by the engine: see token_ids
   std::vector<PenaltyToken> penalty_tokens;  // the penalized rows' tokens (RowSampling::penalty_begin/end)
+  // The constrained rows' allowed tokens (engine/sample/token_mask.hpp), token_mask_words(vocab) words a
+  // row from its RowSampling::mask_offset: applied before penalties and the draw.
+  std::vector<uint64_t> token_mask;
   std::vector<float> logits;          // (num_logits, vocab) when want_logits
   // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
   // row's draw under its RowSampling (only asked of a backend that samples_on_device()).

@@ -9,11 +9,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/constrain/constraint_mask.hpp"
 #include "engine/core/batch_packer.hpp"
 #include "engine/core/block_manager.hpp"
 #include "engine/core/error.hpp"
 #include "engine/core/logprob_steps.hpp"
 #include "engine/sample/sampler.hpp"
+#include "engine/sample/token_mask.hpp"
 #include "engine/core/scheduler.hpp"
 #include "engine/core/signal_block.hpp"
 #include "engine/core/stop_checker.hpp"
@@ -147,9 +149,12 @@ class EngineRun {
   }
 
   // What the backend returns for the step's sampling rows: argmax ids when every row is greedy without
-  // penalties; the draws themselves when the backend samples on its device (each row's parameters, and
-  // for penalized rows their sequence's distinct tokens); else the logits, for the host's Sampler.
+  // penalties or constraint; the draws themselves when the backend samples on its device (each row's
+  // parameters, penalty tokens and constraint mask); else the logits, for the host's Sampler.
   void request_output(const StepPlan& plan) {
+    step_constrained_rows_ = 0;
+    step_mask_ms_ = 0;
+    constrained_blocked_.clear();
     bool plain_greedy = true;
     bool constrained = false;
     for (const ScheduledSeq& s : plan.seqs) {
@@ -160,19 +165,34 @@ class EngineRun {
     plain_greedy = plain_greedy && !constrained;
     output_.sampling.clear();
     output_.penalty_tokens.clear();
+    output_.token_mask.clear();
     // A forking row draws n tokens from one row of logits: the host samples those.
     const bool forks = std::any_of(plan.seqs.begin(), plan.seqs.end(),
                                    [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
     // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
     const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
-    output_.want_logits = host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks || constrained));
+    output_.want_logits = host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
     if (output_.want_logits || plain_greedy) return;
+    int64_t mask_ns = 0;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
       if (!s.samples) continue;
       const SamplingParams& p = seq.request.sampling;
       RowSampling row =
           row_sampling(p, seq.request.rng_seed, static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens);
+      constrained_blocked_.push_back(false);
+      if (seq.constraint) {
+        ++step_constrained_rows_;
+        const int64_t mask_start = now_ns();
+        row.mask_offset = append_constraint_mask(*seq.constraint, seq.constraint_state, model_.tokenizer->eos_ids(),
+                                                 model_.config.vocab_size, output_.token_mask);
+        mask_ns += now_ns() - mask_start;
+        if (row.mask_offset < 0) {  // nothing may follow: the row ends (commit), its plain argmax unused
+          constrained_blocked_.back() = true;
+          output_.sampling.push_back(RowSampling{});
+          continue;
+        }
+      }
       if (p.has_penalties()) {
         row.penalty_begin = static_cast<int32_t>(output_.penalty_tokens.size());
         append_penalty_tokens(seq.tokens, seq.num_prompt_tokens, model_.config.vocab_size, output_.penalty_tokens,
@@ -181,6 +201,7 @@ class EngineRun {
       }
       output_.sampling.push_back(row);
     }
+    step_mask_ms_ = static_cast<double>(mask_ns) * 1e-6;
   }
 
   void step() {
@@ -198,8 +219,6 @@ class EngineRun {
     backend_.forward(batch_, output_);
     const int64_t t2 = now_ns();
     logprob_steps_.store_prompt(output_);
-    step_constrained_rows_ = 0;
-    step_mask_ms_ = 0;
     const int finished = commit(plan);
     for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
     record_step(plan, {t0, t1, t2}, finished);
@@ -315,26 +334,11 @@ class EngineRun {
   // Returns false when no token at all is allowed.
   bool apply_constraint(Sequence& seq, float* logits) {
     const int vocab = model_.config.vocab_size;
-    const std::vector<uint64_t>& mask = seq.constraint->allowed(seq.constraint_state);
-    const bool eos_ok = seq.constraint->accepting(seq.constraint_state);
-    const std::vector<int32_t>& eos = model_.tokenizer->eos_ids();
-    eos_logits_.clear();
-    for (int32_t id : eos) eos_logits_.push_back(id >= 0 && id < vocab ? logits[id] : 0.0f);
-    bool any = false;
-    for (int t0 = 0; t0 < vocab; t0 += 64) {
-      const size_t word = static_cast<size_t>(t0 / 64);
-      const uint64_t bits = word < mask.size() ? mask[word] : 0;
-      any = any || bits != 0;
-      if (bits == ~uint64_t{0}) continue;
-      for (int t = t0; t < std::min(vocab, t0 + 64); ++t) {
-        if (!((bits >> (t - t0)) & 1)) logits[t] = -INFINITY;
-      }
-    }
-    for (size_t i = 0; i < eos.size(); ++i) {  // EOS: only at a full match, whatever its bytes
-      if (eos[i] < 0 || eos[i] >= vocab) continue;
-      logits[eos[i]] = eos_ok ? eos_logits_[i] : -INFINITY;
-    }
-    return any || (eos_ok && !eos.empty());
+    mask_words_.resize(static_cast<size_t>(token_mask_words(vocab)));
+    const bool any = constraint_token_mask(*seq.constraint, seq.constraint_state, model_.tokenizer->eos_ids(), vocab,
+                                           mask_words_.data());
+    apply_token_mask(logits, vocab, mask_words_.data());
+    return any;
   }
 
   // A request with n > 1 runs as one sequence until its prompt is computed. At the step that samples its
@@ -463,7 +467,7 @@ class EngineRun {
   std::vector<float*> row_logits_;              // (tokens sampled this step) the logits row each draw uses
   std::vector<bool> constrained_blocked_;       // (tokens sampled this step) its constraint allows no token
   std::unique_ptr<ConstraintCache> constraints_;
-  std::vector<float> eos_logits_;               // (eos ids) scratch of apply_constraint
+  std::vector<uint64_t> mask_words_;            // (token_mask_words(vocab)) scratch of apply_constraint
   int step_constrained_rows_ = 0;               // this step's rows sampled under a constraint
   double step_mask_ms_ = 0;                     // and the time their masks took
   std::vector<float> fork_logits_;              // (samples forked this step, vocab) copies of their parent's row

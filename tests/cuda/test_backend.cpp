@@ -494,6 +494,9 @@ TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from 
     StepOutput bad = drawn;  // a row whose penalty range runs past the list
     bad.sampling.back().penalty_end = static_cast<int32_t>(bad.penalty_tokens.size()) + 1;
     CHECK_THROWS_AS(backend->forward(batch, bad), Error);
+    StepOutput bad_mask = drawn;  // a row whose mask words are not in the step's list
+    bad_mask.sampling.back().mask_offset = 0;
+    CHECK_THROWS_AS(backend->forward(batch, bad_mask), Error);
     CHECK_THROWS_AS(host_sampling->forward(batch, drawn), Error);  // asked for draws it does not make
   }
 }

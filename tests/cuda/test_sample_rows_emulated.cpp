@@ -1,7 +1,8 @@
 // The device sampler's block code (cuda/sample_rows.cuh) run on the CPU by the block emulator, so that its
 // block-parallel primitives are checked where there is no GPU: for every row the token of the same
 // algorithm on the host's sequential primitives and the Sampler's (sample_rows_case.hpp: greedy, NaN and
-// penalized rows mixed in). Also checks the emulator's intrinsics themselves.
+// penalized rows mixed in; and constrained rows, masked the engine's way). Also checks the emulator's
+// intrinsics themselves.
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -62,7 +63,8 @@ TEST_SUITE("host") {
       std::vector<float> logits = c.logits;  // penalized in place
       std::vector<int32_t> out(static_cast<size_t>(rows), -7);
       block_emulator::launch(static_cast<unsigned>(rows), device_sampling::kSampleThreads, [&] {
-        device_sampling::sample_block_row(out.data(), logits.data(), c.params.data(), c.penalty_tokens.data(), vocab);
+        device_sampling::sample_block_row(out.data(), logits.data(), c.params.data(), c.penalty_tokens.data(),
+                                          c.token_mask.data(), vocab);
       });
       for (int r = 0; r < rows; ++r) {
         CAPTURE(r);
@@ -72,6 +74,36 @@ TEST_SUITE("host") {
       }
     }
     CHECK(checked == 68);
+  }
+
+  TEST_CASE("constrained rows: the device sampler's block code draws the host's masked token (emulated)") {
+    std::mt19937 rng(29);
+    int masked = 0, only_eos = 0;
+    for (auto [vocab, rows] : {std::pair{1, 4}, std::pair{70, 24}, std::pair{300, 24}, std::pair{5000, 13}}) {
+      CAPTURE(vocab);
+      const SampleRowsCase c = make_sample_rows_case(vocab, rows, rng, true);
+      std::vector<float> logits = c.logits;  // masked and penalized in place
+      std::vector<int32_t> out(static_cast<size_t>(rows), -7);
+      block_emulator::launch(static_cast<unsigned>(rows), device_sampling::kSampleThreads, [&] {
+        device_sampling::sample_block_row(out.data(), logits.data(), c.params.data(), c.penalty_tokens.data(),
+                                          c.token_mask.data(), vocab);
+      });
+      for (int r = 0; r < rows; ++r) {
+        const RowSampling& p = c.params[static_cast<size_t>(r)];
+        CAPTURE(r);
+        CHECK(out[r] == c.want_host[r]);
+        if (c.want_sampler[r] >= 0) CHECK(out[r] == c.want_sampler[r]);
+        if (p.mask_offset < 0) continue;
+        ++masked;
+        CHECK(token_allowed(&c.token_mask[static_cast<size_t>(p.mask_offset)], out[r]));
+        if (r % 12 == 1) {
+          ++only_eos;
+          CHECK(out[r] == std::min(2, vocab - 1));
+        }
+      }
+    }
+    CHECK(masked >= 20);
+    CHECK(only_eos == 6);
   }
 }
 

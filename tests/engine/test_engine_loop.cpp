@@ -13,6 +13,7 @@
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/sample/radix_sampling.hpp"
+#include "engine/sample/token_mask.hpp"
 #include "test_model_fixture.hpp"
 
 using namespace cbatch;
@@ -163,7 +164,7 @@ TEST_CASE("engine runs steps instead of waiting on a source that is not ready, a
 
 namespace {
 
-// A backend that samples "on its device" the way the CUDA backend does: penalties, then the device
+// A backend that samples "on its device" the way the CUDA backend does: mask, penalties, then the device
 // algorithm with its host primitives, over the CPU backend's logits; it counts the steps it was asked
 // for draws and for logits.
 class HostDrawingBackend final : public Backend {
@@ -191,6 +192,9 @@ class HostDrawingBackend final : public Backend {
     for (int r = 0; r < batch.num_logits(); ++r) {
       float* row = &out.logits[static_cast<size_t>(r) * vocab];
       const RowSampling& sampling = out.sampling[static_cast<size_t>(r)];
+      if (sampling.mask_offset >= 0) {
+        apply_token_mask(row, vocab, &out.token_mask[static_cast<size_t>(sampling.mask_offset)]);
+      }
       apply_penalty_tokens(row, vocab, sampling, out.penalty_tokens.data());
       radix_sampling::HostRowOps ops(row, vocab);
       out.token_ids.push_back(radix_sampling::sample_row(ops, sampling, vocab));
@@ -225,4 +229,39 @@ TEST_CASE("engine: a backend that draws on its device gives the host sampler's t
   CHECK(o.summary.requests_ok == 40);
   CHECK(drawing.num_draw_steps > 0);
   CHECK(drawing.num_logit_steps == 0);  // it never needed the host's Sampler
+}
+
+TEST_CASE("engine: constrained rows drawn on the device get the host's tokens from the step's masks") {
+  const Model model = testing::make_test_model({});
+  auto cpu = make_cpu_backend(model, {});
+  auto items = workload(40, 8);
+  // The test tokenizer's pieces are single letters: "abc" allows only EOS once matched, "[0-9]" no
+  // token at all (the row ends with length at once), "a[0-9]" none after its first token.
+  const std::vector<std::string> regexes = {"[a-f]+", "(ab|cd){2,6}", "abc", "[a-z]{3,9}", "[0-9]", "a[0-9]"};
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto& sampling = std::get<Request>(items[i]).sampling;
+    if (i % 5 == 4) continue;  // unconstrained rows share the steps
+    sampling.constraint = {ConstraintSpec::Kind::kRegex, {regexes[i % regexes.size()]}};
+    sampling.ignore_eos = false;
+    if (i % 4 == 1) sampling.top_k = 3;
+    if (i % 3 == 2) sampling.repetition_penalty = 1.4f;
+    if (i % 7 == 3) sampling.frequency_penalty = 0.6f;
+  }
+  const Outcome ref = run(model, *cpu, {Mode::kContinuous, 4096, 8, 16}, 0, items);
+  HostDrawingBackend drawing(*cpu);
+  const Outcome o = run(model, drawing, {Mode::kContinuous, 4096, 8, 16}, 0, items);
+  CHECK(o.summary.requests_ok == 40);
+  CHECK(o.outputs == ref.outputs);
+  CHECK(drawing.num_draw_steps > 0);
+  CHECK(drawing.num_logit_steps == 0);  // the masks went with the draws: no step needed the host's Sampler
+  int empty = 0, abc_eos = 0, cut_after_a = 0;
+  for (const auto& [index, tokens] : o.outputs) {
+    const bool constrained = index % 5 != 4;
+    empty += tokens.empty();
+    abc_eos += constrained && index % 6 == 2 && tokens.size() == 4 && tokens.back() == 2;
+    cut_after_a += constrained && index % 6 == 5 && tokens.size() == 1;
+  }
+  CHECK(empty == 4);        // the "[0-9]" requests
+  CHECK(abc_eos == 5);      // "abc" matched, then EOS as the only choice (the sixth has max_tokens 1)
+  CHECK(cut_after_a == 5);  // "a[0-9]": no token after the first
 }
