@@ -311,6 +311,10 @@ class EngineRun {
         logprob_steps_.append_generated(row, seq);
         if (seq.constraint && !model_.tokenizer->is_eos(sampled_[row])) {
           seq.constraint_state = seq.constraint->advance(seq.constraint_state, sampled_[row]);
+          if (seq.constraint_state == ByteDfa::kDead) {  // a backend that drew outside the step's mask
+            throw Error("internal error: token " + std::to_string(sampled_[row]) + " drawn for line " +
+                        std::to_string(seq.request.line) + " is outside its structured-output constraint");
+          }
         }
         append_token(seq, sampled_[row], *model_.tokenizer);
       }
