@@ -4,8 +4,8 @@
 #   info      GPU, driver, cbatch --version
 #   unit      the CUDA unit tests (kernels vs CPU references, whole backend)
 #   sanitize  compute-sanitizer memcheck on the CUDA unit tests
-#   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel) and
-#             the device sampler's
+#   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel), the
+#             device sampler's and the device logprobs'
 #   e2e       tests/e2e/test_gpu.py: CUDA vs CPU outputs, bf16 agreement, modes and budgets on the GPU
 #   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
 #   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
@@ -24,6 +24,9 @@
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
 #   profile-sampled  profile at --temperature 1.0 with CBATCH_SAMPLING=device: the draws' share ("pick+copy")
+#   features  logprobs and structured outputs on the GPU: the logprob_rows and masked sample_rows kernels vs
+#             the host, an engine run of constrained requests drawn on the device vs the host path
+#             (test_cuda), and tests/e2e/test_gpu_logprobs.py (CUDA fp32 logprobs vs the CPU backend's)
 #   families  the CUDA unit tests of the family features: every attention kernel's family build (windows,
 #             softcaps, query scales), head_dim 256, RoPE with biases / q/k norms / longrope, sandwich norms,
 #             GeGLU, softcap, embedding scale, and one model per family against the CPU backend
@@ -86,10 +89,13 @@ for s in "${@:-info unit sanitize e2e}"; do
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
       sanitize-attention)
         stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*,*sample_rows*,*family build*'
+          -tc='*paged_attention*,*stream decode*,*sample_rows*,*logprob_rows*,*family build*'
         stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
-          -tc='*paged_attention*,*stream decode*,*sample_rows*,*family build*' ;;
+          -tc='*paged_attention*,*stream decode*,*sample_rows*,*logprob_rows*,*family build*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
+      features)
+        stage features-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*logprob_rows*,*constrained rows*,*sample_rows*'
+        stage features-e2e 300 python3 tests/e2e/test_gpu_logprobs.py ;;
       families) stage families 300 "$BIN_DIR/tests/test_cuda" \
                   -tc='*famil*,*sandwich*,*GeGLU*,*softcap*,*scales them*,*head_dim 256*,*paged_attention*' ;;
       qwen2.5-7b) bench qwen2.5-7b 550 qwen2.5-7b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
