@@ -48,6 +48,14 @@ def need_fetched(path, script):
 GEMMA3 = os.path.join(MODELS, "gemma-3-270m-Q4_K_M.gguf")
 
 
+def need_cuda_device():
+    """Skips the test unless cbatch was built with CUDA and sees a GPU."""
+    version = run(["--version"]).stdout
+    if "CUDA device 0" not in version:
+        print("SKIPPED: no CUDA device (cbatch --version: %s)" % version.strip().replace("\n", "; "))
+        sys.exit(SKIP)
+
+
 def need_smollm2():
     return need_fetched(SMOLLM2, "fetch_model.sh")
 

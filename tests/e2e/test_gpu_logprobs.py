@@ -7,12 +7,9 @@ import os
 import random
 import subprocess
 
-from common import AIDREAMS, BIN, SKIP, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+from common import AIDREAMS, BIN, Checks, need, need_cuda_device, read_jsonl, run, tmpdir, write_jsonl
 
-version = run(["--version"]).stdout
-if "CUDA device 0" not in version:
-    print("SKIPPED: no CUDA device (cbatch --version: %s)" % version.strip().replace("\n", "; "))
-    raise SystemExit(SKIP)
+need_cuda_device()
 need(AIDREAMS)
 c = Checks()
 work = tmpdir()

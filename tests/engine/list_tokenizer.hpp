@@ -1,5 +1,6 @@
 // A vocabulary given as a list of byte strings, for the constraint tests (token t decodes to pieces[t]).
 #pragma once
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,5 +19,19 @@ class ListTokenizer final : public Tokenizer {
  private:
   std::vector<std::string> pieces_;
 };
+
+// `count` random pieces of 1 to 4 bytes of `alphabet` (é's two bytes may be cut apart), then one empty
+// piece: a control token, which a constraint never allows.
+inline std::vector<std::string> random_pieces(std::mt19937& rng, const std::string& alphabet, int count) {
+  std::vector<std::string> pieces;
+  for (int i = 0; i < count; ++i) {
+    std::string p;
+    const int len = 1 + static_cast<int>(rng() % 4);
+    for (int j = 0; j < len; ++j) p += alphabet[rng() % alphabet.size()];
+    pieces.push_back(p);
+  }
+  pieces.emplace_back();
+  return pieces;
+}
 
 }  // namespace cbatch

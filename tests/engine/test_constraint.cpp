@@ -65,15 +65,7 @@ TEST_CASE("regex: full matches of the supported syntax") {
 
 TEST_CASE("constraint masks equal a per-token brute force at random reachable states") {
   std::mt19937 rng(5);
-  const std::string alphabet = "ab01 -.(é";
-  std::vector<std::string> pieces;
-  for (int i = 0; i < 300; ++i) {
-    std::string p;
-    const int len = 1 + static_cast<int>(rng() % 4);
-    for (int j = 0; j < len; ++j) p += alphabet[rng() % alphabet.size()];
-    pieces.push_back(p);
-  }
-  pieces.push_back("");  // a control token: never allowed
+  const std::vector<std::string> pieces = random_pieces(rng, "ab01 -.(é", 300);
   const ListTokenizer tokenizer(pieces);
   auto trie = std::make_shared<TokenTrie>(tokenizer);
   for (const char* pattern : {"(ab|01)+ ?-?", "[ab]{2,5}\\.[0-9]+", "a*b*0?", "(?:\\(a\\) |b\\.)*[^ab]", "é+(ab)?"}) {

@@ -152,15 +152,7 @@ TEST_CASE("GBNF: errors name the problem and the place") {
 
 TEST_CASE("grammar masks equal a per-token brute force at random reachable states") {
   std::mt19937 rng(7);
-  const std::string alphabet = "()[]ab01 ,\"é";
-  std::vector<std::string> pieces;
-  for (int i = 0; i < 250; ++i) {
-    std::string p;
-    const int len = 1 + static_cast<int>(rng() % 4);
-    for (int j = 0; j < len; ++j) p += alphabet[rng() % alphabet.size()];
-    pieces.push_back(p);
-  }
-  pieces.push_back("");  // a control token: never allowed
+  const std::vector<std::string> pieces = random_pieces(rng, "()[]ab01 ,\"é", 250);
   const ListTokenizer tokenizer(pieces);
   auto trie = std::make_shared<TokenTrie>(tokenizer);
   std::vector<Grammar> grammars;
