@@ -86,8 +86,8 @@ void DeviceLogprobs::collect(const std::vector<size_t>& order, cudaStream_t stre
   for (size_t t = 0; t < total; ++t) {
     const size_t q = order[t];
     out.logprobs.target_logprob[q] = target[t];
-    std::copy_n(&ids[t * width], width, &out.logprobs.top_ids[q * width]);
-    std::copy_n(&lps[t * width], width, &out.logprobs.top_logprobs[q * width]);
+    std::copy_n(ids.data() + t * width, width, out.logprobs.top_ids.data() + q * width);  // width may be 0
+    std::copy_n(lps.data() + t * width, width, out.logprobs.top_logprobs.data() + q * width);
   }
 }
 

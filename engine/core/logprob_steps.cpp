@@ -68,8 +68,8 @@ void LogprobSteps::store_prompt(const StepOutput& out) const {
     }
     const size_t top = q * static_cast<size_t>(a.width);
     seq.prompt_logprobs->push_back(entry(seq.tokens[static_cast<size_t>(p)], seq.tokens[static_cast<size_t>(p) + 1],
-                                        a.target_logprob[q], out.logprob_queries[q].k, &a.top_ids[top],
-                                        &a.top_logprobs[top]));
+                                        a.target_logprob[q], out.logprob_queries[q].k, a.top_ids.data() + top,
+                                        a.top_logprobs.data() + top));
   }
 }
 
@@ -104,7 +104,7 @@ void LogprobSteps::make_generated(const std::vector<Sequence*>& rows, const std:
     } else {
       const size_t q = static_cast<size_t>(sampling_query_.at(i));
       const size_t top = q * static_cast<size_t>(a.width);
-      generated_[i] = entry(prev, sampled[i], a.target_logprob[q], k, &a.top_ids[top], &a.top_logprobs[top]);
+      generated_[i] = entry(prev, sampled[i], a.target_logprob[q], k, a.top_ids.data() + top, a.top_logprobs.data() + top);
     }
     has_entry_[i] = true;
   }

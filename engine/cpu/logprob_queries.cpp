@@ -11,8 +11,8 @@ namespace {
 void reduce_query(StepOutput& out, size_t q, const float* logits, int vocab, int32_t target) {
   LogprobAnswers& a = out.logprobs;
   const size_t top = q * static_cast<size_t>(a.width);
-  a.target_logprob[q] = reduce_logprob_row(logits, vocab, out.logprob_queries[q].k, target, &a.top_ids[top],
-                                           &a.top_logprobs[top]);
+  a.target_logprob[q] = reduce_logprob_row(logits, vocab, out.logprob_queries[q].k, target, a.top_ids.data() + top,
+                                           a.top_logprobs.data() + top);
 }
 
 }  // namespace
