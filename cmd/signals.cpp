@@ -23,7 +23,11 @@ const std::atomic<int>& install_stop_signals() {
   struct sigaction action {};
   action.sa_handler = on_signal;
   action.sa_flags = SA_RESTART;  // reads and writes go on; the engine polls the flag between steps
+  // The other stop signal waits while the handler runs, so a second signal that comes at once still
+  // finds the stopping message written before it exits.
   sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   return g_stop_signal;
