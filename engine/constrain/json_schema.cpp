@@ -215,6 +215,7 @@ class SchemaCompiler {
   }
 
   static std::string alternatives_of_values(element list) {
+    if (!list.is_array()) throw Error("JSON schema: 'enum' must be an array, not " + json_text(list));
     std::string out;
     for (element v : list.get_array()) {
       if (!out.empty()) out += '|';
@@ -376,7 +377,11 @@ ConstraintSpec json_schema_constraint(std::string_view schema) {
   if (parser.parse(schema.data(), schema.size()).get(root) != simdjson::SUCCESS) {
     throw Error("JSON schema: not valid JSON");
   }
-  return SchemaCompiler(root).run();
+  try {
+    return SchemaCompiler(root).run();
+  } catch (const simdjson::simdjson_error& e) {  // a keyword's value of the wrong JSON type ("enum": 5)
+    throw Error(std::string("JSON schema: a keyword's value has the wrong type (") + e.what() + ")");
+  }
 }
 
 }  // namespace cbatch

@@ -83,6 +83,9 @@ void apply_family(const Family& family, ModelConfig& config) {
 
 std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,
                                       int first_windowed_layer) {
+  // A layer count past check_model_config's bound (4,096) gets no windows: that check reports the file,
+  // rather than this vector of an absurd size (a fuzzed file asked for 3 GB).
+  if (num_layers > (1 << 12)) return {};
   std::vector<int> windows(static_cast<size_t>(std::max(num_layers, 0)), 0);
   if (window <= 0) return windows;
   for (int i = 0; i < num_layers; ++i) {

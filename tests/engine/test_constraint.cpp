@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/constrain/json_number.hpp"
+#include "engine/constrain/json_schema.hpp"
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/core/error.hpp"
 #include "list_tokenizer.hpp"
@@ -159,3 +160,13 @@ TEST_CASE("JSON number bounds: integers and numbers in range, exactly") {
 }
 
 }  // namespace cbatch
+
+TEST_CASE("a schema keyword whose value has the wrong JSON type is an error, not an escaped exception") {
+  // Found by fuzzing the request parser: simdjson's own exception escaped and ended the run.
+  for (const char* schema : {R"({"enum": 5})", R"({"type": "object", "required": [3]})",
+                             R"({"type": "object", "properties": [1]})", R"({"type": ["string", 7]})",
+                             R"({"type": "array", "prefixItems": {"a": 1}})"}) {
+    CAPTURE(schema);
+    CHECK_THROWS_AS(cbatch::json_schema_constraint(schema), cbatch::Error);
+  }
+}
