@@ -29,22 +29,29 @@ struct LogprobShared {
   uint64_t key;
 };
 
+// The block's largest `v` (each thread gives its own; every thread gets the result): warp shuffles, then
+// thread 0 over the warps' slots. A NaN never wins (only a larger value replaces the one held).
+template <typename V>
+__device__ inline V block_reduce_max(V v, V* warp_slots, V& result) {
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const V other = __shfl_xor_sync(kLogprobMask, v, offset);
+    v = other > v ? other : v;
+  }
+  if (threadIdx.x % 32 == 0) warp_slots[threadIdx.x / 32] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    V b = warp_slots[0];
+    for (int w = 1; w < kLogprobWarps; ++w) b = warp_slots[w] > b ? warp_slots[w] : b;
+    result = b;
+  }
+  __syncthreads();
+  return result;
+}
+
 __device__ inline float block_max(const float* row, int vocab, LogprobShared& s) {
   float m = -INFINITY;
   for (int i = threadIdx.x; i < vocab; i += kLogprobThreads) m = row[i] > m ? row[i] : m;
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const float other = __shfl_xor_sync(kLogprobMask, m, offset);
-    m = other > m ? other : m;
-  }
-  if (threadIdx.x % 32 == 0) s.warp_max[threadIdx.x / 32] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float b = s.warp_max[0];
-    for (int w = 1; w < kLogprobWarps; ++w) b = s.warp_max[w] > b ? s.warp_max[w] : b;
-    s.max = b;
-  }
-  __syncthreads();
-  return s.max;
+  return block_reduce_max(m, s.warp_max, s.max);
 }
 
 // log(sum of e^(logit - max)) + max, in double.
@@ -74,19 +81,7 @@ __device__ inline uint64_t block_next_key(const float* row, int vocab, uint64_t 
     const uint64_t key = radix_sampling::sort_key(row[i], i);
     if (key < below && key > best) best = key;
   }
-  for (int offset = 16; offset > 0; offset >>= 1) {
-    const uint64_t other = __shfl_xor_sync(kLogprobMask, best, offset);
-    best = other > best ? other : best;
-  }
-  if (threadIdx.x % 32 == 0) s.warp_key[threadIdx.x / 32] = best;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint64_t b = s.warp_key[0];
-    for (int w = 1; w < kLogprobWarps; ++w) b = s.warp_key[w] > b ? s.warp_key[w] : b;
-    s.key = b;
-  }
-  __syncthreads();
-  return s.key;
+  return block_reduce_max(best, s.warp_key, s.key);
 }
 
 // Block blockIdx.x answers task blockIdx.x.
