@@ -23,6 +23,12 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
   app.add_option("--dtype", o.dtype, "auto, bf16, fp16 or fp32 (CPU: fp32)")
       ->check(CLI::IsMember({"auto", "bf16", "fp16", "fp32"}));
+  app.add_option("--quantization", o.quantization,
+                 "fp8: weights quantized at load to FP8 E4M3 (CUDA, compute capability 8.9 or newer)")
+      ->check(CLI::IsMember({"fp8"}));
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
+                 "auto (the compute dtype) or fp8 (E4M3; CUDA, compute capability 8.9 or newer)")
+      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "token budget of one step")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences in one step")->check(CLI::Range(1, 65536));
@@ -112,8 +118,15 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
     cuda.max_num_seqs = o.max_num_seqs;
     cuda.max_context = model.config.max_context;
     cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
+    cuda.fp8_weights = o.quantization == "fp8";
+    cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
     return make_cuda_backend(model, cuda);
 #endif
+  }
+  if (!o.quantization.empty() || o.kv_cache_dtype != "auto") {
+    throw Error(std::string(o.quantization.empty() ? "--kv-cache-dtype " + o.kv_cache_dtype : "--quantization " + o.quantization) +
+                ": FP8 runs on CUDA GPUs of compute capability 8.9 or newer (use --device cuda); the CPU backend "
+                "computes in fp32");
   }
   if (o.dtype != "auto" && o.dtype != "fp32") {
     throw Error("--dtype " + o.dtype + ": the CPU backend computes in fp32 (use --device cuda for " + o.dtype + ")");

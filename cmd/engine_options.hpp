@@ -21,6 +21,8 @@ struct EngineOptions {
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";
+  std::string quantization;              // --quantization: "" (the model's weights as they are) or fp8
+  std::string kv_cache_dtype = "auto";   // --kv-cache-dtype: auto (the compute dtype) or fp8
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;
   int block_size = 16;

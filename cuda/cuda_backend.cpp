@@ -555,6 +555,15 @@ void check_options(const CudaBackendOptions& o) {
   if (!(o.gpu_memory_utilization > 0.0f && o.gpu_memory_utilization <= 1.0f)) {
     throw Error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization));
   }
+  if (o.fp8_weights || o.fp8_kv_cache) {
+    const char* flag = o.fp8_weights ? "--quantization fp8" : "--kv-cache-dtype fp8";
+    if (cuda_compute_capability(o.device_index) < 89) {
+      throw Error(std::string(flag) + " needs a GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell); " +
+                  cuda_device_description(o.device_index) + " has none of FP8's tensor-core or conversion "
+                  "instructions");
+    }
+    throw Error(std::string(flag) + ": not implemented yet");
+  }
 }
 
 }  // namespace

@@ -18,7 +18,12 @@ struct CudaBackendOptions {
   int max_context = 0;                  // longest sequence (prompt + generated) in tokens
   float gpu_memory_utilization = 0.9f;  // fraction of the GPU's memory cbatch may use in total
   int device_index = 0;
+  bool fp8_weights = false;             // --quantization fp8: linear layers' weights in FP8 E4M3 (sm_89+)
+  bool fp8_kv_cache = false;            // --kv-cache-dtype fp8: the paged KV cache in FP8 E4M3 (sm_89+)
 };
+
+// Compute capability as major * 10 + minor (90 for sm_90); throws cbatch::Error when it cannot be queried.
+int cuda_compute_capability(int device_index);
 
 // Number of usable CUDA devices (0 when there is no driver or no GPU; never throws).
 int cuda_device_count();

@@ -15,13 +15,27 @@ int cuda_device_count() {
   return count;
 }
 
-std::string cuda_device_description(int device_index) {
+namespace {
+
+cudaDeviceProp device_properties(int device_index) {
   cudaDeviceProp prop{};
   const cudaError_t err = cudaGetDeviceProperties(&prop, device_index);
   if (err != cudaSuccess) {
     throw Error("cudaGetDeviceProperties(" + std::to_string(device_index) +
                 ") failed: " + cudaGetErrorString(err));
   }
+  return prop;
+}
+
+}  // namespace
+
+int cuda_compute_capability(int device_index) {
+  const cudaDeviceProp prop = device_properties(device_index);
+  return prop.major * 10 + prop.minor;
+}
+
+std::string cuda_device_description(int device_index) {
+  const cudaDeviceProp prop = device_properties(device_index);
   return std::string(prop.name) + " (sm_" + std::to_string(prop.major) + std::to_string(prop.minor) + ")";
 }
 
