@@ -14,6 +14,7 @@
 #include "engine/core/block_manager.hpp"
 #include "engine/core/error.hpp"
 #include "engine/core/logprob_steps.hpp"
+#include "engine/core/result_emitter.hpp"
 #include "engine/sample/sampler.hpp"
 #include "engine/sample/token_mask.hpp"
 #include "engine/core/scheduler.hpp"
@@ -24,33 +25,24 @@
 namespace cbatch {
 namespace {
 
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string_view finish_reason_name(FinishReason reason) {
-  return reason == FinishReason::kStop ? "stop" : "length";
-}
-
 // One run's state: the live sequences, the scheduler and block manager of this run, and its counters.
 class EngineRun {
  public:
   EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
-      : config_(config), model_(model), backend_(backend), source_(source), sink_(sink), hooks_(hooks),
+      : config_(config), model_(model), backend_(backend), source_(source), hooks_(hooks), results_(sink, stats_),
         blocks_(cache.num_blocks, cache.block_size, config.scheduler.enable_prefix_caching), scheduler_(make_scheduler(config.scheduler, blocks_)),
         cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {}
 
   RunSummary run() {
-    start_ns_ = now_ns();
+    start_ns_ = engine_now_ns();
     for (;;) {
       if (!stopping()) admit();
       if (!scheduler_->has_work()) break;
       step();
       if (stopping()) break;
     }
-    RunSummary summary = stats_.summarize(static_cast<double>(now_ns() - start_ns_) * 1e-9);
+    RunSummary summary = stats_.summarize(static_cast<double>(engine_now_ns() - start_ns_) * 1e-9);
     summary.interrupted = stopping();
     if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
       throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
@@ -71,8 +63,7 @@ class EngineRun {
         break;
       }
       if (auto* error = std::get_if<RequestError>(&item)) {
-        stats_.add_failure();
-        sink_.on_error(*error);
+        results_.fail(*error);
         continue;
       }
       admit_request(std::move(std::get<Request>(item)));
@@ -84,7 +75,7 @@ class EngineRun {
     seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
     seq->tokens = request.prompt_ids;
     seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
-    seq->arrival_ns = now_ns();
+    seq->arrival_ns = engine_now_ns();
     seq->request = std::move(request);
     const int n = seq->request.sampling.n;
     seq->pending_samples = n;
@@ -92,7 +83,7 @@ class EngineRun {
       try {
         seq->constraint = constraints().get(seq->request.sampling.constraint);
       } catch (const Error& e) {
-        reject(*seq, e.what());
+        results_.reject(*seq, e.what());
         return;
       }
       seq->constraint_state = seq->constraint->start();
@@ -102,7 +93,7 @@ class EngineRun {
     const int64_t needed = blocks_.blocks_for_tokens(seq->max_total_tokens) +
                            int64_t{n - 1} * (blocks_.blocks_for_tokens(seq->max_total_tokens) - prompt_full);
     if (needed > blocks_.num_blocks()) {
-      reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
+      results_.reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
                        " tokens" + (n > 1 ? " for each of n = " + std::to_string(n) + " samples" : "") +
                        ") but the whole cache has " + std::to_string(blocks_.num_blocks()));
       return;
@@ -111,13 +102,13 @@ class EngineRun {
     const int max_together = sc.mode == Mode::kStatic ? std::min(sc.max_num_seqs, sc.max_num_batched_tokens)
                                                       : sc.max_num_seqs;  // a static batch row per sample
     if (n > max_together && sc.mode != Mode::kSequential) {
-      reject(*seq, "n = " + std::to_string(n) + " samples run together, more than the " + std::to_string(max_together) +
+      results_.reject(*seq, "n = " + std::to_string(n) + " samples run together, more than the " + std::to_string(max_together) +
                        " sequences a step may hold (--max-num-seqs" +
                        (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")"));
       return;
     }
     if (seq->request.sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
-      reject(*seq, "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them");
+      results_.reject(*seq, "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them");
       return;
     }
     Sequence* raw = seq.get();
@@ -128,24 +119,12 @@ class EngineRun {
       for (int i = 0; i < n; ++i) {
         raw->sample_index = i;
         raw->finish_reason = FinishReason::kLength;
-        emit(*raw);
+        results_.emit(*raw);
       }
       live_.erase(raw);
       return;
     }
     scheduler_->add(raw);
-  }
-
-  void reject(const Sequence& seq, const std::string& message) {
-    RequestError error;
-    error.index = seq.request.index;
-    error.line = seq.request.line;
-    error.id_json = seq.request.id_json;
-    error.custom_id = seq.request.custom_id;
-    error.form = seq.request.form;
-    error.message = "line " + std::to_string(seq.request.line) + ": " + message;
-    stats_.add_failure();
-    sink_.on_error(error);
   }
 
   // What the backend returns for the step's sampling rows: argmax ids when every row is greedy without
@@ -183,10 +162,10 @@ class EngineRun {
       constrained_blocked_.push_back(false);
       if (seq.constraint) {
         ++step_constrained_rows_;
-        const int64_t mask_start = now_ns();
+        const int64_t mask_start = engine_now_ns();
         row.mask_offset = append_constraint_mask(*seq.constraint, seq.constraint_state, model_.tokenizer->eos_ids(),
                                                  model_.config.vocab_size, output_.token_mask);
-        mask_ns += now_ns() - mask_start;
+        mask_ns += engine_now_ns() - mask_start;
         if (row.mask_offset < 0) {  // nothing may follow: the row ends (commit), its plain argmax unused
           constrained_blocked_.back() = true;
           output_.sampling.push_back(RowSampling{});
@@ -205,7 +184,7 @@ class EngineRun {
   }
 
   void step() {
-    const int64_t t0 = now_ns();
+    const int64_t t0 = engine_now_ns();
     const StepPlan plan = scheduler_->schedule();
     if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
     kv_blocks_in_step_ = blocks_.num_used();
@@ -215,9 +194,9 @@ class EngineRun {
     pack_batch(plan, blocks_.block_size(), batch_);
     request_output(plan);
     logprob_steps_.add_queries(plan, batch_, output_);
-    const int64_t t1 = now_ns();
+    const int64_t t1 = engine_now_ns();
     backend_.forward(batch_, output_);
-    const int64_t t2 = now_ns();
+    const int64_t t2 = engine_now_ns();
     logprob_steps_.store_prompt(output_);
     const int finished = commit(plan);
     for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
@@ -267,7 +246,7 @@ class EngineRun {
       row_logits_[static_cast<size_t>(i)] = row;
     }
     logprob_steps_.keep_raw_rows(sampling_rows_, row_logits_);  // before masks and penalties change them
-    const int64_t mask_start = now_ns();
+    const int64_t mask_start = engine_now_ns();
     step_constrained_rows_ = 0;
     for (int64_t i = 0; i < n; ++i) {
       Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
@@ -275,7 +254,7 @@ class EngineRun {
       constrained_blocked_[static_cast<size_t>(i)] = !apply_constraint(seq, row_logits_[static_cast<size_t>(i)]);
       ++step_constrained_rows_;
     }
-    step_mask_ms_ = step_constrained_rows_ > 0 ? static_cast<double>(now_ns() - mask_start) * 1e-6 : 0.0;
+    step_mask_ms_ = step_constrained_rows_ > 0 ? static_cast<double>(engine_now_ns() - mask_start) * 1e-6 : 0.0;
     auto sample_range = [&](int64_t begin, int64_t end) {
       thread_local Sampler sampler;  // scratch of one vocabulary per thread, kept between steps
       for (int64_t row = begin; row < end; ++row) {
@@ -302,7 +281,7 @@ class EngineRun {
     int finished = 0;
     for (size_t row = 0; row < sampling_rows_.size(); ++row) {
       Sequence& seq = *sampling_rows_[row];
-      if (seq.first_token_ns == 0) seq.first_token_ns = now_ns();
+      if (seq.first_token_ns == 0) seq.first_token_ns = engine_now_ns();
       if (row < constrained_blocked_.size() && constrained_blocked_[row]) {
         seq.finish_reason = FinishReason::kLength;  // no token can continue the constraint: cut, like max_tokens
       } else if (seq.request.sampling.max_tokens == 0) {
@@ -320,7 +299,7 @@ class EngineRun {
       }
       if (seq.is_finished()) {
         seq.finish_step = step_;
-        emit(seq);
+        results_.emit(seq);
         ++finished;
       }
     }
@@ -373,56 +352,9 @@ class EngineRun {
     }
   }
 
-  void emit(const Sequence& seq) {
-    if (seq.group) return emit_sample(seq);
-    RequestResult result;
-    result.text = seq.text;
-    result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
-    result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
-    result.completion_tokens = seq.num_generated();
-    result.logprobs = seq.logprobs;
-    finish_result(seq, seq.first_token_ns, result);
-  }
-
-  // One sample of an n > 1 request finished: kept until the last one, then the request's one line.
-  void emit_sample(const Sequence& seq) {
-    SampleGroup& group = *seq.group;
-    SampleOutput& out = group.outputs[static_cast<size_t>(seq.sample_index)];
-    out.index = seq.sample_index;
-    out.text = seq.text;
-    out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
-    out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
-    out.logprobs = seq.logprobs;
-    group.completion_tokens += seq.num_generated();
-    if (seq.first_token_ns != 0 && (group.first_token_ns == 0 || seq.first_token_ns < group.first_token_ns)) {
-      group.first_token_ns = seq.first_token_ns;
-    }
-    if (--group.remaining > 0) return;
-    RequestResult result;
-    result.samples = std::move(group.outputs);
-    result.completion_tokens = group.completion_tokens;
-    finish_result(seq, group.first_token_ns, result);
-  }
-
-  // The fields every result line has (request, prompt, cache, timing), then the line itself.
-  void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
-    const int64_t end_ns = now_ns();
-    result.request = &seq.request;
-    if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
-    result.prompt_tokens = seq.num_prompt_tokens;
-    result.cached_tokens = std::max(seq.num_cached_tokens, 0);
-    const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
-    result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
-    result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
-    result.first_step = seq.first_step;
-    result.finish_step = seq.finish_step;
-    stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
-    sink_.on_result(result);
-  }
-
   // times: step start, forward start, forward end (ns).
   void record_step(const StepPlan& plan, const std::array<int64_t, 3>& times, int finished) {
-    const int64_t end = now_ns();
+    const int64_t end = engine_now_ns();
     StepRecord r;
     r.step = step_;
     r.t_ms = static_cast<double>(end - start_ns_) * 1e-6;
@@ -459,8 +391,9 @@ class EngineRun {
   Backend& backend_;
   LogprobSteps logprob_steps_{*model_.tokenizer, model_.config.vocab_size};
   RequestSource& source_;
-  ResultSink& sink_;
   const EngineHooks& hooks_;
+  RunStats stats_;
+  ResultEmitter results_;
   BlockManager blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;
@@ -479,7 +412,6 @@ class EngineRun {
   std::vector<int32_t> penalty_slot_;           // (vocab) scratch of append_penalty_tokens, all -1
   RaggedBatch batch_;
   StepOutput output_;
-  RunStats stats_;
   CostModel cost_model_;
   int64_t start_ns_ = 0;
   int64_t step_ = 0;

@@ -1,0 +1,85 @@
+#include "engine/core/result_emitter.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <string_view>
+#include <utility>
+
+namespace cbatch {
+namespace {
+
+std::string_view finish_reason_name(FinishReason reason) {
+  return reason == FinishReason::kStop ? "stop" : "length";
+}
+
+}  // namespace
+
+int64_t engine_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void ResultEmitter::fail(const RequestError& error) {
+  stats_.add_failure();
+  sink_.on_error(error);
+}
+
+void ResultEmitter::reject(const Sequence& seq, const std::string& message) {
+  RequestError error;
+  error.index = seq.request.index;
+  error.line = seq.request.line;
+  error.id_json = seq.request.id_json;
+  error.custom_id = seq.request.custom_id;
+  error.form = seq.request.form;
+  error.message = "line " + std::to_string(seq.request.line) + ": " + message;
+  fail(error);
+}
+
+void ResultEmitter::emit(const Sequence& seq) {
+  if (seq.group) return emit_sample(seq);
+  RequestResult result;
+  result.text = seq.text;
+  result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+  result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+  result.completion_tokens = seq.num_generated();
+  result.logprobs = seq.logprobs;
+  finish_result(seq, seq.first_token_ns, result);
+}
+
+// One sample of an n > 1 request finished: kept until the last one, then the request's one line.
+void ResultEmitter::emit_sample(const Sequence& seq) {
+  SampleGroup& group = *seq.group;
+  SampleOutput& out = group.outputs[static_cast<size_t>(seq.sample_index)];
+  out.index = seq.sample_index;
+  out.text = seq.text;
+  out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
+  out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
+  out.logprobs = seq.logprobs;
+  group.completion_tokens += seq.num_generated();
+  if (seq.first_token_ns != 0 && (group.first_token_ns == 0 || seq.first_token_ns < group.first_token_ns)) {
+    group.first_token_ns = seq.first_token_ns;
+  }
+  if (--group.remaining > 0) return;
+  RequestResult result;
+  result.samples = std::move(group.outputs);
+  result.completion_tokens = group.completion_tokens;
+  finish_result(seq, group.first_token_ns, result);
+}
+
+// The fields every result line has (request, prompt, cache, timing), then the line itself.
+void ResultEmitter::finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
+  const int64_t end_ns = engine_now_ns();
+  result.request = &seq.request;
+  if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
+  result.prompt_tokens = seq.num_prompt_tokens;
+  result.cached_tokens = std::max(seq.num_cached_tokens, 0);
+  const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
+  result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
+  result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;
+  result.first_step = seq.first_step;
+  result.finish_step = seq.finish_step;
+  stats_.add_request(result.prompt_tokens, result.completion_tokens, result.ttft_ms, result.e2e_ms);
+  sink_.on_result(result);
+}
+
+}  // namespace cbatch

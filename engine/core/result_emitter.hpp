@@ -1,0 +1,36 @@
+// The engine's finished work as result lines: a finished sequence becomes its RequestResult (an n > 1
+// request's samples are gathered until the last one finishes, then written as one line), a request the
+// engine cannot run becomes its error line; both are counted in the run's stats and handed to the sink.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "engine/bench/run_stats.hpp"
+#include "engine/core/request_stream.hpp"
+#include "engine/core/sequence.hpp"
+
+namespace cbatch {
+
+// Nanoseconds of the steady clock: the engine's timestamps (arrival, first token, step times).
+int64_t engine_now_ns();
+
+class ResultEmitter {
+ public:
+  ResultEmitter(ResultSink& sink, RunStats& stats) : sink_(sink), stats_(stats) {}
+
+  // The sequence has finished (finish_reason set): its line, or for one sample of n > 1 its part of one.
+  void emit(const Sequence& seq);
+  // The request of `seq` cannot run: an error line "line L: message".
+  void reject(const Sequence& seq, const std::string& message);
+  // A line the source could not turn into a request.
+  void fail(const RequestError& error);
+
+ private:
+  void emit_sample(const Sequence& seq);
+  void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result);
+
+  ResultSink& sink_;
+  RunStats& stats_;
+};
+
+}  // namespace cbatch
