@@ -389,8 +389,8 @@ TEST_CASE("CUDA backend accepts every example model's family (checked before the
     MESSAGE("skipped where a GPU is present");
     return;
   }
-  const std::string file = __FILE__;  // <source>/tests/cuda/test_backend.cpp
-  const std::string models = file.substr(0, file.rfind("tests/cuda/")) + "examples/models/";
+  // The source tree's path (not __FILE__, which a compiler cache may make relative to the build directory).
+  const std::string models = std::string(CBATCH_SOURCE_DIR) + "/examples/models/";
   for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "gemma-3-4b", "mistral-7b", "phi-3-mini-4k"}) {
     CAPTURE(name);
     const Model model = load_model(ModelSource{"dummy:" + models + name + ".json", "", 0});
