@@ -1,7 +1,7 @@
 // The CUDA backend with --quantization fp8 against itself in bf16 on dummy models: logit error statistics
 // (max abs, mean abs, relative RMS) and top-1 agreement over prefill and decode rows, printed for the
 // record, with bounds from the numerics: E4M3 keeps 3 mantissa bits, so a weight or an activation is off by
-// up to 2^-4 relative (rms about 2^-4 / sqrt(3) * 0.75 ~ 0.03), and a GEMM of both about 0.04 relative;
+// up to 2^-4 relative (rms 2^-4 * sqrt(E[1/m^2] / 3) ~ 0.025 over mantissas m), a GEMM of both ~0.036;
 // the residual stream carries part of that to the logits. A bound of 0.15 for 2 layers (0.3 for the
 // 16-layer 1B shape) is several times the expected error and far below garbage (1 and more); top-1 agreement
 // of a random model's near-flat logits is only bounded loosely (0.5; chance is 1 / vocab). Also: the KV
