@@ -5,6 +5,8 @@
 // part by part at row offsets. Vectors (norm weights, biases: fp32 on the device) are converted on the
 // host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
 // backend adds it.
+// With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
+// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>

@@ -126,9 +126,12 @@ void Fp8Gemm::run(TOut* d_y, const uint8_t* d_x, const float* d_x_scale, const u
     throw Error("fp8 gemm: bad sizes " + sizes(m, n, k) + " (n and k must be positive multiples of 16)");
   }
   if (m == 0) return;
-  if (!is_aligned(d_y) || !is_aligned(d_x) || !is_aligned(d_w) || d_x_scale == nullptr || d_w_scale == nullptr) {
-    throw Error("fp8 gemm: a matrix not 16-byte aligned or a null scale (" + sizes(m, n, k) + ")");
+  for (const void* p : {static_cast<const void*>(d_y), static_cast<const void*>(d_x), static_cast<const void*>(d_w)}) {
+    if (p == nullptr || !is_aligned(p)) {
+      throw Error("fp8 gemm: a null or not 16-byte aligned matrix (" + sizes(m, n, k) + ")");
+    }
   }
+  if (d_x_scale == nullptr || d_w_scale == nullptr) throw Error("fp8 gemm: a null scale (" + sizes(m, n, k) + ")");
   const Plan& p = plan(cuda_data_type<TOut>(), m, n, k);
   set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, d_w_scale);
   set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, d_x_scale);

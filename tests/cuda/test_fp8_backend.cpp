@@ -20,6 +20,7 @@
 #include "cuda/cuda_backend.hpp"
 #include "engine/core/error.hpp"
 #include "engine/model/model.hpp"
+#include "tests/cuda/fp8_gpu.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace cbatch::test {
@@ -124,12 +125,6 @@ LogitStats compare_logits(const std::vector<float>& test, const std::vector<floa
   MESSAGE("fp8 vs bf16 logits over " << rows << " rows: max abs " << s.max_abs << ", mean abs " << s.mean_abs
                                      << ", relative RMS " << s.rel_rms << ", top-1 agreement " << s.top1);
   return s;
-}
-
-bool has_fp8_gpu() {
-  if (cuda_compute_capability(0) >= 89) return true;
-  MESSAGE("SKIPPED: " << cuda_device_description(0) << " has no FP8 (compute capability below 8.9)");
-  return false;
 }
 
 void check_error_names(const Model& model, const CudaBackendOptions& o, const std::string& needle) {

@@ -37,7 +37,8 @@ struct Quantized {
 template <typename T>
 std::vector<float> emulated_amax(const std::vector<T>& x, unsigned grid) {
   std::vector<float> partials(grid, NAN);
-  block_emulator::launch(grid, kFp8Threads, [&] { fp8_detail::fp8_amax_block<T>(x.data(), x.size(), partials.data()); });
+  block_emulator::launch(grid, kFp8Threads,
+                         [&] { fp8_detail::fp8_amax_block<T>(x.data(), x.size(), partials.data()); });
   return partials;
 }
 
