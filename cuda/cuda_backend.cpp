@@ -113,7 +113,13 @@ class CudaBackend final : public Backend {
   // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
   double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
   double kv_bytes_per_elem() const override { return sizeof(T); }
-  DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
+  // With fp8 weights the compute ceiling is the FP8 GEMM's (the roofline then errs low: the lm_head and
+  // attention run in T, slower).
+  DevicePeaks measure_peaks() override {
+    DevicePeaks peaks = measure_device_peaks<T>(context_);
+    if (options_.fp8_weights) peaks.flops_per_s = measure_fp8_gemm_flops(context_);
+    return peaks;
+  }
   double device_busy_seconds() const override { return profiler_.busy_seconds(); }
   bool samples_on_device() const override { return device_sampling_; }
   bool answers_logprob_queries() const override { return true; }

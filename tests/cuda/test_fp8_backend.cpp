@@ -162,12 +162,15 @@ TEST_CASE("fp8 weights: the 1B dummy shape's logit statistics, and the KV budget
   CHECK(s.rel_rms < 0.3);
   CHECK(s.top1 > 0.5);
   int64_t blocks[2] = {0, 0};
-  double bytes_per_param[2] = {0.0, 0.0};
+  double bytes_per_param[2] = {0.0, 0.0}, gemm_tflops[2] = {0.0, 0.0};
   for (int fp8 = 0; fp8 < 2; ++fp8) {
     std::unique_ptr<Backend> backend = make_cuda_backend(model, options(fp8 == 1));
     blocks[fp8] = backend->max_kv_blocks(kBlockSize);
     bytes_per_param[fp8] = backend->weight_bytes_per_param();
+    gemm_tflops[fp8] = backend->measure_peaks().flops_per_s * 1e-12;
   }
+  MESSAGE("roofline GEMM ceiling: bf16 " << gemm_tflops[0] << " TFLOP/s, fp8 " << gemm_tflops[1] << " TFLOP/s");
+  CHECK(gemm_tflops[1] > gemm_tflops[0]);  // Hopper's and Ada's FP8 tensor cores have twice the bf16 rate
   // The layers' linear weights shrink from 2 bytes to 1 a parameter: about 0.97 GB more for the cache.
   const double saved = static_cast<double>(model.config.num_layers) * 2048.0 * (3072 + 2048 + 3 * 8192);
   const double block_bytes = 2.0 * 16 * kBlockSize * 512 * 2;  // K and V, 16 layers, kv_dim 512, bf16
