@@ -86,8 +86,8 @@ CudaBackendOptions options(bool fp8, ComputeDType dtype = ComputeDType::kBF16) {
 }
 
 // The logits of every step's logits rows, one row after another.
-std::vector<float> run_logits(const Model& model, bool fp8) {
-  std::unique_ptr<Backend> backend = make_cuda_backend(model, options(fp8));
+std::vector<float> run_logits(const Model& model, bool fp8, ComputeDType dtype = ComputeDType::kBF16) {
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, options(fp8, dtype));
   backend->allocate_kv_cache(KvCacheSpec{kSeqs * kBlocksPerSeq, kBlockSize});
   std::vector<float> all;
   for (const RaggedBatch& batch : prefill_then_decode(model.config.vocab_size)) {
@@ -145,13 +145,17 @@ TEST_SUITE("host") {
   }
 }
 
-TEST_CASE("fp8 weights: logits against the bf16 backend on a small dummy model") {
+TEST_CASE("fp8 weights: logits against the bf16 backend on a small dummy model (bf16 and fp16 compute)") {
   if (!has_fp8_gpu()) return;
   const Model model = dummy_llama(256, 320, 4, 2, 2, 1000);
-  const LogitStats s = compare_logits(run_logits(model, true), run_logits(model, false), model.config.vocab_size);
-  CHECK(s.rel_rms > 0.0);  // the fp8 path really ran
-  CHECK(s.rel_rms < 0.15);
-  CHECK(s.top1 > 0.5);
+  const std::vector<float> bf16 = run_logits(model, false);
+  for (ComputeDType dtype : {ComputeDType::kBF16, ComputeDType::kF16}) {  // FP8 GEMMs writing bf16, fp16
+    CAPTURE(dtype == ComputeDType::kF16);
+    const LogitStats s = compare_logits(run_logits(model, true, dtype), bf16, model.config.vocab_size);
+    CHECK(s.rel_rms > 0.0);  // the fp8 path really ran
+    CHECK(s.rel_rms < 0.15);
+    CHECK(s.top1 > 0.5);
+  }
 }
 
 TEST_CASE("fp8 weights: the 1B dummy shape's logit statistics, and the KV budget sees the saving") {
