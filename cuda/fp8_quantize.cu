@@ -36,9 +36,10 @@ __global__ void __launch_bounds__(kFp8Threads) fp8_quantize_kernel(uint8_t* __re
 
 namespace {
 
-// Blocks of both passes: about 4 elements a thread, at least one block (n == 0 still writes the scale).
+// Blocks of both passes: about 16 elements a thread (two or more 16-byte packs), at least one block (n == 0
+// still writes the scale).
 int fp8_grid(size_t n) {
-  const size_t per_block = static_cast<size_t>(4 * kFp8Threads);
+  const size_t per_block = static_cast<size_t>(16 * kFp8Threads);
   return static_cast<int>(std::clamp<size_t>((n + per_block - 1) / per_block, 1, kFp8MaxPartials));
 }
 

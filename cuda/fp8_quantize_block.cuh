@@ -1,7 +1,7 @@
 // The block code of per-tensor FP8 E4M3 quantization (fp8_quantize.cu, whose header describes it): one pass
 // writes each block's largest magnitude (a partial amax), a second derives the tensor's scale from all
 // partials in every block and writes x / scale rounded by fp8.hpp (round to nearest even, saturating).
-// It uses no CUDA header of its own: include it after cuda_dtype.cuh (to_float, warp_max), or on the host
+// It uses no CUDA header of its own: include it after cuda_dtype.cuh (to_float, Pack16, warp_max), or on the host
 // after tests/cuda/block_emulator.hpp and then cuda_dtype.cuh (tests/cuda/test_fp8_quantize_emulated.cpp).
 #pragma once
 #include <cmath>
@@ -36,16 +36,32 @@ __device__ __forceinline__ float block_max(float v) {
   return warp_max(lane < num_warps ? partial[lane] : 0.0f);
 }
 
+// Calls f(i, value) for the elements of x (n) T in the block's grid-stride share: 16-byte packs
+// (Pack16<T>::kSize elements, one load each) when x is 16-byte aligned, then the elements past the last
+// whole pack one by one. A pack is handled by one thread, which f may rely on.
+template <typename T, class F>
+__device__ __forceinline__ void for_each_element(const T* __restrict__ x, size_t n, F&& f) {
+  constexpr int kPack = Pack16<T>::kSize;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t packs = reinterpret_cast<uintptr_t>(x) % 16 == 0 ? n / kPack : 0;
+  for (size_t p = first; p < packs; p += stride) {
+    float v[kPack];
+    load_pack_f32(x + p * kPack, v);
+    for (int j = 0; j < kPack; ++j) f(p * kPack + j, v[j]);
+  }
+  for (size_t i = packs * kPack + first; i < n; i += stride) f(i, to_float(x[i]));
+}
+
 // partials[blockIdx.x] = the largest |x[i]| of the block's grid-stride share of x (n) T; a NaN or an
 // infinity counts as +infinity (fmaxf alone would drop a NaN).
 template <typename T>
 __device__ __forceinline__ void fp8_amax_block(const T* __restrict__ x, size_t n, float* __restrict__ partials) {
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   float amax = 0.0f;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const float a = fabsf(to_float(x[i]));
+  for_each_element(x, n, [&](size_t, float value) {
+    const float a = fabsf(value);
     amax = a <= amax ? amax : (a == a ? a : INFINITY);  // a NaN fails both comparisons
-  }
+  });
   amax = block_max(amax);
   if (threadIdx.x == 0) partials[blockIdx.x] = amax;
 }
@@ -60,10 +76,7 @@ __device__ __forceinline__ void fp8_quantize_block(uint8_t* __restrict__ q, floa
   for (int i = threadIdx.x; i < num_partials; i += blockDim.x) amax = fmaxf(amax, partials[i]);
   const float scale = fp8_scale_from_amax(block_max(amax));
   if (blockIdx.x == 0 && threadIdx.x == 0) *scale_out = scale;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    q[i] = fp8_e4m3_from_float(to_float(x[i]) / scale);
-  }
+  for_each_element(x, n, [&](size_t i, float value) { q[i] = fp8_e4m3_from_float(value / scale); });
 }
 
 }  // namespace cbatch::fp8_detail

@@ -1,5 +1,6 @@
 // The block code of per-tensor FP8 quantization (fp8_quantize_block.cuh) run on the CPU by the block
-// emulator, several blocks of a grid-stride grid, against a host reference written from the definition:
+// emulator, several blocks of a grid-stride grid (16-byte packs and the element-by-element path for an
+// unaligned start or the tail), against a host reference written from the definition:
 // scale = max |x| / 448 (1 for all zeros), codes = fp8.hpp's E4M3(x / scale). Also: values beyond
 // 448 * scale saturate to +-448 (never NaN codes), zeros, and a NaN or infinity counts as an infinite
 // amax (the weight upload refuses such tensors). Part of the host suite.
@@ -34,23 +35,25 @@ struct Quantized {
   std::vector<uint8_t> codes;
 };
 
+// The amax pass over x[skip..) (skip 1: not 16-byte aligned, so element by element).
 template <typename T>
-std::vector<float> emulated_amax(const std::vector<T>& x, unsigned grid) {
+std::vector<float> emulated_amax(const std::vector<T>& x, unsigned grid, size_t skip = 0) {
   std::vector<float> partials(grid, NAN);
-  block_emulator::launch(grid, kFp8Threads,
-                         [&] { fp8_detail::fp8_amax_block<T>(x.data(), x.size(), partials.data()); });
+  block_emulator::launch(grid, kFp8Threads, [&] {
+    fp8_detail::fp8_amax_block<T>(x.data() + skip, x.size() - skip, partials.data());
+  });
   return partials;
 }
 
-// The quantize pass on given partial maxima (the amax pass's, or planted ones).
+// The quantize pass over x[skip..) on given partial maxima (the amax pass's, or planted ones).
 template <typename T>
-Quantized emulated_quantize(const std::vector<T>& x, unsigned grid, std::vector<float> partials) {
+Quantized emulated_quantize(const std::vector<T>& x, unsigned grid, std::vector<float> partials, size_t skip = 0) {
   Quantized q;
   q.partials = std::move(partials);
-  q.codes.assign(x.size(), 0x7F);  // NaN codes: an element left unwritten fails the comparison
+  q.codes.assign(x.size() - skip, 0x7F);  // NaN codes: an element left unwritten fails the comparison
   block_emulator::launch(grid, kFp8Threads, [&] {
-    fp8_detail::fp8_quantize_block<T>(q.codes.data(), &q.scale, x.data(), x.size(), q.partials.data(),
-                                      static_cast<int>(q.partials.size()));
+    fp8_detail::fp8_quantize_block<T>(q.codes.data(), &q.scale, x.data() + skip, x.size() - skip,
+                                      q.partials.data(), static_cast<int>(q.partials.size()));
   });
   return q;
 }
@@ -90,9 +93,11 @@ void check_against_reference(const std::vector<float>& x, const Quantized& q) {
 TEST_SUITE("host") {
   TEST_CASE_TEMPLATE("fp8 quantization block code equals the host reference (emulated)", T, float, __nv_bfloat16,
                      __half) {
-    // 3 blocks of 256 threads over n = 3 * 1024 + 37: grid-stride tails, the largest value in the last block.
+    // 3 blocks of 256 threads, each thread 2 or more 16-byte packs, then 37 elements past the last whole
+    // pack; once from an aligned start (packs) and once from x[1] (element by element). The largest
+    // value is near the end.
     const unsigned grid = 3;
-    std::vector<float> x = random_vector(grid * 4 * kFp8Threads + 37, 91, -3.0f, 3.0f);
+    std::vector<float> x = random_vector(grid * 16 * kFp8Threads + 37, 91, -3.0f, 3.0f);
     const size_t at_max = x.size() - 5;
     x[at_max] = -7.25f;  // amax, negative: the code is 0xFE
     x[10] = 0.0f;
@@ -100,14 +105,17 @@ TEST_SUITE("host") {
     x[12] = 1e-4f;  // a subnormal code at this scale
     x = round_to<T>(x);
     const std::vector<T> xt = to_t<T>(x);
-    const std::vector<float> partials = emulated_amax(xt, grid);
-    const size_t max_block = (at_max % (grid * kFp8Threads)) / kFp8Threads;  // the grid-stride owner
-    for (size_t b = 0; b < grid; ++b) CHECK((partials[b] == 7.25f) == (b == max_block));
-    const Quantized q = emulated_quantize(xt, grid, partials);
-    check_against_reference(x, q);
-    CHECK(q.codes[at_max] == 0xFEu);
-    CHECK(q.codes[10] == 0x00u);
-    CHECK(q.codes[11] == 0x80u);
+    for (size_t skip : {size_t{0}, size_t{1}}) {
+      CAPTURE(skip);
+      const std::vector<float> partials = emulated_amax(xt, grid, skip);
+      CHECK(std::count(partials.begin(), partials.end(), 7.25f) == 1);  // one block saw it, every block ran
+      CHECK(*std::min_element(partials.begin(), partials.end()) > 2.5f);
+      const Quantized q = emulated_quantize(xt, grid, partials, skip);
+      check_against_reference(std::vector<float>(x.begin() + static_cast<long>(skip), x.end()), q);
+      CHECK(q.codes[at_max - skip] == 0xFEu);
+      CHECK(q.codes[10 - skip] == 0x00u);
+      CHECK(q.codes[11 - skip] == 0x80u);
+    }
   }
 
   TEST_CASE("fp8 quantization saturates values beyond 448 * scale to +-448 (emulated)") {
