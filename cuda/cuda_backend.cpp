@@ -97,7 +97,11 @@ class CudaBackend final : public Backend {
         decode_stream_(windows_.size()),
         decode_partial_o_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) *
                           config_.head_dim),
-        decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {}
+        decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {
+    for (const LayerWeights<T>& w : weights_.layers) {
+      for (const LinearWeight<T>* linear : {&w.wqkv, &w.wo, &w.w_gate_up, &w.w_down}) linear_.check(*linear);
+    }
+  }
 
   std::string device_name() const override {
     return std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");

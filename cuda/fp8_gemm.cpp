@@ -111,12 +111,18 @@ const Fp8Gemm::Plan& Fp8Gemm::plan(int out_type, int m, int n, int k) {
   int found = 0;
   CUBLASLT_CHECK(lt.heuristic(handle_, desc_, p->a, p->b, p->d, p->d, preference_, 1, &result, &found));
   if (found == 0 || result.state != CUBLAS_STATUS_SUCCESS) {
-    throw Error("cuBLASLt has no FP8 GEMM algorithm for " + sizes(m, n, k) + " on this GPU");
+    const char* out = out_type == CUDA_R_16BF ? "bf16" : out_type == CUDA_R_16F ? "fp16" : "this type";
+    throw Error("cuBLASLt has no FP8 GEMM algorithm for " + sizes(m, n, k) + " writing " + out + " on this GPU");
   }
   p->algo = result.algo;
   p->workspace_bytes = result.workspaceSize;
   slot = std::move(p);
   return *slot;
+}
+
+template <typename TOut>
+void Fp8Gemm::check_supported(int n, int k) {
+  plan(cuda_data_type<TOut>(), 1, n, k);
 }
 
 template <typename TOut>
@@ -141,6 +147,8 @@ void Fp8Gemm::run(TOut* d_y, const uint8_t* d_x, const float* d_x_scale, const u
                                            &p.algo, workspace_, workspace_bytes_, stream));
 }
 
+template void Fp8Gemm::check_supported<__nv_bfloat16>(int, int);
+template void Fp8Gemm::check_supported<__half>(int, int);
 template void Fp8Gemm::run<__nv_bfloat16>(__nv_bfloat16*, const uint8_t*, const float*, const uint8_t*, const float*,
                                           int, int, int, cudaStream_t);
 template void Fp8Gemm::run<__half>(__half*, const uint8_t*, const float*, const uint8_t*, const float*, int, int, int,

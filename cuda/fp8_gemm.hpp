@@ -29,6 +29,11 @@ class Fp8Gemm {
 
   // y (m, n) TOut = (x (m, k) * *d_x_scale) (w (n, k) * *d_w_scale)^T, TOut in {bf16, fp16}. n and k must
   // be multiples of 16 and every matrix 16-byte aligned; m == 0 does nothing.
+  // Asks cuBLASLt for an algorithm of an (n, k) weight writing TOut (at m = 1) now, so that a GPU or library
+  // without one fails at load, not in the first step; throws cbatch::Error naming the sizes and the type.
+  template <typename TOut>
+  void check_supported(int n, int k);
+
   template <typename TOut>
   void run(TOut* d_y, const uint8_t* d_x, const float* d_x_scale, const uint8_t* d_w, const float* d_w_scale, int m,
            int n, int k, cudaStream_t stream);

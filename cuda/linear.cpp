@@ -51,6 +51,15 @@ LinearRunner<T>::LinearRunner(const CudaContext& context, bool fp8, int max_rows
 }
 
 template <typename T>
+void LinearRunner<T>::check(const LinearWeight<T>& w) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (w.is_fp8() && fp8_gemm_ != nullptr) {
+      fp8_gemm_->check_supported<T>(static_cast<int>(w.out), static_cast<int>(w.in));
+    }
+  }
+}
+
+template <typename T>
 void LinearRunner<T>::forward(const LinearWeight<T>& w, T* d_y, const T* d_x, int m) {
   const cudaStream_t stream = context_.stream();
   if (!w.is_fp8()) {

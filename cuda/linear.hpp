@@ -50,6 +50,9 @@ class LinearRunner {
   // most max_in values. Without fp8 it holds nothing.
   LinearRunner(const CudaContext& context, bool fp8, int max_rows, int64_t max_in);
 
+  // Throws cbatch::Error now if forward() could not run w (an FP8 weight cuBLASLt has no algorithm for).
+  void check(const LinearWeight<T>& w);
+
   // y (m, w.out) = x (m, w.in) W^T on the context's stream. x and y are T, 16-byte aligned.
   void forward(const LinearWeight<T>& w, T* d_y, const T* d_x, int m);
 
