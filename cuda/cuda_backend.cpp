@@ -29,6 +29,7 @@
 #include "cuda/device_weights.hpp"
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
+#include "cuda/linear.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
 #include "cuda/rmsnorm.hpp"
@@ -86,7 +87,9 @@ class CudaBackend final : public Backend {
       : config_(checked_config(model.config)),
         options_(options),
         context_(options.device_index),
-        weights_(upload_weights<T>(model, context_with_shared_memory().stream())),
+        weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights)),
+        linear_(context_, options.fp8_weights, options.max_batch_tokens,
+                std::max({config_.dim, config_.q_dim(), config_.hidden_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
@@ -94,9 +97,15 @@ class CudaBackend final : public Backend {
         decode_stream_(windows_.size()),
         decode_partial_o_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) *
                           config_.head_dim),
-        decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {}
+        decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {
+    for (const LayerWeights<T>& w : weights_.layers) {
+      for (const LinearWeight<T>* linear : {&w.wqkv, &w.wo, &w.w_gate_up, &w.w_down}) linear_.check(*linear);
+    }
+  }
 
-  std::string device_name() const override { return std::string("cuda:") + context_.properties().name; }
+  std::string device_name() const override {
+    return std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");
+  }
 
   int64_t kv_block_bytes(int block_size) const override {
     return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(T));
@@ -105,9 +114,16 @@ class CudaBackend final : public Backend {
   int64_t max_kv_blocks(int block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   void forward(const RaggedBatch& batch, StepOutput& out) override;
-  double weight_bytes_per_param() const override { return sizeof(T); }
+  // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
+  double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
   double kv_bytes_per_elem() const override { return sizeof(T); }
-  DevicePeaks measure_peaks() override { return measure_device_peaks<T>(context_); }
+  // With fp8 weights the compute ceiling is the FP8 GEMM's (the roofline then errs low: the lm_head and
+  // attention run in T, slower).
+  DevicePeaks measure_peaks() override {
+    DevicePeaks peaks = measure_device_peaks<T>(context_);
+    if (options_.fp8_weights) peaks.flops_per_s = measure_fp8_gemm_flops(context_);
+    return peaks;
+  }
   double device_busy_seconds() const override { return profiler_.busy_seconds(); }
   bool samples_on_device() const override { return device_sampling_; }
   bool answers_logprob_queries() const override { return true; }
@@ -157,6 +173,7 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   CudaContext context_;
   DeviceWeights<T> weights_;
+  LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
   DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
@@ -376,10 +393,8 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
-  const cublasHandle_t cublas = context_.cublas();
   const int n = batch.num_tokens();
   const int dim = config_.dim;
-  const int q_dim = config_.q_dim();
   const int hidden = config_.hidden_dim;
   const float eps = config_.rms_eps;
   const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
@@ -389,7 +404,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream,
                       previous_post_norm);
   profiler_.phase("norm", stream);
-  gemm<T, T>(cublas, stream, ws.qkv.get(), ws.h.get(), w.wqkv.get(), n, q_dim + 2 * config_.kv_dim(), dim);
+  linear_.forward(w.wqkv, ws.qkv.get(), ws.h.get(), n);
   profiler_.phase("gemm_qkv", stream);
   rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots, rope_table(layer), n,
                    shape_, config_.rope_layout == RopeLayout::kHalves, stream, rope_family(layer));
@@ -402,16 +417,16 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
                       stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
                       scoring(layer));
   profiler_.phase("attn_decode", stream);
-  gemm<T, T>(cublas, stream, ws.delta.get(), ws.attn.get(), w.wo.get(), n, dim, q_dim);
+  linear_.forward(w.wo, ws.delta.get(), ws.attn.get(), n);
   profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
                       w.post_attn_norm.get());
   profiler_.phase("norm", stream);
-  gemm<T, T>(cublas, stream, ws.gate_up.get(), ws.h.get(), w.w_gate_up.get(), n, 2 * hidden, dim);
+  linear_.forward(w.w_gate_up, ws.gate_up.get(), ws.h.get(), n);
   profiler_.phase("gemm_gate_up", stream);
   swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation);
   profiler_.phase("swiglu", stream);
-  gemm<T, T>(cublas, stream, ws.delta.get(), ws.ffn.get(), w.w_down.get(), n, dim, hidden);
+  linear_.forward(w.w_down, ws.delta.get(), ws.ffn.get(), n);
   profiler_.phase("gemm_down", stream);
 }
 
@@ -555,6 +570,10 @@ void check_options(const CudaBackendOptions& o) {
   if (!(o.gpu_memory_utilization > 0.0f && o.gpu_memory_utilization <= 1.0f)) {
     throw Error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization));
   }
+  if (o.fp8_weights && o.dtype == ComputeDType::kF32) {
+    throw Error("--quantization fp8 writes its GEMMs' outputs in bf16 or fp16; it cannot run with --dtype fp32 "
+                "(use --dtype bf16 or fp16)");
+  }
   if (o.fp8_weights || o.fp8_kv_cache) {
     const char* flag = o.fp8_weights ? "--quantization fp8" : "--kv-cache-dtype fp8";
     if (cuda_compute_capability(o.device_index) < 89) {
@@ -562,7 +581,7 @@ void check_options(const CudaBackendOptions& o) {
                   cuda_device_description(o.device_index) + " has none of FP8's tensor-core or conversion "
                   "instructions");
     }
-    throw Error(std::string(flag) + ": not implemented yet");
+    if (o.fp8_kv_cache) throw Error("--kv-cache-dtype fp8: not implemented yet");
   }
 }
 

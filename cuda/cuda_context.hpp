@@ -23,6 +23,9 @@ class CudaContext {
   const cudaDeviceProp& properties() const { return properties_; }
   cudaStream_t stream() const { return stream_.get(); }
   cublasHandle_t cublas() const { return cublas_.get(); }
+  // The cuBLAS handle's workspace, which the FP8 GEMM (cuBLASLt) shares: both run on stream().
+  void* cublas_workspace() const { return cublas_workspace_.get(); }
+  size_t cublas_workspace_bytes() const { return cublas_workspace_.bytes(); }
   // Makes this context's device current on the calling thread (cheap; call at every entry point).
   void make_current() const;
   void synchronize() const;

@@ -9,6 +9,8 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/fp8_gemm.hpp"
+#include "cuda/fp8_quantize.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/weight_convert.hpp"
 
@@ -66,6 +68,25 @@ DevicePeaks measure_device_peaks(const CudaContext& context) {
     peaks.flops_per_s = 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3);
   }
   return peaks;
+}
+
+double measure_fp8_gemm_flops(const CudaContext& context) {
+  context.make_current();
+  const cudaStream_t stream = context.stream();
+  const int n = 8192;
+  const size_t elems = static_cast<size_t>(n) * n;
+  DeviceBuffer<uint8_t> a(elems), b(elems);
+  DeviceBuffer<float> scales(2), partials(kFp8PartialFloats);
+  DeviceBuffer<__nv_bfloat16> c(elems);  // random values first, quantized into a and b; then the output
+  fill_random<__nv_bfloat16>(c.get(), elems, 13, 0.05f, 0.0f, stream);
+  fp8_quantize<__nv_bfloat16>(a.get(), scales.get(), c.get(), elems, partials.get(), stream);
+  fill_random<__nv_bfloat16>(c.get(), elems, 14, 0.05f, 0.0f, stream);
+  fp8_quantize<__nv_bfloat16>(b.get(), scales.get() + 1, c.get(), elems, partials.get(), stream);
+  Fp8Gemm fp8(context.cublas_workspace(), context.cublas_workspace_bytes());
+  const double ms = median_ms(stream, 2, 10, [&] {
+    fp8.run<__nv_bfloat16>(c.get(), a.get(), scales.get(), b.get(), scales.get() + 1, n, n, n, stream);
+  });
+  return 2.0 * n * static_cast<double>(n) * n / (ms * 1e-3);
 }
 
 template DevicePeaks measure_device_peaks<float>(const CudaContext&);

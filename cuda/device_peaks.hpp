@@ -1,6 +1,7 @@
 // Measures the two ceilings of the roofline on this GPU, in this process: device-to-device copy
 // bandwidth (bytes read + bytes written per second) and the throughput of a large GEMM in the
-// compute dtype through the same cuBLAS path the model uses. Medians of timed repeats after warm-up.
+// compute dtype through the same cuBLAS path the model uses (or the FP8 GEMM's, with fp8 weights).
+// Medians of timed repeats after warm-up.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -18,5 +19,9 @@ double median_ms(cudaStream_t stream, int warmup, int repeats, const std::functi
 
 template <typename T>
 DevicePeaks measure_device_peaks(const CudaContext& context);
+
+// FLOP/s of a large FP8 GEMM (E4M3 inputs, bf16 output) through the path --quantization fp8 uses: the
+// compute ceiling of a backend with fp8 weights. Needs compute capability 8.9.
+double measure_fp8_gemm_flops(const CudaContext& context);
 
 }  // namespace cbatch

@@ -5,6 +5,8 @@
 // part by part at row offsets. Vectors (norm weights, biases: fp32 on the device) are converted on the
 // host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
 // backend adds it.
+// With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
+// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
@@ -13,8 +15,10 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/fp8_gemm.hpp"
 #include "cuda/weight_convert.hpp"
 #include "engine/model/quant_blocks.hpp"
 
@@ -92,6 +96,7 @@ class WeightUploader {
   }
 
   void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  cudaStream_t stream() const { return stream_; }
 
  private:
   // Tensor t stored in GGUF blocks, (t.rows, t.cols), to dst in T: its bytes copied as they are, whole
@@ -118,16 +123,41 @@ class WeightUploader {
   DeviceBuffer<float> device_;  // (kChunkFloats)
 };
 
+// One part of a fused linear weight: a model tensor of `rows` rows.
+struct LinearSource {
+  const TensorView& tensor;
+  int64_t rows;
+};
+
+// The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8.
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c) {
+LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8) {
+  std::vector<WeightPart> parts;
+  int64_t out = 0;
+  for (const LinearSource& s : sources) {
+    if (fp8) check_fp8_weight_shape(s.tensor.name, s.tensor.rows, s.tensor.cols);  // before any upload
+    parts.push_back(WeightPart{s.tensor.name, out, s.rows});
+    out += s.rows;
+  }
+  DeviceBuffer<T> weight(static_cast<size_t>(out * in));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
+  }
+  if (fp8) return quantize_weight_fp8<T>(std::move(weight), out, in, parts, up.stream());
+  LinearWeight<T> w;
+  w.out = out;
+  w.in = in;
+  w.weight = std::move(weight);
+  return w;
+}
+
+template <typename T>
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8) {
   const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   const float offset = c.norm_offset;
   LayerWeights<T> w;
   w.attn_norm = up.upload_norm(t.attn_norm, dim, offset);
-  w.wqkv = DeviceBuffer<T>(static_cast<size_t>((q_dim + 2 * kv_dim) * dim));
-  up.upload(t.wq, q_dim, dim, w.wqkv.get());
-  up.upload(t.wk, kv_dim, dim, w.wqkv.get() + static_cast<size_t>(q_dim * dim));
-  up.upload(t.wv, kv_dim, dim, w.wqkv.get() + static_cast<size_t>((q_dim + kv_dim) * dim));
+  w.wqkv = upload_linear<T>(up, {{t.wq, q_dim}, {t.wk, kv_dim}, {t.wv, kv_dim}}, dim, fp8);
   if (c.qkv_bias) {
     w.qkv_bias = DeviceBuffer<float>(static_cast<size_t>(q_dim + 2 * kv_dim));
     up.upload_vector(t.bq, q_dim, 0.0f, w.qkv_bias.get());
@@ -136,13 +166,11 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
   }
   w.q_norm = up.upload_norm(t.q_norm, c.head_dim, offset, c.qk_norm);
   w.k_norm = up.upload_norm(t.k_norm, c.head_dim, offset, c.qk_norm);
-  w.wo = up.upload<T>(t.wo, dim, q_dim);
+  w.wo = upload_linear<T>(up, {{t.wo, dim}}, q_dim, fp8);
   w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
   w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
-  w.w_gate_up = DeviceBuffer<T>(static_cast<size_t>(2 * hidden * dim));
-  up.upload(t.w_gate, hidden, dim, w.w_gate_up.get());
-  up.upload(t.w_up, hidden, dim, w.w_gate_up.get() + static_cast<size_t>(hidden * dim));
-  w.w_down = up.upload<T>(t.w_down, dim, hidden);
+  w.w_gate_up = upload_linear<T>(up, {{t.w_gate, hidden}, {t.w_up, hidden}}, dim, fp8);
+  w.w_down = upload_linear<T>(up, {{t.w_down, dim}}, hidden, fp8);
   w.post_ffn_norm = up.upload_norm(t.post_ffn_norm, dim, offset, c.sandwich_norms);
   return w;
 }
@@ -161,7 +189,7 @@ size_t DeviceWeights<T>::bytes() const {
 }
 
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream) {
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights) {
   const ModelConfig& c = model.config;
   const ModelTensors& t = model.tensors;
   if (static_cast<int>(t.layers.size()) != c.num_layers) {
@@ -171,7 +199,7 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream) {
   WeightUploader up(stream);
   DeviceWeights<T> w;
   w.embedding = up.upload<T>(t.embedding, c.vocab_size, c.dim);
-  for (const LayerTensors& layer : t.layers) w.layers.push_back(upload_layer<T>(up, layer, c));
+  for (const LayerTensors& layer : t.layers) w.layers.push_back(upload_layer<T>(up, layer, c, fp8_weights));
   w.final_norm = up.upload_norm(t.final_norm, c.dim, c.norm_offset);
   if (!c.tied_embeddings) w.untied_lm_head = up.upload<T>(t.lm_head, c.vocab_size, c.dim);
 
@@ -191,8 +219,8 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream) {
 template struct DeviceWeights<float>;
 template struct DeviceWeights<__nv_bfloat16>;
 template struct DeviceWeights<__half>;
-template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t);
-template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t);
-template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t);
+template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool);
+template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool);
+template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool);
 
 }  // namespace cbatch

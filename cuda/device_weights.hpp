@@ -2,7 +2,8 @@
 // fp32; norm weights with the family's norm_offset added, as the CPU backend adds it). Q, K, V are fused
 // into one (q_dim + 2 kv_dim, dim) matrix (their biases likewise) and gate, up into one (2 hidden, dim)
 // matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself. The family's optional
-// tensors are empty buffers where the model has none.
+// tensors are empty buffers where the model has none. With fp8 weights the four linear weights of each layer
+// are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
+#include "cuda/linear.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -17,15 +19,15 @@ namespace cbatch {
 template <typename T>
 struct LayerWeights {
   DeviceBuffer<float> attn_norm;       // (dim)
-  DeviceBuffer<T> wqkv;                // (q_dim + 2 * kv_dim, dim): rows of wq, then wk, then wv
+  LinearWeight<T> wqkv;               // (q_dim + 2 * kv_dim, dim): rows of wq, then wk, then wv
   DeviceBuffer<float> qkv_bias;        // (q_dim + 2 * kv_dim): bq, bk, bv; empty without qkv_bias
   DeviceBuffer<float> q_norm;          // (head_dim); empty without qk_norm
   DeviceBuffer<float> k_norm;          // (head_dim); empty without qk_norm
-  DeviceBuffer<T> wo;                  // (dim, q_dim)
+  LinearWeight<T> wo;                  // (dim, q_dim)
   DeviceBuffer<float> post_attn_norm;  // (dim); empty without sandwich_norms
   DeviceBuffer<float> ffn_norm;        // (dim)
-  DeviceBuffer<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up
-  DeviceBuffer<T> w_down;              // (dim, hidden_dim)
+  LinearWeight<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up
+  LinearWeight<T> w_down;              // (dim, hidden_dim)
   DeviceBuffer<float> post_ffn_norm;   // (dim); empty without sandwich_norms
 };
 
@@ -51,8 +53,10 @@ struct DeviceWeights {
 
 // Converts and uploads every tensor (host tensors in bounded chunks through fp32, random tensors
 // generated on the device). Checks each tensor's shape against the config; throws cbatch::Error.
-// Returns after the stream is idle.
+// Returns after the stream is idle. fp8_weights: the layers' linear weights quantized to FP8 (T bf16 or
+// fp16); a weight whose shape cuBLASLt's FP8 GEMM cannot take, or that holds a NaN or an infinity, is
+// refused with its tensor's name.
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream);
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights = false);
 
 }  // namespace cbatch

@@ -10,20 +10,9 @@
 #include <string>
 
 #include "cuda/cuda_check.hpp"
+#include "cuda/cuda_data_type.hpp"
 
 namespace cbatch {
-namespace {
-
-template <typename T>
-constexpr cudaDataType_t cuda_data_type();
-template <>
-constexpr cudaDataType_t cuda_data_type<float>() { return CUDA_R_32F; }
-template <>
-constexpr cudaDataType_t cuda_data_type<__nv_bfloat16>() { return CUDA_R_16BF; }
-template <>
-constexpr cudaDataType_t cuda_data_type<__half>() { return CUDA_R_16F; }
-
-}  // namespace
 
 template <typename T, typename TOut>
 void gemm(cublasHandle_t handle, cudaStream_t stream, TOut* d_y, const T* d_x, const T* d_w, int m, int n, int k) {

@@ -20,6 +20,12 @@
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
+#   fp8       --quantization fp8 (needs compute capability 8.9): the FP8 unit cases of test_cuda (device
+#             quantization vs the host bit for bit, the cuBLASLt FP8 GEMM vs a reference on the 1B/8B shapes,
+#             fp8 vs bf16 logit statistics on a small and the 1B dummy model, the refusals),
+#             tests/e2e/test_fp8_flags.py, and tools/fp8_accuracy.py (greedy agreement on SmolLM2 and Gemma 3
+#             270M from models/, the 1B logit statistics; report in $OUT_DIR/fp8-accuracy.json)
+#   1b-fp8, 8b-short-fp8, 8b-long-fp8  the 1b, 8b-short and 8b-long workloads with --quantization fp8
 #   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
@@ -44,7 +50,8 @@
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
 # decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
-# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000).
+# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000). Not yet run, predicted: fp8 about 90
+# (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -93,6 +100,16 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
           -tc='*paged_attention*,*stream decode*,*sample_rows*,*logprob_rows*,*family build*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
+      fp8)
+        stage fp8-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*fp8*,*FP8*,*cuBLASLt*'
+        stage fp8-e2e 120 python3 tests/e2e/test_fp8_flags.py
+        stage fp8-accuracy 400 python3 tools/fp8_accuracy.py --build "$BIN_DIR" --json "$OUT_DIR/fp8-accuracy.json" ;;
+      1b-fp8) bench 1b-fp8 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 \
+                --quantization fp8 ;;
+      8b-short-fp8) bench 8b-short-fp8 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 \
+                      --quantization fp8 ;;
+      8b-long-fp8) bench 8b-long-fp8 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 \
+                     --quantization fp8 ;;
       features)
         stage features-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*logprob_rows*,*constrained rows*,*sample_rows*'
         stage features-e2e 300 python3 tests/e2e/test_gpu_logprobs.py ;;
