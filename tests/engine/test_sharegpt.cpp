@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "engine/bench/bench_dataset.hpp"
 #include "engine/bench/python_random.hpp"
 #include "engine/bench/sharegpt_dataset.hpp"
 #include "engine/bench/sharegpt_synthetic.hpp"
@@ -194,6 +195,10 @@ TEST_CASE("sharegpt-synthetic: the same seed gives the same workload") {
     differs = differs || a[i].prompt_ids != c[i].prompt_ids;
   }
   CHECK(differs);
+  spec.prefix_len = 16;
+  CHECK(error_of([&] { make_generated_workload("sharegpt-synthetic", spec, model); })
+            .find("--prefix-len 16: shared prefixes are made by the random dataset only") != std::string::npos);
+  spec.prefix_len = 0;
   model.config.max_context = 6;  // no pair of at least 4 + 4 tokens fits
   CHECK(error_of([&] { make_synthetic_sharegpt_workload(spec, model); }).find("context of 6") != std::string::npos);
 }
