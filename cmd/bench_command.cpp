@@ -157,7 +157,8 @@ int run(const BenchOptions& o) {
 Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "measure throughput and latency of each scheduling mode");
-  sub->add_option("--dataset", o->dataset, "random, sharegpt-synthetic, sharegpt:FILE (ShareGPT JSON), or a JSONL prompts file");
+  sub->add_option("--dataset", o->dataset,
+                  "random, sharegpt-synthetic, sharegpt:FILE (a ShareGPT JSON file), or a JSONL prompts file");
   sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
   sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
   sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");

@@ -47,9 +47,9 @@
 # Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
-# decode-bench (not yet run) should take well under a minute; 8b-sharegpt and 8b-sharegpt-fp8 (not yet run)
-# are predicted at 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus the model's setup); families, qwen2.5-7b and gemma-3-4b not yet run
-# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000).
+# decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
+# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000); 8b-sharegpt and 8b-sharegpt-fp8 not yet
+# run, predicted at 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus the model's setup).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}

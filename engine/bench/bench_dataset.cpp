@@ -21,8 +21,8 @@ std::vector<Request> make_generated_workload(const std::string& dataset, const W
                                              const Model& model) {
   if (dataset == "random") return make_random_workload(spec, model);
   if (spec.prefix_len != 0 && is_generated_dataset(dataset)) {
-    throw Error("--prefix-len " + std::to_string(spec.prefix_len) + ": shared prefixes are made by the random dataset only, not by '" +
-                dataset + "'");
+    throw Error("--prefix-len " + std::to_string(spec.prefix_len) +
+                ": shared prefixes are made by the random dataset only, not by '" + dataset + "'");
   }
   if (dataset == "sharegpt-synthetic") return make_synthetic_sharegpt_workload(spec, model);
   if (is_sharegpt_file(dataset)) {

@@ -17,11 +17,15 @@ std::string entry_name(size_t entry) { return "conversation " + std::to_string(e
 }  // namespace
 
 ShareGptFile::ShareGptFile(std::string path) : path_(std::move(path)) {
-  if (auto error = simdjson::padded_string::load(path_).get(json_)) fail(path_, std::string("cannot read it: ") + simdjson::error_message(error));
+  if (auto error = simdjson::padded_string::load(path_).get(json_)) {
+    fail(path_, std::string("cannot read it: ") + simdjson::error_message(error));
+  }
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   simdjson::ondemand::array entries;
-  if (auto error = parser.iterate(json_).get(doc)) fail(path_, std::string("not JSON: ") + simdjson::error_message(error));
+  if (auto error = parser.iterate(json_).get(doc)) {
+    fail(path_, std::string("not JSON: ") + simdjson::error_message(error));
+  }
   if (doc.get_array().get(entries)) fail(path_, "expected a JSON list of conversations (the ShareGPT format)");
   index(entries);
 }
@@ -106,7 +110,8 @@ std::vector<Request> make_sharegpt_workload(const std::string& path, const Workl
   std::vector<Request> requests;
   requests.reserve(samples.size());
   for (size_t i = 0; i < samples.size(); ++i) {
-    requests.push_back(make_bench_request(static_cast<int>(i), std::move(samples[i].prompt_ids), samples[i].output_len, spec));
+    ShareGptSample& sample = samples[i];
+    requests.push_back(make_bench_request(static_cast<int>(i), std::move(sample.prompt_ids), sample.output_len, spec));
   }
   return requests;
 }

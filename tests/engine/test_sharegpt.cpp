@@ -49,7 +49,9 @@ std::string numbered_file() {
   return json + "]\n";
 }
 
-double mean_of(const std::vector<int>& v) { return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size()); }
+double mean_of(const std::vector<int>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
 
 double percentile(std::vector<int> v, double q) {
   std::sort(v.begin(), v.end());
@@ -78,7 +80,8 @@ TEST_CASE("PythonRandom: the words, bits and shuffles of CPython's random") {
   std::vector<int64_t> many(100000);  // past the 624-word state many times, randbelow over 17 bits
   std::iota(many.begin(), many.end(), 0);
   PythonRandom(7).shuffle(many);
-  CHECK(std::vector<int64_t>(many.begin(), many.begin() + 5) == std::vector<int64_t>{26567, 77215, 84363, 16229, 78976});
+  const std::vector<int64_t> first_five(many.begin(), many.begin() + 5);
+  CHECK(first_five == std::vector<int64_t>{26567, 77215, 84363, 16229, 78976});
   int64_t checksum = 0;
   for (size_t i = 0; i < many.size(); ++i) checksum = (checksum + static_cast<int64_t>(i) * many[i]) % 1000003;
   CHECK(checksum == 51473);
@@ -138,11 +141,12 @@ TEST_CASE("ShareGPT file: errors name the file, the conversation and the problem
     return message;
   };
   CHECK(error_for(R"({"conversations": []})").find("expected a JSON list of conversations") != std::string::npos);
-  CHECK(error_for(R"([{"conversations": []}, 5])").find("conversation 1 (0-based) is not an object") != std::string::npos);
+  CHECK(error_for(R"([{"conversations": []}, 5])").find("conversation 1 (0-based) is not an object") !=
+        std::string::npos);
   CHECK(error_for(R"([{"conversations": "ab"}])").find("conversation 0 (0-based): 'conversations' is not a list") !=
         std::string::npos);
-  CHECK(error_for(R"([{"conversations": [{"value": "a"}, "b"]}])").find("conversation 0 (0-based), turn 1: not an object") !=
-        std::string::npos);
+  CHECK(error_for(R"([{"conversations": [{"value": "a"}, "b"]}])")
+            .find("conversation 0 (0-based), turn 1: not an object") != std::string::npos);
   CHECK(error_for(R"([{}, {"conversations": [{"value": "a"}, {"value": 5}]}])")
             .find("conversation 1 (0-based), turn 1: no string field 'value'") != std::string::npos);
   CHECK(error_for(R"([{"conversations": [{"value": "a"}, {"value": "b)").find("ShareGPT file") != std::string::npos);
