@@ -28,6 +28,7 @@ ShareGptFile::ShareGptFile(std::string path) : path_(std::move(path)) {
   }
   if (doc.get_array().get(entries)) fail(path_, "expected a JSON list of conversations (the ShareGPT format)");
   index(entries);
+  if (!doc.current_location().error()) fail(path_, "content after the list of conversations");
 }
 
 // One pass over the list; a malformed document surfaces as an error of the entry being read.

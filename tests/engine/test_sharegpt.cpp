@@ -150,6 +150,8 @@ TEST_CASE("ShareGPT file: errors name the file, the conversation and the problem
   CHECK(error_for(R"([{}, {"conversations": [{"value": "a"}, {"value": 5}]}])")
             .find("conversation 1 (0-based), turn 1: no string field 'value'") != std::string::npos);
   CHECK(error_for(R"([{"conversations": [{"value": "a"}, {"value": "b)").find("ShareGPT file") != std::string::npos);
+  CHECK(error_for(R"([{"conversations": []}] [])").find("content after the list of conversations") !=
+        std::string::npos);
   CHECK(error_of([] { ShareGptFile("no/such/sharegpt.json"); }).find("'no/such/sharegpt.json': cannot read it") !=
         std::string::npos);
 }
