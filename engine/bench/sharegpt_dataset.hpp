@@ -25,6 +25,8 @@ class ShareGptFile {
   // Throws cbatch::Error naming the file and what is wrong (unreadable, not JSON, not a list of objects,
   // a "conversations" that is not a list of objects).
   explicit ShareGptFile(std::string path);
+  ShareGptFile(const ShareGptFile&) = delete;             // the turns are views into this object's copy
+  ShareGptFile& operator=(const ShareGptFile&) = delete;
 
   size_t num_conversations() const { return turns_.size(); }  // those with >= 2 turns, in file order
   // Turn 0 or 1's "value" of conversation i (0-based among num_conversations()); throws when it has none.

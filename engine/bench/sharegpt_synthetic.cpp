@@ -35,12 +35,15 @@ ShareGptLengthSampler::ShareGptLengthSampler(const ShareGptLengthModel& model, c
 }
 
 LengthPair ShareGptLengthSampler::next(std::mt19937_64& rng) {
-  for (;;) {  // about 11% of the pairs are redrawn at the fitted parameters
+  constexpr int kMaxDraws = 10000000;  // about 11% of the pairs are redrawn when the context is 2,048 or more
+  for (int draw = 0; draw < kMaxDraws; ++draw) {
     LengthPair pair;
     pair.input = draw_length(model_.input, rng);
     pair.output = draw_length(model_.output, rng);
     if (filter_.accepts(pair.input, pair.output)) return pair;
   }
+  throw Error("sharegpt-synthetic: no pair of ShareGPT-like lengths fits the model's context of " +
+              std::to_string(filter_.max_total_len) + " tokens in " + std::to_string(kMaxDraws) + " draws");
 }
 
 std::vector<Request> make_synthetic_sharegpt_workload(const WorkloadSpec& spec, const Model& model) {
