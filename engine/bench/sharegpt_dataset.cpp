@@ -14,6 +14,12 @@ namespace {
 
 std::string entry_name(size_t entry) { return "conversation " + std::to_string(entry) + " (0-based)"; }
 
+// What a failed get_object()/get_array() means: a value of another type, or a document that is not JSON.
+std::string type_problem(simdjson::error_code error, const char* expected) {
+  return error == simdjson::INCORRECT_TYPE ? std::string(" is not ") + expected
+                                           : std::string(": ") + simdjson::error_message(error);
+}
+
 }  // namespace
 
 ShareGptFile::ShareGptFile(std::string path) : path_(std::move(path)) {
@@ -37,10 +43,7 @@ void ShareGptFile::index(simdjson::ondemand::array entries) {
   for (auto item : entries) {
     const std::string where = entry_name(entry);
     simdjson::ondemand::object object;
-    if (auto error = item.get_object().get(object)) {
-      fail(path_, where + (error == simdjson::INCORRECT_TYPE ? std::string(" is not an object")
-                                                           : std::string(": ") + simdjson::error_message(error)));
-    }
+    if (auto error = item.get_object().get(object)) fail(path_, where + type_problem(error, "an object"));
     simdjson::ondemand::value conversations;
     auto error = object.find_field_unordered("conversations").get(conversations);
     if (error == simdjson::NO_SUCH_FIELD) {  // skipped, as vLLM skips it
@@ -48,14 +51,16 @@ void ShareGptFile::index(simdjson::ondemand::array entries) {
       continue;
     }
     simdjson::ondemand::array turns;
-    if (error || conversations.get_array().get(turns)) fail(path_, where + ": 'conversations' is not a list");
+    if (error || (error = conversations.get_array().get(turns))) {
+      fail(path_, where + "'s 'conversations'" + type_problem(error, "a list"));
+    }
     FirstTurns first{entry, {}};
     int num_turns = 0;
     for (auto turn : turns) {
       simdjson::ondemand::object turn_object;
       std::string_view raw;
-      if (turn.get_object().get(turn_object) || turn_object.raw_json().get(raw)) {
-        fail(path_, where + ", turn " + std::to_string(num_turns) + ": not an object");
+      if ((error = turn.get_object().get(turn_object)) || (error = turn_object.raw_json().get(raw))) {
+        fail(path_, where + ", turn " + std::to_string(num_turns) + type_problem(error, "an object"));
       }
       if (num_turns < 2) first.turn[num_turns] = raw;
       ++num_turns;

@@ -6,6 +6,8 @@
 // filter drops skipped, until --num-prompts pairs are kept. Outputs are forced to that length (ignore_eos).
 // The file is read into memory once and walked with simdjson On Demand (no DOM): only the two turns of
 // each conversation are remembered, as views into the file, and only the sampled ones are unescaped.
+// Values it skips (other fields, later turns) are checked for their brackets only: a bad number or literal
+// inside them goes unnoticed, where Python's json.load would refuse the file.
 #pragma once
 #include <simdjson.h>
 

@@ -143,10 +143,10 @@ TEST_CASE("ShareGPT file: errors name the file, the conversation and the problem
   CHECK(error_for(R"({"conversations": []})").find("expected a JSON list of conversations") != std::string::npos);
   CHECK(error_for(R"([{"conversations": []}, 5])").find("conversation 1 (0-based) is not an object") !=
         std::string::npos);
-  CHECK(error_for(R"([{"conversations": "ab"}])").find("conversation 0 (0-based): 'conversations' is not a list") !=
+  CHECK(error_for(R"([{"conversations": "ab"}])").find("conversation 0 (0-based)'s 'conversations' is not a list") !=
         std::string::npos);
   CHECK(error_for(R"([{"conversations": [{"value": "a"}, "b"]}])")
-            .find("conversation 0 (0-based), turn 1: not an object") != std::string::npos);
+            .find("conversation 0 (0-based), turn 1 is not an object") != std::string::npos);
   CHECK(error_for(R"([{}, {"conversations": [{"value": "a"}, {"value": 5}]}])")
             .find("conversation 1 (0-based), turn 1: no string field 'value'") != std::string::npos);
   CHECK(error_for(R"([{"conversations": [{"value": "a"}, {"value": "b)").find("ShareGPT file") != std::string::npos);
