@@ -2,17 +2,23 @@
 sampled by vLLM's procedure re-done in Python (conversations with two turns, random.seed + random.shuffle,
 token counts from `cbatch tokenize`, the 4 / 1024 / 2048 filter): the bench JSON's mean lengths and the run's
 token counts equal what the file implies. Bad files and too few pairs are errors naming the file. The
-synthetic dataset (a tiny dummy model) is reproducible from --seed and its realized lengths are those run."""
+synthetic dataset (a tiny dummy model) is reproducible from --seed and its realized lengths are those run.
+The sanitizer build samples the file with the tiny dummy model's byte tokenizer instead of SmolLM2's (16 s
+a SmolLM2 bench there)."""
 import json
 import os
 import random
 
 from common import SMOLLM2, Checks, need_smollm2, run, tiny_dummy_model, tmpdir
 
-need_smollm2()
-SMOL = ["--model", SMOLLM2, "--device", "cpu", "--quiet", "--threads", "2"]
 c = Checks()
 work = tmpdir()
+TINY = tiny_dummy_model(work, max_position_embeddings=4096)
+if os.environ.get("CBATCH_SANITIZED") == "1":
+    FILE_MODEL = TINY
+else:
+    need_smollm2()
+    FILE_MODEL = ["--model", SMOLLM2, "--device", "cpu", "--quiet", "--threads", "2"]
 SEED = 5
 
 replies = ["Paris is the capital of France.", "Use a list comprehension: [x * 2 for x in xs].",
@@ -39,7 +45,7 @@ with open(path, "w", encoding="utf-8") as f:
 # vLLM's sampling, with our tokenizer's counts (with BOS, as Hugging Face tokenizers count).
 eligible = [e for e in entries if len(e.get("conversations", [])) >= 2]
 texts = [t["value"] for e in eligible for t in e["conversations"][:2]]
-proc = run(["tokenize", "--model", SMOLLM2], stdin="".join(json.dumps({"text": t}) + "\n" for t in texts))
+proc = run(["tokenize"] + FILE_MODEL[:2], stdin="".join(json.dumps({"text": t}) + "\n" for t in texts))
 counts = [len(json.loads(line)["ids"]) for line in proc.stdout.splitlines()]
 lengths = [(counts[2 * i], counts[2 * i + 1]) for i in range(len(eligible))]
 random.seed(SEED)
@@ -50,7 +56,7 @@ expected = kept[:8]
 
 out = os.path.join(work, "bench.json")
 run(["bench", "--dataset", "sharegpt:" + path, "--num-prompts", "8", "--seed", str(SEED), "--modes", "continuous",
-     "--json", out] + SMOL)
+     "--json", out] + FILE_MODEL)
 report = json.load(open(out))
 w, r = report["workload"], report["results"][0]
 mean_in = sum(p for p, _ in expected) / 8
@@ -61,15 +67,16 @@ c.check(abs(w["mean_output_len"] - mean_out) < 1e-3, f"mean_output_len {w['mean_
 c.check(r["requests"] == 8 and r["prompt_tokens"] == sum(p for p, _ in expected), f"prompt tokens {r['prompt_tokens']}")
 c.check(r["output_tokens"] == sum(o for _, o in expected), f"output tokens {r['output_tokens']}")
 
-# Errors: more prompts than pass the filter, a file that is not the ShareGPT format, a truncated file.
-proc = run(["bench", "--dataset", "sharegpt:" + path, "--num-prompts", "11"] + SMOL, check=False)
+# Errors (on a tiny dummy model, whose byte tokenizer keeps the same 10 pairs): more prompts than pass the
+# filter, a file that is not the ShareGPT format, a truncated file.
+proc = run(["bench", "--dataset", "sharegpt:" + path, "--num-prompts", "11"] + TINY, check=False)
 c.check(proc.returncode != 0 and path in proc.stderr and "only 10 of its 12" in proc.stderr, proc.stderr.strip())
 for name, text, problem in [("object.json", '{"conversations": []}', "expected a JSON list"),
                             ("truncated.json", '[{"conversations": [{"value": "a"}, {"val', "not JSON")]:
     bad = os.path.join(work, name)
     with open(bad, "w") as f:
         f.write(text)
-    proc = run(["bench", "--dataset", "sharegpt:" + bad] + SMOL, check=False)
+    proc = run(["bench", "--dataset", "sharegpt:" + bad] + TINY, check=False)
     c.check(proc.returncode != 0 and bad in proc.stderr and problem in proc.stderr, f"{name}: {proc.stderr.strip()}")
 
 
@@ -77,7 +84,7 @@ for name, text, problem in [("object.json", '{"conversations": []}', "expected a
 def synthetic(seed):
     out = os.path.join(work, f"synthetic-{seed}.json")
     run(["bench", "--dataset", "sharegpt-synthetic", "--num-prompts", "8", "--seed", str(seed), "--modes",
-         "continuous", "--json", out] + tiny_dummy_model(work, max_position_embeddings=4096))
+         "continuous", "--json", out] + TINY)
     report = json.load(open(out))
     return report["workload"], report["results"][0]
 
