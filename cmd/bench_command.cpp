@@ -4,9 +4,11 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <vector>
 
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
+#include "engine/bench/bench_dataset.hpp"
 #include "engine/bench/bench_report.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/core/error.hpp"
@@ -37,12 +39,17 @@ struct BenchOptions {
 };
 
 // --shard: the generated requests are numbered like input lines (request i is line i + 1).
-std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, WorkloadSpec& spec) {
+std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, BenchReport& report) {
+  WorkloadSpec& spec = report.workload;
   std::vector<SourceItem> items;
   const ShardSpec shard = shard_of(o.engine);
-  if (o.dataset == "random") {
-    for (Request& r : make_random_workload(spec, model)) {
-      if (!shard.owns(r.line)) continue;
+  if (is_generated_dataset(o.dataset)) {
+    std::vector<Request> requests = make_generated_workload(o.dataset, spec, model);
+    std::erase_if(requests, [&](const Request& r) { return !shard.owns(r.line); });
+    const RealizedLengths lengths = realized_lengths(requests);
+    report.mean_input_len = lengths.mean_input_len;
+    report.mean_output_len = lengths.mean_output_len;
+    for (Request& r : requests) {
       r.index = static_cast<int64_t>(items.size());
       items.emplace_back(std::move(r));
     }
@@ -97,7 +104,7 @@ int run(const BenchOptions& o) {
   report.workload.prefix_len = o.prefix_len;
   report.workload.num_prefixes = o.num_prefixes;
   report.workload.n = o.n;
-  const std::vector<SourceItem> items = load_items(o, model, report.workload);
+  const std::vector<SourceItem> items = load_items(o, model, report);
 
   std::vector<Mode> modes;
   std::stringstream list(o.modes);
@@ -150,7 +157,8 @@ int run(const BenchOptions& o) {
 Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "measure throughput and latency of each scheduling mode");
-  sub->add_option("--dataset", o->dataset, "random, or a JSONL prompts file");
+  sub->add_option("--dataset", o->dataset,
+                  "random, sharegpt-synthetic, sharegpt:FILE (a ShareGPT JSON file), or a JSONL prompts file");
   sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
   sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
   sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");

@@ -13,6 +13,9 @@ import sys
 def workload(d):
     w = d["workload"]
     lens = [f"{x[0]}" if x[0] == x[1] else f"{x[0]}:{x[1]}" for x in (w["input_len"], w["output_len"])]
+    if w.get("dataset", "random") != "random" and "mean_input_len" in w:  # sharegpt: the lengths it drew
+        dataset = "sharegpt" if w["dataset"].startswith("sharegpt:") else w["dataset"]
+        lens = [f"{dataset} mean {w['mean_input_len']:.0f}", f"mean {w['mean_output_len']:.0f}"]
     label = f"{os.path.basename(d['model'])}, {w['num_prompts']} req, in {lens[0]}, out {lens[1]}"
     if w.get("temperature", 0) > 0:  # sampled workloads (bench --temperature / --top-p / --top-k)
         label += f", T {w['temperature']:g}, top-p {w.get('top_p', 1):g}, top-k {w.get('top_k', -1)}"

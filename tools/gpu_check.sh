@@ -12,6 +12,10 @@
 #   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
 #   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
+#   8b-sharegpt  bench, dummy Llama-3.1-8B shape, 1000 requests of --dataset sharegpt-synthetic (ShareGPT-like
+#             lengths, mean 230 / 203), bf16, continuous: the workload of the published SGLang / LMDeploy / vLLM
+#             figures in docs/benchmarks/README.md; 8b-sharegpt-fp8 the same with --quantization fp8
+#             --kv-cache-dtype fp8 (compute capability 8.9 or newer)
 #   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default): the host-side sampling cost
 #   1b-sampled-device  the same with CBATCH_SAMPLING=device (drawn on the GPU, no logits copied back)
 #   1b-top-p, 1b-top-p-device  the 1b workload at --temperature 0.8 --top-p 0.95, host and device sampling
@@ -51,7 +55,8 @@
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
 # decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
 # (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000). Not yet run, predicted: fp8 about 90
-# (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times.
+# (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times;
+# 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -78,6 +83,14 @@ bench() {  # bench NAME LIMIT_S CONFIG INPUT OUTPUT MODES [extra flags]: one iss
   stage "$name" "$limit" "$CBATCH" bench --model "dummy:examples/models/$config" --num-prompts "$NUM_PROMPTS" \
     --input-len "$input" --output-len "$output" --modes "$modes" --max-num-seqs 256 --device cuda --quiet \
     --json "$OUT_DIR/bench-$name.json" "$@"
+}
+
+sharegpt() {  # sharegpt NAME [extra flags]: 1000 synthetic ShareGPT requests on the 8B shape, bf16, continuous
+  local name=$1
+  shift
+  stage "$name" 400 "$CBATCH" bench --model dummy:examples/models/llama-3.1-8b.json --dataset sharegpt-synthetic \
+    --num-prompts 1000 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --dtype bf16 \
+    --device cuda --quiet --json "$OUT_DIR/bench-$name.json" "$@"
 }
 
 profile() {  # profile NAME CONFIG INPUT OUTPUT [extra flags]: CBATCH_CUDA_PROFILE=1 on 200 continuous requests
@@ -132,6 +145,8 @@ for s in "${@:-info unit sanitize e2e}"; do
                   --temperature 0.8 --top-p 0.95 ;;
       1b-top-p-device) CBATCH_SAMPLING=device bench 1b-top-p-device 500 llama-3.2-1b.json 128:1024 128:1024 \
                          continuous --max-num-batched-tokens 8192 --temperature 0.8 --top-p 0.95 ;;
+      8b-sharegpt) sharegpt 8b-sharegpt ;;
+      8b-sharegpt-fp8) sharegpt 8b-sharegpt-fp8 --quantization fp8 --kv-cache-dtype fp8 ;;
       8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
       e2e-cc) CBATCH_PREFILL_ATTENTION=0 stage e2e-cc 400 python3 tests/e2e/test_gpu.py ;;
       1b-cc) CBATCH_PREFILL_ATTENTION=0 bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \

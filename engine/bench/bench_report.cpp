@@ -52,6 +52,10 @@ std::string format_bench_json(const BenchReport& report) {
   w.key("prefix_len").int64(report.workload.prefix_len);
   w.key("num_prefixes").int64(report.workload.num_prefixes);
   w.key("n").int64(report.workload.n);
+  if (report.mean_input_len >= 0) {
+    w.key("mean_input_len").number(report.mean_input_len, 3);
+    w.key("mean_output_len").number(report.mean_output_len, 3);
+  }
   w.end_object();
   if (report.peak_bytes_per_s > 0) {
     w.key("peaks").begin_object();

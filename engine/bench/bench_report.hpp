@@ -22,6 +22,8 @@ struct BenchReport {
   std::string device;
   WorkloadSpec workload;
   std::string dataset = "random";
+  double mean_input_len = -1;      // of a generated dataset's requests (< 0: not generated, not written)
+  double mean_output_len = -1;     // their forced output length
   double peak_bytes_per_s = 0;     // measured device peaks behind roofline_fraction (0: not measured)
   double peak_flops_per_s = 0;
   std::vector<BenchModeResult> results;

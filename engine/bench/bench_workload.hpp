@@ -4,6 +4,7 @@
 // in-memory source and the collecting sink bench runs them through.
 #pragma once
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "engine/model/model.hpp"
@@ -34,6 +35,12 @@ struct WorkloadSpec {
 
 // Output lengths are cut where prompt + output would exceed the model's context.
 std::vector<Request> make_random_workload(const WorkloadSpec& spec, const Model& model);
+
+// A token drawn uniformly from the model's vocabulary, never BOS or an end token.
+int32_t draw_prompt_token(std::mt19937_64& rng, const Model& model);
+
+// Generated request i (line i + 1, id "i") with the spec's sampling, ignore_eos and its seed.
+Request make_bench_request(int i, std::vector<int32_t> prompt_ids, int max_tokens, const WorkloadSpec& spec);
 
 class VectorSource final : public RequestSource {
  public:

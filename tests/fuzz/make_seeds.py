@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/ (run it again after changing it;
 the files are committed): JSONL prompt files, tokenizer texts, tiny valid model files (GGUF with F32 and
-F16 weights, a llama2.c checkpoint) and llama2.c tokenizer.bin files. The models are 1 layer, dim 8,
-vocab 8, context 16, with weights from a fixed generator, a few KB each."""
+F16 weights, a llama2.c checkpoint), llama2.c tokenizer.bin files and ShareGPT bench files. The models are
+1 layer, dim 8, vocab 8, context 16, with weights from a fixed generator, a few KB each."""
 import json
 import os
 import random
@@ -122,6 +122,14 @@ def main():
     write("tokenizer", "ascii.txt", "I dreamed of a quiet city where the robots sang")
     write("tokenizer", "unicode.txt", "  caf\u00e9 \u65e5\u672c\u8a9e \U0001F600\ttabs\nnewline ")
     write("tokenizer", "bytes.bin", b"\xff\xfe\x00 a\xc3")
+    turn = lambda who, text: {"from": who, "value": text}
+    write("sharegpt", "two.json", json.dumps([
+        {"id": "a", "conversations": [turn("human", "What is 2 + 2? Say why."), turn("gpt", "4, as 2 + 2 = 4."),
+                                      turn("human", "thanks")]},
+        {"id": "b", "conversations": [turn("human", "hi")]}, {"id": "c"},
+        {"conversations": [turn("human", "caf\u00e9 \U0001F600 \"q\"\n"), turn("gpt", "x" * 70)], "id": "d"}]))
+    write("sharegpt", "odd.json", '[{"conversations": [{"value": 1}, {"value": "\\ud800"}]}, 5, '
+                                  '{"conversations": "x"}, {"conversations": [[], {}]}] ')
 
 
 if __name__ == "__main__":
