@@ -14,6 +14,15 @@ using Fp8E4M3 = uint8_t;  // one E4M3 code, the cache element of --kv-cache-dtyp
 template <typename KV>
 inline constexpr bool kFp8Kv = std::is_same_v<KV, Fp8E4M3>;
 
+// KV in a launcher's parameter list where it must not be deduced from the argument (a null cache pointer
+// of a test still picks KV = T): std::type_identity_t, which the CUDA files' C++17 lacks.
+template <typename KV>
+struct KvIdentity {
+  using type = KV;
+};
+template <typename KV>
+using KvElement = typename KvIdentity<KV>::type;
+
 // A layer's FP8 cache scales: device pointers to one fp32 each (host pointers in the emulated tests).
 // Unused (null) where the cache holds T.
 struct KvScales {
