@@ -20,6 +20,11 @@
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
+#   fp8-kv    --kv-cache-dtype fp8: its CUDA unit tests (the FP8 cache write, every attention kernel with an
+#             FP8 build against the reference on the dequantized cache, the backend against a bf16 cache)
+#             and tests/e2e/test_gpu_fp8kv.py (dummy SmolLM2 in every mode; greedy agreement with the bf16
+#             cache on SmolLM2-135M and Gemma 3 270M where present)
+#   8b-long-fp8kv  the 8b-long workload with --kv-cache-dtype fp8 (twice the KV blocks in the same memory)
 #   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
@@ -44,7 +49,8 @@
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
 # decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
-# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000).
+# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000); fp8-kv not yet run (guessed: 10 for the
+# unit cases, 30 for the e2e test), 8b-long-fp8kv guessed at about 8b-long's 171.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -126,6 +132,11 @@ for s in "${@:-info unit sanitize e2e}"; do
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
       e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
+      fp8-kv)
+        stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'
+        stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;
+      8b-long-fp8kv) bench 8b-long-fp8kv 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 \
+                       --kv-cache-dtype fp8 ;;
       1b-stream) CBATCH_DECODE_ATTENTION=stream bench 1b-stream 500 llama-3.2-1b.json 128:1024 128:1024 \
                    continuous,static --max-num-batched-tokens 8192 ;;
       8b-short-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-short-stream 500 llama-3.1-8b.json 128 128 \
