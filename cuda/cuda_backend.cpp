@@ -245,25 +245,20 @@ class CudaBackend final : public Backend {
     return context_;
   }
   int max_partials() const { return 16 * num_sms(); }
-  // The decode kernel for the rows of single-row sequences. With an FP8 cache, one that has an FP8 build
-  // (decode_kernel_reads_fp8): by default the stream kernel where its 2-stage shared memory fits the GPU,
-  // else the CUDA-core one; a kernel asked for by name without an FP8 build is refused.
+  // The decode kernel for the rows of single-row sequences (decode_kernel_for_dtype). With an FP8 cache and
+  // no CBATCH_DECODE_ATTENTION, the stream kernel where its 2-stage shared memory fits the GPU (predicted
+  // to become the default; every decode kernel has an FP8 build).
   std::optional<DecodeKernel> decode_kernel_choice() const {
     const std::optional<DecodeKernel> kernel = decode_kernel_for_dtype(config_);
-    if (!options_.fp8_kv_cache || !kernel || decode_kernel_reads_fp8(*kernel)) return kernel;
-    const char* env = std::getenv("CBATCH_DECODE_ATTENTION");
-    if (env != nullptr) {
-      throw Error(std::string("CBATCH_DECODE_ATTENTION=") + env + ": the " + decode_kernel_name(*kernel) +
-                  " decode kernel has no build for --kv-cache-dtype fp8 (use stream or cuda-cores)");
-    }
     if constexpr (!std::is_same_v<T, float>) {
+      const bool asked = std::getenv("CBATCH_DECODE_ATTENTION") != nullptr;
       const size_t has = context_.properties().sharedMemPerBlockOptin;
-      if (decode_tensor_cores_support(config_.head_dim) &&
+      if (options_.fp8_kv_cache && !asked && kernel == DecodeKernel::kTensorCores &&
           decode_stream_smem_bytes<T, Fp8E4M3>(config_.head_dim, 2) <= has) {
         return DecodeKernel::kStream;
       }
     }
-    return DecodeKernel::kCudaCores;
+    return kernel;
   }
   static std::optional<DecodeKernel> decode_kernel_for_dtype(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_element.cuh"
 
 namespace cbatch::decode_detail {
 
@@ -70,6 +71,22 @@ __device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T, KV>& a) {
   c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
   c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   return c;
+}
+
+// A warp's copy of ROWS rows of HD FP8 codes (row stride codes_ld) dequantized into rows of T (stride
+// tile_ld), for the tensor-core kernels' ldmatrix: 8 codes a lane and step. See decode_stream_block.cuh
+// for why a converted copy.
+template <int ROWS, int HD, typename T, typename KV>
+__device__ __forceinline__ void convert_kv_rows(const KV* codes, int codes_ld, T* tile, int tile_ld, float scale,
+                                                int lane) {
+  constexpr int kPieces = HD / 8;
+  static_assert(ROWS * kPieces % 32 == 0, "whole pieces per lane");
+#pragma unroll
+  for (int j = 0; j < ROWS * kPieces / 32; ++j) {
+    const int i = lane + 32 * j;
+    const int k = i / kPieces, piece = i % kPieces;
+    load_kv_pack_as(tile + k * tile_ld + piece * 8, codes + k * codes_ld + piece * 8, scale);
+  }
 }
 
 // What a stream launch covers (decode_stream.hpp): the tile list of the decode items and its warps.

@@ -96,13 +96,10 @@ void launch_decode(const DecodeArgs<T, KV>& args, int num_seqs, const DecodeSpli
     } else if (kernel == DecodeKernel::kStream) {
       const StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
       return launch_stream<T, FAMILY, KV>(args, st, plan->stages, hd, stream);
-    } else if constexpr (kFp8Kv<KV>) {
-      throw Error(std::string("decode_attention: the ") + decode_kernel_name(kernel) +
-                  " kernel has no build for an FP8 KV cache (decode_kernel_reads_fp8)");
     } else if (kernel == DecodeKernel::kTensorCores16) {
-      return launch_tensor_cores<T, 16, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+      return launch_tensor_cores<T, 16, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     } else {
-      return launch_tensor_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+      return launch_tensor_cores<T, 32, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     }
   }
   switch (hd) {
@@ -139,19 +136,6 @@ template size_t decode_cuda_cores_smem_bytes<__nv_bfloat16>(int);
 template size_t decode_cuda_cores_smem_bytes<__half>(int);
 template size_t decode_cuda_cores_smem_bytes<Fp8E4M3>(int);
 
-const char* decode_kernel_name(DecodeKernel kernel) {
-  switch (kernel) {
-    case DecodeKernel::kCudaCores: return "cuda-cores";
-    case DecodeKernel::kTensorCores: return "tensor-cores";
-    case DecodeKernel::kTensorCores16: return "tensor-cores-16";
-    case DecodeKernel::kStream: return "stream";
-  }
-  return "unknown";
-}
-
-bool decode_kernel_reads_fp8(DecodeKernel kernel) {
-  return kernel == DecodeKernel::kCudaCores || kernel == DecodeKernel::kStream;
-}
 
 DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials) {
   DecodeSplit split;

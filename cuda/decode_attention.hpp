@@ -37,10 +37,6 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 // on the CPU through an emulation of the PTX instructions, tests/cuda/test_decode_emulated.cpp).
 enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
-// The kernel's name, as CBATCH_DECODE_ATTENTION spells it.
-const char* decode_kernel_name(DecodeKernel kernel);
-// Whether the kernel has a build for an FP8 KV cache (--kv-cache-dtype fp8): the CUDA-core and the stream
-// kernels.
 bool decode_kernel_reads_fp8(DecodeKernel kernel);
 // Shared memory (dynamic and static) of a CUDA-core decode CTA at head_dim over a cache of KV elements: 141
 // KB in fp32 at 256.
@@ -83,8 +79,7 @@ size_t decode_stream_smem_bytes(int head_dim, int stages);
 // kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials, its tile_start built for
 // the same window (decode_stream::build_tile_start).
 // KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's scales (kv_cache_dtype.hpp), for
-// the kernels where decode_kernel_reads_fp8 holds (the others throw cbatch::Error naming themselves); the
-// caches' type is never deduced (KvElement: KV is T unless named).
+// every kernel; the caches' type is never deduced (KvElement: KV is T unless named).
 template <typename T, typename KV = T>
 void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
                       const KvElement<KV>* d_v_cache, const int32_t* d_positions,

@@ -105,8 +105,8 @@ void with_tensor_core_head_dim(int hd, F&& f) {
 template <typename T, typename KV = T>
 void launch_split(void (*kernel)(DecodeArgs<T, KV>), int threads, size_t smem_bytes, const DecodeArgs<T, KV>& args,
                   int num_seqs, int num_splits, int hd, cudaStream_t stream);
-template <typename T, int TILE, bool FAMILY>
-void launch_tensor_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
+template <typename T, int TILE, bool FAMILY, typename KV = T>
+void launch_tensor_cores(const DecodeArgs<T, KV>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
 template <typename T, bool FAMILY, typename KV = T>
 void launch_stream(const DecodeArgs<T, KV>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream);
 

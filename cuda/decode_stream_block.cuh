@@ -30,7 +30,6 @@
 
 #include "cuda/decode_args.cuh"
 #include "cuda/decode_stream.hpp"
-#include "cuda/kv_cache_element.cuh"
 
 namespace cbatch::decode_detail {
 
@@ -105,18 +104,7 @@ __device__ __forceinline__ void stream_load_tile(const DecodeArgs<T, KV>& a, con
   }
 }
 
-// An FP8 stage's tile (kTile rows of HD codes) dequantized into a T tile (rows of kLd): 8 codes per step.
-template <typename T, int HD, int STAGES, typename KV>
-__device__ __forceinline__ void stream_convert_tile(const KV* s_codes, T* s_tile, float scale, int lane) {
-  using L = StreamLayout<T, HD, STAGES, KV>;
-  constexpr int kPieces = HD / 8;
-#pragma unroll
-  for (int j = 0; j < decode_stream::kTile * kPieces / 32; ++j) {
-    const int i = lane + 32 * j;
-    const int k = i / kPieces, piece = i % kPieces;
-    load_kv_pack_as(s_tile + k * L::kLd + piece * 8, s_codes + k * L::kStageLd + piece * 8, scale);
-  }
-}
+
 
 // The body of decode_attention_stream_kernel: s_stream is the CTA's StreamLayout::kBytes of dynamic shared
 // memory.
@@ -230,9 +218,9 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T, KV>& a, const S
     const T* s_k;
     const T* s_v;
     if constexpr (kFp8Kv<KV>) {
-      stream_convert_tile<T, HD, STAGES>(stage_k(tile), s_converted, k_scale, lane);
-      stream_convert_tile<T, HD, STAGES>(stage_k(tile) + L::kStageTileElems, s_converted + L::kTileElems, v_scale,
-                                         lane);
+      convert_kv_rows<kTile, HD>(stage_k(tile), L::kStageLd, s_converted, L::kLd, k_scale, lane);
+      convert_kv_rows<kTile, HD>(stage_k(tile) + L::kStageTileElems, L::kStageLd, s_converted + L::kTileElems, L::kLd,
+                                 v_scale, lane);
       __syncwarp();
       s_k = s_converted;
       s_v = s_converted + L::kTileElems;

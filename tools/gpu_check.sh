@@ -20,8 +20,8 @@
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
-#   fp8-kv    --kv-cache-dtype fp8: its CUDA unit tests (the FP8 cache write, every attention kernel with an
-#             FP8 build against the reference on the dequantized cache, the backend against a bf16 cache)
+#   fp8-kv    --kv-cache-dtype fp8: its CUDA unit tests (the FP8 cache write, every attention kernel against
+#             the reference on the dequantized cache, the backend against a bf16 cache)
 #             and tests/e2e/test_gpu_fp8kv.py (dummy SmolLM2 in every mode; greedy agreement with the bf16
 #             cache on SmolLM2-135M and Gemma 3 270M where present)
 #   8b-long-fp8kv  the 8b-long workload with --kv-cache-dtype fp8 (twice the KV blocks in the same memory)

@@ -7,7 +7,7 @@
 // emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
 // copies left in flight when a block ends. Also the kernels' family builds on windowed, softcapped and
 // rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails),
-// and the stream kernel's FP8 build over an FP8 cache against the reference on its dequantized values.
+// and the three kernels' FP8 builds over an FP8 cache against the reference on its dequantized values.
 // Part of the host suite: runs without a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -135,8 +135,8 @@ void emulate(block_emulator::Index grid, int threads, size_t smem_bytes,
 
 // The outputs from split-KV partials (o, and m in natural-log units, l per q head), merged as
 // decode_combine_kernel merges them.
-template <typename T>
-void merge_splits(HostDecode<T>& h, int splits) {
+template <typename T, typename KV>
+void merge_splits(HostDecode<T, KV>& h, int splits) {
   const AttentionCase& c = h.c;
   for (int i = 0; i < h.num_decode(); ++i) {
     const size_t row = static_cast<size_t>(c.query_start[c.decode_seqs[i]]);
@@ -171,22 +171,22 @@ int keys_seen(const AttentionCase& c, int s) {
 // The tensor-core kernel with TILE-key warp tiles (its FAMILY build: windows, softcaps): one split, then
 // splits of 128 keys (the long decode cut in six, the others leaving empty splits) merged on the host as
 // decode_combine_kernel merges them.
-template <typename T, int TILE, bool FAMILY = false>
+template <typename T, int TILE, bool FAMILY = false, typename KV = T>
 void check_mma(const AttentionCase& c) {
-  HostDecode<T> h(c);
+  HostDecode<T, KV> h(c);
   const int num_decode = h.num_decode();
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
-    using L = decode_detail::MmaLayout<T, HD, TILE>;
+    using L = decode_detail::MmaLayout<T, HD, TILE, KV>;
     for (const int keys_per_split : {1 << 20, 128}) {
       int max_keys = 0;
       for (int s : c.decode_seqs) max_keys = std::max(max_keys, keys_seen(c, s));
       const int splits = (max_keys + keys_per_split - 1) / keys_per_split;
       CAPTURE(splits);
-      const DecodeArgs<T> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
+      const DecodeArgs<T, KV> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
       emulate({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
               kMmaWarps * 32, L::kBytes, h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY>(a, smem); });
+              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY, KV>(a, smem); });
       if (splits > 1) merge_splits(h, splits);
       h.check_outputs();
     }
@@ -280,12 +280,14 @@ TEST_SUITE("host") {
     check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {64, 16, 2}, {128, 32, 8}});
   }
 
-  TEST_CASE_TEMPLATE("the stream kernel reads an FP8 cache: the reference on its dequantized values (emulated)", T,
-                     __nv_bfloat16, __half) {
+  TEST_CASE_TEMPLATE("the tensor-core decode kernels read an FP8 cache: the reference on its dequantized values "
+                     "(emulated)", T, __nv_bfloat16, __half) {
     for_each_case_shape({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}}, [](int head_dim, int num_heads, int num_kv_heads,
                                                                   int block_size) {
       const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), {},
                                                      Fp8KvScales{});
+      check_mma<T, 32, false, Fp8E4M3>(c);
+      check_mma<T, 16, false, Fp8E4M3>(c);
       check_stream<T, 3, false, Fp8E4M3>(c, {1, 3, 7, 1 << 20});
       check_stream<T, 2, false, Fp8E4M3>(c, {5});
     });
@@ -293,6 +295,8 @@ TEST_SUITE("host") {
     for_each_case_shape({{64, 6, 2}}, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
       const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
                                                      both, Fp8KvScales{});
+      check_mma<T, 32, true, Fp8E4M3>(c);
+      check_mma<T, 16, true, Fp8E4M3>(c);
       check_stream<T, 3, true, Fp8E4M3>(c, {1, 7});
     });
   }

@@ -4,8 +4,7 @@
 // cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128 and 256 (Gemma's, on the
 // CUDA-core kernels only), GQA groups 1..8, block sizes 16 and 5; and every kernel's family build (sliding
 // windows, softcaps, query scales) on the same batch with the cache before every row's window NaN; and
-// every kernel with an FP8 build over an FP8 cache (--kv-cache-dtype fp8) against the reference on its
-// dequantized values.
+// every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its dequantized values.
 // test_decode_emulated.cpp and test_cuda_cores_emulated.cpp run the decode kernels' and paged_attention's
 // block code on the same batches without a GPU.
 #include <doctest/doctest.h>
@@ -46,8 +45,8 @@ DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k) {
   return d;
 }
 
-// Every kernel (KV = Fp8E4M3: every kernel with an FP8 build) on the case of the shape, over a cache of KV
-// elements, against the reference (on an FP8 cache's dequantized values).
+// Every kernel on the case of the shape, over a cache of KV elements (T or FP8 codes), against the reference
+// (on an FP8 cache's dequantized values).
 template <typename T, typename KV = T>
 void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which,
                      const AttentionScoring& scoring = {}) {
@@ -122,7 +121,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   DeviceBuffer<float> partial_ml(static_cast<size_t>(max_partials) * group * 2);
   std::vector<DecodeKernel> kernels;  // the split-KV kernels (none in the stream kernel's run)
   if (which == Kernels::kProven) kernels.push_back(DecodeKernel::kCudaCores);
-  if (which == Kernels::kProven && !std::is_same_v<T, float> && !kFp8Kv<KV> && decode_tensor_cores_support(head_dim)) {
+  if (which == Kernels::kProven && !std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
     kernels.push_back(DecodeKernel::kTensorCores);
     kernels.push_back(DecodeKernel::kTensorCores16);
   }
@@ -250,8 +249,8 @@ TEST_CASE_TEMPLATE("the stream decode kernel's family build over cuts into warp 
   }
 }
 
-TEST_CASE_TEMPLATE("every attention kernel with an FP8 build reads an FP8 cache (the reference on its dequantized "
-                   "values)", T, __nv_bfloat16, __half) {
+TEST_CASE_TEMPLATE("every attention kernel reads an FP8 cache (the reference on its dequantized values)", T,
+                   __nv_bfloat16, __half) {
   const std::initializer_list<CaseShape> shapes = {{64, 6, 2}, {128, 8, 2}, {16, 4, 4}, {32, 8, 8}, {256, 8, 4}};
   check_attention_shapes<T, Fp8E4M3>(shapes, Kernels::kProven);
   check_attention_shapes<T, Fp8E4M3>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}}, Kernels::kStream);
