@@ -41,6 +41,7 @@
 #             norms, GeGLU, 1024-key windows on 5 of 6 layers, 262k vocabulary), the same workload
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
 #             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys; 8 of 4000, 32 of 100..300
+#             (and two of them over an FP8 cache, --kv-cache-dtype fp8)
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
 #             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
@@ -152,7 +153,8 @@ for s in "${@:-info unit sanitize e2e}"; do
         i=0
         for args in "--head-dim 64 --context 540" "--head-dim 64 --context 128:2048" "--head-dim 128 --context 540" \
                     "--head-dim 128 --context 1000:2000" "--head-dim 128 --seqs 8 --context 4000" \
-                    "--head-dim 64 --seqs 32 --context 100:300"; do
+                    "--head-dim 64 --seqs 32 --context 100:300" "--head-dim 128 --context 1000:2000 --kv-cache-dtype fp8" \
+                    "--head-dim 64 --context 540 --kv-cache-dtype fp8"; do
           i=$((i + 1))
           # shellcheck disable=SC2086  # the arguments are meant to split
           stage "decode-bench-$i" 120 "$BIN_DIR/decode_attention_bench" $args
