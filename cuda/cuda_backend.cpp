@@ -1,10 +1,11 @@
 // The CUDA backend: one forward pass over ragged batches for every family of ModelConfig's description,
 // with the weights in the compute dtype T (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and
-// logits, and a paged KV cache in T. Per layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache
-// write -> paged attention (the layer's scale, softcap and window) -> wo GEMM -> residual add (of the
-// sandwich-normed output) + norm -> fused gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by
-// the next norm); the final logits softcapped where the family does. Everything runs on the context's one
-// stream; forward() synchronizes once, after the single device-to-host copy.
+// logits, and a paged KV cache in T (or in FP8 E4M3 with --kv-cache-dtype fp8, kv_cache_dtype.hpp). Per
+// layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache write -> paged attention (the layer's
+// scale, softcap and window) -> wo GEMM -> residual add (of the sandwich-normed output) + norm -> fused
+// gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm); the final logits
+// softcapped where the family does. Everything runs on the context's one stream; forward() synchronizes
+// once, after the single device-to-host copy.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -30,6 +31,7 @@
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/linear.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
 #include "cuda/rmsnorm.hpp"
@@ -80,6 +82,14 @@ const ModelConfig& checked_config(const ModelConfig& c) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// (num_layers, 2) FP8 cache scales of 1.0 on the device (kv_cache_dtype.hpp).
+DeviceBuffer<float> unit_kv_scales(int num_layers) {
+  const std::vector<float> ones(2 * static_cast<size_t>(std::max(num_layers, 1)), 1.0f);
+  DeviceBuffer<float> scales(ones.size());
+  CUDA_CHECK(cudaMemcpy(scales.get(), ones.data(), scales.bytes(), cudaMemcpyHostToDevice));
+  return scales;
+}
+
 template <typename T>
 class CudaBackend final : public Backend {
  public:
@@ -108,7 +118,7 @@ class CudaBackend final : public Backend {
   }
 
   int64_t kv_block_bytes(int block_size) const override {
-    return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(T));
+    return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * kv_elem_bytes();
   }
 
   int64_t max_kv_blocks(int block_size) const override;
@@ -116,7 +126,7 @@ class CudaBackend final : public Backend {
   void forward(const RaggedBatch& batch, StepOutput& out) override;
   // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
   double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
-  double kv_bytes_per_elem() const override { return sizeof(T); }
+  double kv_bytes_per_elem() const override { return static_cast<double>(kv_elem_bytes()); }
   // With fp8 weights the compute ceiling is the FP8 GEMM's (the roofline then errs low: the lm_head and
   // attention run in T, slower).
   DevicePeaks measure_peaks() override {
@@ -141,12 +151,37 @@ class CudaBackend final : public Backend {
   size_t layer_cache_elems() const {
     return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * config_.kv_dim();
   }
-  T* k_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer)) * layer_cache_elems(); }
-  T* v_cache(int layer) const { return kv_cache_.get() + (2 * static_cast<size_t>(layer) + 1) * layer_cache_elems(); }
+  // The cache element: 1 byte (E4M3) with --kv-cache-dtype fp8, else T.
+  int64_t kv_elem_bytes() const { return options_.fp8_kv_cache ? 1 : static_cast<int64_t>(sizeof(T)); }
+  // The layer's K (part 0) or V (part 1) cache as elements of KV (uint8_t: its bytes, whatever the element).
+  template <typename KV>
+  KV* layer_cache(int layer, int part) const {
+    const size_t bytes = static_cast<size_t>(kv_elem_bytes()) * layer_cache_elems();
+    return reinterpret_cast<KV*>(kv_cache_.get() + (2 * static_cast<size_t>(layer) + part) * bytes);
+  }
+  template <typename KV>
+  KV* k_cache(int layer) const { return layer_cache<KV>(layer, 0); }
+  template <typename KV>
+  KV* v_cache(int layer) const { return layer_cache<KV>(layer, 1); }
+  // The layer's FP8 cache scales (kv_cache_dtype.hpp; unused with a cache in T).
+  KvScales kv_scales(int layer) const {
+    return {kv_scales_.get() + 2 * static_cast<size_t>(layer), kv_scales_.get() + 2 * static_cast<size_t>(layer) + 1};
+  }
+  // Calls f(std::type_identity<KV>{}) with the cache element type (fp32 compute has no FP8 build).
+  template <typename F>
+  void with_kv_type(F&& f) const {
+    if constexpr (!std::is_same_v<T, float>) {
+      if (options_.fp8_kv_cache) return f(std::type_identity<Fp8E4M3>{});
+    }
+    f(std::type_identity<T>{});
+  }
 
   void copy_blocks(const RaggedBatch& batch, cudaStream_t stream);
   void plan_decode(const RaggedBatch& batch, const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  template <typename KV>
+  void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  template <typename KV>
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
@@ -176,7 +211,11 @@ class CudaBackend final : public Backend {
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
-  DeviceBuffer<T> kv_cache_;    // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
+  DeviceBuffer<uint8_t> kv_cache_;  // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
+                                    // elements of T, or E4M3 codes with --kv-cache-dtype fp8
+  // (num_layers, 2 (k, v)) fp32 scales of an FP8 cache: all 1.0, as vLLM's default where a checkpoint has
+  // none; a checkpoint's calibrated k/v scales would be copied here (none is read yet).
+  DeviceBuffer<float> kv_scales_ = unit_kv_scales(config_.num_layers);
   BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
   StepProfiler profiler_;
   DeviceLogprobs logprobs_;     // answers the steps' logprob queries
@@ -185,8 +224,8 @@ class CudaBackend final : public Backend {
   // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant and
   // =stream the stream-scheduled kernel, to measure). Its split-KV scratch holds max_partials() partial
   // results; the stream kernel's holds two per warp. A step's split and stream plan depend on the keys a
-  // row sees, so there is one of each per window kind.
-  std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice(config_);  // none: all rows paged
+  // row sees, so there is one of each per window kind. An FP8 cache narrows the choice (decode_kernel_choice).
+  std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice();  // none: all rows paged
   std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
   std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
   std::vector<DecodeStream> decode_stream_;   // (windows_.size()) this step's
@@ -223,7 +262,22 @@ class CudaBackend final : public Backend {
     return context_;
   }
   int max_partials() const { return 16 * num_sms(); }
-  static std::optional<DecodeKernel> decode_kernel_choice(const ModelConfig& c) {
+  // The decode kernel for the rows of single-row sequences (decode_kernel_for_dtype). With an FP8 cache and
+  // no CBATCH_DECODE_ATTENTION, the stream kernel where its 2-stage shared memory fits the GPU (predicted
+  // to become the default; every decode kernel has an FP8 build).
+  std::optional<DecodeKernel> decode_kernel_choice() const {
+    const std::optional<DecodeKernel> kernel = decode_kernel_for_dtype(config_);
+    if constexpr (!std::is_same_v<T, float>) {
+      const bool asked = std::getenv("CBATCH_DECODE_ATTENTION") != nullptr;
+      const size_t has = context_.properties().sharedMemPerBlockOptin;
+      if (options_.fp8_kv_cache && !asked && kernel == DecodeKernel::kTensorCores &&
+          decode_stream_smem_bytes<T, Fp8E4M3>(config_.head_dim, 2) <= has) {
+        return DecodeKernel::kStream;
+      }
+    }
+    return kernel;
+  }
+  static std::optional<DecodeKernel> decode_kernel_for_dtype(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
     const std::string env = value != nullptr ? value : "";
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
@@ -283,12 +337,12 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
                 std::to_string(spec.block_size));
   }
   context_.make_current();
-  kv_cache_ = DeviceBuffer<T>();  // free the old cache before asking for the new one
+  kv_cache_ = DeviceBuffer<uint8_t>();  // free the old cache before asking for the new one
   uploader_ = BatchUploader();
   shape_.block_size = 0;          // "no cache" until every allocation below has succeeded
   shape_.num_blocks = 0;
   const size_t layer_elems = static_cast<size_t>(spec.num_blocks) * spec.block_size * config_.kv_dim();
-  DeviceBuffer<T> cache(2 * static_cast<size_t>(config_.num_layers) * layer_elems);
+  DeviceBuffer<uint8_t> cache(2 * static_cast<size_t>(config_.num_layers) * layer_elems * kv_elem_bytes());
   BatchUploader uploader(limits(spec.block_size, spec.num_blocks));
   // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
   // a stray read would give finite values and runs stay deterministic.
@@ -331,7 +385,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
 // destination, on the step's stream before anything writes (a block of one layer's K or V is contiguous).
 template <typename T>
 void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) {
-  const size_t block_elems = static_cast<size_t>(shape_.block_size) * config_.kv_dim();
+  const size_t block_bytes = static_cast<size_t>(shape_.block_size) * config_.kv_dim() * kv_elem_bytes();
   for (int c = 0; c < batch.num_block_copies(); ++c) {
     const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
     if (src < 0 || dst < 0 || src >= shape_.num_blocks || dst >= shape_.num_blocks) {
@@ -339,8 +393,8 @@ void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) 
                   " outside the KV cache");
     }
     for (int layer = 0; layer < config_.num_layers; ++layer) {
-      for (T* cache : {k_cache(layer), v_cache(layer)}) {
-        CUDA_CHECK(cudaMemcpyAsync(cache + dst * block_elems, cache + src * block_elems, block_elems * sizeof(T),
+      for (uint8_t* cache : {k_cache<uint8_t>(layer), v_cache<uint8_t>(layer)}) {  // bytes, whatever the element
+        CUDA_CHECK(cudaMemcpyAsync(cache + dst * block_bytes, cache + src * block_bytes, block_bytes,
                                    cudaMemcpyDeviceToDevice, stream));
       }
     }
@@ -357,7 +411,10 @@ void CudaBackend<T>::plan_decode(const RaggedBatch& batch, const BatchIndices& i
   }
   if constexpr (!std::is_same_v<T, float>) {  // fp32 never takes the stream kernel (decode_kernel_choice)
     if (decode_kernel_ != DecodeKernel::kStream) return;
-    if (!stream_limits_) stream_limits_ = decode_stream_limits<T>(config_.head_dim);
+    if (!stream_limits_) {
+      stream_limits_ = options_.fp8_kv_cache ? decode_stream_limits<T, Fp8E4M3>(config_.head_dim)
+                                             : decode_stream_limits<T>(config_.head_dim);
+    }
     const int max_warps = std::min(stream_limits_->max_warps, max_partials() / 2);
     for (size_t k = 0; k < windows_.size(); ++k) {
       DecodeStream& plan = decode_stream_[k];
@@ -399,24 +456,13 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const float eps = config_.rms_eps;
   const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
   const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
-  const int kind = window_kind(layer);
 
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream,
                       previous_post_norm);
   profiler_.phase("norm", stream);
   linear_.forward(w.wqkv, ws.qkv.get(), ws.h.get(), n);
   profiler_.phase("gemm_qkv", stream);
-  rope_kv_cache<T>(ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.slots, rope_table(layer), n,
-                   shape_, config_.rope_layout == RopeLayout::kHalves, stream, rope_family(layer));
-  profiler_.phase("rope_kv", stream);
-  run_tile_attention(layer, batch, idx);
-  profiler_.phase("attn_tiles", stream);
-  decode_attention<T>(ws.attn.get(), ws.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
-                      idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
-                      decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(), shape_,
-                      stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
-                      scoring(layer));
-  profiler_.phase("attn_decode", stream);
+  with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
   linear_.forward(w.wo, ws.delta.get(), ws.attn.get(), n);
   profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
@@ -430,16 +476,38 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   profiler_.phase("gemm_down", stream);
 }
 
+// The layer's RoPE and cache write, then the attention of its rows over a cache of KV elements.
+template <typename T>
+template <typename KV>
+void CudaBackend<T>::run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int kind = window_kind(layer);
+  rope_kv_cache<T, KV>(ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions, idx.slots,
+                       rope_table(layer), batch.num_tokens(), shape_, config_.rope_layout == RopeLayout::kHalves,
+                       stream, rope_family(layer), kv_scales(layer));
+  profiler_.phase("rope_kv", stream);
+  run_tile_attention<KV>(layer, batch, idx);
+  profiler_.phase("attn_tiles", stream);
+  decode_attention<T, KV>(ws.attn.get(), ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
+                          idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
+                          decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(),
+                          shape_, stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
+                          scoring(layer), kv_scales(layer));
+  profiler_.phase("attn_decode", stream);
+}
+
 // Attention of the sequences with several rows (all sequences when the decode kernel is off).
 template <typename T>
+template <typename KV>
 void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
-  auto* attend = &paged_attention<T>;  // the two launchers share one signature
+  auto* attend = &paged_attention<T, KV>;  // the two launchers share one signature
   if constexpr (!std::is_same_v<T, float>) {
-    if (use_prefill_kernel_) attend = &prefill_attention<T>;
+    if (use_prefill_kernel_) attend = &prefill_attention<T, KV>;
   }
-  attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache(layer), v_cache(layer), idx.positions, idx.query_start,
-         idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles, shape_,
-         context_.stream(), scoring(layer));
+  attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
+         idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles,
+         shape_, context_.stream(), scoring(layer), kv_scales(layer));
 }
 
 // Final norm and lm_head for the sampling rows only, then their logits or next token ids back to the host.
@@ -581,7 +649,9 @@ void check_options(const CudaBackendOptions& o) {
                   cuda_device_description(o.device_index) + " has none of FP8's tensor-core or conversion "
                   "instructions");
     }
-    if (o.fp8_kv_cache) throw Error("--kv-cache-dtype fp8: not implemented yet");
+  }
+  if (o.fp8_kv_cache && o.dtype == ComputeDType::kF32) {
+    throw Error("--kv-cache-dtype fp8 needs --dtype bf16 or fp16 (its kernels have no fp32 build)");
   }
 }
 

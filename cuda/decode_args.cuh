@@ -9,17 +9,19 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_element.cuh"
 
 namespace cbatch::decode_detail {
 
 constexpr int kMmaWarps = 4;  // warps per CTA of the tensor-core kernels
 
-template <typename T>
+// KV: the cache element, T or Fp8E4M3 (kv_cache_dtype.hpp), whose scales k_scale and v_scale point to.
+template <typename T, typename KV = T>
 struct DecodeArgs {
   T* out;                       // (num_tokens, num_heads * hd)
   const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const KV* k_cache;            // (num_blocks, num_kv_heads, block_size, hd)
+  const KV* v_cache;            // (num_blocks, num_kv_heads, block_size, hd)
   const int32_t* positions;     // (num_tokens)
   const int32_t* query_start;   // (num_seqs_in_batch + 1)
   const int32_t* block_tables;  // (num_seqs_in_batch, max_blocks_per_seq)
@@ -35,10 +37,12 @@ struct DecodeArgs {
   float scale;
   float softcap;                // the family build's: 0 = none
   int window;                   // the family build's: 0 = none
+  const float* k_scale;         // (1) an FP8 cache's; null otherwise
+  const float* v_scale;         // (1)
 };
 
-template <typename T>
-__device__ __forceinline__ size_t cache_offset(const DecodeArgs<T>& a, const int32_t* table, int kv_head, int pos,
+template <typename T, typename KV>
+__device__ __forceinline__ size_t cache_offset(const DecodeArgs<T, KV>& a, const int32_t* table, int kv_head, int pos,
                                                int hd) {
   const size_t block = static_cast<size_t>(table[pos / a.block_size]);
   return ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * hd;
@@ -52,8 +56,8 @@ struct DecodeCta {
   const int32_t* table;  // the sequence's block table
 };
 
-template <typename T, bool FAMILY = false>
-__device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
+template <typename T, bool FAMILY = false, typename KV = T>
+__device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T, KV>& a) {
   const int seq = a.decode_seqs[blockIdx.x];
   DecodeCta c;
   c.kv_head = blockIdx.y;
@@ -67,6 +71,22 @@ __device__ __forceinline__ DecodeCta decode_cta(const DecodeArgs<T>& a) {
   c.key_end = min(a.positions[c.row] + 1, c.key_begin + a.keys_per_split);
   c.table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
   return c;
+}
+
+// A warp's copy of ROWS rows of HD FP8 codes (row stride codes_ld) dequantized into rows of T (stride
+// tile_ld), for the tensor-core kernels' ldmatrix: 8 codes a lane and step. See decode_stream_block.cuh
+// for why a converted copy.
+template <int ROWS, int HD, typename T, typename KV>
+__device__ __forceinline__ void convert_kv_rows(const KV* codes, int codes_ld, T* tile, int tile_ld, float scale,
+                                                int lane) {
+  constexpr int kPieces = HD / 8;
+  static_assert(ROWS * kPieces % 32 == 0, "whole pieces per lane");
+#pragma unroll
+  for (int j = 0; j < ROWS * kPieces / 32; ++j) {
+    const int i = lane + 32 * j;
+    const int k = i / kPieces, piece = i % kPieces;
+    load_kv_pack_as(tile + k * tile_ld + piece * 8, codes + k * codes_ld + piece * 8, scale);
+  }
 }
 
 // What a stream launch covers (decode_stream.hpp): the tile list of the decode items and its warps.

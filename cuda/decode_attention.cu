@@ -35,23 +35,23 @@ namespace {
 
 using namespace decode_detail;
 
-template <typename T, int HD, bool FAMILY>
-__global__ void __launch_bounds__(cuda_cores::kThreads) decode_attention_kernel(const DecodeArgs<T> a) {
+template <typename T, int HD, bool FAMILY, typename KV>
+__global__ void __launch_bounds__(cuda_cores::kThreads) decode_attention_kernel(const DecodeArgs<T, KV> a) {
   extern __shared__ __align__(16) unsigned char s_dynamic[];
-  cuda_cores::cuda_cores_block<T, HD, FAMILY>(a, s_dynamic);
+  cuda_cores::cuda_cores_block<T, HD, FAMILY, KV>(a, s_dynamic);
 }
 
-template <typename T>
-__global__ void decode_combine_kernel(const DecodeArgs<T> a, int num_splits) {
-  cuda_cores::combine_block<T>(a, num_splits);
+template <typename T, typename KV>
+__global__ void decode_combine_kernel(const DecodeArgs<T, KV> a, int num_splits) {
+  cuda_cores::combine_block(a, num_splits);
 }
 
 }  // namespace
 
 namespace decode_detail {
 
-template <typename T>
-void launch_split(void (*kernel)(DecodeArgs<T>), int threads, size_t smem_bytes, const DecodeArgs<T>& args,
+template <typename T, typename KV>
+void launch_split(void (*kernel)(DecodeArgs<T, KV>), int threads, size_t smem_bytes, const DecodeArgs<T, KV>& args,
                   int num_seqs, int num_splits, int hd, cudaStream_t stream) {
   allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
   const dim3 grid(static_cast<unsigned>(num_seqs), static_cast<unsigned>(args.num_kv_heads),
@@ -59,7 +59,7 @@ void launch_split(void (*kernel)(DecodeArgs<T>), int threads, size_t smem_bytes,
   kernel<<<grid, threads, smem_bytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
   if (num_splits > 1) {
-    decode_combine_kernel<T><<<dim3(num_seqs, args.num_heads), hd, 0, stream>>>(args, num_splits);
+    decode_combine_kernel<T, KV><<<dim3(num_seqs, args.num_heads), hd, 0, stream>>>(args, num_splits);
     CUDA_CHECK_LAUNCH();
   }
 }
@@ -70,39 +70,44 @@ template void launch_split<__nv_bfloat16>(void (*)(DecodeArgs<__nv_bfloat16>), i
                                          const DecodeArgs<__nv_bfloat16>&, int, int, int, cudaStream_t);
 template void launch_split<__half>(void (*)(DecodeArgs<__half>), int, size_t, const DecodeArgs<__half>&, int, int, int,
                                   cudaStream_t);
+template void launch_split<__nv_bfloat16, Fp8E4M3>(void (*)(DecodeArgs<__nv_bfloat16, Fp8E4M3>), int, size_t,
+                                                   const DecodeArgs<__nv_bfloat16, Fp8E4M3>&, int, int, int,
+                                                   cudaStream_t);
+template void launch_split<__half, Fp8E4M3>(void (*)(DecodeArgs<__half, Fp8E4M3>), int, size_t,
+                                            const DecodeArgs<__half, Fp8E4M3>&, int, int, int, cudaStream_t);
 
 }  // namespace decode_detail
 
 namespace {
 
-template <typename T, int HD, bool FAMILY>
-void launch_cuda_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, cudaStream_t stream) {
-  launch_split<T>(decode_attention_kernel<T, HD, FAMILY>, cuda_cores::kThreads, cuda_cores::decode_smem_bytes<T, HD>(),
-                  args, num_seqs, num_splits, HD, stream);
+template <typename T, int HD, bool FAMILY, typename KV>
+void launch_cuda_cores(const DecodeArgs<T, KV>& args, int num_seqs, int num_splits, cudaStream_t stream) {
+  launch_split<T, KV>(decode_attention_kernel<T, HD, FAMILY, KV>, cuda_cores::kThreads,
+                      cuda_cores::decode_smem_bytes<KV, HD>(), args, num_seqs, num_splits, HD, stream);
 }
 
 // Launches the kernel's FAMILY build for the decode rows.
-template <typename T, bool FAMILY>
-void launch_decode(const DecodeArgs<T>& args, int num_seqs, const DecodeSplit& split, int hd, DecodeKernel kernel,
+template <typename T, bool FAMILY, typename KV>
+void launch_decode(const DecodeArgs<T, KV>& args, int num_seqs, const DecodeSplit& split, int hd, DecodeKernel kernel,
                    const DecodeStream* plan, cudaStream_t stream) {
   if (kernel != DecodeKernel::kCudaCores) {
     if constexpr (std::is_same_v<T, float>) {
       throw Error("decode_attention: the tensor-core kernels take bf16 or fp16");
     } else if (kernel == DecodeKernel::kStream) {
       const StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
-      return launch_stream<T, FAMILY>(args, st, plan->stages, hd, stream);
+      return launch_stream<T, FAMILY, KV>(args, st, plan->stages, hd, stream);
     } else if (kernel == DecodeKernel::kTensorCores16) {
-      return launch_tensor_cores<T, 16, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+      return launch_tensor_cores<T, 16, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     } else {
-      return launch_tensor_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, hd, stream);
+      return launch_tensor_cores<T, 32, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     }
   }
   switch (hd) {
-    case 16: return launch_cuda_cores<T, 16, FAMILY>(args, num_seqs, split.num_splits, stream);
-    case 32: return launch_cuda_cores<T, 32, FAMILY>(args, num_seqs, split.num_splits, stream);
-    case 64: return launch_cuda_cores<T, 64, FAMILY>(args, num_seqs, split.num_splits, stream);
-    case 128: return launch_cuda_cores<T, 128, FAMILY>(args, num_seqs, split.num_splits, stream);
-    case 256: return launch_cuda_cores<T, 256, FAMILY>(args, num_seqs, split.num_splits, stream);
+    case 16: return launch_cuda_cores<T, 16, FAMILY, KV>(args, num_seqs, split.num_splits, stream);
+    case 32: return launch_cuda_cores<T, 32, FAMILY, KV>(args, num_seqs, split.num_splits, stream);
+    case 64: return launch_cuda_cores<T, 64, FAMILY, KV>(args, num_seqs, split.num_splits, stream);
+    case 128: return launch_cuda_cores<T, 128, FAMILY, KV>(args, num_seqs, split.num_splits, stream);
+    case 256: return launch_cuda_cores<T, 256, FAMILY, KV>(args, num_seqs, split.num_splits, stream);
     default: throw Error("decode_attention: head_dim " + std::to_string(hd) + " is not 16, 32, 64, 128 or 256");
   }
 }
@@ -129,6 +134,8 @@ size_t decode_cuda_cores_smem_bytes(int head_dim) {
 template size_t decode_cuda_cores_smem_bytes<float>(int);
 template size_t decode_cuda_cores_smem_bytes<__nv_bfloat16>(int);
 template size_t decode_cuda_cores_smem_bytes<__half>(int);
+template size_t decode_cuda_cores_smem_bytes<Fp8E4M3>(int);
+
 
 DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials) {
   DecodeSplit split;
@@ -142,12 +149,14 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
   return split;
 }
 
-template <typename T>
-void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+template <typename T, typename KV>
+void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
+                      const KvElement<KV>* d_v_cache, const int32_t* d_positions,
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
                       float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
-                      DecodeKernel kernel, const DecodeStream* plan, const AttentionScoring& scoring) {
+                      DecodeKernel kernel, const DecodeStream* plan, const AttentionScoring& scoring,
+                      const KvScales& scales) {
   const int hd = shape.head_dim;
   const int group = shape.num_kv_heads > 0 ? shape.num_heads / shape.num_kv_heads : 0;
   const bool ok = num_seqs >= 0 && num_seqs <= 2147483647 && group >= 1 && group <= kDecodeMaxGroup &&
@@ -177,23 +186,28 @@ void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v
                                        std::to_string(plan->stages) + " tiles=" +
                                        std::to_string(plan->num_tiles) + " max_partials=" + std::to_string(max_partials)));
   }
+  if (kFp8Kv<KV> && (scales.k == nullptr || scales.v == nullptr)) {
+    throw Error("decode_attention: an FP8 cache needs the layer's k and v scales");
+  }
   if (num_seqs == 0) return;
-  const DecodeArgs<T> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                           d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
-                           shape.num_kv_heads, shape.block_size, split.keys_per_split, scoring.scale_for(hd),
-                           scoring.softcap, scoring.window};
+  const DecodeArgs<T, KV> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
+                               d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
+                               shape.num_kv_heads, shape.block_size, split.keys_per_split, scoring.scale_for(hd),
+                               scoring.softcap, scoring.window, scales.k, scales.v};
   if (scoring.is_plain()) return launch_decode<T, false>(args, num_seqs, split, hd, kernel, plan, stream);
   launch_decode<T, true>(args, num_seqs, split, hd, kernel, plan, stream);
 }
 
-#define CBATCH_INSTANTIATE_DECODE(T)                                                                        \
-  template void decode_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,        \
-                                    const int32_t*, int, const int32_t*, int, const DecodeSplit&, float*,    \
-                                    float*, int, const AttentionShape&, cudaStream_t, DecodeKernel,         \
-                                    const DecodeStream*, const AttentionScoring&);
-CBATCH_INSTANTIATE_DECODE(float)
-CBATCH_INSTANTIATE_DECODE(__nv_bfloat16)
-CBATCH_INSTANTIATE_DECODE(__half)
+#define CBATCH_INSTANTIATE_DECODE(T, KV)                                                                    \
+  template void decode_attention<T, KV>(T*, const T*, const KV*, const KV*, const int32_t*, const int32_t*,  \
+                                        const int32_t*, int, const int32_t*, int, const DecodeSplit&, float*,\
+                                        float*, int, const AttentionShape&, cudaStream_t, DecodeKernel,     \
+                                        const DecodeStream*, const AttentionScoring&, const KvScales&);
+CBATCH_INSTANTIATE_DECODE(float, float)
+CBATCH_INSTANTIATE_DECODE(__nv_bfloat16, __nv_bfloat16)
+CBATCH_INSTANTIATE_DECODE(__half, __half)
+CBATCH_INSTANTIATE_DECODE(__nv_bfloat16, Fp8E4M3)
+CBATCH_INSTANTIATE_DECODE(__half, Fp8E4M3)
 #undef CBATCH_INSTANTIATE_DECODE
 
 }  // namespace cbatch

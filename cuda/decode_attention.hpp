@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 
 namespace cbatch {
 
@@ -36,8 +37,10 @@ DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len,
 // on the CPU through an emulation of the PTX instructions, tests/cuda/test_decode_emulated.cpp).
 enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
-// Shared memory (dynamic and static) of a CUDA-core decode CTA at head_dim: 141 KB in fp32 at 256.
-template <typename T>
+bool decode_kernel_reads_fp8(DecodeKernel kernel);
+// Shared memory (dynamic and static) of a CUDA-core decode CTA at head_dim over a cache of KV elements: 141
+// KB in fp32 at 256.
+template <typename KV>
 size_t decode_cuda_cores_smem_bytes(int head_dim);
 
 // A stream launch: tile_start (device, num_seqs + 1 entries, see decode_stream.hpp), the tiles of all
@@ -58,8 +61,12 @@ struct DecodeStreamLimits {
   int stages;
   int max_warps;
 };
-template <typename T>
+// KV: the cache element (an FP8 cache's stages are smaller, plus one converted tile pair per warp).
+template <typename T, typename KV = T>
 DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages = 3);
+// The stream kernel's shared memory per CTA at head_dim (32, 64, 128) and 2 or 3 stages.
+template <typename T, typename KV = T>
+size_t decode_stream_smem_bytes(int head_dim, int stages);
 
 // For each listed sequence s = decode_seqs[i] (whose only row is r = query_start[s]) and each q head h:
 // out[r, h] = softmax(q[r, h] . k[s, f..positions[r]] * scale) . v[s, f..positions[r]], with the layouts of
@@ -71,12 +78,15 @@ DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages = 3);
 // num_kv_heads <= kDecodeMaxGroup.
 // kStream ignores split and needs plan, with 2 * plan->num_warps <= max_partials, its tile_start built for
 // the same window (decode_stream::build_tile_start).
-template <typename T>
-void decode_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+// KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's scales (kv_cache_dtype.hpp), for
+// every kernel; the caches' type is never deduced (KvElement: KV is T unless named).
+template <typename T, typename KV = T>
+void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
+                      const KvElement<KV>* d_v_cache, const int32_t* d_positions,
                       const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                       const int32_t* d_decode_seqs, int num_seqs, const DecodeSplit& split, float* d_partial_o,
                       float* d_partial_ml, int max_partials, const AttentionShape& shape, cudaStream_t stream,
                       DecodeKernel kernel = DecodeKernel::kCudaCores, const DecodeStream* plan = nullptr,
-                      const AttentionScoring& scoring = {});
+                      const AttentionScoring& scoring = {}, const KvScales& scales = {});
 
 }  // namespace cbatch

@@ -10,6 +10,7 @@
 
 #include "cuda/decode_args.cuh"
 #include "cuda/decode_attention.hpp"  // kDecodeMaxGroup, kDecodeKeysPerChunk
+#include "cuda/kv_cache_element.cuh"
 
 namespace cbatch::decode_detail::cuda_cores {
 
@@ -24,11 +25,22 @@ __device__ __forceinline__ float2 load2_f32(const __nv_bfloat16* p) {
 __device__ __forceinline__ float2 load2_f32(const __half* p) {
   return __half22float2(*reinterpret_cast<const __half2*>(p));
 }
+// Two consecutive cache elements widened (FP8 codes dequantized with their scale; 2-byte aligned).
+template <typename KV>
+__device__ __forceinline__ float2 load2_kv_f32(const KV* p, float scale) {
+  if constexpr (kFp8Kv<KV>) {
+    const float2 f = fp8x2_to_float2(*reinterpret_cast<const uint16_t*>(p));
+    return make_float2(f.x * scale, f.y * scale);
+  } else {
+    return load2_f32(p);
+  }
+}
 
-// Dynamic shared memory: the chunk's value rows, reused at the end for the per-key-group outputs.
-template <typename T, int HD>
+// Dynamic shared memory: the chunk's value rows (cache elements KV), reused at the end for the per-key-group
+// outputs.
+template <typename KV, int HD>
 constexpr size_t decode_smem_bytes() {
-  const size_t values = sizeof(T) * kThreads * HD;
+  const size_t values = sizeof(KV) * kThreads * HD;
   const size_t outputs = sizeof(float) * (kThreads / (HD / 2)) * kDecodeMaxGroup * HD;
   return values > outputs ? values : outputs;
 }
@@ -41,20 +53,23 @@ constexpr size_t static_smem_bytes() {
 }
 
 // The body of decode_attention_kernel (decode_attention.cu's header): s_dynamic is the CTA's
-// decode_smem_bytes<T, HD>() of dynamic shared memory.
-template <typename T, int HD, bool FAMILY>
-__device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T>& a, unsigned char* s_dynamic) {
-  constexpr int kVec = Pack16<T>::kSize;
+// decode_smem_bytes<KV, HD>() of dynamic shared memory. An FP8 cache's value rows stay codes in shared
+// memory (half the bytes of bf16) and are dequantized pair by pair where they are weighted.
+template <typename T, int HD, bool FAMILY, typename KV = T>
+__device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T, KV>& a, unsigned char* s_dynamic) {
+  constexpr int kVec = Pack16<KV>::kSize;  // cache elements per 16-byte load
   constexpr int kPairs = HD / 2;                                   // output dim pairs
   constexpr int kKeyGroups = kThreads / kPairs;                    // threads sharing one dim pair
   __shared__ float s_q[kDecodeMaxGroup][HD];                       // q * scale
   __shared__ float s_p[kDecodeMaxGroup][kThreads];                 // probabilities of the chunk
   __shared__ float s_red[kDecodeMaxGroup][kWarps];                 // per-warp max, then sum
   __shared__ float s_m[kDecodeMaxGroup], s_l[kDecodeMaxGroup], s_alpha[kDecodeMaxGroup];
-  T* s_v = reinterpret_cast<T*>(s_dynamic);                        // (kThreads, HD) value rows of the chunk
+  KV* s_v = reinterpret_cast<KV*>(s_dynamic);                      // (kThreads, HD) value rows of the chunk
   float* s_o = reinterpret_cast<float*>(s_dynamic);                // (kKeyGroups, group, HD) after the loop
 
-  const DecodeCta cta = decode_cta<T, FAMILY>(a);
+  const DecodeCta cta = decode_cta<T, FAMILY, KV>(a);
+  const float k_scale = kv_scale<KV>(a.k_scale);
+  const float v_scale = kv_scale<KV>(a.v_scale);
   const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
   const int key_begin = cta.key_begin, key_end = cta.key_end;
   const int32_t* table = cta.table;
@@ -82,16 +97,17 @@ __device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T>& a, unsigne
     for (int g = 0; g < kDecodeMaxGroup; ++g) s[g] = key < key_end ? 0.0f : -INFINITY;
     if (key < key_end) {
       const size_t offset = cache_offset(a, table, kv_head, key, HD);
-      const T* k_row = a.k_cache + offset;
+      const KV* k_row = a.k_cache + offset;
       // This key's value row goes to shared memory for the weighted sum below (loads issued early).
 #pragma unroll
       for (int d = 0; d < HD; d += kVec) {
-        *reinterpret_cast<Pack16<T>*>(s_v + tid * HD + d) = *reinterpret_cast<const Pack16<T>*>(a.v_cache + offset + d);
+        *reinterpret_cast<Pack16<KV>*>(s_v + tid * HD + d) =
+            *reinterpret_cast<const Pack16<KV>*>(a.v_cache + offset + d);
       }
 #pragma unroll
       for (int d = 0; d < HD; d += kVec) {
         float kf[kVec];
-        load_pack_f32(k_row + d, kf);
+        load_kv_pack_f32(k_row + d, kf, k_scale);
 #pragma unroll
         for (int g = 0; g < kDecodeMaxGroup; ++g) {
           if (g < group) {
@@ -148,7 +164,7 @@ __device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T>& a, unsigne
     }
     const int num_keys = min(kThreads, key_end - chunk);
     for (int k = key_group; k < num_keys; k += kKeyGroups) {
-      const float2 v = load2_f32(s_v + k * HD + 2 * pair);
+      const float2 v = load2_kv_f32(s_v + k * HD + 2 * pair, v_scale);
 #pragma unroll
       for (int g = 0; g < kDecodeMaxGroup; ++g) {
         if (g < group) {
@@ -194,8 +210,8 @@ __device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T>& a, unsigne
 // Merges the splits of one (sequence, q head): out = sum_s e^(m_s - M) o_s / sum_s e^(m_s - M) l_s.
 // Grid (num_seqs, num_heads), head_dim threads. Split 0 always holds key 0, so M is finite; an empty
 // split has m = -inf, l = 0 and o = 0 and adds nothing.
-template <typename T>
-__device__ __forceinline__ void combine_block(const DecodeArgs<T>& a, int num_splits) {
+template <typename T, typename KV>
+__device__ __forceinline__ void combine_block(const DecodeArgs<T, KV>& a, int num_splits) {
   const int seq = a.decode_seqs[blockIdx.x];
   const int head = blockIdx.y;
   const int group = a.num_heads / a.num_kv_heads;

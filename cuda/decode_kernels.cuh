@@ -102,12 +102,12 @@ void with_tensor_core_head_dim(int hd, F&& f) {
 // Launchers, each defined (and instantiated) in the file of its kernel. launch_split: grid (num_seqs,
 // num_kv_heads, num_splits) of `kernel`, then the merge of the splits (decode_attention.cu). FAMILY: the
 // build with the softcap and the window (decode_args.cuh).
-template <typename T>
-void launch_split(void (*kernel)(DecodeArgs<T>), int threads, size_t smem_bytes, const DecodeArgs<T>& args,
+template <typename T, typename KV = T>
+void launch_split(void (*kernel)(DecodeArgs<T, KV>), int threads, size_t smem_bytes, const DecodeArgs<T, KV>& args,
                   int num_seqs, int num_splits, int hd, cudaStream_t stream);
-template <typename T, int TILE, bool FAMILY>
-void launch_tensor_cores(const DecodeArgs<T>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
-template <typename T, bool FAMILY>
-void launch_stream(const DecodeArgs<T>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream);
+template <typename T, int TILE, bool FAMILY, typename KV = T>
+void launch_tensor_cores(const DecodeArgs<T, KV>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
+template <typename T, bool FAMILY, typename KV = T>
+void launch_stream(const DecodeArgs<T, KV>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream);
 
 }  // namespace cbatch::decode_detail

@@ -10,6 +10,8 @@
 // O += P V, V coming from ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared
 // memory. Rows are padded by 16 bytes so that ldmatrix's eight row addresses fall in distinct banks.
 // The family build (FAMILY, decode_args.cuh) walks the keys of the row's window and softcaps the scores.
+// An FP8 cache (KV = Fp8E4M3): the stages hold E4M3 codes and after each wait the warp dequantizes its tile
+// pair into one T tile pair that the ldmatrix loads read, as in the stream kernel (decode_stream_block.cuh).
 //
 // It uses no CUDA header of its own: include it after decode_kernels.cuh and cuda_dtype.cuh (the cp.async,
 // ldmatrix, mma wrappers and from_float), or on the host after tests/cuda/block_emulator.hpp and
@@ -26,25 +28,31 @@ namespace cbatch::decode_detail {
 
 // TILE keys per warp tile: 32 (the default), or 16 (DecodeKernel::kTensorCores16: half the shared memory
 // per stage, one stage more, so that more CTAs fit on an SM; not measured yet).
-template <typename T, int HD, int TILE>
+// A warp's stages (K, V tile pairs of KV elements), then with an FP8 cache the converted T tile pair.
+template <typename T, int HD, int TILE, typename KV = T>
 struct MmaLayout {
   static_assert(TILE == 16 || TILE == 32, "warp tiles of 16 or 32 keys");
-  static constexpr int kLd = HD + 8;                               // padded row, elements
-  static constexpr int kTileElems = TILE * kLd;                    // one K or V tile
+  static constexpr int kLd = HD + 8;                               // padded T row the products read, elements
+  static constexpr int kTileElems = TILE * kLd;                    // one K or V tile in T
   static constexpr int kStages = (HD <= 64 ? 3 : 2) + (TILE == 16 ? 1 : 0);
-  static constexpr int kWarpElems = 2 * kStages * kTileElems;      // a warp's stages (K, V per stage)
-  static constexpr size_t kBytes = sizeof(T) * kMmaWarps * kWarpElems;
-  // After its loop a warp leaves (o (kDecodeMaxGroup, HD), m, l (kDecodeMaxGroup)) in its own stage space.
-  static_assert(sizeof(float) * kDecodeMaxGroup * (HD + 2) <= sizeof(T) * kWarpElems, "warp result space");
+  static constexpr int kStageLd = kFp8Kv<KV> ? HD + 16 : kLd;      // padded stage row, KV elements
+  static constexpr int kStageTileElems = TILE * kStageLd;
+  static constexpr size_t kStageBytes = sizeof(KV) * 2 * kStages * kStageTileElems;
+  static constexpr size_t kConvertedBytes = kFp8Kv<KV> ? sizeof(T) * 2 * kTileElems : 0;
+  static constexpr size_t kWarpBytes = kStageBytes + kConvertedBytes;
+  static constexpr size_t kBytes = kMmaWarps * kWarpBytes;
+  // After its loop a warp leaves (o (kDecodeMaxGroup, HD), m, l (kDecodeMaxGroup)) in its own space.
+  static_assert(sizeof(float) * kDecodeMaxGroup * (HD + 2) <= kWarpBytes, "warp result space");
+  static_assert(kStageBytes % 16 == 0 && kWarpBytes % 16 == 0, "16-byte aligned stages and tiles");
 };
 
 // A warp's copies of keys [key0, key0 + TILE) into one stage; keys at or past key_end become zero rows.
-template <typename T, int HD, int TILE>
-__device__ __forceinline__ void mma_load_tile(const DecodeArgs<T>& a, const int32_t* table, int kv_head, int key0,
-                                              int key_end, T* s_k, T* s_v, int lane) {
-  using L = MmaLayout<T, HD, TILE>;
-  constexpr int kPieces = HD * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces per row
-  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+template <typename T, int HD, int TILE, typename KV>
+__device__ __forceinline__ void mma_load_tile(const DecodeArgs<T, KV>& a, const int32_t* table, int kv_head, int key0,
+                                              int key_end, KV* s_k, KV* s_v, int lane) {
+  using L = MmaLayout<T, HD, TILE, KV>;
+  constexpr int kPieces = HD * static_cast<int>(sizeof(KV)) / 16;  // 16-byte pieces per row
+  constexpr int kVec = 16 / static_cast<int>(sizeof(KV));
   static_assert(TILE * kPieces % 32 == 0, "whole pieces per lane");
 #pragma unroll
   for (int j = 0; j < TILE * kPieces / 32; ++j) {
@@ -53,20 +61,20 @@ __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T>& a, const int3
     const int key = key0 + k;
     const bool valid = key < key_end;
     const size_t offset = valid ? cache_offset(a, table, kv_head, key, HD) + piece * kVec : 0;
-    cp_async16_zfill(s_k + k * L::kLd + piece * kVec, a.k_cache + offset, valid ? 16 : 0);
-    cp_async16_zfill(s_v + k * L::kLd + piece * kVec, a.v_cache + offset, valid ? 16 : 0);
+    cp_async16_zfill(s_k + k * L::kStageLd + piece * kVec, a.k_cache + offset, valid ? 16 : 0);
+    cp_async16_zfill(s_v + k * L::kStageLd + piece * kVec, a.v_cache + offset, valid ? 16 : 0);
   }
 }
 
 // The body of decode_attention_mma_kernel: s_stages is the CTA's MmaLayout::kBytes of dynamic shared memory.
-template <typename T, int HD, int TILE, bool FAMILY>
-__device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char* s_stages) {
-  using L = MmaLayout<T, HD, TILE>;
+template <typename T, int HD, int TILE, bool FAMILY, typename KV = T>
+__device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned char* s_stages) {
+  using L = MmaLayout<T, HD, TILE, KV>;
   constexpr int kKSteps = HD / 16;  // k steps of S = Q K^T
   constexpr int kDimTiles = HD / 8;  // n tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
 
-  const DecodeCta cta = decode_cta<T, FAMILY>(a);
+  const DecodeCta cta = decode_cta<T, FAMILY, KV>(a);
   const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
   const int key_begin = cta.key_begin, key_end = cta.key_end;
   const int32_t* table = cta.table;
@@ -74,14 +82,19 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char*
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // fragment row (q head in the group) and column pair
   const int my_tiles = num_tiles > warp ? (num_tiles - warp + kMmaWarps - 1) / kMmaWarps : 0;
-  T* s_warp = reinterpret_cast<T*>(s_stages) + warp * L::kWarpElems;
-  auto stage_k = [&](int i) { return s_warp + (i % L::kStages) * 2 * L::kTileElems; };
+  unsigned char* s_warp = s_stages + warp * L::kWarpBytes;
+  KV* s_stage0 = reinterpret_cast<KV*>(s_warp);
+  T* s_converted = reinterpret_cast<T*>(s_warp + L::kStageBytes);  // (2, TILE, kLd): FP8 caches only
+  const float k_scale = kv_scale<KV>(a.k_scale);
+  const float v_scale = kv_scale<KV>(a.v_scale);
+  auto stage_k = [&](int i) { return s_stage0 + (i % L::kStages) * 2 * L::kStageTileElems; };
   auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * TILE; };
 
 #pragma unroll
   for (int i = 0; i < L::kStages - 1; ++i) {
     if (i < my_tiles) {
-      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kTileElems, lane);
+      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kStageTileElems,
+                                 lane);
     }
     cp_async_commit();
   }
@@ -108,13 +121,24 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char*
     const int ahead = i + L::kStages - 1;
     if (ahead < my_tiles) {
       mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(ahead), key_end, stage_k(ahead),
-                                 stage_k(ahead) + L::kTileElems, lane);
+                                 stage_k(ahead) + L::kStageTileElems, lane);
     }
     cp_async_commit();
     cp_async_wait<L::kStages - 1>();
     __syncwarp();
-    const T* s_k = stage_k(i);
-    const T* s_v = s_k + L::kTileElems;
+    const T* s_k;
+    const T* s_v;
+    if constexpr (kFp8Kv<KV>) {
+      convert_kv_rows<TILE, HD>(stage_k(i), L::kStageLd, s_converted, L::kLd, k_scale, lane);
+      convert_kv_rows<TILE, HD>(stage_k(i) + L::kStageTileElems, L::kStageLd, s_converted + L::kTileElems, L::kLd,
+                                v_scale, lane);
+      __syncwarp();
+      s_k = s_converted;
+      s_v = s_converted + L::kTileElems;
+    } else {
+      s_k = stage_k(i);
+      s_v = s_k + L::kTileElems;
+    }
     const int key0 = tile_key(i);
 
     // S = Q K^T: n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.
@@ -174,7 +198,7 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char*
         mma_16816<T>(o[n + 1], p[2 * kk], p[2 * kk + 1], b[2], b[3]);
       }
     }
-    __syncwarp();  // this stage is refilled two (or one) iterations on
+    __syncwarp();  // this stage is refilled two (or one) iterations on (the converted tiles at the next)
   }
   cp_async_wait<0>();  // only empty groups can be left
   __syncwarp();
@@ -202,7 +226,7 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T>& a, unsigned char*
   const bool is_split = gridDim.z > 1;
   const size_t partial = (static_cast<size_t>(blockIdx.x) * gridDim.y + kv_head) * gridDim.z + blockIdx.z;
   const float* w_base = reinterpret_cast<const float*>(s_stages);
-  const size_t w_stride = L::kWarpElems * sizeof(T) / sizeof(float);
+  const size_t w_stride = L::kWarpBytes / sizeof(float);
   for (int e = threadIdx.x; e < group * HD; e += kMmaWarps * 32) {
     const int h = e / HD, d = e % HD;
     float m_max = -INFINITY;

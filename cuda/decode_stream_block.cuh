@@ -11,6 +11,14 @@
 // column. P^T goes from that layout to the B operand's with movmatrix (an 8x8 transpose in registers).
 // The family build (FAMILY, decode_args.cuh): an item's tiles start at its row's window's first key (the
 // tile list is built for the layer's window, decode_stream::build_tile_start), and scores are softcapped.
+// An FP8 cache (KV = Fp8E4M3): the stages hold E4M3 codes (cp.async moves half the bytes of bf16), and after
+// each wait the warp dequantizes its tile's K and V (times their scales) into one tile pair in T, which the
+// ldmatrix loads below read unchanged. Why a converted copy rather than converting in the fragments: the
+// A fragments of K come from 4 and those of V^T (two keys' bytes of one dim) from 8 scattered shared loads
+// per mma instead of one ldmatrix.x4, each followed by a conversion; the copy costs 2 * 32 * (HD + 8) T per
+// warp (17 KB at head_dim 128: 176 KB a CTA with 3 stages of codes, against 209 KB for 3 stages of bf16;
+// 96 KB at 64) and one 8-code load, 8 conversions and one 16-byte store per 8 elements, with no more live
+// registers than one 16-byte pack. Not measured: a GPU run decides.
 //
 // It uses no CUDA header of its own: include it after decode_kernels.cuh and cuda_dtype.cuh (the cp.async,
 // ldmatrix, mma, movmatrix wrappers and from_float), or on the host after tests/cuda/block_emulator.hpp and
@@ -26,15 +34,21 @@
 namespace cbatch::decode_detail {
 
 // STAGES tiles in flight per warp: 3 where the shared memory allows (Hopper: 209 KB a CTA at head_dim 128,
-// 110 KB at 64), else 2 (139 KB and 73 KB: the A100, and sm_86/89 at head_dim 64).
-template <typename T, int HD, int STAGES>
+// 110 KB at 64), else 2 (139 KB and 73 KB: the A100, and sm_86/89 at head_dim 64). A warp's stages (K, V
+// tile pairs of KV elements), then with an FP8 cache the converted T tile pair the products read.
+template <typename T, int HD, int STAGES, typename KV = T>
 struct StreamLayout {
   static_assert(STAGES >= 2, "one tile computed while the next one loads");
-  static constexpr int kLd = HD + 8;  // padded row, elements (ldmatrix rows in distinct banks)
+  static constexpr int kLd = HD + 8;  // padded T row the products read, elements (ldmatrix rows in distinct banks)
   static constexpr int kTileElems = decode_stream::kTile * kLd;
   static constexpr int kStages = STAGES;
-  static constexpr int kWarpElems = 2 * kStages * kTileElems;
-  static constexpr size_t kBytes = sizeof(T) * kMmaWarps * kWarpElems;
+  static constexpr int kStageLd = kFp8Kv<KV> ? HD + 16 : kLd;  // padded stage row, KV elements (16-byte aligned)
+  static constexpr int kStageTileElems = decode_stream::kTile * kStageLd;
+  static constexpr size_t kStageBytes = sizeof(KV) * 2 * kStages * kStageTileElems;
+  static constexpr size_t kConvertedBytes = kFp8Kv<KV> ? sizeof(T) * 2 * kTileElems : 0;
+  static constexpr size_t kWarpBytes = kStageBytes + kConvertedBytes;
+  static constexpr size_t kBytes = kMmaWarps * kWarpBytes;
+  static_assert(kStageBytes % 16 == 0, "the converted tiles start 16-byte aligned");
 };
 
 // What a cursor needs of its sequence: the query row, the keys key_first..key_end - 1 (key_first is the
@@ -45,8 +59,8 @@ struct StreamSeq {
   int key_first;
 };
 
-template <typename T, bool FAMILY>
-__device__ __forceinline__ StreamSeq stream_seq(const DecodeArgs<T>& a, int decode_index) {
+template <typename T, bool FAMILY, typename KV>
+__device__ __forceinline__ StreamSeq stream_seq(const DecodeArgs<T, KV>& a, int decode_index) {
   const int seq = a.decode_seqs[decode_index];
   StreamSeq s;
   s.row = a.query_start[seq];
@@ -68,12 +82,12 @@ __device__ __forceinline__ int stream_tile_key(const StreamSeq& s, int tile) {
 
 // A warp's copies of keys [key0, key0 + kTile) of (s, kv_head) into one stage; keys at or past key_end
 // become zero rows. Lane l finds the cache row of key key0 + l (the only block-table lookup).
-template <typename T, int HD, int STAGES>
-__device__ __forceinline__ void stream_load_tile(const DecodeArgs<T>& a, const StreamSeq& s, int kv_head, int key0,
-                                                 T* s_k, T* s_v, int lane) {
-  using L = StreamLayout<T, HD, STAGES>;
-  constexpr int kPieces = HD * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces per row
-  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+template <typename T, int HD, int STAGES, typename KV>
+__device__ __forceinline__ void stream_load_tile(const DecodeArgs<T, KV>& a, const StreamSeq& s, int kv_head, int key0,
+                                                 KV* s_k, KV* s_v, int lane) {
+  using L = StreamLayout<T, HD, STAGES, KV>;
+  constexpr int kPieces = HD * static_cast<int>(sizeof(KV)) / 16;  // 16-byte pieces per row
+  constexpr int kVec = 16 / static_cast<int>(sizeof(KV));
   static_assert(decode_stream::kTile == 32, "one key per lane");
   const int key = key0 + lane;
   const int cache_row = key < s.key_end
@@ -85,16 +99,19 @@ __device__ __forceinline__ void stream_load_tile(const DecodeArgs<T>& a, const S
     const int k = i / kPieces, piece = i % kPieces;
     const int r = __shfl_sync(0xffffffffu, cache_row, k);
     const size_t offset = r >= 0 ? static_cast<size_t>(r) * HD + piece * kVec : 0;
-    cp_async16_zfill(s_k + k * L::kLd + piece * kVec, a.k_cache + offset, r >= 0 ? 16 : 0);
-    cp_async16_zfill(s_v + k * L::kLd + piece * kVec, a.v_cache + offset, r >= 0 ? 16 : 0);
+    cp_async16_zfill(s_k + k * L::kStageLd + piece * kVec, a.k_cache + offset, r >= 0 ? 16 : 0);
+    cp_async16_zfill(s_v + k * L::kStageLd + piece * kVec, a.v_cache + offset, r >= 0 ? 16 : 0);
   }
 }
 
+
+
 // The body of decode_attention_stream_kernel: s_stream is the CTA's StreamLayout::kBytes of dynamic shared
 // memory.
-template <typename T, int HD, int STAGES, bool FAMILY>
-__device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const StreamArgs& st, unsigned char* s_stream) {
-  using L = StreamLayout<T, HD, STAGES>;
+template <typename T, int HD, int STAGES, bool FAMILY, typename KV = T>
+__device__ __forceinline__ void stream_block(const DecodeArgs<T, KV>& a, const StreamArgs& st,
+                                             unsigned char* s_stream) {
+  using L = StreamLayout<T, HD, STAGES, KV>;
   using decode_stream::kTile;
   constexpr int kSteps = HD / 16;  // k steps of S^T = K Q^T; m tiles (16 dims) of O^T
   constexpr float kLog2e = 1.4426950408889634f;
@@ -106,9 +123,15 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
   const int group = a.num_heads / a.num_kv_heads;
   const int64_t t0 = decode_stream::warp_begin(w, st.num_tiles, st.num_warps);
   const int64_t t1 = decode_stream::warp_begin(w + 1, st.num_tiles, st.num_warps);
-  T* s_warp = reinterpret_cast<T*>(s_stream) + warp * L::kWarpElems;
+  unsigned char* s_warp = s_stream + warp * L::kWarpBytes;
+  KV* s_stages = reinterpret_cast<KV*>(s_warp);
+  T* s_converted = reinterpret_cast<T*>(s_warp + L::kStageBytes);  // (2, kTile, kLd): FP8 caches only
+  const float k_scale = kv_scale<KV>(a.k_scale);
+  const float v_scale = kv_scale<KV>(a.v_scale);
   // The stage of a tile: its index in the range modulo kStages (an int: a range is far below 2^31 tiles).
-  auto stage_k = [&](int64_t tile) { return s_warp + (static_cast<int>(tile - t0) % L::kStages) * 2 * L::kTileElems; };
+  auto stage_k = [&](int64_t tile) {
+    return s_stages + (static_cast<int>(tile - t0) % L::kStages) * 2 * L::kStageTileElems;
+  };
 
   decode_stream::TileCursor ld = decode_stream::locate(t0, st.tile_start, st.num_seqs, a.num_kv_heads);
   decode_stream::TileCursor cp = ld;
@@ -116,9 +139,9 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
   StreamSeq cp_seq = ld_seq;
   auto load_next = [&]() {  // one commit group per call, empty past the range
     if (ld.t < t1) {
-      T* s_k = stage_k(ld.t);
+      KV* s_k = stage_k(ld.t);
       stream_load_tile<T, HD, STAGES>(a, ld_seq, ld.kv_head, stream_tile_key<FAMILY>(ld_seq, ld.tile), s_k,
-                                      s_k + L::kTileElems, lane);
+                                      s_k + L::kStageTileElems, lane);
       if (ld.advance(st.tile_start, st.num_seqs, a.num_kv_heads) && ld.t < t1) {
         ld_seq = stream_seq<T, FAMILY>(a, ld.seq);
       }
@@ -192,8 +215,19 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
     load_next();
     cp_async_wait<L::kStages - 1>();
     __syncwarp();
-    const T* s_k = stage_k(tile);
-    const T* s_v = s_k + L::kTileElems;
+    const T* s_k;
+    const T* s_v;
+    if constexpr (kFp8Kv<KV>) {
+      convert_kv_rows<kTile, HD>(stage_k(tile), L::kStageLd, s_converted, L::kLd, k_scale, lane);
+      convert_kv_rows<kTile, HD>(stage_k(tile) + L::kStageTileElems, L::kStageLd, s_converted + L::kTileElems, L::kLd,
+                                 v_scale, lane);
+      __syncwarp();
+      s_k = s_converted;
+      s_v = s_converted + L::kTileElems;
+    } else {
+      s_k = stage_k(tile);
+      s_v = s_k + L::kTileElems;
+    }
     const int key0 = stream_tile_key<FAMILY>(cp_seq, cp.tile);
 
     // S^T = K Q^T: two m tiles of 16 keys; A (keys x dims) by ldmatrix.x4 from the key rows.
@@ -264,7 +298,7 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
         mma_16816<T>(o[dt], v_frag[0], v_frag[1], v_frag[2], v_frag[3], p[mt][0], p[mt][1]);
       }
     }
-    __syncwarp();  // this stage is refilled kStages - 1 tiles on
+    __syncwarp();  // this stage is refilled kStages - 1 tiles on (and the converted tiles at the next tile)
 
     const bool item_done = tile + 1 == cp.item_end();
     if (item_done || tile + 1 == t1) {
@@ -282,8 +316,8 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T>& a, const Strea
 // Merges the pieces of the items cut by warp ranges. Grid num_warps CTAs of head_dim threads: CTA w
 // merges the item whose head piece warp w holds, if that piece ends the item (see decode_stream.hpp);
 // every piece holds at least one key, so each m is finite.
-template <typename T>
-__device__ __forceinline__ void stream_combine_block(const DecodeArgs<T>& a, const StreamArgs& st) {
+template <typename T, typename KV>
+__device__ __forceinline__ void stream_combine_block(const DecodeArgs<T, KV>& a, const StreamArgs& st) {
   const int w = blockIdx.x;
   const int64_t t0 = decode_stream::warp_begin(w, st.num_tiles, st.num_warps);
   const int64_t t1 = decode_stream::warp_begin(w + 1, st.num_tiles, st.num_warps);

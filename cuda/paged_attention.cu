@@ -11,7 +11,8 @@
 // key <= the row's position), running max and sum reduced over the half-warp with shuffles, and the
 // weighted V accumulated in registers. Item softmax state lives, replicated, in the 16 lanes of its group.
 // The family build (tile_attention.cuh) starts at the tile's first visible key, masks each item's keys
-// before its window, and softcaps the scores.
+// before its window, and softcaps the scores. An FP8 cache (KV = Fp8E4M3) is read 16 codes at a time and
+// widened to fp32 times its scale on the way to shared memory; the rest is unchanged.
 // Shared memory: q (64, hd+1) + k (32, hd+1) + v (32, hd) + p (64, 33) floats: 74 KB at head_dim 128,
 // 140 KB at 256 (Gemma's, which only this kernel takes). The block code is in paged_attention_block.cuh.
 #include "cuda/paged_attention.hpp"
@@ -32,10 +33,10 @@ namespace {
 
 using namespace paged_attention_detail;
 
-template <typename T, int HD, bool FAMILY>
-__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAttentionArgs<T> a) {
+template <typename T, int HD, bool FAMILY, typename KV>
+__global__ void __launch_bounds__(kThreads) paged_attention_kernel(const TileAttentionArgs<T, KV> a) {
   extern __shared__ float smem[];
-  paged_attention_block<T, HD, FAMILY>(a, smem);
+  paged_attention_block<T, HD, FAMILY, KV>(a, smem);
 }
 
 }  // namespace
@@ -83,33 +84,37 @@ int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per
   return num_tiles;
 }
 
-template <typename T>
-void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+template <typename T, typename KV>
+void paged_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring) {
+                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring,
+                     const KvScales& scales) {
   check_paged_attention_sizes("paged_attention", shape, num_tiles, max_blocks_per_seq, true);
   if (num_tiles == 0) return;
-  const TileAttentionArgs<T> args =
-      make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring);
+  const TileAttentionArgs<T, KV> args =
+      make_tile_attention_args("paged_attention", d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start,
+                               d_block_tables, max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring, scales);
   dispatch_head_dim<true>(shape.head_dim, [&](auto hd) {
     dispatch_scoring(scoring, [&](auto family) {
       constexpr int HD = decltype(hd)::value;
       constexpr bool FAMILY = decltype(family)::value;
-      launch_over_tiles<T>(paged_attention_kernel<T, HD, FAMILY>, args, num_tiles, kThreads, smem_bytes<HD>(),
-                           stream);
+      launch_over_tiles<T, KV>(paged_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles, kThreads,
+                               smem_bytes<HD>(), stream);
     });
   });
 }
 
-#define CBATCH_INSTANTIATE_ATTENTION(T)                                                                    \
-  template void paged_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,        \
-                                   const int32_t*, int, const int32_t*, const int32_t*, int,                \
-                                   const AttentionShape&, cudaStream_t, const AttentionScoring&);
-CBATCH_INSTANTIATE_ATTENTION(float)
-CBATCH_INSTANTIATE_ATTENTION(__nv_bfloat16)
-CBATCH_INSTANTIATE_ATTENTION(__half)
+#define CBATCH_INSTANTIATE_ATTENTION(T, KV)                                                                \
+  template void paged_attention<T, KV>(T*, const T*, const KV*, const KV*, const int32_t*, const int32_t*,  \
+                                       const int32_t*, int, const int32_t*, const int32_t*, int,            \
+                                       const AttentionShape&, cudaStream_t, const AttentionScoring&,        \
+                                       const KvScales&);
+CBATCH_INSTANTIATE_ATTENTION(float, float)
+CBATCH_INSTANTIATE_ATTENTION(__nv_bfloat16, __nv_bfloat16)
+CBATCH_INSTANTIATE_ATTENTION(__half, __half)
+CBATCH_INSTANTIATE_ATTENTION(__nv_bfloat16, Fp8E4M3)
+CBATCH_INSTANTIATE_ATTENTION(__half, Fp8E4M3)
 #undef CBATCH_INSTANTIATE_ATTENTION
 
 }  // namespace cbatch

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 
 namespace cbatch {
 
@@ -43,11 +44,13 @@ size_t paged_attention_smem_bytes(int head_dim);
 // max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
 // from build_attention_tiles with paged_attention_rows_per_tile(shape). head_dim: a multiple of 16 up
 // to 128, or kWideHeadDim. Block table entries for positions 0..positions[r] must be valid blocks
-// (host-validated).
-template <typename T>
-void paged_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+// (host-validated). KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's scales
+// (kv_cache_dtype.hpp), dequantized to fp32 as it is read.
+template <typename T, typename KV = T>
+void paged_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                      const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {});
+                     const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {},
+                     const KvScales& scales = {});
 
 }  // namespace cbatch

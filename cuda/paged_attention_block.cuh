@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_element.cuh"
 #include "cuda/paged_attention.hpp"  // kAttentionItemsPerTile
 #include "cuda/tile_attention_args.cuh"
 
@@ -44,12 +45,18 @@ __device__ __forceinline__ float group_sum(float v) {
   return v;
 }
 
-// The body of paged_attention_kernel: smem is the CTA's smem_bytes<HD>() of dynamic shared memory.
-template <typename T, int HD, bool FAMILY>
-__device__ __forceinline__ void paged_attention_block(const TileAttentionArgs<T>& a, float* smem) {
+// The body of paged_attention_kernel: smem is the CTA's smem_bytes<HD>() of dynamic shared memory. KV: the
+// cache element (kv_cache_element.cuh), widened to fp32 (times its scale) as it goes to shared memory.
+template <typename T, int HD, bool FAMILY, typename KV = T>
+__device__ __forceinline__ void paged_attention_block(const TileAttentionArgs<T, KV>& a, float* smem) {
   constexpr int kDimsPerThread = HD / kLanesPerGroup;
   constexpr int kVec = Pack16<T>::kSize;
   constexpr int kPacksPerRow = HD / kVec;
+  constexpr int kKvVec = Pack16<KV>::kSize;
+  constexpr int kKvPacksPerRow = HD / kKvVec;
+  static_assert(HD % kKvVec == 0, "whole 16-byte packs of cache elements per row");
+  const float k_scale = kv_scale<KV>(a.k_scale);
+  const float v_scale = kv_scale<KV>(a.v_scale);
   float* s_q = smem;                                 // (kItems, HD + 1)
   float* s_k = s_q + kItems * (HD + 1);              // (kKeysPerTile, HD + 1)
   float* s_v = s_k + kKeysPerTile * (HD + 1);        // (kKeysPerTile, HD)
@@ -122,24 +129,24 @@ __device__ __forceinline__ void paged_attention_block(const TileAttentionArgs<T>
   for (int key0 = key_start; key0 <= max_pos; key0 += kKeysPerTile) {
     const int num_keys = min(kKeysPerTile, max_pos + 1 - key0);
     __syncthreads();  // every thread is done reading the previous tile's s_k, s_v, s_p
-    for (int idx = threadIdx.x; idx < kKeysPerTile * kPacksPerRow; idx += kThreads) {
-      const int key = idx / kPacksPerRow;
-      const int d0 = (idx % kPacksPerRow) * kVec;
-      float kf[kVec];
-      float vf[kVec];
+    for (int idx = threadIdx.x; idx < kKeysPerTile * kKvPacksPerRow; idx += kThreads) {
+      const int key = idx / kKvPacksPerRow;
+      const int d0 = (idx % kKvPacksPerRow) * kKvVec;
+      float kf[kKvVec];
+      float vf[kKvVec];
       if (key < num_keys) {
         const int pos = key0 + key;
         const size_t block = static_cast<size_t>(table[pos / a.block_size]);
         const size_t offset =
             ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * HD + d0;
-        load_pack_f32(a.k_cache + offset, kf);
-        load_pack_f32(a.v_cache + offset, vf);
+        load_kv_pack_f32(a.k_cache + offset, kf, k_scale);
+        load_kv_pack_f32(a.v_cache + offset, vf, v_scale);
       } else {  // past the tile's last position: never read from the cache (it may hold garbage)
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) kf[e] = vf[e] = 0.0f;
+        for (int e = 0; e < kKvVec; ++e) kf[e] = vf[e] = 0.0f;
       }
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
+      for (int e = 0; e < kKvVec; ++e) {
         s_k[key * (HD + 1) + d0 + e] = kf[e];
         s_v[key * HD + d0 + e] = vf[e];
       }

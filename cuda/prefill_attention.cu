@@ -9,7 +9,9 @@
 // shared) is rescaled row by row and O += P V on the tensor cores. A warp touches only its own rows of S,
 // P and O, so only the K/V tile needs block barriers. WMMA fragment layouts are opaque, which is why S
 // and O live in shared memory between the phases. The family build (tile_attention.cuh) starts at the
-// tile's first visible key, masks each row's keys before its window, and softcaps the scores.
+// tile's first visible key, masks each row's keys before its window, and softcaps the scores. An FP8 cache
+// (KV = Fp8E4M3) is dequantized to T (times its scale) as the K/V tile goes to shared memory: the tensor
+// cores see the same values as with a cache in T holding the dequantized ones.
 #include "cuda/prefill_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -20,6 +22,7 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/kv_cache_element.cuh"
 #include "cuda/paged_attention.hpp"
 #include "cuda/tile_attention.cuh"
 
@@ -103,8 +106,8 @@ __device__ __forceinline__ void values_mma(const T* s_p, const T* s_v, float* s_
   }
 }
 
-template <typename T, int HD, bool FAMILY>
-__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileAttentionArgs<T> a) {
+template <typename T, int HD, bool FAMILY, typename KV>
+__global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileAttentionArgs<T, KV> a) {
   using L = Layout<HD>;
   constexpr int kVec = 16 / sizeof(T);
   constexpr int kPacksPerRow = HD / kVec;
@@ -129,6 +132,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
+  const float k_scale = kv_scale<KV>(a.k_scale);
+  const float v_scale = kv_scale<KV>(a.v_scale);
 
   for (int idx = threadIdx.x; idx < kItems * kPacksPerRow; idx += kThreads) {
     const int item = idx / kPacksPerRow;
@@ -180,8 +185,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
         const int pos = key0 + key;
         const size_t block = static_cast<size_t>(table[pos / a.block_size]);
         const size_t offset = ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * HD + d0;
-        copy16(k_dst, a.k_cache + offset);
-        copy16(v_dst, a.v_cache + offset);
+        load_kv_pack_as(k_dst, a.k_cache + offset, k_scale);  // copy16, or FP8 codes dequantized to T
+        load_kv_pack_as(v_dst, a.v_cache + offset, v_scale);
       } else {  // never read past the last position (it may be garbage); zero V keeps 0 * V finite
         zero16(k_dst);
         zero16(v_dst);
@@ -254,32 +259,36 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
 
 }  // namespace
 
-template <typename T>
-void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+template <typename T, typename KV>
+void prefill_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_v_cache, const int32_t* d_positions,
                        const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                        const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring) {
+                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring,
+                       const KvScales& scales) {
   check_paged_attention_sizes("prefill_attention", shape, num_tiles, max_blocks_per_seq);
   if (num_tiles == 0) return;
-  const TileAttentionArgs<T> args =
-      make_tile_attention_args(d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
-                               max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring);
+  const TileAttentionArgs<T, KV> args =
+      make_tile_attention_args("prefill_attention", d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start,
+                               d_block_tables, max_blocks_per_seq, d_tile_seq, d_tile_row, shape, scoring, scales);
   dispatch_head_dim(shape.head_dim, [&](auto hd) {
     dispatch_scoring(scoring, [&](auto family) {
       constexpr int HD = decltype(hd)::value;
       constexpr bool FAMILY = decltype(family)::value;
-      launch_over_tiles<T>(prefill_attention_kernel<T, HD, FAMILY>, args, num_tiles, kThreads,
-                           Layout<HD>::template bytes<T>(), stream);
+      launch_over_tiles<T, KV>(prefill_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles, kThreads,
+                               Layout<HD>::template bytes<T>(), stream);
     });
   });
 }
 
-#define CBATCH_INSTANTIATE_PREFILL(T)                                                                      \
-  template void prefill_attention<T>(T*, const T*, const T*, const T*, const int32_t*, const int32_t*,      \
-                                     const int32_t*, int, const int32_t*, const int32_t*, int,              \
-                                     const AttentionShape&, cudaStream_t, const AttentionScoring&);
-CBATCH_INSTANTIATE_PREFILL(__nv_bfloat16)
-CBATCH_INSTANTIATE_PREFILL(__half)
+#define CBATCH_INSTANTIATE_PREFILL(T, KV)                                                                  \
+  template void prefill_attention<T, KV>(T*, const T*, const KV*, const KV*, const int32_t*, const int32_t*,  \
+                                         const int32_t*, int, const int32_t*, const int32_t*, int,            \
+                                         const AttentionShape&, cudaStream_t, const AttentionScoring&,        \
+                                         const KvScales&);
+CBATCH_INSTANTIATE_PREFILL(__nv_bfloat16, __nv_bfloat16)
+CBATCH_INSTANTIATE_PREFILL(__half, __half)
+CBATCH_INSTANTIATE_PREFILL(__nv_bfloat16, Fp8E4M3)
+CBATCH_INSTANTIATE_PREFILL(__half, Fp8E4M3)
 #undef CBATCH_INSTANTIATE_PREFILL
 
 }  // namespace cbatch

@@ -7,14 +7,17 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 
 namespace cbatch {
 
-// As paged_attention<T>, for T in {__nv_bfloat16, __half}; probabilities are rounded to T before P V.
-template <typename T>
-void prefill_attention(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache, const int32_t* d_positions,
+// As paged_attention<T, KV>, for T in {__nv_bfloat16, __half}; probabilities are rounded to T before P V,
+// and an FP8 cache's values (times the scale) to T before both products.
+template <typename T, typename KV = T>
+void prefill_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_v_cache, const int32_t* d_positions,
                        const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,
                        const int32_t* d_tile_seq, const int32_t* d_tile_row, int num_tiles,
-                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {});
+                       const AttentionShape& shape, cudaStream_t stream, const AttentionScoring& scoring = {},
+                       const KvScales& scales = {});
 
 }  // namespace cbatch

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 
 namespace cbatch {
 
@@ -36,9 +37,11 @@ struct RopeFamily {
 // family: biases, q/k norms, longrope table and attention factor (above), all in fp32 before the one
 // rounding of each output to T.
 // Slots must lie in [-1, num_blocks * block_size): the caller validates them on the host.
-template <typename T>
-void rope_kv_cache(T* d_qkv, T* d_k_cache, T* d_v_cache, const int32_t* d_positions, const int32_t* d_slots,
+// KV: the cache element, T or Fp8E4M3 (T = bf16 or fp16 only; scales required): an FP8 cache gets each
+// fp32 k and v value (before any rounding to T) as fp8_e4m3_from_float(value / scale).
+template <typename T, typename KV = T>
+void rope_kv_cache(T* d_qkv, KV* d_k_cache, KV* d_v_cache, const int32_t* d_positions, const int32_t* d_slots,
                    const float* d_inv_freq, int num_tokens, const AttentionShape& shape, bool halves,
-                   cudaStream_t stream, const RopeFamily& family = {});
+                   cudaStream_t stream, const RopeFamily& family = {}, const KvScales& scales = {});
 
 }  // namespace cbatch

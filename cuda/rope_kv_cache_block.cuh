@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
+#include "cuda/kv_cache_element.cuh"
 #include "cuda/rope_kv_cache.hpp"  // RopeFamily
 
 namespace cbatch::rope_detail {
@@ -40,14 +42,16 @@ __device__ __forceinline__ void head_inv_rms(const T* q_row, const float* bias, 
 }
 
 // The body of rope_kv_cache_kernel (arguments as the kernel's); s_inv_rms: (nh + nkv) floats of dynamic
-// shared memory where the family build has q/k norms.
-template <typename T, bool FAMILY>
-__device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, T* __restrict__ k_cache,
-                                                    T* __restrict__ v_cache, const int32_t* __restrict__ positions,
+// shared memory where the family build has q/k norms. KV: the cache element (kv_cache_element.cuh); an
+// FP8 cache gets each fp32 k and v value divided by its scale and rounded once (no rounding to T first).
+template <typename T, bool FAMILY, typename KV = T>
+__device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __restrict__ k_cache,
+                                                    KV* __restrict__ v_cache, const int32_t* __restrict__ positions,
                                                     const int32_t* __restrict__ slots,
                                                     const float* __restrict__ inv_freq, int num_heads,
                                                     int num_kv_heads, int head_dim, int block_size, bool halves,
-                                                    const RopeFamily& family, float* s_inv_rms) {
+                                                    const RopeFamily& family, float* s_inv_rms,
+                                                    const KvScales& scales = {}) {
   __shared__ float s_cos[kRopeMaxHalf];  // (hd / 2)
   __shared__ float s_sin[kRopeMaxHalf];  // (hd / 2)
   const int row = blockIdx.x;
@@ -108,22 +112,25 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, T* __re
       dst[ia] = from_float<T>(ra);
       dst[ib] = from_float<T>(rb);
     } else if (slot >= 0) {
-      T* dst = k_cache + cache_offset(slot, head - num_heads, num_kv_heads, block_size, head_dim);
-      dst[ia] = from_float<T>(ra);
-      dst[ib] = from_float<T>(rb);
+      const float k_scale = kv_scale<KV>(scales.k);
+      KV* dst = k_cache + cache_offset(slot, head - num_heads, num_kv_heads, block_size, head_dim);
+      dst[ia] = kv_from_float<KV>(ra, k_scale);
+      dst[ib] = kv_from_float<KV>(rb, k_scale);
     }
   }
   if (slot < 0) return;  // padding row: computed, never stored
   const int kv_dim = num_kv_heads * head_dim;
+  const float v_scale = kv_scale<KV>(scales.v);
   for (int j = threadIdx.x; j < kv_dim; j += blockDim.x) {
     const int kv_head = j / head_dim;
-    T* dst = v_cache + cache_offset(slot, kv_head, num_kv_heads, block_size, head_dim) + j % head_dim;
-    if constexpr (FAMILY) {
-      const float* v_bias = family.qkv_bias;
-      *dst = v_bias != nullptr ? from_float<T>(to_float(v_row[j]) + v_bias[(num_heads + num_kv_heads) * head_dim + j])
-                               : v_row[j];
+    KV* dst = v_cache + cache_offset(slot, kv_head, num_kv_heads, block_size, head_dim) + j % head_dim;
+    const float* v_bias = FAMILY ? family.qkv_bias : nullptr;
+    if (v_bias != nullptr) {
+      *dst = kv_from_float<KV>(to_float(v_row[j]) + v_bias[(num_heads + num_kv_heads) * head_dim + j], v_scale);
+    } else if constexpr (!std::is_same_v<KV, T>) {  // FP8 (or the tests' fp32 copy of a 16-bit row)
+      *dst = kv_from_float<KV>(to_float(v_row[j]), v_scale);
     } else {
-      *dst = v_row[j];
+      *dst = v_row[j];  // copied as it is
     }
   }
 }

@@ -10,25 +10,33 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "cuda/attention_shape.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_smem.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/tile_attention_args.cuh"
 
 namespace cbatch {
 
-template <typename T>
-TileAttentionArgs<T> make_tile_attention_args(T* d_out, const T* d_qkv, const T* d_k_cache, const T* d_v_cache,
-                                              const int32_t* d_positions, const int32_t* d_query_start,
-                                              const int32_t* d_block_tables, int max_blocks_per_seq,
-                                              const int32_t* d_tile_seq, const int32_t* d_tile_row,
-                                              const AttentionShape& shape, const AttentionScoring& scoring) {
+// The arguments; an FP8 cache (KV = Fp8E4M3) must come with its scales (op names the launcher).
+template <typename T, typename KV>
+TileAttentionArgs<T, KV> make_tile_attention_args(const char* op, T* d_out, const T* d_qkv, const KV* d_k_cache,
+                                                  const KV* d_v_cache, const int32_t* d_positions,
+                                                  const int32_t* d_query_start, const int32_t* d_block_tables,
+                                                  int max_blocks_per_seq, const int32_t* d_tile_seq,
+                                                  const int32_t* d_tile_row, const AttentionShape& shape,
+                                                  const AttentionScoring& scoring, const KvScales& scales) {
+  if (kFp8Kv<KV> && (scales.k == nullptr || scales.v == nullptr)) {
+    throw Error(std::string(op) + ": an FP8 cache needs the layer's k and v scales");
+  }
   return {d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables, d_tile_seq, d_tile_row,
           max_blocks_per_seq, shape.num_heads, shape.num_kv_heads, shape.block_size,
-          paged_attention_rows_per_tile(shape), scoring.scale_for(shape.head_dim), scoring.softcap, scoring.window};
+          paged_attention_rows_per_tile(shape), scoring.scale_for(shape.head_dim), scoring.softcap, scoring.window,
+          scales.k, scales.v};
 }
 
 // Calls launch(std::bool_constant<FAMILY>) with the build the layer needs: Llama's where it has neither a
@@ -62,8 +70,8 @@ void dispatch_head_dim(int head_dim, F&& launch) {
 
 // Runs kernel on the grid (num_tiles, num_kv_heads) with `threads` threads and smem_bytes of dynamic
 // shared memory (opting in past the default 48 KB), and checks the launch.
-template <typename T>
-void launch_over_tiles(void (*kernel)(TileAttentionArgs<T>), const TileAttentionArgs<T>& args, int num_tiles,
+template <typename T, typename KV>
+void launch_over_tiles(void (*kernel)(TileAttentionArgs<T, KV>), const TileAttentionArgs<T, KV>& args, int num_tiles,
                        int threads, size_t smem_bytes, cudaStream_t stream) {
   allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
   const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads));

@@ -5,12 +5,13 @@
 
 namespace cbatch {
 
-template <typename T>
+// KV: the cache element, T or Fp8E4M3 (kv_cache_dtype.hpp), whose scales k_scale and v_scale point to.
+template <typename T, typename KV = T>
 struct TileAttentionArgs {
   T* out;                       // (num_tokens, num_heads * hd)
   const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const T* k_cache;             // (num_blocks, num_kv_heads, block_size, hd)
-  const T* v_cache;             // (num_blocks, num_kv_heads, block_size, hd)
+  const KV* k_cache;            // (num_blocks, num_kv_heads, block_size, hd)
+  const KV* v_cache;            // (num_blocks, num_kv_heads, block_size, hd)
   const int32_t* positions;     // (num_tokens)
   const int32_t* query_start;   // (num_seqs + 1)
   const int32_t* block_tables;  // (num_seqs, max_blocks_per_seq)
@@ -24,6 +25,8 @@ struct TileAttentionArgs {
   float scale;
   float softcap;                // the family build's (AttentionScoring)
   int window;
+  const float* k_scale;         // (1) an FP8 cache's; null otherwise
+  const float* v_scale;         // (1)
 };
 
 }  // namespace cbatch

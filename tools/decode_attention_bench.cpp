@@ -24,6 +24,7 @@
 #include "cuda/decode_stream.hpp"
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_peaks.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/weight_convert.hpp"
 
 namespace {
@@ -36,6 +37,7 @@ struct Options {
   std::string context = "540";  // keys per sequence: N, or A:B drawn uniformly
   int block_size = 16;
   std::string dtype = "bf16";
+  std::string kv_cache_dtype = "auto";  // or fp8: the cache in E4M3 codes (scales 1)
   int iters = 20;
   std::string kernels = "cuda-cores,tensor-cores,tensor-cores-16,stream,stream-2";
 };
@@ -101,13 +103,29 @@ std::vector<int32_t> iota_i32(int n) {
   return v;
 }
 
-cbatch::DeviceBuffer<int32_t> upload(const std::vector<int32_t>& v) {
-  cbatch::DeviceBuffer<int32_t> d(v.size());
+template <typename V>
+cbatch::DeviceBuffer<V> upload(const std::vector<V>& v) {
+  cbatch::DeviceBuffer<V> d(v.size());
   CUDA_CHECK(cudaMemcpy(d.get(), v.data(), d.bytes(), cudaMemcpyHostToDevice));
   return d;
 }
 
-template <typename T>
+// A cache of n random elements: T uniform in [-1, 1), or E4M3 codes of magnitude below 2 (no NaN).
+template <typename T, typename KV>
+cbatch::DeviceBuffer<KV> random_cache(size_t n, uint64_t seed, cudaStream_t stream) {
+  if constexpr (cbatch::kFp8Kv<KV>) {
+    std::mt19937 rng(static_cast<uint32_t>(seed));
+    std::vector<KV> codes(n);
+    for (KV& c : codes) c = static_cast<KV>((rng() % 0x40u) | (rng() % 2 ? 0x80u : 0u));  // exponent field < 8
+    return upload(codes);
+  } else {
+    cbatch::DeviceBuffer<KV> d(n);
+    cbatch::fill_random<T>(d.get(), n, seed, 1.0f, 0.0f, stream);
+    return d;
+  }
+}
+
+template <typename T, typename KV>
 int run(const Options& o) {
   using namespace cbatch;
   CudaContext context(0);
@@ -129,7 +147,7 @@ int run(const Options& o) {
   for (int s = 0; s < o.num_seqs; ++s) {
     const int blocks = (contexts[s] + o.block_size - 1) / o.block_size;
     for (int b = 0; b < blocks; ++b) tables[static_cast<size_t>(s) * max_blocks + b] = pool[next++];
-    kv_bytes += 2.0 * contexts[s] * o.num_kv_heads * o.head_dim * sizeof(T);
+    kv_bytes += 2.0 * contexts[s] * o.num_kv_heads * o.head_dim * sizeof(KV);
   }
   std::vector<int32_t> positions(static_cast<size_t>(o.num_seqs));
   for (int s = 0; s < o.num_seqs; ++s) positions[s] = contexts[s] - 1;
@@ -141,11 +159,13 @@ int run(const Options& o) {
 
   const size_t cache_elems = static_cast<size_t>(num_blocks) * o.num_kv_heads * o.block_size * o.head_dim;
   const size_t qkv_stride = static_cast<size_t>(o.num_heads + 2 * o.num_kv_heads) * o.head_dim;
-  DeviceBuffer<T> k_cache(cache_elems), v_cache(cache_elems), qkv(o.num_seqs * qkv_stride);
+  const DeviceBuffer<KV> k_cache = random_cache<T, KV>(cache_elems, 1, stream);
+  const DeviceBuffer<KV> v_cache = random_cache<T, KV>(cache_elems, 2, stream);
+  DeviceBuffer<T> qkv(o.num_seqs * qkv_stride);
   DeviceBuffer<T> out(static_cast<size_t>(o.num_seqs) * o.num_heads * o.head_dim);
-  fill_random<T>(k_cache.get(), k_cache.size(), 1, 1.0f, 0.0f, stream);
-  fill_random<T>(v_cache.get(), v_cache.size(), 2, 1.0f, 0.0f, stream);
   fill_random<T>(qkv.get(), qkv.size(), 3, 1.0f, 0.0f, stream);
+  const DeviceBuffer<float> d_scales = upload(std::vector<float>{1.0f, 1.0f});
+  const KvScales scales = kFp8Kv<KV> ? KvScales{d_scales.get(), d_scales.get() + 1} : KvScales{};
   const DeviceBuffer<int32_t> d_tables = upload(tables), d_positions = upload(positions),
                               d_query_start = upload(query_start), d_decode = upload(decode_seqs),
                               d_tile_start = upload(tile_start);
@@ -160,24 +180,26 @@ int run(const Options& o) {
   plan.num_tiles = static_cast<int64_t>(tile_start.back()) * o.num_kv_heads;
 
   const double copy_bytes_per_s = measure_device_peaks<T>(context).bytes_per_s;
-  std::printf("%s, %d SMs; %d sequences of %s keys (%.0f MB of KV), heads %d/%d, head_dim %d, block %d, %s; "
-              "copy %.2f TB/s; splits %d\n",
+  std::printf("%s, %d SMs; %d sequences of %s keys (%.0f MB of KV), heads %d/%d, head_dim %d, block %d, %s, "
+              "KV %s; copy %.2f TB/s; splits %d\n",
               context.properties().name, sms, o.num_seqs, o.context.c_str(), kv_bytes / 1e6, o.num_heads,
-              o.num_kv_heads, o.head_dim, o.block_size, o.dtype.c_str(), copy_bytes_per_s / 1e12, split.num_splits);
+              o.num_kv_heads, o.head_dim, o.block_size, o.dtype.c_str(), o.kv_cache_dtype.c_str(),
+              copy_bytes_per_s / 1e12, split.num_splits);
   std::printf("%-16s %6s %10s %8s %8s %12s\n", "kernel", "warps", "time_us", "TB/s", "of_copy", "max_diff");
 
   std::vector<float> reference;
   for (const KernelChoice& k : parse_kernels(o.kernels)) {
     if (k.kernel != DecodeKernel::kCudaCores && !decode_tensor_cores_support(o.head_dim)) continue;
     if (k.kernel == DecodeKernel::kStream) {
-      const DecodeStreamLimits limits = decode_stream_limits<T>(o.head_dim, k.max_stages);
+      const DecodeStreamLimits limits = decode_stream_limits<T, KV>(o.head_dim, k.max_stages);
       plan.stages = limits.stages;
       plan.num_warps = decode_stream::choose_num_warps(plan.num_tiles, std::min(limits.max_warps, max_partials / 2));
     }
     auto launch = [&] {
-      decode_attention<T>(out.get(), qkv.get(), k_cache.get(), v_cache.get(), d_positions.get(), d_query_start.get(),
-                          d_tables.get(), max_blocks, d_decode.get(), o.num_seqs, split, partial_o.get(),
-                          partial_ml.get(), max_partials, shape, stream, k.kernel, &plan);
+      decode_attention<T, KV>(out.get(), qkv.get(), k_cache.get(), v_cache.get(), d_positions.get(),
+                              d_query_start.get(), d_tables.get(), max_blocks, d_decode.get(), o.num_seqs, split,
+                              partial_o.get(), partial_ml.get(), max_partials, shape, stream, k.kernel, &plan, {},
+                              scales);
     };
     int flushes = 0;
     auto flush_l2 = [&] { CUDA_CHECK(cudaMemsetAsync(flush.get(), ++flushes, flush.bytes(), stream)); };
@@ -208,6 +230,9 @@ int main(int argc, char** argv) {
   app.add_option("--context", o.context, "keys per sequence: N, or A:B drawn uniformly")->capture_default_str();
   app.add_option("--block-size", o.block_size, "KV block size")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--dtype", o.dtype, "bf16 or fp16")->capture_default_str()->check(CLI::IsMember({"bf16", "fp16"}));
+  app.add_option("--kv-cache-dtype", o.kv_cache_dtype, "auto (the dtype) or fp8 (E4M3 codes, scales 1)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "fp8"}));
   app.add_option("--iters", o.iters, "timed launches per kernel")->capture_default_str()->check(CLI::PositiveNumber);
   app.add_option("--kernels", o.kernels, "comma-separated kernels, the first is the reference")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -215,7 +240,9 @@ int main(int argc, char** argv) {
     if (o.num_kv_heads <= 0 || o.num_heads % o.num_kv_heads != 0) {
       throw cbatch::Error("--heads must be a positive multiple of --kv-heads");
     }
-    return o.dtype == "bf16" ? run<__nv_bfloat16>(o) : run<__half>(o);
+    const bool fp8 = o.kv_cache_dtype == "fp8";
+    if (o.dtype == "bf16") return fp8 ? run<__nv_bfloat16, cbatch::Fp8E4M3>(o) : run<__nv_bfloat16, __nv_bfloat16>(o);
+    return fp8 ? run<__half, cbatch::Fp8E4M3>(o) : run<__half, __half>(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "decode_attention_bench: %s\n", e.what());
     return 1;

@@ -30,6 +30,11 @@
 #             tests/e2e/test_fp8_flags.py, and tools/fp8_accuracy.py (greedy agreement on SmolLM2 and Gemma 3
 #             270M from models/, the 1B logit statistics; report in $OUT_DIR/fp8-accuracy.json)
 #   1b-fp8, 8b-short-fp8, 8b-long-fp8  the 1b, 8b-short and 8b-long workloads with --quantization fp8
+#   fp8-kv    --kv-cache-dtype fp8: its CUDA unit tests (the FP8 cache write, every attention kernel against
+#             the reference on the dequantized cache, the backend against a bf16 cache)
+#             and tests/e2e/test_gpu_fp8kv.py (dummy SmolLM2 in every mode; greedy agreement with the bf16
+#             cache on SmolLM2-135M and Gemma 3 270M where present)
+#   8b-long-fp8kv  the 8b-long workload with --kv-cache-dtype fp8 (twice the KV blocks in the same memory)
 #   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
 #   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
@@ -46,6 +51,7 @@
 #             norms, GeGLU, 1024-key windows on 5 of 6 layers, 262k vocabulary), the same workload
 #   decode-bench  every decode attention kernel timed alone (decode_attention_bench) on the 1B and 8B
 #             shapes: 256 sequences of 540 keys and of 128..2048 / 1000..2000 keys; 8 of 4000, 32 of 100..300
+#             (and two of them over an FP8 cache, --kv-cache-dtype fp8)
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
 #             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
@@ -56,7 +62,8 @@
 # decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
 # (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000). Not yet run, predicted: fp8 about 90
 # (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times;
-# 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup).
+# 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup);
+# fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -158,6 +165,11 @@ for s in "${@:-info unit sanitize e2e}"; do
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
       e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
+      fp8-kv)
+        stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'
+        stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;
+      8b-long-fp8kv) bench 8b-long-fp8kv 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 \
+                       --kv-cache-dtype fp8 ;;
       1b-stream) CBATCH_DECODE_ATTENTION=stream bench 1b-stream 500 llama-3.2-1b.json 128:1024 128:1024 \
                    continuous,static --max-num-batched-tokens 8192 ;;
       8b-short-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-short-stream 500 llama-3.1-8b.json 128 128 \
@@ -173,7 +185,8 @@ for s in "${@:-info unit sanitize e2e}"; do
         i=0
         for args in "--head-dim 64 --context 540" "--head-dim 64 --context 128:2048" "--head-dim 128 --context 540" \
                     "--head-dim 128 --context 1000:2000" "--head-dim 128 --seqs 8 --context 4000" \
-                    "--head-dim 64 --seqs 32 --context 100:300"; do
+                    "--head-dim 64 --seqs 32 --context 100:300" "--head-dim 128 --context 1000:2000 --kv-cache-dtype fp8" \
+                    "--head-dim 64 --context 540 --kv-cache-dtype fp8"; do
           i=$((i + 1))
           # shellcheck disable=SC2086  # the arguments are meant to split
           stage "decode-bench-$i" 120 "$BIN_DIR/decode_attention_bench" $args

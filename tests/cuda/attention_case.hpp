@@ -2,16 +2,22 @@
 // a chunked prefill continuing an existing cache, a prefill from position 0, decodes (one at position 0,
 // one past 700), and a padding row that repeats a cached position; blocks scattered through the cache,
 // unused slots NaN (a kernel must never read them), and the reference output of every row, scored as the
-// case's AttentionScoring says (Llama's by default; a window, a softcap and a query scale of their own).
+// case's AttentionScoring says (Llama's by default; a window, a softcap and a query scale of their own),
+// over a cache in T or (Fp8KvScales) over an FP8 cache's dequantized values.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
+#include <stdexcept>
+#include <string>
 #include <random>
 #include <vector>
 
+#include "cuda/kv_cache_dtype.hpp"
+#include "engine/model/fp8.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 
@@ -40,9 +46,36 @@ inline std::vector<AttnSeq> mixed_batch() {
   };
 }
 
-// One layer's attention inputs, in float holding values of the kernel's type T, and the reference.
+// An FP8 cache's scales (cuda/kv_cache_dtype.hpp) for a case: its k and v are drawn, rounded to the E4M3
+// codes of value / scale, and hold the dequantized values (code * scale, in fp32) that the reference sees.
+// Not powers of two, so that a kernel that loses a scale fails.
+struct Fp8KvScales {
+  float k = 0.0449f;
+  float v = 0.0173f;
+};
+
+// x as an FP8 cache holds it: fp8_e4m3_to_float(fp8_e4m3_from_float(x / scale)) * scale.
+inline float fp8_kv_value(float x, float scale) { return fp8_e4m3_to_float(fp8_e4m3_from_float(x / scale)) * scale; }
+
+// The E4M3 codes of a case's dequantized cache values (NaN: 0x7F); each must give its value back.
+inline std::vector<uint8_t> fp8_kv_codes(const std::vector<double>& values, float scale) {
+  std::vector<uint8_t> codes(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float x = static_cast<float>(values[i]);
+    codes[i] = std::isnan(x) ? uint8_t{0x7F} : fp8_e4m3_from_float(x / scale);
+    if (!std::isnan(x) && fp8_e4m3_to_float(codes[i]) * scale != x) {
+      throw std::logic_error("fp8_kv_codes: " + std::to_string(x) + " is no dequantized code at scale " +
+                             std::to_string(scale));
+    }
+  }
+  return codes;
+}
+
+// One layer's attention inputs, in float holding values of the kernel's type T (the cache's: FP8 values
+// where fp8 is set), and the reference.
 struct AttentionCase {
   int head_dim = 0, num_heads = 0, num_kv_heads = 0, block_size = 0;
+  std::optional<Fp8KvScales> fp8;        // the cache's scales where it is FP8
   AttentionScoring scoring;              // how the reference scored the keys
   int num_blocks = 0;
   int max_blocks = 0;                    // block table width
@@ -65,7 +98,8 @@ struct AttentionCase {
 template <typename T>
 AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads, int block_size,
                                   const std::vector<AttnSeq>& seqs = mixed_batch(),
-                                  const AttentionScoring& scoring = {}) {
+                                  const AttentionScoring& scoring = {},
+                                  const std::optional<Fp8KvScales>& fp8 = std::nullopt) {
   const int num_seqs = static_cast<int>(seqs.size());
   std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
 
@@ -96,6 +130,7 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   HostKvCache cache(num_blocks, block_size, num_kv_heads, head_dim, NAN);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto random_t = [&](float scale) { return static_cast<double>(to_f32(from_f32<T>(scale * dist(rng)))); };
+  auto random_fp8 = [&](float scale) { return static_cast<double>(fp8_kv_value(dist(rng), scale)); };
   for (int s = 0; s < num_seqs; ++s) {
     const int32_t* table = tables.data() + static_cast<size_t>(s) * max_blocks;
     const int first_row = *std::min_element(seqs[s].row_positions.begin(), seqs[s].row_positions.end());
@@ -104,7 +139,8 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
       const int slot = table[p / block_size] * block_size + p % block_size;
       for (int h = 0; h < num_kv_heads; ++h) {
         for (int d = 0; d < head_dim; ++d) {
-          const double k = random_t(1.0f), v = random_t(1.0f);
+          const double k = fp8 ? random_fp8(fp8->k) : random_t(1.0f);
+          const double v = fp8 ? random_fp8(fp8->v) : random_t(1.0f);
           cache.k[cache.offset(slot, h) + d] = p >= first_seen ? k : NAN;
           cache.v[cache.offset(slot, h) + d] = p >= first_seen ? v : NAN;
         }
@@ -145,6 +181,7 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   c.num_kv_heads = num_kv_heads;
   c.block_size = block_size;
   c.scoring = scoring;
+  c.fp8 = fp8;
   c.num_blocks = num_blocks;
   c.max_blocks = max_blocks;
   c.seqs = seqs;
@@ -156,6 +193,27 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   c.qkv = qkv;
   c.ref = std::move(ref);
   return c;
+}
+
+// The case's K (values_of_k) or V cache as elements of KV: T, or the E4M3 codes of an FP8 case.
+template <typename T, typename KV>
+std::vector<KV> cache_elements(const AttentionCase& c, bool values_of_k) {
+  const std::vector<double>& values = values_of_k ? c.cache.k : c.cache.v;
+  if constexpr (kFp8Kv<KV>) {
+    if (!c.fp8) throw std::logic_error("cache_elements: FP8 codes of a case drawn without FP8 scales");
+    return fp8_kv_codes(values, values_of_k ? c.fp8->k : c.fp8->v);
+  } else {
+    if (c.fp8) throw std::logic_error("cache_elements: a case drawn for an FP8 cache, read in T");
+    std::vector<KV> out(values.size());
+    for (size_t i = 0; i < values.size(); ++i) out[i] = from_f32<KV>(static_cast<float>(values[i]));
+    return out;
+  }
+}
+
+// The scale of an FP8 case's K or V as a kernel's argument (null for a cache in T).
+template <typename KV>
+const float* case_kv_scale(const AttentionCase& c, bool of_k) {
+  return kFp8Kv<KV> ? (of_k ? &c.fp8->k : &c.fp8->v) : nullptr;
 }
 
 struct CaseShape {

@@ -4,8 +4,10 @@
 // reference on the attention tests' batch (attention_case.hpp): every row through the tiles, the decode rows
 // through the decode kernel with one split and with 128-key splits merged by the merge block. Llama's builds
 // and the family builds (windows that cut key tiles and splits, softcaps, query scales; the cache before
-// every window NaN, so a kernel that loads a key it need not read fails), head_dim 16 to 256. The device
-// helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
+// every window NaN, so a kernel that loads a key it need not read fails), head_dim 16 to 256; and both
+// kernels' FP8 builds over an FP8 cache (E4M3 codes and scales) against the reference on its dequantized
+// values. The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the
+// host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -17,10 +19,12 @@
 #include <initializer_list>
 #include <memory>
 #include <new>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
 #include "cuda/decode_attention.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -60,13 +64,15 @@ struct BlockMemory {
   explicit BlockMemory(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
 };
 
-// The case's inputs in T and the output poisoned.
-template <typename T>
+// The case's inputs in T (its cache in KV) and the output poisoned.
+template <typename T, typename KV = T>
 struct HostInputs {
   const AttentionCase& c;
-  std::vector<T> qkv, k, v, out;
+  std::vector<T> qkv;
+  std::vector<KV> k, v;
+  std::vector<T> out;
   explicit HostInputs(const AttentionCase& ca)
-      : c(ca), qkv(to_t<T>(ca.qkv)), k(to_t<T>(ca.cache.k)), v(to_t<T>(ca.cache.v)),
+      : c(ca), qkv(to_t<T>(ca.qkv)), k(cache_elements<T, KV>(ca, true)), v(cache_elements<T, KV>(ca, false)),
         out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)) {}
 
   // The output of `rows` (every row when empty) against the reference.
@@ -85,22 +91,23 @@ struct HostInputs {
 };
 
 // Every row through paged_attention_block over the case's attention tiles.
-template <typename T, int HD, bool FAMILY>
+template <typename T, int HD, bool FAMILY, typename KV>
 void check_paged(const AttentionCase& c) {
-  HostInputs<T> h(c);
+  HostInputs<T, KV> h(c);
   const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size, c.num_blocks};
   const int rows_per_tile = paged_attention_rows_per_tile(shape);
   std::vector<int32_t> tile_seq(static_cast<size_t>(c.num_rows())), tile_row(tile_seq.size());
   const int num_tiles = build_attention_tiles(c.query_start.data(), static_cast<int>(c.seqs.size()), rows_per_tile,
                                               tile_seq.data(), tile_row.data());
-  const TileAttentionArgs<T> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
-                               c.query_start.data(), c.tables.data(), tile_seq.data(), tile_row.data(),
-                               c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, rows_per_tile,
-                               c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window};
+  const TileAttentionArgs<T, KV> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
+                                   c.query_start.data(), c.tables.data(), tile_seq.data(), tile_row.data(),
+                                   c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, rows_per_tile,
+                                   c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
+                                   case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
   BlockMemory smem(paged_attention_detail::smem_bytes<HD>());
   block_emulator::launch({static_cast<unsigned>(num_tiles), static_cast<unsigned>(c.num_kv_heads), 1},
                          paged_attention_detail::kThreads, [&] {
-                           paged_attention_detail::paged_attention_block<T, HD, FAMILY>(
+                           paged_attention_detail::paged_attention_block<T, HD, FAMILY, KV>(
                                a, reinterpret_cast<float*>(smem.bytes.get()));
                          });
   CHECK(h.error() < tolerance<T>());
@@ -108,9 +115,9 @@ void check_paged(const AttentionCase& c) {
 
 // The decode rows through the CUDA-core decode block, with one split and with 128-key splits merged by the
 // merge block.
-template <typename T, int HD, bool FAMILY>
+template <typename T, int HD, bool FAMILY, typename KV>
 void check_decode(const AttentionCase& c) {
-  HostInputs<T> h(c);
+  HostInputs<T, KV> h(c);
   const int group = c.num_heads / c.num_kv_heads;
   const int num_decode = static_cast<int>(c.decode_seqs.size());
   std::vector<int> decode_rows;
@@ -126,18 +133,19 @@ void check_decode(const AttentionCase& c) {
     const size_t partials = static_cast<size_t>(num_decode) * c.num_kv_heads * splits;
     std::vector<float> partial_o(partials * group * HD, NAN), partial_ml(partials * group * 2, NAN);
     std::fill(h.out.begin(), h.out.end(), from_f32<T>(NAN));
-    const DecodeArgs<T> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
-                          c.query_start.data(), c.tables.data(), c.decode_seqs.data(), partial_o.data(),
-                          partial_ml.data(), c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
-                          c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window};
-    BlockMemory smem(decode_detail::cuda_cores::decode_smem_bytes<T, HD>());
+    const DecodeArgs<T, KV> a{h.out.data(), h.qkv.data(), h.k.data(), h.v.data(), c.positions.data(),
+                              c.query_start.data(), c.tables.data(), c.decode_seqs.data(), partial_o.data(),
+                              partial_ml.data(), c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size,
+                              keys_per_split, c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
+                              case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
+    BlockMemory smem(decode_detail::cuda_cores::decode_smem_bytes<KV, HD>());
     block_emulator::launch(
         {static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
         decode_detail::cuda_cores::kThreads,
-        [&] { decode_detail::cuda_cores::cuda_cores_block<T, HD, FAMILY>(a, smem.bytes.get()); });
+        [&] { decode_detail::cuda_cores::cuda_cores_block<T, HD, FAMILY, KV>(a, smem.bytes.get()); });
     if (splits > 1) {
       block_emulator::launch({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_heads), 1}, HD,
-                             [&] { decode_detail::cuda_cores::combine_block<T>(a, splits); });
+                             [&] { decode_detail::cuda_cores::combine_block(a, splits); });
     }
     CHECK(h.error(decode_rows) < tolerance<T>());
   }
@@ -156,19 +164,21 @@ void with_head_dim(int hd, F&& f) {
   }
 }
 
-// Both kernels' FAMILY build on every shape (the decode kernel where it has the head_dim).
-template <typename T, bool FAMILY>
+// Both kernels' FAMILY build on every shape (the decode kernel where it has the head_dim), over a cache of
+// KV elements (an FP8 one: the reference sees its dequantized values).
+template <typename T, bool FAMILY, typename KV = T>
 void check_cuda_core_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring = {}) {
   CAPTURE(scoring.window);
   CAPTURE(scoring.softcap);
   CAPTURE(scoring.scale);
+  const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
     const AttentionCase c =
-        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
+        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring, fp8);
     with_head_dim(head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
-      check_paged<T, HD, FAMILY>(c);
-      if constexpr (HD != 48) check_decode<T, HD, FAMILY>(c);
+      check_paged<T, HD, FAMILY, KV>(c);
+      if constexpr (HD != 48) check_decode<T, HD, FAMILY, KV>(c);
     });
   });
 }
@@ -188,6 +198,12 @@ TEST_SUITE("host") {
     for (const AttentionScoring& scoring : kFamilyScorings) {
       check_cuda_core_kernels<T, true>({{64, 6, 2}, {32, 8, 8}, {256, 2, 1}}, scoring);
     }
+  }
+
+  TEST_CASE_TEMPLATE("the CUDA-core attention kernels read an FP8 cache: the reference on its dequantized values "
+                     "(emulated)", T, __nv_bfloat16, __half) {
+    check_cuda_core_kernels<T, false, Fp8E4M3>({{64, 6, 2}, {128, 8, 2}, {16, 4, 4}, {48, 8, 1}, {256, 8, 4}});
+    check_cuda_core_kernels<T, true, Fp8E4M3>({{64, 6, 2}, {128, 4, 1}}, kFamilyScorings[3]);
   }
 }
 

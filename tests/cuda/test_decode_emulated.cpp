@@ -6,7 +6,8 @@
 // group is waited for, so a read of a stage before its copies complete gives wrong values, and the
 // emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
 // copies left in flight when a block ends. Also the kernels' family builds on windowed, softcapped and
-// rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails).
+// rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails),
+// and the three kernels' FP8 builds over an FP8 cache against the reference on its dequantized values.
 // Part of the host suite: runs without a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -27,6 +28,7 @@
 
 #include "cuda/decode_attention.hpp"
 #include "cuda/decode_stream.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulators define the CUDA keywords as macros, for the block code after them.
@@ -67,35 +69,39 @@ struct AlignedBytes {
   explicit AlignedBytes(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
 };
 
-// The case's inputs in T on the host, the outputs poisoned, and the decode kernels' arguments over them.
-template <typename T>
+// The case's inputs in T on the host (its cache in KV), the outputs poisoned, and the decode kernels'
+// arguments over them.
+template <typename T, typename KV = T>
 struct HostDecode {
   const AttentionCase& c;
-  std::vector<T> qkv, k, v, out;
+  std::vector<T> qkv;
+  std::vector<KV> k, v;
+  std::vector<T> out;
   std::vector<float> partial_o, partial_ml;
   int group;
 
   explicit HostDecode(const AttentionCase& ca)
       : c(ca),
         qkv(to_t<T>(ca.qkv)),
-        k(to_t<T>(ca.cache.k)),
-        v(to_t<T>(ca.cache.v)),
+        k(cache_elements<T, KV>(ca, true)),
+        v(cache_elements<T, KV>(ca, false)),
         out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)),
         group(ca.num_heads / ca.num_kv_heads) {}
 
-  DecodeArgs<T> args(size_t partials, int keys_per_split) {
+  DecodeArgs<T, KV> args(size_t partials, int keys_per_split) {
     partial_o.assign(partials * group * c.head_dim, NAN);
     partial_ml.assign(partials * group * 2, NAN);
     std::fill(out.begin(), out.end(), from_f32<T>(NAN));
-    return DecodeArgs<T>{out.data(), qkv.data(), k.data(), v.data(), c.positions.data(), c.query_start.data(),
-                         c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
-                         c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
-                         c.scoring.scale_for(c.head_dim), c.scoring.softcap, c.scoring.window};
+    return DecodeArgs<T, KV>{out.data(), qkv.data(), k.data(), v.data(), c.positions.data(), c.query_start.data(),
+                             c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
+                             c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
+                             c.scoring.scale_for(c.head_dim), c.scoring.softcap, c.scoring.window,
+                             case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
   }
 
   // The global arrays the kernels may copy from with cp.async.
   std::vector<std::pair<const void*, size_t>> cache_ranges() const {
-    return {{k.data(), k.size() * sizeof(T)}, {v.data(), v.size() * sizeof(T)}};
+    return {{k.data(), k.size() * sizeof(KV)}, {v.data(), v.size() * sizeof(KV)}};
   }
 
   int num_decode() const { return static_cast<int>(c.decode_seqs.size()); }
@@ -129,8 +135,8 @@ void emulate(block_emulator::Index grid, int threads, size_t smem_bytes,
 
 // The outputs from split-KV partials (o, and m in natural-log units, l per q head), merged as
 // decode_combine_kernel merges them.
-template <typename T>
-void merge_splits(HostDecode<T>& h, int splits) {
+template <typename T, typename KV>
+void merge_splits(HostDecode<T, KV>& h, int splits) {
   const AttentionCase& c = h.c;
   for (int i = 0; i < h.num_decode(); ++i) {
     const size_t row = static_cast<size_t>(c.query_start[c.decode_seqs[i]]);
@@ -165,22 +171,22 @@ int keys_seen(const AttentionCase& c, int s) {
 // The tensor-core kernel with TILE-key warp tiles (its FAMILY build: windows, softcaps): one split, then
 // splits of 128 keys (the long decode cut in six, the others leaving empty splits) merged on the host as
 // decode_combine_kernel merges them.
-template <typename T, int TILE, bool FAMILY = false>
+template <typename T, int TILE, bool FAMILY = false, typename KV = T>
 void check_mma(const AttentionCase& c) {
-  HostDecode<T> h(c);
+  HostDecode<T, KV> h(c);
   const int num_decode = h.num_decode();
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
-    using L = decode_detail::MmaLayout<T, HD, TILE>;
+    using L = decode_detail::MmaLayout<T, HD, TILE, KV>;
     for (const int keys_per_split : {1 << 20, 128}) {
       int max_keys = 0;
       for (int s : c.decode_seqs) max_keys = std::max(max_keys, keys_seen(c, s));
       const int splits = (max_keys + keys_per_split - 1) / keys_per_split;
       CAPTURE(splits);
-      const DecodeArgs<T> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
+      const DecodeArgs<T, KV> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
       emulate({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
               kMmaWarps * 32, L::kBytes, h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY>(a, smem); });
+              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY, KV>(a, smem); });
       if (splits > 1) merge_splits(h, splits);
       h.check_outputs();
     }
@@ -188,28 +194,27 @@ void check_mma(const AttentionCase& c) {
 }
 
 // The stream kernel (its FAMILY build: windows, softcaps) with STAGES pipeline stages over the given warp
-// counts, and its merge launch.
-template <typename T, int STAGES, bool FAMILY = false>
+// counts, and its merge launch, over a cache of KV elements.
+template <typename T, int STAGES, bool FAMILY = false, typename KV = T>
 void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts) {
-  HostDecode<T> h(c);
+  HostDecode<T, KV> h(c);
   std::vector<int32_t> tile_start(c.decode_seqs.size() + 1);
   decode_stream::build_tile_start(c.positions.data(), c.query_start.data(), c.decode_seqs.data(), h.num_decode(),
                                   tile_start.data(), c.scoring.window);
   const int64_t num_tiles = static_cast<int64_t>(tile_start.back()) * c.num_kv_heads;
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
-    using L = decode_detail::StreamLayout<T, HD, STAGES>;
+    using L = decode_detail::StreamLayout<T, HD, STAGES, KV>;
     for (int count : warp_counts) {
       const int warps = static_cast<int>(std::min<int64_t>(count, num_tiles));  // past the tiles: one tile a warp
       CAPTURE(warps);
-      const DecodeArgs<T> a = h.args(2 * static_cast<size_t>(warps), 0);
+      const DecodeArgs<T, KV> a = h.args(2 * static_cast<size_t>(warps), 0);
       const StreamArgs st{tile_start.data(), num_tiles, warps, h.num_decode()};
       emulate({static_cast<unsigned>((warps + kMmaWarps - 1) / kMmaWarps), 1, 1}, kMmaWarps * 32, L::kBytes,
               h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::stream_block<T, HD, STAGES, FAMILY>(a, st, smem); });
+              [&](unsigned char* smem) { decode_detail::stream_block<T, HD, STAGES, FAMILY, KV>(a, st, smem); });
       if (warps > 1) {
-        block_emulator::launch(static_cast<unsigned>(warps), HD,
-                               [&] { decode_detail::stream_combine_block<T>(a, st); });
+        block_emulator::launch(static_cast<unsigned>(warps), HD, [&] { decode_detail::stream_combine_block(a, st); });
       }
       h.check_outputs();
     }
@@ -273,6 +278,27 @@ TEST_SUITE("host") {
   TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code matches the reference (emulated)", T, __nv_bfloat16,
                      __half) {
     check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {64, 16, 2}, {128, 32, 8}});
+  }
+
+  TEST_CASE_TEMPLATE("the tensor-core decode kernels read an FP8 cache: the reference on its dequantized values "
+                     "(emulated)", T, __nv_bfloat16, __half) {
+    for_each_case_shape({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}}, [](int head_dim, int num_heads, int num_kv_heads,
+                                                                  int block_size) {
+      const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), {},
+                                                     Fp8KvScales{});
+      check_mma<T, 32, false, Fp8E4M3>(c);
+      check_mma<T, 16, false, Fp8E4M3>(c);
+      check_stream<T, 3, false, Fp8E4M3>(c, {1, 3, 7, 1 << 20});
+      check_stream<T, 2, false, Fp8E4M3>(c, {5});
+    });
+    const AttentionScoring both{0.0f, 2.0f, 64};  // a softcap and a window of whole tiles
+    for_each_case_shape({{64, 6, 2}}, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+      const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
+                                                     both, Fp8KvScales{});
+      check_mma<T, 32, true, Fp8E4M3>(c);
+      check_mma<T, 16, true, Fp8E4M3>(c);
+      check_stream<T, 3, true, Fp8E4M3>(c, {1, 7});
+    });
   }
 
   TEST_CASE("the stream kernel's block code matches the reference on random decode batches (emulated)") {

@@ -1,19 +1,23 @@
 // The block code of RoPE with the cache write (rope_kv_cache_block.cuh) and of RMSNorm with the residual
 // add (rmsnorm_block.cuh) run on the CPU by the block emulator, Llama's builds and the family builds: RoPE
 // with biases, q/k head norms (a warp per head, shared memory), the longrope table and the attention
-// factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU); RMSNorm with and
-// without a sandwich norm of the delta, in place and gathered, against reference.hpp's rmsnorm_ref. The
-// device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
+// factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU), and its FP8 cache
+// write code by code against fp8.hpp; RMSNorm with and without a sandwich norm of the delta, in place and
+// gathered, against reference.hpp's rmsnorm_ref. The device helpers (cuda_dtype.cuh) are compiled as host
+// code after the emulator. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/rope_kv_cache.hpp"
+#include "engine/model/fp8.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/rope_case.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -44,12 +48,7 @@ std::vector<float> to_float_vector(const std::vector<T>& v) {
 
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
-// One RoPE case through the block code of the FAMILY build, every row a block of kRopeThreads.
-template <typename T, bool FAMILY>
-void check_rope_emulated(const RopeCase& rc, bool halves, const RopeFamilyHost& fam = {}) {
-  const RopeRun run = make_rope_run<T>(rc, halves, fam);
-  std::vector<T> qkv = to_t<T>(run.qkv);
-  std::vector<T> k(run.cache_elems(), from_f32<T>(NAN)), v(run.cache_elems(), from_f32<T>(NAN));
+RopeFamily rope_family(const RopeFamilyHost& fam) {
   RopeFamily family;
   family.qkv_bias = data_or_null(fam.bias);
   family.q_norm = data_or_null(fam.q_norm);
@@ -58,14 +57,57 @@ void check_rope_emulated(const RopeCase& rc, bool halves, const RopeFamilyHost& 
   family.long_inv_freq = data_or_null(fam.long_inv_freq);
   family.long_from = fam.long_from;
   family.attention_factor = fam.factor;
+  return family;
+}
+
+// The block code of the FAMILY build on the run's rows (every row a block of kRopeThreads) into caches of KV,
+// with qkv in T (rotated in place).
+template <typename T, bool FAMILY, typename KV>
+void run_rope_emulated(const RopeRun& run, const RopeFamilyHost& fam, std::vector<T>& qkv, std::vector<KV>& k,
+                       std::vector<KV>& v, const KvScales& scales = {}) {
+  const RopeCase& rc = run.rc;
+  const RopeFamily family = rope_family(fam);
   REQUIRE(family.is_plain() == !FAMILY);
   std::vector<float> s_inv_rms(static_cast<size_t>(rc.num_heads + rc.num_kv_heads), NAN);
   block_emulator::launch(static_cast<unsigned>(run.num_rows()), rope_detail::kRopeThreads, [&] {
-    rope_detail::rope_kv_cache_block<T, FAMILY>(qkv.data(), k.data(), v.data(), run.positions.data(),
-                                                run.slots.data(), run.inv_freq.data(), rc.num_heads, rc.num_kv_heads,
-                                                rc.head_dim, RopeRun::kBlockSize, halves, family, s_inv_rms.data());
+    rope_detail::rope_kv_cache_block<T, FAMILY, KV>(qkv.data(), k.data(), v.data(), run.positions.data(),
+                                                    run.slots.data(), run.inv_freq.data(), rc.num_heads,
+                                                    rc.num_kv_heads, rc.head_dim, RopeRun::kBlockSize, run.halves,
+                                                    family, s_inv_rms.data(), scales);
   });
+}
+
+// One RoPE case through the block code of the FAMILY build.
+template <typename T, bool FAMILY>
+void check_rope_emulated(const RopeCase& rc, bool halves, const RopeFamilyHost& fam = {}) {
+  const RopeRun run = make_rope_run<T>(rc, halves, fam);
+  std::vector<T> qkv = to_t<T>(run.qkv);
+  std::vector<T> k(run.cache_elems(), from_f32<T>(NAN)), v(run.cache_elems(), from_f32<T>(NAN));
+  run_rope_emulated<T, FAMILY>(run, fam, qkv, k, v);
   check_rope_outputs<T>(run, fam, to_float_vector(qkv), to_float_vector(k), to_float_vector(v));
+}
+
+// The FP8 cache write: the build into an fp32 cache gives every value before its rounding (and is checked
+// against the reference); the FP8 build's q equals it, each written code is fp8_e4m3_from_float(value /
+// scale), and every other code keeps its poison (0x7F, NaN).
+template <typename T, bool FAMILY>
+void check_rope_fp8_emulated(const RopeCase& rc, bool halves, const RopeFamilyHost& fam = {}) {
+  const RopeRun run = make_rope_run<T>(rc, halves, fam);
+  std::vector<T> qkv32 = to_t<T>(run.qkv), qkv8 = qkv32;
+  std::vector<float> k32(run.cache_elems(), NAN), v32(run.cache_elems(), NAN);
+  run_rope_emulated<T, FAMILY>(run, fam, qkv32, k32, v32);
+  check_rope_outputs<T>(run, fam, to_float_vector(qkv32), k32, v32);
+  const float k_scale = 0.0449f, v_scale = 0.0173f;  // not powers of two: a lost scale changes codes
+  std::vector<Fp8E4M3> k8(run.cache_elems(), 0x7F), v8(run.cache_elems(), 0x7F);
+  run_rope_emulated<T, FAMILY>(run, fam, qkv8, k8, v8, KvScales{&k_scale, &v_scale});
+  CHECK(to_float_vector(qkv8) == to_float_vector(qkv32));
+  size_t wrong = 0;
+  for (size_t i = 0; i < run.cache_elems(); ++i) {
+    const uint8_t k_want = std::isnan(k32[i]) ? 0x7F : fp8_e4m3_from_float(k32[i] / k_scale);
+    const uint8_t v_want = std::isnan(v32[i]) ? 0x7F : fp8_e4m3_from_float(v32[i] / v_scale);
+    wrong += (k8[i] != k_want) + (v8[i] != v_want);
+  }
+  CHECK(wrong == 0);
 }
 
 // rmsnorm_residual (in place) and rmsnorm_gather (rows picked, x untouched) of the POST_NORM build.
@@ -127,6 +169,24 @@ TEST_SUITE("host") {
         for (const RopeFamilyHost& fam : rope_families(rc)) {
           CAPTURE(fam.name);
           check_rope_emulated<T, true>(rc, halves, fam);
+        }
+      }
+    }
+  }
+
+  TEST_CASE_TEMPLATE("rope_kv_cache's block code into an FP8 cache: every code as fp8.hpp rounds value / scale "
+                     "(emulated)", T, __nv_bfloat16, __half) {
+    for (bool halves : {false, true}) {
+      CAPTURE(halves);
+      for (const RopeCase& rc : rope_cases()) {
+        CAPTURE(rc.head_dim);
+        check_rope_fp8_emulated<T, false>(rc, halves);
+      }
+      for (const RopeCase& rc : rope_family_cases()) {
+        CAPTURE(rc.head_dim);
+        for (const RopeFamilyHost& fam : rope_families(rc)) {
+          CAPTURE(fam.name);
+          check_rope_fp8_emulated<T, true>(rc, halves, fam);
         }
       }
     }

@@ -3,7 +3,8 @@
 // decode kernel, CUDA cores and tensor cores, and in a test case of its own the stream kernel over every
 // cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128 and 256 (Gemma's, on the
 // CUDA-core kernels only), GQA groups 1..8, block sizes 16 and 5; and every kernel's family build (sliding
-// windows, softcaps, query scales) on the same batch with the cache before every row's window NaN.
+// windows, softcaps, query scales) on the same batch with the cache before every row's window NaN; and
+// every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its dequantized values.
 // test_decode_emulated.cpp and test_cuda_cores_emulated.cpp run the decode kernels' and paged_attention's
 // block code on the same batches without a GPU.
 #include <doctest/doctest.h>
@@ -12,12 +13,15 @@
 #include <cstdint>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <type_traits>
 #include <vector>
 
 #include "cuda/decode_attention.hpp"
+#include "cuda/cuda_check.hpp"
 #include "cuda/decode_stream.hpp"
+#include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
 #include "tests/cuda/attention_case.hpp"
@@ -32,10 +36,23 @@ namespace {
 // own test case, so that a fault in it, not yet run on a GPU, can be told apart from the others).
 enum class Kernels { kProven, kStream };
 
-template <typename T>
+// A case's K (of_k) or V cache on the device as elements of KV (T, or an FP8 case's codes).
+template <typename T, typename KV>
+DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k) {
+  const std::vector<KV> host = cache_elements<T, KV>(c, of_k);
+  DeviceBuffer<KV> d(host.size());
+  CUDA_CHECK(cudaMemcpy(d.get(), host.data(), d.bytes(), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// Every kernel on the case of the shape, over a cache of KV elements (T or FP8 codes), against the reference
+// (on an FP8 cache's dequantized values).
+template <typename T, typename KV = T>
 void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which,
                      const AttentionScoring& scoring = {}) {
-  const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
+  const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
+  const AttentionCase c =
+      make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring, fp8);
   const int num_seqs = static_cast<int>(c.seqs.size());
   const int num_blocks = c.num_blocks, max_blocks = c.max_blocks, n = c.num_rows(), q_dim = c.q_dim();
   const int group = num_heads / num_kv_heads;
@@ -51,11 +68,11 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   tile_seq.resize(static_cast<size_t>(num_tiles));
   tile_row.resize(static_cast<size_t>(num_tiles));
 
-  std::vector<float> k_flat(c.cache.k.begin(), c.cache.k.end());
-  std::vector<float> v_flat(c.cache.v.begin(), c.cache.v.end());
   auto d_qkv = to_device<T>(c.qkv);
-  auto d_k = to_device<T>(k_flat);
-  auto d_v = to_device<T>(v_flat);
+  const DeviceBuffer<KV> d_k = cache_on_device<T, KV>(c, true);
+  const DeviceBuffer<KV> d_v = cache_on_device<T, KV>(c, false);
+  const DeviceBuffer<float> d_scales = to_device<float>({Fp8KvScales{}.k, Fp8KvScales{}.v});
+  const KvScales scales = kFp8Kv<KV> ? KvScales{d_scales.get(), d_scales.get() + 1} : KvScales{};
   auto d_positions = to_device_i32(positions);
   auto d_query_start = to_device_i32(query_start);
   auto d_tables = to_device_i32(tables);
@@ -63,9 +80,9 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   auto d_tile_row = to_device_i32(tile_row);
   DeviceBuffer<T> d_out(static_cast<size_t>(n) * q_dim);
   poison(d_out);
-  paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                     d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
-                     scoring);
+  paged_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                         d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
+                         scoring, scales);
   CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
 
   // The tensor-core kernel for 16-bit types, on the same tiles (decode and padding rows included), up to
@@ -73,9 +90,9 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   if constexpr (!std::is_same_v<T, float>) {
     if (which == Kernels::kProven && head_dim <= 128) {
       poison(d_out);
-      prefill_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                           d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(), num_tiles, shape, nullptr,
-                           scoring);
+      prefill_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(),
+                               d_query_start.get(), d_tables.get(), max_blocks, d_tile_seq.get(), d_tile_row.get(),
+                               num_tiles, shape, nullptr, scoring, scales);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -117,12 +134,12 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
       CAPTURE(static_cast<int>(kernel));
       CHECK((split.num_splits > 1) == (target_ctas > 1 && decode_keys > kDecodeKeysPerChunk));
       poison(d_out);
-      paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                         d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                         static_cast<int>(multi_seq.size()), shape, nullptr, scoring);
-      decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                          d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
-                          max_partials, shape, nullptr, kernel, nullptr, scoring);
+      paged_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(),
+                             d_query_start.get(), d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                             static_cast<int>(multi_seq.size()), shape, nullptr, scoring, scales);
+      decode_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                              d_tables.get(), max_blocks, d_decode.get(), 4, split, partial_o.get(), partial_ml.get(),
+                              max_partials, shape, nullptr, kernel, nullptr, scoring, scales);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -138,7 +155,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   plan.tile_start = d_tile_start.get();
   plan.num_tiles = static_cast<int64_t>(tile_start.back()) * num_kv_heads;
   // Both pipeline depths (3 stages on Hopper, 2 where the shared memory is smaller), where they fit.
-  const DecodeStreamLimits limits = decode_stream_limits<T>(head_dim);
+  const DecodeStreamLimits limits = decode_stream_limits<T, KV>(head_dim);
   for (int warps = 1; warps <= plan.num_tiles; warps += warps < 8 ? 1 : 5) {
     for (int stages = limits.stages; stages >= 2; --stages) {
       CAPTURE(warps);
@@ -146,12 +163,13 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
       plan.num_warps = warps;
       plan.stages = stages;
       poison(d_out);
-      paged_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                         d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
-                         static_cast<int>(multi_seq.size()), shape, nullptr, scoring);
-      decode_attention<T>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
-                          d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
-                          partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan, scoring);
+      paged_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(),
+                             d_query_start.get(), d_tables.get(), max_blocks, d_multi_seq.get(), d_multi_row.get(),
+                             static_cast<int>(multi_seq.size()), shape, nullptr, scoring, scales);
+      decode_attention<T, KV>(d_out.get(), d_qkv.get(), d_k.get(), d_v.get(), d_positions.get(), d_query_start.get(),
+                              d_tables.get(), max_blocks, d_decode.get(), 4, DecodeSplit{1, 1024}, partial_o.get(),
+                              partial_ml.get(), max_partials, shape, nullptr, DecodeKernel::kStream, &plan, scoring,
+                              scales);
       CHECK(rel_error(to_host(d_out), ref) < tolerance<T>());
     }
   }
@@ -189,14 +207,14 @@ TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
 }
 
 // check_attention over every shape (for_each_case_shape: blocks of 16 and of 5).
-template <typename T>
+template <typename T, typename KV = T>
 void check_attention_shapes(std::initializer_list<CaseShape> shapes, Kernels kernels,
                             const AttentionScoring& scoring = {}) {
   CAPTURE(scoring.window);
   CAPTURE(scoring.softcap);
   CAPTURE(scoring.scale);
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
-    check_attention<T>(head_dim, num_heads, num_kv_heads, block_size, kernels, scoring);
+    check_attention<T, KV>(head_dim, num_heads, num_kv_heads, block_size, kernels, scoring);
   });
 }
 
@@ -229,6 +247,15 @@ TEST_CASE_TEMPLATE("the stream decode kernel's family build over cuts into warp 
   for (const AttentionScoring& scoring : kFamilyScorings) {
     check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}}, Kernels::kStream, scoring);
   }
+}
+
+TEST_CASE_TEMPLATE("every attention kernel reads an FP8 cache (the reference on its dequantized values)", T,
+                   __nv_bfloat16, __half) {
+  const std::initializer_list<CaseShape> shapes = {{64, 6, 2}, {128, 8, 2}, {16, 4, 4}, {32, 8, 8}, {256, 8, 4}};
+  check_attention_shapes<T, Fp8E4M3>(shapes, Kernels::kProven);
+  check_attention_shapes<T, Fp8E4M3>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}}, Kernels::kStream);
+  check_attention_shapes<T, Fp8E4M3>({{64, 6, 2}, {128, 8, 2}}, Kernels::kProven, kFamilyScorings[3]);
+  check_attention_shapes<T, Fp8E4M3>({{64, 6, 2}}, Kernels::kStream, kFamilyScorings[3]);
 }
 
 }  // namespace cbatch::test
