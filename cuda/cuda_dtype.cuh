@@ -48,17 +48,23 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// Sum over the whole block, returned to every thread. blockDim.x must be a multiple of 32. Uses one
-// static shared array: call it at most once per kernel (or __syncthreads() between calls).
-__device__ __forceinline__ float block_sum(float v) {
+// Sum (MAX = false) or largest value (MAX = true) over the whole block, returned to every thread.
+// blockDim.x must be a multiple of 32. Uses one static shared array per kind: call each at most once per
+// kernel (or __syncthreads() between calls).
+template <bool MAX>
+__device__ __forceinline__ float block_reduce(float v) {
   __shared__ float partial[32];  // (num_warps)
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
-  v = warp_sum(v);
+  v = MAX ? warp_max(v) : warp_sum(v);
   if (lane == 0) partial[warp] = v;
   __syncthreads();
   const int num_warps = blockDim.x / 32;
-  return warp_sum(lane < num_warps ? partial[lane] : 0.0f);
+  const float mine = lane < num_warps ? partial[lane] : (MAX ? -INFINITY : 0.0f);
+  return MAX ? warp_max(mine) : warp_sum(mine);
 }
+
+__device__ __forceinline__ float block_sum(float v) { return block_reduce<false>(v); }
+__device__ __forceinline__ float block_max(float v) { return block_reduce<true>(v); }
 
 }  // namespace cbatch

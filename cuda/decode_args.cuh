@@ -89,6 +89,22 @@ __device__ __forceinline__ void convert_kv_rows(const KV* codes, int codes_ld, T
   }
 }
 
+// The K tile the tensor-core kernels' matrix code reads for one pipeline stage (a K tile of ROWS rows,
+// its V tile stage_tile_elems after it); the V tile follows it at tile_elems. For a cache of T that is the
+// stage itself; for an FP8 cache, the warp's converted copy (K, then V), dequantized here.
+template <int ROWS, int HD, typename T, typename KV>
+__device__ __forceinline__ const T* kv_tiles_for_mma(const KV* stage, int stage_ld, int stage_tile_elems, T* converted,
+                                                     int ld, int tile_elems, float k_scale, float v_scale, int lane) {
+  if constexpr (kFp8Kv<KV>) {
+    convert_kv_rows<ROWS, HD>(stage, stage_ld, converted, ld, k_scale, lane);
+    convert_kv_rows<ROWS, HD>(stage + stage_tile_elems, stage_ld, converted + tile_elems, ld, v_scale, lane);
+    __syncwarp();
+    return converted;
+  } else {
+    return stage;
+  }
+}
+
 // What a stream launch covers (decode_stream.hpp): the tile list of the decode items and its warps.
 struct StreamArgs {
   const int32_t* tile_start;  // (num_seqs + 1)

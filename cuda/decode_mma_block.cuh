@@ -126,19 +126,9 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
     cp_async_commit();
     cp_async_wait<L::kStages - 1>();
     __syncwarp();
-    const T* s_k;
-    const T* s_v;
-    if constexpr (kFp8Kv<KV>) {
-      convert_kv_rows<TILE, HD>(stage_k(i), L::kStageLd, s_converted, L::kLd, k_scale, lane);
-      convert_kv_rows<TILE, HD>(stage_k(i) + L::kStageTileElems, L::kStageLd, s_converted + L::kTileElems, L::kLd,
-                                v_scale, lane);
-      __syncwarp();
-      s_k = s_converted;
-      s_v = s_converted + L::kTileElems;
-    } else {
-      s_k = stage_k(i);
-      s_v = s_k + L::kTileElems;
-    }
+    const T* s_k = kv_tiles_for_mma<TILE, HD>(stage_k(i), L::kStageLd, L::kStageTileElems, s_converted, L::kLd,
+                                               L::kTileElems, k_scale, v_scale, lane);
+    const T* s_v = s_k + L::kTileElems;
     const int key0 = tile_key(i);
 
     // S = Q K^T: n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.

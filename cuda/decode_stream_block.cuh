@@ -215,19 +215,9 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T, KV>& a, const S
     load_next();
     cp_async_wait<L::kStages - 1>();
     __syncwarp();
-    const T* s_k;
-    const T* s_v;
-    if constexpr (kFp8Kv<KV>) {
-      convert_kv_rows<kTile, HD>(stage_k(tile), L::kStageLd, s_converted, L::kLd, k_scale, lane);
-      convert_kv_rows<kTile, HD>(stage_k(tile) + L::kStageTileElems, L::kStageLd, s_converted + L::kTileElems, L::kLd,
-                                 v_scale, lane);
-      __syncwarp();
-      s_k = s_converted;
-      s_v = s_converted + L::kTileElems;
-    } else {
-      s_k = stage_k(tile);
-      s_v = s_k + L::kTileElems;
-    }
+    const T* s_k = kv_tiles_for_mma<kTile, HD>(stage_k(tile), L::kStageLd, L::kStageTileElems, s_converted, L::kLd,
+                                               L::kTileElems, k_scale, v_scale, lane);
+    const T* s_v = s_k + L::kTileElems;
     const int key0 = stream_tile_key<FAMILY>(cp_seq, cp.tile);
 
     // S^T = K Q^T: two m tiles of 16 keys; A (keys x dims) by ldmatrix.x4 from the key rows.

@@ -1,7 +1,7 @@
 // The block code of per-tensor FP8 E4M3 quantization (fp8_quantize.cu, whose header describes it): one pass
 // writes each block's largest magnitude (a partial amax), a second derives the tensor's scale from all
 // partials in every block and writes x / scale rounded by fp8.hpp (round to nearest even, saturating).
-// It uses no CUDA header of its own: include it after cuda_dtype.cuh (to_float, Pack16, warp_max), or on the host
+// It uses no CUDA header of its own: include it after cuda_dtype.cuh (to_float, Pack16, block_max), or on the host
 // after tests/cuda/block_emulator.hpp and then cuda_dtype.cuh (tests/cuda/test_fp8_quantize_emulated.cpp).
 #pragma once
 #include <cmath>
@@ -21,19 +21,6 @@ constexpr int kFp8MaxPartials = 1024;  // blocks of the amax pass, at most
 __device__ __forceinline__ float fp8_scale_from_amax(float amax) {
   const float scale = amax / kFp8E4M3Max;
   return scale > 0.0f ? scale : 1.0f;
-}
-
-// The largest value of v over the block, returned to every thread. Uses one static shared array: call it
-// at most once per kernel.
-__device__ __forceinline__ float block_max(float v) {
-  __shared__ float partial[32];  // (num_warps)
-  const int lane = threadIdx.x % 32;
-  const int warp = threadIdx.x / 32;
-  v = warp_max(v);
-  if (lane == 0) partial[warp] = v;
-  __syncthreads();
-  const int num_warps = blockDim.x / 32;
-  return warp_max(lane < num_warps ? partial[lane] : 0.0f);
 }
 
 // Calls f(i, value) for the elements of x (n) T in the block's grid-stride share: 16-byte packs
