@@ -1,27 +1,17 @@
 // cublas_library(): cuBLAS is not in the process until the first call, then every function resolves.
 // In the "host" suite, which runs without a GPU too.
-#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "cuda/cublas_library.hpp"
+#include "tests/cuda/library_probe.hpp"
 
 namespace cbatch::test {
 
 namespace {
 
-bool cublas_in_process() {
-  const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-  void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (handle != nullptr) dlclose(handle);  // drops only the reference RTLD_NOLOAD added
-  return handle != nullptr;
-}
-
-template <typename Fn>
-bool resolved(Fn fn) {  // doctest cannot print a function pointer, so CHECK sees a bool
-  return fn != nullptr;
-}
+bool cublas_in_process() { return library_in_process("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR)); }
 
 // Taken during static initialisation, before main and any test has run.
 const bool kCublasLoadedAtStart = cublas_in_process();

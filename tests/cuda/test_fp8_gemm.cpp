@@ -3,7 +3,6 @@
 // larger than one grid, the cuBLASLt FP8 GEMM against a double-precision reference computed from the same
 // codes and scales (so the only differences are fp32 accumulation order and the output rounding) over the
 // Llama 1B and 8B matrix shapes and ragged m, and the weight upload's refusal of NaN naming the tensor.
-#include <dlfcn.h>
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -21,22 +20,13 @@
 #include "cuda/linear.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/fp8_gpu.hpp"
+#include "tests/cuda/library_probe.hpp"
 #include "tests/cuda/test_util.hpp"
 
 namespace cbatch::test {
 namespace {
 
-bool cublaslt_in_process() {
-  const std::string soname = "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR);
-  void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  if (handle != nullptr) dlclose(handle);  // drops only the reference RTLD_NOLOAD added
-  return handle != nullptr;
-}
-
-template <typename Fn>
-bool resolved(Fn fn) {
-  return fn != nullptr;
-}
+bool cublaslt_in_process() { return library_in_process("libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR)); }
 
 const bool kCublasLtLoadedAtStart = cublaslt_in_process();  // during static initialisation
 
