@@ -23,6 +23,7 @@ struct BenchOptions {
   int num_prompts = 64;
   std::string input_len = "16:256";
   std::string output_len = "16:256";
+  bool lengths_given = false;  // --input-len or --output-len was on the command line
   float temperature = 0.0f;
   float top_p = 1.0f;
   int top_k = -1;
@@ -88,6 +89,10 @@ RunSummary run_mode(const BenchOptions& o, Mode mode, bool caching, const Model&
 }
 
 int run(const BenchOptions& o) {
+  if (o.lengths_given && o.dataset != "random") {
+    throw Error("--input-len / --output-len set the random dataset's lengths; --dataset " + o.dataset +
+                " brings its own");
+  }
   const Model model = load_model_for(o.engine);
   std::unique_ptr<Backend> backend = make_backend(o.engine, model);
   BenchReport report;
@@ -160,8 +165,10 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--dataset", o->dataset,
                   "random, sharegpt-synthetic, sharegpt:FILE (a ShareGPT JSON file), or a JSONL prompts file");
   sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
-  sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
-  sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");
+  CLI::Option* input_len =
+      sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");
+  CLI::Option* output_len =
+      sub->add_option("--output-len", o->output_len, "output length C or range C:D (random dataset, ignore_eos)");
   sub->add_option("--temperature", o->temperature, "sampling temperature of the random dataset (0: greedy)")
       ->check(CLI::Range(0.0f, 100.0f));
   sub->add_option("--top-p", o->top_p, "top_p of the random dataset")->check(CLI::Range(0.001f, 1.0f));
@@ -179,7 +186,10 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--tolerance", o->tolerance, "allowed relative drop below the baseline")->check(CLI::Range(0.0, 1.0));
   sub->add_flag("!--no-warmup", o->warmup, "skip the short warm-up run");
   add_engine_options(*sub, o->engine);
-  return {sub, [o] { return run(*o); }};
+  return {sub, [o, input_len, output_len] {
+            o->lengths_given = input_len->count() + output_len->count() > 0;
+            return run(*o);
+          }};
 }
 
 }  // namespace cbatch

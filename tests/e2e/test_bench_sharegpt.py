@@ -71,6 +71,9 @@ c.check(r["output_tokens"] == sum(o for _, o in expected), f"output tokens {r['o
 # filter, a file that is not the ShareGPT format, a truncated file.
 proc = run(["bench", "--dataset", "sharegpt:" + path, "--num-prompts", "11"] + TINY, check=False)
 c.check(proc.returncode != 0 and path in proc.stderr and "only 10 of its 12" in proc.stderr, proc.stderr.strip())
+for lengths in (["--input-len", "8"], ["--output-len", "4:8"]):  # the file sets them: no silent ignoring
+    proc = run(["bench", "--dataset", "sharegpt:" + path] + lengths + TINY, check=False)
+    c.check(proc.returncode != 0 and lengths[0] in proc.stderr and "brings its own" in proc.stderr, proc.stderr.strip())
 for name, text, problem in [("object.json", '{"conversations": []}', "expected a JSON list"),
                             ("truncated.json", '[{"conversations": [{"value": "a"}, {"val', "not JSON")]:
     bad = os.path.join(work, name)
