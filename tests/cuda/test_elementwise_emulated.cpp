@@ -153,43 +153,43 @@ void check_rmsnorm_emulated(int rows, int dim) {
   CHECK(x_gather == x);
 }
 
+// f(case, halves, nullptr) for Llama's RoPE cases and f(case, halves, &family) for each family of the family
+// cases, with both rotation layouts.
+template <class F>
+void for_each_rope_case(F&& f) {
+  for (bool halves : {false, true}) {
+    CAPTURE(halves);
+    for (const RopeCase& rc : rope_cases()) {
+      CAPTURE(rc.head_dim);
+      f(rc, halves, nullptr);
+    }
+    for (const RopeCase& rc : rope_family_cases()) {
+      CAPTURE(rc.head_dim);
+      for (const RopeFamilyHost& fam : rope_families(rc)) {
+        CAPTURE(fam.name);
+        f(rc, halves, &fam);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
   TEST_CASE_TEMPLATE("rope_kv_cache's block code, Llama's and the family build (emulated)", T, float, __nv_bfloat16,
                      __half) {
-    for (bool halves : {false, true}) {
-      CAPTURE(halves);
-      for (const RopeCase& rc : rope_cases()) {
-        CAPTURE(rc.head_dim);
-        check_rope_emulated<T, false>(rc, halves);
-      }
-      for (const RopeCase& rc : rope_family_cases()) {
-        CAPTURE(rc.head_dim);
-        for (const RopeFamilyHost& fam : rope_families(rc)) {
-          CAPTURE(fam.name);
-          check_rope_emulated<T, true>(rc, halves, fam);
-        }
-      }
-    }
+    for_each_rope_case([](const RopeCase& rc, bool halves, const RopeFamilyHost* fam) {
+      if (fam == nullptr) return check_rope_emulated<T, false>(rc, halves);
+      check_rope_emulated<T, true>(rc, halves, *fam);
+    });
   }
 
   TEST_CASE_TEMPLATE("rope_kv_cache's block code into an FP8 cache: every code as fp8.hpp rounds value / scale "
                      "(emulated)", T, __nv_bfloat16, __half) {
-    for (bool halves : {false, true}) {
-      CAPTURE(halves);
-      for (const RopeCase& rc : rope_cases()) {
-        CAPTURE(rc.head_dim);
-        check_rope_fp8_emulated<T, false>(rc, halves);
-      }
-      for (const RopeCase& rc : rope_family_cases()) {
-        CAPTURE(rc.head_dim);
-        for (const RopeFamilyHost& fam : rope_families(rc)) {
-          CAPTURE(fam.name);
-          check_rope_fp8_emulated<T, true>(rc, halves, fam);
-        }
-      }
-    }
+    for_each_rope_case([](const RopeCase& rc, bool halves, const RopeFamilyHost* fam) {
+      if (fam == nullptr) return check_rope_fp8_emulated<T, false>(rc, halves);
+      check_rope_fp8_emulated<T, true>(rc, halves, *fam);
+    });
   }
 
   TEST_CASE_TEMPLATE("rmsnorm's block code with and without a sandwich norm, in place and gathered (emulated)", T,
