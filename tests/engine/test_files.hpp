@@ -1,6 +1,7 @@
-// Test data helpers: paths under the shared data directory (CBATCH_SHARED_DIR) and the source tree
-// (CBATCH_SOURCE_DIR), whole-file reads, and temporary files removed at scope exit. Tests that need
-// shared data call have_files() and return early (a visible skip) when it is absent.
+// Test data helpers: tiny-spm, the project's own small Llama in three formats (CBATCH_TINY_SPM_DIR, written
+// by ctest's fixture tiny_spm: tools/tiny_spm/make_tiny_spm.py), paths under the optional shared data
+// directory (CBATCH_SHARED_DIR: extra cases only, through have_files()) and the source tree
+// (CBATCH_SOURCE_DIR), whole-file reads, and temporary files removed at scope exit.
 #pragma once
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -20,6 +21,15 @@ namespace cbatch::test {
 
 inline std::string shared_path(const std::string& relative) {
   return std::string(CBATCH_SHARED_DIR) + "/" + relative;
+}
+
+// A file of tiny-spm; fails the test (naming the command that writes it) when it is missing.
+inline std::string tiny_spm_path(const std::string& relative) {
+  const std::string path = std::string(CBATCH_TINY_SPM_DIR) + "/" + relative;
+  REQUIRE_MESSAGE(std::filesystem::exists(path), path << " is missing: ctest writes it (fixture tiny_spm), or run "
+                                                      << "python3 tools/tiny_spm/make_tiny_spm.py "
+                                                      << CBATCH_TINY_SPM_DIR);
+  return path;
 }
 
 inline std::string source_path(const std::string& relative) {
