@@ -36,12 +36,6 @@ inline std::string source_path(const std::string& relative) {
   return std::string(CBATCH_SOURCE_DIR) + "/" + relative;
 }
 
-// The aidreams260K model in its three formats (shared data).
-inline const std::string kAidreamsBin = shared_path("models/aidreams260K/aidreams260K.bin");
-inline const std::string kAidreamsTokenizerBin = shared_path("models/aidreams260K/tok512.bin");
-inline const std::string kAidreamsGguf = shared_path("models/aidreams260K/aidreams260K.gguf");
-inline const std::string kAidreamsHf = shared_path("models/aidreams260K/hf");
-
 // False (with a skip message) when any of the files is missing.
 inline bool have_files(std::initializer_list<std::string> paths) {
   for (const std::string& path : paths) {

@@ -1,8 +1,10 @@
-// The GGUF reader: every metadata value type and tensor views on a hand-built file, the real
-// aidreams260K.gguf (metadata and config), and corrupt copies (cut headers, huge lengths and counts,
-// tensors past the end, unsupported types, random byte flips) that must give cbatch::Error, not a crash.
+// The GGUF reader: every metadata value type and tensor views on a hand-built file, tiny-spm.gguf
+// (metadata and config, as tools/tiny_spm/make_tiny_spm.py writes them), and corrupt copies (cut headers,
+// huge lengths and counts, tensors past the end, unsupported types, random byte flips) that must give
+// cbatch::Error, not a crash.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 
@@ -102,7 +104,7 @@ std::string build_test_gguf() {
   return w.bytes;
 }
 
-const std::string& aidreams_gguf() { return test::kAidreamsGguf; }
+std::string tiny_spm_gguf() { return test::tiny_spm_path("tiny-spm.gguf"); }
 
 void put_u64(std::string& bytes, size_t offset, uint64_t value) { std::memcpy(&bytes[offset], &value, 8); }
 void put_u32(std::string& bytes, size_t offset, uint32_t value) { std::memcpy(&bytes[offset], &value, 4); }
@@ -163,22 +165,43 @@ TEST_CASE("GGUF reader reads every metadata type and tensor views") {
   CHECK(g.find_tensor("absent") == nullptr);
 }
 
-TEST_CASE("GGUF reader reads aidreams260K.gguf") {
-  if (!test::have_files({aidreams_gguf()})) return;
-  const GgufFile g(aidreams_gguf());
+TEST_CASE("GGUF reader reads tiny-spm.gguf") {
+  const std::string path = tiny_spm_gguf();
+  const GgufFile g(path);
   CHECK(g.version() == 3);
   CHECK(g.tensors().size() == 39);  // 4 layers * 9 + token_embd, output_norm, output
   CHECK(g.get_string("general.architecture") == "llama");
-  CHECK(g.get_strings("tokenizer.ggml.tokens").size() == 512);
-  CHECK(g.get_strings("tokenizer.ggml.tokens")[429] == "\xE2\x96\x81");  // "▁"
+  CHECK(g.get_string("general.name") == "tiny-spm");
   CHECK(g.get_int("llama.context_length") == 128);
+  CHECK(g.get_int("llama.attention.head_count_kv") == 2);
+  // The vocabulary: <unk> <s> </s>, the 256 byte pieces, then 253 pieces scored 0, -1, ... by merge order.
+  const std::vector<std::string> tokens = g.get_strings("tokenizer.ggml.tokens");
+  REQUIRE(tokens.size() == 512);
+  CHECK(tokens[0] == "<unk>");
+  CHECK(tokens[1] == "<s>");
+  CHECK(tokens[2] == "</s>");
+  CHECK(tokens[3] == "<0x00>");
+  CHECK(tokens[258] == "<0xFF>");
+  CHECK(std::count(tokens.begin() + 259, tokens.end(), "\xE2\x96\x81") == 1);  // "▁" is a piece
+  const std::vector<double> scores = g.get_floats("tokenizer.ggml.scores");
+  REQUIRE(scores.size() == 512);
+  CHECK(scores[258] == 0.0);
+  CHECK(scores[260] == -1.0);
+  CHECK(scores[511] == -252.0);
+  const std::vector<int64_t> types = g.get_ints("tokenizer.ggml.token_type");
+  REQUIRE(types.size() == 512);
+  CHECK(types[0] == 2);    // unknown
+  CHECK(types[1] == 3);    // control
+  CHECK(types[258] == 6);  // byte
+  CHECK(types[259] == 1);  // normal
+  CHECK(g.get_int("tokenizer.ggml.eos_token_id") == 2);
   const GgufTensorInfo* down = g.find_tensor("blk.0.ffn_down.weight");
   REQUIRE(down != nullptr);
   CHECK(down->dims == std::vector<int64_t>{172, 64});
   CHECK(down->rows() == 64);
   CHECK(down->cols() == 172);
 
-  const Model model = load_model(ModelSource{aidreams_gguf(), "", 0});
+  const Model model = load_model(ModelSource{path, "", 0});
   const ModelConfig& c = model.config;
   CHECK(model.format == "gguf");
   CHECK(model.weight_dtype == "f32");
@@ -186,7 +209,7 @@ TEST_CASE("GGUF reader reads aidreams260K.gguf") {
   CHECK(c.hidden_dim == 172);
   CHECK(c.num_layers == 4);
   CHECK(c.num_heads == 4);
-  CHECK(c.num_kv_heads == 4);
+  CHECK(c.num_kv_heads == 2);
   CHECK(c.head_dim == 16);
   CHECK(c.vocab_size == 512);
   CHECK(c.max_context == 128);
@@ -194,18 +217,23 @@ TEST_CASE("GGUF reader reads aidreams260K.gguf") {
   CHECK(c.rope_theta == 10000.0f);
   CHECK(c.rope_layout == RopeLayout::kAdjacentPairs);
   CHECK(c.rope_scaling.type == RopeScalingType::kNone);
-  CHECK(!c.tied_embeddings);  // the converter stores a copy of the embedding as output.weight
+  CHECK(!c.tied_embeddings);  // tiny-spm's head (wcls) is its own tensor, output.weight
   CHECK(model.tensors.lm_head.name == "output.weight");
   CHECK(model.tokenizer->kind() == "llama");
   CHECK(model.tokenizer->bos_id() == 1);
+  CHECK(model.tokenizer->is_eos(2));
 }
 
 TEST_CASE("GGUF reader rejects truncated and corrupt files with cbatch::Error") {
-  if (!test::have_files({aidreams_gguf()})) return;
-  const std::string original = test::read_bytes(aidreams_gguf());
-  const uint64_t data_offset = GgufFile(aidreams_gguf()).data_offset();
+  const std::string path = tiny_spm_gguf();
+  const std::string original = test::read_bytes(path);
+  const uint64_t data_offset = GgufFile(path).data_offset();
+  // Cuts in the magic, the version, the counts, the first keys, the token list, the tensor infos, the
+  // padding before the data, the data.
+  const size_t in_tokens = original.find("tokenizer.ggml.scores") - 100;
+  const size_t in_tensor_infos = original.find("blk.2.attn_q.weight") + 5;
   for (size_t cut : {size_t{0}, size_t{3}, size_t{4}, size_t{7}, size_t{12}, size_t{23}, size_t{30},
-                     size_t{100}, size_t{5000}, size_t{13000}, size_t{data_offset - 1},
+                     size_t{100}, in_tokens, in_tensor_infos, size_t{data_offset - 1},
                      size_t{data_offset + 100}, original.size() - 1}) {
     INFO("cut at " << cut);
     const TempFile file(original.substr(0, cut), ".gguf");
@@ -221,8 +249,10 @@ TEST_CASE("GGUF reader rejects truncated and corrupt files with cbatch::Error") 
   }
   SUBCASE("huge array count is capped by the file size") {
     std::string bytes = original;
-    REQUIRE(bytes.substr(32, 21) == "tokenizer.ggml.tokens");
-    put_u64(bytes, 32 + 21 + 4 + 4, uint64_t{1} << 40);
+    // The key's text, then u32 type (array), u32 element type (string), u64 count.
+    const size_t key = bytes.find("tokenizer.ggml.tokens");
+    REQUIRE(key != std::string::npos);
+    put_u64(bytes, key + 21 + 4 + 4, uint64_t{1} << 40);
     const TempFile file(bytes, ".gguf");
     CHECK(error_of([&] { GgufFile g(file.path()); }).find("larger than the file allows") !=
           std::string::npos);
@@ -254,9 +284,9 @@ TEST_CASE("GGUF reader rejects truncated and corrupt files with cbatch::Error") 
 }
 
 TEST_CASE("GGUF reader survives random byte flips in the header") {
-  if (!test::have_files({aidreams_gguf()})) return;
-  const std::string original = test::read_bytes(aidreams_gguf());
-  const size_t header_bytes = GgufFile(aidreams_gguf()).data_offset();
+  const std::string path = tiny_spm_gguf();
+  const std::string original = test::read_bytes(path);
+  const size_t header_bytes = GgufFile(path).data_offset();
   std::mt19937 rng(1234);
   TempFile file(original, ".gguf");
   int num_errors = 0;

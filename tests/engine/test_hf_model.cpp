@@ -1,4 +1,4 @@
-// Hugging Face directories: aidreams260K's hf/ holds the GGUF's function (q/k rows permuted for
+// Hugging Face directories: tiny-spm's hf/ holds the GGUF's function (q/k rows permuted for
 // rotate-half RoPE, everything else bit-identical), sharded safetensors with an index load the same
 // tensors, F16/BF16 tensors decode, and missing or malformed files give errors naming file and field.
 #include <doctest/doctest.h>
@@ -16,8 +16,7 @@ namespace {
 using test::error_of;
 using test::TempDir;
 
-const std::string& kHf = test::kAidreamsHf;
-const std::string& kGguf = test::kAidreamsGguf;
+std::string hf_dir() { return test::tiny_spm_path("hf"); }
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
@@ -79,20 +78,27 @@ std::string replace(std::string text, const std::string& from, const std::string
 
 }  // namespace
 
-TEST_CASE("aidreams260K's Hugging Face directory holds the GGUF's weights") {
-  if (!test::have_files({kHf, kGguf})) return;
-  const Model hf = load_model(ModelSource{kHf, "", 0});
-  const Model gguf = load_model(ModelSource{kGguf, "", 0});
+TEST_CASE("tiny-spm's Hugging Face directory holds the GGUF's weights") {
+  const Model hf = load_model(ModelSource{hf_dir(), "", 0});
+  const Model gguf = load_model(ModelSource{test::tiny_spm_path("tiny-spm.gguf"), "", 0});
   CHECK(hf.format == "hf");
   CHECK(hf.weight_dtype == "f32");
   CHECK(hf.config.rope_layout == RopeLayout::kHalves);
-  CHECK(hf.config.tied_embeddings);
+  CHECK(!hf.config.tied_embeddings);  // "tie_word_embeddings": false, lm_head.weight is stored
   CHECK(hf.config.dim == gguf.config.dim);
+  CHECK(hf.config.hidden_dim == gguf.config.hidden_dim);
   CHECK(hf.config.num_layers == gguf.config.num_layers);
+  CHECK(hf.config.num_heads == gguf.config.num_heads);
+  CHECK(hf.config.num_kv_heads == 2);
+  CHECK(hf.config.head_dim == 16);
+  CHECK(hf.config.vocab_size == gguf.config.vocab_size);
   CHECK(hf.config.max_context == gguf.config.max_context);
   CHECK(hf.config.rms_eps == gguf.config.rms_eps);
+  CHECK(hf.config.rope_theta == gguf.config.rope_theta);
   CHECK(identical(hf.tensors.embedding, gguf.tensors.embedding));
   CHECK(identical(hf.tensors.final_norm, gguf.tensors.final_norm));
+  CHECK(identical(hf.tensors.lm_head, gguf.tensors.lm_head));
+  CHECK(!identical(hf.tensors.lm_head, hf.tensors.embedding));
   for (size_t i = 0; i < hf.tensors.layers.size(); ++i) {
     const LayerTensors& a = hf.tensors.layers[i];
     const LayerTensors& b = gguf.tensors.layers[i];
@@ -104,17 +110,20 @@ TEST_CASE("aidreams260K's Hugging Face directory holds the GGUF's weights") {
     CHECK(identical(a.w_up, b.w_up));
     CHECK(identical(a.w_down, b.w_down));
     CHECK(identical(a.attn_norm, b.attn_norm));
+    CHECK(identical(a.ffn_norm, b.ffn_norm));
   }
   CHECK(hf.tokenizer->kind() == "llama");
   CHECK(hf.tokenizer->bos_id() == 1);
   CHECK(hf.tokenizer->is_eos(2));
   CHECK(hf.tokenizer->encode("I dreamed of", true) == gguf.tokenizer->encode("I dreamed of", true));
+  CHECK(hf.tokenizer->encode("Z\xC3\xBCrich, r\xC3\xA9sum\xC3\xA9", true) ==
+        gguf.tokenizer->encode("Z\xC3\xBCrich, r\xC3\xA9sum\xC3\xA9", true));
 }
 
 TEST_CASE("sharded safetensors with an index load the same tensors") {
-  if (!test::have_files({kHf})) return;
-  const Model single = load_model(ModelSource{kHf, "", 0});
-  const SafetensorsFile file(kHf + "/model.safetensors");
+  const std::string hf = hf_dir();
+  const Model single = load_model(ModelSource{hf, "", 0});
+  const SafetensorsFile file(hf + "/model.safetensors");
   std::vector<StTensor> shards[2];
   std::map<std::string, int> shard_of;
   int index = 0;
@@ -131,7 +140,7 @@ TEST_CASE("sharded safetensors with an index load the same tensors") {
     }
     return "{\"metadata\": {}, \"weight_map\": {" + map + "}}";
   };
-  TempDir dir(kHf);
+  TempDir dir(hf);
   std::filesystem::remove(dir.file("model.safetensors"));
   dir.write("model-00001-of-00002.safetensors", safetensors_bytes(shards[0]));
   dir.write("model-00002-of-00002.safetensors", safetensors_bytes(shards[1]));
@@ -140,6 +149,7 @@ TEST_CASE("sharded safetensors with an index load the same tensors") {
   CHECK(identical(sharded.tensors.embedding, single.tensors.embedding));
   CHECK(identical(sharded.tensors.layers[3].w_down, single.tensors.layers[3].w_down));
   CHECK(identical(sharded.tensors.layers[0].wq, single.tensors.layers[0].wq));
+  CHECK(identical(sharded.tensors.lm_head, single.tensors.lm_head));
 
   // The index must not point at a shard that lacks the tensor.
   dir.write("model.safetensors.index.json", index_json("model.norm.weight"));
@@ -190,26 +200,27 @@ TEST_CASE("safetensors F16 and BF16 tensors decode; corrupt headers are errors")
 }
 
 TEST_CASE("a Hugging Face directory with missing or malformed files names the file and the field") {
-  if (!test::have_files({kHf})) return;
+  const std::string hf = hf_dir();
   const auto load_error = [](const TempDir& dir) { return error_of([&] { load_model(ModelSource{dir.path(), "", 0}); }); };
   {
-    TempDir dir(kHf);
+    TempDir dir(hf);
     std::filesystem::remove(dir.file("config.json"));
     CHECK(load_error(dir).find("config.json") != std::string::npos);
   }
   {
-    TempDir dir(kHf);
+    TempDir dir(hf);
     std::filesystem::remove(dir.file("tokenizer.json"));
     CHECK(load_error(dir).find("tokenizer.json") != std::string::npos);
   }
   {
-    TempDir dir(kHf);
+    TempDir dir(hf);
     std::filesystem::remove(dir.file("model.safetensors"));
     CHECK(load_error(dir).find("model.safetensors") != std::string::npos);
   }
   const std::vector<std::tuple<std::string, std::string, std::string, std::string>> edits = {
       {"config.json", "\"hidden_size\": 64", "\"hidden_size\": \"64\"", "'hidden_size'"},
-      {"config.json", "\"rope_scaling\": null", "\"rope_scaling\": {\"rope_type\": \"dynamic\"}", "rope_scaling.rope_type"},
+      {"config.json", "\"rope_theta\"", "\"rope_scaling\": {\"rope_type\": \"dynamic\"}, \"rope_theta\"",
+       "rope_scaling.rope_type"},
       {"tokenizer.json", "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "normalizer.normalizers[0].type"},
       {"tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"Unigram\"", "model.type"},
       {"tokenizer_config.json", "\"eos_token\": \"</s>\"", "\"eos_token\": \"<end>\"", "eos_token"},
@@ -218,7 +229,7 @@ TEST_CASE("a Hugging Face directory with missing or malformed files names the fi
       {"tokenizer.json", "\"version\"", "\"version", "tokenizer.json"},
   };
   for (const auto& [file, from, to, needle] : edits) {
-    TempDir dir(kHf);
+    TempDir dir(hf);
     dir.write(file, replace(dir.read(file), from, to));
     const std::string message = load_error(dir);
     CHECK_MESSAGE(message.find(needle) != std::string::npos, message);

@@ -1,6 +1,6 @@
-// llama2.c checkpoints: aidreams260K.bin must give the same fp32 tensors, bit for bit, as the GGUF that
-// llama.cpp converted from it, and the same config except tied_embeddings (the .bin ties the
-// classifier to the embedding, the GGUF stores a copy as output.weight). Wrong sizes are errors.
+// llama2.c checkpoints: tiny-spm.bin (untied: a negative vocab_size in the header, wcls after the RoPE
+// tables; 2 KV heads) must give the same fp32 tensors, bit for bit, and the same config as tiny-spm.gguf,
+// which tools/tiny_spm/make_tiny_spm.py writes from the same arrays. Wrong sizes are errors.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -14,9 +14,9 @@ namespace {
 using test::error_of;
 using test::TempFile;
 
-const std::string& kBin = test::kAidreamsBin;
-const std::string& kTok = test::kAidreamsTokenizerBin;
-const std::string& kGguf = test::kAidreamsGguf;
+std::string bin_path() { return test::tiny_spm_path("tiny-spm.bin"); }
+std::string tokenizer_path() { return test::tiny_spm_path("tokenizer.bin"); }
+std::string gguf_path() { return test::tiny_spm_path("tiny-spm.gguf"); }
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
@@ -34,10 +34,10 @@ void check_identical(const TensorView& a, const TensorView& b) {
 
 }  // namespace
 
-TEST_CASE("llama2.c .bin and its GGUF conversion hold identical weights and configs") {
-  if (!test::have_files({kBin, kTok, kGguf})) return;
-  const Model bin = load_model(ModelSource{kBin, kTok, 0});
-  const Model gguf = load_model(ModelSource{kGguf, "", 0});
+TEST_CASE("tiny-spm's llama2.c .bin and its GGUF hold identical weights and configs") {
+  const std::string bin_file = bin_path(), tok_file = tokenizer_path(), gguf_file = gguf_path();
+  const Model bin = load_model(ModelSource{bin_file, tok_file, 0});
+  const Model gguf = load_model(ModelSource{gguf_file, "", 0});
   CHECK(bin.format == "llama2c");
   CHECK(bin.weight_dtype == "f32");
   CHECK(bin.tokenizer->kind() == "llama");
@@ -55,14 +55,18 @@ TEST_CASE("llama2.c .bin and its GGUF conversion hold identical weights and conf
   CHECK(a.rms_eps == b.rms_eps);
   CHECK(a.rope_theta == b.rope_theta);
   CHECK(a.rope_layout == b.rope_layout);
-  CHECK(a.tied_embeddings);
+  CHECK(a.num_kv_heads == 2);
+  CHECK(a.vocab_size == 512);
+  CHECK(!a.tied_embeddings);
   CHECK(!b.tied_embeddings);
-  CHECK(a.num_parameters() == 230976);  // the README's count (tied)
+  // Per layer 2 * 64 (norms) + 64 * 64 * 2 (wq, wo) + 64 * 32 * 2 (wk, wv) + 3 * 64 * 172 (ffn) = 45440;
+  // 4 layers, the final norm (64), the embedding and the untied head (2 * 512 * 64).
+  CHECK(a.num_parameters() == 4 * 45440 + 64 + 2 * 512 * 64);
 
   check_identical(bin.tensors.embedding, gguf.tensors.embedding);
   check_identical(bin.tensors.final_norm, gguf.tensors.final_norm);
   check_identical(bin.tensors.lm_head, gguf.tensors.lm_head);
-  CHECK(bin.tensors.lm_head.data == bin.tensors.embedding.data);
+  CHECK(bin.tensors.lm_head.data != bin.tensors.embedding.data);  // wcls, not the embedding again
   for (int i = 0; i < a.num_layers; ++i) {
     const LayerTensors& x = bin.tensors.layers[i];
     const LayerTensors& y = gguf.tensors.layers[i];
@@ -79,19 +83,20 @@ TEST_CASE("llama2.c .bin and its GGUF conversion hold identical weights and conf
 }
 
 TEST_CASE("llama2.c loader rejects wrong sizes, bad headers and a missing tokenizer") {
-  if (!test::have_files({kBin, kTok})) return;
-  const std::string original = test::read_bytes(kBin);
+  const std::string bin_file = bin_path(), tok_file = tokenizer_path();
+  const std::string original = test::read_bytes(bin_file);
   for (const std::string& bytes :
        {original + "xxxx", original.substr(0, original.size() - 4), original.substr(0, 20)}) {
     const TempFile file(bytes);
-    const std::string message = error_of([&] { load_model(ModelSource{file.path(), kTok, 0}); });
+    const std::string message = error_of([&] { load_model(ModelSource{file.path(), tok_file, 0}); });
     CHECK(message.find(file.path()) != std::string::npos);
   }
   SUBCASE("size error says what the header needs") {
+    // 28 header bytes, then fp32: the 247360 parameters and the RoPE tables (2 * 128 * 16 / 2).
     const TempFile file(original + "xxxx");
     CHECK(error_of([&] {
-            load_model(ModelSource{file.path(), kTok, 0});
-          }).find("needs 932124 bytes") != std::string::npos);
+            load_model(ModelSource{file.path(), tok_file, 0});
+          }).find("needs " + std::to_string(28 + 4 * (247360 + 128 * 16)) + " bytes") != std::string::npos);
   }
   SUBCASE("negative layer count") {
     std::string bytes = original;
@@ -99,17 +104,26 @@ TEST_CASE("llama2.c loader rejects wrong sizes, bad headers and a missing tokeni
     std::memcpy(&bytes[8], &layers, 4);
     const TempFile file(bytes);
     CHECK(error_of([&] {
-            load_model(ModelSource{file.path(), kTok, 0});
+            load_model(ModelSource{file.path(), tok_file, 0});
           }).find("num_layers") != std::string::npos);
   }
   SUBCASE("no tokenizer") {
-    CHECK(error_of([&] { load_model(ModelSource{kBin, "", 0}); }).find("--tokenizer") != std::string::npos);
+    CHECK(error_of([&] { load_model(ModelSource{bin_file, "", 0}); }).find("--tokenizer") != std::string::npos);
   }
   SUBCASE("a tokenizer with fewer tokens than the vocab") {
-    const std::string tok = test::read_bytes(kTok);
-    const TempFile file(tok.substr(0, tok.size() - 10));  // the last token: score, length 2, 2 bytes
+    // tokenizer.bin: int32 max length, then per token float32 score, int32 length, its bytes. The cut
+    // leaves token 511 its score but not its length.
+    const std::string tok = test::read_bytes(tok_file);
+    size_t last = 4;
+    for (int token = 0; token < 511; ++token) {
+      int32_t length;
+      std::memcpy(&length, &tok[last + 4], 4);
+      last += 8 + static_cast<size_t>(length);
+    }
+    REQUIRE(last < tok.size());
+    const TempFile file(tok.substr(0, last + 4));
     CHECK(error_of([&] {
-            load_model(ModelSource{kBin, file.path(), 0});
+            load_model(ModelSource{bin_file, file.path(), 0});
           }).find("token 511 is truncated") != std::string::npos);
   }
 }

@@ -1,7 +1,8 @@
 // Corrupt and truncated model files give cbatch::Error naming the file, never a crash, another
 // exception type or a giant allocation: llama2.c headers with extreme values, tokenizer.bin and GGUF
 // headers cut at every few bytes, random byte flips in tokenizer.bin. (The fuzz targets in tests/fuzz
-// explore further; these sweeps run in every test build, under the sanitizers in CI.)
+// explore further; these sweeps run in every test build, under the sanitizers in CI.) The files are
+// tiny-spm's (tools/tiny_spm/make_tiny_spm.py).
 #include <doctest/doctest.h>
 
 #include <climits>
@@ -19,16 +20,16 @@ namespace {
 using test::error_of;
 using test::TempFile;
 
-const std::string& kBin = test::kAidreamsBin;
-const std::string& kTok = test::kAidreamsTokenizerBin;
-const std::string& kGguf = test::kAidreamsGguf;
+std::string bin_path() { return test::tiny_spm_path("tiny-spm.bin"); }
+std::string tokenizer_path() { return test::tiny_spm_path("tokenizer.bin"); }
+std::string gguf_path() { return test::tiny_spm_path("tiny-spm.gguf"); }
 
 // Loads `bytes` as a model (with the real tokenizer.bin for llama2.c files); "" when it loads and
 // its tokenizer works, else the cbatch::Error message. Any other exception fails the test.
 std::string load_message(const TempFile& file, const std::string& bytes) {
   file.write(bytes);
   try {
-    const Model model = load_model(ModelSource{file.path(), kTok, 0});
+    const Model model = load_model(ModelSource{file.path(), tokenizer_path(), 0});
     const std::vector<int32_t> ids = model.tokenizer->encode("I dreamed of a quiet city", true);
     for (int32_t id : ids) REQUIRE(id < model.config.vocab_size);
     model.tokenizer->decode(ids);
@@ -41,8 +42,7 @@ std::string load_message(const TempFile& file, const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("llama2.c header fields at extreme values are errors naming the file") {
-  if (!test::have_files({kBin, kTok})) return;
-  const std::string original = test::read_bytes(kBin);
+  const std::string original = test::read_bytes(bin_path());
   const TempFile file(original);
   for (int field = 0; field < 7; ++field) {
     for (int32_t value : {0, -1, 1, INT32_MIN, INT32_MAX, 1 << 20, -(1 << 20)}) {
@@ -60,8 +60,7 @@ TEST_CASE("llama2.c header fields at extreme values are errors naming the file")
 }
 
 TEST_CASE("tokenizer.bin cut anywhere is an error naming the file") {
-  if (!test::have_files({kTok})) return;
-  const std::string original = test::read_bytes(kTok);
+  const std::string original = test::read_bytes(tokenizer_path());
   const TempFile file(original);
   for (size_t cut = 0; cut < original.size(); cut += cut < 64 ? 1 : 41) {
     file.write(original.substr(0, cut));
@@ -71,8 +70,7 @@ TEST_CASE("tokenizer.bin cut anywhere is an error naming the file") {
 }
 
 TEST_CASE("tokenizer.bin with random byte flips loads into a working tokenizer or is an error") {
-  if (!test::have_files({kTok})) return;
-  const std::string original = test::read_bytes(kTok);
+  const std::string original = test::read_bytes(tokenizer_path());
   const TempFile file(original);
   std::mt19937 rng(77);
   int num_errors = 0;
@@ -93,9 +91,9 @@ TEST_CASE("tokenizer.bin with random byte flips loads into a working tokenizer o
 }
 
 TEST_CASE("GGUF cut anywhere in its header is an error naming the file") {
-  if (!test::have_files({kGguf})) return;
-  const std::string original = test::read_bytes(kGguf);
-  const size_t header_bytes = GgufFile(kGguf).data_offset();
+  const std::string path = gguf_path();
+  const std::string original = test::read_bytes(path);
+  const size_t header_bytes = GgufFile(path).data_offset();
   const TempFile file(original, ".gguf");
   for (size_t cut = 0; cut < header_bytes + 64; cut += cut < 64 ? 1 : 97) {
     CAPTURE(cut);
