@@ -9,10 +9,9 @@ import os
 import random
 import shutil
 
-from common import AIDREAMS, Checks, need, read_jsonl, run, tmpdir
+from common import Checks, read_jsonl, run, tiny_spm_gguf, tmpdir
 
-need(AIDREAMS)
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 WORDS = "I dreamed of a quiet city where the robots sang softly under glass rivers and memory light".split()
 NUM_VALID, NUM_INVALID = 1000, 200
 

@@ -4,10 +4,9 @@ non-zero exit, and --temperature/--top-p/--top-k make a sampled workload (same f
 import json
 import os
 
-from common import AIDREAMS, Checks, need, run, tmpdir
+from common import Checks, run, tiny_spm_gguf, tmpdir
 
-need(AIDREAMS)
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 c = Checks()
 work = tmpdir()
 out = os.path.join(work, "bench.json")

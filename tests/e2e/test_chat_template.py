@@ -10,10 +10,11 @@ import json
 import os
 import shutil
 
-from common import AIDREAMS, Checks, need, need_modules, need_smollm2, run, tmpdir
+from common import Checks, need_modules, need_smollm2, run, tiny_spm_gguf, tmpdir
 
-need(AIDREAMS)
 jinja2, _ = need_modules("jinja2", "gguf")
+TINY_SPM_HF = os.path.join(os.path.dirname(tiny_spm_gguf()), "hf")
+TINY_SPM_CONFIG = json.load(open(os.path.join(TINY_SPM_HF, "tokenizer_config.json"), encoding="utf-8"))
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,14 +65,14 @@ for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
     c.check(got.get("text") == want, f"smollm2 {messages}: {got.get('text')!r} != {want!r}")
     c.check(got.get("ids") == reference.encode(want, add_special_tokens=False).ids, f"smollm2 ids of {messages}")
 
-# The reference templates in a copy of aidreams260K's HF directory (bos <s>, eos </s>).
+# The reference templates in a copy of tiny-spm's HF directory (it has none), with its bos and eos.
 TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "mistral-v0.3", "mistral-v0.1", "phi3",
              "phi3.5"]
 work = tmpdir()
 for name in TEMPLATES:
     template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
     model = os.path.join(work, name)
-    shutil.copytree(os.path.join(AIDREAMS, "hf"), model)
+    shutil.copytree(TINY_SPM_HF, model)
     config_path = os.path.join(model, "tokenizer_config.json")
     config = json.load(open(config_path))
     config["chat_template"] = template
@@ -81,7 +82,7 @@ for name in TEMPLATES:
     rendered = 0
     for messages, got in zip(chats, cbatch_render(model, chats)):
         try:
-            want = jinja_render(template, messages, "<s>", "</s>")
+            want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"])
         except jinja2.exceptions.TemplateError as e:
             c.check("error" in got, f"{name}: chat {messages} rejected by the template ({e}) but cbatch gave {got}")
             continue
@@ -112,7 +113,7 @@ for messages, got in zip(CHATS, cbatch_render(gemma3, CHATS, ["--chat-template",
         c.check(got.get("ids", [0])[0] == 2 and got["ids"].count(2) == 1, f"gemma3: one BOS: {got.get('ids')}")
 
 # --chat-template where the model has no template; no template and no flag is an error naming the flag.
-plain = os.path.join(AIDREAMS, "hf")
+plain = TINY_SPM_HF
 got = cbatch_render(plain, CHATS[:1], ["--chat-template", "chatml"])
 c.check(got and got[0].get("text") == "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n", f"forced chatml: {got}")
 got = cbatch_render(plain, CHATS[:1])

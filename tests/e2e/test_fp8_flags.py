@@ -1,15 +1,14 @@
 """--quantization fp8 at the command line: the CPU backend and a build without CUDA refuse it with exit 1
 (bad arguments, as the contract says) and a message naming the flag; on a GPU, --dtype fp32 is refused,
-a model whose matrices are not multiples of 16 (aidreams260K's hidden size 172) is refused naming the
+a model whose matrices are not multiples of 16 (tiny-spm's hidden size 172) is refused naming the
 tensor (below compute capability 8.9: the GPU is refused), and a tiny dummy model runs with fp8 weights,
 which the load line reports."""
 import os
 import re
 
-from common import AIDREAMS, Checks, need, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+from common import Checks, read_jsonl, run, tiny_dummy_model, tiny_spm_gguf, tmpdir, write_jsonl
 
-need(AIDREAMS)
-GGUF = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf")]
+GGUF = ["--model", tiny_spm_gguf()]
 c = Checks()
 work = tmpdir()
 prompts = os.path.join(work, "prompts.jsonl")

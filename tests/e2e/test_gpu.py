@@ -1,19 +1,20 @@
 """The CUDA backend end to end (skipped without a GPU): greedy outputs equal the CPU backend's with
---dtype fp32 on aidreams260K (and so the goldens) and on the dummy SmolLM2-135M shape; with bf16, how
-many leading tokens agree per prompt is printed; every mode and token budget keeps the engine's
+--dtype fp32 on tiny-spm (and so its float64-reference goldens; aidreams260K's too when the optional
+shared data is present) and on the dummy SmolLM2-135M shape; with bf16, how many leading tokens agree per
+prompt is printed; every mode and token budget keeps the engine's
 invariants on the GPU (no request lost, KV blocks all returned, a trace record per step); sampling on the
 GPU gives the host sampler's tokens."""
 import json
 import os
 import random
 
-from common import AIDREAMS, ROOT, Checks, need, need_cuda_device, read_jsonl, run, tmpdir, write_jsonl
+from common import ROOT, Checks, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_cuda_device()
-need(AIDREAMS)
 c = Checks()
 work = tmpdir()
-GGUF = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf")]
+TINY_SPM = tiny_spm_gguf()
+GGUF = ["--model", TINY_SPM]
 SMOL = ["--model", "dummy:" + os.path.join(ROOT, "examples", "models", "smollm2-135m.json")]
 
 
@@ -34,19 +35,29 @@ def leading_agreement(a, b):
     return n
 
 
-# aidreams260K goldens: CUDA fp32 equals the CPU backend and the goldens.
-golden = read_jsonl(os.path.join(AIDREAMS, "golden", "greedy.jsonl"))
-prompts = os.path.join(work, "golden.jsonl")
-write_jsonl(prompts, [{"id": g["id"], "prompt": g["prompt"], "max_tokens": 1000, "temperature": 0} for g in golden])
-cpu = run_outputs(prompts, GGUF, ["--device", "cpu"])
-gpu32 = run_outputs(prompts, GGUF, ["--device", "cuda", "--dtype", "fp32"])
-for g in golden:
-    c.check(gpu32.get(g["id"]) == g["output_ids"], f"aidreams fp32 {g['id']}: CUDA differs from the golden")
-    c.check(gpu32.get(g["id"]) == cpu.get(g["id"]), f"aidreams fp32 {g['id']}: CUDA differs from CPU")
-gpu16 = run_outputs(prompts, GGUF, ["--device", "cuda", "--dtype", "bf16"])
-agree = [leading_agreement(gpu16[g["id"]], g["output_ids"]) for g in golden]
-print("aidreams bf16 leading tokens equal to the golden per prompt:", agree,
-      "of", [len(g["output_ids"]) for g in golden])
+def check_goldens(label, gguf, golden_path):
+    """Greedy goldens: CUDA fp32 equals the CPU backend and the goldens; bf16's leading agreement printed."""
+    golden = read_jsonl(golden_path)
+    prompts = os.path.join(work, f"golden-{label}.jsonl")
+    write_jsonl(prompts, [{"id": g["id"], "prompt": g["prompt"], "max_tokens": g.get("max_tokens", 1000),
+                           "temperature": 0} for g in golden])
+    model = ["--model", gguf]
+    cpu = run_outputs(prompts, model, ["--device", "cpu"])
+    gpu32 = run_outputs(prompts, model, ["--device", "cuda", "--dtype", "fp32"])
+    for g in golden:
+        c.check(gpu32.get(g["id"]) == g["output_ids"], f"{label} fp32 {g['id']}: CUDA differs from the golden")
+        c.check(gpu32.get(g["id"]) == cpu.get(g["id"]), f"{label} fp32 {g['id']}: CUDA differs from CPU")
+    gpu16 = run_outputs(prompts, model, ["--device", "cuda", "--dtype", "bf16"])
+    agree = [leading_agreement(gpu16[g["id"]], g["output_ids"]) for g in golden]
+    print(f"{label} bf16 leading tokens equal to the golden per prompt:", agree,
+          "of", [len(g["output_ids"]) for g in golden])
+
+
+check_goldens("tiny-spm", TINY_SPM, os.path.join(os.path.dirname(TINY_SPM), "golden", "greedy.jsonl"))
+aidreams = shared_extra(os.path.join("models", "aidreams260K"))
+if aidreams:
+    check_goldens("aidreams260K", os.path.join(aidreams, "aidreams260K.gguf"),
+                  os.path.join(aidreams, "golden", "greedy.jsonl"))
 
 # Dummy SmolLM2-135M shape (GQA 9/3, head_dim 64, rotate-half RoPE): fp32 CUDA equals CPU.
 rng = random.Random(5)

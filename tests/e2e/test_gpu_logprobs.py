@@ -1,5 +1,5 @@
 """logprobs and prompt_logprobs on the CUDA backend (skipped without a GPU): with --dtype fp32 on
-aidreams260K every entry equals the CPU backend's within 1e-4 and the top ids agree (ranks whose values
+tiny-spm every entry equals the CPU backend's within 1e-4 and the top ids agree (ranks whose values
 are within 1e-4 may swap), greedy rows (device argmax), penalized and sampled rows drawn on the device
 (CBATCH_SAMPLING=device: logprobs from the logits before its in-place penalties), prompts in chunks of 16
 rows and in one chunk, and max_tokens 0."""
@@ -7,13 +7,12 @@ import os
 import random
 import subprocess
 
-from common import AIDREAMS, BIN, Checks, need, need_cuda_device, read_jsonl, run, tmpdir, write_jsonl
+from common import BIN, Checks, need_cuda_device, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_cuda_device()
-need(AIDREAMS)
 c = Checks()
 work = tmpdir()
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--quiet"]
 rng = random.Random(3)
 rows = []
 for i, extra in enumerate([{"temperature": 0}, {"temperature": 0, "repetition_penalty": 1.4},

@@ -5,10 +5,9 @@ the padding it computes and continuous shows none."""
 import os
 import random
 
-from common import AIDREAMS, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
-need(AIDREAMS)
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 WORDS = "I dreamed of a quiet city where the robots sang softly under glass rivers and memory light".split()
 
 rng = random.Random(1234)

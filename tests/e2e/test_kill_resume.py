@@ -12,10 +12,9 @@ import signal
 import subprocess
 import time
 
-from common import AIDREAMS, BIN, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+from common import BIN, Checks, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
-need(AIDREAMS)
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 WORDS = "I dreamed of a quiet city where the robots sang softly under glass rivers and memory light".split()
 NUM_KILLS = 6
 

@@ -1,5 +1,5 @@
 """logprobs and prompt_logprobs on the CPU backend against a float64 reference (logprob_reference.py):
-aidreams260K over every mode, a token budget that cuts prompts into chunks, a small KV cache that preempts,
+tiny-spm over every mode, a token budget that cuts prompts into chunks, a small KV cache that preempts,
 the prefix cache (prompts sharing blocks), n > 1, penalties and a regex constraint (logprobs are of the raw
 logits), sampled and greedy rows, k from 0 to above the vocabulary, max_tokens 0 (scoring only) and OpenAI
 completions with echo; chunked prompts score exactly like one chunk; SmolLM2 greedy and sampled in every
@@ -14,9 +14,8 @@ import sys
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from common import AIDREAMS, BIN, Checks, need, need_modules, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+from common import BIN, Checks, need_modules, read_jsonl, run, tiny_dummy_model, tiny_spm_gguf, tmpdir, write_jsonl
 
-need(AIDREAMS)
 need_modules("numpy", "gguf")
 from logprob_reference import EntryChecker, reference_logprobs  # noqa: E402
 from reference_llama import GgufLlama  # noqa: E402
@@ -57,7 +56,7 @@ def check_memory():
     c.check(with_lp - without < 150, f"scoring took {with_lp - without:.0f} MB more than the plain prefill")
 
 
-def aidreams_requests():
+def tiny_spm_requests():
     rng = random.Random(7)
     prefix = [rng.randrange(3, 512) for _ in range(40)]
     rows = []
@@ -97,9 +96,9 @@ def check_results(name, requests, results, model, tables):
             checker.result(f"{name} request {req['id']} sample {s}", req, ids, out.get("logprobs"), prompt_lp, tables[key])
 
 
-def run_aidreams(model_path, reference):
-    requests = aidreams_requests()
-    path = os.path.join(work, "aidreams.jsonl")
+def run_tiny_spm(model_path, reference):
+    requests = tiny_spm_requests()
+    path = os.path.join(work, "tiny-spm.jsonl")
     write_jsonl(path, requests)
     base = ["run", path, "--model", model_path, "--device", "cpu", "--quiet", "--threads", "2", "--max-logprobs", "600"]
     configs = {"continuous": [], "budget-16": ["--max-num-batched-tokens", "16"],
@@ -110,8 +109,8 @@ def run_aidreams(model_path, reference):
         configs = {k: configs[k] for k in ("continuous", "budget-16", "preempting")}
     tables, runs = {}, {}
     for name, extra in configs.items():
-        out = os.path.join(work, f"aidreams-{name}.jsonl")
-        summary = os.path.join(work, f"aidreams-{name}.summary.json")
+        out = os.path.join(work, f"tiny-spm-{name}.jsonl")
+        summary = os.path.join(work, f"tiny-spm-{name}.summary.json")
         run(base + extra + ["-o", out, "--summary", summary])
         runs[name] = {r["id"]: r for r in read_jsonl(out)}
         if name == "preempting":
@@ -227,9 +226,9 @@ def check_chat(model):
 
 
 check_memory()
-aidreams = os.path.join(AIDREAMS, "aidreams260K.gguf")
-run_aidreams(aidreams, GgufLlama(aidreams))
-check_errors(aidreams)
+tiny_spm = tiny_spm_gguf()
+run_tiny_spm(tiny_spm, GgufLlama(tiny_spm))
+check_errors(tiny_spm)
 run_smollm2()
 print(f"{checker.entries} entries checked, largest difference from the float64 reference {checker.worst:.2e}")
 c.done()

@@ -1,4 +1,4 @@
-"""tools/score.py on aidreams260K: the perplexity of a text in windows, and a multiple-choice answer, equal
+"""tools/score.py on tiny-spm: the perplexity of a text in windows, and a multiple-choice answer, equal
 what the float64 reference (reference_llama.py) gives for the same token ids (cbatch tokenize's)."""
 import json
 import math
@@ -9,14 +9,13 @@ import sys
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from common import AIDREAMS, BIN, ROOT, Checks, need, need_modules, run, tmpdir
+from common import BIN, ROOT, Checks, need_modules, run, tiny_spm_gguf, tmpdir
 
-need(AIDREAMS)
 need_modules("numpy", "gguf")
 from logprob_reference import reference_logprobs  # noqa: E402
 from reference_llama import GgufLlama  # noqa: E402
 
-MODEL = os.path.join(AIDREAMS, "aidreams260K.gguf")
+MODEL = tiny_spm_gguf()
 TEXT = ("I dreamed of a city made of glass, where every window held a different sky. The streets hummed with "
         "quiet machines and the rivers ran with light. I walked until the morning folded into itself.\n")
 ITEM = {"question": "I dreamed of a city made of", "choices": [" glass", " quiet machines and rivers", " light"]}

@@ -14,10 +14,9 @@ import signal
 import subprocess
 import time
 
-from common import AIDREAMS, BIN, Checks, need, read_jsonl, run, tmpdir, write_jsonl
+from common import BIN, Checks, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
-need(AIDREAMS)
-MODEL = ["--model", os.path.join(AIDREAMS, "aidreams260K.gguf"), "--device", "cpu", "--quiet"]
+MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 rows = [{"id": f"s{i}", "prompt": "I dreamed of a quiet city" if i % 2 else "The robots", "max_tokens": 10 + i % 60,
          "temperature": 0} for i in range(300)]
 c = Checks()
