@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/commands.hpp"
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
@@ -32,6 +33,11 @@ std::string version_text() {
 int main(int argc, char** argv) {
   CLI::App app{"cbatch: offline batch inference for Llama-family language models"};
   app.require_subcommand(0, 1);
+  // CLI11's messages quote the bad value: bounded like every other message.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    const std::string text = CLI::FailureMessage::simple(a, e);
+    return text.size() <= cbatch::kMessageBytes ? text : cbatch::elide(text, cbatch::kMessageBytes) + "\n";
+  });
   bool show_version = false;
   app.add_flag("--version", show_version, "print the version and CUDA support");
   const cbatch::Command commands[] = {cbatch::add_run_command(app), cbatch::add_bench_command(app),
@@ -53,7 +59,7 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stderr);
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cbatch: error: %s\n", e.what());
+    std::fprintf(stderr, "cbatch: error: %s\n", cbatch::elide(e.what(), cbatch::kMessageBytes).c_str());
     return 1;
   }
 }

@@ -10,6 +10,7 @@
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
 #include "engine/text/chat_format.hpp"
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/jsonl_reader.hpp"
@@ -27,7 +28,7 @@ struct TokenizeOptions {
 };
 
 void write_error(JsonWriter& w, int64_t line, const std::string& message) {
-  w.begin_object().key("line").int64(line).key("error").string(message).end_object();
+  w.begin_object().key("line").int64(line).key("error").string(elide(message, kMessageBytes)).end_object();
 }
 
 // One output line for a {"messages": ...} line; false on an error.

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "engine/constrain/grammar.hpp"
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -21,7 +22,7 @@ class GbnfParser {
       fail(e.what());  // the builder's size bound, with the position
     }
     for (size_t r = 0; r < g_.rules.size(); ++r) {
-      if (!defined_[r]) fail_at(first_use_[r], "undefined rule '" + g_.names[r] + "'");
+      if (!defined_[r]) fail_at(first_use_[r], "undefined rule '" + elide(g_.names[r]) + "'");
     }
     const auto root = ids_.find("root");
     if (root == ids_.end()) throw Error("grammar: no 'root' rule");
@@ -84,7 +85,7 @@ class GbnfParser {
     while (!at_end()) {
       const size_t at = pos_;
       const int32_t id = rule_id(name(), at);
-      if (defined_[static_cast<size_t>(id)]) fail_at(at, "rule '" + g_.names[static_cast<size_t>(id)] + "' defined twice");
+      if (defined_[static_cast<size_t>(id)]) fail_at(at, "rule '" + elide(g_.names[static_cast<size_t>(id)]) + "' defined twice");
       skip_space(false);
       if (t_.substr(pos_, 3) != "::=") fail("expected '::='");
       pos_ += 3;

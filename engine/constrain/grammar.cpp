@@ -4,6 +4,7 @@
 #include "engine/constrain/grammar.hpp"
 
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -89,7 +90,7 @@ void check_left_recursion(const Grammar& g, const std::vector<bool>& nullable) {
       }
       const int32_t next = calls[i++];
       if (color[static_cast<size_t>(next)] == 1) {
-        throw Error("grammar: left recursion through rule '" + g.names[static_cast<size_t>(next)] +
+        throw Error("grammar: left recursion through rule '" + elide(g.names[static_cast<size_t>(next)]) +
                     "' (it can call itself before matching a character)");
       }
       if (color[static_cast<size_t>(next)] == 0) {
@@ -107,7 +108,7 @@ void check_grammar(const Grammar& g) {
   check_left_recursion(g, rules_reaching_end(g, false));
   const std::vector<bool> productive = rules_reaching_end(g, true);
   for (size_t r = 0; r < g.rules.size(); ++r) {
-    if (!productive[r]) throw Error("grammar: rule '" + g.names[r] + "' matches no string (the grammar accepts nothing there)");
+    if (!productive[r]) throw Error("grammar: rule '" + elide(g.names[r]) + "' matches no string (the grammar accepts nothing there)");
   }
 }
 

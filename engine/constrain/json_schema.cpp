@@ -14,6 +14,7 @@
 
 #include "engine/constrain/json_number.hpp"
 #include "engine/constrain/regex_nfa.hpp"
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -94,7 +95,7 @@ class SchemaCompiler {
       for (const char* key : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "maxLength",
                               "pattern", "format", "minItems", "maxItems", "prefixItems", "required", "additionalProperties"}) {
         if (obj[key].error() == simdjson::SUCCESS) {  // it would bind only values of its type: any other would pass
-          throw Error(std::string("JSON schema keyword '") + key + "' is supported with a 'type' only");
+          throw Error("JSON schema keyword '" + elide(key) + "' is supported with a 'type' only");
         }
       }
       return any_value();
@@ -115,7 +116,7 @@ class SchemaCompiler {
         "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "$ref",
         "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "$defs", "definitions", "title", "description", "default", "examples", "$schema", "$id", "$comment"};
-    if (known.count(key) == 0) throw Error("JSON schema keyword '" + std::string(key) + "' is not supported");
+    if (known.count(key) == 0) throw Error("JSON schema keyword '" + elide(key) + "' is not supported");
   }
 
   std::string typed(const std::string& type, simdjson::dom::object obj) {
@@ -129,7 +130,7 @@ class SchemaCompiler {
     }
     if (type == "boolean") return "(?:true|false)";
     if (type == "null") return "null";
-    throw Error("JSON schema: type '" + type + "' is not a JSON type");
+    throw Error("JSON schema: type '" + elide(type) + "' is not a JSON type");
   }
 
   // A definition is inlined unless it refers to itself (through others too): then it becomes a rule,
@@ -183,11 +184,11 @@ class SchemaCompiler {
       if (path.substr(0, p.size()) != p) continue;
       element target;
       if (root_[p.substr(2, p.size() - 3)][std::string(path.substr(p.size()))].get(target) != simdjson::SUCCESS) {
-        throw Error("JSON schema: '$ref' " + std::string(path) + " names no definition");
+        throw Error("JSON schema: '$ref' " + elide(path) + " names no definition");
       }
       return target;
     }
-    throw Error("JSON schema: '$ref' " + std::string(path) + " is not a local #/$defs reference");
+    throw Error("JSON schema: '$ref' " + elide(path) + " is not a local #/$defs reference");
   }
 
   static std::string call(int32_t rule) { return "(?&" + std::to_string(rule) + ")"; }
@@ -215,7 +216,7 @@ class SchemaCompiler {
   }
 
   static std::string alternatives_of_values(element list) {
-    if (!list.is_array()) throw Error("JSON schema: 'enum' must be an array, not " + json_text(list));
+    if (!list.is_array()) throw Error("JSON schema: 'enum' must be an array, not " + elide(json_text(list)));
     std::string out;
     for (element v : list.get_array()) {
       if (!out.empty()) out += '|';
@@ -336,7 +337,7 @@ class SchemaCompiler {
       }
       if (format == "email") return R"j("[A-Za-z0-9._%+-]{1,32}@[A-Za-z0-9-]{1,32}(?:\.[A-Za-z0-9-]{1,32}){0,3}\.[A-Za-z]{2,8}")j";
       if (format == "uuid") return R"j("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")j";
-      throw Error("JSON schema format '" + std::string(format) + "' is not supported");
+      throw Error("JSON schema format '" + elide(format) + "' is not supported");
     }
     if (obj["pattern"].get(pattern) == simdjson::SUCCESS) {  // the pattern's language, its characters plain
       if (!pattern.empty() && pattern.front() == '^') pattern.remove_prefix(1);
@@ -380,7 +381,7 @@ ConstraintSpec json_schema_constraint(std::string_view schema) {
   try {
     return SchemaCompiler(root).run();
   } catch (const simdjson::simdjson_error& e) {  // a keyword's value of the wrong JSON type ("enum": 5)
-    throw Error(std::string("JSON schema: a keyword's value has the wrong type (") + e.what() + ")");
+    throw Error(std::string("JSON schema: a keyword's value has the wrong type (") + elide(e.what()) + ")");
   }
 }
 

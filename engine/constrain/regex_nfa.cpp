@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -31,7 +32,7 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error("invalid regex '" + std::string(p_) + "': " + what + " at offset " + std::to_string(pos_));
+    throw Error("invalid regex '" + elide(p_) + "': " + what + " at offset " + std::to_string(pos_));
   }
   bool at_end() const { return pos_ >= p_.size(); }
   char peek() const { return p_[pos_]; }

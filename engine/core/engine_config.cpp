@@ -1,5 +1,6 @@
 #include "engine/core/engine_config.hpp"
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -17,7 +18,7 @@ Mode parse_mode(std::string_view name) {
   if (name == "continuous") return Mode::kContinuous;
   if (name == "static") return Mode::kStatic;
   if (name == "sequential") return Mode::kSequential;
-  throw Error("unknown mode '" + std::string(name) + "' (expected continuous, static or sequential)");
+  throw Error("unknown mode '" + elide(name) + "' (expected continuous, static or sequential)");
 }
 
 }  // namespace cbatch

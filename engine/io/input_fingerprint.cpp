@@ -11,6 +11,7 @@
 #include <cstring>
 #include <vector>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -65,7 +66,7 @@ class StreamHash {
 InputFingerprint fingerprint_file(const std::string& path) {
   if (path == "-") throw Error("standard input cannot be fingerprinted: give the prompts as a file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw Error("cannot open '" + elide(path) + "': " + std::strerror(errno));
   std::vector<unsigned char> buffer(size_t{1} << 20);  // a multiple of 8: only the last read is partial
   StreamHash hash;
   size_t filled = 0;

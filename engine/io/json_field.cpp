@@ -4,23 +4,16 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/core/elide.hpp"
+
 namespace cbatch {
 namespace {
 
 constexpr size_t kMaxShownBytes = 60;
 
-bool is_continuation_byte(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
-
 }  // namespace
 
-std::string show_value(simdjson::dom::element v) {
-  std::string s = simdjson::minify(v);
-  if (s.size() <= kMaxShownBytes) return s;
-  size_t cut = kMaxShownBytes;
-  while (cut > 0 && is_continuation_byte(s[cut])) --cut;
-  s.resize(cut);
-  return s + "...";
-}
+std::string show_value(simdjson::dom::element v) { return elide(simdjson::minify(v), kMaxShownBytes); }
 
 void fail_field(std::string_view field, std::string_view expectation, simdjson::dom::element got) {
   throw FieldError("field '" + std::string(field) + "' must be " + std::string(expectation) +

@@ -19,7 +19,7 @@ class FieldError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The value as compact JSON, cut at a character boundary after about 60 bytes ("..." marks a cut).
+// The value as compact JSON, elided after about 60 bytes ("... (N bytes)" marks a cut).
 std::string show_value(simdjson::dom::element v);
 
 // Throws "field 'NAME' must be EXPECTATION (got VALUE)".

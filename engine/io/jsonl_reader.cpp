@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -36,7 +37,7 @@ JsonlReader::JsonlReader(const std::string& path, size_t chunk_bytes, size_t max
     fd_ = STDIN_FILENO;
   } else {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+    if (fd_ < 0) throw Error("cannot open '" + elide(path) + "': " + std::strerror(errno));
     owns_fd_ = true;
   }
   struct stat st {};

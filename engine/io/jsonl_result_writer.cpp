@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/core/signal_block.hpp"
 
@@ -19,7 +20,7 @@ JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool 
     return;
   }
   fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
-  if (fd_ < 0) throw Error("cannot open output file '" + path + "': " + std::strerror(errno));
+  if (fd_ < 0) throw Error("cannot open output file '" + elide(path) + "': " + std::strerror(errno));
   owns_fd_ = true;
 }
 

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -15,7 +16,7 @@ namespace cbatch {
 OutputFileLock::OutputFileLock(const std::string& path) {
   if (path == "-") return;
   fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw Error("cannot open output file '" + path + "': " + std::strerror(errno));
+  if (fd_ < 0) throw Error("cannot open output file '" + elide(path) + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe: no results to guard
     ::close(fd_);

@@ -1,5 +1,6 @@
 #include "engine/io/request_builder.hpp"
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/sample/sampler.hpp"
 
@@ -17,7 +18,7 @@ RequestError make_input_error(const RequestInput& input, int64_t index, const st
 }
 
 RequestError make_duplicate_id_error(const RequestInput& input, int64_t first_line) {
-  return make_input_error(input, -1, "duplicate id " + input.id_json + " (first used on line " +
+  return make_input_error(input, -1, "duplicate id " + elide(input.id_json) + " (first used on line " +
                                          std::to_string(first_line) + "): every line needs its own id");
 }
 

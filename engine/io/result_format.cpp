@@ -2,9 +2,12 @@
 // rerun writes the same ids; vLLM uses random uuids there.
 #include "engine/io/result_format.hpp"
 
+#include <simdjson.h>
+
 #include <cassert>
 #include <ctime>
 
+#include "engine/core/elide.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
 
@@ -115,14 +118,24 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   return w.take() + "\n";
 }
 
+// An error line quotes the id like any other input: elided when long (--resume and merge key error lines by
+// their line number, not their id). An integer id is short; a string id is elided as its unescaped text.
+std::string error_id_json(const std::string& id_json) {
+  if (id_json.size() <= kQuoteBytes) return id_json;
+  simdjson::dom::parser parser;
+  std::string_view id;
+  if (parser.parse(id_json).get_string().get(id) != simdjson::SUCCESS) return json_quote(elide(id_json));
+  return json_quote(elide(id));
+}
+
 std::string format_simple_error(const RequestError& e) {
   JsonWriter w;
   w.begin_object();
-  w.key("id").raw(e.id_json);
+  w.key("id").raw(error_id_json(e.id_json));
   w.key("line").int64(e.line);
   w.key("error").begin_object();
   w.key("type").string(e.type);
-  w.key("message").string(e.message);
+  w.key("message").string(elide(e.message, kMessageBytes));
   w.end_object();
   w.end_object();
   return w.take() + "\n";
@@ -133,7 +146,7 @@ std::string format_openai_error(const RequestError& e) {
   JsonWriter w;
   w.begin_object();
   w.key("id").string(id);
-  w.key("custom_id").string(e.custom_id);
+  w.key("custom_id").string(elide(e.custom_id));
   w.key("response").begin_object();
   w.key("status_code").int64(400);
   w.key("request_id").string(id);
@@ -141,7 +154,7 @@ std::string format_openai_error(const RequestError& e) {
   w.end_object();
   w.key("error").begin_object();
   w.key("code").string(e.type);
-  w.key("message").string(e.message);
+  w.key("message").string(elide(e.message, kMessageBytes));
   w.end_object();
   w.end_object();
   return w.take() + "\n";

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -35,7 +36,7 @@ std::optional<int64_t> env_int(const EnvLookup& env, const char* name) {
   const std::optional<std::string> text = env(name);
   if (!text) return std::nullopt;
   const std::optional<int64_t> value = parse_int(*text);
-  if (!value) throw Error(std::string("--shard auto: ") + name + "='" + *text + "' is not an integer");
+  if (!value) throw Error(std::string("--shard auto: ") + name + "='" + elide(*text) + "' is not an integer");
   return value;
 }
 
@@ -63,7 +64,7 @@ ShardSpec parse_shard_spec(const std::string& text) {
   const size_t slash = text.find('/');
   const std::optional<int64_t> index = slash == std::string::npos ? std::nullopt : parse_int(std::string_view(text).substr(0, slash));
   const std::optional<int64_t> count = slash == std::string::npos ? std::nullopt : parse_int(std::string_view(text).substr(slash + 1));
-  if (!index || !count) throw Error("--shard " + text + ": expected I/N (0-based index I of N shards, e.g. 0/4) or auto");
+  if (!index || !count) throw Error("--shard " + elide(text) + ": expected I/N (0-based index I of N shards, e.g. 0/4) or auto");
   return checked_spec(*index, *count, "--shard " + text);
 }
 

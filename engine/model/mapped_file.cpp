@@ -9,13 +9,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error("cannot open '" + path + "': " + std::strerror(errno));
+  if (fd < 0) throw Error("cannot open '" + elide(path) + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <map>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/model/model_formats.hpp"
 
@@ -20,10 +21,10 @@ Format detect_format(const std::string& path) {
   if (path.rfind("dummy:", 0) == 0) return Format::kDummy;
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) throw Error("model '" + path + "' does not exist");
+  if (!std::filesystem::exists(status)) throw Error("model '" + elide(path) + "' does not exist");
   if (std::filesystem::is_directory(status)) return Format::kHf;
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error("cannot open model '" + path + "'");
+  if (!in) throw Error("cannot open model '" + elide(path) + "'");
   char magic[4] = {};
   in.read(magic, 4);
   return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0 ? Format::kGguf : Format::kLlama2c;

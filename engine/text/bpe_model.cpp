@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <queue>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/utf8.hpp"
 
@@ -57,7 +58,7 @@ BpeModel::BpeModel(const std::vector<std::string>& tokens,
     joined.assign(left).append(right);
     const int32_t l = find(left), r = find(right), m = find(joined);
     if (l < 0 || r < 0 || m < 0) {
-      throw Error("'" + source + "': merge " + std::to_string(rank) + " ('" + left + " " + right +
+      throw Error("'" + source + "': merge " + std::to_string(rank) + " ('" + elide(left) + " " + elide(right) +
                   "') refers to a token that is not in the vocabulary");
     }
     merges_.emplace(pair_key(l, r), std::make_pair(static_cast<int32_t>(rank), m));  // first rank wins

@@ -1,6 +1,7 @@
 // Choosing the chat template of a run and rendering chats to token ids.
 #include "engine/text/chat_format.hpp"
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 
 namespace cbatch {
@@ -12,7 +13,7 @@ ChatFormat::ChatFormat(const std::string& model_template, const std::string& for
   if (!forced_name.empty()) {
     template_ = chat_template_by_name(forced_name);
     if (!template_) {
-      throw Error("--chat-template " + forced_name + " is not a template cbatch knows (" + kChatTemplateNames + ")");
+      throw Error("--chat-template " + elide(forced_name) + " is not a template cbatch knows (" + kChatTemplateNames + ")");
     }
     // The model's own template of the same family keeps its details (default system prompt, dates).
     if (recognized && recognized->family == template_->family) template_ = recognized;

@@ -3,6 +3,7 @@
 // do not take) throw cbatch::Error with the reason.
 #include "engine/text/chat_renderers.hpp"
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/unicode.hpp"
 
@@ -28,7 +29,7 @@ void check_alternation(const std::vector<ChatMessage>& messages, const char* fam
     const std::string& role = messages[i].role;
     if ((role == "user") != (turn % 2 == 0) || (only_user_assistant && role != "user" && role != "assistant")) {
       throw Error(std::string("the ") + family + " chat template needs roles alternating user/assistant/user/... "
-                  "after an optional system message; message " + std::to_string(i) + " has role '" + role + "'");
+                  "after an optional system message; message " + std::to_string(i) + " has role '" + elide(role) + "'");
     }
   }
 }

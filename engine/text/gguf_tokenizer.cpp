@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "engine/text/bpe_tokenizer.hpp"
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
@@ -150,7 +151,7 @@ std::vector<std::pair<std::string, std::string>> read_merges(const GgufFile& ggu
   std::vector<std::pair<std::string, std::string>> merges(lines.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     if (!split_merge(lines[i], &merges[i])) {
-      throw Error("'" + gguf.path() + "': tokenizer.ggml.merges[" + std::to_string(i) + "] = '" + lines[i] +
+      throw Error("'" + gguf.path() + "': tokenizer.ggml.merges[" + std::to_string(i) + "] = '" + elide(lines[i]) +
                   "' is not two tokens separated by a space");
     }
   }
@@ -161,7 +162,7 @@ std::unique_ptr<Tokenizer> load_byte_level(const GgufFile& gguf) {
   const std::string pre = gguf.get_string("tokenizer.ggml.pre", "default");
   const auto rules = split_rules_for_pre(pre);
   if (!rules) {
-    throw Error("'" + gguf.path() + "': tokenizer.ggml.pre '" + pre + "' is not a pre-tokenizer cbatch knows (" +
+    throw Error("'" + gguf.path() + "': tokenizer.ggml.pre '" + elide(pre) + "' is not a pre-tokenizer cbatch knows (" +
                 known_pre_names() + ")");
   }
   const bool is_llama3 = rules->size() == 1 && rules->front() == SplitRule::kLlama3;
@@ -204,7 +205,7 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
   const std::string model = gguf.get_string("tokenizer.ggml.model");
   if (model == "llama") return load_spm(gguf);
   if (model == "gpt2") return load_byte_level(gguf);
-  throw Error("'" + gguf.path() + "': tokenizer.ggml.model '" + model +
+  throw Error("'" + gguf.path() + "': tokenizer.ggml.model '" + elide(model) +
               "' is not supported (supported: llama, gpt2)");
 }
 

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "engine/core/elide.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/io/json_file.hpp"
@@ -99,11 +100,11 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfCon
 
   spec.bos_id = ids.bos_text.empty() ? config.bos_id : find_token(spec, ids.bos_text);
   if (!ids.bos_text.empty() && spec.bos_id < 0) {
-    throw Error("'" + config_path + "': bos_token '" + ids.bos_text + "' is not a token of tokenizer.json");
+    throw Error("'" + config_path + "': bos_token '" + elide(ids.bos_text) + "' is not a token of tokenizer.json");
   }
   for (const std::string& text : ids.eos_texts) {
     const int32_t id = find_token(spec, text);
-    if (id < 0) throw Error("'" + config_path + "': eos_token '" + text + "' is not a token of tokenizer.json");
+    if (id < 0) throw Error("'" + config_path + "': eos_token '" + elide(text) + "' is not a token of tokenizer.json");
     add_unique(spec.eos_ids, {id});
   }
   read_generation_config((fs::path(dir) / "generation_config.json").string(), spec);

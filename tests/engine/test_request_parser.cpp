@@ -235,7 +235,7 @@ TEST_CASE("request parser: long values are cut in messages") {
   const std::string line = "{\"prompt\": \"x\", \"stop\": [\"" + std::string(200, 'z') + "\", \"\"]}";
   const std::string msg = parse_bad(line).message;
   CHECK(msg.size() < 200);
-  CHECK(msg.find("...)") != std::string::npos);
+  CHECK(msg.find("... (207 bytes))") != std::string::npos);
 }
 
 TEST_CASE("request parser: invalid JSON, non-objects and invalid UTF-8") {
