@@ -2,6 +2,7 @@
 #include "engine/constrain/constraint_spec.hpp"
 
 #include "engine/constrain/grammar.hpp"
+#include "engine/core/error.hpp"
 
 namespace cbatch {
 
@@ -22,6 +23,9 @@ void check_constraint(const ConstraintSpec& spec) {
     case ConstraintSpec::Kind::kRegex: compile_regex(spec.texts.at(0)); return;
     case ConstraintSpec::Kind::kRegexRules: compile_regex_rules(spec.texts); return;
     case ConstraintSpec::Kind::kGbnf: compile_gbnf(spec.texts.at(0)); return;
+    case ConstraintSpec::Kind::kChoice:  // any list of strings is a trie; only an empty one is refused
+      if (spec.texts.empty()) throw Error("an empty choice list (it accepts nothing)");
+      return;
   }
 }
 

@@ -7,10 +7,11 @@
 namespace cbatch {
 
 struct ConstraintSpec {
-  enum class Kind { kNone, kRegex, kRegexRules, kGbnf };
+  enum class Kind { kNone, kRegex, kRegexRules, kGbnf, kChoice };
   Kind kind = Kind::kNone;
   // kRegex: the pattern; kRegexRules: regexes calling each other as (?&N), 0 the root (grammar.hpp);
-  // kGbnf: the grammar text.
+  // kGbnf: the grammar text; kChoice: the strings, each taken literally (compiled to a trie,
+  // choice_trie.hpp).
   std::vector<std::string> texts;
 
   bool is_set() const { return kind != Kind::kNone; }
@@ -18,7 +19,7 @@ struct ConstraintSpec {
 };
 
 // Compiles the constraint's language (no vocabulary) to check it: throws cbatch::Error where the
-// regex, grammar or rules are refused. (The size of a regex's DFA is checked once per run by the
+// regex, grammar or rules are refused, or a choice list is empty. (The size of a regex's DFA is checked once per run by the
 // engine's ConstraintCache, not here for every request.)
 void check_constraint(const ConstraintSpec& spec);
 

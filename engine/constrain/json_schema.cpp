@@ -1,4 +1,4 @@
-// JSON Schema -> regex, keyword by keyword. Supported: type (and lists of types), properties, required,
+// JSON Schema -> regex, keyword by keyword (a top-level enum or const: a choice list, compiled to a trie). Supported: type (and lists of types), properties, required,
 // additionalProperties false (other values: an error), enum, const, anyOf, oneOf (as anyOf), allOf of
 // objects, items, prefixItems, minItems, maxItems, minLength, maxLength, pattern, format (date, time,
 // date-time, email, uuid), $defs / definitions with $ref (a recursive one as a rule of its own), and
@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "engine/constrain/json_number.hpp"
@@ -215,14 +216,21 @@ class SchemaCompiler {
     return std::string("(?:").append(out).append(")");
   }
 
-  static std::string alternatives_of_values(element list) {
+  // The JSON texts of an enum's values (minified: the form a document is written in).
+  static std::vector<std::string> enum_texts(element list) {
     if (!list.is_array()) throw Error("JSON schema: 'enum' must be an array, not " + elide(json_text(list)));
+    std::vector<std::string> texts;
+    for (element v : list.get_array()) texts.push_back(json_text(v));
+    if (texts.empty()) throw Error("JSON schema: an empty enum accepts nothing");
+    return texts;
+  }
+
+  static std::string alternatives_of_values(element list) {
     std::string out;
-    for (element v : list.get_array()) {
+    for (const std::string& text : enum_texts(list)) {
       if (!out.empty()) out += '|';
-      out += escape(json_text(v));
+      out += escape(text);
     }
-    if (out.empty()) throw Error("JSON schema: an empty enum accepts nothing");
     return std::string("(?:").append(out).append(")");
   }
 
@@ -352,6 +360,18 @@ class SchemaCompiler {
            (hi >= 0 ? std::to_string(hi) : "") + "}\"";
   }
 
+  // A root schema that is a const or an enum (as compile_unchecked reads it: no $ref first) is a list of
+  // JSON texts, compiled as a choice trie (choice_trie.hpp) rather than an alternation regex, so that an
+  // enum of 100,000 values stays linear. An enum inside a larger schema is still an alternation.
+  std::optional<std::vector<std::string>> top_level_texts() const {
+    simdjson::dom::object obj;
+    if (root_.get_object().get(obj) != simdjson::SUCCESS || obj["$ref"].error() == simdjson::SUCCESS) return std::nullopt;
+    for (auto [key, value] : obj) check_keyword(key);
+    if (auto c = obj["const"]; c.error() == simdjson::SUCCESS) return std::vector<std::string>{json_text(c.value())};
+    if (auto e = obj["enum"]; e.error() == simdjson::SUCCESS) return enum_texts(e.value());
+    return std::nullopt;
+  }
+
   element root_;
   std::vector<std::string> rules_{""};       // (rule) regex bodies; rule 0, the root, set by run()
   std::map<std::string, int32_t> ref_rules_;  // recursive $ref path -> its rule
@@ -360,6 +380,7 @@ class SchemaCompiler {
 
  public:
   ConstraintSpec run() {
+    if (auto texts = top_level_texts()) return {ConstraintSpec::Kind::kChoice, std::move(*texts)};
     rules_[0] = compile(root_);
     if (rules_.size() == 1) return {ConstraintSpec::Kind::kRegex, {rules_[0]}};
     return {ConstraintSpec::Kind::kRegexRules, rules_};

@@ -2,8 +2,8 @@
 // documents that validate (properties in schema order, required ones always, optional ones possibly left
 // out; whitespace limited to one optional space between tokens so that no output runs away in spaces).
 // A schema without recursion or unconstrained values is one regex (regex_nfa.hpp); recursive $refs and
-// values of any depth are rules that call each other (grammar.hpp). A keyword this compiler cannot
-// enforce throws cbatch::Error naming it.
+// values of any depth are rules that call each other (grammar.hpp); a top-level enum or const is a choice
+// list (choice_trie.hpp). A keyword this compiler cannot enforce throws cbatch::Error naming it.
 #pragma once
 #include <string_view>
 

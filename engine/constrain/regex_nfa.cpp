@@ -289,18 +289,4 @@ Fragment compile_regex_into(NfaBuilder& builder, std::string_view pattern, int n
   return Parser(pattern, builder, num_rules).run();
 }
 
-std::string choice_regex(const std::vector<std::string>& choices) {
-  std::string out;
-  for (const std::string& choice : choices) {
-    if (!out.empty()) out += '|';
-    out += "(?:";
-    for (char c : choice) {
-      if (std::string_view("\\.^$|?*+()[]{}").find(c) != std::string_view::npos) out += '\\';
-      out += c;
-    }
-    out += ')';
-  }
-  return out;
-}
-
 }  // namespace cbatch

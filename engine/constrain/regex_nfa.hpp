@@ -38,7 +38,4 @@ struct Nfa {
 // The language of `pattern` as a full match. Throws cbatch::Error on syntax this engine does not take.
 Nfa compile_regex(std::string_view pattern);
 
-// A regular expression matching exactly one of `choices` (each taken literally).
-std::string choice_regex(const std::vector<std::string>& choices);
-
 }  // namespace cbatch

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/constrain/choice_trie.hpp"
 #include "engine/constrain/grammar_constraint.hpp"
 #include "engine/core/error.hpp"
 #include "engine/text/tokenizer.hpp"
@@ -118,13 +119,18 @@ TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_s
   for (int32_t node : path) subtree_end_[static_cast<size_t>(node)] = num_nodes();
 }
 
-RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : dfa_(std::move(nfa)), trie_(std::move(trie)) {
-  dfa_.build_all(kMaxDfaStates);
+RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {
+  auto dfa = std::make_unique<ByteDfa>(std::move(nfa));
+  dfa->build_all(kMaxDfaStates);
+  dfa_ = std::move(dfa);
 }
+
+RegexConstraint::RegexConstraint(std::unique_ptr<ByteAutomaton> automaton, std::shared_ptr<const TokenTrie> trie)
+    : dfa_(std::move(automaton)), trie_(std::move(trie)) {}
 
 int32_t RegexConstraint::advance(int32_t state, int32_t token) {
   for (unsigned char c : trie_->bytes(token)) {
-    state = dfa_.next(state, c);
+    state = dfa_->next(state, c);
     if (state == ByteDfa::kDead) return state;
   }
   return state;
@@ -139,7 +145,7 @@ const std::vector<uint64_t>& RegexConstraint::allowed(int32_t state) {
   at_depth[0] = state;
   for (int32_t node = 1; node < trie_->num_nodes();) {
     const int32_t depth = trie_->depth(node);
-    const int32_t next = dfa_.next(at_depth[static_cast<size_t>(depth - 1)], trie_->byte(node));
+    const int32_t next = dfa_->next(at_depth[static_cast<size_t>(depth - 1)], trie_->byte(node));
     if (next == ByteDfa::kDead) {
       node = trie_->subtree_end(node);
       continue;
@@ -177,6 +183,7 @@ std::shared_ptr<Constraint> ConstraintCache::compile(const ConstraintSpec& spec)
   switch (spec.kind) {
     case ConstraintSpec::Kind::kNone: break;
     case ConstraintSpec::Kind::kRegex: return std::make_shared<RegexConstraint>(compile_regex(spec.texts.at(0)), trie_);
+    case ConstraintSpec::Kind::kChoice: return std::make_shared<RegexConstraint>(std::make_unique<ChoiceTrie>(spec.texts), trie_);
     case ConstraintSpec::Kind::kRegexRules: return std::make_shared<GrammarConstraint>(compile_regex_rules(spec.texts), trie_);
     case ConstraintSpec::Kind::kGbnf: return std::make_shared<GrammarConstraint>(compile_gbnf(spec.texts.at(0)), trie_);
   }

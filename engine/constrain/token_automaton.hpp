@@ -1,5 +1,6 @@
-// Constrained decoding over tokens: a regex's byte NFA determinized (ByteDfa: on demand, or whole and
-// bounded for a RegexConstraint), the vocabulary's byte strings in a trie (TokenTrie, built once per
+// Constrained decoding over tokens: a deterministic byte automaton (ByteAutomaton: a regex's byte NFA
+// determinized, ByteDfa, on demand or whole and bounded for a RegexConstraint; or a choice list's trie,
+// choice_trie.hpp), the vocabulary's byte strings in a trie (TokenTrie, built once per
 // run), and a Constraint (a regex's here; a grammar's in grammar_constraint.hpp) that gives, for a
 // state, the tokens whose bytes keep the output a prefix of some string of the language (walking the
 // trie with the automaton, so tokens sharing a prefix share the work; masks are cached per state) and
@@ -26,13 +27,22 @@ class Tokenizer;
 // The bytes of masks a constraint keeps cached; past them its cache starts over.
 inline constexpr size_t kMaxMaskCacheBytes = size_t{8} << 20;
 
-class ByteDfa {
+// A deterministic automaton over bytes: states are ids from start(), kDead where nothing continues.
+class ByteAutomaton {
  public:
   static constexpr int32_t kDead = -1;
+  virtual ~ByteAutomaton() = default;
+  virtual int32_t start() const = 0;
+  virtual int32_t next(int32_t state, uint8_t byte) = 0;  // kDead when no string of the language continues that way
+  virtual bool accepting(int32_t state) const = 0;
+};
+
+class ByteDfa final : public ByteAutomaton {
+ public:
   explicit ByteDfa(Nfa nfa);
-  int32_t start() const { return 0; }
-  int32_t next(int32_t state, uint8_t byte);  // kDead when no string of the language continues that way
-  bool accepting(int32_t state) const { return accepting_[static_cast<size_t>(state)]; }
+  int32_t start() const override { return 0; }
+  int32_t next(int32_t state, uint8_t byte) override;
+  bool accepting(int32_t state) const override { return accepting_[static_cast<size_t>(state)]; }
   int num_states() const { return static_cast<int>(sets_.size()); }
   // Builds every reachable state (bytes grouped into classes the NFA never tells apart); throws
   // cbatch::Error past max_states, so a pattern whose automaton explodes is refused up front.
@@ -104,18 +114,20 @@ class Constraint {
   virtual const std::vector<uint64_t>& allowed(int32_t state) = 0;
 };
 
-// A regular language: the states are the DFA's, all built (and counted) up front.
+// A regular language: the states are its byte automaton's (a regex's DFA, all built and counted up
+// front, or a choice list's trie).
 class RegexConstraint final : public Constraint {
  public:
   // Throws cbatch::Error when the DFA passes kMaxDfaStates.
   RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie);
-  int32_t start() const override { return dfa_.start(); }
+  RegexConstraint(std::unique_ptr<ByteAutomaton> automaton, std::shared_ptr<const TokenTrie> trie);
+  int32_t start() const override { return dfa_->start(); }
   int32_t advance(int32_t state, int32_t token) override;
-  bool accepting(int32_t state) const override { return dfa_.accepting(state); }
+  bool accepting(int32_t state) const override { return dfa_->accepting(state); }
   const std::vector<uint64_t>& allowed(int32_t state) override;
 
  private:
-  ByteDfa dfa_;
+  std::unique_ptr<ByteAutomaton> dfa_;
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
 };

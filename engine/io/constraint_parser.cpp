@@ -1,10 +1,9 @@
 // The structured-output fields of a request: vLLM's `structured_outputs` {regex, choice, json, grammar}
 // and its older guided_regex / guided_choice / guided_json / guided_grammar, and OpenAI's
-// response_format: regexes and choices as a regex, GBNF grammars as they are, JSON schemas and
+// response_format: regexes, choice lists (compiled to a trie) and GBNF grammars as they are, JSON schemas and
 // json_object through json_schema.hpp; each is compiled once here, so a refused one is an error line.
 #include "engine/constrain/json_schema.hpp"
 #include "engine/constrain/constraint_spec.hpp"
-#include "engine/constrain/regex_nfa.hpp"
 #include "engine/core/error.hpp"
 #include "engine/io/sampling_parser.hpp"
 
@@ -48,7 +47,7 @@ ConstraintSpec read_choice(simdjson::dom::element v, const std::string& name) {
     choices.emplace_back(get_string(e, name));
   }
   if (choices.empty()) fail_field(name, "a non-empty list of strings", v);
-  return {ConstraintSpec::Kind::kRegex, {choice_regex(choices)}};
+  return {ConstraintSpec::Kind::kChoice, std::move(choices)};
 }
 
 // One constraint kind from (kind, value); kNone for kinds that constrain nothing.
