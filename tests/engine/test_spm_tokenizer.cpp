@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
+#include <functional>
+
 #include "engine/model/model.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 #include "test_files.hpp"
@@ -41,12 +43,14 @@ std::vector<int32_t> to_ids(simdjson::dom::array array) {
   return ids;
 }
 
-// The lines of a golden file, without its {"generated_by": ...} header.
-std::vector<simdjson::dom::element> golden_lines(simdjson::dom::parser& parser, const std::string& path) {
-  std::vector<simdjson::dom::element> lines;
+// Calls fn on each line of a golden file but its {"generated_by": ...} header; returns how many.
+int for_each_golden_line(const std::string& path, const std::function<void(simdjson::dom::element)>& fn) {
+  simdjson::dom::parser parser;  // each line's element lives until the next line is parsed
+  int lines = 0;
   for (simdjson::dom::element line : parser.load_many(path)) {
     if (!line["generated_by"].error()) continue;
-    lines.push_back(line);
+    fn(line);
+    ++lines;
   }
   return lines;
 }
@@ -63,9 +67,7 @@ TEST_CASE("llama tokenizer reproduces tiny-spm's golden/tokenize.jsonl from the 
     CHECK(tokenizer->vocab_size() == 512);
     CHECK(tokenizer->bos_id() == 1);
     CHECK(tokenizer->is_eos(2));
-    simdjson::dom::parser parser;
-    int cases = 0;
-    for (simdjson::dom::element line : golden_lines(parser, golden)) {
+    const int cases = for_each_golden_line(golden, [&](simdjson::dom::element line) {
       const std::string_view text = line["text"];
       const std::vector<int32_t> ids = to_ids(line["ids"]);
       INFO("format=" << format << " text=" << text);
@@ -75,8 +77,7 @@ TEST_CASE("llama tokenizer reproduces tiny-spm's golden/tokenize.jsonl from the 
       if (std::count_if(ids.begin(), ids.end(), [](int32_t id) { return id <= 2; }) == 1) {
         CHECK(tokenizer->decode(ids) == text);
       }
-      ++cases;
-    }
+    });
     CHECK(cases >= 50);
   }
 }
@@ -85,9 +86,7 @@ TEST_CASE("llama tokenizer encodes tiny-spm's greedy prompts and decodes the gre
   const std::string golden = tiny_spm_path("golden/greedy.jsonl");
   for (const char* format : kFormats) {
     const auto tokenizer = tiny_spm_tokenizer(format);
-    simdjson::dom::parser parser;
-    int cases = 0;
-    for (simdjson::dom::element line : golden_lines(parser, golden)) {
+    const int cases = for_each_golden_line(golden, [&](simdjson::dom::element line) {
       const std::string_view prompt = line["prompt"];
       const std::vector<int32_t> prompt_ids = to_ids(line["prompt_ids"]);
       std::vector<int32_t> output_ids = to_ids(line["output_ids"]);
@@ -95,8 +94,7 @@ TEST_CASE("llama tokenizer encodes tiny-spm's greedy prompts and decodes the gre
       CHECK(tokenizer->encode(prompt, true) == prompt_ids);
       if (!output_ids.empty() && output_ids.back() == 2) output_ids.pop_back();
       CHECK(tokenizer->decode(output_ids, prompt_ids.back()) == std::string_view(line["output_text"]));
-      ++cases;
-    }
+    });
     CHECK(cases >= 10);
   }
 }
