@@ -73,10 +73,10 @@ def hf_tokenizer(tokens, types, merges, pre):
     return tok
 
 
-def write_vocab_gguf(path, tokens, types, merges, pre):
-    """A vocab-only GGUF with a gpt2 tokenizer and the given tokenizer.ggml.pre."""
+def write_vocab_gguf(path, tokens, types, merges, pre, arch="gpt2"):
+    """A vocab-only GGUF with a gpt2 tokenizer and the given tokenizer.ggml.pre (general.architecture `arch`)."""
     import gguf
-    w = gguf.GGUFWriter(path, "gpt2")
+    w = gguf.GGUFWriter(path, arch)
     w.add_tokenizer_model("gpt2")
     w.add_tokenizer_pre(pre)
     w.add_token_list(tokens)

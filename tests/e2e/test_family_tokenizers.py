@@ -1,34 +1,36 @@
-"""The SentencePiece tokenizers of Mistral v3 and Phi-3, built from Llama 2's vocabulary (../shared) the
-way those families extend it (the real vocabularies cannot be fetched here), each written both as the
-tokenizer.json its family publishes and as a GGUF: cbatch reading either agrees with Hugging Face
+"""The SentencePiece tokenizers of Mistral v3 and Phi-3, built from tiny-spm's vocabulary (512 pieces, byte
+fallback; the real vocabularies cannot be fetched here) the way those families extend Llama 2's, each written
+both as the tokenizer.json its family publishes and as a GGUF: cbatch reading either agrees with Hugging Face
 `tokenizers` running that tokenizer.json on 1,300+ strings, with and without BOS.
 - Mistral v3 (Mistral 7B v0.3): 768 control tokens at ids 3..770 ("[INST]", "[/INST]", ...), Metaspace
   with prepend_scheme "first" (so "[INST] Hi" is "[INST]", "▁Hi"); the GGUF also agrees with
   transformers' own GGUF conversion.
-- Phi-3: Llama 2's 32,000 pieces plus "<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", ... whose
-  rstrip drops the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer.
-And Qwen2's real byte-level vocabulary (../shared/tokenizers/ggml-vocab-qwen2.gguf): the GGUF agrees with
-transformers' GGUF conversion, and the tokenizer.json Qwen2 publishes (NFC normalizer, Split with Qwen's
-regex, ByteLevel) with `tokenizers`, on strings rich in decomposed and reordered combining marks."""
+- Phi-3: the pieces plus "<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", ... whose rstrip drops
+  the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer.
+And Qwen2's byte-level tokenizer, on SmolLM2's real vocabulary (49,152 tokens; Qwen2's own cannot be
+fetched here) with Qwen2's normalizer and regex: the tokenizer.json Qwen2 publishes (NFC normalizer, Split
+with Qwen's regex, ByteLevel) agrees with `tokenizers`, and a GGUF with tokenizer.ggml.pre "qwen2" with
+transformers' GGUF conversion, on strings rich in decomposed and reordered combining marks.
+With the optional shared data, Llama 2's vocabulary (both families) and Qwen2's real one are extra cases."""
 import json
 import os
 import random
 
-from common import SHARED, Checks, need, need_modules, run, tmpdir
+from common import Checks, need_modules, need_smollm2, need_tiny_spm, run, shared_extra, tmpdir
 from tokenizer_strings import test_strings
 
 need_modules("tokenizers", "gguf")
 import gguf  # noqa: E402
 from gguf import GGUFReader  # noqa: E402
+from hf_reference import gguf_vocab, hf_tokenizer, write_vocab_gguf  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors  # noqa: E402
 
 NORMAL, CONTROL = 1, 3
-llama = os.path.join(SHARED, "tokenizers", "ggml-vocab-llama-spm.gguf")
-need(llama)
 
 
-def llama_vocab():
-    r = GGUFReader(llama)
+def spm_vocab(path):
+    """(tokens, scores, types) of a `llama` GGUF vocabulary (<unk> <s> </s> at 0 1 2)."""
+    r = GGUFReader(path)
     return [r.fields[k].contents() for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.scores", "tokenizer.ggml.token_type")]
 
 
@@ -78,8 +80,7 @@ def write_gguf(path, arch, name, tokens, scores, types):
     w.close()
 
 
-def mistral_v3():
-    tokens, scores, types = llama_vocab()
+def mistral_v3(tokens, scores, types):
     controls = ["[INST]", "[/INST]", "[TOOL_CALLS]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
                 "[/TOOL_RESULTS]"] + [f"[control_{i}]" for i in range(8, 769)]
     return (tokens[:3] + controls + tokens[3:], scores[:3] + [0.0] * len(controls) + scores[3:],
@@ -90,8 +91,7 @@ PHI3_ADDED = ["<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|placehold
               "<|placeholder4|>", "<|system|>", "<|end|>", "<|placeholder5|>", "<|placeholder6|>", "<|user|>"]
 
 
-def phi3():
-    tokens, scores, types = llama_vocab()
+def phi3(tokens, scores, types):
     return tokens + PHI3_ADDED, scores + [0.0] * len(PHI3_ADDED), types + [CONTROL] * len(PHI3_ADDED)
 
 
@@ -117,60 +117,83 @@ def compare(c, label, path, reference, strings):
         print(f"{label}, add_special={special}: {agree}/{len(strings)} strings agree")
 
 
-c = Checks()
-work = tmpdir()
-families = [
-    ("mistral-v3", "llama", "Mistral 7B Instruct v0.3", mistral_v3(), True, set(),
-     ["[INST]", "[/INST]", "[INST] ", " [/INST]", "<s>", "</s>", "[TOOL_CALLS]", "[control_8]"]),
-    ("phi3", "phi3", "Phi 3 Mini 4k Instruct", phi3(), False, set(PHI3_ADDED[1:]) | {"</s>"},
-     ["<|user|>", "<|user|>\n", "<|end|>", "<|end|>\n", "<|assistant|>\n", "<|system|>", "<|endoftext|>", "<s>",
-      "</s>", "<unk>"]),
-]
-for label, arch, name, (tokens, scores, types), metaspace_first, strips, specials in families:
-    reference = spm_tokenizer_json(tokens, scores, types, metaspace_first, strips)
-    hf_dir = os.path.join(work, label)
+def check_families(c, work, source, vocab):
+    """Mistral v3 and Phi-3 built from `vocab` (named `source`), as tokenizer.json and as GGUF."""
+    families = [
+        ("mistral-v3", "llama", "Mistral 7B Instruct v0.3", mistral_v3(*vocab), True, set(),
+         ["[INST]", "[/INST]", "[INST] ", " [/INST]", "<s>", "</s>", "[TOOL_CALLS]", "[control_8]"]),
+        ("phi3", "phi3", "Phi 3 Mini 4k Instruct", phi3(*vocab), False, set(PHI3_ADDED[1:]) | {"</s>"},
+         ["<|user|>", "<|user|>\n", "<|end|>", "<|end|>\n", "<|assistant|>\n", "<|system|>", "<|endoftext|>", "<s>",
+          "</s>", "<unk>"]),
+    ]
+    for family, arch, name, (tokens, scores, types), metaspace_first, strips, specials in families:
+        label = f"{family} ({source})"
+        reference = spm_tokenizer_json(tokens, scores, types, metaspace_first, strips)
+        hf_dir = os.path.join(work, f"{source}-{family}")
+        os.makedirs(hf_dir)
+        reference.save(os.path.join(hf_dir, "tokenizer.json"))
+        with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
+            json.dump({"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"}, f)
+        gguf_path = os.path.join(work, f"{source}-{family}.gguf")
+        write_gguf(gguf_path, arch, name, tokens, scores, types)
+        strings = family_strings(specials, seed=len(family))
+        encode = lambda s, special, ref=reference: ref.encode(s, add_special_tokens=special).ids  # noqa: E731
+        compare(c, f"{label} tokenizer.json", hf_dir, encode, strings)
+        compare(c, f"{label} GGUF", gguf_path, encode, strings)
+        if family == "mistral-v3":
+            try:
+                from transformers_gguf import transformers_tokenizer_from_gguf
+                converted, _ = transformers_tokenizer_from_gguf(gguf_path)
+                compare(c, f"{label} GGUF vs transformers", gguf_path,
+                        lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
+            except ImportError:
+                print("transformers is not installed: the GGUF is compared with tokenizer.json only")
+
+
+def qwen2_strings():
+    rng = random.Random(5)
+    marks = ["\u0301", "\u0300", "\u0328", "\u0308", "\u0323", "\u0302", "\u030A", "\u0327", "\u05B4", "\u0E48",
+             "\u3099", "\u309A", "\u0F71", "\u0F72", "\u0334"]
+    bases = ["a", "e", "o", "A", "u", "n", "c", "\u3046", "\u30AB", "\u1100", "\u1161", "\u11A8", "\uAC00", "\u0F40",
+             "\u212B", "\u2126", "\u0958", "\u1E0A", "\u00C5", "\uFB2C", " ", "x", "<|im_end|>", "<|endoftext|>"]
+    strings = test_strings(num_random=1000, num_codepoint=200, seed=21)
+    strings += ["".join(rng.choice(bases) + "".join(rng.choice(marks) for _ in range(rng.randint(0, 3)))
+                        for _ in range(rng.randint(1, 8))) for _ in range(400)]
+    return strings
+
+
+def check_qwen2(c, work, source, gguf_path):
+    """Qwen2's tokenizer.json (NFC first) over the byte-level vocabulary of `gguf_path`, whose
+    tokenizer.ggml.pre is "qwen2"; the GGUF itself against transformers' conversion."""
+    tokens, types, merges, pre = gguf_vocab(gguf_path)
+    c.check(pre == "qwen2", f"{gguf_path}: tokenizer.ggml.pre {pre!r}")
+    reference = hf_tokenizer(tokens, types, merges, pre)
+    reference.normalizer = normalizers.NFC()
+    hf_dir = os.path.join(work, f"{source}-qwen2")
     os.makedirs(hf_dir)
     reference.save(os.path.join(hf_dir, "tokenizer.json"))
-    with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
-        json.dump({"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"}, f)
-    gguf_path = os.path.join(work, label + ".gguf")
-    write_gguf(gguf_path, arch, name, tokens, scores, types)
-    strings = family_strings(specials, seed=len(label))
-    encode = lambda s, special, ref=reference: ref.encode(s, add_special_tokens=special).ids  # noqa: E731
-    compare(c, f"{label} tokenizer.json", hf_dir, encode, strings)
-    compare(c, f"{label} GGUF", gguf_path, encode, strings)
-    if label == "mistral-v3":
-        try:
-            from transformers_gguf import transformers_tokenizer_from_gguf
-            converted, _ = transformers_tokenizer_from_gguf(gguf_path)
-            compare(c, f"{label} GGUF vs transformers", gguf_path,
-                    lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
-        except ImportError:
-            print("transformers is not installed: the GGUF is compared with tokenizer.json only")
-# Qwen2: the real vocabulary; tokenizer.json as Qwen2 publishes it (NFC first).
-qwen2 = os.path.join(SHARED, "tokenizers", "ggml-vocab-qwen2.gguf")
-from hf_reference import gguf_vocab, hf_tokenizer  # noqa: E402
-tokens, types, merges, pre = gguf_vocab(qwen2)
-reference = hf_tokenizer(tokens, types, merges, pre)
-reference.normalizer = normalizers.NFC()
-hf_dir = os.path.join(work, "qwen2")
-os.makedirs(hf_dir)
-reference.save(os.path.join(hf_dir, "tokenizer.json"))
-rng = random.Random(5)
-marks = ["\u0301", "\u0300", "\u0328", "\u0308", "\u0323", "\u0302", "\u030A", "\u0327", "\u05B4", "\u0E48",
-         "\u3099", "\u309A", "\u0F71", "\u0F72", "\u0334"]
-bases = ["a", "e", "o", "A", "u", "n", "c", "\u3046", "\u30AB", "\u1100", "\u1161", "\u11A8", "\uAC00", "\u0F40",
-         "\u212B", "\u2126", "\u0958", "\u1E0A", "\u00C5", "\uFB2C", " ", "x", "<|im_end|>", "<|endoftext|>"]
-strings = test_strings(num_random=1000, num_codepoint=200, seed=21)
-strings += ["".join(rng.choice(bases) + "".join(rng.choice(marks) for _ in range(rng.randint(0, 3)))
-                    for _ in range(rng.randint(1, 8))) for _ in range(400)]
-compare(c, "qwen2 tokenizer.json (NFC)", hf_dir, lambda s, special: reference.encode(s, add_special_tokens=special).ids,
-        strings)
-try:
-    from transformers_gguf import transformers_tokenizer_from_gguf
-    converted, _ = transformers_tokenizer_from_gguf(qwen2)
-    compare(c, "qwen2 GGUF vs transformers", qwen2,
-            lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
-except ImportError:
-    print("transformers is not installed: Qwen2's GGUF is checked by test_tokenizer_suites only")
+    strings = qwen2_strings()
+    compare(c, f"qwen2 ({source}) tokenizer.json (NFC)", hf_dir,
+            lambda s, special: reference.encode(s, add_special_tokens=special).ids, strings)
+    try:
+        from transformers_gguf import transformers_tokenizer_from_gguf
+        converted, _ = transformers_tokenizer_from_gguf(gguf_path)
+        compare(c, f"qwen2 ({source}) GGUF vs transformers", gguf_path,
+                lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
+    except ImportError:
+        print("transformers is not installed: the Qwen2 GGUF is checked by test_pretokenizer_families only")
+
+
+c = Checks()
+work = tmpdir()
+check_families(c, work, "tiny-spm", spm_vocab(os.path.join(need_tiny_spm(), "tiny-spm.gguf")))
+smollm2_qwen2 = os.path.join(work, "smollm2-qwen2.gguf")
+write_vocab_gguf(smollm2_qwen2, *gguf_vocab(need_smollm2())[:3], "qwen2", arch="qwen2")
+check_qwen2(c, work, "smollm2", smollm2_qwen2)
+llama = shared_extra(os.path.join("tokenizers", "ggml-vocab-llama-spm.gguf"))
+if llama:
+    check_families(c, work, "llama-spm", spm_vocab(llama))
+qwen2 = shared_extra(os.path.join("tokenizers", "ggml-vocab-qwen2.gguf"))
+if qwen2:
+    check_qwen2(c, work, "qwen2", qwen2)
 c.done()

@@ -1,10 +1,11 @@
 """SmolLM2's byte-level BPE tokenizer in cbatch agrees with Hugging Face `tokenizers` built from the
-GGUF's vocabulary, merges and the SmolLM2 pre-tokenizer (Digits + ByteLevel), on 1,500+ strings; and
-so does GPT-2's vocabulary (../shared/tokenizers) with the plain GPT-2 pre-tokenizer."""
+GGUF's vocabulary, merges and the SmolLM2 pre-tokenizer (Digits + ByteLevel), on 1,500+ strings; with the
+optional shared data, so does GPT-2's vocabulary (tokenizers/ggml-vocab-gpt-2.gguf) with the plain GPT-2
+pre-tokenizer, as extra cases."""
 import json
 import os
 
-from common import SHARED, Checks, need_modules, need_smollm2, run
+from common import Checks, need_modules, need_smollm2, run, shared_extra
 from tokenizer_strings import test_strings
 
 need_modules("tokenizers", "gguf")
@@ -14,8 +15,8 @@ c = Checks()
 strings = test_strings()
 stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
 vocabs = [need_smollm2()]
-gpt2 = os.path.join(SHARED, "tokenizers", "ggml-vocab-gpt-2.gguf")
-if os.path.exists(gpt2):
+gpt2 = shared_extra(os.path.join("tokenizers", "ggml-vocab-gpt-2.gguf"))
+if gpt2:
     vocabs.append(gpt2)
 for path in vocabs:
     reference = hf_tokenizer_from_gguf(path)

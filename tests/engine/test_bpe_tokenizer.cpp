@@ -1,6 +1,8 @@
-// Byte-level BPE: llama.cpp's ggml-vocab-gpt-2 suite (Hugging Face ids), the pre-tokenizer scanners on
-// hand-checked splits (each regex alternative, lookahead, digits, newlines, non-ASCII classes), the
-// byte-level alphabet, special-token text, and clear errors for unknown pre-tokenizer names.
+// Byte-level BPE: SmolLM2's vocabulary (its GGUF under models/) against Hugging Face ids, a hand-built
+// byte-level vocabulary against hand-derived ids, llama.cpp's ggml-vocab-gpt-2 suite with the optional
+// shared data, the pre-tokenizer scanners on hand-checked splits (each regex alternative, lookahead,
+// digits, newlines, non-ASCII classes), the byte-level alphabet, special-token text, and clear errors for
+// unknown pre-tokenizer names.
 #include <doctest/doctest.h>
 
 #include "engine/text/bpe_tokenizer.hpp"
@@ -15,6 +17,7 @@ namespace {
 
 using test::have_files;
 using test::shared_path;
+using test::source_path;
 
 std::vector<std::string> split(const std::vector<SplitRule>& rules, std::string_view text) {
   std::vector<std::string> out;
@@ -105,7 +108,57 @@ TEST_CASE("byte-level alphabet round trip") {
   CHECK_FALSE(byte_level_decode("\xE4\xB8\xAD", &back));  // 中 is not in the alphabet
 }
 
-TEST_CASE("byte-level BPE reproduces llama.cpp's ggml-vocab-gpt-2 suite") {
+TEST_CASE("byte-level BPE: GPT-2 splits, merges by rank, byte alphabet, control text (hand-derived ids)") {
+  BpeTokenizerSpec spec;  // ids 0..255: the byte-level character of that byte; then merges and a control
+  for (int b = 0; b < 256; ++b) spec.tokens.push_back(byte_level_encode(std::string(1, static_cast<char>(b))));
+  spec.tokens.insert(spec.tokens.end(), {"ll", "\xC4\xA0w", "or", "\xC4\xA0wor", "he", "hell", "<|endoftext|>"});
+  spec.types.assign(spec.tokens.size(), TokenType::kNormal);
+  spec.types.back() = TokenType::kControl;
+  spec.merges = {{"l", "l"}, {"\xC4\xA0", "w"}, {"o", "r"}, {"\xC4\xA0w", "or"}, {"h", "e"}, {"he", "ll"}};
+  spec.pre_tokenizer = PreTokenizer({SplitRule::kGpt2});
+  spec.eos_ids = {262};
+  const BpeTokenizer tok(spec, "test");
+  using Ids = std::vector<int32_t>;
+  // "hello" -> h e ll o -> he ll o -> hell o; " world" -> Ġw o r l d -> Ġw or l d -> Ġwor l d.
+  CHECK(tok.encode("hello world", true) == Ids{261, 'o', 259, 'l', 'd'});
+  CHECK(tok.encode("hello<|endoftext|>\xC3\xA9", true) == Ids{261, 'o', 262, 0xC3, 0xA9});
+  CHECK(tok.encode("world", false) == Ids{'w', 258, 'l', 'd'});  // no space: no "Ġw" merge
+  CHECK(tok.encode(" \n", false) == Ids{' ', '\n'});              // "Ġ" is byte 0x20's character, id 32
+  CHECK(tok.decode({261, 'o', 259, 262, 0xC3, 0xA9}) == "hello wor\xC3\xA9");
+}
+
+TEST_CASE("byte-level BPE agrees with Hugging Face on SmolLM2's vocabulary") {
+  const std::string gguf = source_path("models/SmolLM2-135M-Instruct.Q4_1.gguf");
+  if (!have_files({gguf})) return;  // a fetched model (make test-data)
+  const auto tokenizer = load_tokenizer(ModelSource{gguf, "", 0});
+  CHECK(tokenizer->kind() == "gpt2");
+  CHECK(tokenizer->vocab_size() == 49152);
+  // Ids from Hugging Face `tokenizers` built from the GGUF's vocabulary, merges and the SmolLM2
+  // pre-tokenizer (Digits + ByteLevel), special-token text included; no BOS is added.
+  const std::vector<std::pair<std::string, std::vector<int32_t>>> cases = {
+      {"Hello world", {19556, 905}},
+      {" Hello, y'all! How are you \xF0\x9F\x98\x81 ?\xE6\x88\x91\xE6\x83\xB3\xE5\x9C\xA8" "apple\xE5\xB7\xA5"
+       "\xE4\xBD\x9C" "1314151\xE5\xA4\xA9\xEF\xBD\x9E",
+       {38699, 28, 329, 23, 449, 17, 1073, 359, 346, 40303, 219, 9148, 19805, 235, 177, 221, 128, 32632,
+        21949, 36149, 115, 40994, 33, 35, 33, 36, 33, 37, 33, 18614, 119, 186, 138, 248}},
+      {"3333 33333 3.3", {35, 35, 35, 35, 216, 35, 35, 35, 35, 35, 216, 35, 30, 35}},
+      {"    Hello\n    Hello", {333, 38699, 472, 38699}},
+      {"F\xC3\xBChrer ied 4 \xC2\xBD months", {54, 46991, 16863, 216, 885, 216, 36, 216, 16738, 2704}},
+      {"\xD0\xBD\xD0\xB5\xD1\x89\xD0\xBE \xD0\xBD\xD0\xB0 \xD0\x91\xD1\x8A\xD0\xBB\xD0\xB3\xD0\xB0"
+       "\xD1\x80\xD1\x81\xD0\xBA\xD0\xB8",
+       {8831, 6643, 46438, 6485, 40610, 5470, 235, 156, 228, 12681, 29441, 6511, 9175, 39511, 7872}},
+      {"<|im_start|>user\nHi<|im_end|>", {1, 4093, 198, 26843, 2}},
+      {"\n\n\n \t\t  x", {1116, 3805, 1656, 216, 1792}},
+  };
+  for (const auto& [text, ids] : cases) {
+    INFO("text=[" << text << "]");
+    CHECK(tokenizer->encode(text, true) == ids);
+    if (text.find("<|") == std::string::npos) CHECK(tokenizer->decode(ids) == text);  // lossless
+  }
+  CHECK(tokenizer->decode({19556, 2, 905}) == "Hello world");  // control ids decode to nothing
+}
+
+TEST_CASE("byte-level BPE reproduces llama.cpp's ggml-vocab-gpt-2 suite (optional shared data)") {
   const std::string vocab = shared_path("tokenizers/ggml-vocab-gpt-2.gguf");
   if (!have_files({vocab, vocab + ".inp", vocab + ".out"})) return;
   const auto tokenizer = load_tokenizer(ModelSource{vocab, "", 0});

@@ -1,10 +1,14 @@
-// The SentencePiece tokenizer against real goldens: aidreams260K's tokenize.jsonl and greedy.jsonl
-// (run.c's encoder) from both the GGUF and tok512.bin, and llama.cpp's llama-spm suite (Hugging Face
-// ids of the Llama 2 vocabulary). Plus decoding rules, a long-input round trip, the family options
-// (no dummy prefix as Gemma, first-fragment prefix as Mistral v3, rstrip as Phi-3) on a small vocabulary,
-// and the special-token matcher's lstrip / rstrip.
+// The SentencePiece tokenizer against independent goldens: tiny-spm's golden/tokenize.jsonl (Hugging Face
+// `tokenizers` on its hf/tokenizer.json) and greedy.jsonl (prompt ids and `tokenizers`' decoding of the
+// float64 reference's outputs), read from its GGUF, its llama2.c tokenizer.bin and its Hugging Face
+// directory; with the optional shared data, llama.cpp's llama-spm suite (Hugging Face ids of the Llama 2
+// vocabulary) as extra cases. Plus decoding rules, a long-input round trip, the family options (no dummy
+// prefix as Gemma, first-fragment prefix as Mistral v3, rstrip as Phi-3) on a small vocabulary, and the
+// special-token matcher's lstrip / rstrip.
 #include <doctest/doctest.h>
 #include <simdjson.h>
+
+#include <functional>
 
 #include "engine/model/model.hpp"
 #include "engine/text/spm_tokenizer.hpp"
@@ -15,16 +19,20 @@ namespace {
 
 using test::have_files;
 using test::shared_path;
+using test::tiny_spm_path;
 
-const std::string kModelDir = "models/aidreams260K/";
+// tiny-spm's tokenizer in each of its three formats.
+const char* const kFormats[] = {"gguf", "llama2c", "hf"};
 
-std::unique_ptr<Tokenizer> aidreams_tokenizer(bool from_gguf) {
+std::unique_ptr<Tokenizer> tiny_spm_tokenizer(std::string_view format) {
   ModelSource source;
-  if (from_gguf) {
-    source.path = shared_path(kModelDir + "aidreams260K.gguf");
+  if (format == "gguf") {
+    source.path = tiny_spm_path("tiny-spm.gguf");
+  } else if (format == "llama2c") {
+    source.path = tiny_spm_path("tiny-spm.bin");
+    source.tokenizer_path = tiny_spm_path("tokenizer.bin");
   } else {
-    source.path = shared_path(kModelDir + "aidreams260K.bin");
-    source.tokenizer_path = shared_path(kModelDir + "tok512.bin");
+    source.path = tiny_spm_path("hf");
   }
   return load_tokenizer(source);
 }
@@ -35,50 +43,59 @@ std::vector<int32_t> to_ids(simdjson::dom::array array) {
   return ids;
 }
 
+// Calls fn on each line of a golden file but its {"generated_by": ...} header; returns how many.
+int for_each_golden_line(const std::string& path, const std::function<void(simdjson::dom::element)>& fn) {
+  simdjson::dom::parser parser;  // each line's element lives until the next line is parsed
+  int lines = 0;
+  for (simdjson::dom::element line : parser.load_many(path)) {
+    if (!line["generated_by"].error()) continue;
+    fn(line);
+    ++lines;
+  }
+  return lines;
+}
+
+constexpr int32_t kSpace = 470;  // tiny-spm's "▁"
+
 }  // namespace
 
-TEST_CASE("llama tokenizer reproduces golden/tokenize.jsonl from the GGUF and from tok512.bin") {
-  const std::string golden = shared_path(kModelDir + "golden/tokenize.jsonl");
-  if (!have_files(
-          {golden, shared_path(kModelDir + "aidreams260K.gguf"), shared_path(kModelDir + "tok512.bin")}))
-    return;
-  for (bool from_gguf : {true, false}) {
-    const auto tokenizer = aidreams_tokenizer(from_gguf);
+TEST_CASE("llama tokenizer reproduces tiny-spm's golden/tokenize.jsonl from the GGUF, tokenizer.bin and tokenizer.json") {
+  const std::string golden = tiny_spm_path("golden/tokenize.jsonl");
+  for (const char* format : kFormats) {
+    const auto tokenizer = tiny_spm_tokenizer(format);
     CHECK(tokenizer->kind() == "llama");
     CHECK(tokenizer->vocab_size() == 512);
     CHECK(tokenizer->bos_id() == 1);
     CHECK(tokenizer->is_eos(2));
-    simdjson::dom::parser parser;
-    int cases = 0;
-    for (simdjson::dom::element line : parser.load_many(golden)) {
+    const int cases = for_each_golden_line(golden, [&](simdjson::dom::element line) {
       const std::string_view text = line["text"];
-      INFO("from_gguf=" << from_gguf << " text=" << text);
-      CHECK(tokenizer->encode(text, true) == to_ids(line["ids"]));
-      // Decoding after nothing drops the dummy-prefix space (the piece follows BOS): a round trip.
-      CHECK(tokenizer->decode(tokenizer->encode(text, true)) == text);
-      ++cases;
-    }
-    CHECK(cases == 50);
+      const std::vector<int32_t> ids = to_ids(line["ids"]);
+      INFO("format=" << format << " text=" << text);
+      CHECK(tokenizer->encode(text, true) == ids);
+      // Decoding after nothing drops the dummy-prefix space (the piece follows BOS): a round trip, where
+      // no special-token text became a control id (those decode to nothing).
+      if (std::count_if(ids.begin(), ids.end(), [](int32_t id) { return id <= 2; }) == 1) {
+        CHECK(tokenizer->decode(ids) == text);
+      }
+    });
+    CHECK(cases >= 50);
   }
 }
 
-TEST_CASE("llama tokenizer encodes the greedy prompts and decodes the greedy outputs") {
-  const std::string golden = shared_path(kModelDir + "golden/greedy.jsonl");
-  if (!have_files(
-          {golden, shared_path(kModelDir + "aidreams260K.gguf"), shared_path(kModelDir + "tok512.bin")}))
-    return;
-  for (bool from_gguf : {true, false}) {
-    const auto tokenizer = aidreams_tokenizer(from_gguf);
-    simdjson::dom::parser parser;
-    for (simdjson::dom::element line : parser.load_many(golden)) {
+TEST_CASE("llama tokenizer encodes tiny-spm's greedy prompts and decodes the greedy outputs") {
+  const std::string golden = tiny_spm_path("golden/greedy.jsonl");
+  for (const char* format : kFormats) {
+    const auto tokenizer = tiny_spm_tokenizer(format);
+    const int cases = for_each_golden_line(golden, [&](simdjson::dom::element line) {
       const std::string_view prompt = line["prompt"];
       const std::vector<int32_t> prompt_ids = to_ids(line["prompt_ids"]);
       std::vector<int32_t> output_ids = to_ids(line["output_ids"]);
-      INFO("from_gguf=" << from_gguf << " prompt=" << prompt);
+      INFO("format=" << format << " prompt=" << prompt);
       CHECK(tokenizer->encode(prompt, true) == prompt_ids);
       if (!output_ids.empty() && output_ids.back() == 2) output_ids.pop_back();
       CHECK(tokenizer->decode(output_ids, prompt_ids.back()) == std::string_view(line["output_text"]));
-    }
+    });
+    CHECK(cases >= 10);
   }
 }
 
@@ -102,11 +119,9 @@ TEST_CASE("llama tokenizer reproduces llama.cpp's ggml-vocab-llama-spm suite") {
 }
 
 TEST_CASE("llama tokenizer decoding: spaces, byte tokens, control tokens") {
-  const std::string gguf = shared_path(kModelDir + "aidreams260K.gguf");
-  if (!have_files({gguf})) return;
-  const auto tok = aidreams_tokenizer(true);
-  CHECK(tok->decode_piece(-1, 429) == " ");      // "▁"
-  CHECK(tok->decode_piece(1, 429).empty());      // the first piece after BOS loses its space
+  const auto tok = tiny_spm_tokenizer("gguf");
+  CHECK(tok->decode_piece(-1, kSpace) == " ");
+  CHECK(tok->decode_piece(1, kSpace).empty());   // the first piece after BOS loses its space
   CHECK(tok->decode_piece(1, 3 + 0x20) == " ");  // but a byte token keeps its byte
   CHECK(tok->decode_piece(-1, 3 + 0xE6) == "\xE6");
   CHECK(tok->decode_piece(-1, 0).empty());
@@ -127,13 +142,24 @@ TEST_CASE("llama tokenizer decoding: spaces, byte tokens, control tokens") {
 }
 
 TEST_CASE("llama tokenizer handles long inputs (priority-queue merges)") {
-  const std::string gguf = shared_path(kModelDir + "aidreams260K.gguf");
-  if (!have_files({gguf})) return;
-  const auto tok = aidreams_tokenizer(true);
-  std::string text;
-  while (text.size() < (1 << 20)) text += "I dreamed of vectors unfolding, a gentle hum of precision. ";
+  const auto tok = tiny_spm_tokenizer("gguf");
+  // A line of tiny-spm's training corpus and its ids from Hugging Face `tokenizers` on tiny-spm's
+  // tokenizer.json. No merge crosses a "▁", so the line repeated after spaces repeats its ids.
+  const std::string line = "I dreamed of a quiet city where the robots sang softly under glass rivers and memory light.";
+  const std::vector<int32_t> line_ids = {284, 316, 297, 279, 261, 470, 510, 487, 479, 310, 426, 262,
+                                         260, 266, 263, 443, 476, 265, 333, 381, 486, 473, 328, 449,
+                                         431, 386, 378, 476, 270, 332, 483, 410, 375, 490};
+  CHECK(tok->encode(line, false) == line_ids);
+  std::string text = line;
+  std::vector<int32_t> expected = {1};
+  expected.insert(expected.end(), line_ids.begin(), line_ids.end());
+  while (text.size() < (1 << 20)) {
+    text += " " + line;
+    expected.insert(expected.end(), line_ids.begin(), line_ids.end());
+  }
   const std::vector<int32_t> ids = tok->encode(text, true);
-  CHECK(ids.size() < text.size() / 2);
+  CHECK(ids.size() == expected.size());
+  CHECK(ids == expected);
   CHECK(tok->decode(ids) == text);
 }
 

@@ -1,11 +1,13 @@
-// Fuzz target: arbitrary bytes as prompt text through the SentencePiece tokenizer of the shared
-// llama-spm vocabulary (32000 pieces; a small built-in vocabulary when the shared data is absent), the
-// byte-level BPE of the shared GPT-2 vocabulary (when present), and the byte tokenizer of dummy models.
-// Properties: any bytes encode to ids inside the vocabulary, and decoding gives the text back exactly. The BPE round trips are checked where they are defined:
+// Fuzz target: arbitrary bytes as prompt text through SentencePiece tokenizers (a small built-in
+// vocabulary, and tiny-spm's GGUF: 512 pieces with byte fallback, written by the ctest fixture tiny_spm),
+// the byte-level BPE of SmolLM2's GGUF (models/, make test-data), and the byte tokenizer of dummy models;
+// a file that is missing is named on stderr and left out. Properties: any bytes encode to ids inside the
+// vocabulary, and decoding gives the text back exactly. The round trips are checked where they are defined:
 // valid UTF-8 (what JSON prompts always are; on invalid bytes the tokenizer, like llama.cpp, sizes a
 // character by its lead byte, so "\xEF " swallows part of the escaped space), without U+2581 (read as a
 // space, as SentencePiece does), without the text of a special token (it becomes the control id, which
-// decodes to nothing), with byte tokens for every byte (both vocabularies have them).
+// decodes to nothing), with byte tokens for every byte (the SentencePiece vocabularies have them).
+#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <string_view>
@@ -45,17 +47,11 @@ std::unique_ptr<Tokenizer> builtin_spm() {
   return std::make_unique<SpmTokenizer>(std::move(v), "builtin");
 }
 
-std::unique_ptr<Tokenizer> load_spm() {
-  const std::string path = std::string(CBATCH_SHARED_DIR) + "/tokenizers/ggml-vocab-llama-spm.gguf";
-  if (!std::filesystem::exists(path)) return builtin_spm();
-  return load_gguf_tokenizer(GgufFile(path));
-}
-
-// The GPT-2 byte-level BPE vocabulary of the shared suite; nullptr when the shared data is absent.
-std::unique_ptr<Tokenizer> load_gpt2() {
-  const std::string path = std::string(CBATCH_SHARED_DIR) + "/tokenizers/ggml-vocab-gpt-2.gguf";
-  if (!std::filesystem::exists(path)) return nullptr;
-  return load_gguf_tokenizer(GgufFile(path));
+// The tokenizer of a GGUF file; nullptr (named on stderr) when the file is missing.
+std::unique_ptr<Tokenizer> load_if_present(const std::string& path) {
+  if (std::filesystem::exists(path)) return load_gguf_tokenizer(GgufFile(path));
+  std::fprintf(stderr, "fuzz_tokenizer: %s is missing; its tokenizer is not fuzzed\n", path.c_str());
+  return nullptr;
 }
 
 void check_round_trip(const Tokenizer& tokenizer, std::string_view text) {
@@ -76,12 +72,15 @@ void check_round_trip(const Tokenizer& tokenizer, std::string_view text) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::unique_ptr<Tokenizer> spm = load_spm();
+  static const std::unique_ptr<Tokenizer> spm = builtin_spm();
+  static const std::unique_ptr<Tokenizer> tiny_spm = load_if_present(CBATCH_TINY_SPM_DIR "/tiny-spm.gguf");
+  static const std::unique_ptr<Tokenizer> smollm2 =
+      load_if_present(CBATCH_SOURCE_DIR "/models/SmolLM2-135M-Instruct.Q4_1.gguf");
   static const std::unique_ptr<Tokenizer> bytes = make_byte_tokenizer(512, -1, {});
-  static const std::unique_ptr<Tokenizer> gpt2 = load_gpt2();
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   check_round_trip(*spm, text);
-  if (gpt2) check_round_trip(*gpt2, text);
+  if (tiny_spm) check_round_trip(*tiny_spm, text);
+  if (smollm2) check_round_trip(*smollm2, text);
   check_round_trip(*bytes, text);
   return 0;
 }
