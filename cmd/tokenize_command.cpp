@@ -10,7 +10,7 @@
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
 #include "engine/text/chat_format.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/jsonl_reader.hpp"
 #include "engine/model/model.hpp"

@@ -4,7 +4,7 @@
 #include <map>
 
 #include "engine/constrain/grammar.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "engine/constrain/json_number.hpp"
 #include "engine/constrain/regex_nfa.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/constrain/grammar_constraint.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {

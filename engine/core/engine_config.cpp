@@ -1,6 +1,6 @@
 #include "engine/core/engine_config.hpp"
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

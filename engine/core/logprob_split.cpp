@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

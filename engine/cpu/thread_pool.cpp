@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/signal_block.hpp"
+#include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 

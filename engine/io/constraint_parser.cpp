@@ -5,7 +5,7 @@
 #include "engine/constrain/json_schema.hpp"
 #include "engine/constrain/constraint_spec.hpp"
 #include "engine/constrain/regex_nfa.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/sampling_parser.hpp"
 
 namespace cbatch {

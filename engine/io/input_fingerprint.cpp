@@ -11,7 +11,7 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -13,7 +13,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

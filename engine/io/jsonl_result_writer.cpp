@@ -7,8 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/error.hpp"
-#include "engine/core/signal_block.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 

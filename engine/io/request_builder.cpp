@@ -1,6 +1,6 @@
 #include "engine/io/request_builder.hpp"
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/sample/sampler.hpp"
 
 namespace cbatch {

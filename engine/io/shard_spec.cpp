@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <system_error>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

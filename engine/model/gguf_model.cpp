@@ -9,7 +9,7 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
 #include "engine/model/model_formats.hpp"

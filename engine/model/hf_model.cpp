@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/io/json_file.hpp"

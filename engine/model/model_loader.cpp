@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/model_formats.hpp"
 
 namespace cbatch {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
 
 namespace cbatch {
 

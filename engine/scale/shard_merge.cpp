@@ -13,7 +13,7 @@
 #include <memory>
 #include <optional>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/input_fingerprint.hpp"
 #include "engine/model/mapped_file.hpp"
 #include "engine/scale/input_index.hpp"

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/json_file.hpp"
 
 namespace cbatch {

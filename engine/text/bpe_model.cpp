@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <queue>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/utf8.hpp"
 
 namespace cbatch {

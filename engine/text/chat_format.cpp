@@ -1,7 +1,7 @@
 // Choosing the chat template of a run and rendering chats to token ids.
 #include "engine/text/chat_format.hpp"
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -3,7 +3,7 @@
 // do not take) throw cbatch::Error with the reason.
 #include "engine/text/chat_renderers.hpp"
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/unicode.hpp"
 
 namespace cbatch {

@@ -9,7 +9,7 @@
 #include <cctype>
 
 #include "engine/text/bpe_tokenizer.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 

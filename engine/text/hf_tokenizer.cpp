@@ -7,7 +7,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/io/json_file.hpp"
 
