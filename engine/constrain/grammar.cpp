@@ -5,6 +5,7 @@
 
 
 #include "engine/base/error.hpp"
+#include "engine/constrain/regex_nfa.hpp"
 
 namespace cbatch {
 namespace {
@@ -121,6 +122,15 @@ Grammar compile_regex_rules(const std::vector<std::string>& regexes) {
   g.nfa = b.take(g.rules.at(0));
   check_grammar(g);
   return g;
+}
+
+void check_constraint(const ConstraintSpec& spec) {
+  switch (spec.kind) {
+    case ConstraintSpec::Kind::kNone: return;
+    case ConstraintSpec::Kind::kRegex: compile_regex(spec.texts.at(0)); return;
+    case ConstraintSpec::Kind::kRegexRules: compile_regex_rules(spec.texts); return;
+    case ConstraintSpec::Kind::kGbnf: compile_gbnf(spec.texts.at(0)); return;
+  }
 }
 
 }  // namespace cbatch

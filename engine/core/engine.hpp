@@ -8,7 +8,7 @@
 #include "engine/core/backend.hpp"
 #include "engine/core/engine_config.hpp"
 #include "engine/model/model.hpp"
-#include "engine/core/request_stream.hpp"
+#include "engine/base/request_stream.hpp"
 #include "engine/bench/run_stats.hpp"
 
 namespace cbatch {

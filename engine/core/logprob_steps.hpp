@@ -9,6 +9,7 @@
 #pragma once
 #include <vector>
 
+#include "engine/base/request_result.hpp"
 #include "engine/core/backend.hpp"
 #include "engine/core/step_plan.hpp"
 #include "engine/text/tokenizer.hpp"

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "engine/bench/run_stats.hpp"
-#include "engine/core/request_stream.hpp"
+#include "engine/base/request_stream.hpp"
 #include "engine/core/sequence.hpp"
 
 namespace cbatch {

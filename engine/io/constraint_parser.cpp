@@ -3,7 +3,8 @@
 // response_format: regexes and choices as a regex, GBNF grammars as they are, JSON schemas and
 // json_object through json_schema.hpp; each is compiled once here, so a refused one is an error line.
 #include "engine/constrain/json_schema.hpp"
-#include "engine/constrain/constraint_spec.hpp"
+#include "engine/base/constraint_spec.hpp"
+#include "engine/constrain/grammar.hpp"
 #include "engine/constrain/regex_nfa.hpp"
 #include "engine/base/error.hpp"
 #include "engine/io/sampling_parser.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/sample/radix_sampling.hpp"
-#include "engine/sample/sampling_params.hpp"
+#include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
 
