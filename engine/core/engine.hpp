@@ -9,7 +9,7 @@
 #include "engine/core/engine_config.hpp"
 #include "engine/model/model.hpp"
 #include "engine/base/request_stream.hpp"
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 
