@@ -11,7 +11,7 @@
 
 #include "cuda/device_buffer.hpp"
 #include "cuda/logprob_rows.hpp"
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 
 namespace cbatch {
 

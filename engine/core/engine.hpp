@@ -5,7 +5,7 @@
 #include <atomic>
 #include <functional>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
 #include "engine/model/model.hpp"
 #include "engine/base/request_stream.hpp"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/base/request_result.hpp"
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/core/step_plan.hpp"
 #include "engine/text/tokenizer.hpp"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "engine/base/error.hpp"
-#include "engine/core/logprob_split.hpp"
+#include "engine/backend/logprob_split.hpp"
 
 namespace cbatch {
 namespace {

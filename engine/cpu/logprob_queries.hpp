@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/cpu/thread_pool.hpp"
 
 namespace cbatch {

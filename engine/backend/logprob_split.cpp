@@ -1,4 +1,4 @@
-#include "engine/core/logprob_split.hpp"
+#include "engine/backend/logprob_split.hpp"
 
 #include <string>
 
