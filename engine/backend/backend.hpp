@@ -10,7 +10,7 @@
 #include "engine/sample/logprobs.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "engine/backend/ragged_batch.hpp"
-#include "engine/bench/roofline.hpp"
+#include "engine/backend/roofline.hpp"
 
 namespace cbatch {
 
