@@ -17,6 +17,7 @@
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/thread_pool.hpp"
+#include "engine/sample/sampler.hpp"
 
 namespace cbatch {
 namespace {

@@ -14,6 +14,9 @@
 
 namespace cbatch {
 
+// Index of the largest value; ties go to the lowest index.
+int32_t argmax_row(const float* values, int n);
+
 // The request's RNG seed: its own `seed` if given, else derived from (--seed, id).
 uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed,
                           std::string_view id_json);
