@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/model/random_weights.hpp"
+#include "engine/base/splitmix64.hpp"
 
 namespace cbatch {
 
