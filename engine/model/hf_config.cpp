@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "engine/base/error.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/model_formats.hpp"
 

@@ -10,7 +10,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/text/hf_tokenizer.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/safetensors.hpp"
 

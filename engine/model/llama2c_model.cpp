@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "engine/base/error.hpp"
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/mapped_file.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "engine/base/error.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
 namespace cbatch {
 

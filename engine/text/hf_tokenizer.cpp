@@ -9,7 +9,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
 namespace cbatch {
 namespace {

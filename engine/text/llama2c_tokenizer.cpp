@@ -5,7 +5,7 @@
 #include <cstring>
 
 #include "engine/base/error.hpp"
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/mapped_file.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 

@@ -1,5 +1,5 @@
 // JsonFields and JsonFile: typed getters whose errors name the file and the field.
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
 #include "engine/base/error.hpp"
 
