@@ -13,7 +13,7 @@
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
 #include "engine/model/model_formats.hpp"
-#include "engine/text/tokenizer_loaders.hpp"
+#include "engine/model/gguf_tokenizer.hpp"
 
 namespace cbatch {
 namespace {

@@ -11,7 +11,7 @@
 #include "engine/text/bpe_tokenizer.hpp"
 #include "engine/base/error.hpp"
 #include "engine/text/spm_tokenizer.hpp"
-#include "engine/text/tokenizer_loaders.hpp"
+#include "engine/model/gguf_tokenizer.hpp"
 
 namespace cbatch {
 namespace {
