@@ -12,6 +12,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/gguf_tokenizer.hpp"
 

@@ -12,7 +12,7 @@
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
-#include "engine/model/model_formats.hpp"
+#include "engine/model/model_checks.hpp"
 
 namespace cbatch {
 namespace {

@@ -11,6 +11,7 @@
 #include "engine/model/hf_config.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/base/json_file.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/safetensors.hpp"
 

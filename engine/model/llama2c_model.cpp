@@ -10,6 +10,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/base/mapped_file.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 
