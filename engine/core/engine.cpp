@@ -20,7 +20,7 @@
 #include "engine/core/scheduler.hpp"
 #include "engine/base/signal_block.hpp"
 #include "engine/core/stop_checker.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
 namespace {

@@ -16,7 +16,7 @@
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/base/error.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 #include "engine/sample/sampler.hpp"
 
 namespace cbatch {

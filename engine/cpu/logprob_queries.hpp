@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "engine/backend/backend.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
 

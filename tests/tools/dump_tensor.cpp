@@ -12,7 +12,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 #include "engine/model/gguf.hpp"
 
 namespace {

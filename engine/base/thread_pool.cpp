@@ -1,4 +1,4 @@
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 #include <algorithm>
 
