@@ -4,6 +4,7 @@
 #include "engine/model/model_checks.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "engine/base/error.hpp"
