@@ -11,7 +11,7 @@
 #include "engine/bench/bench_dataset.hpp"
 #include "engine/bench/bench_report.hpp"
 #include "engine/core/engine.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/jsonl_source.hpp"
 #include "engine/io/progress.hpp"
 

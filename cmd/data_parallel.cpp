@@ -16,7 +16,7 @@
 
 #include "cmd/merge_shards.hpp"
 #include "cmd/signals.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/scale/child_args.hpp"
 #include "engine/scale/shard_summary.hpp"
 

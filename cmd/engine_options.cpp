@@ -4,7 +4,7 @@
 #include <cstdlib>
 
 #include "engine/cpu/cpu_backend.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/chat_template.hpp"
 
 #ifdef CBATCH_HAVE_CUDA

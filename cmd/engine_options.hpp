@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
 #include "engine/io/shard_spec.hpp"
 #include "engine/model/model.hpp"

@@ -6,8 +6,8 @@
 #include <CLI/CLI.hpp>
 
 #include "cmd/commands.hpp"
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/summary_format.hpp"
 
 namespace cbatch {

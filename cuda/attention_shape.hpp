@@ -8,7 +8,7 @@
 
 #include <cmath>
 
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
 
 namespace cbatch {
 

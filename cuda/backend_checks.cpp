@@ -4,7 +4,7 @@
 
 #include "cuda/batch_indices.hpp"
 #include "cuda/paged_attention.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
-#include "engine/core/ragged_batch.hpp"
+#include "engine/backend/ragged_batch.hpp"
 
 namespace cbatch {
 

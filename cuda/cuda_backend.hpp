@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cuda/cublas_library.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

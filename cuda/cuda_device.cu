@@ -2,7 +2,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda/cuda_backend.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

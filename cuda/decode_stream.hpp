@@ -12,7 +12,7 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
 
 namespace cbatch::decode_stream {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "cuda/cuda_check.hpp"
-#include "engine/core/logprob_split.hpp"
+#include "engine/backend/logprob_split.hpp"
 
 namespace cbatch {
 namespace {

@@ -1,4 +1,4 @@
-// The CUDA backend's answers to StepOutput::logprob_queries (split as engine/core/logprob_split.hpp says):
+// The CUDA backend's answers to StepOutput::logprob_queries (split as engine/backend/logprob_split.hpp says):
 // rows the step already has are reduced on the device from the step's logits and drawn ids; every other
 // row gets its logits from `head` a chunk at a time into a buffer of at most 32 MB, each chunk reduced at
 // once by logprob_rows. Only the k values of each query come back. The buffers grow as steps need and
@@ -11,7 +11,7 @@
 
 #include "cuda/device_buffer.hpp"
 #include "cuda/logprob_rows.hpp"
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 
 namespace cbatch {
 

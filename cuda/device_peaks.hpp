@@ -8,7 +8,7 @@
 #include <functional>
 
 #include "cuda/cuda_context.hpp"
-#include "engine/bench/roofline.hpp"
+#include "engine/backend/roofline.hpp"
 
 namespace cbatch {
 

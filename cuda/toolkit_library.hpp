@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -2,7 +2,7 @@
 
 #include "engine/bench/sharegpt_dataset.hpp"
 #include "engine/bench/sharegpt_synthetic.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

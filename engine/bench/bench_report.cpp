@@ -4,7 +4,7 @@
 
 #include <simdjson.h>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/summary_format.hpp"
 

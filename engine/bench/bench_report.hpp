@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "engine/bench/bench_workload.hpp"
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <random>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/sample/sampler.hpp"
 
 namespace cbatch {

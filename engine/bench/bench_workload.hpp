@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
-#include "engine/core/request_stream.hpp"
+#include "engine/base/request_stream.hpp"
 
 namespace cbatch {
 

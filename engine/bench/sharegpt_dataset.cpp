@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "engine/bench/python_random.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

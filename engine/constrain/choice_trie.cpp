@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

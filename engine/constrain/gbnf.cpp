@@ -4,8 +4,8 @@
 #include <map>
 
 #include "engine/constrain/grammar.hpp"
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -4,8 +4,9 @@
 #include "engine/constrain/grammar.hpp"
 
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
+#include "engine/constrain/regex_nfa.hpp"
 
 namespace cbatch {
 namespace {
@@ -122,6 +123,18 @@ Grammar compile_regex_rules(const std::vector<std::string>& regexes) {
   g.nfa = b.take(g.rules.at(0));
   check_grammar(g);
   return g;
+}
+
+void check_constraint(const ConstraintSpec& spec) {
+  switch (spec.kind) {
+    case ConstraintSpec::Kind::kNone: return;
+    case ConstraintSpec::Kind::kRegex: compile_regex(spec.texts.at(0)); return;
+    case ConstraintSpec::Kind::kRegexRules: compile_regex_rules(spec.texts); return;
+    case ConstraintSpec::Kind::kGbnf: compile_gbnf(spec.texts.at(0)); return;
+    case ConstraintSpec::Kind::kChoice:  // any list of strings is a trie; only an empty one is refused
+      if (spec.texts.empty()) throw Error("an empty choice list (it accepts nothing)");
+      return;
+  }
 }
 
 }  // namespace cbatch

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/base/constraint_spec.hpp"
 #include "engine/constrain/nfa_builder.hpp"
 
 namespace cbatch {
@@ -33,5 +34,10 @@ Grammar compile_regex_rules(const std::vector<std::string>& regexes);
 // Throws cbatch::Error for left recursion, a rule that matches nothing, or over kMaxRules rules
 // (compile_* call it).
 void check_grammar(const Grammar& grammar);
+
+// Compiles the constraint's language (no vocabulary) to check it: throws cbatch::Error where the
+// regex, grammar or rules are refused, or a choice list is empty. (The size of a regex's DFA is checked once per run by the
+// engine's ConstraintCache, not here for every request.)
+void check_constraint(const ConstraintSpec& spec);
 
 }  // namespace cbatch

@@ -15,8 +15,8 @@
 
 #include "engine/constrain/json_number.hpp"
 #include "engine/constrain/regex_nfa.hpp"
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -7,7 +7,7 @@
 #pragma once
 #include <string_view>
 
-#include "engine/constrain/constraint_spec.hpp"
+#include "engine/base/constraint_spec.hpp"
 
 namespace cbatch {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

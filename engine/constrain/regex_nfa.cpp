@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cctype>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

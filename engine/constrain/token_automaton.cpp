@@ -5,7 +5,7 @@
 
 #include "engine/constrain/choice_trie.hpp"
 #include "engine/constrain/grammar_constraint.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {

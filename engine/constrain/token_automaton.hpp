@@ -17,7 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "engine/constrain/constraint_spec.hpp"
+#include "engine/base/constraint_spec.hpp"
 #include "engine/constrain/regex_nfa.hpp"
 
 namespace cbatch {

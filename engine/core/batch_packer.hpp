@@ -1,6 +1,6 @@
 // Turns a StepPlan into the flat RaggedBatch every backend consumes.
 #pragma once
-#include "engine/core/ragged_batch.hpp"
+#include "engine/backend/ragged_batch.hpp"
 #include "engine/core/step_plan.hpp"
 
 namespace cbatch {

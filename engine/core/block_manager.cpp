@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cassert>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -12,15 +12,15 @@
 #include "engine/constrain/constraint_mask.hpp"
 #include "engine/core/batch_packer.hpp"
 #include "engine/core/block_manager.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/core/logprob_steps.hpp"
 #include "engine/core/result_emitter.hpp"
 #include "engine/sample/sampler.hpp"
 #include "engine/sample/token_mask.hpp"
 #include "engine/core/scheduler.hpp"
-#include "engine/core/signal_block.hpp"
+#include "engine/base/signal_block.hpp"
 #include "engine/core/stop_checker.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
 namespace {

@@ -5,11 +5,11 @@
 #include <atomic>
 #include <functional>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
 #include "engine/model/model.hpp"
-#include "engine/core/request_stream.hpp"
-#include "engine/bench/run_stats.hpp"
+#include "engine/base/request_stream.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 

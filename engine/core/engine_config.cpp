@@ -1,7 +1,7 @@
 #include "engine/core/engine_config.hpp"
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -9,7 +9,8 @@
 #pragma once
 #include <vector>
 
-#include "engine/core/backend.hpp"
+#include "engine/base/request_result.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/core/step_plan.hpp"
 #include "engine/text/tokenizer.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/bench/run_stats.hpp"
-#include "engine/core/request_stream.hpp"
+#include "engine/core/run_stats.hpp"
+#include "engine/base/request_stream.hpp"
 #include "engine/core/sequence.hpp"
 
 namespace cbatch {

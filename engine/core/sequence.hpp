@@ -9,8 +9,8 @@
 
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/core/block_manager.hpp"
-#include "engine/core/request.hpp"
-#include "engine/core/request_result.hpp"
+#include "engine/base/request.hpp"
+#include "engine/base/request_result.hpp"
 
 namespace cbatch {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/core/scheduler.hpp"
 
 namespace cbatch {

@@ -15,8 +15,9 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/logprob_queries.hpp"
-#include "engine/core/error.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/thread_pool.hpp"
+#include "engine/sample/sampler.hpp"
 
 namespace cbatch {
 namespace {

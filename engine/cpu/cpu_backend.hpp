@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {

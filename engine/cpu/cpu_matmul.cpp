@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/cpu/cpu_matmul_blocks.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
 namespace {

@@ -157,12 +157,4 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
   }
 }
 
-int32_t argmax_row(const float* values, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i) {
-    if (values[i] > values[best]) best = i;
-  }
-  return best;
-}
-
 }  // namespace cbatch

@@ -54,7 +54,4 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
                 int num_kv_heads, const AttentionParams& params, float* scratch, float* out);
 inline int64_t attend_row_scratch(int num_heads, int pos) { return static_cast<int64_t>(num_heads) * (pos + 3); }
 
-// Index of the largest value; ties go to the lowest index.
-int32_t argmax_row(const float* values, int n);
-
 }  // namespace cbatch

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "engine/core/error.hpp"
-#include "engine/core/logprob_split.hpp"
+#include "engine/base/error.hpp"
+#include "engine/backend/logprob_split.hpp"
 
 namespace cbatch {
 namespace {

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <functional>
 
-#include "engine/core/backend.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/backend/backend.hpp"
+#include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
 

@@ -3,8 +3,10 @@
 // response_format: regexes, choice lists (compiled to a trie) and GBNF grammars as they are, JSON schemas and
 // json_object through json_schema.hpp; each is compiled once here, so a refused one is an error line.
 #include "engine/constrain/json_schema.hpp"
-#include "engine/constrain/constraint_spec.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/constraint_spec.hpp"
+#include "engine/base/error.hpp"
+#include "engine/constrain/grammar.hpp"
+#include "engine/constrain/regex_nfa.hpp"
 #include "engine/io/sampling_parser.hpp"
 
 namespace cbatch {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/core/elide.hpp"
+#include "engine/base/elide.hpp"
 
 namespace cbatch {
 namespace {

@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
-#include "engine/core/signal_block.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "engine/core/request_stream.hpp"
+#include "engine/base/request_stream.hpp"
 #include "engine/io/result_format.hpp"
 
 namespace cbatch {

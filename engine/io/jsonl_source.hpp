@@ -12,7 +12,7 @@
 #include "engine/io/jsonl_reader.hpp"
 #include "engine/model/model.hpp"
 #include "engine/io/request_parser.hpp"
-#include "engine/core/request_stream.hpp"
+#include "engine/base/request_stream.hpp"
 #include "engine/io/resume.hpp"
 #include "engine/io/shard_spec.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/request_result.hpp"
+#include "engine/base/request_result.hpp"
 #include "engine/io/json_writer.hpp"
 
 namespace cbatch {

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

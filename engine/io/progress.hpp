@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "engine/core/request.hpp"
+#include "engine/base/request.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {

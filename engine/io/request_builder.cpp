@@ -1,7 +1,7 @@
 #include "engine/io/request_builder.hpp"
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/sample/sampler.hpp"
 
 namespace cbatch {

@@ -8,7 +8,7 @@
 
 #include "engine/text/chat_format.hpp"
 #include "engine/model/model.hpp"
-#include "engine/core/request.hpp"
+#include "engine/base/request.hpp"
 
 namespace cbatch {
 

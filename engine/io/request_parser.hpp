@@ -9,7 +9,7 @@
 #include <variant>
 
 #include "engine/io/jsonl_reader.hpp"
-#include "engine/core/request.hpp"
+#include "engine/base/request.hpp"
 
 namespace cbatch {
 

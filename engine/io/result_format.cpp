@@ -7,7 +7,7 @@
 #include <cassert>
 #include <ctime>
 
-#include "engine/core/elide.hpp"
+#include "engine/base/elide.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/core/request.hpp"
-#include "engine/core/request_result.hpp"
+#include "engine/base/request.hpp"
+#include "engine/base/request_result.hpp"
 
 namespace cbatch {
 

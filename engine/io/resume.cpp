@@ -8,7 +8,7 @@
 #include <optional>
 #include <system_error>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/jsonl_reader.hpp"
 #include "engine/io/output_line_key.hpp"
 

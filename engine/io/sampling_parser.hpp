@@ -3,8 +3,8 @@
 // instead of clamping them. Unknown fields are left alone.
 #pragma once
 #include "engine/io/json_field.hpp"
-#include "engine/core/request.hpp"
-#include "engine/sample/sampling_params.hpp"
+#include "engine/base/request.hpp"
+#include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
 

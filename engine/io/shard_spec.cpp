@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <system_error>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

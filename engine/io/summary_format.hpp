@@ -2,7 +2,7 @@
 #pragma once
 #include <string>
 
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 #include "engine/io/input_fingerprint.hpp"
 #include "engine/io/shard_spec.hpp"
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 

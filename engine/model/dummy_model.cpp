@@ -5,7 +5,7 @@
 // scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends generate the values.
 #include <cmath>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/random_weights.hpp"

@@ -1,6 +1,6 @@
 // Typed access to a parsed GGUF file: metadata getters that name the file and key on a mismatch,
 // tensor lookup, and views of tensor data inside the mapping.
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/gguf.hpp"
 
 namespace cbatch {

@@ -9,11 +9,12 @@
 #include <cmath>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
-#include "engine/text/tokenizer_loaders.hpp"
+#include "engine/model/gguf_tokenizer.hpp"
 
 namespace cbatch {
 namespace {

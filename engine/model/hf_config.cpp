@@ -9,10 +9,10 @@
 #include <cmath>
 #include <optional>
 
-#include "engine/core/error.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
-#include "engine/model/model_formats.hpp"
+#include "engine/model/model_checks.hpp"
 
 namespace cbatch {
 namespace {

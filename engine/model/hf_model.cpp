@@ -7,10 +7,11 @@
 #include <map>
 #include <set>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/text/hf_tokenizer.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/safetensors.hpp"
 
@@ -165,7 +166,7 @@ Model load_hf_model(const ModelSource& source) {
   model.config = hf.config;
   model.tensors = read_tensors(weights, hf.config);
   model.weight_dtype = dominant_dtype(model.tensors);
-  model.tokenizer = load_hf_tokenizer(dir, hf, &model.chat_template);
+  model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
   model.storage = weights.storage();
   return model;
 }
@@ -179,7 +180,7 @@ std::unique_ptr<Tokenizer> load_hf_model_tokenizer(const std::string& dir, std::
     const std::vector<int32_t> bos = config.fields().get_ids("bos_token_id");
     hf.bos_id = bos.empty() ? -1 : bos[0];
   }
-  return load_hf_tokenizer(dir, hf, chat_template);
+  return load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, chat_template);
 }
 
 }  // namespace cbatch

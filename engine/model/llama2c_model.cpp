@@ -8,8 +8,9 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "engine/core/error.hpp"
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/mapped_file.hpp"
+#include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 

@@ -1,6 +1,6 @@
-// The per-format model loaders behind load_model (model_loader.cpp dispatches on the path), and the
-// config sanity check they share before building any tensor list. Each loader fills every field of
-// Model and throws cbatch::Error naming the file and the problem.
+// The per-format model loaders behind load_model (model_loader.cpp dispatches on the path; the checks
+// they share are model_checks.hpp). Each loader fills every field of Model and throws cbatch::Error
+// naming the file and the problem.
 #pragma once
 #include <string>
 
@@ -19,15 +19,5 @@ std::unique_ptr<Tokenizer> load_gguf_model_tokenizer(const std::string& path, st
 std::unique_ptr<Tokenizer> load_hf_model_tokenizer(const std::string& dir, std::string* chat_template);
 std::unique_ptr<Tokenizer> load_llama2c_model_tokenizer(const ModelSource& source);
 std::unique_ptr<Tokenizer> load_dummy_model_tokenizer(const ModelSource& source);
-
-// Rows [row_begin, row_begin + num_rows) of a stored tensor as a view of its own (a fused projection's
-// parts). Throws when the rows are out of range.
-TensorView row_slice(const TensorView& tensor, int64_t row_begin, int64_t num_rows);
-
-// The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32), for inspect.
-std::string dominant_dtype(const ModelTensors& tensors);
-
-// Positive sizes within sane limits, heads dividing evenly, an even head_dim. `path` names the file.
-void check_model_config(const ModelConfig& config, const std::string& path);
 
 }  // namespace cbatch

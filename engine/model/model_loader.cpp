@@ -1,15 +1,12 @@
 // load_model: picks the format from the path (dummy: prefix, a directory is Hugging Face, GGUF magic,
-// else a llama2.c checkpoint), runs its loader and checks every tensor shape against the config. Also the config
-// sanity limits shared by all loaders; they keep size arithmetic far from int64 overflow.
-#include <algorithm>
-#include <cmath>
+// else a llama2.c checkpoint), runs its loader and checks every tensor shape against the config
+// (model_checks.cpp). The loaders never call back into this file.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/model_formats.hpp"
 
 namespace cbatch {
@@ -30,72 +27,7 @@ Format detect_format(const std::string& path) {
   return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0 ? Format::kGguf : Format::kLlama2c;
 }
 
-void check_range(const std::string& path, const char* what, int64_t value, int64_t max) {
-  if (value <= 0 || value > max) {
-    throw Error("'" + path + "': " + what + " = " + std::to_string(value) + " is out of range (1.." +
-                std::to_string(max) + ")");
-  }
-}
-
-void check_shape(const std::string& path, const TensorView& t, const char* role, int64_t rows, int64_t cols) {
-  if (t.empty()) throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") has no data");
-  if (t.rows != rows || t.cols != cols) {
-    throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") has shape (" +
-                std::to_string(t.rows) + ", " + std::to_string(t.cols) + "), the config needs (" +
-                std::to_string(rows) + ", " + std::to_string(cols) + ")");
-  }
-}
-
-// A tensor the family has must be there with its shape; one it lacks must not be (nothing would read it).
-void check_optional(const std::string& path, const TensorView& t, const char* role, bool wanted, int64_t rows,
-                    int64_t cols) {
-  if (wanted) {
-    if (t.empty()) throw Error("'" + path + "': the " + role + " tensor of the architecture is missing");
-    check_shape(path, t, role, rows, cols);
-  } else if (!t.empty()) {
-    throw Error("'" + path + "': tensor '" + t.name + "' (" + role + ") is not part of the architecture");
-  }
-}
-
 }  // namespace
-
-void check_model_config(const ModelConfig& c, const std::string& path) {
-  check_range(path, "dim", c.dim, 1 << 17);
-  check_range(path, "hidden_dim", c.hidden_dim, 1 << 20);
-  check_range(path, "num_layers", c.num_layers, 1 << 12);
-  check_range(path, "num_heads", c.num_heads, 1 << 12);
-  check_range(path, "num_kv_heads", c.num_kv_heads, c.num_heads);
-  check_range(path, "head_dim", c.head_dim, 1 << 12);
-  check_range(path, "vocab_size", c.vocab_size, 1 << 22);
-  check_range(path, "max_context", c.max_context, 1 << 24);
-  if (c.num_heads % c.num_kv_heads != 0) {
-    throw Error("'" + path + "': num_heads " + std::to_string(c.num_heads) +
-                " is not a multiple of num_kv_heads " + std::to_string(c.num_kv_heads));
-  }
-  if (c.head_dim % 2 != 0) throw Error("'" + path + "': head_dim " + std::to_string(c.head_dim) + " is odd");
-  if (!(c.rms_eps > 0.0f) || !(c.rope_theta > 0.0f) || !std::isfinite(c.rope_theta)) {
-    throw Error("'" + path + "': rms_eps and rope_theta must be positive");
-  }
-  if (!c.layer_window.empty() && static_cast<int>(c.layer_window.size()) != c.num_layers) {
-    throw Error("'" + path + "': " + std::to_string(c.layer_window.size()) + " layer windows for " +
-                std::to_string(c.num_layers) + " layers");
-  }
-  for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
-    if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");
-  }
-}
-
-TensorView row_slice(const TensorView& t, int64_t row_begin, int64_t num_rows) {
-  if (row_begin < 0 || num_rows < 0 || row_begin + num_rows > t.rows || t.data == nullptr) {
-    throw Error("tensor '" + t.name + "' has " + std::to_string(t.rows) + " rows, too few for rows [" +
-                std::to_string(row_begin) + ", " + std::to_string(row_begin + num_rows) + ") of its parts");
-  }
-  TensorView part = t;
-  part.name = t.name + "[" + std::to_string(row_begin) + ":" + std::to_string(row_begin + num_rows) + "]";
-  part.rows = num_rows;
-  part.data = static_cast<const uint8_t*>(t.data) + row_begin * row_bytes(t.dtype, t.cols);
-  return part;
-}
 
 Model load_model(const ModelSource& source) {
   Model model;
@@ -132,61 +64,6 @@ std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string
       return load_hf_model_tokenizer(source.path, &text);
   }
   return nullptr;
-}
-
-// The dtype holding the most weight elements (a Q4_0 file keeps its norms in F32).
-std::string dominant_dtype(const ModelTensors& t) {
-  std::map<DType, int64_t> elements;
-  auto count = [&](const TensorView& v) { elements[v.dtype] += v.numel(); };
-  count(t.embedding);
-  count(t.final_norm);
-  if (t.lm_head.data != t.embedding.data) count(t.lm_head);
-  for (const LayerTensors& l : t.layers) {
-    for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up,
-                                &l.w_down, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm,
-                                &l.post_ffn_norm}) {
-      if (!v->empty()) count(*v);
-    }
-  }
-  auto best = std::max_element(elements.begin(), elements.end(),
-                               [](const auto& a, const auto& b) { return a.second < b.second; });
-  return std::string(dtype_name(best->first));
-}
-
-
-
-void validate_model_tensors(const Model& model) {
-  const ModelConfig& c = model.config;
-  const ModelTensors& t = model.tensors;
-  if (static_cast<int>(t.layers.size()) != c.num_layers) {
-    throw Error("'" + model.path + "' has " + std::to_string(t.layers.size()) + " layers, the config says " +
-                std::to_string(c.num_layers));
-  }
-  check_shape(model.path, t.embedding, "embedding", c.vocab_size, c.dim);
-  for (const LayerTensors& l : t.layers) {
-    check_shape(model.path, l.attn_norm, "attn_norm", 1, c.dim);
-    check_shape(model.path, l.wq, "wq", c.q_dim(), c.dim);
-    check_shape(model.path, l.wk, "wk", c.kv_dim(), c.dim);
-    check_shape(model.path, l.wv, "wv", c.kv_dim(), c.dim);
-    check_shape(model.path, l.wo, "wo", c.dim, c.q_dim());
-    check_shape(model.path, l.ffn_norm, "ffn_norm", 1, c.dim);
-    check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
-    check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
-    check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
-    check_optional(model.path, l.bq, "q bias", c.qkv_bias, 1, c.q_dim());
-    check_optional(model.path, l.bk, "k bias", c.qkv_bias, 1, c.kv_dim());
-    check_optional(model.path, l.bv, "v bias", c.qkv_bias, 1, c.kv_dim());
-    check_optional(model.path, l.q_norm, "q_norm", c.qk_norm, 1, c.head_dim);
-    check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.head_dim);
-    check_optional(model.path, l.post_attn_norm, "post_attn_norm", c.sandwich_norms, 1, c.dim);
-    check_optional(model.path, l.post_ffn_norm, "post_ffn_norm", c.sandwich_norms, 1, c.dim);
-  }
-  check_shape(model.path, t.final_norm, "final_norm", 1, c.dim);
-  check_shape(model.path, t.lm_head, "lm_head", c.vocab_size, c.dim);
-  if (model.tokenizer && model.tokenizer->vocab_size() > c.vocab_size) {
-    throw Error("'" + model.path + "': the tokenizer has " + std::to_string(model.tokenizer->vocab_size()) +
-                " tokens, more than the model's vocab_size " + std::to_string(c.vocab_size));
-  }
 }
 
 }  // namespace cbatch

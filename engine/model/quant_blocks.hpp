@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "engine/core/error.hpp"
-#include "engine/core/host_device.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/host_device.hpp"
 #include "engine/model/tensor.hpp"
 
 namespace cbatch {

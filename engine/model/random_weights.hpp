@@ -5,16 +5,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
+#include "engine/base/splitmix64.hpp"
 
 namespace cbatch {
-
-CBATCH_HOST_DEVICE inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
 
 // Uniform in [-1, 1) with 24 bits of resolution; every step is exact in fp32.
 CBATCH_HOST_DEVICE inline float random_weight(uint64_t seed, uint64_t index) {

@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

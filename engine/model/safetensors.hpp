@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/mapped_file.hpp"
 #include "engine/model/tensor.hpp"
 
 namespace cbatch {

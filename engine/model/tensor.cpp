@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/quant_blocks.hpp"
 #include "engine/model/random_weights.hpp"
 

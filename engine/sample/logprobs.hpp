@@ -33,18 +33,4 @@ float reduce_logprob_row(const float* logits, int vocab, int k, int32_t target, 
 // The k largest of `values` (n of them) by value, ties to the lower index, written in order; k <= n.
 void top_k_indices(const float* values, int n, int k, int32_t* ids);
 
-// One token of a result's logprobs: its id, log-probability, the bytes it adds to the text, and the top
-// alternatives (the same three fields each).
-struct TopLogprob {
-  int32_t token_id = 0;
-  float logprob = 0;
-  std::string piece;
-};
-struct TokenLogprob {
-  int32_t token_id = 0;
-  float logprob = 0;
-  std::string piece;
-  std::vector<TopLogprob> top;
-};
-
 }  // namespace cbatch

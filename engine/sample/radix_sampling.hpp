@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
 
 namespace cbatch {
 

@@ -4,10 +4,17 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/cpu/cpu_ops.hpp"
-#include "engine/model/random_weights.hpp"
+#include "engine/base/splitmix64.hpp"
 
 namespace cbatch {
+
+int32_t argmax_row(const float* values, int n) {
+  int32_t best = 0;
+  for (int i = 1; i < n; ++i) {
+    if (values[i] > values[best]) best = i;
+  }
+  return best;
+}
 
 uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed,
                           std::string_view id_json) {

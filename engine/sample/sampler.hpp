@@ -10,9 +10,12 @@
 #include <vector>
 
 #include "engine/sample/radix_sampling.hpp"
-#include "engine/sample/sampling_params.hpp"
+#include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
+
+// Index of the largest value; ties go to the lowest index.
+int32_t argmax_row(const float* values, int n);
 
 // The request's RNG seed: its own `seed` if given, else derived from (--seed, id).
 uint64_t request_rng_seed(const std::optional<uint64_t>& request_seed, uint64_t global_seed,

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "engine/core/host_device.hpp"
+#include "engine/base/host_device.hpp"
 
 namespace cbatch {
 

@@ -13,9 +13,9 @@
 #include <memory>
 #include <optional>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/input_fingerprint.hpp"
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/mapped_file.hpp"
 #include "engine/scale/input_index.hpp"
 #include "engine/scale/shard_scan.hpp"
 #include "engine/scale/shard_summary.hpp"

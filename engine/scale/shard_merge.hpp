@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 namespace cbatch {
 

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "engine/core/error.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/json_file.hpp"
 
 namespace cbatch {
 

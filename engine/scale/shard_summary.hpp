@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 #include "engine/io/summary_format.hpp"
 
 namespace cbatch {

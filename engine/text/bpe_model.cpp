@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <queue>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/utf8.hpp"
 
 namespace cbatch {

@@ -5,7 +5,7 @@
 #include "engine/text/bpe_tokenizer.hpp"
 
 #include "engine/text/byte_level.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/nfc.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 

@@ -2,7 +2,7 @@
 // text round-trips without a vocabulary file. BOS/EOS come from the model config; when absent they are
 // the last two ids (vocab - 2, vocab - 1). Special ids decode to "" even where they collide with a byte
 // id (Hugging Face configs often say bos 1, eos 2); ids 256.. other than BOS/EOS decode to "".
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 
 namespace cbatch {

@@ -1,8 +1,8 @@
 // Choosing the chat template of a run and rendering chats to token ids.
 #include "engine/text/chat_format.hpp"
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

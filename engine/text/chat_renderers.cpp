@@ -3,8 +3,8 @@
 // do not take) throw cbatch::Error with the reason.
 #include "engine/text/chat_renderers.hpp"
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/unicode.hpp"
 
 namespace cbatch {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/request.hpp"
+#include "engine/base/request.hpp"
 #include "engine/text/chat_template.hpp"
 
 namespace cbatch {

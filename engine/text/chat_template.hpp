@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/core/request.hpp"
+#include "engine/base/request.hpp"
 
 namespace cbatch {
 

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
 namespace cbatch {
 namespace {
@@ -83,8 +83,8 @@ void read_generation_config(const std::string& path, BpeTokenizerSpec& spec) {
 
 }  // namespace
 
-std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfConfig& config,
-                                             std::string* chat_template) {
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, int32_t config_bos_id,
+                                             const std::vector<int32_t>& config_eos_ids, std::string* chat_template) {
   namespace fs = std::filesystem;
   const std::string json_path = (fs::path(dir) / "tokenizer.json").string();
   if (!fs::exists(json_path)) throw Error("'" + dir + "': a Hugging Face model directory needs tokenizer.json");
@@ -98,7 +98,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfCon
   const std::string jinja_path = (fs::path(dir) / "chat_template.jinja").string();
   if (chat_template->empty() && fs::exists(jinja_path)) *chat_template = read_text_file(jinja_path);
 
-  spec.bos_id = ids.bos_text.empty() ? config.bos_id : find_token(spec, ids.bos_text);
+  spec.bos_id = ids.bos_text.empty() ? config_bos_id : find_token(spec, ids.bos_text);
   if (!ids.bos_text.empty() && spec.bos_id < 0) {
     throw Error("'" + config_path + "': bos_token '" + elide(ids.bos_text) + "' is not a token of tokenizer.json");
   }
@@ -108,7 +108,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfCon
     add_unique(spec.eos_ids, {id});
   }
   read_generation_config((fs::path(dir) / "generation_config.json").string(), spec);
-  add_unique(spec.eos_ids, config.eos_ids);
+  add_unique(spec.eos_ids, config_eos_ids);
   spec.add_bos = ids.add_bos;
   spec.add_eos = ids.add_eos;
   return std::make_unique<BpeTokenizer>(std::move(spec), json_path);

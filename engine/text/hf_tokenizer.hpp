@@ -4,11 +4,12 @@
 // generation_config.json and config.json (eos ids). Unsupported components and malformed fields
 // throw cbatch::Error naming the file and the field.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/text/bpe_tokenizer.hpp"
-#include "engine/model/hf_config.hpp"
 
 namespace cbatch {
 
@@ -21,8 +22,9 @@ struct HfTokenizerJson {
 
 HfTokenizerJson read_tokenizer_json(const std::string& path);
 
-// `config` gives the fallback bos/eos ids; *chat_template receives the template text ("" if none).
-std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, const HfConfig& config,
-                                             std::string* chat_template);
+// config.json's bos/eos ids (-1 / empty if none) are the fallback and extra eos ids; *chat_template
+// receives the template text ("" if none).
+std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, int32_t config_bos_id,
+                                             const std::vector<int32_t>& config_eos_ids, std::string* chat_template);
 
 }  // namespace cbatch

@@ -5,9 +5,9 @@
 // " " once spaces became "▁"), Digits, Metaspace (no prefix before a fragment that starts with "▁"),
 // Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,
 // Sequence.
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
 namespace cbatch {
 namespace {

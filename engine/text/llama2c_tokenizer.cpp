@@ -4,8 +4,8 @@
 // vocab_size says how many entries to read, and the file must end right after them.
 #include <cstring>
 
-#include "engine/core/error.hpp"
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/error.hpp"
+#include "engine/base/mapped_file.hpp"
 #include "engine/text/spm_tokenizer.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 

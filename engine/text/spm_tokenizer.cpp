@@ -7,7 +7,7 @@
 #include <cmath>
 #include <queue>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -3,7 +3,8 @@
 // merge highest score first (ties: leftmost) via a priority queue (O(n log n)), and characters with
 // no piece fall back to their UTF-8 bytes as <0xNN> tokens. The text of control, user-defined and
 // unknown tokens ("<s>") becomes their id; the text between gets the dummy prefix again (llama.cpp,
-// Hugging Face). Built from GGUF metadata or a llama2.c tokenizer.bin (see tokenizer_loaders.hpp).
+// Hugging Face). Built from GGUF metadata or a llama2.c tokenizer.bin (see model/gguf_tokenizer.hpp,
+// tokenizer_loaders.hpp).
 #pragma once
 #include <array>
 #include <cstdint>

@@ -1,22 +1,15 @@
-// Factories of the concrete tokenizers, one per source: GGUF metadata, a llama2.c tokenizer.bin, and
-// the byte tokenizer of dummy models. Each throws cbatch::Error naming the file and the problem.
+// Factories of the concrete tokenizers, one per source: a llama2.c tokenizer.bin and the byte tokenizer
+// of dummy models (a GGUF file's tokenizer: model/gguf_tokenizer.hpp). Each throws cbatch::Error naming
+// the file and the problem.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "engine/model/gguf.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {
-
-// tokenizer.ggml.model "llama" (SentencePiece BPE) or "gpt2" (byte-level BPE).
-std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf);
-
-// Control or user-defined tokens that end generation by their text, as llama.cpp recognizes them
-// ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", "<|end|>", "<|endoftext|>", ...).
-std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& tokens, const std::vector<TokenType>& types);
 
 // A llama2.c tokenizer.bin: int32 max_token_length, then per token float score, int32 length, bytes.
 // Exactly vocab_size tokens must follow (vocab_size <= 0: as many as the file holds).

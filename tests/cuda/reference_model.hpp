@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/model/model.hpp"
-#include "engine/core/ragged_batch.hpp"
+#include "engine/backend/ragged_batch.hpp"
 #include "tests/cuda/reference.hpp"
 
 namespace cbatch::test {

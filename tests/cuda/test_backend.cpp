@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "tests/cuda/reference.hpp"

@@ -14,7 +14,7 @@
 
 #include "cuda/decode_attention.hpp"
 #include "cuda/decode_stream.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch::test {
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/model.hpp"
 #include "tests/cuda/fp8_gpu.hpp"
 #include "tests/cuda/reference.hpp"

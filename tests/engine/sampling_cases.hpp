@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/sample/sampling_params.hpp"
+#include "engine/base/sampling_params.hpp"
 
 namespace cbatch::test {
 

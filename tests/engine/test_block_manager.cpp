@@ -4,7 +4,7 @@
 #include <set>
 
 #include "engine/core/block_manager.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 using namespace cbatch;
 

@@ -16,7 +16,7 @@
 #include "engine/constrain/choice_trie.hpp"
 #include "engine/constrain/constraint_mask.hpp"
 #include "engine/constrain/json_schema.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/sample/token_mask.hpp"
 #include "list_tokenizer.hpp"
 

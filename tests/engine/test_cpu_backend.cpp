@@ -9,6 +9,7 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/sample/sampler.hpp"
 #include "test_blocks.hpp"
 #include "test_model_fixture.hpp"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_matmul.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 #include "test_blocks.hpp"
 
 using namespace cbatch;

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/core/elide.hpp"
+#include "engine/base/elide.hpp"
 
 using cbatch::elide;
 

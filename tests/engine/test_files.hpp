@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch::test {
 

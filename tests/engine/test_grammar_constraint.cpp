@@ -12,7 +12,7 @@
 
 #include "engine/constrain/grammar_constraint.hpp"
 #include "engine/constrain/json_schema.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "list_tokenizer.hpp"
 
 namespace cbatch {

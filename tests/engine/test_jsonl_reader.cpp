@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/jsonl_reader.hpp"
 #include "temp_file.hpp"
 

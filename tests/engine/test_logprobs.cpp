@@ -11,7 +11,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/core/logprob_split.hpp"
+#include "engine/backend/logprob_split.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/io/logprob_format.hpp"
 #include "engine/io/request_parser.hpp"

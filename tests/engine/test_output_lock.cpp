@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/output_lock.hpp"
 #include "temp_file.hpp"
 

@@ -8,7 +8,7 @@
 #include <variant>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/request_parser.hpp"
 #include "engine/io/result_format.hpp"
 #include "engine/io/resume.hpp"

@@ -1,6 +1,6 @@
 #include <doctest/doctest.h>
 
-#include "engine/bench/roofline.hpp"
+#include "engine/backend/roofline.hpp"
 
 using namespace cbatch;
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/io/input_fingerprint.hpp"
 #include "engine/io/shard_spec.hpp"
 #include "engine/scale/child_args.hpp"

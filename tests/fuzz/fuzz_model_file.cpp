@@ -2,7 +2,7 @@
 // magic (else a llama2.c checkpoint, read with a fixed valid tokenizer.bin). A corrupt or truncated
 // file must give cbatch::Error: any other exception, a crash, a sanitizer report or an allocation
 // beyond libFuzzer's -malloc_limit_mb is a finding. A model that loads must have a usable tokenizer.
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/model/model.hpp"
 #include "fuzz_support.hpp"
 

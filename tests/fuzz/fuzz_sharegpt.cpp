@@ -2,7 +2,7 @@
 // conversation's first two turns read, then sampled (one id per byte). Only cbatch::Error may come out,
 // and every sampled pair passes the length filter.
 #include "engine/bench/sharegpt_dataset.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "fuzz_support.hpp"
 
 using namespace cbatch;

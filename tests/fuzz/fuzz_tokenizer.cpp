@@ -14,6 +14,7 @@
 
 #include "engine/model/gguf.hpp"
 #include "engine/text/spm_tokenizer.hpp"
+#include "engine/model/gguf_tokenizer.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 #include "engine/text/utf8.hpp"
 #include "fuzz_support.hpp"

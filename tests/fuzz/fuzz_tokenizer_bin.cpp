@@ -1,6 +1,6 @@
 // Fuzz target: arbitrary bytes as a llama2.c tokenizer.bin (as many tokens as the file holds), then,
 // if it loads, encoding and decoding a fixed text with it. Only cbatch::Error may come out.
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/tokenizer_loaders.hpp"
 #include "fuzz_support.hpp"
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 #include "engine/model/gguf.hpp"
 
 namespace {

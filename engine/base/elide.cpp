@@ -1,4 +1,4 @@
-#include "engine/core/elide.hpp"
+#include "engine/base/elide.hpp"
 
 namespace cbatch {
 namespace {

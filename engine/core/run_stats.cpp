@@ -1,4 +1,4 @@
-#include "engine/bench/run_stats.hpp"
+#include "engine/core/run_stats.hpp"
 
 #include <algorithm>
 #include <cmath>

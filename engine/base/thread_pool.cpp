@@ -1,8 +1,8 @@
-#include "engine/cpu/thread_pool.hpp"
+#include "engine/base/thread_pool.hpp"
 
 #include <algorithm>
 
-#include "engine/core/signal_block.hpp"
+#include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 

@@ -4,8 +4,8 @@
 #pragma once
 #include <variant>
 
-#include "engine/core/request.hpp"
-#include "engine/core/request_result.hpp"
+#include "engine/base/request.hpp"
+#include "engine/base/request_result.hpp"
 
 namespace cbatch {
 

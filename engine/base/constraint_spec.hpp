@@ -18,9 +18,4 @@ struct ConstraintSpec {
   std::string key() const;
 };
 
-// Compiles the constraint's language (no vocabulary) to check it: throws cbatch::Error where the
-// regex, grammar or rules are refused, or a choice list is empty. (The size of a regex's DFA is checked once per run by the
-// engine's ConstraintCache, not here for every request.)
-void check_constraint(const ConstraintSpec& spec);
-
 }  // namespace cbatch

@@ -1,7 +1,7 @@
 // JsonFields and JsonFile: typed getters whose errors name the file and the field.
-#include "engine/io/json_file.hpp"
+#include "engine/base/json_file.hpp"
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

@@ -4,7 +4,7 @@
 // max(bytes / B, flops / F) over the steps and divides by wall time: the roofline fraction.
 #pragma once
 #include "engine/model/model_config.hpp"
-#include "engine/core/ragged_batch.hpp"
+#include "engine/backend/ragged_batch.hpp"
 
 namespace cbatch {
 

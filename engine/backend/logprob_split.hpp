@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/core/backend.hpp"
+#include "engine/backend/backend.hpp"
 
 namespace cbatch {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/constrain/constraint_spec.hpp"
+#include "engine/base/constraint_spec.hpp"
 
 namespace cbatch {
 

@@ -6,10 +6,23 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/request.hpp"
-#include "engine/sample/logprobs.hpp"
+#include "engine/base/request.hpp"
 
 namespace cbatch {
+
+// One token of a result's logprobs: its id, log-probability, the bytes it adds to the text, and the top
+// alternatives (the same three fields each).
+struct TopLogprob {
+  int32_t token_id = 0;
+  float logprob = 0;
+  std::string piece;
+};
+struct TokenLogprob {
+  int32_t token_id = 0;
+  float logprob = 0;
+  std::string piece;
+  std::vector<TopLogprob> top;
+};
 
 // One of the n completions of a request with n > 1.
 struct SampleOutput {

@@ -9,10 +9,10 @@
 #include <cctype>
 
 #include "engine/text/bpe_tokenizer.hpp"
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 #include "engine/text/spm_tokenizer.hpp"
-#include "engine/text/tokenizer_loaders.hpp"
+#include "engine/model/gguf_tokenizer.hpp"
 
 namespace cbatch {
 namespace {

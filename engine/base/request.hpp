@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/sample/sampling_params.hpp"
+#include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
 

@@ -1,5 +1,5 @@
 // POSIX mmap of a whole file, read-only and private; the descriptor is closed once mapped.
-#include "engine/model/mapped_file.hpp"
+#include "engine/base/mapped_file.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "engine/core/elide.hpp"
-#include "engine/core/error.hpp"
+#include "engine/base/elide.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 

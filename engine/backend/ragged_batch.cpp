@@ -1,4 +1,4 @@
-#include "engine/core/ragged_batch.hpp"
+#include "engine/backend/ragged_batch.hpp"
 
 namespace cbatch {
 

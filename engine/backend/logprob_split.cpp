@@ -1,8 +1,8 @@
-#include "engine/core/logprob_split.hpp"
+#include "engine/backend/logprob_split.hpp"
 
 #include <string>
 
-#include "engine/core/error.hpp"
+#include "engine/base/error.hpp"
 
 namespace cbatch {
 namespace {

@@ -1,4 +1,4 @@
-#include "engine/bench/roofline.hpp"
+#include "engine/backend/roofline.hpp"
 
 #include <algorithm>
 

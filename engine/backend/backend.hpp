@@ -9,8 +9,8 @@
 
 #include "engine/sample/logprobs.hpp"
 #include "engine/sample/radix_sampling.hpp"
-#include "engine/core/ragged_batch.hpp"
-#include "engine/bench/roofline.hpp"
+#include "engine/backend/ragged_batch.hpp"
+#include "engine/backend/roofline.hpp"
 
 namespace cbatch {
 
