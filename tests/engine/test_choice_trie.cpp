@@ -13,10 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/error.hpp"
 #include "engine/constrain/choice_trie.hpp"
 #include "engine/constrain/constraint_mask.hpp"
+#include "engine/constrain/grammar.hpp"
 #include "engine/constrain/json_schema.hpp"
-#include "engine/base/error.hpp"
 #include "engine/sample/token_mask.hpp"
 #include "list_tokenizer.hpp"
 
