@@ -49,7 +49,7 @@ build-cbatch: configure
 test: build test-data
 	@rm -f $(JUNIT)
 	@status=0; \
-	ctest --test-dir $(BUILD) --output-on-failure --output-junit $(JUNIT) --test-output-size-passed 1048576 \
+	ctest --test-dir $(BUILD) --parallel $(JOBS) --output-on-failure --output-junit $(JUNIT) --test-output-size-passed 1048576 \
 	  || status=$$?; \
 	python3 tools/skip_report.py --setup-packages '$(PY_TEST_PACKAGES)' $(JUNIT) || status=1; \
 	exit $$status
