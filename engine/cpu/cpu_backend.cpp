@@ -2,8 +2,8 @@
 // packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
 // offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
-// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases, experts: cpu_moe.hpp). Matrix products go through the
-// batch-invariant matmul; everything else is per row.
+// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases; sparse layers' experts: cpu_moe.hpp).
+// Matrix products go through the batch-invariant matmul; everything else is per row.
 #include "engine/cpu/cpu_backend.hpp"
 
 #include <algorithm>

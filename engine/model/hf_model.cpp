@@ -2,7 +2,8 @@
 // shards model.safetensors.index.json lists (each memory-mapped, views straight into the mappings),
 // and the tokenizer and chat template (hf_tokenizer.cpp). HF stores q_proj/k_proj for rotate-half
 // RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
-// optional tensors a layer has follows the family (hf_config.cpp read it from model_type).
+// optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
+// of a mixture of experts has a router and per-expert projections instead of the dense FFN.
 #include <filesystem>
 #include <map>
 #include <set>
