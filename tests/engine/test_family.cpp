@@ -119,10 +119,11 @@ TEST_CASE("family: yarn and longrope frequencies") {
 }
 
 TEST_CASE("family: unsupported architectures and features name themselves and the supported ones") {
-  const std::string moe = load_error(tiny_config("mixtral", ""));
-  CHECK(moe.find("'mixtral'") != std::string::npos);
+  const std::string moe = load_error(tiny_config("deepseek_v3", ""));
+  CHECK(moe.find("'deepseek_v3'") != std::string::npos);
   CHECK(moe.find("mixture-of-experts") != std::string::npos);
-  CHECK(moe.find("supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3") != std::string::npos);
+  CHECK(moe.find("supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3, mixtral, qwen2moe, qwen3moe, olmoe") !=
+        std::string::npos);
   CHECK(load_error(tiny_config("gpt_neox", "")).find("'gpt_neox' is not supported") != std::string::npos);
   CHECK(load_error(tiny_config("llama", R"(, "hidden_act": "relu")")).find("hidden_act") != std::string::npos);
   CHECK(load_error(tiny_config("phi3", R"(, "partial_rotary_factor": 0.75)")).find("partial_rotary_factor") !=
