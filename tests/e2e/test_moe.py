@@ -193,6 +193,9 @@ def check_cbatch(name, weights, hf_dir, gguf_path, prompts_path, expected):
     hf_out, gguf_out = outputs(hf_dir, prompts_path), outputs(gguf_path, prompts_path)
     check_equal(f"{name} hf", hf_out, expected)
     check_equal(f"{name} gguf", gguf_out, expected)
+    lengths = [len(ids) for ids in decisive(expected)]
+    c.check([o[:n] for o, n in zip(hf_out, lengths)] == [o[:n] for o, n in zip(gguf_out, lengths)],
+            f"{name}: the directory's and the GGUF's outputs differ\n  hf   {hf_out}\n  gguf {gguf_out}")
     for options in INVARIANCE:
         c.check(outputs(hf_dir, prompts_path, options) == hf_out, f"{name}: outputs change with {options}")
     check_bad_files(name, weights)
