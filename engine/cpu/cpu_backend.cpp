@@ -2,7 +2,7 @@
 // packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
 // offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
-// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases). Matrix products go through the
+// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases, experts: cpu_moe.hpp). Matrix products go through the
 // batch-invariant matmul; everything else is per row.
 #include "engine/cpu/cpu_backend.hpp"
 
@@ -13,6 +13,7 @@
 #include <memory>
 
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/base/error.hpp"
@@ -123,8 +124,9 @@ struct CpuLayer {
   PackedMatrix wo;         // (dim, q_dim)
   Weights post_attn_norm;  // (dim) or empty
   Weights ffn_norm;        // (dim)
-  PackedMatrix w_gate_up;  // (2 * hidden, dim)
-  PackedMatrix w_down;     // (dim, hidden)
+  PackedMatrix w_gate_up;  // (2 * hidden, dim)   dense layers
+  PackedMatrix w_down;     // (dim, hidden)       dense layers
+  MoeWeights moe;          // sparse layers: router and experts
   Weights post_ffn_norm;   // (dim) or empty
 };
 
@@ -172,6 +174,7 @@ class CpuBackend final : public Backend {
   void qkv_projection(const RaggedBatch& batch, int layer);
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
   void ffn_layer(int num_tokens, const CpuLayer& layer);
+  void load_experts(const LayerTensors& l, MoeWeights& moe);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void head_rows(const int32_t* rows, int n, float* logits);
   void count_weights(const PackedMatrix& w) {
@@ -211,6 +214,7 @@ class CpuBackend final : public Backend {
   std::vector<float> rope_cos_[2];  // (T, head_dim / 2) of global and of local layers
   std::vector<float> rope_sin_[2];  // (T, head_dim / 2)
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
+  MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
@@ -233,14 +237,39 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     layer.post_attn_norm = norm_weights(l.post_attn_norm, offset, pool_);
     layer.ffn_norm = norm_weights(l.ffn_norm, offset, pool_);
     layer.post_ffn_norm = norm_weights(l.post_ffn_norm, offset, pool_);
-    layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
-    layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
+    if (l.router.empty()) {
+      layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
+      layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
+    } else {
+      load_experts(l, layer.moe);
+    }
     for (const PackedMatrix* w : {&layer.wqkv, &layer.wo, &layer.w_gate_up, &layer.w_down}) count_weights(*w);
     layers_.push_back(std::move(layer));
   }
   final_norm_ = norm_weights(t.final_norm, config_.norm_offset, pool_);
   lm_head_ = pack_stacked({&t.lm_head}, pool_, keep);  // the embedding view when tied
   count_weights(lm_head_);
+}
+
+// A sparse layer's router, experts (gate|up stacked per expert, as the dense FFN) and shared expert.
+void CpuBackend::load_experts(const LayerTensors& l, MoeWeights& moe) {
+  const bool keep = options_.keep_blocks;
+  moe.router = pack_stacked({&l.router}, pool_, keep);
+  count_weights(moe.router);
+  for (const ExpertTensors& e : l.experts) {
+    moe.gate_up.push_back(pack_stacked({&e.gate, &e.up}, pool_, keep));
+    moe.down.push_back(pack_stacked({&e.down}, pool_, keep));
+    count_weights(moe.gate_up.back());
+    count_weights(moe.down.back());
+  }
+  if (l.shared_expert_gate.empty()) return;
+  const ExpertTensors& shared = l.shared_expert;
+  moe.shared_gate_up = pack_stacked({&shared.gate, &shared.up}, pool_, keep);
+  moe.shared_down = pack_stacked({&shared.down}, pool_, keep);
+  const Weights gate = stack_f32({&l.shared_expert_gate}, pool_);
+  moe.shared_gate.assign(gate.begin(), gate.end());
+  count_weights(moe.shared_gate_up);
+  count_weights(moe.shared_down);
 }
 
 void CpuBackend::resize_activations(int num_tokens) {
@@ -331,7 +360,10 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     if (!layer.qkv_bias.empty()) {
       for (int i = 0; i < qkv_dim; ++i) q[i] += layer.qkv_bias[i];
     }
-    if (!layer.q_norm.empty()) {
+    if (config_.qk_norm_whole) {  // OLMoE: one norm over all of q, one over all of k
+      rmsnorm_row(q, layer.q_norm.data(), q, q_dim, config_.rms_eps);
+      rmsnorm_row(q + q_dim, layer.k_norm.data(), q + q_dim, kv_dim, config_.rms_eps);
+    } else if (!layer.q_norm.empty()) {
       for (int h = 0; h < config_.num_heads; ++h) rmsnorm_row(q + h * hd, layer.q_norm.data(), q + h * hd, hd, config_.rms_eps);
       for (int h = 0; h < config_.num_kv_heads; ++h) {
         float* k = q + q_dim + h * hd;
@@ -404,6 +436,12 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
+  if (!layer.moe.gate_up.empty()) {
+    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob};
+    moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_, delta_.data());
+    add_sublayer_output(num_tokens, layer.post_ffn_norm);
+    return;
+  }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, config_.activation);

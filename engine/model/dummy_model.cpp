@@ -1,6 +1,7 @@
 // dummy:CONFIG.json: a Hugging Face config.json with random weights and the byte tokenizer, to run
 // real model shapes without their weights. Tensor k (0 embedding, then per layer attn_norm, wq, wk, wv,
-// wo, ffn_norm, gate, up, down, then final_norm, lm_head) draws from seed f(dummy_seed, k). Scales give
+// wo, ffn_norm, gate, up, down (a sparse layer: router, experts' gate, up, down, shared expert), then
+// final_norm, lm_head) draws from seed f(dummy_seed, k). Scales give
 // unit-variance activations: linear weights uniform with scale sqrt(3 / in_features), embeddings
 // scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends generate the values.
 #include <cmath>
@@ -60,12 +61,28 @@ void add_family_tensors(RandomTensors& r, const ModelConfig& c, const std::strin
     l.bv = r.bias(p + "self_attn.v_proj.bias", c.kv_dim());
   }
   if (c.qk_norm) {
-    l.q_norm = r.norm(p + "self_attn.q_norm.weight", c.head_dim, c.norm_offset);
-    l.k_norm = r.norm(p + "self_attn.k_norm.weight", c.head_dim, c.norm_offset);
+    l.q_norm = r.norm(p + "self_attn.q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim, c.norm_offset);
+    l.k_norm = r.norm(p + "self_attn.k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim, c.norm_offset);
   }
   if (c.sandwich_norms) {
     l.post_attn_norm = r.norm(p + "post_attention_norm.weight", c.dim, c.norm_offset);
     l.post_ffn_norm = r.norm(p + "post_feedforward_layernorm.weight", c.dim, c.norm_offset);
+  }
+}
+
+// A sparse layer's router and experts (and shared expert), in place of the dense FFN.
+void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
+  l.router = r.linear(p + "mlp.gate.weight", c.num_experts, c.dim);
+  auto expert = [&](const std::string& e, int width) {
+    return ExpertTensors{r.linear(e + "gate_proj.weight", width, c.dim), r.linear(e + "up_proj.weight", width, c.dim),
+                         r.linear(e + "down_proj.weight", c.dim, width)};
+  };
+  for (int e = 0; e < c.num_experts; ++e) {
+    l.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", c.expert_hidden_dim));
+  }
+  if (c.shared_expert_hidden_dim > 0) {
+    l.shared_expert = expert(p + "mlp.shared_expert.", c.shared_expert_hidden_dim);
+    l.shared_expert_gate = r.linear(p + "mlp.shared_expert_gate.weight", 1, c.dim);
   }
 }
 
@@ -83,9 +100,13 @@ ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
     l.wv = r.linear(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
     l.wo = r.linear(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
     l.ffn_norm = r.norm(p + "post_attention_layernorm.weight", c.dim, off);
-    l.w_gate = r.linear(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
-    l.w_up = r.linear(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
-    l.w_down = r.linear(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
+    if (c.is_sparse(i)) {
+      add_experts(r, c, p, l);
+    } else {
+      l.w_gate = r.linear(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
+      l.w_up = r.linear(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
+      l.w_down = r.linear(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
+    }
     add_family_tensors(r, c, p, l);
     t.layers.push_back(std::move(l));
   }

@@ -32,14 +32,29 @@ const std::vector<Family>& families() {
                  .gguf_rope_theta_local = 10000.0f});
     t.push_back({.name = "phi3", .hf_model_types = {"phi3"}, .fused_projections = true,
                  .window_layers = WindowLayers::kAll});
+    // Mixtures of experts (softmax, then the top k; transformers' modeling code and llama.cpp's build_moe_ffn).
+    Family mixtral = mistral;
+    mixtral.name = "mixtral";
+    mixtral.hf_model_types = {"mixtral"};
+    mixtral.moe = true;
+    mixtral.gguf_norm_topk_prob = true;
+    mixtral.reads_norm_topk_prob = false;
+    t.push_back(mixtral);
+    t.push_back({.name = "qwen2moe", .hf_model_types = {"qwen2_moe"}, .qkv_bias = true,
+                 .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28, .moe = true,
+                 .shared_expert = true});
+    t.push_back({.name = "qwen3moe", .hf_model_types = {"qwen3_moe"}, .qk_norm = true,
+                 .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28, .moe = true,
+                 .gguf_norm_topk_prob = true});
+    t.push_back({.name = "olmoe", .hf_model_types = {"olmoe"}, .qk_norm = true, .qk_norm_whole = true, .moe = true});
     return t;
   }();
   return table;
 }
 
 // Architectures people ask for that are not Llama-like dense decoders.
-constexpr std::array<std::string_view, 8> kMixtureOfExperts = {"mixtral", "qwen2_moe", "qwen3_moe", "qwen2moe",
-                                                               "qwen3moe", "deepseek_v2", "deepseek_v3", "phimoe"};
+constexpr std::array<std::string_view, 6> kMixtureOfExperts = {"gpt_oss",     "gpt-oss",     "deepseek_v2",
+                                                               "deepseek_v3", "deepseek2",   "phimoe"};
 
 }  // namespace
 
@@ -48,6 +63,10 @@ const Family* find_family(std::string_view name) {
     if (f.name == name) return &f;
   }
   return nullptr;
+}
+
+const Family* find_gguf_family(std::string_view arch, bool has_experts) {
+  return find_family(arch == "llama" && has_experts ? "mixtral" : arch);
 }
 
 const Family* find_hf_family(std::string_view model_type) {
@@ -69,13 +88,14 @@ std::string unsupported_family_message(std::string_view name) {
   bool moe = false;
   for (std::string_view m : kMixtureOfExperts) moe = moe || m == name;
   return "architecture '" + std::string(name) + "' is not supported" +
-         (moe ? " (mixture-of-experts models are not supported yet)" : "") + "; supported: " + supported_families();
+         (moe ? " (this mixture-of-experts family is not supported yet)" : "") + "; supported: " + supported_families();
 }
 
 void apply_family(const Family& family, ModelConfig& config) {
   config.architecture = std::string(family.name);
   config.qkv_bias = family.qkv_bias;
   config.qk_norm = family.qk_norm;
+  config.qk_norm_whole = family.qk_norm_whole;
   config.sandwich_norms = family.sandwich_norms;
   config.activation = family.activation;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));

@@ -36,11 +36,21 @@ struct Family {
   float default_attn_softcap = 0;    // when the file does not name one (Gemma 2: 50, as transformers and llama.cpp)
   float default_final_softcap = 0;   // likewise (Gemma 2: 30)
   int default_max_window_layers = 0;  // Qwen's config default (28)
+  bool qk_norm_whole = false;        // the q/k norm spans the whole projection (OLMoE)
+  // Mixture of experts. GGUF stores no routing rule, so the row holds it: gguf_norm_topk_prob is what
+  // llama.cpp applies; HF configs name norm_topk_prob (transformers' default false) unless the family
+  // always renormalises (Mixtral: reads_norm_topk_prob false, gguf_norm_topk_prob true).
+  bool moe = false;
+  bool shared_expert = false;        // a shared expert with a sigmoid gate (Qwen2-MoE)
+  bool gguf_norm_topk_prob = false;
+  bool reads_norm_topk_prob = true;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF
 // model_type; nullptr when unknown.
 const Family* find_family(std::string_view name);
+// The row of a GGUF file's general.architecture: `llama` files with experts are Mixtral.
+const Family* find_gguf_family(std::string_view arch, bool has_experts);
 const Family* find_hf_family(std::string_view model_type);
 // The names, for error messages: "llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3".
 std::string supported_families();

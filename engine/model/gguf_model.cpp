@@ -4,7 +4,9 @@
 // architectures rotate halves), stores Gemma's norm weights as 1 + w, and drops what llama.cpp hard-codes
 // (Gemma 3's window pattern and local RoPE base, Gemma's query scale); a missing output.weight means tied
 // embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors,
-// Phi-3's longrope as rope_factors_short/long.weight.
+// Phi-3's longrope as rope_factors_short/long.weight. Mixtures of experts (qwen2moe, qwen3moe, olmoe, and
+// `llama` with experts for Mixtral) stack each layer's experts in 3-D tensors, split here into per-expert
+// views of the mapping.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -146,16 +148,46 @@ void read_family_keys(const GgufFile& gguf, const Family& family, const std::str
   c.rope_theta_local = family.gguf_rope_theta_local;
 }
 
+// The experts' keys: {arch}.expert_count, expert_used_count, expert_feed_forward_length (Mixtral's `llama`
+// files: feed_forward_length), expert_shared_feed_forward_length. The routing rule is the family's (GGUF has
+// no key for it). A layer is sparse when it has a router or expert tensors.
+void read_moe_keys(const GgufFile& gguf, const Family& family, const std::string& p, ModelConfig& c) {
+  const std::string count_key = p + "expert_count", used_key = p + "expert_used_count";
+  c.num_experts = config_int(gguf, count_key, 0);
+  if (c.num_experts < 1 || c.num_experts > kMaxExperts) {
+    throw Error("'" + gguf.path() + "': " + count_key + " = " + std::to_string(c.num_experts) + " is out of range (1.." +
+                std::to_string(kMaxExperts) + ")");
+  }
+  c.experts_per_token = config_int(gguf, used_key, 0);
+  if (c.experts_per_token < 1 || c.experts_per_token > c.num_experts) {
+    throw Error("'" + gguf.path() + "': " + used_key + " = " + std::to_string(c.experts_per_token) +
+                " must be between 1 and " + count_key + " (" + std::to_string(c.num_experts) + ")");
+  }
+  c.expert_hidden_dim = config_int(gguf, p + "expert_feed_forward_length", config_int(gguf, p + "feed_forward_length", 0));
+  if (family.shared_expert) {
+    const GgufTensorInfo* up = gguf.find_tensor("blk.0.ffn_up_shexp.weight");
+    c.shared_expert_hidden_dim = config_int(gguf, p + "expert_shared_feed_forward_length", up ? up->rows() : 0);
+  }
+  c.norm_topk_prob = family.gguf_norm_topk_prob;
+  c.layer_sparse.assign(static_cast<size_t>(std::clamp(c.num_layers, 0, 1 << 12)), 0);
+  for (size_t l = 0; l < c.layer_sparse.size(); ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    for (const char* t : {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
+      if (gguf.find_tensor(b + t)) c.layer_sparse[l] = 1;
+    }
+  }
+}
+
 ModelConfig read_config(const GgufFile& gguf) {
   const std::string arch = gguf.get_string("general.architecture");
-  const Family* family = find_family(arch);
+  const Family* family = find_gguf_family(arch, gguf.get_int(arch + ".expert_count", 0) > 0);
   if (family == nullptr) {
     throw Error("'" + gguf.path() + "': " + unsupported_family_message(arch));
   }
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = config_int(gguf, p + "embedding_length");
-  c.hidden_dim = config_int(gguf, p + "feed_forward_length");
+  c.hidden_dim = config_int(gguf, p + "feed_forward_length", family->moe ? config_int(gguf, p + "expert_feed_forward_length", 0) : -1);
   c.num_layers = config_int(gguf, p + "block_count");
   c.num_heads = config_int(gguf, p + "attention.head_count");
   c.num_kv_heads = config_int(gguf, p + "attention.head_count_kv", c.num_heads);
@@ -168,6 +200,7 @@ ModelConfig read_config(const GgufFile& gguf) {
   c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base", 10000.0));
   c.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
   read_family_keys(gguf, *family, p, c);
+  if (family->moe) read_moe_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
   c.rope_scaling = read_rope_scaling(gguf, p);
   read_llama3_scaling(gguf, arch, c);
@@ -175,8 +208,61 @@ ModelConfig read_config(const GgufFile& gguf) {
   return c;
 }
 
+void read_dense_ffn(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
+  if (c.is_moe() && gguf.find_tensor(b + "ffn_up.weight") == nullptr) {
+    throw Error("'" + gguf.path() + "': tensor '" + b + "ffn_gate_inp.weight' is missing (a layer has neither "
+                "experts nor a dense FFN)");
+  }
+  const TensorView up = require_tensor(gguf, b + "ffn_up.weight");
+  if (gguf.find_tensor(b + "ffn_gate.weight") == nullptr && up.rows == 2LL * c.hidden_dim) {
+    l.w_gate = row_slice(up, 0, c.hidden_dim);
+    l.w_up = row_slice(up, c.hidden_dim, c.hidden_dim);
+  } else {
+    l.w_gate = require_tensor(gguf, b + "ffn_gate.weight");
+    l.w_up = up;
+  }
+  l.w_down = require_tensor(gguf, b + "ffn_down.weight");
+}
+
+// A stacked expert tensor (ggml dims: cols, rows, num_experts) as num_experts views of (rows, cols).
+std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& name, int64_t rows, int64_t cols,
+                                     int num_experts) {
+  const GgufTensorInfo* info = gguf.find_tensor(name);
+  if (info == nullptr) throw Error("'" + gguf.path() + "': tensor '" + name + "' is missing");
+  const std::vector<int64_t>& d = info->dims;
+  if (d.size() != 3 || d[0] != cols || d[1] != rows || d[2] != num_experts) {
+    std::string dims;
+    for (int64_t v : d) dims += (dims.empty() ? "" : ", ") + std::to_string(v);
+    throw Error("'" + gguf.path() + "': tensor '" + name + "' has dims [" + dims + "], the config needs [" +
+                std::to_string(cols) + ", " + std::to_string(rows) + ", " + std::to_string(num_experts) +
+                "] (expert_count " + std::to_string(num_experts) + ")");
+  }
+  const TensorView all = gguf.tensor_view(*info);
+  std::vector<TensorView> views;
+  for (int e = 0; e < num_experts; ++e) {
+    views.push_back(row_slice(all, e * rows, rows));
+    views.back().name = name + "[expert " + std::to_string(e) + "]";
+  }
+  return views;
+}
+
+// A sparse layer's router, stacked experts (ffn_{gate,up,down}_exps) and Qwen2-MoE's shared expert (_shexp).
+void read_experts(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
+  l.router = require_tensor(gguf, b + "ffn_gate_inp.weight");
+  const int n = c.num_experts, ff = c.expert_hidden_dim;
+  const std::vector<TensorView> gate = expert_views(gguf, b + "ffn_gate_exps.weight", ff, c.dim, n);
+  const std::vector<TensorView> up = expert_views(gguf, b + "ffn_up_exps.weight", ff, c.dim, n);
+  const std::vector<TensorView> down = expert_views(gguf, b + "ffn_down_exps.weight", c.dim, ff, n);
+  for (int e = 0; e < n; ++e) l.experts.push_back({gate[e], up[e], down[e]});
+  if (c.shared_expert_hidden_dim > 0) {
+    l.shared_expert = {require_tensor(gguf, b + "ffn_gate_shexp.weight"), require_tensor(gguf, b + "ffn_up_shexp.weight"),
+                       require_tensor(gguf, b + "ffn_down_shexp.weight")};
+    l.shared_expert_gate = require_tensor(gguf, b + "ffn_gate_inp_shexp.weight");
+  }
+}
+
 // A layer's tensors under llama.cpp's names; Phi-3 files fuse attn_qkv and put gate and up in one ffn_up.
-LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelConfig& c) {
+LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelConfig& c, int layer) {
   LayerTensors l;
   auto optional = [&](const std::string& name) {
     const GgufTensorInfo* info = gguf.find_tensor(name);
@@ -195,15 +281,11 @@ LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelC
   }
   l.wo = require_tensor(gguf, b + "attn_output.weight");
   l.ffn_norm = require_tensor(gguf, b + "ffn_norm.weight");
-  const TensorView up = require_tensor(gguf, b + "ffn_up.weight");
-  if (gguf.find_tensor(b + "ffn_gate.weight") == nullptr && up.rows == 2LL * c.hidden_dim) {
-    l.w_gate = row_slice(up, 0, c.hidden_dim);
-    l.w_up = row_slice(up, c.hidden_dim, c.hidden_dim);
+  if (c.is_sparse(layer)) {
+    read_experts(gguf, b, c, l);
   } else {
-    l.w_gate = require_tensor(gguf, b + "ffn_gate.weight");
-    l.w_up = up;
+    read_dense_ffn(gguf, b, c, l);
   }
-  l.w_down = require_tensor(gguf, b + "ffn_down.weight");
   l.bq = optional(b + "attn_q.bias");
   l.bk = optional(b + "attn_k.bias");
   l.bv = optional(b + "attn_v.bias");
@@ -218,7 +300,7 @@ ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& config) {
   ModelTensors t;
   t.embedding = require_tensor(gguf, "token_embd.weight");
   for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", config));
+    t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", config, i));
   }
   t.final_norm = require_tensor(gguf, "output_norm.weight");
   t.lm_head = config.tied_embeddings ? t.embedding : require_tensor(gguf, "output.weight");

@@ -128,6 +128,36 @@ std::vector<int> read_layer_windows(const JsonFields& f, const Family& family, c
                               static_cast<int>(f.get_number("max_window_layers", family.default_max_window_layers)));
 }
 
+// The experts: counts, widths, which layers are sparse (Qwen's decoder_sparse_step and mlp_only_layers:
+// layer l is sparse unless listed, when (l + 1) % step == 0) and the routing rule.
+void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
+  const char* count_key = f.has("num_local_experts") ? "num_local_experts" : "num_experts";
+  c.num_experts = f.get_size(count_key);
+  if (c.num_experts > kMaxExperts) f.fail(count_key, "= " + std::to_string(c.num_experts) + " is above " + std::to_string(kMaxExperts));
+  const int64_t top_k = f.get_int("num_experts_per_tok");
+  if (top_k < 1 || top_k > c.num_experts) {
+    f.fail("num_experts_per_tok", "= " + std::to_string(top_k) + " must be between 1 and the number of experts (" +
+                                      std::to_string(c.num_experts) + ")");
+  }
+  c.experts_per_token = static_cast<int>(top_k);
+  c.expert_hidden_dim = f.has("moe_intermediate_size") ? f.get_size("moe_intermediate_size") : c.hidden_dim;
+  if (family.shared_expert) c.shared_expert_hidden_dim = f.get_size("shared_expert_intermediate_size");
+  c.norm_topk_prob = family.reads_norm_topk_prob ? f.get_bool("norm_topk_prob", false) : family.gguf_norm_topk_prob;
+  const int step = f.get_size("decoder_sparse_step", 1);
+  c.layer_sparse.assign(static_cast<size_t>(c.num_layers), 0);
+  for (int l = 0; l < c.num_layers; ++l) c.layer_sparse[static_cast<size_t>(l)] = (l + 1) % step == 0;
+  if (f.has("mlp_only_layers")) {
+    for (simdjson::dom::element e : f.array("mlp_only_layers")) {
+      int64_t l = -1;
+      if (e.get_int64().get(l) != simdjson::SUCCESS || l < 0 || l >= c.num_layers) {
+        f.fail("mlp_only_layers", "must list layer indices below num_hidden_layers (" + std::to_string(c.num_layers) + ")");
+      }
+      c.layer_sparse[static_cast<size_t>(l)] = 0;
+    }
+  }
+  if (f.has("clip_qkv")) f.fail("clip_qkv", "is not supported (only null)");
+}
+
 void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
   apply_family(family, c);
   c.activation = read_activation(f, family);
@@ -148,6 +178,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
         rope_theta_of(f, "sliding_attention", f.get_number("rope_local_base_freq", 10000.0)));
   }
   c.layer_window = read_layer_windows(f, family, c);
+  if (family.moe) read_moe_fields(f, family, c);
   if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
     f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");
   }

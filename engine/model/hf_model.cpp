@@ -92,10 +92,32 @@ std::string lm_head_name(const WeightFiles& w) {
   return w.has("language_model.lm_head.weight") ? "language_model.lm_head.weight" : "lm_head.weight";
 }
 
+// A sparse layer's router and experts: mlp.gate, mlp.experts.M.{gate,up,down}_proj (Qwen-MoE, OLMoE; Qwen2-MoE
+// adds mlp.shared_expert and mlp.shared_expert_gate) or Mixtral's block_sparse_moe.gate and experts.M.{w1,w3,w2}.
+void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l) {
+  const bool mixtral = w.has(p + "block_sparse_moe.gate.weight");
+  const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  l.router = w.view(moe + "gate.weight");
+  auto expert = [&](const std::string& e) {
+    return mixtral ? ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight")}
+                   : ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight")};
+  };
+  for (int e = 0; e < c.num_experts; ++e) l.experts.push_back(expert(moe + "experts." + std::to_string(e) + "."));
+  const std::string extra = moe + "experts." + std::to_string(c.num_experts) + ".";
+  if (w.has(extra + (mixtral ? "w1.weight" : "gate_proj.weight"))) {
+    throw Error("tensor '" + extra + (mixtral ? "w1.weight" : "gate_proj.weight") + "': the config says " +
+                std::to_string(c.num_experts) + " experts, the files hold more");
+  }
+  if (c.shared_expert_hidden_dim > 0) {
+    l.shared_expert = expert(moe + "shared_expert.");
+    l.shared_expert_gate = w.view(moe + "shared_expert_gate.weight");
+  }
+}
+
 // One layer's tensors under HF's names: Llama's, plus the family's biases, q/k norms, Gemma's sandwich norms
 // (its post_attention_layernorm is the attention output's norm, pre_feedforward_layernorm the FFN input's)
 // and Phi-3's fused qkv_proj and gate_up_proj (split into views here).
-LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c) {
+LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c, int layer) {
   LayerTensors l;
   l.attn_norm = w.view(p + "input_layernorm.weight");
   if (w.has(p + "self_attn.qkv_proj.weight")) {
@@ -109,7 +131,9 @@ LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelC
     l.wv = w.view(p + "self_attn.v_proj.weight");
   }
   l.wo = w.view(p + "self_attn.o_proj.weight");
-  if (w.has(p + "mlp.gate_up_proj.weight")) {
+  if (c.is_sparse(layer)) {
+    read_experts(w, p, c, l);
+  } else if (w.has(p + "mlp.gate_up_proj.weight")) {
     const TensorView gate_up = w.view(p + "mlp.gate_up_proj.weight");
     l.w_gate = row_slice(gate_up, 0, c.hidden_dim);
     l.w_up = row_slice(gate_up, c.hidden_dim, c.hidden_dim);
@@ -117,7 +141,7 @@ LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelC
     l.w_gate = w.view(p + "mlp.gate_proj.weight");
     l.w_up = w.view(p + "mlp.up_proj.weight");
   }
-  l.w_down = w.view(p + "mlp.down_proj.weight");
+  if (!c.is_sparse(layer)) l.w_down = w.view(p + "mlp.down_proj.weight");
   if (c.sandwich_norms) {
     l.post_attn_norm = w.view(p + "post_attention_layernorm.weight");
     l.ffn_norm = w.view(p + "pre_feedforward_layernorm.weight");
@@ -145,7 +169,7 @@ ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config) {
   ModelTensors t;
   t.embedding = w.view(prefix + "embed_tokens.weight");
   for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config));
+    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config, i));
   }
   t.final_norm = w.view(prefix + "norm.weight");
   t.lm_head = config.tied_embeddings ? t.embedding : w.view(lm_head_name(w));

@@ -12,6 +12,13 @@
 
 namespace cbatch {
 
+// One expert's SwiGLU FFN (a view of its part of a stacked 3-D tensor in GGUF files).
+struct ExpertTensors {
+  TensorView gate;  // (width, dim)
+  TensorView up;    // (width, dim)
+  TensorView down;  // (dim, width)
+};
+
 struct LayerTensors {
   TensorView attn_norm;  // (1, dim)
   TensorView wq;         // (num_heads * head_dim, dim)
@@ -19,17 +26,22 @@ struct LayerTensors {
   TensorView wv;         // (num_kv_heads * head_dim, dim)
   TensorView wo;         // (dim, num_heads * head_dim)
   TensorView ffn_norm;   // (1, dim)
-  TensorView w_gate;     // (hidden_dim, dim)
-  TensorView w_up;       // (hidden_dim, dim)
-  TensorView w_down;     // (dim, hidden_dim)
+  TensorView w_gate;     // (hidden_dim, dim)   dense layers only
+  TensorView w_up;       // (hidden_dim, dim)   dense layers only
+  TensorView w_down;     // (dim, hidden_dim)   dense layers only
   // Present only where the family has them (ModelConfig says which); empty views otherwise.
   TensorView bq;              // (1, num_heads * head_dim)     qkv_bias
   TensorView bk;              // (1, num_kv_heads * head_dim)  qkv_bias
   TensorView bv;              // (1, num_kv_heads * head_dim)  qkv_bias
-  TensorView q_norm;          // (1, head_dim)                 qk_norm
-  TensorView k_norm;          // (1, head_dim)                 qk_norm
+  TensorView q_norm;          // (1, head_dim)                 qk_norm; (1, q_dim) with qk_norm_whole
+  TensorView k_norm;          // (1, head_dim)                 qk_norm; (1, kv_dim) with qk_norm_whole
   TensorView post_attn_norm;  // (1, dim)                      sandwich_norms
   TensorView post_ffn_norm;   // (1, dim)                      sandwich_norms
+  // Sparse layers (ModelConfig::is_sparse) instead of w_gate, w_up, w_down:
+  TensorView router;                  // (num_experts, dim)
+  std::vector<ExpertTensors> experts;  // (num_experts), each of width expert_hidden_dim
+  ExpertTensors shared_expert;        // of width shared_expert_hidden_dim, when the model has one
+  TensorView shared_expert_gate;      // (1, dim), when the model has a shared expert
 };
 
 struct ModelTensors {

@@ -39,6 +39,40 @@ void check_optional(const std::string& path, const TensorView& t, const char* ro
   }
 }
 
+void check_expert(const std::string& path, const ExpertTensors& e, int64_t dim, int64_t width) {
+  check_shape(path, e.gate, "expert gate", width, dim);
+  check_shape(path, e.up, "expert up", width, dim);
+  check_shape(path, e.down, "expert down", dim, width);
+}
+
+// A sparse layer's router, its num_experts experts and the shared expert where the config has one.
+void check_sparse_ffn(const std::string& path, const LayerTensors& l, const ModelConfig& c) {
+  check_shape(path, l.router, "router", c.num_experts, c.dim);
+  if (static_cast<int>(l.experts.size()) != c.num_experts) {
+    throw Error("'" + path + "': router '" + l.router.name + "' has " + std::to_string(l.experts.size()) +
+                " experts, the config says " + std::to_string(c.num_experts));
+  }
+  for (const ExpertTensors& e : l.experts) check_expert(path, e, c.dim, c.expert_hidden_dim);
+  if (c.shared_expert_hidden_dim > 0) {
+    check_expert(path, l.shared_expert, c.dim, c.shared_expert_hidden_dim);
+    check_shape(path, l.shared_expert_gate, "shared expert gate", 1, c.dim);
+  }
+}
+
+void check_moe_config(const ModelConfig& c, const std::string& path) {
+  if (!c.is_moe() && c.layer_sparse.empty()) return;
+  check_range(path, "num_experts", c.num_experts, kMaxExperts);
+  check_range(path, "experts_per_token", c.experts_per_token, c.num_experts);
+  check_range(path, "expert_hidden_dim", c.expert_hidden_dim, 1 << 20);
+  if (c.shared_expert_hidden_dim < 0 || c.shared_expert_hidden_dim > (1 << 20)) {
+    throw Error("'" + path + "': shared_expert_hidden_dim = " + std::to_string(c.shared_expert_hidden_dim) + " is out of range");
+  }
+  if (static_cast<int>(c.layer_sparse.size()) != c.num_layers) {
+    throw Error("'" + path + "': " + std::to_string(c.layer_sparse.size()) + " sparse-layer flags for " +
+                std::to_string(c.num_layers) + " layers");
+  }
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c, const std::string& path) {
@@ -62,6 +96,7 @@ void check_model_config(const ModelConfig& c, const std::string& path) {
     throw Error("'" + path + "': " + std::to_string(c.layer_window.size()) + " layer windows for " +
                 std::to_string(c.num_layers) + " layers");
   }
+  check_moe_config(c, path);
   for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
     if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");
   }
@@ -87,6 +122,13 @@ std::string dominant_dtype(const ModelTensors& t) {
   count(t.final_norm);
   if (t.lm_head.data != t.embedding.data) count(t.lm_head);
   for (const LayerTensors& l : t.layers) {
+    const ExpertTensors& s = l.shared_expert;
+    for (const TensorView* v : {&l.router, &s.gate, &s.up, &s.down, &l.shared_expert_gate}) {
+      if (!v->empty()) count(*v);
+    }
+    for (const ExpertTensors& e : l.experts) {
+      for (const TensorView* v : {&e.gate, &e.up, &e.down}) count(*v);
+    }
     for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up,
                                 &l.w_down, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm,
                                 &l.post_ffn_norm}) {
@@ -106,21 +148,26 @@ void validate_model_tensors(const Model& model) {
                 std::to_string(c.num_layers));
   }
   check_shape(model.path, t.embedding, "embedding", c.vocab_size, c.dim);
-  for (const LayerTensors& l : t.layers) {
+  for (size_t i = 0; i < t.layers.size(); ++i) {
+    const LayerTensors& l = t.layers[i];
     check_shape(model.path, l.attn_norm, "attn_norm", 1, c.dim);
     check_shape(model.path, l.wq, "wq", c.q_dim(), c.dim);
     check_shape(model.path, l.wk, "wk", c.kv_dim(), c.dim);
     check_shape(model.path, l.wv, "wv", c.kv_dim(), c.dim);
     check_shape(model.path, l.wo, "wo", c.dim, c.q_dim());
     check_shape(model.path, l.ffn_norm, "ffn_norm", 1, c.dim);
-    check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
-    check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
-    check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
+    if (c.is_sparse(static_cast<int>(i))) {
+      check_sparse_ffn(model.path, l, c);
+    } else {
+      check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
+      check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
+      check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
+    }
     check_optional(model.path, l.bq, "q bias", c.qkv_bias, 1, c.q_dim());
     check_optional(model.path, l.bk, "k bias", c.qkv_bias, 1, c.kv_dim());
     check_optional(model.path, l.bv, "v bias", c.qkv_bias, 1, c.kv_dim());
-    check_optional(model.path, l.q_norm, "q_norm", c.qk_norm, 1, c.head_dim);
-    check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.head_dim);
+    check_optional(model.path, l.q_norm, "q_norm", c.qk_norm, 1, c.qk_norm_whole ? c.q_dim() : c.head_dim);
+    check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     check_optional(model.path, l.post_attn_norm, "post_attn_norm", c.sandwich_norms, 1, c.dim);
     check_optional(model.path, l.post_ffn_norm, "post_ffn_norm", c.sandwich_norms, 1, c.dim);
   }

@@ -9,6 +9,9 @@
 
 namespace cbatch {
 
+// The most experts a mixture-of-experts layer may have (sane-size bound, like the other limits).
+constexpr int kMaxExperts = 1 << 12;
+
 // Rows [row_begin, row_begin + num_rows) of a stored tensor as a view of its own (a fused projection's
 // parts). Throws when the rows are out of range.
 TensorView row_slice(const TensorView& tensor, int64_t row_begin, int64_t num_rows);

@@ -18,12 +18,17 @@ float ModelConfig::query_scale() const {
 
 int64_t ModelConfig::num_parameters() const {
   const int64_t d = dim;
-  const int64_t norms = (sandwich_norms ? 4 : 2) * d + (qk_norm ? 2 * head_dim : 0);
+  const int64_t qk_norms = !qk_norm ? 0 : qk_norm_whole ? q_dim() + kv_dim() : 2 * head_dim;
+  const int64_t norms = (sandwich_norms ? 4 : 2) * d + qk_norms;
   const int64_t biases = qkv_bias ? q_dim() + 2 * kv_dim() : 0;
-  const int64_t per_layer = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d +
-                            3 * d * static_cast<int64_t>(hidden_dim);
+  const int64_t attention = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d;
+  const int64_t dense_ffn = 3 * d * static_cast<int64_t>(hidden_dim);
+  const int64_t sparse_ffn = num_experts * (d + 3 * d * static_cast<int64_t>(expert_hidden_dim)) +
+                             (shared_expert_hidden_dim > 0 ? d + 3 * d * static_cast<int64_t>(shared_expert_hidden_dim) : 0);
+  int64_t total = 0;
+  for (int l = 0; l < num_layers; ++l) total += attention + (is_sparse(l) ? sparse_ffn : dense_ffn);
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
-  return per_layer * num_layers + d + embed * (tied_embeddings ? 1 : 2);
+  return total + d + embed * (tied_embeddings ? 1 : 2);
 }
 
 std::string ModelConfig::features() const {
@@ -31,7 +36,7 @@ std::string ModelConfig::features() const {
   auto add = [&](const std::string& s) { out << (out.tellp() > 0 ? ", " : "") << s; };
   if (norm_offset != 0.0f) add("norm (" + std::to_string(static_cast<int>(norm_offset)) + " + w)");
   if (qkv_bias) add("qkv bias");
-  if (qk_norm) add("q/k norm");
+  if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
   if (activation == Activation::kGeluTanh) add("GeGLU (tanh GELU)");
   if (embedding_scale != 1.0f) add("embedding scale " + std::to_string(embedding_scale));
@@ -45,6 +50,15 @@ std::string ModelConfig::features() const {
         std::to_string(num_layers) + " layers");
   }
   if (rope_theta_local > 0.0f) add("local rope_theta " + std::to_string(static_cast<int64_t>(rope_theta_local)));
+  if (is_moe()) {
+    int sparse = 0;
+    for (int l = 0; l < num_layers; ++l) sparse += is_sparse(l);
+    add("mixture of experts: " + std::to_string(num_experts) + " experts, top-" + std::to_string(experts_per_token) +
+        (norm_topk_prob ? " renormalised" : " not renormalised") + ", expert width " +
+        std::to_string(expert_hidden_dim) + ", sparse FFN on " + std::to_string(sparse) + " of " +
+        std::to_string(num_layers) + " layers");
+    if (shared_expert_hidden_dim > 0) add("shared expert width " + std::to_string(shared_expert_hidden_dim) + " (sigmoid gate)");
+  }
   return out.str();
 }
 

@@ -33,7 +33,7 @@ struct RopeScaling {
 enum class Activation : uint8_t { kSilu, kGeluTanh };
 
 struct ModelConfig {
-  std::string architecture = "llama";  // the family: llama, qwen2, qwen3, mistral, gemma2, gemma3, phi3
+  std::string architecture = "llama";  // the family: llama, qwen2, qwen3, mistral, gemma2, gemma3, phi3, MoE ones
   int dim = 0;               // hidden size
   int hidden_dim = 0;        // FFN intermediate size
   int num_layers = 0;
@@ -60,10 +60,24 @@ struct ModelConfig {
   float final_softcap = 0.0f;      // logits likewise (Gemma 2)
   std::vector<int> layer_window;   // (num_layers) or empty: keys a layer attends, its own included; 0 = all
   float rope_theta_local = 0.0f;   // RoPE base of windowed layers, unscaled (Gemma 3); 0: they use rope_theta
+  bool qk_norm_whole = false;      // the q/k norm spans the whole projection, weights (q_dim), (kv_dim) (OLMoE)
+
+  // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row: softmax
+  // over the router's num_experts logits, the top experts_per_token (ties: lower expert id), their
+  // probabilities renormalised to sum 1 when norm_topk_prob; the row's output is the weighted sum of those
+  // experts' SwiGLU FFNs, plus a shared expert scaled by sigmoid(shared gate . x) when the family has one.
+  int num_experts = 0;
+  int experts_per_token = 0;
+  int expert_hidden_dim = 0;         // FFN width of one expert
+  int shared_expert_hidden_dim = 0;  // width of the shared expert (Qwen2-MoE); 0: none
+  bool norm_topk_prob = false;
+  std::vector<uint8_t> layer_sparse;  // (num_layers) 1 where the FFN is the experts; empty when dense
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
+  bool is_moe() const { return num_experts > 0; }
+  bool is_sparse(int layer) const { return !layer_sparse.empty() && layer_sparse[static_cast<size_t>(layer)] != 0; }
   bool has_window() const;             // some layer is windowed
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }
   float query_scale() const;           // attn_scale, or 1 / sqrt(head_dim)

@@ -1,0 +1,112 @@
+// Routing, grouping by expert and the grouped expert products of a mixture-of-experts layer (cpu_moe.hpp).
+#include "engine/cpu/cpu_moe.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/base/thread_pool.hpp"
+#include "engine/cpu/cpu_ops.hpp"
+
+namespace cbatch {
+
+void route_row(const float* logits, const MoeRouting& r, int32_t* experts, float* weights) {
+  float max_logit = logits[0];
+  for (int e = 1; e < r.num_experts; ++e) max_logit = std::max(max_logit, logits[e]);
+  float sum = 0.0f;
+  for (int e = 0; e < r.num_experts; ++e) sum += std::exp(logits[e] - max_logit);
+  for (int k = 0; k < r.top_k; ++k) {
+    int best = -1;
+    for (int e = 0; e < r.num_experts; ++e) {
+      if (std::find(experts, experts + k, e) != experts + k) continue;
+      if (best < 0 || logits[e] > logits[best]) best = e;  // strict: a tie keeps the lower id
+    }
+    experts[k] = best;
+    weights[k] = std::exp(logits[best] - max_logit) / sum;
+  }
+  if (!r.renormalize) return;
+  float picked = 0.0f;
+  for (int k = 0; k < r.top_k; ++k) picked += weights[k];
+  for (int k = 0; k < r.top_k; ++k) weights[k] /= picked;
+}
+
+ExpertGroups group_by_expert(const int32_t* experts, int num_rows, const MoeRouting& r) {
+  ExpertGroups g;
+  const int picks = num_rows * r.top_k;
+  g.offsets.assign(static_cast<size_t>(r.num_experts) + 1, 0);
+  for (int i = 0; i < picks; ++i) ++g.offsets[experts[i] + 1];
+  for (int e = 0; e < r.num_experts; ++e) g.offsets[e + 1] += g.offsets[e];
+  g.entries.resize(static_cast<size_t>(picks));
+  std::vector<int32_t> next(g.offsets.begin(), g.offsets.end() - 1);
+  for (int i = 0; i < picks; ++i) g.entries[next[experts[i]]++] = i;
+  return g;
+}
+
+namespace {
+
+// out (n, dim) = down(act(gate(x)) * up(x)) for x (n, dim), one gated FFN over n gathered rows.
+void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const PackedMatrix& down, Activation activation,
+                 ThreadPool& pool, MoeScratch& s, float* out) {
+  const int64_t width = down.cols();
+  s.gate_up.resize(static_cast<size_t>(n * 2 * width));
+  s.hidden.resize(static_cast<size_t>(n * width));
+  matmul(x, gate_up, s.gate_up.data(), n, pool);
+  for (int r = 0; r < n; ++r) {
+    gated_ffn_row(&s.gate_up[r * 2 * width], &s.hidden[r * width], static_cast<int>(width), activation);
+  }
+  matmul(s.hidden.data(), down, out, n, pool);
+}
+
+}  // namespace
+
+void moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, Activation activation,
+             ThreadPool& pool, MoeScratch& s, float* out) {
+  const int k = r.top_k;
+  s.logits.resize(static_cast<size_t>(num_rows) * r.num_experts);
+  s.experts.resize(static_cast<size_t>(num_rows) * k);
+  s.weights.resize(static_cast<size_t>(num_rows) * k);
+  s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
+  matmul(h, w.router, s.logits.data(), num_rows, pool);
+  for (int row = 0; row < num_rows; ++row) {
+    route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
+  }
+  const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
+  for (int e = 0; e < r.num_experts; ++e) {
+    const int begin = groups.offsets[e], n = groups.offsets[e + 1] - begin;
+    if (n == 0) continue;  // no row picked it: its weights are not read
+    s.rows_in.resize(static_cast<size_t>(n) * dim);
+    s.rows_out.resize(static_cast<size_t>(n) * dim);
+    for (int i = 0; i < n; ++i) {
+      const int row = groups.entries[begin + i] / k;
+      std::copy_n(h + static_cast<int64_t>(row) * dim, dim, &s.rows_in[static_cast<size_t>(i) * dim]);
+    }
+    expert_rows(s.rows_in.data(), n, w.gate_up[e], w.down[e], activation, pool, s, s.rows_out.data());
+    for (int i = 0; i < n; ++i) {
+      const int pick = groups.entries[begin + i];
+      std::copy_n(&s.rows_out[static_cast<size_t>(i) * dim], dim, &s.picks[static_cast<size_t>(pick) * dim]);
+    }
+  }
+  if (w.shared_gate.empty()) {
+    std::fill_n(out, static_cast<int64_t>(num_rows) * dim, 0.0f);
+  } else {  // the shared expert over every row, scaled by its sigmoid gate
+    expert_rows(h, num_rows, w.shared_gate_up, w.shared_down, activation, pool, s, out);
+    for (int row = 0; row < num_rows; ++row) {
+      float logit = 0.0f;
+      for (int i = 0; i < dim; ++i) logit += h[static_cast<int64_t>(row) * dim + i] * w.shared_gate[i];
+      const float gate = 1.0f / (1.0f + std::exp(-logit));
+      for (int i = 0; i < dim; ++i) out[static_cast<int64_t>(row) * dim + i] *= gate;
+    }
+  }
+  // Each row's k picks in k order, then the shared expert's part (zero without one).
+  pool.parallel_for(num_rows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      float* y = out + row * dim;
+      for (int i = 0; i < dim; ++i) {
+        float sum = 0.0f;
+        for (int j = 0; j < k; ++j) sum += s.weights[row * k + j] * s.picks[(row * k + j) * dim + i];
+        y[i] += sum;
+      }
+    }
+  }, 1, min_parallel_items(2.0 * k * dim));
+}
+
+}  // namespace cbatch
