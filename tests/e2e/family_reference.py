@@ -9,7 +9,16 @@ phi3) and driven by one description per family (the FAMILIES rows), not one copy
   queries scaled by query_pre_attn_scalar^-1/2;
 - Gemma 3: Gemma 2 without softcaps, plus (1 + w) q/k norms; windowed layers (layer_types, or all but every
   sliding_window_pattern-th) rotate with the local base (rope_local_base_freq), the others with rope_theta;
-- Phi-3: qkv_proj (q, k, v rows) and gate_up_proj (gate rows, then up rows) fused, window on every layer.
+- Phi-3: qkv_proj (q, k, v rows) and gate_up_proj (gate rows, then up rows) fused, window on every layer;
+- mixtures of experts (modeling_qwen3_moe/qwen2_moe/mixtral/olmoe, transformers 5), one code path with the
+  routing rule as data: router logits = x . router rows, softmax over all experts, the top k
+  (num_experts_per_tok) of it, those k weights renormalised to sum 1 when the rule says (Mixtral always;
+  Qwen3-MoE, Qwen2-MoE and OLMoE when norm_topk_prob; a GGUF has no key for it, llama.cpp renormalises for
+  `llama` (Mixtral) and qwen3moe, not for qwen2moe and olmoe), output = sum of weight x SwiGLU expert;
+  Qwen2-MoE adds its shared expert scaled by sigmoid(shared_expert_gate . x). Which layers are sparse:
+  Qwen's (i + 1) % decoder_sparse_step == 0 and i not in mlp_only_layers (the others: every layer), in a
+  GGUF every layer with ffn_gate_inp. Qwen3-MoE's q/k norm is per head (as Qwen3's), OLMoE's spans the
+  whole q and k projections, before the split into heads; Qwen2-MoE has q/k/v biases.
 A query at position p attends keys p - window < key <= p on windowed layers (Hugging Face's masks).
 Loaders: a Hugging Face directory (config.json as transformers 4 or 5 write it, a Gemma 3 text_config,
 model.safetensors read here: F32/BF16/F16, sharded or not), or a GGUF read with the `gguf` package
@@ -37,11 +46,20 @@ FAMILIES = {
     "gemma2": dict(window_layers="even", gemma=True, sandwich=True, caps=(50.0, 30.0)),
     "gemma3": dict(window_layers="pattern", gemma=True, sandwich=True, qk_norm=True),
     "phi3": dict(window_layers="all", fused=True),
+    "qwen3_moe": dict(window_layers="qwen", qk_norm=True, moe="qwen", renorm="config", gguf_renorm=True),
+    "qwen2_moe": dict(window_layers="qwen", qkv_bias=True, moe="qwen", renorm="config", gguf_renorm=False,
+                      shared_expert=True),
+    "mixtral": dict(window_layers="all", moe="all", renorm="always", gguf_renorm=True),
+    "olmoe": dict(window_layers="none", qk_norm="full", moe="all", renorm="config", gguf_renorm=False),
 }
+# moe: which layers are sparse ("qwen": decoder_sparse_step and mlp_only_layers; "all"); renorm: whether the
+# top-k weights are renormalised ("always", or "config": norm_topk_prob, default false); gguf_renorm: the
+# rule llama.cpp applies to the family's GGUF files.
 HF_MODEL_TYPES = {"gemma3_text": "gemma3"}
+GGUF_FAMILIES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe"}  # and `llama` with experts: Mixtral
 DEFAULT_THETA = {"gemma3": 1000000.0}  # the config classes' defaults (transformers' Gemma3TextConfig)
 LLAMA_CPP_WINDOWS = {"llama": "all", "qwen2": "none", "qwen3": "none", "gemma2": "even", "gemma3": "pattern",
-                     "phi3": "all"}
+                     "phi3": "all", "mixtral": "all", "qwen3_moe": "none", "qwen2_moe": "none", "olmoe": "none"}
 GGUF_LOCAL_THETA = 10000.0  # llama.cpp's hard-coded Gemma 3 local base
 GGUF_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
 # A layer's tensors: the Model's key -> (Hugging Face name, llama.cpp's GGUF name).
@@ -59,6 +77,16 @@ LAYER_TENSORS = {
     "gate": ("mlp.gate_proj.weight", "ffn_gate.weight"), "up": ("mlp.up_proj.weight", "ffn_up.weight"),
     "gate_up": ("mlp.gate_up_proj.weight", "ffn_up.weight"), "down": ("mlp.down_proj.weight", "ffn_down.weight"),
 }
+# A sparse layer's tensors: router (experts, dim), experts' gate and up (experts, width, dim) and down
+# (experts, dim, width), the shared expert's gate/up (width, dim), down (dim, width) and its gate (dim).
+# Hugging Face names: per expert, the family's names (Mixtral's block_sparse_moe, w1 gate, w3 up, w2 down).
+HF_MOE_NAMES = {"mixtral": ("block_sparse_moe.gate.weight", "block_sparse_moe.experts.{}.{}.weight", "w1", "w3", "w2")}
+HF_MOE_DEFAULT = ("mlp.gate.weight", "mlp.experts.{}.{}.weight", "gate_proj", "up_proj", "down_proj")
+SHARED_TENSORS = {"sh_gate": ("mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"),
+                  "sh_up": ("mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"),
+                  "sh_down": ("mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"),
+                  "sh_router": ("mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight")}
+MOE_KEYS = ("router", "exp_gate", "exp_up", "exp_down") + tuple(SHARED_TENSORS)
 
 
 class Model:
@@ -82,6 +110,8 @@ class Model:
         self.theta, self.local_theta, self.rope_scaling = c["theta"], c.get("local_theta"), c.get("rope_scaling")
         self.inv_freq = self.rope_tables()
         self.spec = spec
+        self.moe = c.get("moe")  # None, or dict(n_experts, top_k, renorm)
+        self.routing_log = None  # a list to collect (layer, chosen experts (T, k), k-th minus (k+1)-th logit (T,))
         self.embedding = self.head = self.final_norm = None
         self.layers = []
 
@@ -96,7 +126,9 @@ class Model:
         out = ["rope_theta"] if self.theta != 10000.0 else []
         if any(self.windows):
             out.append("window")
-        out += [f for f in ("qkv_bias", "qk_norm", "sandwich", "fused") if self.spec.get(f)]
+        out += [f for f in ("qkv_bias", "qk_norm", "sandwich", "fused", "shared_expert") if self.spec.get(f)]
+        if self.moe:
+            out.append("moe_renorm")
         if self.gemma:
             out += ["norm_offset", "embed_scale", "activation"]
         if self.q_scale != self.hd ** -0.5:
@@ -135,6 +167,8 @@ class Model:
         elif feature == "local_rope":
             m.local_theta = None
             m.inv_freq = m.rope_tables()
+        elif feature == "moe_renorm":  # the other routing rule
+            m.moe = dict(self.moe, renorm=not self.moe["renorm"])
         for l in m.layers:
             if feature == "qkv_bias":
                 l["bq"] = l["bk"] = l["bv"] = None
@@ -144,6 +178,8 @@ class Model:
                 l["post_attn"] = l["post_ffn"] = None
             elif feature == "fused":  # up rows read as gate rows and back
                 l["gate"], l["up"] = l["up"], l["gate"]
+            elif feature == "shared_expert":
+                l["sh_router"] = None
         return m
 
 
@@ -175,14 +211,15 @@ def layer_windows(kind, n_layers, window, pattern=6, first=0):
     return [window if on(i) else 0 for i in range(n_layers)]
 
 
-def read_layer(spec, get, n_heads, n_kv, head_dim, gguf):
+def read_layer(spec, get, n_heads, n_kv, head_dim, gguf, sparse=False):
     """One layer's tensors (get(name) reads a tensor of the layer, named as the format names it); those the
-    family must have are required, the others None."""
-    keys = ["in_norm", "o", "down"] + (["qkv", "gate_up"] if spec.get("fused") else ["q", "k", "v", "gate", "up"])
+    family must have are required, the others None. A sparse layer's experts are read by the loader."""
+    keys = ["in_norm", "o"] + (["qkv", "gate_up"] if spec.get("fused") else ["q", "k", "v"])
+    keys += [] if sparse else ["down"] + ([] if spec.get("fused") else ["gate", "up"])
     keys += ["bq", "bk", "bv"] if spec.get("qkv_bias") else []
     keys += ["q_norm", "k_norm"] if spec.get("qk_norm") else []
     keys += ["post_attn", "pre_ffn", "post_ffn"] if spec.get("sandwich") else ["pre_ffn"]
-    l = dict.fromkeys(LAYER_TENSORS)
+    l = dict.fromkeys(list(LAYER_TENSORS) + list(MOE_KEYS))
     for key in keys:  # Llama-style HF files name the pre-FFN norm post_attention_layernorm
         l[key] = get("post_attention_layernorm.weight" if key == "pre_ffn" and not spec.get("sandwich") and not gguf
                      else LAYER_TENSORS[key][gguf])
@@ -255,8 +292,12 @@ def load_hf(directory):
     head_dim = c.get("head_dim") or dim // n_heads
     theta, scaling, local = hf_rope(c, family)
     gemma, caps = FAMILIES[family].get("gemma", False), FAMILIES[family].get("caps", (None, None))
+    spec = FAMILIES[family]
+    moe = spec.get("moe") and dict(n_experts=c.get("num_experts", c.get("num_local_experts")),
+                                   top_k=c["num_experts_per_tok"],
+                                   renorm=spec["renorm"] == "always" or c.get("norm_topk_prob", False))
     desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=c.get("num_key_value_heads", n_heads),
-                head_dim=head_dim, eps=c.get("rms_norm_eps", 1e-6), theta=theta, rope_scaling=scaling,
+                head_dim=head_dim, eps=c.get("rms_norm_eps", 1e-6), theta=theta, rope_scaling=scaling, moe=moe,
                 local_theta=local, windows=hf_windows(c, family, n_layers),
                 activation=c.get("hidden_activation", "gelu_pytorch_tanh") if gemma else c.get("hidden_act", "silu"),
                 q_scale=c.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else head_dim ** -0.5,
@@ -273,8 +314,24 @@ def load_hf(directory):
     assert m.head is not None, "untied model without lm_head.weight"
     for i in range(n_layers):
         get = lambda name, p=f"{prefix}layers.{i}.": w[p + name]  # noqa: E731 (KeyError: a missing tensor)
-        m.layers.append(read_layer(FAMILIES[family], get, n_heads, m.n_kv, head_dim, gguf=False))
+        sparse = bool(moe) and (spec["moe"] == "all" or (
+            i not in (c.get("mlp_only_layers") or []) and (i + 1) % c.get("decoder_sparse_step", 1) == 0))
+        l = read_layer(spec, get, n_heads, m.n_kv, head_dim, gguf=False, sparse=sparse)
+        if sparse:
+            router, expert, *parts = HF_MOE_NAMES.get(family, HF_MOE_DEFAULT)
+            l["router"] = get(router)
+            for key, part in zip(("exp_gate", "exp_up", "exp_down"), parts):
+                l[key] = np.stack([get(expert.format(e, part)) for e in range(moe["n_experts"])])
+            read_shared(spec, l, get, gguf=False)
+        m.layers.append(l)
     return m
+
+
+def read_shared(spec, l, get, gguf):
+    if spec.get("shared_expert"):
+        for key, names in SHARED_TENSORS.items():
+            l[key] = get(names[gguf])
+        l["sh_router"] = l["sh_router"].reshape(-1)  # (1, dim) in a directory, (dim) or (1, dim) in a GGUF
 
 
 # ---------------------------------------------------------------------------------------------------- GGUF
@@ -289,9 +346,11 @@ def load_gguf(path):
     from gguf.quants import dequantize
     reader = GGUFReader(path)
     arch = reader.fields["general.architecture"].contents()
-    family = arch
     kv = {k[len(arch) + 1:]: f.contents() for k, f in reader.fields.items() if k.startswith(arch + ".")}
     tensors = {t.name: t for t in reader.tensors}
+    family = GGUF_FAMILIES.get(arch, arch)
+    if arch == "llama" and any(name.endswith(".ffn_gate_inp.weight") for name in tensors):
+        family = "mixtral"
     n_layers, dim, n_heads = kv["block_count"], kv["embedding_length"], kv["attention.head_count"]
     head_dim = kv.get("attention.key_length", dim // n_heads)
     spec = FAMILIES[family]
@@ -304,7 +363,9 @@ def load_gguf(path):
                 activation="gelu_pytorch_tanh" if gemma else "silu",
                 q_scale=(dim // n_heads if is_27b else head_dim) ** -0.5,
                 attn_cap=kv.get("attn_logit_softcapping", caps[0]),
-                final_cap=kv.get("final_logit_softcapping", caps[1]))
+                final_cap=kv.get("final_logit_softcapping", caps[1]),
+                moe=spec.get("moe") and dict(n_experts=kv["expert_count"], top_k=kv["expert_used_count"],
+                                             renorm=spec["gguf_renorm"]))
     m = Model(family, desc)
 
     def get(name):
@@ -315,7 +376,14 @@ def load_gguf(path):
     m.embedding, m.final_norm = get("token_embd.weight"), get("output_norm.weight")
     m.head = m.embedding if "output.weight" not in tensors else get("output.weight")
     for i in range(n_layers):
-        l = read_layer(spec, lambda name, b=f"blk.{i}.": get(b + name), n_heads, m.n_kv, head_dim, gguf=True)
+        sparse = f"blk.{i}.ffn_gate_inp.weight" in tensors
+        layer_get = lambda name, b=f"blk.{i}.": get(b + name)  # noqa: E731
+        l = read_layer(spec, layer_get, n_heads, m.n_kv, head_dim, gguf=True, sparse=sparse)
+        if sparse:
+            for key, name in (("router", "ffn_gate_inp"), ("exp_gate", "ffn_gate_exps"), ("exp_up", "ffn_up_exps"),
+                              ("exp_down", "ffn_down_exps")):
+                l[key] = layer_get(name + ".weight")
+            read_shared(spec, l, layer_get, gguf=True)
         if arch == "llama":
             l["q"], l["k"] = unpermute_adjacent_pairs(l["q"], n_heads), unpermute_adjacent_pairs(l["k"], m.n_kv)
         m.layers.append(l)
@@ -363,6 +431,35 @@ def attention(m, i, q, k, v, cache, positions):
     return (s @ values.transpose(1, 0, 2)).transpose(1, 0, 2).reshape(len(positions), -1)
 
 
+def glu(m, h, gate, up, down):
+    return linear(activation(m, linear(h, gate)) * linear(h, up), down)
+
+
+def moe(m, i, l, h):
+    """Layer i's mixture of experts on rows h: softmax of the router logits, the top k of it (renormalised
+    when m.moe says), the chosen experts' outputs weighted by it, plus the gated shared expert if any."""
+    k = m.moe["top_k"]
+    router = linear(h, l["router"])  # (T, experts)
+    order = np.argsort(-router, axis=-1, kind="stable")
+    top = order[:, :k]  # (T, k)
+    probs = np.exp(router - router.max(axis=-1, keepdims=True))
+    probs /= probs.sum(axis=-1, keepdims=True)
+    weights = np.take_along_axis(probs, top, axis=-1)
+    if m.moe["renorm"]:
+        weights /= weights.sum(axis=-1, keepdims=True)
+    out = np.zeros_like(h)
+    for e in np.unique(top):
+        rows, slots = np.nonzero(top == e)
+        out[rows] += weights[rows, slots][:, None] * glu(m, h[rows], l["exp_gate"][e], l["exp_up"][e], l["exp_down"][e])
+    if l["sh_router"] is not None:
+        gate = 1.0 / (1.0 + np.exp(-(h @ l["sh_router"])))
+        out += gate[:, None] * glu(m, h, l["sh_gate"], l["sh_up"], l["sh_down"])
+    if m.routing_log is not None and k < router.shape[1]:
+        ranked = np.take_along_axis(router, order, axis=-1)
+        m.routing_log.append((i, top, ranked[:, k - 1] - ranked[:, k]))
+    return out
+
+
 def forward(m, tokens, seqs, positions, caches, rows):
     """Final hidden states (normed) of `rows` of a ragged batch: token t of sequence seqs[t] at positions[t];
     a sequence's rows are consecutive and continue the keys and values its cache holds."""
@@ -370,10 +467,12 @@ def forward(m, tokens, seqs, positions, caches, rows):
     n = len(tokens)
     for i, l in enumerate(m.layers):
         h = rms_norm(m, x, l["in_norm"])
-        q = linear(h, l["q"], l["bq"]).reshape(n, m.n_heads, m.hd)
-        k = linear(h, l["k"], l["bk"]).reshape(n, m.n_kv, m.hd)
+        q, k = linear(h, l["q"], l["bq"]), linear(h, l["k"], l["bk"])
+        if l["q_norm"] is not None and m.spec.get("qk_norm") == "full":  # OLMoE: over the whole projection
+            q, k = rms_norm(m, q, l["q_norm"]), rms_norm(m, k, l["k_norm"])
+        q, k = q.reshape(n, m.n_heads, m.hd), k.reshape(n, m.n_kv, m.hd)
         v = linear(h, l["v"], l["bv"]).reshape(n, m.n_kv, m.hd)
-        if l["q_norm"] is not None:
+        if l["q_norm"] is not None and m.spec.get("qk_norm") != "full":
             q, k = rms_norm(m, q, l["q_norm"]), rms_norm(m, k, l["k_norm"])
         q, k = rope(q, positions, m.inv_freq[i]), rope(k, positions, m.inv_freq[i])
         att = np.empty((n, m.n_heads * m.hd))
@@ -383,7 +482,7 @@ def forward(m, tokens, seqs, positions, caches, rows):
         att = linear(att, l["o"])
         x = x + (rms_norm(m, att, l["post_attn"]) if l["post_attn"] is not None else att)
         h = rms_norm(m, x, l["pre_ffn"])
-        ffn = linear(activation(m, linear(h, l["gate"])) * linear(h, l["up"]), l["down"])
+        ffn = moe(m, i, l, h) if l["router"] is not None else glu(m, h, l["gate"], l["up"], l["down"])
         x = x + (rms_norm(m, ffn, l["post_ffn"]) if l["post_ffn"] is not None else ffn)
     return rms_norm(m, x[rows], m.final_norm)
 

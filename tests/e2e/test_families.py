@@ -82,7 +82,8 @@ def check_inspect(label, model, arch):
 
 start = time.time()
 families_checked = set()
-for name, spec in tiny_models.MODELS.items():
+dense_models = {name: spec for name, spec in tiny_models.MODELS.items() if not spec.get("moe")}  # MoE: test_moe.py
+for name, spec in dense_models.items():
     family = spec["family"]
     weights = tiny_models.random_weights(name)
     hf_dir = os.path.join(work, name)
@@ -106,5 +107,5 @@ for name, spec in tiny_models.MODELS.items():
         base = outputs(hf_dir)
         for options in INVARIANCE:
             c.check(outputs(hf_dir, options) == base, f"{name}: outputs change with {options}")
-print(f"{len(tiny_models.MODELS)} models in {time.time() - start:.1f} s")
+print(f"{len(dense_models)} models in {time.time() - start:.1f} s")
 c.done()

@@ -10,7 +10,18 @@ MODELS names each model: its family, config fields over BASE, how its directory 
 transformers 4 saves (rope_theta, rope_local_base_freq, sliding_window_pattern), "v5" as transformers 5
 saves (rope_parameters instead of rope_theta, layer_types, dtype), "multimodal" as Gemma 3 4B+ ships
 (model_type gemma3, text_config, language_model.model. tensors)), its safetensors dtype and shards, and
-whether a GGUF is written too (llama.cpp keeps no Qwen window and no layer_types: directory-only models)."""
+whether a GGUF is written too (llama.cpp keeps no Qwen window and no layer_types: directory-only models).
+
+Mixtures of experts (MOE_MODELS, rows of MODELS with `moe`: Qwen3-MoE, Qwen2-MoE, Mixtral, OLMoE): their
+directories name experts as the Hub ships them (mlp.gate router (experts, dim), mlp.experts.M.{gate,up,down}_proj;
+Qwen2-MoE's mlp.shared_expert.* and mlp.shared_expert_gate (1, dim); Mixtral's block_sparse_moe.gate and
+experts.M.w1 (gate), w3 (up), w2 (down)); their GGUFs stack the experts as llama.cpp's converter does
+(ffn_gate_inp (experts, dim), ffn_{gate,up}_exps (experts, width, dim), ffn_down_exps (experts, dim, width),
+Qwen2-MoE's ffn_*_shexp and ffn_gate_inp_shexp (dim)), under arch qwen3moe, qwen2moe, olmoe, and `llama` for
+Mixtral (q/k permuted), with {arch}.expert_count, expert_used_count and, for the Qwen models,
+expert_feed_forward_length and expert_shared_feed_forward_length (Mixtral's and OLMoE's expert width is
+their intermediate_size, feed_forward_length). Router weights are scaled up (ROUTER_SCALE) so that
+tokens pick different experts with clear gaps between the k-th and the (k+1)-th router logit."""
 import json
 import os
 import struct
@@ -49,8 +60,31 @@ MODELS = {
         layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
         rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling={"rope_type": "linear", "factor": 4.0})),
     "phi3": dict(family="phi3", config=dict(model_type="phi3", sliding_window=12, rms_norm_eps=1e-5)),
+    # Mixtures of experts. norm_topk_prob: Qwen3-MoE renormalises (as llama.cpp always does for qwen3moe),
+    # Qwen2-MoE and OLMoE do not (llama.cpp never does for theirs); Mixtral always does (no field).
+    "qwen3-moe": dict(family="qwen3_moe", moe=True, config=dict(
+        model_type="qwen3_moe", head_dim=32, rope_theta=1000000.0, num_experts=8, num_experts_per_tok=2,
+        moe_intermediate_size=48, decoder_sparse_step=1, mlp_only_layers=[1], norm_topk_prob=True,
+        use_sliding_window=False)),
+    "qwen2-moe": dict(family="qwen2_moe", moe=True, dtype="BF16", config=dict(
+        model_type="qwen2_moe", rope_theta=1000000.0, num_experts=6, num_experts_per_tok=2,
+        moe_intermediate_size=40, shared_expert_intermediate_size=80, decoder_sparse_step=1, mlp_only_layers=[],
+        norm_topk_prob=False, use_sliding_window=False)),
+    "mixtral": dict(family="mixtral", moe=True, config=dict(
+        model_type="mixtral", rope_theta=1000000.0, num_local_experts=4, num_experts_per_tok=2,
+        intermediate_size=64, sliding_window=None)),
+    "olmoe": dict(family="olmoe", moe=True, config=dict(
+        model_type="olmoe", num_experts=8, num_experts_per_tok=2, intermediate_size=48, norm_topk_prob=False,
+        rms_norm_eps=1e-5, clip_qkv=None)),
 }
-GGUF_ARCH = {"mistral": "llama"}
+MOE_MODELS = [name for name, spec in MODELS.items() if spec.get("moe")]
+GGUF_ARCH = {"mistral": "llama", "mixtral": "llama", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe"}
+ROUTER_SCALE = 4.0
+# The Hugging Face names of a sparse layer's router and experts, after "model.layers.N.".
+MOE_NAMES = {"mixtral": dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.{}.weight",
+                             gate="w1", up="w3", down="w2")}
+MOE_NAMES_DEFAULT = dict(router="mlp.gate.weight", expert="mlp.experts.{}.{}.weight",
+                         gate="gate_proj", up="up_proj", down="down_proj")
 EMBED_STD = {"tied": 0.15, "gemma2": 0.125, "gemma3": 0.07}
 
 
@@ -59,6 +93,39 @@ def config_of(name):
     c.update(MODELS[name]["config"])
     c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
     return c
+
+
+def num_experts(c):
+    return c.get("num_experts", c.get("num_local_experts", 0))
+
+
+def is_sparse_layer(c, i):
+    """Whether layer i of a model with config c is a mixture of experts (the Qwen MoE rule, which the other
+    families satisfy with their defaults: every layer)."""
+    return (num_experts(c) > 0 and i not in c.get("mlp_only_layers", [])
+            and (i + 1) % c.get("decoder_sparse_step", 1) == 0)
+
+
+def moe_names(family):
+    return MOE_NAMES.get(family, MOE_NAMES_DEFAULT)
+
+
+def moe_weights(c, family, linear):
+    """HF-named tensors of one sparse layer (after "model.layers.N.")."""
+    names, dim = moe_names(family), c["hidden_size"]
+    width = c.get("moe_intermediate_size", c["intermediate_size"])
+    w = {names["router"]: linear(num_experts(c), dim) * np.float32(ROUTER_SCALE)}
+    for e in range(num_experts(c)):
+        w[names["expert"].format(e, names["gate"])] = linear(width, dim)
+        w[names["expert"].format(e, names["up"])] = linear(width, dim)
+        w[names["expert"].format(e, names["down"])] = linear(dim, width)
+    if c.get("shared_expert_intermediate_size"):
+        shared = c["shared_expert_intermediate_size"]
+        w["mlp.shared_expert.gate_proj.weight"], w["mlp.shared_expert.up_proj.weight"] = \
+            linear(shared, dim), linear(shared, dim)
+        w["mlp.shared_expert.down_proj.weight"] = linear(dim, shared)
+        w["mlp.shared_expert_gate.weight"] = linear(1, dim) * np.float32(2.0)
+    return w
 
 
 def to_bf16(a):
@@ -96,16 +163,21 @@ def random_weights(name):
         else:
             for x, t in (("q", q), ("k", k), ("v", v)):
                 w[p + f"self_attn.{x}_proj.weight"] = t
-        if family == "qwen2":
+        if family in ("qwen2", "qwen2_moe"):
             for x, n in (("q", q_dim), ("k", kv_dim), ("v", kv_dim)):
                 w[p + f"self_attn.{x}_proj.bias"] = rng.uniform(-0.5, 0.5, n).astype(np.float32)
-        if family in ("qwen3", "gemma3"):
+        if family in ("qwen3", "qwen3_moe", "gemma3"):
             w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm(hd), norm(hd)
+        if family == "olmoe":  # over the whole projection
+            w[p + "self_attn.q_norm.weight"], w[p + "self_attn.k_norm.weight"] = norm(q_dim), norm(kv_dim)
         w[p + "self_attn.o_proj.weight"] = linear(dim, q_dim)
         w[p + "post_attention_layernorm.weight"] = norm(dim)
         if gemma:
             w[p + "pre_feedforward_layernorm.weight"] = norm(dim)
             w[p + "post_feedforward_layernorm.weight"] = norm(dim)
+        if is_sparse_layer(c, i):
+            w.update({p + k: t for k, t in moe_weights(c, family, linear).items()})
+            continue
         gate, up = linear(hidden, dim), linear(hidden, dim)
         if family == "phi3":
             w[p + "mlp.gate_up_proj.weight"] = np.concatenate([gate, up])
@@ -203,8 +275,8 @@ def permute_for_adjacent_pairs(w, n_heads):
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf_metadata(writer, name, arch):
-    c, family = config_of(name), MODELS[name]["family"]
+def write_gguf_metadata(writer, name, arch, c):
+    family = MODELS[name]["family"]
     p = arch + "."
     for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", c["hidden_size"]),
                        ("block_count", c["num_hidden_layers"]), ("feed_forward_length", c["intermediate_size"]),
@@ -217,6 +289,13 @@ def write_gguf_metadata(writer, name, arch):
     writer.add_float32(p + "rope.freq_base", c["rope_theta"])
     if c.get("sliding_window") and family in ("mistral", "gemma2", "gemma3", "phi3"):
         writer.add_uint32(p + "attention.sliding_window", c["sliding_window"])
+    if MODELS[name].get("moe"):
+        writer.add_uint32(p + "expert_count", num_experts(c))
+        writer.add_uint32(p + "expert_used_count", c["num_experts_per_tok"])
+        for key, field in (("expert_feed_forward_length", "moe_intermediate_size"),
+                           ("expert_shared_feed_forward_length", "shared_expert_intermediate_size")):
+            if c.get(field):
+                writer.add_uint32(p + key, c[field])
     if family == "gemma2":
         writer.add_float32(p + "attn_logit_softcapping", c["attn_logit_softcapping"])
         writer.add_float32(p + "final_logit_softcapping", c["final_logit_softcapping"])
@@ -231,15 +310,34 @@ def write_gguf_metadata(writer, name, arch):
     writer.add_add_bos_token(False)
 
 
-def write_gguf(path, name, weights):
+def put_moe(put, b, layer, c, family):
+    """A sparse layer's tensors as llama.cpp's converter writes them: experts stacked into 3-D tensors."""
+    names = moe_names(family)
+    put(b + "ffn_gate_inp.weight", layer[names["router"]])
+    for x in ("gate", "up", "down"):
+        put(b + f"ffn_{x}_exps.weight",
+            np.stack([layer[names["expert"].format(e, names[x])] for e in range(num_experts(c))]))
+    if "mlp.shared_expert_gate.weight" in layer:
+        for x in ("gate", "up", "down"):
+            put(b + f"ffn_{x}_shexp.weight", layer[f"mlp.shared_expert.{x}_proj.weight"])
+        put(b + "ffn_gate_inp_shexp.weight", layer["mlp.shared_expert_gate.weight"].reshape(-1))
+
+
+def write_gguf(path, name, weights, config=None, edits=None):
+    """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
+    tensor name -> its replacement, or None to leave it out) are given."""
     import gguf
-    c, family = config_of(name), MODELS[name]["family"]
+    c, family = config or config_of(name), MODELS[name]["family"]
     arch = GGUF_ARCH.get(family, family)
     gemma = family.startswith("gemma")
     writer = gguf.GGUFWriter(path, arch)
-    write_gguf_metadata(writer, name, arch)
+    write_gguf_metadata(writer, name, arch, c)
 
     def put(gguf_name, t):
+        if edits and gguf_name in edits:
+            t = edits[gguf_name]
+            if t is None:
+                return
         if gemma and gguf_name.endswith("norm.weight"):
             t = t + np.float32(1.0)
         writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float32))
@@ -259,8 +357,6 @@ def write_gguf(path, name, weights):
             put(b + "attn_q.weight", q)
             put(b + "attn_k.weight", k)
             put(b + "attn_v.weight", weights[h + "self_attn.v_proj.weight"])
-            put(b + "ffn_gate.weight", weights[h + "mlp.gate_proj.weight"])
-            put(b + "ffn_up.weight", weights[h + "mlp.up_proj.weight"])
         for x in "qkv":
             if h + f"self_attn.{x}_proj.bias" in weights:
                 put(b + f"attn_{x}.bias", weights[h + f"self_attn.{x}_proj.bias"])
@@ -274,7 +370,13 @@ def write_gguf(path, name, weights):
             put(b + "post_ffw_norm.weight", weights[h + "post_feedforward_layernorm.weight"])
         else:
             put(b + "ffn_norm.weight", weights[h + "post_attention_layernorm.weight"])
-        put(b + "ffn_down.weight", weights[h + "mlp.down_proj.weight"])
+        if is_sparse_layer(c, i):
+            put_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)}, c, family)
+        elif family != "phi3":
+            for x in ("gate", "up", "down"):
+                put(b + f"ffn_{x}.weight", weights[h + f"mlp.{x}_proj.weight"])
+        else:
+            put(b + "ffn_down.weight", weights[h + "mlp.down_proj.weight"])
     put("output_norm.weight", weights["model.norm.weight"])
     if "lm_head.weight" in weights:
         put("output.weight", weights["lm_head.weight"])
