@@ -231,8 +231,11 @@ def write_gguf_metadata(writer, name, arch):
     writer.add_add_bos_token(False)
 
 
-def write_gguf(path, name, weights):
+def write_gguf(path, name, weights, ffn_qtype=None):
+    """The GGUF of `name` with `weights`; ffn_qtype (a gguf.GGMLQuantizationType) quantizes the FFN
+    matrices with the gguf package, the rest stays float32."""
     import gguf
+    from gguf.quants import quantize
     c, family = config_of(name), MODELS[name]["family"]
     arch = GGUF_ARCH.get(family, family)
     gemma = family.startswith("gemma")
@@ -242,7 +245,11 @@ def write_gguf(path, name, weights):
     def put(gguf_name, t):
         if gemma and gguf_name.endswith("norm.weight"):
             t = t + np.float32(1.0)
-        writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float32))
+        t = np.ascontiguousarray(t, dtype=np.float32)
+        if ffn_qtype is not None and gguf_name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down"):
+            writer.add_tensor(gguf_name, quantize(t, ffn_qtype), raw_dtype=ffn_qtype)
+        else:
+            writer.add_tensor(gguf_name, t)
 
     put("token_embd.weight", weights["model.embed_tokens.weight"])
     for i in range(c["num_hidden_layers"]):
