@@ -9,12 +9,14 @@ product would turn into NaN); 19 rows (a whole panel of lanes and a partial one)
 
 Then a greedy run: the tiny Llama of tiny_models.py with its FFN matrices quantized to MXFP4 by the gguf
 package gives the tokens of the float64 reference (family_reference.py) on the gguf package's dequantized
-weights, up to each request's first step whose top-2 margin is at most 1e-3."""
+weights, up to each request's first step whose top-2 margin is at most 1e-3. And bad MXFP4 files: tiny-spm's
+GGUF with one float32 tensor's type set to MXFP4 (its size then disagrees with its shape), or one with rows of
+172 (not whole blocks): `cbatch run` exits 1 naming the tensor, before any request runs."""
 import os
 import subprocess
 import sys
 
-from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, need_modules, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
 np, gguf = need_modules("numpy", "gguf")
 from gguf.quants import dequantize  # noqa: E402
@@ -101,5 +103,27 @@ def check_mxfp4_greedy():
     c.check(compared >= 0.8 * len(prompts) * num_tokens, f"MXFP4 FFN model: only {compared} decisive tokens")
 
 
+
+def check_bad_mxfp4():
+    import struct
+    original = open(tiny_spm_gguf(), "rb").read()
+    prompts_path, out = os.path.join(work, "one.jsonl"), os.path.join(work, "bad-out.jsonl")
+    write_jsonl(prompts_path, [{"id": 0, "prompt": "a dream", "max_tokens": 4}])
+    for tensor, says in (("blk.0.attn_q.weight", "its size disagrees with its shape and type"),
+                         ("blk.1.ffn_down.weight", "has 172 columns, not a multiple of the mxfp4 block size")):
+        key = struct.pack("<Q", len(tensor)) + tensor.encode()
+        at = original.index(key) + len(key)  # then u32 n_dims, u64 dims[n_dims], u32 type
+        type_at = at + 4 + 8 * struct.unpack_from("<I", original, at)[0]
+        bad = bytearray(original)
+        struct.pack_into("<I", bad, type_at, Q.MXFP4.value)
+        path = os.path.join(work, "bad-mxfp4.gguf")
+        open(path, "wb").write(bad)
+        proc = run(["run", prompts_path, "-o", out, "--model", path, "--device", "cpu"], check=False)
+        c.check(proc.returncode == 1 and f"'{tensor}'" in proc.stderr and says in proc.stderr,
+                f"MXFP4 {tensor}: exit {proc.returncode}, expected 1 with a message naming it: {proc.stderr[-500:]}")
+        c.check(not os.path.exists(out) or not read_jsonl(out), f"MXFP4 {tensor}: results were written")
+
+
 check_mxfp4_greedy()
+check_bad_mxfp4()
 c.done()
