@@ -1,7 +1,7 @@
 // Blocked panels of the CPU matmul (layout: cpu_matmul_blocks.hpp): regrouping a panel's rows of GGUF
 // blocks at load, and decoding a whole panel to fp32. A block column (one ggml block of each lane) becomes
 // block-elements / 32 groups: each lane's sub-block scales go to the groups' scale arrays, its codes to a
-// row of 32 per group (Q8_0, Q4_0, Q4_1 and IQ4_NL: straight from the block), and the rows are transposed
+// row of 32 per group (Q8_0, Q4_0, Q4_1, IQ4_NL and MXFP4: straight from the block), and the rows are transposed
 // into k-major order.
 #include "engine/cpu/cpu_matmul_blocks.hpp"
 

@@ -3,7 +3,7 @@
 // Q6_K), the lanes' fp32 scales s[kLanes] and, for the types with an offset, their offsets b[kLanes]
 // (K-quant scales and minimums multiplied out at load); then the codes of its 32 k in k order: a byte per
 // lane (int8 values: Q8_0, Q5_*, Q5_K, Q6_K), or kLanes / 2 bytes of nibbles whose low nibble is lane j and
-// high nibble lane j + kLanes / 2 (Q4_*, Q2_K, Q3_K, Q4_K, IQ4_*: a nibble's value through the type's
+// high nibble lane j + kLanes / 2 (Q4_*, Q2_K, Q3_K, Q4_K, IQ4_*, MXFP4: a nibble's value through the type's
 // 16-entry table). A group decodes to exactly the values tensor_rows_to_f32 gives, through the formulas
 // of quant_blocks.hpp; lanes past N decode to +0, as the fp32 panels' padding.
 #pragma once

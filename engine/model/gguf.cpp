@@ -4,6 +4,7 @@
 // u64 offset), padding to general.alignment, then the data section. Strings are u64 length + bytes.
 #include "engine/model/gguf.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/base/error.hpp"
@@ -196,6 +197,7 @@ bool to_dtype(uint32_t ggml_type, DType& dtype) {
     case 14: dtype = DType::kQ6_K; return true;
     case 20: dtype = DType::kIQ4_NL; return true;
     case 23: dtype = DType::kIQ4_XS; return true;
+    case 39: dtype = DType::kMXFP4; return true;
     case 30:
       dtype = DType::kBF16;
       return true;
@@ -264,6 +266,7 @@ GgufFile::GgufFile(const std::string& path) : file_(std::make_shared<MappedFile>
   }
   data_offset_ = (r.pos() + alignment_ - 1) / alignment_ * alignment_;
   check_tensor_bounds();
+  check_tensor_spacing();
 }
 
 void GgufFile::check_tensor_bounds() const {
@@ -290,6 +293,31 @@ void GgufFile::check_tensor_bounds() const {
                   std::to_string(t.cols()) + " " + std::string(dtype_name(t.dtype)) +
                   ") extends beyond the end of the file (" + std::to_string(file_size) +
                   " bytes): the file is truncated or corrupt");
+    }
+  }
+}
+
+// ggml writes the tensors back to back, each padded to the alignment (and its reader requires it): a tensor
+// whose shape and type need more or fewer bytes than lie before the next one (blocks of the wrong size, a
+// wrong type or shape) would be read as garbage. Tensors of unsupported types have no known size here.
+void GgufFile::check_tensor_spacing() const {
+  std::vector<const GgufTensorInfo*> by_offset;
+  for (const GgufTensorInfo& t : tensors_) by_offset.push_back(&t);
+  std::stable_sort(by_offset.begin(), by_offset.end(),
+                   [](const GgufTensorInfo* a, const GgufTensorInfo* b) { return a->offset < b->offset; });
+  for (size_t i = 0; i + 1 < by_offset.size(); ++i) {
+    const GgufTensorInfo& t = *by_offset[i];
+    const GgufTensorInfo& next = *by_offset[i + 1];
+    if (!t.is_supported) continue;
+    // Fits the file (check_tensor_bounds), so no overflow.
+    const uint64_t bytes = static_cast<uint64_t>(t.rows()) * static_cast<uint64_t>(row_bytes(t.dtype, t.cols()));
+    const uint64_t padded = (bytes + alignment_ - 1) / alignment_ * alignment_;
+    if (next.offset - t.offset != padded) {
+      throw Error("'" + path() + "': tensor '" + t.name + "' (offset " + std::to_string(t.offset) + ", " +
+                  std::to_string(t.rows()) + " x " + std::to_string(t.cols()) + " " +
+                  std::string(dtype_name(t.dtype)) + ": " + std::to_string(bytes) + " bytes) has " +
+                  std::to_string(next.offset - t.offset) + " bytes before the next tensor '" + next.name +
+                  "': its size disagrees with its shape and type");
     }
   }
 }

@@ -93,6 +93,7 @@ class GgufFile {
  private:
   const GgufValue& require(std::string_view key, bool ok_type(const GgufValue&), const char* expected) const;
   void check_tensor_bounds() const;
+  void check_tensor_spacing() const;
 
   std::shared_ptr<const MappedFile> file_;
   uint32_t version_ = 0;

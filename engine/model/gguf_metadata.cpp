@@ -39,7 +39,8 @@ std::string ggml_type_name(uint32_t ggml_type) {
   static const char* const kNames[] = {
       "F32",   "F16",    "Q4_0", "Q4_1", "Q4_2", "Q4_3",    "Q5_0",   "Q5_1",    "Q8_0",  "Q8_1",   "Q2_K",
       "Q3_K",  "Q4_K",   "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",
-      "IQ2_S", "IQ4_XS", "I8",   "I16",  "I32",  "I64",     "F64",    "IQ1_M",   "BF16"};
+      "IQ2_S", "IQ4_XS", "I8",   "I16",  "I32",  "I64",     "F64",    "IQ1_M",   "BF16",  "Q4_0_4_4", "Q4_0_4_8",
+      "Q4_0_8_8", "TQ1_0", "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   if (ggml_type < sizeof(kNames) / sizeof(kNames[0])) return kNames[ggml_type];
   return "type " + std::to_string(ggml_type);
 }
@@ -112,7 +113,7 @@ TensorView GgufFile::tensor_view(const GgufTensorInfo& info) const {
     throw Error("'" + path() + "': tensor '" + info.name + "' has ggml type " +
                 ggml_type_name(info.ggml_type) + " (" + std::to_string(info.ggml_type) +
                 "), which cbatch does not support (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, "
-                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)");
+                "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4)");
   }
   TensorView view;
   view.name = info.name;

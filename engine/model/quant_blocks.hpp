@@ -5,7 +5,8 @@
 // float32 values: a product is rounded before its offset is added, never fused (product_rounded), whatever
 // the compiler's contraction setting. (With stored data the product, an f16 scale times a sub-block scale
 // of at most 8 bits times a code of at most 8, is exact anyway, so only the addition rounds.) Block layouts
-// (bytes, in order) are ggml's. Host and device code: no CUDA include.
+// (bytes, in order) are ggml's; an HF checkpoint's MXFP4 pairs become ggml's blocks at load (mxfp4_hf.hpp).
+// Host and device code: no CUDA include.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -111,6 +112,24 @@ CBATCH_HOST_DEVICE inline int bit32(const uint8_t* qh, int e) { return (qh[e / 8
 CBATCH_HOST_DEVICE constexpr int iq4_value(int code) {
   const uint64_t word = code < 8 ? 0xF6EADDCFBFAD9881ull : 0x7159453526190D01ull;
   return static_cast<int8_t>(static_cast<uint8_t>(word >> (8 * (code & 7))));
+}
+// MXFP4's E2M1 codes (sign, 2 exponent bits, 1 mantissa bit: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives) doubled to integers, as ggml's kvalues_mxfp4: code 8 (-0) is +0.
+CBATCH_HOST_DEVICE constexpr int mxfp4_value(int code) {
+  const int magnitude = (0x0C08060403020100ull >> (8 * (code & 7))) & 0xFF;
+  return code < 8 ? magnitude : -magnitude;
+}
+// Half of the E8M0 scale 2^(e - 127), the factor of the doubled codes: 2^(e - 128), exact (e 0 and 1 give
+// the fp32 subnormals 2^-128 and 2^-127; e 255, NaN in the OCP format, is 2^127 as in ggml).
+CBATCH_HOST_DEVICE inline float e8m0_half(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+#endif
 }
 // Q4_K/Q5_K: the 6-bit scale and minimum of sub-block j (< 8), packed in 12 bytes.
 CBATCH_HOST_DEVICE inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
@@ -267,6 +286,15 @@ struct BlockFormat<DType::kIQ4_XS> {  // d, scales_h (u16: 8 x 2 bits), scales_l
   }
 };
 
+template <>
+struct BlockFormat<DType::kMXFP4> {  // e (E8M0), qs[16] (as Q4_0); x = 2^(e - 128) * mxfp4_value(q)
+  static constexpr int kElems = 32, kBytes = 17, kSubElems = 32, kCodeBits = 4, kRawCodes = 1;
+  static constexpr Formula kFormula = Formula::kScaled;  // a power of two times a small integer: exact
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 1, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return mxfp4_value(c); }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {e8m0_half(b[0]), 0.0f}; }
+};
+
 // Element e of one block of format F.
 template <class F>
 CBATCH_HOST_DEVICE inline float block_element(const uint8_t* block, int e) {
@@ -304,6 +332,7 @@ decltype(auto) with_block_format(DType dtype, Fn&& fn) {
     case DType::kQ5_K: return fn(BlockFormat<DType::kQ5_K>{});
     case DType::kQ6_K: return fn(BlockFormat<DType::kQ6_K>{});
     case DType::kIQ4_XS: return fn(BlockFormat<DType::kIQ4_XS>{});
+    case DType::kMXFP4: return fn(BlockFormat<DType::kMXFP4>{});
     default: throw Error("internal error: " + std::string(dtype_name(dtype)) + " is not a block type");
   }
 }

@@ -97,10 +97,14 @@ void SafetensorsFile::read_header() {
   }
 }
 
-TensorView SafetensorsFile::view(std::string_view name) const {
+const SafetensorsTensor& SafetensorsFile::entry(std::string_view name) const {
   auto it = tensors_.find(name);
   if (it == tensors_.end()) throw Error("'" + path() + "': tensor '" + std::string(name) + "' is missing");
-  const SafetensorsTensor& t = it->second;
+  return it->second;
+}
+
+TensorView SafetensorsFile::view(std::string_view name) const {
+  const SafetensorsTensor& t = entry(name);
   if (!t.is_supported) {
     throw Error("'" + path() + "': tensor '" + std::string(name) + "' has dtype " + t.dtype +
                 ", which cbatch does not support (supported: F32, F16, BF16)");
@@ -111,7 +115,7 @@ TensorView SafetensorsFile::view(std::string_view name) const {
   v.cols = t.shape.empty() ? 1 : t.shape.back();
   v.rows = 1;
   for (size_t d = 0; d + 1 < t.shape.size(); ++d) v.rows *= t.shape[d];
-  v.data = file_->data() + data_offset_ + t.begin;
+  v.data = bytes(t);
   return v;
 }
 

@@ -34,6 +34,9 @@ class SafetensorsFile {
   bool has(std::string_view name) const { return tensors_.count(name) != 0; }
   // A view into the mapping; throws when the tensor is missing or of an unsupported dtype.
   TensorView view(std::string_view name) const;
+  // A tensor's entry and its bytes in the mapping (any dtype); throws when it is missing.
+  const SafetensorsTensor& entry(std::string_view name) const;
+  const uint8_t* bytes(const SafetensorsTensor& tensor) const { return file_->data() + data_offset_ + tensor.begin; }
 
  private:
   void read_header();

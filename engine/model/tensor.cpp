@@ -79,6 +79,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kQ6_K: return "q6_k";
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
+    case DType::kMXFP4: return "mxfp4";
   }
   return "?";
 }

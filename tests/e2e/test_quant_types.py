@@ -1,15 +1,22 @@
 """Every GGUF block type cbatch reads (Q8_0, Q4_0, Q4_1, and Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q5_0, Q5_1,
-IQ4_NL, IQ4_XS) decodes to exactly the `gguf` package's dequantized float32 values, both as
+IQ4_NL, IQ4_XS, MXFP4) decodes to exactly the `gguf` package's dequantized float32 values, both as
 tensor_rows_to_f32 gives them and as the CPU matmul sees them kept in blocks (the product of the
 identity and W^T through its one-row and many-row kernels; -0 comes out as +0 there). Each tensor holds
 random blocks: random bytes (every scale, minimum, sign, high bit and sub-block code occurs) with the f16
-super-scales set to finite values of both signs and many magnitudes (subnormals and zeros too); 19 rows (a whole panel of lanes and
-a partial one) of 4 blocks."""
+super-scales set to finite values of both signs and many magnitudes (subnormals and zeros too), MXFP4's
+E8M0 scale bytes to 2^-28..2^22 and the subnormal 2^-128 and 2^-127 (no infinities, which the identity
+product would turn into NaN); 19 rows (a whole panel of lanes and a partial one) of 4 blocks.
+
+Then a greedy run: the tiny Llama of tiny_models.py with its FFN matrices quantized to MXFP4 by the gguf
+package gives the tokens of the float64 reference (family_reference.py) on the gguf package's dequantized
+weights, up to each request's first step whose top-2 margin is at most 1e-3. And bad MXFP4 files: tiny-spm's
+GGUF with one float32 tensor's type set to MXFP4 (its size then disagrees with its shape), or one with rows of
+172 (not whole blocks): `cbatch run` exits 1 naming the tensor, before any request runs."""
 import os
 import subprocess
 import sys
 
-from common import Checks, need_modules, tmpdir
+from common import Checks, need_modules, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
 np, gguf = need_modules("numpy", "gguf")
 from gguf.quants import dequantize  # noqa: E402
@@ -26,6 +33,7 @@ TYPES = {
     Q.Q5_0: (32, 22, [0]), Q.Q5_1: (32, 24, [0, 2]), Q.IQ4_NL: (32, 18, [0]),
     Q.Q2_K: (256, 84, [80, 82]), Q.Q3_K: (256, 110, [108]), Q.Q4_K: (256, 144, [0, 2]),
     Q.Q5_K: (256, 176, [0, 2]), Q.Q6_K: (256, 210, [208]), Q.IQ4_XS: (256, 136, [0]),
+    Q.MXFP4: (32, 17, []),  # its scale, byte 0, is set below
 }
 rng = np.random.default_rng(7)
 work = tmpdir()
@@ -41,6 +49,9 @@ for qtype, (elems, size, scales) in TYPES.items():
         values = np.exp2(mag) * rng.choice([-1, 1], size=mag.shape) * (rng.random(mag.shape) > 0.05)
         values = values.astype(np.float16)
         raw[:, :, off:off + 2] = values.view(np.uint8).reshape(rows, blocks_per_row, 2)
+    if qtype == Q.MXFP4:  # 2^(e - 128): e 100..150, sometimes 0 or 1
+        raw[:, :, 0] = np.where(rng.random((rows, blocks_per_row)) < 0.1, rng.integers(0, 2, (rows, blocks_per_row)),
+                                rng.integers(100, 151, (rows, blocks_per_row)))
     raw = raw.reshape(rows, blocks_per_row * size)
     writer.add_tensor(qtype.name, raw, raw_dtype=qtype)
     expected[qtype.name] = dequantize(raw, qtype).astype(np.float32).reshape(rows, blocks_per_row * elems)
@@ -63,4 +74,56 @@ for name, want in expected.items():
         bad = np.flatnonzero(got.view(np.uint32) != ref.view(np.uint32))
         c.check(bad.size == 0, f"{what}: {bad.size} values differ from gguf's, first at {bad[:3]}: "
                                f"{got[bad[:3]]} vs {ref[bad[:3]]}")
+
+
+def check_mxfp4_greedy():
+    import family_reference as reference
+    import tiny_models
+    name, num_tokens, margin = "llama", 16, 1e-3
+    model_path = os.path.join(work, "llama-mxfp4.gguf")
+    tiny_models.write_gguf(model_path, name, tiny_models.random_weights(name), ffn_qtype=Q.MXFP4)
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(model_path).tensors}
+    c.check(types["blk.0.ffn_down.weight"] == Q.MXFP4 and types["blk.0.attn_q.weight"] == Q.F32,
+            f"the model's tensor types are not as meant: {types}")
+    prng = np.random.default_rng(10)  # prompts whose reference margins are all clear (the smallest 0.07)
+    prompts = [[int(t) for t in prng.integers(3, 256, n)] for n in (12, 25, 40)]
+    rows = [{"id": i, "prompt_token_ids": p, "max_tokens": num_tokens, "temperature": 0, "ignore_eos": True}
+            for i, p in enumerate(prompts)]
+    prompts_path, out = os.path.join(work, "prompts.jsonl"), os.path.join(work, "out.jsonl")
+    write_jsonl(prompts_path, rows)
+    run(["run", prompts_path, "-o", out, "--model", model_path, "--device", "cpu", "--quiet"])
+    got = [r["output_token_ids"] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+    expected = reference.greedy(reference.load_gguf(model_path), prompts, num_tokens)
+    compared = 0
+    for i, (ids, margins) in enumerate(expected):
+        want = ids[:reference.agreed_prefix(ids, margins, margin)]
+        compared += len(want)
+        c.check(got[i][:len(want)] == want, f"MXFP4 FFN model, prompt {i}: got {got[i][:len(want)]}, "
+                                            f"reference {want}")
+    c.check(compared >= 0.8 * len(prompts) * num_tokens, f"MXFP4 FFN model: only {compared} decisive tokens")
+
+
+
+def check_bad_mxfp4():
+    import struct
+    original = open(tiny_spm_gguf(), "rb").read()
+    prompts_path, out = os.path.join(work, "one.jsonl"), os.path.join(work, "bad-out.jsonl")
+    write_jsonl(prompts_path, [{"id": 0, "prompt": "a dream", "max_tokens": 4}])
+    for tensor, says in (("blk.0.attn_q.weight", "its size disagrees with its shape and type"),
+                         ("blk.1.ffn_down.weight", "has 172 columns, not a multiple of the mxfp4 block size")):
+        key = struct.pack("<Q", len(tensor)) + tensor.encode()
+        at = original.index(key) + len(key)  # then u32 n_dims, u64 dims[n_dims], u32 type
+        type_at = at + 4 + 8 * struct.unpack_from("<I", original, at)[0]
+        bad = bytearray(original)
+        struct.pack_into("<I", bad, type_at, Q.MXFP4.value)
+        path = os.path.join(work, "bad-mxfp4.gguf")
+        open(path, "wb").write(bad)
+        proc = run(["run", prompts_path, "-o", out, "--model", path, "--device", "cpu"], check=False)
+        c.check(proc.returncode == 1 and f"'{tensor}'" in proc.stderr and says in proc.stderr,
+                f"MXFP4 {tensor}: exit {proc.returncode}, expected 1 with a message naming it: {proc.stderr[-500:]}")
+        c.check(not os.path.exists(out) or not read_jsonl(out), f"MXFP4 {tensor}: results were written")
+
+
+check_mxfp4_greedy()
+check_bad_mxfp4()
 c.done()

@@ -323,10 +323,12 @@ def put_moe(put, b, layer, c, family):
         put(b + "ffn_gate_inp_shexp.weight", layer["mlp.shared_expert_gate.weight"].reshape(-1))
 
 
-def write_gguf(path, name, weights, config=None, edits=None):
+def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
     """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
-    tensor name -> its replacement, or None to leave it out) are given."""
+    tensor name -> its replacement, or None to leave it out) are given; ffn_qtype (a
+    gguf.GGMLQuantizationType) quantizes the FFN matrices with the gguf package, the rest stays float32."""
     import gguf
+    from gguf.quants import quantize
     c, family = config or config_of(name), MODELS[name]["family"]
     arch = GGUF_ARCH.get(family, family)
     gemma = family.startswith("gemma")
@@ -340,7 +342,11 @@ def write_gguf(path, name, weights, config=None, edits=None):
                 return
         if gemma and gguf_name.endswith("norm.weight"):
             t = t + np.float32(1.0)
-        writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float32))
+        t = np.ascontiguousarray(t, dtype=np.float32)
+        if ffn_qtype is not None and gguf_name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down"):
+            writer.add_tensor(gguf_name, quantize(t, ffn_qtype), raw_dtype=ffn_qtype)
+        else:
+            writer.add_tensor(gguf_name, t)
 
     put("token_embd.weight", weights["model.embed_tokens.weight"])
     for i in range(c["num_hidden_layers"]):

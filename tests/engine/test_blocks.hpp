@@ -1,6 +1,7 @@
 // Random GGUF block data (every block type) for tests of code that reads quantized weights: random bytes
 // (every code, sub-block scale and minimum), with the f16 scales set to values of either sign, some
-// subnormal and some zero.
+// subnormal and some zero, and MXFP4's E8M0 scale bytes to 2^-10..2^-4, sometimes the subnormal 2^-128 or
+// 2^-127 (finite products that a matmul can sum without overflow).
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -21,6 +22,7 @@ inline std::vector<int> f16_offsets(DType dtype) {
     case DType::kQ2_K: return {80, 82};
     case DType::kQ3_K: return {108};
     case DType::kQ6_K: return {208};
+    case DType::kMXFP4: return {};  // an E8M0 byte, not f16
     default: return {0};  // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS
   }
 }
@@ -28,7 +30,8 @@ inline std::vector<int> f16_offsets(DType dtype) {
 // Every block type.
 inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                                         DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
-                                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS};
+                                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS,
+                                        DType::kMXFP4};
 
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
@@ -46,6 +49,10 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
     for (int offset : f16_offsets(dtype)) {
       const uint16_t d = scale();
       std::memcpy(&bytes[at + static_cast<size_t>(offset)], &d, 2);
+    }
+    if (dtype == DType::kMXFP4) {  // 2^(e - 128): e 118..124, or 0 and 1
+      const unsigned pick = rng() % 16;
+      bytes[at] = static_cast<uint8_t>(pick < 2 ? pick : 118 + rng() % 7);
     }
   }
   return bytes;

@@ -1,4 +1,4 @@
-// The CPU backend on a tiny model whose matrices are stored in the K-quants, Q5_0/Q5_1 and IQ4 types
+// The CPU backend on a tiny model whose matrices are stored in the K-quants, Q5_0/Q5_1, IQ4 and MXFP4 types
 // (dim 256: whole super-blocks): kept in blocks, its logits are bit for bit those of the same weights
 // expanded to fp32, over a prefill step of two prompts and a one-row decode step. (Every type's blocked
 // matmul against matmul_ref: test_cpu_matmul.cpp.)
@@ -42,7 +42,7 @@ void set_tables(RaggedBatch& b, const std::vector<const std::vector<int32_t>*>& 
 
 }  // namespace
 
-TEST_CASE("CPU backend: K-quant, Q5 and IQ4 matrices kept in blocks give the logits of their fp32 expansion") {
+TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give the logits of their fp32 expansion") {
   for (bool tied : {false, true}) {
     testing::TestModelShape shape;
     shape.dim = 256;
@@ -64,14 +64,14 @@ TEST_CASE("CPU backend: K-quant, Q5 and IQ4 matrices kept in blocks give the log
     LayerTensors& l1 = model.tensors.layers[1];
     for (TensorView* t : {&l1.wq, &l1.wk, &l1.wv}) quantize(*t, DType::kQ6_K);
     quantize(l1.wo, DType::kIQ4_XS);
-    quantize(l1.w_gate, DType::kQ5_0);
-    quantize(l1.w_up, DType::kQ5_0);
-    quantize(l1.w_down, DType::kIQ4_NL);
+    quantize(l1.w_gate, DType::kMXFP4);  // gate and up of one type: stacked, and kept in blocks
+    quantize(l1.w_up, DType::kMXFP4);
+    quantize(l1.w_down, DType::kQ5_0);
     quantize(model.tensors.embedding, DType::kQ5_1);
     if (tied) {
       model.tensors.lm_head = model.tensors.embedding;
     } else {
-      quantize(model.tensors.lm_head, DType::kQ6_K);
+      quantize(model.tensors.lm_head, DType::kIQ4_NL);
     }
     model.storage = blocks;
 

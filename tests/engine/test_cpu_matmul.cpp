@@ -107,11 +107,12 @@ TEST_CASE("weights kept in blocks of every type give the bits of their fp32 expa
   CHECK_FALSE(PackedMatrix::keeps_blocks(DType::kQ4_K, 288));  // 9 blocks of 32, not whole super-blocks
 }
 
-TEST_CASE("a blocked Q4_K matrix holds 0.75 bytes a weight, a Q6_K or Q5_0 one at most 1.25") {
+TEST_CASE("a blocked Q4_K matrix holds 0.75 bytes a weight, a Q6_K or Q5_0 one at most 1.25, MXFP4 0.625") {
   ThreadPool pool(1);
   const int n = 4 * matmul_panel_width(), k = 1024;
   for (const auto& entry : {std::pair{DType::kQ4_K, 0.75}, std::pair{DType::kQ6_K, 1.25},
-                            std::pair{DType::kQ5_0, 1.125}, std::pair{DType::kIQ4_XS, 0.625}}) {
+                            std::pair{DType::kQ5_0, 1.125}, std::pair{DType::kIQ4_XS, 0.625},
+                            std::pair{DType::kMXFP4, 0.625}}) {
     const DType dtype = entry.first;  // no structured binding: clang 14 cannot capture one in a lambda
     const double bytes_per_weight = entry.second;
     const auto bytes = testing::random_blocks(dtype, n, k, 1);

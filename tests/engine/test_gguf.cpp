@@ -1,6 +1,7 @@
 // The GGUF reader: every metadata value type and tensor views on a hand-built file, tiny-spm.gguf
 // (metadata and config, as tools/tiny_spm/make_tiny_spm.py writes them), and corrupt copies (cut headers,
-// huge lengths and counts, tensors past the end, unsupported types, random byte flips) that must give
+// huge lengths and counts, tensors past the end, unsupported types, a tensor type whose size disagrees with
+// the spacing of the tensors or whose rows are not whole blocks, random byte flips) that must give
 // cbatch::Error, not a crash.
 #include <doctest/doctest.h>
 
@@ -270,7 +271,21 @@ TEST_CASE("GGUF reader rejects truncated and corrupt files with cbatch::Error") 
     const std::string message = error_of([&] { load_model(ModelSource{file.path(), "", 0}); });
     CHECK(message.find("'blk.0.attn_q.weight'") != std::string::npos);
     CHECK(message.find("IQ2_XXS") != std::string::npos);
-    CHECK(message.find("Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS") != std::string::npos);
+    CHECK(message.find("Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4") != std::string::npos);
+  }
+  SUBCASE("an MXFP4 tensor whose size disagrees with its shape, or whose rows are not whole blocks, is named") {
+    std::string bytes = original;
+    put_u32(bytes, tensor_type_offset(bytes, "blk.0.attn_q.weight"), 39);  // 64 x 64: 2176 bytes, not 16384
+    TempFile file(bytes, ".gguf");
+    std::string message = error_of([&] { load_model(ModelSource{file.path(), "", 0}); });
+    CHECK(message.find("'blk.0.attn_q.weight' (offset") != std::string::npos);
+    CHECK(message.find("64 x 64 mxfp4: 2176 bytes) has 16384 bytes before the next tensor") != std::string::npos);
+    bytes = original;
+    put_u32(bytes, tensor_type_offset(bytes, "blk.1.ffn_down.weight"), 39);  // rows of 172
+    file.write(bytes);
+    message = error_of([&] { load_model(ModelSource{file.path(), "", 0}); });
+    CHECK(message.find("'blk.1.ffn_down.weight' has 172 columns, not a multiple of the mxfp4 block size") !=
+          std::string::npos);
   }
   SUBCASE("missing tensor is named") {
     std::string bytes = original;

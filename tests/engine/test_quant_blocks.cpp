@@ -239,7 +239,8 @@ TEST_CASE("quant block and row sizes are ggml's") {
   for (const Size& s : {Size{DType::kQ8_0, 32, 34}, Size{DType::kQ4_0, 32, 18}, Size{DType::kQ4_1, 32, 20},
                         Size{DType::kQ5_0, 32, 22}, Size{DType::kQ5_1, 32, 24}, Size{DType::kIQ4_NL, 32, 18},
                         Size{DType::kQ2_K, 256, 84}, Size{DType::kQ3_K, 256, 110}, Size{DType::kQ4_K, 256, 144},
-                        Size{DType::kQ5_K, 256, 176}, Size{DType::kQ6_K, 256, 210}, Size{DType::kIQ4_XS, 256, 136}}) {
+                        Size{DType::kQ5_K, 256, 176}, Size{DType::kQ6_K, 256, 210}, Size{DType::kIQ4_XS, 256, 136},
+                        Size{DType::kMXFP4, 32, 17}}) {
     CAPTURE(dtype_name(s.dtype));
     CHECK(dtype_block_elems(s.dtype) == s.elems);
     CHECK(dtype_block_bytes(s.dtype) == s.bytes);
