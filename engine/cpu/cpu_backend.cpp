@@ -173,7 +173,8 @@ class CpuBackend final : public Backend {
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
-  void ffn_layer(int num_tokens, const CpuLayer& layer);
+  // Returns the experts the layer's rows picked (0 for a dense layer).
+  int ffn_layer(int num_tokens, const CpuLayer& layer);
   void load_experts(const LayerTensors& l, MoeWeights& moe);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void head_rows(const int32_t* rows, int n, float* logits);
@@ -318,10 +319,12 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
       for (int i = 0; factor != 1.0f && i < half; ++i) c[i] *= factor, s[i] *= factor;
     }
   }
+  int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
     attention_layer(batch, l);
-    ffn_layer(num_tokens, layers_[l]);
+    experts_touched += ffn_layer(num_tokens, layers_[l]);
   }
+  out.experts_touched = config_.is_moe() ? experts_touched : -1;
   compute_logits(batch, out);
 }
 
@@ -431,16 +434,17 @@ void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
-void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
+int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   const int dim = config_.dim, hidden = config_.hidden_dim;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   if (!layer.moe.gate_up.empty()) {
     const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob};
-    moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_, delta_.data());
+    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_,
+                                delta_.data());
     add_sublayer_output(num_tokens, layer.post_ffn_norm);
-    return;
+    return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
@@ -448,6 +452,7 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm);
+  return 0;
 }
 
 // The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.
