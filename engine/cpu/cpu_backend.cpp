@@ -16,6 +16,7 @@
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/logprob_queries.hpp"
+#include "engine/model/quant_blocks.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/sample/sampler.hpp"
@@ -74,6 +75,31 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
   return out;
 }
 
+// Random (dummy) tensors that ask for Q8_0 blocks: each row generated in fp32, quantized, then packed.
+PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols,
+                                ThreadPool& pool) {
+  const DType dtype = tensors.front()->dtype;
+  if (dtype != DType::kQ8_0) {
+    throw Error("internal error: dummy weights cannot be generated as " + std::string(dtype_name(dtype)));
+  }
+  const int64_t stride = row_bytes(dtype, cols);
+  std::vector<uint8_t> blocks(static_cast<size_t>(rows * stride));  // (rows, cols / 32) blocks
+  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t first = 0;
+      const TensorView* t = tensors.front();
+      for (const TensorView* part : tensors) {
+        if (r < first + part->rows) { t = part; break; }
+        first += part->rows;
+      }
+      tensor_rows_to_f32(*t, r - first, 1, row.data());
+      quantize_q8_0(row.data(), cols, &blocks[static_cast<size_t>(r * stride)]);
+    }
+  }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
+  return PackedMatrix(rows, cols, dtype, [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; }, pool);
+}
+
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
 // panel across the pool (the packed layout is the only copy made). When every part is stored in the same
 // block type the matrix keeps its blocks (keep_blocks), else it is expanded to fp32.
@@ -84,7 +110,13 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
   const int64_t cols = tensors.front()->cols;
   const DType dtype = tensors.front()->dtype;
   keep_blocks = keep_blocks && PackedMatrix::keeps_blocks(dtype, cols);
-  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random && t->dtype == dtype;
+  bool all_random = true;
+  for (const TensorView* t : tensors) {
+    keep_blocks = keep_blocks && t->dtype == dtype;
+    all_random = all_random && t->is_random;
+  }
+  if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool);
+  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random;
   if (keep_blocks) {
     auto row_blocks = [&](int64_t row) {
       int64_t first = 0;
