@@ -42,6 +42,11 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--max-logprobs", o.max_logprobs, "largest logprobs / prompt_logprobs / top_logprobs a request may ask")
       ->check(CLI::Range(0, 1 << 20));
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
+  app.add_option("--dummy-dtype", o.dummy_dtype,
+                 "dummy: models' linear weights on the CPU: f32 or q8_0 (random values quantized, a quarter of the memory)")
+      ->check(CLI::IsMember({"f32", "q8_0"}));
+  app.add_option("--dummy-layers", o.dummy_layers, "dummy: models: only the config's first N layers (0: all)")
+      ->check(CLI::Range(0, 1 << 16));
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
   app.add_flag("--quiet", o.quiet, "no progress on stderr");
   app.add_flag("--enable-prefix-caching,!--no-enable-prefix-caching", o.enable_prefix_caching,
@@ -89,6 +94,12 @@ Model load_model_for(const EngineOptions& o) {
   source.path = o.model;
   source.tokenizer_path = o.tokenizer;
   source.dummy_seed = o.seed;
+  source.dummy_dtype = o.dummy_dtype == "q8_0" ? DType::kQ8_0 : DType::kF32;
+  source.dummy_layers = o.dummy_layers;
+  const bool is_dummy = o.model.rfind("dummy:", 0) == 0;
+  if (!is_dummy && (o.dummy_dtype != "f32" || o.dummy_layers != 0)) {
+    throw Error("--dummy-dtype and --dummy-layers apply to dummy: models only, not '" + o.model + "'");
+  }
   return load_model(source);
 }
 

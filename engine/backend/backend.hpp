@@ -36,6 +36,9 @@ struct StepOutput {
   std::vector<LogprobQuery> logprob_queries;
   int logprob_width = 0;              // the largest k of the queries
   LogprobAnswers logprobs;            // (logprob_queries) set by the backend
+  // Set by the backend for a mixture of experts: the distinct experts the step's rows picked, summed over
+  // the sparse layers (the experts whose weights it read); -1 for a dense model.
+  int experts_touched = -1;
 };
 
 class Backend {

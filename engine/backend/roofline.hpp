@@ -1,7 +1,9 @@
 // The hardware limit of an engine step: the bytes it must move (weights once, each sequence's KV cache
 // read once, new KV written once) and the flops it must do (2 x parameters x useful tokens, plus
 // attention), against a device's measured copy bandwidth and matrix throughput. bench sums
-// max(bytes / B, flops / F) over the steps and divides by wall time: the roofline fraction.
+// max(bytes / B, flops / F) over the steps and divides by wall time: the roofline fraction. A mixture of
+// experts reads only the experts the step touched (router, attention, shared expert and dense layers
+// always), and a row multiplies by its experts_per_token experts only.
 #pragma once
 #include "engine/model/model_config.hpp"
 #include "engine/backend/ragged_batch.hpp"
@@ -22,14 +24,19 @@ struct StepCost {
 class CostModel {
  public:
   CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem);
-  // Useful work only: padding rows (slot -1) are waste, not part of the limit.
-  StepCost step_cost(const RaggedBatch& batch) const;
+  // Useful work only: padding rows (slot -1) are waste, not part of the limit. experts_touched: the
+  // backend's StepOutput::experts_touched (distinct experts summed over sparse layers); -1 counts every expert.
+  StepCost step_cost(const RaggedBatch& batch, int experts_touched = -1) const;
   static double roofline_seconds(const StepCost& cost, const DevicePeaks& peaks);
 
  private:
   ModelConfig config_;
   double layer_params_ = 0;        // parameters of all transformer layers
-  double weight_bytes_ = 0;        // bytes of the layer weights and the final norm
+  double weight_bytes_ = 0;        // bytes of the layer weights and the final norm, experts excluded
+  double expert_params_ = 0;       // parameters of one routed expert (gate, up, down)
+  double bytes_per_param_ = 0;
+  int num_sparse_layers_ = 0;
+  double row_params_ = 0;          // layer parameters one row multiplies by (only its top-k experts)
   double lm_head_bytes_ = 0;
   double kv_bytes_per_token_ = 0;  // K and V of one token over all layers
 };

@@ -380,8 +380,9 @@ class EngineRun {
     r.cached_tokens = plan.cached_tokens;
     r.constrained_rows = step_constrained_rows_;
     r.mask_ms = step_mask_ms_;
+    r.experts_touched = output_.experts_touched;
     r.kv_blocks_cached = blocks_.num_cached();
-    if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_), hooks_.peaks);
+    if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_, output_.experts_touched), hooks_.peaks);
     stats_.add_step(r);
     if (hooks_.on_step) hooks_.on_step(r);
   }

@@ -30,6 +30,7 @@ struct StepRecord {
   int kv_blocks_cached = 0;    // free blocks holding reusable K/V after the step
   int constrained_rows = 0;    // rows sampled under a structured-output constraint
   double mask_ms = 0;          // host time computing and applying their token masks
+  int experts_touched = -1;    // MoE: distinct experts picked, summed over sparse layers; -1 for a dense model
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call

@@ -16,6 +16,7 @@
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/logprob_queries.hpp"
+#include "engine/model/quant_blocks.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/sample/sampler.hpp"
@@ -74,6 +75,31 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
   return out;
 }
 
+// Random (dummy) tensors that ask for Q8_0 blocks: each row generated in fp32, quantized, then packed.
+PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols,
+                                ThreadPool& pool) {
+  const DType dtype = tensors.front()->dtype;
+  if (dtype != DType::kQ8_0) {
+    throw Error("internal error: dummy weights cannot be generated as " + std::string(dtype_name(dtype)));
+  }
+  const int64_t stride = row_bytes(dtype, cols);
+  std::vector<uint8_t> blocks(static_cast<size_t>(rows * stride));  // (rows, cols / 32) blocks
+  pool.parallel_for(rows, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t first = 0;
+      const TensorView* t = tensors.front();
+      for (const TensorView* part : tensors) {
+        if (r < first + part->rows) { t = part; break; }
+        first += part->rows;
+      }
+      tensor_rows_to_f32(*t, r - first, 1, row.data());
+      quantize_q8_0(row.data(), cols, &blocks[static_cast<size_t>(r * stride)]);
+    }
+  }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
+  return PackedMatrix(rows, cols, dtype, [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; }, pool);
+}
+
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
 // panel across the pool (the packed layout is the only copy made). When every part is stored in the same
 // block type the matrix keeps its blocks (keep_blocks), else it is expanded to fp32.
@@ -84,7 +110,13 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
   const int64_t cols = tensors.front()->cols;
   const DType dtype = tensors.front()->dtype;
   keep_blocks = keep_blocks && PackedMatrix::keeps_blocks(dtype, cols);
-  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random && t->dtype == dtype;
+  bool all_random = true;
+  for (const TensorView* t : tensors) {
+    keep_blocks = keep_blocks && t->dtype == dtype;
+    all_random = all_random && t->is_random;
+  }
+  if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool);
+  for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random;
   if (keep_blocks) {
     auto row_blocks = [&](int64_t row) {
       int64_t first = 0;
@@ -173,7 +205,8 @@ class CpuBackend final : public Backend {
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
-  void ffn_layer(int num_tokens, const CpuLayer& layer);
+  // Returns the experts the layer's rows picked (0 for a dense layer).
+  int ffn_layer(int num_tokens, const CpuLayer& layer);
   void load_experts(const LayerTensors& l, MoeWeights& moe);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void head_rows(const int32_t* rows, int n, float* logits);
@@ -318,10 +351,12 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
       for (int i = 0; factor != 1.0f && i < half; ++i) c[i] *= factor, s[i] *= factor;
     }
   }
+  int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
     attention_layer(batch, l);
-    ffn_layer(num_tokens, layers_[l]);
+    experts_touched += ffn_layer(num_tokens, layers_[l]);
   }
+  out.experts_touched = config_.is_moe() ? experts_touched : -1;
   compute_logits(batch, out);
 }
 
@@ -431,16 +466,17 @@ void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
-void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
+int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   const int dim = config_.dim, hidden = config_.hidden_dim;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   if (!layer.moe.gate_up.empty()) {
     const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob};
-    moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_, delta_.data());
+    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_,
+                                delta_.data());
     add_sublayer_output(num_tokens, layer.post_ffn_norm);
-    return;
+    return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
@@ -448,6 +484,7 @@ void CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm);
+  return 0;
 }
 
 // The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.

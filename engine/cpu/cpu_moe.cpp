@@ -58,7 +58,7 @@ void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const Packe
 
 }  // namespace
 
-void moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, Activation activation,
+int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, Activation activation,
              ThreadPool& pool, MoeScratch& s, float* out) {
   const int k = r.top_k;
   s.logits.resize(static_cast<size_t>(num_rows) * r.num_experts);
@@ -70,9 +70,11 @@ void moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const M
     route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
   }
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
+  int num_touched = 0;
   for (int e = 0; e < r.num_experts; ++e) {
     const int begin = groups.offsets[e], n = groups.offsets[e + 1] - begin;
     if (n == 0) continue;  // no row picked it: its weights are not read
+    ++num_touched;
     s.rows_in.resize(static_cast<size_t>(n) * dim);
     s.rows_out.resize(static_cast<size_t>(n) * dim);
     for (int i = 0; i < n; ++i) {
@@ -107,6 +109,7 @@ void moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const M
       }
     }
   }, 1, min_parallel_items(2.0 * k * dim));
+  return num_touched;
 }
 
 }  // namespace cbatch

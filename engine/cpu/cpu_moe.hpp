@@ -55,8 +55,9 @@ struct MoeScratch {
   std::vector<float> picks;     // (T, top_k, dim) each pick's expert output
 };
 
-// out (num_rows, dim) = the MoE FFN of h (num_rows, dim).
-void moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& routing,
+// out (num_rows, dim) = the MoE FFN of h (num_rows, dim). Returns the number of distinct experts the rows
+// picked (the experts whose weights were read).
+int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& routing,
              Activation activation, ThreadPool& pool, MoeScratch& s, float* out);
 
 }  // namespace cbatch

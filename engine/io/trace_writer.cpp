@@ -33,6 +33,7 @@ std::string format_step_record(const StepRecord& r) {
     w.key("constrained_rows").int64(r.constrained_rows);
     w.key("mask_ms").number(r.mask_ms, 3);
   }
+  if (r.experts_touched >= 0) w.key("experts_touched").int64(r.experts_touched);
   w.end_object();
   return w.take() + "\n";
 }

@@ -1,7 +1,8 @@
 // dummy:CONFIG.json: a Hugging Face config.json with random weights and the byte tokenizer, to run
 // real model shapes without their weights. Tensor k (0 embedding, then per layer attn_norm, wq, wk, wv,
 // wo, ffn_norm, gate, up, down (a sparse layer: router, experts' gate, up, down, shared expert), then
-// final_norm, lm_head) draws from seed f(dummy_seed, k). Scales give
+// final_norm, lm_head) draws from seed f(dummy_seed, k); --dummy-dtype q8_0 marks the linear ones for a backend
+// to keep quantized in Q8_0 blocks, --dummy-layers keeps the config's first layers. Scales give
 // unit-variance activations: linear weights uniform with scale sqrt(3 / in_features), embeddings
 // scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends generate the values.
 #include <cmath>
@@ -27,7 +28,8 @@ std::string config_path(const ModelSource& source) {
 
 class RandomTensors {
  public:
-  explicit RandomTensors(uint64_t dummy_seed) : base_seed_(splitmix64(dummy_seed)) {}
+  RandomTensors(uint64_t dummy_seed, DType linear_dtype)
+      : base_seed_(splitmix64(dummy_seed)), linear_dtype_(linear_dtype) {}
 
   TensorView make(std::string name, int64_t rows, int64_t cols, float scale, float offset) {
     TensorView v;
@@ -39,8 +41,10 @@ class RandomTensors {
     return v;
   }
   TensorView linear(std::string name, int64_t out_features, int64_t in_features) {
-    return make(std::move(name), out_features, in_features, std::sqrt(3.0f / static_cast<float>(in_features)),
-                0.0f);
+    TensorView v = make(std::move(name), out_features, in_features,
+                        std::sqrt(3.0f / static_cast<float>(in_features)), 0.0f);
+    v.dtype = linear_dtype_;
+    return v;
   }
   // Norm weights multiply by about 1 whatever the family's offset (Gemma's (1 + w) gets w near 0).
   TensorView norm(std::string name, int64_t dim, float norm_offset) {
@@ -50,6 +54,7 @@ class RandomTensors {
 
  private:
   uint64_t base_seed_;
+  DType linear_dtype_;  // the block type a backend keeps linear weights in, or kF32
   uint64_t next_index_ = 0;
 };
 
@@ -86,8 +91,8 @@ void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, L
   }
 }
 
-ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
-  RandomTensors r(dummy_seed);
+ModelTensors make_tensors(const ModelConfig& c, const ModelSource& source) {
+  RandomTensors r(source.dummy_seed, source.dummy_dtype);
   ModelTensors t;
   t.embedding = r.make("model.embed_tokens.weight", c.vocab_size, c.dim, 1.0f, 0.0f);
   for (int i = 0; i < c.num_layers; ++i) {
@@ -115,6 +120,20 @@ ModelTensors make_tensors(const ModelConfig& c, uint64_t dummy_seed) {
   return t;
 }
 
+// The config's first dummy_layers layers (a quick run of a large shape).
+ModelConfig keep_layers(ModelConfig c, const ModelSource& source) {
+  const int n = source.dummy_layers;
+  if (n == 0) return c;
+  if (n < 0 || n > c.num_layers) {
+    throw Error("--dummy-layers " + std::to_string(n) + ": '" + source.path + "' has " + std::to_string(c.num_layers) +
+                " layers");
+  }
+  c.num_layers = n;
+  if (!c.layer_window.empty()) c.layer_window.resize(static_cast<size_t>(n));
+  if (!c.layer_sparse.empty()) c.layer_sparse.resize(static_cast<size_t>(n));
+  return c;
+}
+
 }  // namespace
 
 Model load_dummy_model(const ModelSource& source) {
@@ -123,8 +142,9 @@ Model load_dummy_model(const ModelSource& source) {
   model.path = source.path;
   model.format = "dummy";
   model.weight_dtype = "random";
-  model.config = hf.config;
-  model.tensors = make_tensors(hf.config, source.dummy_seed);
+  if (source.dummy_dtype != DType::kF32) model.weight_dtype.append(" ").append(dtype_name(source.dummy_dtype));
+  model.config = keep_layers(hf.config, source);
+  model.tensors = make_tensors(model.config, source);
   model.tokenizer = make_byte_tokenizer(hf.config.vocab_size, hf.bos_id, hf.eos_ids);
   return model;
 }

@@ -66,6 +66,8 @@ struct ModelSource {
   std::string path;                // file, directory, or "dummy:CONFIG.json"
   std::string tokenizer_path;      // llama2.c tokenizer.bin (needed for .bin models)
   uint64_t dummy_seed = 0;         // seed of dummy weights
+  DType dummy_dtype = DType::kF32;  // dummy linear weights: kept as fp32, or quantized into Q8_0 blocks (CPU)
+  int dummy_layers = 0;            // dummy: the first N layers of the config only; 0 = all
 };
 
 // Throws cbatch::Error naming the file and the problem.

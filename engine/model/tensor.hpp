@@ -38,7 +38,9 @@ struct TensorView {
   int64_t rows = 1;             // (rows, cols), row-major
   int64_t cols = 1;
   const void* data = nullptr;   // bytes of rows * row_bytes(dtype, cols); nullptr for random tensors
-  bool is_random = false;       // dummy weights: generated from `random`, never stored in a file
+  // dummy weights: generated from `random`, never stored in a file; a block `dtype` asks a backend to keep
+  // the generated values quantized in that block type
+  bool is_random = false;
   RandomInit random;
 
   int64_t numel() const { return rows * cols; }

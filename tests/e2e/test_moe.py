@@ -191,6 +191,24 @@ def prepare(name):
                 expected=expected)
 
 
+def check_trace(name, hf_dir, prompts_path):
+    """One sequence at a time: a decode step's one row picks exactly k experts per sparse layer; a prefill's
+    rows (routing is non-degenerate) pick more, never more than every expert."""
+    cfg = tiny_models.config_of(name)
+    k, num_sparse = cfg["num_experts_per_tok"], sum(tiny_models.is_sparse_layer(cfg, i)
+                                                    for i in range(cfg["num_hidden_layers"]))
+    trace = os.path.join(work, "trace.jsonl")
+    outputs(hf_dir, prompts_path, {"--mode": "sequential", "--trace": trace})
+    steps = read_jsonl(trace)
+    for s in steps:
+        got = s.get("experts_touched")
+        if s["prefill_tokens"] == 0 and s["decode_tokens"] == 1:
+            c.check(got == k * num_sparse, f"{name}: a one-row decode step touched {got} experts, not {k * num_sparse}")
+        else:
+            c.check(got is not None and k * num_sparse < got <= tiny_models.num_experts(cfg) * num_sparse,
+                    f"{name}: step {s['step']} ({s['prefill_tokens']} prefill tokens) touched {got} experts")
+
+
 def check_cbatch(name, weights, hf_dir, gguf_path, prompts_path, expected):
     hf_out, gguf_out = outputs(hf_dir, prompts_path), outputs(gguf_path, prompts_path)
     check_equal(f"{name} hf", hf_out, expected)
@@ -200,6 +218,7 @@ def check_cbatch(name, weights, hf_dir, gguf_path, prompts_path, expected):
             f"{name}: the directory's and the GGUF's outputs differ\n  hf   {hf_out}\n  gguf {gguf_out}")
     for options in INVARIANCE:
         c.check(outputs(hf_dir, prompts_path, options) == hf_out, f"{name}: outputs change with {options}")
+    check_trace(name, hf_dir, prompts_path)
     check_bad_files(name, weights)
 
 

@@ -86,6 +86,36 @@ TEST_CASE("dummy model: weights depend only on the seed") {
   for (float x : first_row(a.tensors.final_norm)) CHECK((x >= 0.9f && x <= 1.1f));
 }
 
+TEST_CASE("dummy model: a Qwen3-30B-A3B shape cut to its first layers, linear weights marked Q8_0") {
+  ModelSource source{"dummy:" + test::source_path("examples/models/qwen3-30b-a3b.json"), "", 0};
+  source.dummy_layers = 2;
+  source.dummy_dtype = DType::kQ8_0;
+  const Model model = load_model(source);
+  const ModelConfig& c = model.config;
+  CHECK(model.weight_dtype == "random q8_0");
+  CHECK(c.num_layers == 2);
+  CHECK(c.layer_sparse.size() == 2);
+  CHECK(c.num_experts == 128);
+  CHECK(c.experts_per_token == 8);
+  CHECK(c.expert_hidden_dim == 768);
+  REQUIRE(model.tensors.layers.size() == 2);
+  const LayerTensors& l = model.tensors.layers[1];
+  REQUIRE(l.experts.size() == 128);
+  CHECK(l.experts[5].down.dtype == DType::kQ8_0);
+  CHECK(l.wq.dtype == DType::kQ8_0);
+  CHECK(l.router.dtype == DType::kQ8_0);
+  CHECK(l.attn_norm.dtype == DType::kF32);
+  CHECK(model.tensors.embedding.dtype == DType::kF32);  // looked up row by row, never packed
+  // The same seeds as the full model's first layers.
+  source.dummy_layers = 0;
+  source.dummy_dtype = DType::kF32;
+  const Model full = load_model(source);
+  CHECK(full.config.num_layers == 48);
+  CHECK(first_row(l.experts[5].down) == first_row(full.tensors.layers[1].experts[5].down));
+  source.dummy_layers = 49;
+  CHECK(error_of([&] { load_model(source); }).find("has 48 layers") != std::string::npos);
+}
+
 TEST_CASE("dummy model: config errors name the file and the field") {
   const std::string good = test::read_bytes(test::source_path("examples/models/smollm2-135m.json"));
   SUBCASE("missing hidden_size") {

@@ -155,10 +155,12 @@ TEST_CASE("moe: a batch grouped by expert gives every row the bits of that row a
       const std::vector<float> h = random_floats(rng, static_cast<size_t>(rows * m.dim), 1.0f);
       std::vector<float> batch(h.size()), alone(static_cast<size_t>(m.dim));
       MoeScratch scratch;
-      moe_ffn(h.data(), rows, m.dim, m.weights, m.routing, Activation::kSilu, pool, scratch, batch.data());
+      const int touched = moe_ffn(h.data(), rows, m.dim, m.weights, m.routing, Activation::kSilu, pool, scratch,
+                                  batch.data());
       std::vector<int> used(static_cast<size_t>(m.routing.num_experts), 0);
       for (int r = 0; r < rows; ++r) {
-        moe_ffn(&h[r * m.dim], 1, m.dim, m.weights, m.routing, Activation::kSilu, pool, scratch, alone.data());
+        CHECK(moe_ffn(&h[r * m.dim], 1, m.dim, m.weights, m.routing, Activation::kSilu, pool, scratch, alone.data()) ==
+              m.routing.top_k);
         CHECK(std::memcmp(alone.data(), &batch[r * m.dim], m.dim * sizeof(float)) == 0);
         const std::vector<double> want = m.reference(&h[r * m.dim]);
         for (int i = 0; i < m.dim; ++i) CHECK(batch[r * m.dim + i] == doctest::Approx(want[i]).epsilon(1e-4));
@@ -167,6 +169,7 @@ TEST_CASE("moe: a batch grouped by expert gives every row the bits of that row a
       int num_used = 0;
       for (int u : used) num_used += u;
       CHECK(num_used >= 4);  // the rows really spread over the experts
+      CHECK(touched == num_used);  // the distinct experts the batch's rows picked
     }
   }
 }

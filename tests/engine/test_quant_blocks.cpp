@@ -274,3 +274,28 @@ TEST_CASE("IQ4 values and half_to_float") {
 }
 
 }  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("quantize_q8_0 round-trips within half a step, its largest value at +-127") {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-0.04f, 0.04f);
+  std::vector<float> x(96);
+  for (float& v : x) v = uniform(rng);
+  std::fill(x.begin() + 64, x.end(), 0.0f);  // an all-zero block
+  x[7] = 0.05f;
+  std::vector<uint8_t> blocks(3 * 34);
+  quantize_q8_0(x.data(), 96, blocks.data());
+  std::vector<float> back(96);
+  dequantize_blocks(DType::kQ8_0, blocks.data(), 3, back.data());
+  for (int b = 0; b < 2; ++b) {
+    const float d = load_half(&blocks[b * 34]);
+    CHECK(d > 0.0f);
+    for (int i = 0; i < 32; ++i) CHECK(std::fabs(back[b * 32 + i] - x[b * 32 + i]) <= 0.5f * d * 1.01f);
+  }
+  CHECK(static_cast<int8_t>(blocks[2 + 7]) == 127);
+  CHECK(load_half(&blocks[0]) == doctest::Approx(0.05f / 127).epsilon(1e-3));
+  for (int i = 64; i < 96; ++i) CHECK(back[i] == 0.0f);
+}
+
+}  // namespace cbatch

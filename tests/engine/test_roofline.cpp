@@ -32,3 +32,36 @@ TEST_CASE("cost model counts weights once, each sequence's KV once, and useful r
   CHECK(CostModel::roofline_seconds(cost, {cost.bytes, cost.flops * 4}) == doctest::Approx(1.0));
   CHECK(CostModel::roofline_seconds(cost, {}) == 0);
 }
+
+TEST_CASE("cost model reads only the experts a step touched, and a row multiplies by its top k") {
+  ModelConfig c;
+  c.dim = 8;
+  c.hidden_dim = 16;
+  c.num_layers = 2;
+  c.num_heads = 2;
+  c.num_kv_heads = 1;
+  c.head_dim = 4;
+  c.vocab_size = 10;
+  c.tied_embeddings = true;
+  c.num_experts = 4;
+  c.experts_per_token = 2;
+  c.expert_hidden_dim = 6;
+  c.layer_sparse = {1, 0};  // layer 0: router (4 x 8) and 4 experts of 3 x 8 x 6 = 144; layer 1 dense
+  // attention 208 a layer (norms 16, q 64, k and v 64, o 64), the router 32, the dense FFN 384
+  const double always = 2 * 208.0 + 32 + 384 + 8;  // with the final norm
+  CostModel model(c, 2.0, 2.0);
+  RaggedBatch b;
+  b.token_ids = {1, 2, 3};
+  b.positions = {0, 1, 2};
+  b.slot_mapping = {0, 1, 2};
+  b.query_start = {0, 3};
+  b.seq_lens = {3};
+  b.logits_rows = {2};
+  const double rest = 80 * 2 + 3 * (2.0 * 2 * 4 * 2.0) * 2;  // head, KV read and written (3 tokens each)
+  CHECK(model.step_cost(b, 3).bytes == doctest::Approx((always + 3 * 144) * 2 + rest));
+  CHECK(model.step_cost(b, 0).bytes == doctest::Approx(always * 2 + rest));
+  CHECK(model.step_cost(b).bytes == doctest::Approx((always + 4 * 144) * 2 + rest));  // unknown: every expert
+  const double attention = 4.0 * 2 * 2 * 4 * (1 + 2 + 3);
+  const double row_params = always - 8 + 2 * 144;
+  CHECK(model.step_cost(b, 3).flops == doctest::Approx(2 * row_params * 3 + 2 * 10 * 8 + attention));
+}
