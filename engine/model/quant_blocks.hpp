@@ -18,6 +18,17 @@
 
 namespace cbatch {
 
+// The fp32 whose bit pattern is `bits`.
+CBATCH_HOST_DEVICE inline float float_from_bits(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+#endif
+}
+
 // The exact value of IEEE half bits (NaN payloads kept, as numpy keeps them).
 CBATCH_HOST_DEVICE inline float half_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
@@ -34,13 +45,7 @@ CBATCH_HOST_DEVICE inline float half_to_float(uint16_t h) {
     bits = (exponent == 31 ? 0x7F800000u : (exponent + 112) << 23) | mantissa << 13;
   }
   bits |= sign;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-#endif
+  return float_from_bits(bits);
 }
 
 CBATCH_HOST_DEVICE inline float load_half(const uint8_t* p) {
@@ -123,13 +128,7 @@ CBATCH_HOST_DEVICE constexpr int mxfp4_value(int code) {
 // the fp32 subnormals 2^-128 and 2^-127; e 255, NaN in the OCP format, is 2^127 as in ggml).
 CBATCH_HOST_DEVICE inline float e8m0_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
-#if defined(__CUDA_ARCH__)
-  return __uint_as_float(bits);
-#else
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-#endif
+  return float_from_bits(bits);
 }
 // Q4_K/Q5_K: the 6-bit scale and minimum of sub-block j (< 8), packed in 12 bytes.
 CBATCH_HOST_DEVICE inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {

@@ -4,7 +4,10 @@
 
 using namespace cbatch;
 
-TEST_CASE("cost model counts weights once, each sequence's KV once, and useful rows only") {
+namespace {
+
+// Two layers of dim 8, FFN 16, 2 heads of 4 sharing one KV head, a vocabulary of 10, tied embeddings.
+ModelConfig two_layer_config() {
   ModelConfig c;
   c.dim = 8;
   c.hidden_dim = 16;
@@ -14,6 +17,13 @@ TEST_CASE("cost model counts weights once, each sequence's KV once, and useful r
   c.head_dim = 4;
   c.vocab_size = 10;
   c.tied_embeddings = true;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("cost model counts weights once, each sequence's KV once, and useful rows only") {
+  ModelConfig c = two_layer_config();
   // per layer: 2*8 norms + 8*8 q + 2*8*4 k,v + 8*8 o + 3*8*16 ffn = 16 + 64 + 64 + 64 + 384 = 592
   const double layer_params = 2 * 592.0;
   CostModel model(c, 2.0, 2.0);
@@ -34,15 +44,7 @@ TEST_CASE("cost model counts weights once, each sequence's KV once, and useful r
 }
 
 TEST_CASE("cost model reads only the experts a step touched, and a row multiplies by its top k") {
-  ModelConfig c;
-  c.dim = 8;
-  c.hidden_dim = 16;
-  c.num_layers = 2;
-  c.num_heads = 2;
-  c.num_kv_heads = 1;
-  c.head_dim = 4;
-  c.vocab_size = 10;
-  c.tied_embeddings = true;
+  ModelConfig c = two_layer_config();
   c.num_experts = 4;
   c.experts_per_token = 2;
   c.expert_hidden_dim = 6;
