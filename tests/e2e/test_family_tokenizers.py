@@ -141,13 +141,20 @@ def check_families(c, work, source, vocab):
         compare(c, f"{label} tokenizer.json", hf_dir, encode, strings)
         compare(c, f"{label} GGUF", gguf_path, encode, strings)
         if family == "mistral-v3":
-            try:
-                from transformers_gguf import transformers_tokenizer_from_gguf
-                converted, _ = transformers_tokenizer_from_gguf(gguf_path)
-                compare(c, f"{label} GGUF vs transformers", gguf_path,
-                        lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
-            except ImportError:
-                print("transformers is not installed: the GGUF is compared with tokenizer.json only")
+            compare_with_transformers(c, label, gguf_path, strings, "the GGUF is compared with tokenizer.json only")
+
+
+def compare_with_transformers(c, label, gguf_path, strings, without):
+    """cbatch on the GGUF against transformers' own conversion of it; `without` says what is left when
+    transformers is not installed."""
+    from transformers_gguf import transformers_tokenizer_from_gguf
+    try:
+        converted, _ = transformers_tokenizer_from_gguf(gguf_path)  # imports transformers
+    except ImportError:
+        print(f"transformers is not installed: {without}")
+        return
+    compare(c, f"{label} GGUF vs transformers", gguf_path,
+            lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
 
 
 def qwen2_strings():
@@ -175,13 +182,8 @@ def check_qwen2(c, work, source, gguf_path):
     strings = qwen2_strings()
     compare(c, f"qwen2 ({source}) tokenizer.json (NFC)", hf_dir,
             lambda s, special: reference.encode(s, add_special_tokens=special).ids, strings)
-    try:
-        from transformers_gguf import transformers_tokenizer_from_gguf
-        converted, _ = transformers_tokenizer_from_gguf(gguf_path)
-        compare(c, f"qwen2 ({source}) GGUF vs transformers", gguf_path,
-                lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
-    except ImportError:
-        print("transformers is not installed: the Qwen2 GGUF is checked by test_pretokenizer_families only")
+    compare_with_transformers(c, f"qwen2 ({source})", gguf_path, strings,
+                              "the Qwen2 GGUF is checked by test_pretokenizer_families only")
 
 
 c = Checks()
