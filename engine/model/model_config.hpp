@@ -29,8 +29,14 @@ struct RopeScaling {
   float attention_factor = 1.0f;    // yarn, longrope: multiplies cos and sin (1 = none)
 };
 
-// The gate activation of the gated FFN: SwiGLU (silu) or GeGLU (GELU, tanh approximation).
-enum class Activation : uint8_t { kSilu, kGeluTanh };
+// The gate activation of the gated FFN: SwiGLU (silu), GeGLU (GELU, tanh approximation), or gpt-oss's
+// clamped SwiGLU: gate clamped above at swiglu_limit, up to [-swiglu_limit, swiglu_limit], and
+// out = (up + 1) * gate * sigmoid(swiglu_alpha * gate).
+enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped };
+
+// How a sparse layer's router picks experts from its logits: softmax over all experts then the top k
+// (Mixtral, Qwen-MoE, OLMoE), or the top k logits then a softmax over those k (gpt-oss).
+enum class MoeRouter : uint8_t { kSoftmaxTopk, kTopkSoftmax };
 
 struct ModelConfig {
   std::string architecture = "llama";  // the family: llama, qwen2, qwen3, mistral, gemma2, gemma3, phi3, MoE ones
@@ -71,6 +77,13 @@ struct ModelConfig {
   int expert_hidden_dim = 0;         // FFN width of one expert
   int shared_expert_hidden_dim = 0;  // width of the shared expert (Qwen2-MoE); 0: none
   bool norm_topk_prob = false;
+  MoeRouter moe_router = MoeRouter::kSoftmaxTopk;
+  bool router_bias = false;          // the router product has a bias (gpt-oss)
+  bool expert_bias = false;          // each expert's gate|up and down products have biases (gpt-oss)
+  float swiglu_limit = 0.0f;         // Activation::kSwigluClamped's clamp (gpt-oss: 7)
+  float swiglu_alpha = 1.0f;         // Activation::kSwigluClamped's sigmoid slope (gpt-oss: 1.702)
+  bool attn_sinks = false;           // one learned logit per q head joins every softmax denominator (gpt-oss)
+  bool o_bias = false;               // the output projection has a bias (gpt-oss)
   std::vector<uint8_t> layer_sparse;  // (num_layers) 1 where the FFN is the experts; empty when dense
 
   int q_dim() const { return num_heads * head_dim; }
