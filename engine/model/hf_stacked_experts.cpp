@@ -48,14 +48,14 @@ std::shared_ptr<Bytes> rearrange(const uint8_t* src, int64_t elem_bytes, int64_t
 
 // A plain (F32, BF16, F16) tensor's entry, checked against the shape the config needs.
 const SafetensorsTensor& plain_entry(const SafetensorsFile& file, const std::string& name,
-                                     const std::vector<int64_t>& shape) {
+                                     const std::vector<int64_t>& shape, const char* dims) {
   const SafetensorsTensor& t = file.entry(name);
   if (!t.is_supported) {
     throw Error("'" + file.path() + "': tensor '" + name + "' has dtype " + t.dtype + " (supported: F32, F16, BF16)");
   }
   if (t.shape != shape) {
     throw Error("'" + file.path() + "': tensor '" + name + "' has shape " + shape_text(t.shape) +
-                ", the config needs " + shape_text(shape) + " (experts, in, out)");
+                ", the config needs " + shape_text(shape) + " " + dims);
   }
   return t;
 }
@@ -88,7 +88,7 @@ TensorView read_matrix(const TensorFileOf& file_of, const std::string& name, int
     return view_of(name, DType::kMXFP4, experts * out_rows, in_cols, bytes->data());
   }
   const SafetensorsFile& file = file_holding(file_of, name);
-  const SafetensorsTensor& t = plain_entry(file, name, {experts, in_cols, out_rows});
+  const SafetensorsTensor& t = plain_entry(file, name, {experts, in_cols, out_rows}, "(experts, in, out)");
   auto bytes = rearrange(file.bytes(t), row_bytes(t.type, 1), experts, out_rows, in_cols, true, interleaved);
   result.buffers.push_back(bytes);
   return view_of(name, t.type, experts * out_rows, in_cols, bytes->data());
@@ -98,7 +98,7 @@ TensorView read_matrix(const TensorFileOf& file_of, const std::string& name, int
 TensorView read_bias(const TensorFileOf& file_of, const std::string& name, int64_t experts, int64_t n,
                      bool interleaved, StackedExperts& result) {
   const SafetensorsFile& file = file_holding(file_of, name);
-  const SafetensorsTensor& t = plain_entry(file, name, {experts, n});
+  const SafetensorsTensor& t = plain_entry(file, name, {experts, n}, "(experts, out)");
   auto bytes = rearrange(file.bytes(t), row_bytes(t.type, 1), experts, n, 1, false, interleaved);
   result.buffers.push_back(bytes);
   return view_of(name, t.type, experts, n, bytes->data());
