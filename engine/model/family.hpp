@@ -48,7 +48,8 @@ struct Family {
   bool router_bias = false;
   bool expert_bias = false;
   // gpt-oss's extras: attention sinks and output bias; its clamped SwiGLU's values where a file names none
-  // (GGUF keeps neither: llama.cpp hard-codes them); its YaRN without truncation (GGUF has no key); and
+  // (GGUF keeps neither: llama.cpp hard-codes them); its YaRN without truncation (GGUF has no key: the
+  // model's definition, transformers' truncate: false; llama.cpp's ggml always rounds the range out); and
   // the GGUF name of its FFN norm (llama.cpp's converter calls it post_attention_norm).
   bool attn_sinks = false;
   bool o_bias = false;

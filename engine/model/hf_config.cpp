@@ -1,7 +1,8 @@
 // Parsing of Hugging Face config.json with simdjson's DOM: the sizes (LlamaConfig names and defaults),
 // then the family's own fields (model_type picks the row of family.hpp): query_pre_attn_scalar,
 // softcapping, sliding_window with the family's layer pattern or an explicit layer_types list,
-// rope_local_base_freq, rope_scaling (llama3, linear, yarn, longrope). Gemma 3 multimodal configs keep the
+// rope_local_base_freq, rope_scaling (llama3, linear, yarn with truncate, longrope), the experts' counts and
+// routing, gpt-oss's swiglu_limit and swiglu_alpha. Gemma 3 multimodal configs keep the
 // text model in text_config. Required: hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, vocab_size. A JSON null counts as absent.
 #include "engine/model/hf_config.hpp"
