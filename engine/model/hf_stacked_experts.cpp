@@ -1,6 +1,7 @@
 // gpt-oss's stacked, interleaved Hugging Face experts to per-expert [gate | up] views (hf_stacked_experts.hpp).
 #include "engine/model/hf_stacked_experts.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/base/error.hpp"
@@ -23,23 +24,48 @@ const SafetensorsFile& file_holding(const TensorFileOf& file_of, const std::stri
   return *file;
 }
 
+// Source row of output row r: r itself, or gate/up de-interleaved (2r in the first half, 2(r - half) + 1
+// in the second).
+int64_t source_row(int64_t r, int64_t rows, bool interleaved) {
+  const int64_t half = rows / 2;
+  return !interleaved ? r : r < half ? 2 * r : 2 * (r - half) + 1;
+}
+
+// out (experts, rows, cols) of T from a transposed src (experts, cols, rows): element (e, r, c) = src (e, c,
+// source_row(r)). Tiles of 64 output rows, so that the reads of a source row stay within a few cache lines.
+template <typename T>
+void transpose_rows(const uint8_t* src_bytes, uint8_t* out_bytes, int64_t experts, int64_t rows, int64_t cols,
+                    bool interleaved) {
+  const T* src = reinterpret_cast<const T*>(src_bytes);
+  T* out = reinterpret_cast<T*>(out_bytes);
+  constexpr int64_t kTile = 64;
+  for (int64_t e = 0; e < experts; ++e) {
+    for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile);
+      for (int64_t c = 0; c < cols; ++c) {
+        const T* in = src + (e * cols + c) * rows;
+        for (int64_t r = r0; r < r1; ++r) out[(e * rows + r) * cols + c] = in[source_row(r, rows, interleaved)];
+      }
+    }
+  }
+}
+
 // Output element (e, r, c) of (experts, rows, cols) elements of elem_bytes each comes from source row
-// sr(r) (r itself, or gate/up de-interleaved: 2r in the first half, 2(r - rows/2) + 1 in the second) at
-// column c of a source (experts, rows, cols), or of a transposed source (experts, cols, rows).
+// source_row(r) at column c of a source (experts, rows, cols), or of a transposed source (experts, cols,
+// rows) (elements of 2 or 4 bytes).
 std::shared_ptr<Bytes> rearrange(const uint8_t* src, int64_t elem_bytes, int64_t experts, int64_t rows, int64_t cols,
                                  bool transposed, bool interleaved) {
   auto out = std::make_shared<Bytes>(static_cast<size_t>(experts * rows * cols * elem_bytes));
-  const int64_t half = rows / 2;
-  for (int64_t e = 0; e < experts; ++e) {
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t sr = !interleaved ? r : r < half ? 2 * r : 2 * (r - half) + 1;
-      uint8_t* dst = out->data() + (e * rows + r) * cols * elem_bytes;
-      if (!transposed) {
-        std::memcpy(dst, src + (e * rows + sr) * cols * elem_bytes, static_cast<size_t>(cols * elem_bytes));
-        continue;
-      }
-      for (int64_t c = 0; c < cols; ++c) {
-        std::memcpy(dst + c * elem_bytes, src + ((e * cols + c) * rows + sr) * elem_bytes, static_cast<size_t>(elem_bytes));
+  if (transposed && elem_bytes == 2) {
+    transpose_rows<uint16_t>(src, out->data(), experts, rows, cols, interleaved);
+  } else if (transposed) {
+    transpose_rows<uint32_t>(src, out->data(), experts, rows, cols, interleaved);
+  } else {
+    const size_t row_bytes = static_cast<size_t>(cols * elem_bytes);
+    for (int64_t e = 0; e < experts; ++e) {
+      for (int64_t r = 0; r < rows; ++r) {
+        std::memcpy(out->data() + (e * rows + r) * cols * elem_bytes,
+                    src + (e * rows + source_row(r, rows, interleaved)) * cols * elem_bytes, row_bytes);
       }
     }
   }
