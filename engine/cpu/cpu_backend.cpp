@@ -493,15 +493,17 @@ int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   if (!layer.moe.gate_up.empty()) {
-    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob, config_.moe_router};
-    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, glu_params(config_), pool_, moe_scratch_,
-                                delta_.data());
+    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob,
+                             config_.moe_router};
+    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, glu_params(config_), pool_,
+                                moe_scratch_, delta_.data());
     add_sublayer_output(num_tokens, layer.post_ffn_norm);
     return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu_params(config_));
+    const GluParams glu = glu_params(config_);
+    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm);

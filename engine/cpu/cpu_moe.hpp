@@ -1,7 +1,8 @@
 // The CPU backend's mixture-of-experts FFN, grouped by expert: route every row of the step (one router
-// product plus its bias, then the family's rule per row: softmax then top-k, or top-k then softmax), group the (row, k) picks by expert, run each picked expert's
-// gate|up and down products once over its gathered rows with the batch-invariant matmul, scatter the
-// results to a (row, k) buffer, and sum each row's k contributions in k order (plus the shared expert).
+// product plus its bias, then the family's rule per row: softmax then top-k, or top-k then softmax), group
+// the (row, k) picks by expert, run each picked expert's gate|up and down products (and their biases) once
+// over its gathered rows with the batch-invariant matmul, scatter the results to a (row, k) buffer, and sum
+// each row's k contributions in k order (plus the shared expert).
 // A row's output depends only on that row (matmul's per-element order is fixed), so batching never
 // changes the bits. Experts no row picked are not touched.
 #pragma once

@@ -253,7 +253,8 @@ std::vector<TensorView> expert_bias_views(const GgufFile& gguf, const std::strin
   const TensorView all = require_tensor(gguf, name);
   if (all.rows != num_experts || all.cols != n) {
     throw Error("'" + gguf.path() + "': tensor '" + name + "' has " + std::to_string(all.rows) + " rows of " +
-                std::to_string(all.cols) + ", the config needs " + std::to_string(num_experts) + " of " + std::to_string(n));
+                std::to_string(all.cols) + ", the config needs " + std::to_string(num_experts) + " of " +
+                std::to_string(n) + " (expert_count)");
   }
   std::vector<TensorView> views;
   for (int e = 0; e < num_experts; ++e) views.push_back(row_slice(all, e, 1));

@@ -122,8 +122,9 @@ void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig&
   const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
   l.router = w.view(moe + "gate.weight");
   auto expert = [&](const std::string& e) {
-    return mixtral ? ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight"), {}, {}, {}}
-                   : ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight"), {}, {}, {}};
+    if (mixtral) return ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight"), {}, {}, {}};
+    return ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight"),
+                         {}, {}, {}};
   };
   for (int e = 0; e < c.num_experts; ++e) l.experts.push_back(expert(moe + "experts." + std::to_string(e) + "."));
   const std::string extra = moe + "experts." + std::to_string(c.num_experts) + ".";
@@ -221,7 +222,8 @@ Model load_hf_model(const ModelSource& source) {
   if (owned.empty()) {
     model.storage = weights.storage();
   } else {
-    model.storage = std::make_shared<std::pair<std::shared_ptr<const void>, OwnedBuffers>>(weights.storage(), std::move(owned));
+    using Storage = std::pair<std::shared_ptr<const void>, OwnedBuffers>;
+    model.storage = std::make_shared<Storage>(weights.storage(), std::move(owned));
   }
   return model;
 }

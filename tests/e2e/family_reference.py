@@ -59,7 +59,8 @@ FAMILIES = {
     "mixtral": dict(window_layers="all", moe="all", renorm="always", gguf_renorm=True),
     "olmoe": dict(window_layers="none", qk_norm="full", moe="all", renorm="config", gguf_renorm=False),
     "gpt_oss": dict(window_layers="even", qkv_bias=True, o_bias=True, sinks=True, moe="all", renorm="config",
-                    gguf_renorm=False, router="topk_softmax", expert_bias=True, gguf_ffn_norm="post_attention_norm.weight"),
+                    gguf_renorm=False, router="topk_softmax", expert_bias=True,
+                    gguf_ffn_norm="post_attention_norm.weight"),
 }
 # moe: which layers are sparse ("qwen": decoder_sparse_step and mlp_only_layers; "all"); renorm: whether the
 # top-k weights are renormalised ("always", or "config": norm_topk_prob, default false); gguf_renorm: the
@@ -471,9 +472,11 @@ def load_gguf(path):
     is_27b = GGUF_27B_LAYERS.get(family) == n_layers
     scaling = None
     if kv.get("rope.scaling.type") == "yarn":
-        scaling = dict(rope_type="yarn", factor=kv["rope.scaling.factor"], truncate=GGUF_YARN_TRUNCATE.get(family, True),
+        scaling = dict(rope_type="yarn", factor=kv["rope.scaling.factor"],
+                       truncate=GGUF_YARN_TRUNCATE.get(family, True),
                        original_max_position_embeddings=kv["rope.scaling.original_context_length"])
-    desc = dict(rope_scaling=scaling, swiglu=GGUF_SWIGLU.get(family), n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=kv.get("attention.head_count_kv", n_heads),
+    desc = dict(rope_scaling=scaling, swiglu=GGUF_SWIGLU.get(family),
+                n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=kv.get("attention.head_count_kv", n_heads),
                 head_dim=head_dim, eps=kv.get("attention.layer_norm_rms_epsilon", 1e-5),
                 theta=kv.get("rope.freq_base", 10000.0), local_theta=GGUF_LOCAL_THETA if family == "gemma3" else None,
                 windows=layer_windows(LLAMA_CPP_WINDOWS[family], n_layers, kv.get("attention.sliding_window", 0)),
@@ -585,7 +588,8 @@ def moe(m, i, l, h):
         if m.moe["renorm"]:
             weights /= weights.sum(axis=-1, keepdims=True)
     out = np.zeros_like(h)
-    biases = [l[key] if l[key] is not None else [None] * len(l["exp_gate"]) for key in ("exp_gate_b", "exp_up_b", "exp_down_b")]
+    biases = [l[key] if l[key] is not None else [None] * len(l["exp_gate"])
+              for key in ("exp_gate_b", "exp_up_b", "exp_down_b")]
     for e in np.unique(top):
         rows, slots = np.nonzero(top == e)
         expert = glu(m, h[rows], l["exp_gate"][e], l["exp_up"][e], l["exp_down"][e], *(b[e] for b in biases))

@@ -35,13 +35,14 @@ def check_formats_agree(models, prompt):
     base = moe.prefill_logits(models[0][1], prompt)
     for label, m in models[1:]:
         diff = float(np.abs(moe.prefill_logits(m, prompt) - base).max())
-        c.check(diff < 1e-9, f"gpt-oss: the reference's logits of the {label} and the bf16 directory differ by {diff:.3g}")
+        c.check(diff < 1e-9, f"gpt-oss: the reference's logits of the {label} and the bf16 directory differ by "
+                             f"{diff:.3g}")
 
 
 def check_inspect(model):
     text = run(["inspect", "--model", model]).stdout
-    for needle in ("architecture: gpt-oss\n", "attention sinks", "output projection bias", "clamped SwiGLU",
-                   "top-2 of the logits, softmax over them", "router bias", "expert biases", "sliding window 8 on 2 of 3"):
+    for needle in ("architecture: gpt-oss\n", "attention sinks", "output projection bias", "clamped SwiGLU", "router bias",
+                   "top-2 of the logits, softmax over them", "expert biases", "sliding window 8 on 2 of 3"):
         c.check(needle in text, f"gpt-oss inspect of {model} does not say {needle!r}:\n{text}")
 
 

@@ -230,7 +230,8 @@ def mxfp4_values(rng, shape, exponents):
 
 
 def mxfp4_pair(values):
-    """values (..., cols), exactly representable, as HF's (blocks (..., cols / 32, 16) U8, scales (..., cols / 32) U8)."""
+    """values (..., cols), exactly representable, as HF's pair: blocks (..., cols / 32, 16) and scales
+    (..., cols / 32), both U8."""
     blocks = values.reshape(values.shape[:-1] + (values.shape[-1] // 32, 32)).astype(np.float64)
     top = np.abs(blocks).max(axis=-1)
     exps = np.where(top > 0, np.floor(np.log2(np.where(top > 0, top, 1))) - 2, 0)  # top / 2^e in [4, 8)

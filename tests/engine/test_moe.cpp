@@ -1,6 +1,7 @@
 // Mixtures of experts on the CPU: the routing rules (softmax then top-k, renormalised or not, ties to the
-// lower expert id; gpt-oss's top-k of the logits then a softmax over those k), the clamped SwiGLU, grouping by expert (a batch gives each row the bits that row alone gets, and the float64
-// sum of its experts), the families' MoE fields from config.json, and bad files refused with a message
+// lower expert id; gpt-oss's top-k of the logits then a softmax over those k), the clamped SwiGLU,
+// grouping by expert (a batch gives each row the bits that row alone gets, and the float64 sum of its
+// experts), the families' MoE fields from config.json, and bad files refused with a message
 // naming the key or tensor (hand-built GGUFs whose expert tensors are missing or misshapen).
 #include <doctest/doctest.h>
 
@@ -161,7 +162,8 @@ TEST_CASE("moe: the clamped SwiGLU clamps gate above, up on both sides, and adds
   std::vector<float> gate_up(gate);
   gate_up.insert(gate_up.end(), up.begin(), up.end());
   std::vector<float> out(gate.size());
-  gated_ffn_row(gate_up.data(), out.data(), static_cast<int>(gate.size()), GluParams{Activation::kSwigluClamped, limit, alpha});
+  const GluParams glu{Activation::kSwigluClamped, limit, alpha};
+  gated_ffn_row(gate_up.data(), out.data(), static_cast<int>(gate.size()), glu);
   for (size_t i = 0; i < gate.size(); ++i) {
     const double g = std::min<double>(gate[i], limit), u = std::clamp<double>(up[i], -limit, limit);
     const double want = (u + 1.0) * g / (1.0 + std::exp(-alpha * g));
