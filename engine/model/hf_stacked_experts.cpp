@@ -108,6 +108,10 @@ TensorView read_matrix(const TensorFileOf& file_of, const std::string& name, int
                   std::to_string(t.view.cols) + ") weights, the config needs [" + std::to_string(experts) + ", " +
                   std::to_string(out_rows) + ", " + std::to_string(in_cols) + "] (experts, out, in)");
     }
+    if (!interleaved) {  // already our layout: keep the converted buffer
+      result.buffers.push_back(t.bytes);
+      return t.view;
+    }
     const int64_t stride = row_bytes(DType::kMXFP4, in_cols);
     auto bytes = rearrange(static_cast<const uint8_t*>(t.view.data), stride, experts, out_rows, 1, false, interleaved);
     result.buffers.push_back(bytes);
