@@ -29,6 +29,9 @@ const ModelConfig& checked_config(const ModelConfig& c) {
                 " experts); MoE on CUDA is not built, use --device cpu");
   }
   if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
+  if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
+  if (c.o_bias) unsupported(c.architecture + "'s output projection bias (use --device cpu)");
+  if (c.activation == Activation::kSwigluClamped) unsupported(c.architecture + "'s clamped SwiGLU (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }

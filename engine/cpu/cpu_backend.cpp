@@ -2,7 +2,8 @@
 // packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
 // offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
-// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases; sparse layers' experts: cpu_moe.hpp).
+// GeGLU and clamped SwiGLU, embedding scale, softcaps, attention sinks, per-layer windows and RoPE bases;
+// sparse layers' experts: cpu_moe.hpp).
 // Matrix products go through the batch-invariant matmul; everything else is per row.
 #include "engine/cpu/cpu_backend.hpp"
 
@@ -154,6 +155,8 @@ struct CpuLayer {
   Weights q_norm;          // (head_dim) or empty
   Weights k_norm;          // (head_dim) or empty
   PackedMatrix wo;         // (dim, q_dim)
+  Weights o_bias;          // (dim) or empty
+  Weights sinks;           // (num_heads) or empty
   Weights post_attn_norm;  // (dim) or empty
   Weights ffn_norm;        // (dim)
   PackedMatrix w_gate_up;  // (2 * hidden, dim)   dense layers
@@ -267,6 +270,8 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     layer.q_norm = norm_weights(l.q_norm, offset, pool_);
     layer.k_norm = norm_weights(l.k_norm, offset, pool_);
     layer.wo = pack_stacked({&l.wo}, pool_, keep);
+    if (!l.bo.empty()) layer.o_bias = stack_f32({&l.bo}, pool_);
+    if (!l.sinks.empty()) layer.sinks = stack_f32({&l.sinks}, pool_);
     layer.post_attn_norm = norm_weights(l.post_attn_norm, offset, pool_);
     layer.ffn_norm = norm_weights(l.ffn_norm, offset, pool_);
     layer.post_ffn_norm = norm_weights(l.post_ffn_norm, offset, pool_);
@@ -289,9 +294,21 @@ void CpuBackend::load_experts(const LayerTensors& l, MoeWeights& moe) {
   const bool keep = options_.keep_blocks;
   moe.router = pack_stacked({&l.router}, pool_, keep);
   count_weights(moe.router);
+  auto f32 = [&](std::initializer_list<const TensorView*> parts) {
+    const Weights w = stack_f32(parts, pool_);
+    return std::vector<float>(w.begin(), w.end());
+  };
+  if (!l.router_bias.empty()) moe.router_bias = f32({&l.router_bias});
   for (const ExpertTensors& e : l.experts) {
     moe.gate_up.push_back(pack_stacked({&e.gate, &e.up}, pool_, keep));
     moe.down.push_back(pack_stacked({&e.down}, pool_, keep));
+    if (!e.gate_bias.empty()) {  // (1, width) each: stacked as one row of [gate | up]
+      std::vector<float> gate_up = f32({&e.gate_bias});
+      const std::vector<float> up = f32({&e.up_bias});
+      gate_up.insert(gate_up.end(), up.begin(), up.end());
+      moe.gate_up_bias.push_back(std::move(gate_up));
+      moe.down_bias.push_back(f32({&e.down_bias}));
+    }
     count_weights(moe.gate_up.back());
     count_weights(moe.down.back());
   }
@@ -423,7 +440,8 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
   qkv_projection(batch, l);
   const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
-  const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l)};
+  const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l),
+                               layer.sinks.empty() ? nullptr : layer.sinks.data()};
   const int num_heads = config_.num_heads;
   const int group = num_heads / config_.num_kv_heads;
   auto table_of = [&](int64_t r) {
@@ -447,11 +465,14 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
         const int64_t r = i / num_heads;
         const int h = static_cast<int>(i % num_heads);
         attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, params,
-                    scratch.data(), &att_[r * q_dim + h * hd]);
+                    scratch.data(), &att_[r * q_dim + h * hd], params.sink(h));
       }
     }, 1, min_parallel_items(head_ns));
   }
   matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
+  for (int64_t r = 0; r < num_tokens && !layer.o_bias.empty(); ++r) {
+    for (int i = 0; i < config_.dim; ++i) delta_[r * config_.dim + i] += layer.o_bias[i];
+  }
   add_sublayer_output(num_tokens, layer.post_attn_norm);
 }
 
@@ -472,15 +493,17 @@ int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   if (!layer.moe.gate_up.empty()) {
-    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob};
-    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, config_.activation, pool_, moe_scratch_,
-                                delta_.data());
+    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob,
+                             config_.moe_router};
+    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, glu_params(config_), pool_,
+                                moe_scratch_, delta_.data());
     add_sublayer_output(num_tokens, layer.post_ffn_norm);
     return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, config_.activation);
+    const GluParams glu = glu_params(config_);
+    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm);

@@ -10,10 +10,6 @@
 namespace cbatch {
 
 void route_row(const float* logits, const MoeRouting& r, int32_t* experts, float* weights) {
-  float max_logit = logits[0];
-  for (int e = 1; e < r.num_experts; ++e) max_logit = std::max(max_logit, logits[e]);
-  float sum = 0.0f;
-  for (int e = 0; e < r.num_experts; ++e) sum += std::exp(logits[e] - max_logit);
   for (int k = 0; k < r.top_k; ++k) {
     int best = -1;
     for (int e = 0; e < r.num_experts; ++e) {
@@ -21,9 +17,16 @@ void route_row(const float* logits, const MoeRouting& r, int32_t* experts, float
       if (best < 0 || logits[e] > logits[best]) best = e;  // strict: a tie keeps the lower id
     }
     experts[k] = best;
-    weights[k] = std::exp(logits[best] - max_logit) / sum;
   }
-  if (!r.renormalize) return;
+  const float max_logit = logits[experts[0]];  // the largest logit of all, and of the chosen
+  float sum = 0.0f;
+  if (r.rule == MoeRouter::kTopkSoftmax) {
+    for (int k = 0; k < r.top_k; ++k) sum += std::exp(logits[experts[k]] - max_logit);
+  } else {
+    for (int e = 0; e < r.num_experts; ++e) sum += std::exp(logits[e] - max_logit);
+  }
+  for (int k = 0; k < r.top_k; ++k) weights[k] = std::exp(logits[experts[k]] - max_logit) / sum;
+  if (!r.renormalize || r.rule == MoeRouter::kTopkSoftmax) return;
   float picked = 0.0f;
   for (int k = 0; k < r.top_k; ++k) picked += weights[k];
   for (int k = 0; k < r.top_k; ++k) weights[k] /= picked;
@@ -43,29 +46,43 @@ ExpertGroups group_by_expert(const int32_t* experts, int num_rows, const MoeRout
 
 namespace {
 
-// out (n, dim) = down(act(gate(x)) * up(x)) for x (n, dim), one gated FFN over n gathered rows.
-void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const PackedMatrix& down, Activation activation,
+// rows (n, cols) += bias (cols), when there is one.
+void add_bias(float* rows, int64_t n, const std::vector<float>* bias) {
+  if (bias == nullptr || bias->empty()) return;
+  const int64_t cols = static_cast<int64_t>(bias->size());
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t i = 0; i < cols; ++i) rows[r * cols + i] += (*bias)[static_cast<size_t>(i)];
+  }
+}
+
+// out (n, dim) = down(act(gate(x)) * up(x)) for x (n, dim), one gated FFN over n gathered rows; the
+// biases (or nullptr) are added to each product.
+void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const PackedMatrix& down,
+                 const std::vector<float>* gate_up_bias, const std::vector<float>* down_bias, const GluParams& glu,
                  ThreadPool& pool, MoeScratch& s, float* out) {
   const int64_t width = down.cols();
   s.gate_up.resize(static_cast<size_t>(n * 2 * width));
   s.hidden.resize(static_cast<size_t>(n * width));
   matmul(x, gate_up, s.gate_up.data(), n, pool);
+  add_bias(s.gate_up.data(), n, gate_up_bias);
   for (int r = 0; r < n; ++r) {
-    gated_ffn_row(&s.gate_up[r * 2 * width], &s.hidden[r * width], static_cast<int>(width), activation);
+    gated_ffn_row(&s.gate_up[r * 2 * width], &s.hidden[r * width], static_cast<int>(width), glu);
   }
   matmul(s.hidden.data(), down, out, n, pool);
+  add_bias(out, n, down_bias);
 }
 
 }  // namespace
 
-int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, Activation activation,
-             ThreadPool& pool, MoeScratch& s, float* out) {
+int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, const GluParams& glu,
+            ThreadPool& pool, MoeScratch& s, float* out) {
   const int k = r.top_k;
   s.logits.resize(static_cast<size_t>(num_rows) * r.num_experts);
   s.experts.resize(static_cast<size_t>(num_rows) * k);
   s.weights.resize(static_cast<size_t>(num_rows) * k);
   s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
   matmul(h, w.router, s.logits.data(), num_rows, pool);
+  add_bias(s.logits.data(), num_rows, &w.router_bias);
   for (int row = 0; row < num_rows; ++row) {
     route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
   }
@@ -81,7 +98,9 @@ int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const Mo
       const int row = groups.entries[begin + i] / k;
       std::copy_n(h + static_cast<int64_t>(row) * dim, dim, &s.rows_in[static_cast<size_t>(i) * dim]);
     }
-    expert_rows(s.rows_in.data(), n, w.gate_up[e], w.down[e], activation, pool, s, s.rows_out.data());
+    const bool biased = !w.gate_up_bias.empty();
+    expert_rows(s.rows_in.data(), n, w.gate_up[e], w.down[e], biased ? &w.gate_up_bias[e] : nullptr,
+                biased ? &w.down_bias[e] : nullptr, glu, pool, s, s.rows_out.data());
     for (int i = 0; i < n; ++i) {
       const int pick = groups.entries[begin + i];
       std::copy_n(&s.rows_out[static_cast<size_t>(i) * dim], dim, &s.picks[static_cast<size_t>(pick) * dim]);
@@ -90,7 +109,7 @@ int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const Mo
   if (w.shared_gate.empty()) {
     std::fill_n(out, static_cast<int64_t>(num_rows) * dim, 0.0f);
   } else {  // the shared expert over every row, scaled by its sigmoid gate
-    expert_rows(h, num_rows, w.shared_gate_up, w.shared_down, activation, pool, s, out);
+    expert_rows(h, num_rows, w.shared_gate_up, w.shared_down, nullptr, nullptr, glu, pool, s, out);
     for (int row = 0; row < num_rows; ++row) {
       float logit = 0.0f;
       for (int i = 0; i < dim; ++i) logit += h[static_cast<int64_t>(row) * dim + i] * w.shared_gate[i];

@@ -1,7 +1,8 @@
 // The CPU backend's mixture-of-experts FFN, grouped by expert: route every row of the step (one router
-// product, then softmax and top-k per row), group the (row, k) picks by expert, run each picked expert's
-// gate|up and down products once over its gathered rows with the batch-invariant matmul, scatter the
-// results to a (row, k) buffer, and sum each row's k contributions in k order (plus the shared expert).
+// product plus its bias, then the family's rule per row: softmax then top-k, or top-k then softmax), group
+// the (row, k) picks by expert, run each picked expert's gate|up and down products (and their biases) once
+// over its gathered rows with the batch-invariant matmul, scatter the results to a (row, k) buffer, and sum
+// each row's k contributions in k order (plus the shared expert).
 // A row's output depends only on that row (matmul's per-element order is fixed), so batching never
 // changes the bits. Experts no row picked are not touched.
 #pragma once
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {
@@ -18,8 +20,11 @@ class ThreadPool;
 // One sparse layer's weights, packed for matmul.
 struct MoeWeights {
   PackedMatrix router;                // (num_experts, dim)
+  std::vector<float> router_bias;     // (num_experts), or empty
   std::vector<PackedMatrix> gate_up;  // (num_experts) of (2 * expert_hidden, dim): [gate | up]
   std::vector<PackedMatrix> down;     // (num_experts) of (dim, expert_hidden)
+  std::vector<std::vector<float>> gate_up_bias;  // (num_experts) of (2 * expert_hidden) [gate | up], or empty
+  std::vector<std::vector<float>> down_bias;     // (num_experts) of (dim), or empty
   PackedMatrix shared_gate_up;        // (2 * shared_hidden, dim), or empty: no shared expert
   PackedMatrix shared_down;           // (dim, shared_hidden)
   std::vector<float> shared_gate;     // (dim) the shared expert's sigmoid gate, or empty
@@ -28,11 +33,13 @@ struct MoeWeights {
 struct MoeRouting {
   int num_experts = 0;
   int top_k = 0;
-  bool renormalize = false;  // the k chosen probabilities are divided by their sum
+  bool renormalize = false;  // the k chosen probabilities are divided by their sum (kSoftmaxTopk)
+  MoeRouter rule = MoeRouter::kSoftmaxTopk;
 };
 
-// Softmax of one row's logits (num_experts), then the top_k experts by probability, highest first, a tie
-// going to the lower expert id; experts (top_k) and weights (top_k) receive them.
+// One row's top_k experts by logit (num_experts logits), highest first, a tie going to the lower expert
+// id, into experts (top_k); their weights (top_k): kSoftmaxTopk, their probabilities in the softmax over
+// all experts (renormalised when asked); kTopkSoftmax, the softmax over the k chosen logits alone.
 void route_row(const float* logits, const MoeRouting& routing, int32_t* experts, float* weights);
 
 // (row, k) picks grouped by expert: the picks of expert e are entries[offsets[e] .. offsets[e + 1]),
@@ -58,6 +65,6 @@ struct MoeScratch {
 // out (num_rows, dim) = the MoE FFN of h (num_rows, dim). Returns the number of distinct experts the rows
 // picked (the experts whose weights were read).
 int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& routing,
-             Activation activation, ThreadPool& pool, MoeScratch& s, float* out);
+            const GluParams& glu, ThreadPool& pool, MoeScratch& s, float* out);
 
 }  // namespace cbatch

@@ -1,5 +1,6 @@
 #include "engine/cpu/cpu_ops.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace cbatch {
@@ -38,9 +39,17 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
-void gated_ffn_row(const float* gate_up, float* out, int hidden, Activation activation) {
-  if (activation == Activation::kGeluTanh) {
+void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
+  if (glu.kind == Activation::kGeluTanh) {
     for (int i = 0; i < hidden; ++i) out[i] = gelu_tanh(gate_up[i]) * gate_up[hidden + i];
+    return;
+  }
+  if (glu.kind == Activation::kSwigluClamped) {
+    for (int i = 0; i < hidden; ++i) {
+      const float g = std::min(gate_up[i], glu.limit);
+      const float u = std::clamp(gate_up[hidden + i], -glu.limit, glu.limit);
+      out[i] = (u + 1.0f) * (g / (1.0f + std::exp(-glu.alpha * g)));
+    }
     return;
   }
   for (int i = 0; i < hidden; ++i) {
@@ -75,7 +84,7 @@ inline float capped(float score, float softcap) {
 }  // namespace
 
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
-                 const AttentionParams& params, float* scratch, float* out) {
+                 const AttentionParams& params, float* scratch, float* out, float sink) {
   const int head_dim = params.head_dim;
   const float scale = params.scale;
   const int first = params.first_key(pos);
@@ -83,7 +92,7 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
   auto slot_of = [&](int p) {
     return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
   };
-  float max_score = -INFINITY;
+  float max_score = sink;
   for (int p = first; p <= pos; ++p) {
     const float* k = cache.k + slot_of(p) * cache.kv_dim + head_offset;
     scratch[p] = capped(dot_fixed_order(q, k, head_dim) * scale, params.softcap);
@@ -94,6 +103,7 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
     scratch[p] = std::exp(scratch[p] - max_score);
     sum += scratch[p];
   }
+  sum += std::exp(sink - max_score);  // 0 without a sink
   for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
   for (int p = first; p <= pos; ++p) {
     const float* v = cache.v + slot_of(p) * cache.kv_dim + head_offset;
@@ -116,7 +126,7 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
     return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
   };
   for (int h = 0; h < num_heads; ++h) {
-    max_score[h] = -INFINITY;
+    max_score[h] = params.sink(h);
     sum[h] = 0.0f;
   }
   // A block is usually one page per layer, where hardware prefetchers stop: fetch the K and V rows a few
@@ -144,6 +154,7 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
       scores[h * n + p] = std::exp(scores[h * n + p] - max_score[h]);
       sum[h] += scores[h * n + p];
     }
+    sum[h] += std::exp(params.sink(h) - max_score[h]);  // attend_head's order; 0 without a sink
   }
   for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
   for (int p = first; p < n; ++p) {

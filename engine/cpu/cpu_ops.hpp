@@ -2,6 +2,7 @@
 // computes a row from that row's inputs only, in a fixed order, so results do not depend on batching.
 // These are also the references the CUDA kernels are tested against.
 #pragma once
+#include <cmath>
 #include <cstdint>
 
 #include "engine/model/model_config.hpp"
@@ -16,8 +17,19 @@ void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, f
 // Rotates one head vector (head_dim) in place by the angles of rope_angles.
 void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeLayout layout);
 
-// gate_up: (2 * hidden) = [gate | up]; out (hidden) = act(gate) * up, act silu (SwiGLU) or tanh-GELU (GeGLU).
-void gated_ffn_row(const float* gate_up, float* out, int hidden, Activation activation);
+// The gated FFN's activation: SwiGLU, GeGLU, or the clamped SwiGLU with its limit and slope (gpt-oss).
+struct GluParams {
+  GluParams(Activation kind = Activation::kSilu, float limit = 0.0f, float alpha = 1.0f)  // NOLINT: implicit
+      : kind(kind), limit(limit), alpha(alpha) {}
+  Activation kind;
+  float limit;  // kSwigluClamped: gate clamped above at limit, up to [-limit, limit]
+  float alpha;  // kSwigluClamped: slope of the sigmoid
+};
+inline GluParams glu_params(const ModelConfig& c) { return {c.activation, c.swiglu_limit, c.swiglu_alpha}; }
+
+// gate_up: (2 * hidden) = [gate | up]; out (hidden) = act(gate) * up, act silu (SwiGLU) or tanh-GELU (GeGLU);
+// clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
+void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu);
 float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
@@ -32,19 +44,23 @@ struct PagedKv {
 };
 
 // How a layer attends: scores are q.k * scale, softcapped when softcap > 0; a query at position pos sees
-// keys max(0, pos - window + 1)..pos when window > 0 (its own included), else 0..pos.
+// keys max(0, pos - window + 1)..pos when window > 0 (its own included), else 0..pos. With sinks, q head
+// h's sink logit sinks[h] joins its softmax: in the max and the denominator, weighting no value.
 struct AttentionParams {
   int head_dim = 0;
   float scale = 0.0f;
   float softcap = 0.0f;
   int window = 0;
+  const float* sinks = nullptr;  // (num_heads) or nullptr
+  float sink(int head) const { return sinks != nullptr ? sinks[head] : -INFINITY; }
   int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
 };
 
 // Attention of one query head vector q (head_dim) over the keys it sees (AttentionParams) of a sequence
-// whose blocks are block_table; reads kv head `kv_head`. scratch: (pos + 1) floats. out: (head_dim).
+// whose blocks are block_table; reads kv head `kv_head`; `sink` is the head's sink logit (-inf: none, the
+// same bits as without). scratch: (pos + 1) floats. out: (head_dim).
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
-                 const AttentionParams& params, float* scratch, float* out);
+                 const AttentionParams& params, float* scratch, float* out, float sink = -INFINITY);
 
 // All num_heads query heads of one row (q: num_heads * head_dim) at once: each cached position's K and
 // V rows are read once for every head (kv head h / (num_heads / num_kv_heads)). Per head the arithmetic

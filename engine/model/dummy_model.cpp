@@ -1,6 +1,7 @@
 // dummy:CONFIG.json: a Hugging Face config.json with random weights and the byte tokenizer, to run
 // real model shapes without their weights. Tensor k (0 embedding, then per layer attn_norm, wq, wk, wv,
-// wo, ffn_norm, gate, up, down (a sparse layer: router, experts' gate, up, down, shared expert), then
+// wo, ffn_norm, gate, up, down (a sparse layer: router (and its bias), experts' gate, up, down (and their
+// biases), shared expert), the family's extras (biases, q/k and sandwich norms, output bias, sinks), then
 // final_norm, lm_head) draws from seed f(dummy_seed, k); --dummy-dtype q8_0 marks the linear ones for a backend
 // to keep quantized in Q8_0 blocks, --dummy-layers keeps the config's first layers. Scales give
 // unit-variance activations: linear weights uniform with scale sqrt(3 / in_features), embeddings
@@ -73,6 +74,8 @@ void add_family_tensors(RandomTensors& r, const ModelConfig& c, const std::strin
     l.post_attn_norm = r.norm(p + "post_attention_norm.weight", c.dim, c.norm_offset);
     l.post_ffn_norm = r.norm(p + "post_feedforward_layernorm.weight", c.dim, c.norm_offset);
   }
+  if (c.o_bias) l.bo = r.bias(p + "self_attn.o_proj.bias", c.dim);
+  if (c.attn_sinks) l.sinks = r.bias(p + "self_attn.sinks", c.num_heads);
 }
 
 // A sparse layer's router and experts (and shared expert), in place of the dense FFN.
@@ -80,10 +83,17 @@ void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, L
   l.router = r.linear(p + "mlp.gate.weight", c.num_experts, c.dim);
   auto expert = [&](const std::string& e, int width) {
     return ExpertTensors{r.linear(e + "gate_proj.weight", width, c.dim), r.linear(e + "up_proj.weight", width, c.dim),
-                         r.linear(e + "down_proj.weight", c.dim, width)};
+                         r.linear(e + "down_proj.weight", c.dim, width), {}, {}, {}};
   };
+  if (c.router_bias) l.router_bias = r.bias(p + "mlp.gate.bias", c.num_experts);
   for (int e = 0; e < c.num_experts; ++e) {
-    l.experts.push_back(expert(p + "mlp.experts." + std::to_string(e) + ".", c.expert_hidden_dim));
+    const std::string name = p + "mlp.experts." + std::to_string(e) + ".";
+    l.experts.push_back(expert(name, c.expert_hidden_dim));
+    if (!c.expert_bias) continue;
+    ExpertTensors& x = l.experts.back();
+    x.gate_bias = r.bias(name + "gate_proj.bias", c.expert_hidden_dim);
+    x.up_bias = r.bias(name + "up_proj.bias", c.expert_hidden_dim);
+    x.down_bias = r.bias(name + "down_proj.bias", c.dim);
   }
   if (c.shared_expert_hidden_dim > 0) {
     l.shared_expert = expert(p + "mlp.shared_expert.", c.shared_expert_hidden_dim);

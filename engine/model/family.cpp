@@ -47,14 +47,25 @@ const std::vector<Family>& families() {
                  .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28, .moe = true,
                  .gguf_norm_topk_prob = true});
     t.push_back({.name = "olmoe", .hf_model_types = {"olmoe"}, .qk_norm = true, .qk_norm_whole = true, .moe = true});
+    // gpt-oss: biased q/k/v/o, sinks, even layers windowed (HF layer_types; llama.cpp's swa pattern 2),
+    // top-k of the biased router logits then a softmax over those k, biased experts, clamped SwiGLU.
+    Family gpt_oss{.name = "gpt-oss", .hf_model_types = {"gpt_oss"}, .qkv_bias = true,
+                   .activation = Activation::kSwigluClamped, .window_layers = WindowLayers::kEvenLayers,
+                   .moe = true};
+    gpt_oss.moe_router = MoeRouter::kTopkSoftmax;
+    gpt_oss.router_bias = gpt_oss.expert_bias = gpt_oss.attn_sinks = gpt_oss.o_bias = true;
+    gpt_oss.swiglu_limit = 7.0f;
+    gpt_oss.swiglu_alpha = 1.702f;
+    gpt_oss.gguf_yarn_truncate = false;
+    gpt_oss.gguf_ffn_norm = "post_attention_norm.weight";
+    t.push_back(gpt_oss);
     return t;
   }();
   return table;
 }
 
 // Architectures people ask for that are not Llama-like dense decoders.
-constexpr std::array<std::string_view, 6> kMixtureOfExperts = {"gpt_oss",     "gpt-oss",     "deepseek_v2",
-                                                               "deepseek_v3", "deepseek2",   "phimoe"};
+constexpr std::array<std::string_view, 4> kMixtureOfExperts = {"deepseek_v2", "deepseek_v3", "deepseek2", "phimoe"};
 
 }  // namespace
 
@@ -98,6 +109,13 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.qk_norm_whole = family.qk_norm_whole;
   config.sandwich_norms = family.sandwich_norms;
   config.activation = family.activation;
+  config.moe_router = family.moe_router;
+  config.router_bias = family.router_bias;
+  config.expert_bias = family.expert_bias;
+  config.attn_sinks = family.attn_sinks;
+  config.o_bias = family.o_bias;
+  config.swiglu_limit = family.swiglu_limit;
+  config.swiglu_alpha = family.swiglu_alpha;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
 }
 

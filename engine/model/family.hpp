@@ -44,6 +44,19 @@ struct Family {
   bool shared_expert = false;        // a shared expert with a sigmoid gate (Qwen2-MoE)
   bool gguf_norm_topk_prob = false;
   bool reads_norm_topk_prob = true;
+  MoeRouter moe_router = MoeRouter::kSoftmaxTopk;
+  bool router_bias = false;
+  bool expert_bias = false;
+  // gpt-oss's extras: attention sinks and output bias; its clamped SwiGLU's values where a file names none
+  // (GGUF keeps neither: llama.cpp hard-codes them); its YaRN without truncation (GGUF has no key: the
+  // model's definition, transformers' truncate: false; llama.cpp's ggml always rounds the range out); and
+  // the GGUF name of its FFN norm (llama.cpp's converter calls it post_attention_norm).
+  bool attn_sinks = false;
+  bool o_bias = false;
+  float swiglu_limit = 0.0f;
+  float swiglu_alpha = 1.0f;
+  bool gguf_yarn_truncate = true;
+  std::string_view gguf_ffn_norm = "ffn_norm.weight";
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF

@@ -4,9 +4,10 @@
 // architectures rotate halves), stores Gemma's norm weights as 1 + w, and drops what llama.cpp hard-codes
 // (Gemma 3's window pattern and local RoPE base, Gemma's query scale); a missing output.weight means tied
 // embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors,
-// Phi-3's longrope as rope_factors_short/long.weight. Mixtures of experts (qwen2moe, qwen3moe, olmoe, and
-// `llama` with experts for Mixtral) stack each layer's experts in 3-D tensors, split here into per-expert
-// views of the mapping.
+// Phi-3's longrope as rope_factors_short/long.weight. Mixtures of experts (qwen2moe, qwen3moe, olmoe,
+// gpt-oss, and `llama` with experts for Mixtral) stack each layer's experts in 3-D tensors (gpt-oss's
+// biases in 2-D ones), split here into per-expert views of the mapping. gpt-oss adds attn_sinks,
+// attn_output.bias and ffn_gate_inp.bias, and names its FFN norm post_attention_norm.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -203,6 +204,7 @@ ModelConfig read_config(const GgufFile& gguf) {
   if (family->moe) read_moe_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
   c.rope_scaling = read_rope_scaling(gguf, p);
+  c.rope_scaling.truncate = family->gguf_yarn_truncate;
   read_llama3_scaling(gguf, arch, c);
   read_longrope(gguf, p, c);
   return c;
@@ -246,23 +248,48 @@ std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& na
   return views;
 }
 
-// A sparse layer's router, stacked experts (ffn_{gate,up,down}_exps) and Qwen2-MoE's shared expert (_shexp).
+// A stacked expert bias (ggml dims: n, num_experts) as num_experts views of (1, n).
+std::vector<TensorView> expert_bias_views(const GgufFile& gguf, const std::string& name, int64_t n, int num_experts) {
+  const TensorView all = require_tensor(gguf, name);
+  if (all.rows != num_experts || all.cols != n) {
+    throw Error("'" + gguf.path() + "': tensor '" + name + "' has " + std::to_string(all.rows) + " rows of " +
+                std::to_string(all.cols) + ", the config needs " + std::to_string(num_experts) + " of " +
+                std::to_string(n) + " (expert_count)");
+  }
+  std::vector<TensorView> views;
+  for (int e = 0; e < num_experts; ++e) views.push_back(row_slice(all, e, 1));
+  return views;
+}
+
+// A sparse layer's router, stacked experts (ffn_{gate,up,down}_exps), their biases where the family has
+// them (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) and Qwen2-MoE's shared expert (_shexp).
 void read_experts(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
   l.router = require_tensor(gguf, b + "ffn_gate_inp.weight");
+  if (c.router_bias) l.router_bias = require_tensor(gguf, b + "ffn_gate_inp.bias");
   const int n = c.num_experts, ff = c.expert_hidden_dim;
   const std::vector<TensorView> gate = expert_views(gguf, b + "ffn_gate_exps.weight", ff, c.dim, n);
   const std::vector<TensorView> up = expert_views(gguf, b + "ffn_up_exps.weight", ff, c.dim, n);
   const std::vector<TensorView> down = expert_views(gguf, b + "ffn_down_exps.weight", c.dim, ff, n);
-  for (int e = 0; e < n; ++e) l.experts.push_back({gate[e], up[e], down[e]});
+  for (int e = 0; e < n; ++e) l.experts.push_back({gate[e], up[e], down[e], {}, {}, {}});
+  if (c.expert_bias) {
+    const std::vector<TensorView> gate_b = expert_bias_views(gguf, b + "ffn_gate_exps.bias", ff, n);
+    const std::vector<TensorView> up_b = expert_bias_views(gguf, b + "ffn_up_exps.bias", ff, n);
+    const std::vector<TensorView> down_b = expert_bias_views(gguf, b + "ffn_down_exps.bias", c.dim, n);
+    for (int e = 0; e < n; ++e) {
+      ExpertTensors& x = l.experts[static_cast<size_t>(e)];
+      x.gate_bias = gate_b[e], x.up_bias = up_b[e], x.down_bias = down_b[e];
+    }
+  }
   if (c.shared_expert_hidden_dim > 0) {
     l.shared_expert = {require_tensor(gguf, b + "ffn_gate_shexp.weight"), require_tensor(gguf, b + "ffn_up_shexp.weight"),
-                       require_tensor(gguf, b + "ffn_down_shexp.weight")};
+                       require_tensor(gguf, b + "ffn_down_shexp.weight"), {}, {}, {}};
     l.shared_expert_gate = require_tensor(gguf, b + "ffn_gate_inp_shexp.weight");
   }
 }
 
 // A layer's tensors under llama.cpp's names; Phi-3 files fuse attn_qkv and put gate and up in one ffn_up.
-LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelConfig& c, int layer) {
+LayerTensors read_layer(const GgufFile& gguf, const Family& family, const std::string& b, const ModelConfig& c,
+                        int layer) {
   LayerTensors l;
   auto optional = [&](const std::string& name) {
     const GgufTensorInfo* info = gguf.find_tensor(name);
@@ -280,27 +307,32 @@ LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelC
     l.wv = require_tensor(gguf, b + "attn_v.weight");
   }
   l.wo = require_tensor(gguf, b + "attn_output.weight");
-  l.ffn_norm = require_tensor(gguf, b + "ffn_norm.weight");
+  const std::string ffn_norm(family.gguf_ffn_norm);
+  l.ffn_norm = require_tensor(gguf, b + ffn_norm);
   if (c.is_sparse(layer)) {
     read_experts(gguf, b, c, l);
   } else {
     read_dense_ffn(gguf, b, c, l);
   }
-  l.bq = optional(b + "attn_q.bias");
-  l.bk = optional(b + "attn_k.bias");
-  l.bv = optional(b + "attn_v.bias");
+  auto wanted = [&](bool want, const std::string& name) { return want ? require_tensor(gguf, name) : optional(name); };
+  l.bq = wanted(c.qkv_bias, b + "attn_q.bias");
+  l.bk = wanted(c.qkv_bias, b + "attn_k.bias");
+  l.bv = wanted(c.qkv_bias, b + "attn_v.bias");
   l.q_norm = optional(b + "attn_q_norm.weight");
   l.k_norm = optional(b + "attn_k_norm.weight");
-  l.post_attn_norm = optional(b + "post_attention_norm.weight");
+  if (ffn_norm != "post_attention_norm.weight") l.post_attn_norm = optional(b + "post_attention_norm.weight");
   l.post_ffn_norm = optional(b + "post_ffw_norm.weight");
+  l.bo = wanted(c.o_bias, b + "attn_output.bias");
+  l.sinks = wanted(c.attn_sinks, b + "attn_sinks.weight");
   return l;
 }
 
 ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& config) {
+  const Family& family = *find_family(config.architecture);
   ModelTensors t;
   t.embedding = require_tensor(gguf, "token_embd.weight");
   for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", config, i));
+    t.layers.push_back(read_layer(gguf, family, "blk." + std::to_string(i) + ".", config, i));
   }
   t.final_norm = require_tensor(gguf, "output_norm.weight");
   t.lm_head = config.tied_embeddings ? t.embedding : require_tensor(gguf, "output.weight");

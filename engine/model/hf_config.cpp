@@ -1,7 +1,8 @@
 // Parsing of Hugging Face config.json with simdjson's DOM: the sizes (LlamaConfig names and defaults),
 // then the family's own fields (model_type picks the row of family.hpp): query_pre_attn_scalar,
 // softcapping, sliding_window with the family's layer pattern or an explicit layer_types list,
-// rope_local_base_freq, rope_scaling (llama3, linear, yarn, longrope). Gemma 3 multimodal configs keep the
+// rope_local_base_freq, rope_scaling (llama3, linear, yarn with truncate, longrope), the experts' counts and
+// routing, gpt-oss's swiglu_limit and swiglu_alpha. Gemma 3 multimodal configs keep the
 // text model in text_config. Required: hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, vocab_size. A JSON null counts as absent.
 #include "engine/model/hf_config.hpp"
@@ -80,6 +81,7 @@ RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
     s.type = RopeScalingType::kYarn;
     s.beta_fast = static_cast<float>(r.get_number("beta_fast", 32.0));
     s.beta_slow = static_cast<float>(r.get_number("beta_slow", 1.0));
+    s.truncate = r.get_bool("truncate", true);
     const double mscale = s.factor > 1.0f ? 0.1 * std::log(s.factor) + 1.0 : 1.0;
     s.attention_factor = static_cast<float>(r.get_number("attention_factor", mscale));
   } else if (type == "longrope") {
@@ -98,6 +100,7 @@ RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
 }
 
 Activation read_activation(const JsonFields& f, const Family& family) {
+  if (family.activation == Activation::kSwigluClamped) return family.activation;  // hidden_act names its silu
   const char* key = f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string fallback = family.activation == Activation::kSilu ? "silu" : "gelu_pytorch_tanh";
   const std::string act = f.get_string(key, fallback);
@@ -134,9 +137,11 @@ void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) 
   const char* count_key = f.has("num_local_experts") ? "num_local_experts" : "num_experts";
   c.num_experts = f.get_size(count_key);
   if (c.num_experts > kMaxExperts) f.fail(count_key, "= " + std::to_string(c.num_experts) + " is above " + std::to_string(kMaxExperts));
-  const int64_t top_k = f.get_int("num_experts_per_tok");
+  const char* top_k_key = f.has("num_experts_per_tok") || !f.has("experts_per_token") ? "num_experts_per_tok"
+                                                                                      : "experts_per_token";
+  const int64_t top_k = f.get_int(top_k_key);
   if (top_k < 1 || top_k > c.num_experts) {
-    f.fail("num_experts_per_tok", "= " + std::to_string(top_k) + " must be between 1 and the number of experts (" +
+    f.fail(top_k_key, "= " + std::to_string(top_k) + " must be between 1 and the number of experts (" +
                                       std::to_string(c.num_experts) + ")");
   }
   c.experts_per_token = static_cast<int>(top_k);
@@ -161,6 +166,12 @@ void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) 
 void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
   apply_family(family, c);
   c.activation = read_activation(f, family);
+  if (c.activation == Activation::kSwigluClamped) {
+    c.swiglu_limit = static_cast<float>(f.get_number("swiglu_limit", family.swiglu_limit));
+    c.swiglu_alpha = static_cast<float>(f.get_number("swiglu_alpha", family.swiglu_alpha));
+    if (!(c.swiglu_limit > 0.0f) || !std::isfinite(c.swiglu_limit)) f.fail("swiglu_limit", "must be positive");
+    if (!std::isfinite(c.swiglu_alpha)) f.fail("swiglu_alpha", "must be a number");
+  }
   if (family.gemma_norms) {
     c.norm_offset = 1.0f;  // Gemma's RMSNorm scales by (1 + w)
     if (f.has("query_pre_attn_scalar")) {

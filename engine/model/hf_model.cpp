@@ -3,13 +3,15 @@
 // and the tokenizer and chat template (hf_tokenizer.cpp). HF stores q_proj/k_proj for rotate-half
 // RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
 // optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
-// of a mixture of experts has a router and per-expert projections instead of the dense FFN.
+// of a mixture of experts has a router and per-expert projections instead of the dense FFN (gpt-oss's
+// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp).
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "engine/base/error.hpp"
 #include "engine/model/hf_config.hpp"
+#include "engine/model/hf_stacked_experts.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/model/model_checks.hpp"
@@ -45,6 +47,10 @@ class WeightFiles {
     return it->second->view(name);
   }
   bool has(const std::string& name) const { return owner_.count(name) != 0; }
+  const SafetensorsFile* file_of(const std::string& name) const {
+    auto it = owner_.find(name);
+    return it == owner_.end() ? nullptr : it->second;
+  }
   std::shared_ptr<const void> storage() const { return files_; }
 
  private:
@@ -93,15 +99,32 @@ std::string lm_head_name(const WeightFiles& w) {
   return w.has("language_model.lm_head.weight") ? "language_model.lm_head.weight" : "lm_head.weight";
 }
 
+// Buffers the loader made (rearranged tensors) that the views point into, kept with the mapped files.
+using OwnedBuffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
+
+// gpt-oss: mlp.router.{weight,bias} and the stacked experts under mlp.experts.
+void read_stacked(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
+                  OwnedBuffers& owned) {
+  l.router = w.view(p + "mlp.router.weight");
+  if (c.router_bias) l.router_bias = w.view(p + "mlp.router.bias");
+  const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
+  StackedExperts s = read_stacked_experts(file_of, p + "mlp.experts.", c.num_experts, c.dim, c.expert_hidden_dim);
+  l.experts = std::move(s.experts);
+  owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
+}
+
 // A sparse layer's router and experts: mlp.gate, mlp.experts.M.{gate,up,down}_proj (Qwen-MoE, OLMoE; Qwen2-MoE
 // adds mlp.shared_expert and mlp.shared_expert_gate) or Mixtral's block_sparse_moe.gate and experts.M.{w1,w3,w2}.
-void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l) {
+void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
+                  OwnedBuffers& owned) {
+  if (w.has(p + "mlp.router.weight")) return read_stacked(w, p, c, l, owned);
   const bool mixtral = w.has(p + "block_sparse_moe.gate.weight");
   const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
   l.router = w.view(moe + "gate.weight");
   auto expert = [&](const std::string& e) {
-    return mixtral ? ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight")}
-                   : ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight")};
+    if (mixtral) return ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight"), {}, {}, {}};
+    return ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight"),
+                         {}, {}, {}};
   };
   for (int e = 0; e < c.num_experts; ++e) l.experts.push_back(expert(moe + "experts." + std::to_string(e) + "."));
   const std::string extra = moe + "experts." + std::to_string(c.num_experts) + ".";
@@ -118,7 +141,8 @@ void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig&
 // One layer's tensors under HF's names: Llama's, plus the family's biases, q/k norms, Gemma's sandwich norms
 // (its post_attention_layernorm is the attention output's norm, pre_feedforward_layernorm the FFN input's)
 // and Phi-3's fused qkv_proj and gate_up_proj (split into views here).
-LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c, int layer) {
+LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c, int layer,
+                        OwnedBuffers& owned) {
   LayerTensors l;
   l.attn_norm = w.view(p + "input_layernorm.weight");
   if (w.has(p + "self_attn.qkv_proj.weight")) {
@@ -133,7 +157,7 @@ LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelC
   }
   l.wo = w.view(p + "self_attn.o_proj.weight");
   if (c.is_sparse(layer)) {
-    read_experts(w, p, c, l);
+    read_experts(w, p, c, l, owned);
   } else if (w.has(p + "mlp.gate_up_proj.weight")) {
     const TensorView gate_up = w.view(p + "mlp.gate_up_proj.weight");
     l.w_gate = row_slice(gate_up, 0, c.hidden_dim);
@@ -162,15 +186,17 @@ LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelC
   } else if (w.has(bias)) {
     throw Error("tensor '" + bias + "': attention biases are not part of the " + c.architecture + " architecture");
   }
+  if (c.o_bias) l.bo = w.view(p + "self_attn.o_proj.bias");
+  if (c.attn_sinks) l.sinks = w.view(p + "self_attn.sinks");
   return l;
 }
 
-ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config) {
+ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config, OwnedBuffers& owned) {
   const std::string prefix = tensor_prefix(w);
   ModelTensors t;
   t.embedding = w.view(prefix + "embed_tokens.weight");
   for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config, i));
+    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config, i, owned));
   }
   t.final_norm = w.view(prefix + "norm.weight");
   t.lm_head = config.tied_embeddings ? t.embedding : w.view(lm_head_name(w));
@@ -189,10 +215,16 @@ Model load_hf_model(const ModelSource& source) {
   model.path = dir;
   model.format = "hf";
   model.config = hf.config;
-  model.tensors = read_tensors(weights, hf.config);
+  OwnedBuffers owned;
+  model.tensors = read_tensors(weights, hf.config, owned);
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
-  model.storage = weights.storage();
+  if (owned.empty()) {
+    model.storage = weights.storage();
+  } else {
+    using Storage = std::pair<std::shared_ptr<const void>, OwnedBuffers>;
+    model.storage = std::make_shared<Storage>(weights.storage(), std::move(owned));
+  }
   return model;
 }
 

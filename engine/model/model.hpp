@@ -12,11 +12,15 @@
 
 namespace cbatch {
 
-// One expert's SwiGLU FFN (a view of its part of a stacked 3-D tensor in GGUF files).
+// One expert's gated FFN (a view of its part of a stacked 3-D tensor in GGUF files); biases only where
+// ModelConfig::expert_bias (empty views otherwise).
 struct ExpertTensors {
-  TensorView gate;  // (width, dim)
-  TensorView up;    // (width, dim)
-  TensorView down;  // (dim, width)
+  TensorView gate;       // (width, dim)
+  TensorView up;         // (width, dim)
+  TensorView down;       // (dim, width)
+  TensorView gate_bias;  // (1, width)
+  TensorView up_bias;    // (1, width)
+  TensorView down_bias;  // (1, dim)
 };
 
 struct LayerTensors {
@@ -37,8 +41,11 @@ struct LayerTensors {
   TensorView k_norm;          // (1, head_dim)                 qk_norm; (1, kv_dim) with qk_norm_whole
   TensorView post_attn_norm;  // (1, dim)                      sandwich_norms
   TensorView post_ffn_norm;   // (1, dim)                      sandwich_norms
+  TensorView bo;              // (1, dim)                      o_bias
+  TensorView sinks;           // (1, num_heads)                attn_sinks
   // Sparse layers (ModelConfig::is_sparse) instead of w_gate, w_up, w_down:
   TensorView router;                  // (num_experts, dim)
+  TensorView router_bias;             // (1, num_experts), when ModelConfig::router_bias
   std::vector<ExpertTensors> experts;  // (num_experts), each of width expert_hidden_dim
   ExpertTensors shared_expert;        // of width shared_expert_hidden_dim, when the model has one
   TensorView shared_expert_gate;      // (1, dim), when the model has a shared expert

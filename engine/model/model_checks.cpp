@@ -39,22 +39,26 @@ void check_optional(const std::string& path, const TensorView& t, const char* ro
   }
 }
 
-void check_expert(const std::string& path, const ExpertTensors& e, int64_t dim, int64_t width) {
+void check_expert(const std::string& path, const ExpertTensors& e, int64_t dim, int64_t width, bool biased) {
   check_shape(path, e.gate, "expert gate", width, dim);
   check_shape(path, e.up, "expert up", width, dim);
   check_shape(path, e.down, "expert down", dim, width);
+  check_optional(path, e.gate_bias, "expert gate bias", biased, 1, width);
+  check_optional(path, e.up_bias, "expert up bias", biased, 1, width);
+  check_optional(path, e.down_bias, "expert down bias", biased, 1, dim);
 }
 
 // A sparse layer's router, its num_experts experts and the shared expert where the config has one.
 void check_sparse_ffn(const std::string& path, const LayerTensors& l, const ModelConfig& c) {
   check_shape(path, l.router, "router", c.num_experts, c.dim);
+  check_optional(path, l.router_bias, "router bias", c.router_bias, 1, c.num_experts);
   if (static_cast<int>(l.experts.size()) != c.num_experts) {
     throw Error("'" + path + "': router '" + l.router.name + "' has " + std::to_string(l.experts.size()) +
                 " experts, the config says " + std::to_string(c.num_experts));
   }
-  for (const ExpertTensors& e : l.experts) check_expert(path, e, c.dim, c.expert_hidden_dim);
+  for (const ExpertTensors& e : l.experts) check_expert(path, e, c.dim, c.expert_hidden_dim, c.expert_bias);
   if (c.shared_expert_hidden_dim > 0) {
-    check_expert(path, l.shared_expert, c.dim, c.shared_expert_hidden_dim);
+    check_expert(path, l.shared_expert, c.dim, c.shared_expert_hidden_dim, false);
     check_shape(path, l.shared_expert_gate, "shared expert gate", 1, c.dim);
   }
 }
@@ -123,15 +127,17 @@ std::string dominant_dtype(const ModelTensors& t) {
   if (t.lm_head.data != t.embedding.data) count(t.lm_head);
   for (const LayerTensors& l : t.layers) {
     const ExpertTensors& s = l.shared_expert;
-    for (const TensorView* v : {&l.router, &s.gate, &s.up, &s.down, &l.shared_expert_gate}) {
+    for (const TensorView* v : {&l.router, &l.router_bias, &s.gate, &s.up, &s.down, &l.shared_expert_gate}) {
       if (!v->empty()) count(*v);
     }
     for (const ExpertTensors& e : l.experts) {
-      for (const TensorView* v : {&e.gate, &e.up, &e.down}) count(*v);
+      for (const TensorView* v : {&e.gate, &e.up, &e.down, &e.gate_bias, &e.up_bias, &e.down_bias}) {
+        if (!v->empty()) count(*v);
+      }
     }
     for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up,
                                 &l.w_down, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm,
-                                &l.post_ffn_norm}) {
+                                &l.post_ffn_norm, &l.bo, &l.sinks}) {
       if (!v->empty()) count(*v);
     }
   }
@@ -170,6 +176,8 @@ void validate_model_tensors(const Model& model) {
     check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     check_optional(model.path, l.post_attn_norm, "post_attn_norm", c.sandwich_norms, 1, c.dim);
     check_optional(model.path, l.post_ffn_norm, "post_ffn_norm", c.sandwich_norms, 1, c.dim);
+    check_optional(model.path, l.bo, "output projection bias", c.o_bias, 1, c.dim);
+    check_optional(model.path, l.sinks, "attention sinks", c.attn_sinks, 1, c.num_heads);
   }
   check_shape(model.path, t.final_norm, "final_norm", 1, c.dim);
   check_shape(model.path, t.lm_head, "lm_head", c.vocab_size, c.dim);

@@ -20,10 +20,12 @@ int64_t ModelConfig::num_parameters() const {
   const int64_t d = dim;
   const int64_t qk_norms = !qk_norm ? 0 : qk_norm_whole ? q_dim() + kv_dim() : 2 * head_dim;
   const int64_t norms = (sandwich_norms ? 4 : 2) * d + qk_norms;
-  const int64_t biases = qkv_bias ? q_dim() + 2 * kv_dim() : 0;
+  const int64_t biases = (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (o_bias ? d : 0) + (attn_sinks ? num_heads : 0);
   const int64_t attention = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d;
+  const int64_t width = expert_hidden_dim;
+  const int64_t expert_biases = expert_bias ? 2 * width + d : 0;
   const int64_t dense_ffn = 3 * d * static_cast<int64_t>(hidden_dim);
-  const int64_t sparse_ffn = num_experts * (d + 3 * d * static_cast<int64_t>(expert_hidden_dim)) +
+  const int64_t sparse_ffn = num_experts * (d + (router_bias ? 1 : 0) + 3 * d * width + expert_biases) +
                              (shared_expert_hidden_dim > 0 ? d + 3 * d * static_cast<int64_t>(shared_expert_hidden_dim) : 0);
   int64_t total = 0;
   for (int l = 0; l < num_layers; ++l) total += attention + (is_sparse(l) ? sparse_ffn : dense_ffn);
@@ -36,9 +38,14 @@ std::string ModelConfig::features() const {
   auto add = [&](const std::string& s) { out << (out.tellp() > 0 ? ", " : "") << s; };
   if (norm_offset != 0.0f) add("norm (" + std::to_string(static_cast<int>(norm_offset)) + " + w)");
   if (qkv_bias) add("qkv bias");
+  if (o_bias) add("output projection bias");
+  if (attn_sinks) add("attention sinks");
   if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
   if (activation == Activation::kGeluTanh) add("GeGLU (tanh GELU)");
+  if (activation == Activation::kSwigluClamped) {
+    add("clamped SwiGLU (limit " + std::to_string(swiglu_limit) + ", alpha " + std::to_string(swiglu_alpha) + ")");
+  }
   if (embedding_scale != 1.0f) add("embedding scale " + std::to_string(embedding_scale));
   if (attn_scale > 0.0f) add("query scale " + std::to_string(attn_scale));
   if (attn_softcap > 0.0f) add("attention softcap " + std::to_string(attn_softcap));
@@ -53,8 +60,11 @@ std::string ModelConfig::features() const {
   if (is_moe()) {
     int sparse = 0;
     for (int l = 0; l < num_layers; ++l) sparse += is_sparse(l);
+    const std::string rule = moe_router == MoeRouter::kTopkSoftmax ? " of the logits, softmax over them"
+                             : norm_topk_prob                       ? " renormalised"
+                                                                    : " not renormalised";
     add("mixture of experts: " + std::to_string(num_experts) + " experts, top-" + std::to_string(experts_per_token) +
-        (norm_topk_prob ? " renormalised" : " not renormalised") + ", expert width " +
+        rule + (router_bias ? ", router bias" : "") + (expert_bias ? ", expert biases" : "") + ", expert width " +
         std::to_string(expert_hidden_dim) + ", sparse FFN on " + std::to_string(sparse) + " of " +
         std::to_string(num_layers) + " layers");
     if (shared_expert_hidden_dim > 0) add("shared expert width " + std::to_string(shared_expert_hidden_dim) + " (sigmoid gate)");
@@ -80,12 +90,15 @@ double llama3_freq(const RopeScaling& s, double freq) {
 
 // YaRN: frequencies that turn fewer than beta_slow times over the original context are interpolated
 // (divided by factor), those that turn more than beta_fast times are kept, with a linear ramp between.
+// The ramp's ends are rounded out to whole dims unless the config says truncate: false (gpt-oss).
 double yarn_freq(const RopeScaling& s, double theta, int head_dim, int i, double freq) {
   auto correction_dim = [&](double rotations) {
     return head_dim * std::log(s.original_max_position / (rotations * 2.0 * kPi)) / (2.0 * std::log(theta));
   };
-  double low = std::max(0.0, std::floor(correction_dim(s.beta_fast)));
-  double high = std::min(static_cast<double>(head_dim - 1), std::ceil(correction_dim(s.beta_slow)));
+  double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+  if (s.truncate) low = std::floor(low), high = std::ceil(high);
+  low = std::max(0.0, low);
+  high = std::min(static_cast<double>(head_dim - 1), high);
   if (low == high) high += 0.001;
   const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
   const double extrapolation = 1.0 - ramp;  // the share of the unscaled frequency

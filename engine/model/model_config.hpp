@@ -24,6 +24,7 @@ struct RopeScaling {
   int original_max_position = 8192;  // llama3, yarn, longrope
   float beta_fast = 32.0f;          // yarn
   float beta_slow = 1.0f;           // yarn
+  bool truncate = true;             // yarn: correction range rounded out to whole dims (gpt-oss: false)
   std::vector<float> short_factor;  // longrope: (head_dim / 2) frequency divisors below original_max_position
   std::vector<float> long_factor;   // longrope: (head_dim / 2) frequency divisors from original_max_position on
   float attention_factor = 1.0f;    // yarn, longrope: multiplies cos and sin (1 = none)
@@ -68,10 +69,12 @@ struct ModelConfig {
   float rope_theta_local = 0.0f;   // RoPE base of windowed layers, unscaled (Gemma 3); 0: they use rope_theta
   bool qk_norm_whole = false;      // the q/k norm spans the whole projection, weights (q_dim), (kv_dim) (OLMoE)
 
-  // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row: softmax
-  // over the router's num_experts logits, the top experts_per_token (ties: lower expert id), their
-  // probabilities renormalised to sum 1 when norm_topk_prob; the row's output is the weighted sum of those
-  // experts' SwiGLU FFNs, plus a shared expert scaled by sigmoid(shared gate . x) when the family has one.
+  // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row by its
+  // router's num_experts logits (plus router_bias): kSoftmaxTopk takes the softmax over all of them, then
+  // the top experts_per_token (ties: lower expert id), renormalised to sum 1 when norm_topk_prob;
+  // kTopkSoftmax takes the top experts_per_token logits and softmaxes over those only. The row's output
+  // is the weighted sum of those experts' gated FFNs (with expert_bias, each product's bias added before
+  // the weighting), plus a shared expert scaled by sigmoid(shared gate . x) when the family has one.
   int num_experts = 0;
   int experts_per_token = 0;
   int expert_hidden_dim = 0;         // FFN width of one expert
@@ -82,9 +85,12 @@ struct ModelConfig {
   bool expert_bias = false;          // each expert's gate|up and down products have biases (gpt-oss)
   float swiglu_limit = 0.0f;         // Activation::kSwigluClamped's clamp (gpt-oss: 7)
   float swiglu_alpha = 1.0f;         // Activation::kSwigluClamped's sigmoid slope (gpt-oss: 1.702)
-  bool attn_sinks = false;           // one learned logit per q head joins every softmax denominator (gpt-oss)
-  bool o_bias = false;               // the output projection has a bias (gpt-oss)
   std::vector<uint8_t> layer_sparse;  // (num_layers) 1 where the FFN is the experts; empty when dense
+
+  // Attention extras (gpt-oss). A sink is one learned logit per q head that joins every softmax of that
+  // head: it shares the max subtraction and the denominator, and weights no value.
+  bool attn_sinks = false;
+  bool o_bias = false;               // the output projection has a bias
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }

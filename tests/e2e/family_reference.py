@@ -18,7 +18,14 @@ phi3) and driven by one description per family (the FAMILIES rows), not one copy
   Qwen2-MoE adds its shared expert scaled by sigmoid(shared_expert_gate . x). Which layers are sparse:
   Qwen's (i + 1) % decoder_sparse_step == 0 and i not in mlp_only_layers (the others: every layer), in a
   GGUF every layer with ffn_gate_inp. Qwen3-MoE's q/k norm is per head (as Qwen3's), OLMoE's spans the
-  whole q and k projections, before the split into heads; Qwen2-MoE has q/k/v biases.
+  whole q and k projections, before the split into heads; Qwen2-MoE has q/k/v biases;
+- gpt-oss (modeling_gpt_oss, transformers 5): q/k/v/o biases; per q head a learned sink logit that joins
+  the softmax (it shares the max subtraction and the denominator, and weights no value); windows on the
+  layer_types' sliding layers (a GGUF: even layers, llama.cpp's pattern 2); YaRN RoPE (truncate: false
+  keeps the correction range's ends fractional; cos and sin times 0.1 ln(factor) + 1); router logits with a
+  bias, the top k of the logits, a softmax over those k; experts with biases and the clamped SwiGLU
+  (gate = min(gate, limit), up = clip(up, -limit, limit), (up + 1) * gate * sigmoid(alpha * gate)); experts
+  stacked (experts, in, out) with gate and up interleaved, or as MXFP4 blocks and scales (decoded here).
 A query at position p attends keys p - window < key <= p on windowed layers (Hugging Face's masks).
 Loaders: a Hugging Face directory (config.json as transformers 4 or 5 write it, a Gemma 3 text_config,
 model.safetensors read here: F32/BF16/F16, sharded or not), or a GGUF read with the `gguf` package
@@ -51,15 +58,23 @@ FAMILIES = {
                       shared_expert=True),
     "mixtral": dict(window_layers="all", moe="all", renorm="always", gguf_renorm=True),
     "olmoe": dict(window_layers="none", qk_norm="full", moe="all", renorm="config", gguf_renorm=False),
+    "gpt_oss": dict(window_layers="even", qkv_bias=True, o_bias=True, sinks=True, moe="all", renorm="config",
+                    gguf_renorm=False, router="topk_softmax", expert_bias=True,
+                    gguf_ffn_norm="post_attention_norm.weight"),
 }
 # moe: which layers are sparse ("qwen": decoder_sparse_step and mlp_only_layers; "all"); renorm: whether the
 # top-k weights are renormalised ("always", or "config": norm_topk_prob, default false); gguf_renorm: the
 # rule llama.cpp applies to the family's GGUF files.
 HF_MODEL_TYPES = {"gemma3_text": "gemma3"}
-GGUF_FAMILIES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe"}  # and `llama` with experts: Mixtral
+GGUF_FAMILIES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe", "gpt-oss": "gpt_oss"}  # and `llama` with experts: Mixtral
 DEFAULT_THETA = {"gemma3": 1000000.0}  # the config classes' defaults (transformers' Gemma3TextConfig)
 LLAMA_CPP_WINDOWS = {"llama": "all", "qwen2": "none", "qwen3": "none", "gemma2": "even", "gemma3": "pattern",
-                     "phi3": "all", "mixtral": "all", "qwen3_moe": "none", "qwen2_moe": "none", "olmoe": "none"}
+                     "phi3": "all", "mixtral": "all", "qwen3_moe": "none", "qwen2_moe": "none", "olmoe": "none",
+                     "gpt_oss": "even"}
+# What a gpt-oss GGUF cannot say: its SwiGLU's limit and slope (llama.cpp hard-codes them) and YaRN's
+# truncate: false (no key; the model's definition).
+GGUF_SWIGLU = {"gpt_oss": (7.0, 1.702)}
+GGUF_YARN_TRUNCATE = {"gpt_oss": False}
 GGUF_LOCAL_THETA = 10000.0  # llama.cpp's hard-coded Gemma 3 local base
 GGUF_27B_LAYERS = {"gemma2": 46, "gemma3": 62}
 # A layer's tensors: the Model's key -> (Hugging Face name, llama.cpp's GGUF name).
@@ -68,7 +83,8 @@ LAYER_TENSORS = {
     "q": ("self_attn.q_proj.weight", "attn_q.weight"), "k": ("self_attn.k_proj.weight", "attn_k.weight"),
     "v": ("self_attn.v_proj.weight", "attn_v.weight"), "qkv": ("self_attn.qkv_proj.weight", "attn_qkv.weight"),
     "bq": ("self_attn.q_proj.bias", "attn_q.bias"), "bk": ("self_attn.k_proj.bias", "attn_k.bias"),
-    "bv": ("self_attn.v_proj.bias", "attn_v.bias"),
+    "bv": ("self_attn.v_proj.bias", "attn_v.bias"), "bo": ("self_attn.o_proj.bias", "attn_output.bias"),
+    "sinks": ("self_attn.sinks", "attn_sinks.weight"),
     "q_norm": ("self_attn.q_norm.weight", "attn_q_norm.weight"),
     "k_norm": ("self_attn.k_norm.weight", "attn_k_norm.weight"),
     "post_attn": ("post_attention_layernorm.weight", "post_attention_norm.weight"),
@@ -86,7 +102,8 @@ SHARED_TENSORS = {"sh_gate": ("mlp.shared_expert.gate_proj.weight", "ffn_gate_sh
                   "sh_up": ("mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"),
                   "sh_down": ("mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"),
                   "sh_router": ("mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight")}
-MOE_KEYS = ("router", "exp_gate", "exp_up", "exp_down") + tuple(SHARED_TENSORS)
+MOE_KEYS = ("router", "exp_gate", "exp_up", "exp_down", "router_bias", "exp_gate_b", "exp_up_b", "exp_down_b") + \
+    tuple(SHARED_TENSORS)
 
 
 class Model:
@@ -104,13 +121,14 @@ class Model:
         self.norm_offset = 1.0 if self.gemma else 0.0
         self.embed_scale = math.sqrt(self.dim) if self.gemma else 1.0
         self.activation = c["activation"]
+        self.swiglu = c.get("swiglu")  # (limit, alpha) of the clamped SwiGLU, or None
         self.q_scale = c["q_scale"]
         self.attn_cap, self.final_cap = c.get("attn_cap") or 0.0, c.get("final_cap") or 0.0
         self.windows = c["windows"]
         self.theta, self.local_theta, self.rope_scaling = c["theta"], c.get("local_theta"), c.get("rope_scaling")
         self.inv_freq = self.rope_tables()
         self.spec = spec
-        self.moe = c.get("moe")  # None, or dict(n_experts, top_k, renorm)
+        self.moe = c.get("moe")  # None, or dict(n_experts, top_k, renorm, rule: "softmax_topk" or "topk_softmax")
         self.routing_log = None  # a list to collect (layer, chosen experts (T, k), k-th minus (k+1)-th logit (T,))
         self.embedding = self.head = self.final_norm = None
         self.layers = []
@@ -121,6 +139,11 @@ class Model:
         return [rope_inv_freq(self.hd, self.local_theta, None) if w and local
                 else rope_inv_freq(self.hd, self.theta, self.rope_scaling) for w in self.windows]
 
+    def rope_factor(self, i):
+        """What layer i's cos and sin are multiplied by (YaRN's attention factor on global layers)."""
+        local = self.local_theta is not None and self.windows[i]
+        return 1.0 if local else rope_attention_factor(self.rope_scaling)
+
     def features(self):
         """The features of this model whose absence without() can simulate."""
         out = ["rope_theta"] if self.theta != 10000.0 else []
@@ -128,7 +151,13 @@ class Model:
             out.append("window")
         out += [f for f in ("qkv_bias", "qk_norm", "sandwich", "fused", "shared_expert") if self.spec.get(f)]
         if self.moe:
-            out.append("moe_renorm")
+            out.append("moe_rule" if self.moe.get("rule") == "topk_softmax" else "moe_renorm")
+        out += [f for f in ("o_bias", "expert_bias") if self.spec.get(f)]
+        out += ["sinks", "sinks_zeroed"] if self.spec.get("sinks") else []
+        out += ["router_bias"] if self.spec.get("router") else []
+        out += ["swiglu_clamp"] if self.swiglu else []
+        if (self.rope_scaling or {}).get("rope_type") == "yarn" and not self.rope_scaling.get("truncate", True):
+            out.append("yarn_truncate")
         if self.gemma:
             out += ["norm_offset", "embed_scale", "activation"]
         if self.q_scale != self.hd ** -0.5:
@@ -167,8 +196,15 @@ class Model:
         elif feature == "local_rope":
             m.local_theta = None
             m.inv_freq = m.rope_tables()
-        elif feature == "moe_renorm":  # the other routing rule
+        elif feature == "moe_renorm":  # the other renormalisation
             m.moe = dict(self.moe, renorm=not self.moe["renorm"])
+        elif feature == "moe_rule":  # softmax over all experts, then the top k (not renormalised)
+            m.moe = dict(self.moe, rule="softmax_topk", renorm=False)
+        elif feature == "swiglu_clamp":  # plain SwiGLU
+            m.swiglu, m.activation = None, "silu"
+        elif feature == "yarn_truncate":  # the correction range rounded out, as transformers' default does
+            m.rope_scaling = dict(self.rope_scaling, truncate=True)
+            m.inv_freq = m.rope_tables()
         for l in m.layers:
             if feature == "qkv_bias":
                 l["bq"] = l["bk"] = l["bv"] = None
@@ -180,6 +216,16 @@ class Model:
                 l["gate"], l["up"] = l["up"], l["gate"]
             elif feature == "shared_expert":
                 l["sh_router"] = None
+            elif feature == "o_bias":
+                l["bo"] = None
+            elif feature == "sinks":
+                l["sinks"] = None
+            elif feature == "sinks_zeroed":
+                l["sinks"] = np.zeros_like(l["sinks"])
+            elif feature == "router_bias":
+                l["router_bias"] = None
+            elif feature == "expert_bias":
+                l["exp_gate_b"] = l["exp_up_b"] = l["exp_down_b"] = None
         return m
 
 
@@ -193,6 +239,8 @@ def rope_inv_freq(head_dim, theta, scaling):
         return inv
     if kind == "linear":
         return inv / scaling["factor"]
+    if kind == "yarn":
+        return yarn_inv_freq(inv, head_dim, theta, scaling)
     if kind != "llama3":
         raise NotImplementedError(f"rope type {kind}")
     factor, context = scaling["factor"], scaling["original_max_position_embeddings"]
@@ -201,6 +249,33 @@ def rope_inv_freq(head_dim, theta, scaling):
     smooth = (context / wavelen - low) / (high - low)
     mid = (1 - smooth) * inv / factor + smooth * inv
     return np.where(wavelen > context / low, inv / factor, np.where(wavelen < context / high, inv, mid))
+
+
+def yarn_inv_freq(inv, head_dim, theta, scaling):
+    """YaRN: dims below the correction range keep their frequency, those above are divided by factor, a
+    linear ramp between; the range's ends are the dims turning beta_fast and beta_slow times over the
+    original context, rounded out to whole dims unless truncate is false."""
+    context, factor = scaling["original_max_position_embeddings"], scaling["factor"]
+
+    def dim_of(rotations):
+        return head_dim * math.log(context / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = dim_of(scaling.get("beta_fast", 32.0)), dim_of(scaling.get("beta_slow", 1.0))
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, head_dim - 1)
+    if high == low:
+        high += 0.001
+    ramp = np.clip((np.arange(head_dim // 2) - low) / (high - low), 0.0, 1.0)  # 0: keep, 1: interpolate
+    return inv * (1 - ramp) + inv / factor * ramp
+
+
+def rope_attention_factor(scaling):
+    scaling = scaling or {}
+    if scaling.get("rope_type", scaling.get("type")) != "yarn":
+        return 1.0
+    factor = scaling["factor"]
+    return scaling.get("attention_factor") or (0.1 * math.log(factor) + 1.0 if factor > 1 else 1.0)
 
 
 def layer_windows(kind, n_layers, window, pattern=6, first=0):
@@ -217,12 +292,16 @@ def read_layer(spec, get, n_heads, n_kv, head_dim, gguf, sparse=False):
     keys = ["in_norm", "o"] + (["qkv", "gate_up"] if spec.get("fused") else ["q", "k", "v"])
     keys += [] if sparse else ["down"] + ([] if spec.get("fused") else ["gate", "up"])
     keys += ["bq", "bk", "bv"] if spec.get("qkv_bias") else []
+    keys += ["bo"] if spec.get("o_bias") else []
+    keys += ["sinks"] if spec.get("sinks") else []
     keys += ["q_norm", "k_norm"] if spec.get("qk_norm") else []
     keys += ["post_attn", "pre_ffn", "post_ffn"] if spec.get("sandwich") else ["pre_ffn"]
     l = dict.fromkeys(list(LAYER_TENSORS) + list(MOE_KEYS))
     for key in keys:  # Llama-style HF files name the pre-FFN norm post_attention_layernorm
-        l[key] = get("post_attention_layernorm.weight" if key == "pre_ffn" and not spec.get("sandwich") and not gguf
-                     else LAYER_TENSORS[key][gguf])
+        name = LAYER_TENSORS[key][gguf]
+        if key == "pre_ffn" and not spec.get("sandwich"):
+            name = spec.get("gguf_ffn_norm", name) if gguf else "post_attention_layernorm.weight"
+        l[key] = get(name)
     if spec.get("fused"):
         l["q"], l["k"], l["v"] = np.split(l["qkv"], [n_heads * head_dim, (n_heads + n_kv) * head_dim])
         l["gate"], l["up"] = np.split(l["gate_up"], 2)
@@ -240,6 +319,9 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         raw = data[info["data_offsets"][0]:info["data_offsets"][1]]
+        if info["dtype"] == "U8":  # MXFP4 blocks and scales: decoded by mxfp4_to_float
+            out[name] = np.frombuffer(raw, dtype=np.uint8).reshape(info["shape"])
+            continue
         if info["dtype"] == "BF16":
             bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
             values = bits.view(np.float32)
@@ -247,6 +329,17 @@ def read_safetensors(path):
             values = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2", "F64": "<f8"}[info["dtype"]])
         out[name] = values.astype(np.float64).reshape(info["shape"])
     return out
+
+
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6])
+
+
+def mxfp4_to_float(blocks, scales):
+    """OCP MXFP4 as transformers' checkpoints hold it: blocks (..., n / 32, 16) bytes, element 2i of a block in
+    byte i's low nibble and 2i + 1 in its high one, E2M1 codes; scales (..., n / 32) E8M0, 2^(s - 127)."""
+    codes = np.stack([blocks & 0x0F, blocks >> 4], axis=-1).reshape(blocks.shape[:-1] + (32,))
+    values = E2M1[codes] * np.exp2(scales.astype(np.float64) - 127.0)[..., None]
+    return values.reshape(values.shape[:-2] + (-1,))
 
 
 def read_hf_weights(directory):
@@ -295,11 +388,14 @@ def load_hf(directory):
     spec = FAMILIES[family]
     moe = spec.get("moe") and dict(n_experts=c.get("num_experts", c.get("num_local_experts")),
                                    top_k=c["num_experts_per_tok"],
-                                   renorm=spec["renorm"] == "always" or c.get("norm_topk_prob", False))
+                                   renorm=spec["renorm"] == "always" or c.get("norm_topk_prob", False),
+                                   rule=spec.get("router", "softmax_topk"))
+    clamped = family == "gpt_oss"
     desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=c.get("num_key_value_heads", n_heads),
                 head_dim=head_dim, eps=c.get("rms_norm_eps", 1e-6), theta=theta, rope_scaling=scaling, moe=moe,
                 local_theta=local, windows=hf_windows(c, family, n_layers),
                 activation=c.get("hidden_activation", "gelu_pytorch_tanh") if gemma else c.get("hidden_act", "silu"),
+                swiglu=(c.get("swiglu_limit", 7.0), c.get("swiglu_alpha", 1.702)) if clamped else None,
                 q_scale=c.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else head_dim ** -0.5,
                 attn_cap=c.get("attn_logit_softcapping", caps[0]) if gemma else 0,
                 final_cap=c.get("final_logit_softcapping", caps[1]) if gemma else 0)
@@ -317,7 +413,9 @@ def load_hf(directory):
         sparse = bool(moe) and (spec["moe"] == "all" or (
             i not in (c.get("mlp_only_layers") or []) and (i + 1) % c.get("decoder_sparse_step", 1) == 0))
         l = read_layer(spec, get, n_heads, m.n_kv, head_dim, gguf=False, sparse=sparse)
-        if sparse:
+        if sparse and spec.get("router") == "topk_softmax":
+            read_stacked_experts(l, get, w, f"{prefix}layers.{i}.mlp.")
+        elif sparse:
             router, expert, *parts = HF_MOE_NAMES.get(family, HF_MOE_DEFAULT)
             l["router"] = get(router)
             for key, part in zip(("exp_gate", "exp_up", "exp_down"), parts):
@@ -325,6 +423,22 @@ def load_hf(directory):
             read_shared(spec, l, get, gguf=False)
         m.layers.append(l)
     return m
+
+
+def read_stacked_experts(l, get, w, p):
+    """gpt-oss's router (with bias) and stacked experts: gate_up_proj (experts, in, 2 * width), gate and up
+    interleaved, or the MXFP4 pair of its (experts, 2 * width, in) form; down_proj likewise."""
+    l["router"], l["router_bias"] = get("mlp.router.weight"), get("mlp.router.bias")
+
+    def matrix(name):  # (experts, in, out)
+        if p + name + "_blocks" in w:
+            return mxfp4_to_float(w[p + name + "_blocks"], w[p + name + "_scales"]).transpose(0, 2, 1)
+        return w[p + name]
+
+    gate_up, bias = matrix("experts.gate_up_proj"), get("mlp.experts.gate_up_proj_bias")
+    l["exp_gate"], l["exp_up"] = gate_up[..., 0::2].transpose(0, 2, 1), gate_up[..., 1::2].transpose(0, 2, 1)
+    l["exp_gate_b"], l["exp_up_b"] = bias[:, 0::2], bias[:, 1::2]
+    l["exp_down"], l["exp_down_b"] = matrix("experts.down_proj").transpose(0, 2, 1), get("mlp.experts.down_proj_bias")
 
 
 def read_shared(spec, l, get, gguf):
@@ -356,7 +470,13 @@ def load_gguf(path):
     spec = FAMILIES[family]
     gemma, caps = spec.get("gemma", False), spec.get("caps", (0, 0))
     is_27b = GGUF_27B_LAYERS.get(family) == n_layers
-    desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=kv.get("attention.head_count_kv", n_heads),
+    scaling = None
+    if kv.get("rope.scaling.type") == "yarn":
+        scaling = dict(rope_type="yarn", factor=kv["rope.scaling.factor"],
+                       truncate=GGUF_YARN_TRUNCATE.get(family, True),
+                       original_max_position_embeddings=kv["rope.scaling.original_context_length"])
+    desc = dict(rope_scaling=scaling, swiglu=GGUF_SWIGLU.get(family),
+                n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=kv.get("attention.head_count_kv", n_heads),
                 head_dim=head_dim, eps=kv.get("attention.layer_norm_rms_epsilon", 1e-5),
                 theta=kv.get("rope.freq_base", 10000.0), local_theta=GGUF_LOCAL_THETA if family == "gemma3" else None,
                 windows=layer_windows(LLAMA_CPP_WINDOWS[family], n_layers, kv.get("attention.sliding_window", 0)),
@@ -365,7 +485,7 @@ def load_gguf(path):
                 attn_cap=kv.get("attn_logit_softcapping", caps[0]),
                 final_cap=kv.get("final_logit_softcapping", caps[1]),
                 moe=spec.get("moe") and dict(n_experts=kv["expert_count"], top_k=kv["expert_used_count"],
-                                             renorm=spec["gguf_renorm"]))
+                                             renorm=spec["gguf_renorm"], rule=spec.get("router", "softmax_topk")))
     m = Model(family, desc)
 
     def get(name):
@@ -383,6 +503,10 @@ def load_gguf(path):
             for key, name in (("router", "ffn_gate_inp"), ("exp_gate", "ffn_gate_exps"), ("exp_up", "ffn_up_exps"),
                               ("exp_down", "ffn_down_exps")):
                 l[key] = layer_get(name + ".weight")
+            if spec.get("expert_bias"):
+                for key, name in (("router_bias", "ffn_gate_inp"), ("exp_gate_b", "ffn_gate_exps"),
+                                  ("exp_up_b", "ffn_up_exps"), ("exp_down_b", "ffn_down_exps")):
+                    l[key] = layer_get(name + ".bias")
             read_shared(spec, l, layer_get, gguf=True)
         if arch == "llama":
             l["q"], l["k"] = unpermute_adjacent_pairs(l["q"], n_heads), unpermute_adjacent_pairs(l["k"], m.n_kv)
@@ -395,9 +519,9 @@ def rms_norm(m, x, w):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + m.eps) * (m.norm_offset + w)
 
 
-def rope(x, positions, inv_freq):  # x: (T, heads, head_dim); rotates (i, i + head_dim / 2)
+def rope(x, positions, inv_freq, factor=1.0):  # x: (T, heads, head_dim); rotates (i, i + head_dim / 2)
     angles = positions[:, None] * inv_freq[None, :]
-    cos, sin = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    cos, sin = factor * np.cos(angles)[:, None, :], factor * np.sin(angles)[:, None, :]
     a, b = np.split(x, 2, axis=-1)
     return np.concatenate([a * cos - b * sin, a * sin + b * cos], axis=-1)
 
@@ -413,8 +537,9 @@ def linear(x, w, bias=None):
     return x @ w.T + (bias if bias is not None else 0.0)
 
 
-def attention(m, i, q, k, v, cache, positions):
-    """Rows of one sequence: appends k, v to its cache of layer i, attends causally within the window."""
+def attention(m, i, q, k, v, cache, positions, sinks=None):
+    """Rows of one sequence: appends k, v to its cache of layer i, attends causally within the window; sinks
+    (heads) join each head's softmax."""
     cache[i] = (k, v) if cache[i] is None else (np.concatenate([cache[i][0], k]), np.concatenate([cache[i][1], v]))
     group = m.n_heads // m.n_kv
     keys, values = np.repeat(cache[i][0], group, axis=1), np.repeat(cache[i][1], group, axis=1)
@@ -426,31 +551,49 @@ def attention(m, i, q, k, v, cache, positions):
     if m.windows[i]:
         masked |= key_pos <= positions[:, None] - m.windows[i]
     s = np.where(masked[None], -np.inf, s)
+    sink = None if sinks is None else np.broadcast_to(sinks[:, None, None], s.shape[:2] + (1,))
+    if sink is not None:  # one more column of the softmax, dropped after it
+        s = np.concatenate([s, sink], axis=-1)
     s = np.exp(s - s.max(axis=-1, keepdims=True))
     s /= s.sum(axis=-1, keepdims=True)
+    if sink is not None:
+        s = s[..., :-1]
     return (s @ values.transpose(1, 0, 2)).transpose(1, 0, 2).reshape(len(positions), -1)
 
 
-def glu(m, h, gate, up, down):
-    return linear(activation(m, linear(h, gate)) * linear(h, up), down)
+def glu(m, h, gate, up, down, gate_b=None, up_b=None, down_b=None):
+    g, u = linear(h, gate, gate_b), linear(h, up, up_b)
+    if m.swiglu:  # gpt-oss's clamped SwiGLU
+        limit, alpha = m.swiglu
+        g, u = np.minimum(g, limit), np.clip(u, -limit, limit)
+        return linear((u + 1.0) * g / (1.0 + np.exp(-alpha * g)), down, down_b)
+    return linear(activation(m, g) * u, down, down_b)
 
 
 def moe(m, i, l, h):
     """Layer i's mixture of experts on rows h: softmax of the router logits, the top k of it (renormalised
     when m.moe says), the chosen experts' outputs weighted by it, plus the gated shared expert if any."""
     k = m.moe["top_k"]
-    router = linear(h, l["router"])  # (T, experts)
+    router = linear(h, l["router"], l["router_bias"])  # (T, experts)
     order = np.argsort(-router, axis=-1, kind="stable")
     top = order[:, :k]  # (T, k)
-    probs = np.exp(router - router.max(axis=-1, keepdims=True))
-    probs /= probs.sum(axis=-1, keepdims=True)
-    weights = np.take_along_axis(probs, top, axis=-1)
-    if m.moe["renorm"]:
+    if m.moe.get("rule") == "topk_softmax":  # a softmax over the k chosen logits only
+        chosen = np.take_along_axis(router, top, axis=-1)
+        weights = np.exp(chosen - chosen.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
+    else:
+        probs = np.exp(router - router.max(axis=-1, keepdims=True))
+        probs /= probs.sum(axis=-1, keepdims=True)
+        weights = np.take_along_axis(probs, top, axis=-1)
+        if m.moe["renorm"]:
+            weights /= weights.sum(axis=-1, keepdims=True)
     out = np.zeros_like(h)
+    biases = [l[key] if l[key] is not None else [None] * len(l["exp_gate"])
+              for key in ("exp_gate_b", "exp_up_b", "exp_down_b")]
     for e in np.unique(top):
         rows, slots = np.nonzero(top == e)
-        out[rows] += weights[rows, slots][:, None] * glu(m, h[rows], l["exp_gate"][e], l["exp_up"][e], l["exp_down"][e])
+        expert = glu(m, h[rows], l["exp_gate"][e], l["exp_up"][e], l["exp_down"][e], *(b[e] for b in biases))
+        out[rows] += weights[rows, slots][:, None] * expert
     if l["sh_router"] is not None:
         gate = 1.0 / (1.0 + np.exp(-(h @ l["sh_router"])))
         out += gate[:, None] * glu(m, h, l["sh_gate"], l["sh_up"], l["sh_down"])
@@ -474,12 +617,13 @@ def forward(m, tokens, seqs, positions, caches, rows):
         v = linear(h, l["v"], l["bv"]).reshape(n, m.n_kv, m.hd)
         if l["q_norm"] is not None and m.spec.get("qk_norm") != "full":
             q, k = rms_norm(m, q, l["q_norm"]), rms_norm(m, k, l["k_norm"])
-        q, k = rope(q, positions, m.inv_freq[i]), rope(k, positions, m.inv_freq[i])
+        factor = m.rope_factor(i)
+        q, k = rope(q, positions, m.inv_freq[i], factor), rope(k, positions, m.inv_freq[i], factor)
         att = np.empty((n, m.n_heads * m.hd))
         for s in np.unique(seqs):
             r = np.nonzero(seqs == s)[0]
-            att[r] = attention(m, i, q[r], k[r], v[r], caches[s], positions[r])
-        att = linear(att, l["o"])
+            att[r] = attention(m, i, q[r], k[r], v[r], caches[s], positions[r], l["sinks"])
+        att = linear(att, l["o"], l["bo"])
         x = x + (rms_norm(m, att, l["post_attn"]) if l["post_attn"] is not None else att)
         h = rms_norm(m, x, l["pre_ffn"])
         ffn = moe(m, i, l, h) if l["router"] is not None else glu(m, h, l["gate"], l["up"], l["down"])

@@ -21,7 +21,21 @@ Qwen2-MoE's ffn_*_shexp and ffn_gate_inp_shexp (dim)), under arch qwen3moe, qwen
 Mixtral (q/k permuted), with {arch}.expert_count, expert_used_count and, for the Qwen models,
 expert_feed_forward_length and expert_shared_feed_forward_length (Mixtral's and OLMoE's expert width is
 their intermediate_size, feed_forward_length). Router weights are scaled up (ROUTER_SCALE) so that
-tokens pick different experts with clear gaps between the k-th and the (k+1)-th router logit."""
+tokens pick different experts with clear gaps between the k-th and the (k+1)-th router logit.
+
+gpt-oss (GPT_OSS_MODELS, written by gpt_oss_weights / write_gpt_oss_*): q/k/v/o biases, self_attn.sinks
+(heads), mlp.router.{weight,bias}, and stacked experts as transformers holds them: mlp.experts.gate_up_proj
+(experts, dim, 2 * width) with gate and up interleaved (gate = [..., ::2], up = [..., 1::2]),
+gate_up_proj_bias (experts, 2 * width) likewise, down_proj (experts, width, dim), down_proj_bias (experts,
+dim); "mxfp4" directories hold the two matrices as the shipped checkpoints do, gate_up_proj_blocks (experts,
+2 * width, dim / 32, 16: byte i = element 2i in the low nibble, 2i + 1 in the high one) and _scales (experts,
+2 * width, dim / 32: E8M0), down_proj_blocks/_scales (experts, dim, width / 32, ...). Expert matrices are
+drawn as MXFP4 values (E2M1 codes times powers of two), so the bf16 directory, the MXFP4 one and the GGUF
+(arch gpt-oss: ffn_{gate,up,down}_exps weight and bias de-interleaved, ffn_gate_inp weight and bias,
+attn_sinks, attn_{q,k,v,output}.bias, post_attention_norm as the FFN norm, yarn rope.scaling keys) hold the
+same numbers. The gate|up weights are large enough that the SwiGLU clamp (7) bites, the sinks large enough
+to take a share of every softmax, the window (8) shorter than the prompts, YaRN's original context (128, not
+4096) short enough that truncate: false changes the tokens of prompts this short."""
 import json
 import os
 import struct
@@ -77,8 +91,19 @@ MODELS = {
         model_type="olmoe", num_experts=8, num_experts_per_tok=2, intermediate_size=48, norm_topk_prob=False,
         rms_norm_eps=1e-5, clip_qkv=None)),
 }
-MOE_MODELS = [name for name, spec in MODELS.items() if spec.get("moe")]
-GGUF_ARCH = {"mistral": "llama", "mixtral": "llama", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe"}
+GPT_OSS = dict(model_type="gpt_oss", hidden_size=64, intermediate_size=32, num_attention_heads=6, num_key_value_heads=2,
+               head_dim=16, num_local_experts=8, num_experts_per_tok=2, experts_per_token=2, sliding_window=8,
+               layer_types=["sliding_attention", "full_attention", "sliding_attention"], rope_theta=150000.0,
+               rope_scaling=dict(rope_type="yarn", factor=32.0, beta_fast=32.0, beta_slow=1.0, truncate=False,
+                                 original_max_position_embeddings=128),
+               swiglu_limit=7.0, attention_bias=True, rms_norm_eps=1e-5, hidden_act="silu")
+MODELS["gpt-oss"] = dict(family="gpt_oss", moe=True, gpt_oss=True, dtype="BF16", config=GPT_OSS)
+MODELS["gpt-oss-mxfp4"] = dict(family="gpt_oss", moe=True, gpt_oss=True, dtype="BF16", hf="mxfp4", gguf=False,
+                               weights_of="gpt-oss", config=GPT_OSS)
+MOE_MODELS = [name for name, spec in MODELS.items() if spec.get("moe") and not spec.get("gpt_oss")]
+GPT_OSS_MODELS = [name for name, spec in MODELS.items() if spec.get("gpt_oss")]
+GGUF_ARCH = {"mistral": "llama", "mixtral": "llama", "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe",
+             "gpt_oss": "gpt-oss"}
 ROUTER_SCALE = 4.0
 # The Hugging Face names of a sparse layer's router and experts, after "model.layers.N.".
 MOE_NAMES = {"mixtral": dict(router="block_sparse_moe.gate.weight", expert="block_sparse_moe.experts.{}.{}.weight",
@@ -138,6 +163,8 @@ def to_bf16(a):
 def random_weights(name):
     """HF-named float32 tensors of the tiny model `name` (its family's names, without a prefix), seeded by
     the name."""
+    if MODELS[name].get("gpt_oss"):
+        return gpt_oss_weights(name)
     c, family = config_of(name), MODELS[name]["family"]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     dim, hidden, hd = c["hidden_size"], c["intermediate_size"], c["head_dim"]
@@ -192,6 +219,68 @@ def random_weights(name):
     return w
 
 
+E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=np.float32)
+
+
+def mxfp4_values(rng, shape, exponents):
+    """Random MXFP4-representable values (..., cols): E2M1 codes times 2^e, e drawn per 32-value block."""
+    codes = rng.integers(0, 16, shape)
+    scales = rng.choice(exponents, shape[:-1] + (shape[-1] // 32,)).astype(np.float32)
+    return (E2M1[codes] * np.repeat(2.0 ** scales, 32, axis=-1)).astype(np.float32)
+
+
+def mxfp4_pair(values):
+    """values (..., cols), exactly representable, as HF's pair: blocks (..., cols / 32, 16) and scales
+    (..., cols / 32), both U8."""
+    blocks = values.reshape(values.shape[:-1] + (values.shape[-1] // 32, 32)).astype(np.float64)
+    top = np.abs(blocks).max(axis=-1)
+    exps = np.where(top > 0, np.floor(np.log2(np.where(top > 0, top, 1))) - 2, 0)  # top / 2^e in [4, 8)
+    scaled = blocks / 2.0 ** exps[..., None]
+    codes = np.abs(scaled[..., None] - E2M1.astype(np.float64)).argmin(axis=-1)
+    codes = np.where(np.signbit(scaled) & (scaled != 0), codes | 8, codes & 7)
+    assert np.array_equal(E2M1[codes] * 2.0 ** exps[..., None], blocks), "values not representable in MXFP4"
+    packed = (codes[..., 0::2] | codes[..., 1::2] << 4).astype(np.uint8)
+    return packed, (exps + 127).astype(np.uint8)
+
+
+def gpt_oss_weights(name):
+    """gpt-oss's HF-named float32 tensors (bf16-exact), seeded by the name it takes its weights of."""
+    source = MODELS[name].get("weights_of", name)
+    c = config_of(source)
+    rng = np.random.default_rng(zlib.crc32(source.encode()))
+    dim, width, hd, n = c["hidden_size"], c["intermediate_size"], c["head_dim"], c["num_local_experts"]
+    q_dim, kv_dim = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+
+    def linear(out, inp):
+        return (rng.uniform(-1, 1, (out, inp)) * np.sqrt(3.0 / inp)).astype(np.float32)
+
+    def vector(n_values, lo, hi):
+        return rng.uniform(lo, hi, n_values).astype(np.float32)
+
+    w = {"model.embed_tokens.weight": rng.normal(0, 1.0, (VOCAB, dim)).astype(np.float32)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        w[p + "input_layernorm.weight"] = vector(dim, 0.6, 1.4)
+        for x, rows in (("q", q_dim), ("k", kv_dim), ("v", kv_dim)):
+            w[p + f"self_attn.{x}_proj.weight"] = linear(rows, dim)
+            w[p + f"self_attn.{x}_proj.bias"] = vector(rows, -0.5, 0.5)
+        w[p + "self_attn.o_proj.weight"], w[p + "self_attn.o_proj.bias"] = linear(dim, q_dim), vector(dim, -0.5, 0.5)
+        w[p + "self_attn.sinks"] = vector(c["num_attention_heads"], 0.5, 3.0)
+        w[p + "post_attention_layernorm.weight"] = vector(dim, 0.6, 1.4)
+        w[p + "mlp.router.weight"] = linear(n, dim) * np.float32(ROUTER_SCALE)
+        w[p + "mlp.router.bias"] = vector(n, -1.0, 1.0)
+        # (experts, out, in) as MXFP4 holds them; gate|up rows interleaved, weights large enough to clamp.
+        gate_up_rows = mxfp4_values(rng, (n, 2 * width, dim), [-3, -2])
+        down_rows = mxfp4_values(rng, (n, dim, width), [-6, -5])
+        w[p + "mlp.experts.gate_up_proj"] = gate_up_rows.transpose(0, 2, 1).copy()
+        w[p + "mlp.experts.gate_up_proj_bias"] = rng.uniform(-0.5, 0.5, (n, 2 * width)).astype(np.float32)
+        w[p + "mlp.experts.down_proj"] = down_rows.transpose(0, 2, 1).copy()
+        w[p + "mlp.experts.down_proj_bias"] = rng.uniform(-0.5, 0.5, (n, dim)).astype(np.float32)
+    w["model.norm.weight"] = vector(dim, 0.6, 1.4)
+    w["lm_head.weight"] = linear(VOCAB, dim)
+    return {k: to_bf16(t) for k, t in w.items()}
+
+
 def byte_tokens():
     """GPT-2's byte-to-character map: the 256 byte tokens' texts, the two special tokens, one merged token
     ("Ġt", the result of the one merge), fillers."""
@@ -210,9 +299,13 @@ def byte_tokens():
 def write_safetensors(path, tensors, dtype="F32"):
     header, offset, blobs = {}, 0, []
     for name, t in tensors.items():
-        t = np.ascontiguousarray(t, dtype=np.float32)
-        data = (t.view(np.uint32) >> 16).astype("<u2").tobytes() if dtype == "BF16" else t.astype("<f4").tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        kind = "U8" if t.dtype == np.uint8 else dtype  # MXFP4 blocks and scales
+        if kind == "U8":
+            data = np.ascontiguousarray(t).tobytes()
+        else:
+            t = np.ascontiguousarray(t, dtype=np.float32)
+            data = (t.view(np.uint32) >> 16).astype("<u2").tobytes() if dtype == "BF16" else t.astype("<f4").tobytes()
+        header[name] = {"dtype": kind, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     header["__metadata__"] = {"format": "pt"}
@@ -231,6 +324,9 @@ def hf_config(name):
         c["rope_parameters"] = {"rope_type": "default", "rope_theta": c.pop("rope_theta")}
         c.setdefault("use_sliding_window", False)
         c["layer_types"] = ["full_attention"] * c["num_hidden_layers"]
+    if layout == "mxfp4":
+        c["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": ["model.layers.*.self_attn",
+                                                                                      "model.layers.*.mlp.router"]}
     if layout == "multimodal":
         ids = {k: c.pop(k) for k in ("bos_token_id", "eos_token_id")}
         return {"model_type": "gemma3", "architectures": ["Gemma3ForConditionalGeneration"], **ids, "text_config": c,
@@ -245,6 +341,8 @@ def write_hf(directory, name, weights):
     layout, dtype = MODELS[name].get("hf", "v4"), MODELS[name].get("dtype", "F32")
     if layout == "multimodal":
         weights = {("language_model." + k): t for k, t in weights.items()}
+    if layout == "mxfp4":
+        weights = mxfp4_experts(weights)
     num_shards = MODELS[name].get("shards", 1)
     if num_shards > 1:  # the shards and their index
         names = list(weights)
@@ -270,6 +368,17 @@ def write_hf(directory, name, weights):
         json.dump({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}, f)
 
 
+def mxfp4_experts(weights):
+    """gpt-oss's expert matrices (experts, in, out) as the shipped MXFP4 pairs of (experts, out, in)."""
+    out = {}
+    for k, t in weights.items():
+        if k.endswith(("mlp.experts.gate_up_proj", "mlp.experts.down_proj")):
+            out[k + "_blocks"], out[k + "_scales"] = mxfp4_pair(t.transpose(0, 2, 1))
+        else:
+            out[k] = t
+    return out
+
+
 def permute_for_adjacent_pairs(w, n_heads):
     """llama.cpp's permutation of `llama` q/k rows: HF's rotate-half pairs become adjacent pairs."""
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
@@ -287,15 +396,22 @@ def write_gguf_metadata(writer, name, arch, c):
         writer.add_uint32(p + key, value)
     writer.add_float32(p + "attention.layer_norm_rms_epsilon", c["rms_norm_eps"])
     writer.add_float32(p + "rope.freq_base", c["rope_theta"])
-    if c.get("sliding_window") and family in ("mistral", "gemma2", "gemma3", "phi3"):
+    if c.get("sliding_window") and family in ("mistral", "gemma2", "gemma3", "phi3", "gpt_oss"):
         writer.add_uint32(p + "attention.sliding_window", c["sliding_window"])
     if MODELS[name].get("moe"):
         writer.add_uint32(p + "expert_count", num_experts(c))
         writer.add_uint32(p + "expert_used_count", c["num_experts_per_tok"])
+        if family == "gpt_oss":
+            writer.add_uint32(p + "expert_feed_forward_length", c["intermediate_size"])
         for key, field in (("expert_feed_forward_length", "moe_intermediate_size"),
                            ("expert_shared_feed_forward_length", "shared_expert_intermediate_size")):
             if c.get(field):
                 writer.add_uint32(p + key, c[field])
+    scaling = c.get("rope_scaling") or {}
+    if scaling.get("rope_type") == "yarn":
+        writer.add_string(p + "rope.scaling.type", "yarn")
+        writer.add_float32(p + "rope.scaling.factor", scaling["factor"])
+        writer.add_uint32(p + "rope.scaling.original_context_length", scaling["original_max_position_embeddings"])
     if family == "gemma2":
         writer.add_float32(p + "attn_logit_softcapping", c["attn_logit_softcapping"])
         writer.add_float32(p + "final_logit_softcapping", c["final_logit_softcapping"])
@@ -321,6 +437,20 @@ def put_moe(put, b, layer, c, family):
         for x in ("gate", "up", "down"):
             put(b + f"ffn_{x}_shexp.weight", layer[f"mlp.shared_expert.{x}_proj.weight"])
         put(b + "ffn_gate_inp_shexp.weight", layer["mlp.shared_expert_gate.weight"].reshape(-1))
+
+
+def put_gpt_oss_moe(put, b, layer):
+    """gpt-oss's router and experts as llama.cpp's converter writes them: gate and up de-interleaved,
+    (experts, out, in) matrices, biases (experts, n)."""
+    put(b + "ffn_gate_inp.weight", layer["mlp.router.weight"])
+    put(b + "ffn_gate_inp.bias", layer["mlp.router.bias"])
+    gate_up, bias = layer["mlp.experts.gate_up_proj"].transpose(0, 2, 1), layer["mlp.experts.gate_up_proj_bias"]
+    put(b + "ffn_gate_exps.weight", gate_up[:, 0::2])
+    put(b + "ffn_gate_exps.bias", bias[:, 0::2])
+    put(b + "ffn_up_exps.weight", gate_up[:, 1::2])
+    put(b + "ffn_up_exps.bias", bias[:, 1::2])
+    put(b + "ffn_down_exps.weight", layer["mlp.experts.down_proj"].transpose(0, 2, 1))
+    put(b + "ffn_down_exps.bias", layer["mlp.experts.down_proj_bias"])
 
 
 def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
@@ -363,9 +493,11 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
             put(b + "attn_q.weight", q)
             put(b + "attn_k.weight", k)
             put(b + "attn_v.weight", weights[h + "self_attn.v_proj.weight"])
-        for x in "qkv":
+        for x, g in (("q", "q"), ("k", "k"), ("v", "v"), ("o", "output")):
             if h + f"self_attn.{x}_proj.bias" in weights:
-                put(b + f"attn_{x}.bias", weights[h + f"self_attn.{x}_proj.bias"])
+                put(b + f"attn_{g}.bias", weights[h + f"self_attn.{x}_proj.bias"])
+        if h + "self_attn.sinks" in weights:
+            put(b + "attn_sinks.weight", weights[h + "self_attn.sinks"])
         if h + "self_attn.q_norm.weight" in weights:
             put(b + "attn_q_norm.weight", weights[h + "self_attn.q_norm.weight"])
             put(b + "attn_k_norm.weight", weights[h + "self_attn.k_norm.weight"])
@@ -374,9 +506,12 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
             put(b + "post_attention_norm.weight", weights[h + "post_attention_layernorm.weight"])
             put(b + "ffn_norm.weight", weights[h + "pre_feedforward_layernorm.weight"])
             put(b + "post_ffw_norm.weight", weights[h + "post_feedforward_layernorm.weight"])
-        else:
-            put(b + "ffn_norm.weight", weights[h + "post_attention_layernorm.weight"])
-        if is_sparse_layer(c, i):
+        else:  # llama.cpp's gpt-oss converter calls the FFN norm post_attention_norm
+            norm = "post_attention_norm.weight" if family == "gpt_oss" else "ffn_norm.weight"
+            put(b + norm, weights[h + "post_attention_layernorm.weight"])
+        if family == "gpt_oss":
+            put_gpt_oss_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)})
+        elif is_sparse_layer(c, i):
             put_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)}, c, family)
         elif family != "phi3":
             for x in ("gate", "up", "down"):

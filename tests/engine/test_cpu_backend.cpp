@@ -252,7 +252,7 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
   }
 }
 
-TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed and softcapped too") {
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
   const int num_heads = 6, num_kv_heads = 2, head_dim = 20, block_size = 5, num_blocks = 12;
   const int kv_dim = num_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
@@ -270,7 +270,9 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
   const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
   const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
   const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
-  for (const AttentionParams& params : {plain, windowed}) {
+  const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head
+  const AttentionParams sunk{head_dim, 0.25f, 0.0f, 7, sinks.data()};
+  for (const AttentionParams& params : {plain, windowed, sunk}) {
     for (int pos : {0, 4, 5, 6, 7, 23, 59}) {
       CAPTURE(pos);
       CAPTURE(params.window);
@@ -281,11 +283,13 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
       for (int h = 0; h < num_heads; ++h) {
         const int kv_head = h / (num_heads / num_kv_heads);
         std::vector<float> one(static_cast<size_t>(head_dim), NAN);
-        attend_head(q.data() + h * head_dim, cache, table.data(), pos, kv_head, params, head_scratch.data(), one.data());
+        attend_head(q.data() + h * head_dim, cache, table.data(), pos, kv_head, params, head_scratch.data(), one.data(),
+                    params.sink(h));
         // A plain double-precision reference over the keys the window lets through.
         const int first = params.window > 0 ? std::max(0, pos - params.window + 1) : 0;
         std::vector<double> score;
-        double max_score = -1e300, sum = 0.0;
+        const double sink = params.sink(h);  // -inf without sinks
+        double max_score = std::max(-1e300, sink), sum = 0.0;
         auto key_row = [&](int p) {
           return static_cast<size_t>(table[static_cast<size_t>(p / block_size)] * block_size + p % block_size) * kv_dim +
                  static_cast<size_t>(kv_head) * head_dim;
@@ -298,6 +302,7 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
           score.push_back(dot);
           max_score = std::max(max_score, dot);
         }
+        sum += std::exp(sink - max_score);  // in the denominator, weighting no value
         for (double& x : score) sum += (x = std::exp(x - max_score));
         for (int i = 0; i < head_dim; ++i) {
           double expect = 0.0;

@@ -116,6 +116,31 @@ TEST_CASE("dummy model: a Qwen3-30B-A3B shape cut to its first layers, linear we
   CHECK(error_of([&] { load_model(source); }).find("has 48 layers") != std::string::npos);
 }
 
+TEST_CASE("dummy model: the gpt-oss-20b shape has its family's sinks, biases, router rule, clamp and windows") {
+  ModelSource source{"dummy:" + test::source_path("examples/models/gpt-oss-20b.json"), "", 0};
+  source.dummy_layers = 2;
+  const Model model = load_model(source);
+  const ModelConfig& c = model.config;
+  CHECK(c.architecture == "gpt-oss");
+  CHECK(c.head_dim == 64);
+  CHECK(c.q_dim() == 4096);  // 64 heads of 64, not the hidden size 2880
+  CHECK(c.layer_window == std::vector<int>{128, 0});
+  CHECK(c.moe_router == MoeRouter::kTopkSoftmax);
+  CHECK(c.activation == Activation::kSwigluClamped);
+  CHECK(c.swiglu_limit == 7.0f);
+  CHECK(c.swiglu_alpha == doctest::Approx(1.702));
+  CHECK(c.rope_scaling.type == RopeScalingType::kYarn);
+  CHECK(!c.rope_scaling.truncate);
+  const LayerTensors& l = model.tensors.layers[1];
+  CHECK(l.sinks.cols == 64);
+  CHECK(l.bo.cols == 2880);
+  CHECK(l.router_bias.cols == 32);
+  CHECK(l.experts[31].gate_bias.cols == 2880);
+  CHECK(l.experts[31].down_bias.cols == 2880);
+  source.dummy_layers = 0;
+  CHECK(load_model(source).config.num_parameters() / 100000000 == 209);  // 20.9 B, as published
+}
+
 TEST_CASE("dummy model: config errors name the file and the field") {
   const std::string good = test::read_bytes(test::source_path("examples/models/smollm2-135m.json"));
   SUBCASE("missing hidden_size") {

@@ -1,9 +1,11 @@
-// Mixtures of experts on the CPU: the routing rule (softmax, top-k, renormalised or not, ties to the lower
-// expert id), grouping by expert (a batch gives each row the bits that row alone gets, and the float64
-// sum of its experts), the families' MoE fields from config.json, and bad files refused with a message
+// Mixtures of experts on the CPU: the routing rules (softmax then top-k, renormalised or not, ties to the
+// lower expert id; gpt-oss's top-k of the logits then a softmax over those k), the clamped SwiGLU,
+// grouping by expert (a batch gives each row the bits that row alone gets, and the float64 sum of its
+// experts), the families' MoE fields from config.json, and bad files refused with a message
 // naming the key or tensor (hand-built GGUFs whose expert tensors are missing or misshapen).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -135,6 +137,39 @@ TEST_CASE("moe: routing is softmax then top-k, renormalised when asked, a tie go
   CHECK(experts[0] == 0);
   CHECK(experts[1] == 1);
   CHECK(weights[1] == doctest::Approx(0.25));
+}
+
+TEST_CASE("moe: gpt-oss routing takes the top k logits, then a softmax over those k only") {
+  const float logits[5] = {0.5f, 2.0f, -1.0f, 3.0f, 1.0f};
+  int32_t experts[2];
+  float weights[2];
+  for (bool renormalize : {false, true}) {  // renormalising a softmax over k changes nothing
+    route_row(logits, MoeRouting{5, 2, renormalize, MoeRouter::kTopkSoftmax}, experts, weights);
+    CHECK(experts[0] == 3);
+    CHECK(experts[1] == 1);
+    const double picked = std::exp(3.0) + std::exp(2.0);  // experts 0, 2 and 4 are not in the denominator
+    CHECK(weights[0] == doctest::Approx(std::exp(3.0) / picked));
+    CHECK(weights[1] == doctest::Approx(std::exp(2.0) / picked));
+  }
+  route_row(logits, MoeRouting{5, 2, false}, experts, weights);  // the other rule on the same logits
+  CHECK(weights[0] + weights[1] < 0.9f);
+}
+
+TEST_CASE("moe: the clamped SwiGLU clamps gate above, up on both sides, and adds 1 to up") {
+  const float limit = 7.0f, alpha = 1.702f;
+  const std::vector<float> gate = {-9.0f, -1.0f, 0.0f, 0.5f, 6.9f, 7.5f, 30.0f, 2.0f};
+  const std::vector<float> up = {0.3f, 9.0f, 1.0f, -9.0f, -2.0f, 0.0f, 7.0f, -7.5f};
+  std::vector<float> gate_up(gate);
+  gate_up.insert(gate_up.end(), up.begin(), up.end());
+  std::vector<float> out(gate.size());
+  const GluParams glu{Activation::kSwigluClamped, limit, alpha};
+  gated_ffn_row(gate_up.data(), out.data(), static_cast<int>(gate.size()), glu);
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = std::min<double>(gate[i], limit), u = std::clamp<double>(up[i], -limit, limit);
+    const double want = (u + 1.0) * g / (1.0 + std::exp(-alpha * g));
+    CHECK(out[i] == doctest::Approx(want).epsilon(1e-6));
+  }
+  CHECK(out[5] == out[6] * 1.0f / 8.0f);  // gate 7.5 and 30 both clamp to 7; up 0 and 7 give factors 1 and 8
 }
 
 TEST_CASE("moe: picks grouped by expert in row order; an expert nobody picked has none") {
