@@ -18,6 +18,7 @@ struct EngineOptions {
   std::string model;
   std::string tokenizer;
   std::string chat_template;  // --chat-template NAME; "" = the model's own
+  std::string reasoning_parser;  // --reasoning-parser NAME; "" = outputs unsplit
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";

@@ -45,7 +45,9 @@ std::string llama3_turn(const std::string& role, const std::string& content) {
 }  // namespace
 
 // ChatML; Qwen's templates put a run of tool messages into one user turn of <tool_response> blocks.
-std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+// Qwen3's generation prompt closes an empty think block when enable_thinking is false; R1-style
+// templates open one.
+std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out;
   if (!messages.empty() && messages[0].role != "system" && !t.default_system.empty()) {
     out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
@@ -60,7 +62,40 @@ std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>&
     out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
     if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
   }
-  return out + "<|im_start|>assistant\n";
+  out += "<|im_start|>assistant\n";
+  if (t.thinking_switch && options.enable_thinking == false) return out + "<think>\n\n</think>\n\n";
+  if (t.opens_thinking) out += "<think>\n";
+  return out;
+}
+
+// gpt-oss's harmony format, as its chat template writes it: a system message with the model identity,
+// dates and reasoning effort, the chat's first system (or developer) message as the developer's
+// instructions, then user and assistant (final channel) messages, and "<|start|>assistant" to generate.
+std::string render_harmony(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
+  const std::string& effort = options.reasoning_effort.empty() ? std::string("medium") : options.reasoning_effort;
+  if (effort != "low" && effort != "medium" && effort != "high") {
+    throw Error("reasoning_effort " + elide(effort) + " is not one of low, medium, high");
+  }
+  std::string out = "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+                    "Knowledge cutoff: 2024-06\nCurrent date: " + t.today + "\n\nReasoning: " + effort +
+                    "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  size_t first = 0;
+  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
+    out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "\n\n<|end|>";
+    first = 1;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant") {
+      out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
+    } else if (m.role == "user") {
+      out += "<|start|>user<|message|>" + m.content + "<|end|>";
+    } else {
+      throw Error("the harmony chat format takes a system or developer message first, then user and assistant "
+                  "messages; message " + std::to_string(i) + " has role '" + elide(m.role) + "'");
+    }
+  }
+  return out + "<|start|>assistant";
 }
 
 std::string render_llama3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos) {
