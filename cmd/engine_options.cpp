@@ -70,6 +70,12 @@ ShardSpec shard_of(const EngineOptions& o) {
   return resolve_shard(o.shard, o.num_shards, process_environment());
 }
 
+std::string chat_template_name(const EngineOptions& o, const Model& model) {
+  if (!o.chat_template.empty()) return o.chat_template;
+  const std::string& arch = model.config.architecture;
+  return arch == "gpt-oss" || arch == "gpt_oss" || arch == "gptoss" ? "harmony" : "";
+}
+
 void add_chat_template_option(CLI::App& app, std::string& name) {
   app.add_option("--chat-template", name,
                  std::string("render chat messages with this template (") + kChatTemplateNames +

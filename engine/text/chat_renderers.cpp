@@ -81,7 +81,7 @@ std::string render_harmony(const ChatTemplate& t, const std::vector<ChatMessage>
                     "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
   size_t first = 0;
   if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
-    out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "\n\n<|end|>";
+    out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "<|end|>";
     first = 1;
   }
   for (size_t i = first; i < messages.size(); ++i) {

@@ -4,7 +4,9 @@ id) and as plain added tokens (split by text), an R1-style template that opens <
 output without thinking, max_tokens inside the thinking, harmony channels (gpt_oss), the OpenAI batch and
 plain forms, n > 1, chat_template_kwargs.enable_thinking, structured outputs that start after the thinking,
 an unknown parser name; and that a parser changes only the split, never the tokens."""
+import json
 import os
+import time
 
 from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
 
@@ -37,8 +39,12 @@ models = {
     "harmony-analysis": tiny_models.write_scripted(
         os.path.join(work, "harmony-analysis"), ["assistant", "<|channel|>", "analysis", "<|message|>", "h", "m", "<|end|>"],
         added=["assistant", "analysis", "final"], special=HARMONY_SPECIAL, chat_template=HARMONY),
+    # <|return|> and <|call|> must stop: without it "Z" would follow.
     "harmony-final": tiny_models.write_scripted(
-        os.path.join(work, "harmony-final"), ["assistant", "<|channel|>", "final", "<|message|>", "O", "K", "<|return|>"],
+        os.path.join(work, "harmony-final"), ["assistant", "<|channel|>", "final", "<|message|>", "O", "K", "<|return|>", "Z"],
+        added=["assistant", "analysis", "final"], special=HARMONY_SPECIAL, chat_template=HARMONY),
+    "harmony-call": tiny_models.write_scripted(
+        os.path.join(work, "harmony-call"), ["assistant", "<|channel|>", "final", "<|message|>", "O", "K", "<|call|>", "Z"],
         added=["assistant", "analysis", "final"], special=HARMONY_SPECIAL, chat_template=HARMONY),
 }
 t = Checks()
@@ -122,11 +128,36 @@ t.check(all("error" in r for r in bad), f"bad chat_template_kwargs / reasoning_e
 p, = cbatch("harmony-analysis", [plain()], "--reasoning-parser", "gpt_oss")
 t.check(p["reasoning_content"] == "hm" and p["text"] == "", f"harmony analysis only: {p}")
 p, o = cbatch("harmony-final", [plain(), openai()], "--reasoning-parser", "gpt_oss")
-t.check(p["reasoning_content"] is None and p["text"] == "OK" and p["finish_reason"] == "stop", f"harmony final: {p}")
+t.check(p["reasoning_content"] is None and p["text"] == "OK" and p["finish_reason"] == "stop" and
+        p["output_token_ids"][-1] == models["harmony-final"]["<|return|>"], f"harmony final stops on <|return|>: {p}")
 t.check(message_of(o)["content"] == "OK", f"harmony final, OpenAI form: {message_of(o)}")
 bare, = cbatch("harmony-final", [plain()])
 t.check(bare["text"] == "finalOK" and bare["output_token_ids"] == p["output_token_ids"],
         f"harmony unsplit keeps the channel name, same ids: {bare}")
+
+p, = cbatch("harmony-call", [plain()], "--reasoning-parser", "gpt_oss")
+t.check(p["text"] == "OK" and p["output_token_ids"][-1] == models["harmony-call"]["<|call|>"], f"harmony <|call|> stops: {p}")
+
+# The harmony rendering, as openai-harmony's guide writes a chat: system message with the reasoning effort
+# (default medium), the first system message as developer instructions, final-channel assistant turns.
+chat = [{"role": "system", "content": "Answer in riddles."}, {"role": "user", "content": "What is 2 + 2?"},
+        {"role": "assistant", "content": "Four."}, {"role": "user", "content": "And 3 + 3?"}]
+lines = [{"messages": chat, "reasoning_effort": "high"}, {"messages": chat[1:2]}]
+proc = run(["tokenize", "--model", os.path.join(work, "harmony-final")], stdin="".join(json.dumps(x) + "\n" for x in lines))
+high, medium = [json.loads(line) for line in proc.stdout.splitlines()]
+system = ("<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\nKnowledge cutoff: 2024-06\n"
+          f"Current date: {time.strftime('%Y-%m-%d')}\n\nReasoning: {{}}\n\n# Valid channels: analysis, commentary, final. "
+          "Channel must be included for every message.<|end|>")
+want = (system.format("high") + "<|start|>developer<|message|># Instructions\n\nAnswer in riddles.<|end|>"
+        "<|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant<|channel|>final<|message|>Four.<|end|>"
+        "<|start|>user<|message|>And 3 + 3?<|end|><|start|>assistant")
+t.check(high["text"] == want, f"harmony rendering:\n{high['text']!r}\nwant\n{want!r}")
+t.check(medium["text"] == system.format("medium") + "<|start|>user<|message|>What is 2 + 2?<|end|><|start|>assistant",
+        f"harmony rendering, default effort: {medium['text']!r}")
+start_id = models["harmony-final"]["<|start|>"]
+t.check(high["ids"].count(start_id) == 6, f"harmony special tokens are single ids: {high['ids']}")
+proc = cbatch("think-id", [plain()], "--reasoning-parser", "gpt_oss", expect_rc=1)
+t.check("<|channel|>" in proc.stderr, f"gpt_oss on a vocabulary without harmony tokens: {proc.stderr}")
 
 # Structured outputs apply to the answer only: free thinking ("plan" is no choice), then a choice.
 for form in (plain, openai):
