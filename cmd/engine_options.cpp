@@ -21,7 +21,13 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.bin for llama2.c checkpoints");
   add_chat_template_option(app, o.chat_template);
   app.add_option("--reasoning-parser", o.reasoning_parser,
-                 std::string("split chat outputs into reasoning_content and content (") + kReasoningParserNames + ")");
+                 std::string("split chat outputs into reasoning_content and content (") + kReasoningParserNames + ")")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return is_reasoning_parser_name(name) ? std::string()
+                                                  : elide(name) + " is not a parser cbatch has (" + kReasoningParserNames + ")";
+          },
+          "NAME"));
   app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--mode", o.mode, "continuous, static or sequential")
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
