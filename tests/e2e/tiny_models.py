@@ -256,18 +256,26 @@ def write_hf(directory, name, weights):
             json.dump(index, f)
     else:
         write_safetensors(os.path.join(directory, "model.safetensors"), weights, dtype)
-    tokens = byte_tokens()
-    added = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i in (BOS, EOS)]
-    tokenizer = {"version": "1.0", "added_tokens": added, "normalizer": None,
+    write_tokenizer(directory, byte_tokens(), {BOS: True, EOS: True}, ["Ġ t"])
+
+
+def write_tokenizer(directory, tokens, added, merges, chat_template=None):
+    """A byte-level BPE tokenizer.json over `tokens` (added: {id: is_special} of its added tokens) and a
+    tokenizer_config.json with <s> / </s> (and the chat template when given)."""
+    added_tokens = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+                     "normalized": False, "special": special} for i, special in added.items()]
+    tokenizer = {"version": "1.0", "added_tokens": added_tokens, "normalizer": None,
                  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                                    "use_regex": True},
                  "post_processor": None, "decoder": {"type": "ByteLevel"},
-                 "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": ["Ġ t"]}}
+                 "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": merges}}
     with open(os.path.join(directory, "tokenizer.json"), "w") as f:
         json.dump(tokenizer, f)
+    config = {"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}
+    if chat_template is not None:
+        config["chat_template"] = chat_template
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
-        json.dump({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}, f)
+        json.dump(config, f)
 
 
 def permute_for_adjacent_pairs(w, n_heads):
@@ -431,18 +439,8 @@ def write_scripted(directory, script, added=(), special=(), chat_template=""):
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f, indent=1)
     write_safetensors(os.path.join(directory, "model.safetensors"), weights)
-    entry = lambda t, is_special: {"id": ids[t], "content": t, "single_word": False, "lstrip": False,
-                                   "rstrip": False, "normalized": False, "special": is_special}
-    added_tokens = ([entry(t, True) for t in ("<s>", "</s>")] + [entry(t, False) for t in added] +
-                    [entry(t, True) for t in special])
-    tokenizer = {"version": "1.0", "added_tokens": added_tokens, "normalizer": None,
-                 "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                                   "use_regex": True},
-                 "post_processor": None, "decoder": {"type": "ByteLevel"},
-                 "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": []}}
-    with open(os.path.join(directory, "tokenizer.json"), "w") as f:
-        json.dump(tokenizer, f)
-    with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
-        json.dump({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False,
-                   "chat_template": chat_template}, f)
+    added_ids = {BOS: True, EOS: True}
+    added_ids.update({ids[t]: False for t in added})
+    added_ids.update({ids[t]: True for t in special})
+    write_tokenizer(directory, tokens, added_ids, [], chat_template)
     return ids
