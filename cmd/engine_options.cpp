@@ -5,7 +5,9 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/elide.hpp"
 #include "engine/text/chat_template.hpp"
+#include "engine/text/reasoning_parser.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -18,6 +20,14 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->envname("CBATCH_MODEL");
   app.add_option("--tokenizer", o.tokenizer, "tokenizer.bin for llama2.c checkpoints");
   add_chat_template_option(app, o.chat_template);
+  app.add_option("--reasoning-parser", o.reasoning_parser,
+                 std::string("split chat outputs into reasoning_content and content (") + kReasoningParserNames + ")")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return is_reasoning_parser_name(name) ? std::string()
+                                                  : elide(name) + " is not a parser cbatch has (" + kReasoningParserNames + ")";
+          },
+          "NAME"));
   app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--mode", o.mode, "continuous, static or sequential")
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
@@ -66,11 +76,17 @@ ShardSpec shard_of(const EngineOptions& o) {
   return resolve_shard(o.shard, o.num_shards, process_environment());
 }
 
+std::string chat_template_name(const EngineOptions& o, const Model& model) {
+  if (!o.chat_template.empty()) return o.chat_template;
+  const std::string& arch = model.config.architecture;
+  return arch == "gpt-oss" || arch == "gpt_oss" || arch == "gptoss" ? "harmony" : "";
+}
+
 void add_chat_template_option(CLI::App& app, std::string& name) {
   app.add_option("--chat-template", name,
                  std::string("render chat messages with this template (") + kChatTemplateNames +
                      ") instead of the model's own")
-      ->check(CLI::IsMember({"chatml", "llama3", "llama2", "gemma", "qwen", "mistral", "phi3"}));
+      ->check(CLI::IsMember({"chatml", "llama3", "llama2", "gemma", "qwen", "qwen3", "mistral", "phi3", "harmony"}));
 }
 
 EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
@@ -85,6 +101,11 @@ EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
   config.seed = o.seed;
   config.quiet = o.quiet;
   config.sampling_threads = o.threads;
+  if (!o.reasoning_parser.empty() && !is_reasoning_parser_name(o.reasoning_parser)) {
+    throw Error("--reasoning-parser " + elide(o.reasoning_parser) + " is not a parser cbatch has (" +
+                kReasoningParserNames + ")");
+  }
+  config.reasoning_parser = o.reasoning_parser;
   return config;
 }
 

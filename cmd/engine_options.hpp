@@ -18,6 +18,7 @@ struct EngineOptions {
   std::string model;
   std::string tokenizer;
   std::string chat_template;  // --chat-template NAME; "" = the model's own
+  std::string reasoning_parser;  // --reasoning-parser NAME; "" = outputs unsplit
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";
@@ -41,6 +42,9 @@ struct EngineOptions {
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
+// The chat template a run uses: --chat-template, else "harmony" for gpt-oss models (their format is
+// built in), else "" (the model's own).
+std::string chat_template_name(const EngineOptions& options, const Model& model);
 // --chat-template NAME (also used by `tokenize`).
 void add_chat_template_option(CLI::App& app, std::string& name);
 

@@ -39,7 +39,8 @@ bool tokenize_chat(const JsonlLine& line, RequestParser& requests, const ChatFor
     return false;
   }
   try {
-    const RenderedChat rendered = chat.render(*std::get<RequestInput>(parsed).messages);
+    const RequestInput& input = std::get<RequestInput>(parsed);
+    const RenderedChat rendered = chat.render(*input.messages, input.chat_options);
     w.begin_object().key("ids").int_array(rendered.ids).key("text").string(rendered.text).end_object();
     return true;
   } catch (const Error& e) {

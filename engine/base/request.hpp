@@ -18,6 +18,13 @@ struct ChatMessage {
   std::string content;
 };
 
+// What a chat request passes to its template besides the messages: chat_template_kwargs that the
+// renderers read (enable_thinking) and reasoning_effort (harmony's system message).
+struct ChatOptions {
+  std::optional<bool> enable_thinking;  // chat_template_kwargs.enable_thinking; nullopt: the template's default
+  std::string reasoning_effort;         // "low", "medium" or "high"; "" = the template's default
+};
+
 // Engine-wide defaults the parser applies to fields a line leaves out.
 struct RequestDefaults {
   int max_tokens = 16;
@@ -32,6 +39,7 @@ struct RequestInput {
   std::optional<std::string> prompt;
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
+  ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
 };
 
@@ -56,6 +64,7 @@ struct Request {
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
   std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
+  bool is_chat = false;              // the prompt is rendered messages: a reasoning parser splits the output
 };
 
 }  // namespace cbatch

@@ -3,6 +3,7 @@
 // the engine steps of its first and last token).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct SampleOutput {
   std::vector<int32_t> output_token_ids;
   std::string finish_reason;
   std::vector<TokenLogprob> logprobs;     // (output tokens) when the request asks logprobs
+  std::optional<std::string> reasoning;   // with a reasoning parser: the thinking (text is then the answer)
 };
 
 struct RequestResult {
@@ -38,6 +40,10 @@ struct RequestResult {
   std::string text;                       // raw bytes; may end inside a UTF-8 character
   std::vector<int32_t> output_token_ids;  // (completion_tokens) includes EOS when it stopped on it
   std::string finish_reason;              // "stop" or "length"
+  // A chat under --reasoning-parser: `text` (and each sample's) is the answer only, `reasoning` the
+  // thinking (nullopt: none); output_token_ids and logprobs stay whole.
+  bool has_reasoning_split = false;
+  std::optional<std::string> reasoning;
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int cached_tokens = 0;                  // prompt tokens the prefix cache served (not computed)

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <deque>
 #include <memory>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "engine/core/scheduler.hpp"
 #include "engine/base/signal_block.hpp"
 #include "engine/core/stop_checker.hpp"
+#include "engine/text/reasoning_parser.hpp"
 #include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
@@ -32,7 +34,12 @@ class EngineRun {
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), hooks_(hooks), results_(sink, stats_),
         blocks_(cache.num_blocks, cache.block_size, config.scheduler.enable_prefix_caching), scheduler_(make_scheduler(config.scheduler, blocks_)),
-        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {}
+        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {
+    if (!config.reasoning_parser.empty()) {
+      reasoning_ = std::make_unique<ReasoningParser>(config.reasoning_parser, *model.tokenizer);
+      results_.set_reasoning_parser(reasoning_.get());
+    }
+  }
 
   RunSummary run() {
     start_ns_ = engine_now_ns();
@@ -87,6 +94,7 @@ class EngineRun {
         return;
       }
       seq->constraint_state = seq->constraint->start();
+      defer_constraint_while_thinking(*seq);
     }
     // The prompt's blocks once, and each sample's own: the rest of its context plus a copy of a partial block.
     const int prompt_full = seq->num_prompt_tokens / blocks_.block_size();
@@ -295,7 +303,9 @@ class EngineRun {
                         std::to_string(seq.request.line) + " is outside its structured-output constraint");
           }
         }
+        const size_t old_text_size = seq.text.size();
         append_token(seq, sampled_[row], *model_.tokenizer);
+        if (seq.constraint_after_thinking) start_constraint_after_thinking(seq, old_text_size);
       }
       if (seq.is_finished()) {
         seq.finish_step = step_;
@@ -304,6 +314,23 @@ class EngineRun {
       }
     }
     return finished;
+  }
+
+  // Under a reasoning parser a chat's structured output applies to the answer only: its constraint waits
+  // until the thinking ends, unless the prompt already closed it (Qwen3 with enable_thinking false).
+  void defer_constraint_while_thinking(Sequence& seq) {
+    if (!reasoning_ || !seq.request.is_chat || reasoning_->prompt_closes_thinking(seq.request.prompt_ids)) return;
+    seq.constraint_after_thinking = std::move(seq.constraint);
+    seq.constraint = nullptr;
+  }
+
+  void start_constraint_after_thinking(Sequence& seq, size_t old_text_size) {
+    const std::span<const int32_t> output(seq.tokens.data() + seq.num_prompt_tokens,
+                                          static_cast<size_t>(seq.num_generated()));
+    if (!reasoning_->ends_thinking(output, seq.text, old_text_size)) return;
+    seq.constraint = std::move(seq.constraint_after_thinking);
+    seq.constraint_after_thinking = nullptr;
+    seq.constraint_state = seq.constraint->start();
   }
 
   // The run's constraint automata, over the tokenizer's vocabulary trie (built at the first constrained request).
@@ -395,6 +422,7 @@ class EngineRun {
   const EngineHooks& hooks_;
   RunStats stats_;
   ResultEmitter results_;
+  std::unique_ptr<ReasoningParser> reasoning_;  // --reasoning-parser, null without one
   BlockManager blocks_;
   std::unique_ptr<Scheduler> scheduler_;
   std::unordered_map<const Sequence*, std::unique_ptr<Sequence>> live_;

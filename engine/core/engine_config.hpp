@@ -30,6 +30,7 @@ struct EngineConfig {
   bool quiet = false;                 // no progress line
   int lookahead = 0;                  // requests read ahead of admission; 0 = 4 * max_num_seqs + 64
   int sampling_threads = 0;           // threads that sample a step's rows; 0 = all hardware threads
+  std::string reasoning_parser;       // --reasoning-parser: deepseek_r1, qwen3, gpt_oss; "" = none
 };
 
 }  // namespace cbatch

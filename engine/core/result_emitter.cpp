@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <span>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 namespace cbatch {
@@ -35,10 +37,19 @@ void ResultEmitter::reject(const Sequence& seq, const std::string& message) {
   fail(error);
 }
 
+std::pair<std::string, std::optional<std::string>> ResultEmitter::split_output(const Sequence& seq) const {
+  if (!splits(seq)) return {seq.text, std::nullopt};
+  const std::span<const int32_t> tokens(seq.tokens);
+  const size_t num_prompt = static_cast<size_t>(seq.num_prompt_tokens);
+  ReasoningSplit split = reasoning_->split(tokens.first(num_prompt), tokens.subspan(num_prompt), seq.text);
+  return {std::move(split.content), std::move(split.reasoning)};
+}
+
 void ResultEmitter::emit(const Sequence& seq) {
   if (seq.group) return emit_sample(seq);
   RequestResult result;
-  result.text = seq.text;
+  result.has_reasoning_split = splits(seq);
+  std::tie(result.text, result.reasoning) = split_output(seq);
   result.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
   result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   result.completion_tokens = seq.num_generated();
@@ -51,7 +62,7 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   SampleGroup& group = *seq.group;
   SampleOutput& out = group.outputs[static_cast<size_t>(seq.sample_index)];
   out.index = seq.sample_index;
-  out.text = seq.text;
+  std::tie(out.text, out.reasoning) = split_output(seq);
   out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
   out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   out.logprobs = seq.logprobs;
@@ -61,6 +72,7 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   }
   if (--group.remaining > 0) return;
   RequestResult result;
+  result.has_reasoning_split = splits(seq);
   result.samples = std::move(group.outputs);
   result.completion_tokens = group.completion_tokens;
   finish_result(seq, group.first_token_ns, result);

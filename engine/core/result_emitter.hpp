@@ -8,6 +8,7 @@
 #include "engine/core/run_stats.hpp"
 #include "engine/base/request_stream.hpp"
 #include "engine/core/sequence.hpp"
+#include "engine/text/reasoning_parser.hpp"
 
 namespace cbatch {
 
@@ -17,6 +18,8 @@ int64_t engine_now_ns();
 class ResultEmitter {
  public:
   ResultEmitter(ResultSink& sink, RunStats& stats) : sink_(sink), stats_(stats) {}
+  // Chat results are then split into thinking and answer (nullptr: no split).
+  void set_reasoning_parser(const ReasoningParser* parser) { reasoning_ = parser; }
 
   // The sequence has finished (finish_reason set): its line, or for one sample of n > 1 its part of one.
   void emit(const Sequence& seq);
@@ -29,8 +32,13 @@ class ResultEmitter {
   void emit_sample(const Sequence& seq);
   void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result);
 
+  // The sequence's output as answer text and thinking (nullopt), or unsplit when no parser applies.
+  std::pair<std::string, std::optional<std::string>> split_output(const Sequence& seq) const;
+  bool splits(const Sequence& seq) const { return reasoning_ != nullptr && seq.request.is_chat; }
+
   ResultSink& sink_;
   RunStats& stats_;
+  const ReasoningParser* reasoning_ = nullptr;
 };
 
 }  // namespace cbatch

@@ -40,6 +40,9 @@ struct Sequence {
   std::shared_ptr<SampleGroup> group;  // the request's completions, when n > 1 (shared by its samples)
   std::shared_ptr<Constraint> constraint;  // structured output: the automaton, shared by a run's equal ones
   int32_t constraint_state = 0;        // its state after the generated tokens so far
+  // Under a reasoning parser: the constraint waits here while the model thinks, and moves to
+  // `constraint` (from its start state) once the thinking ends; sampling is free before.
+  std::shared_ptr<Constraint> constraint_after_thinking;
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;

@@ -33,11 +33,12 @@ std::variant<std::vector<int32_t>, std::string> chat_ids(RequestInput& input, co
   }
   RenderedChat rendered;
   try {
-    rendered = chat->render(*input.messages);
+    rendered = chat->render(*input.messages, input.chat_options);
   } catch (const Error& e) {
     return std::string(e.what());
   }
   SamplingParams& p = input.sampling;
+  if (!p.ignore_eos) p.stop_token_ids.insert(p.stop_token_ids.end(), rendered.more_stop_ids.begin(), rendered.more_stop_ids.end());
   if (!p.ignore_eos && rendered.end_of_turn >= 0) {
     p.stop_token_ids.push_back(rendered.end_of_turn);
   } else if (!p.ignore_eos && !rendered.end_of_turn_text.empty()) {
@@ -87,6 +88,7 @@ std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t 
   request.id_json = std::move(input.id_json);
   request.custom_id = std::move(input.custom_id);
   request.form = input.form;
+  request.is_chat = input.messages.has_value();
   request.prompt_ids = std::move(tokens);
   request.sampling = std::move(input.sampling);
   request.rng_seed = request_rng_seed(request.sampling.seed, global_seed, request.id_json);

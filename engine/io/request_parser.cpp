@@ -92,10 +92,32 @@ void read_simple_prompt(const FieldSet& f, RequestInput& in) {
   if (messages) in.messages = read_messages(*messages, "messages");
 }
 
+// chat_template_kwargs (an object; the templates cbatch renders read enable_thinking, other keys are
+// ignored as a template that does not use them ignores them) and reasoning_effort (harmony).
+void read_chat_options(const FieldSet& f, ChatOptions& options) {
+  if (const auto kwargs = f.find("chat_template_kwargs")) {
+    simdjson::dom::object obj;
+    if (kwargs->get_object().get(obj) != simdjson::SUCCESS) {
+      fail_field(f.name("chat_template_kwargs"), "an object of template variables", *kwargs);
+    }
+    const FieldSet k{obj, ""};
+    if (const auto v = k.find("enable_thinking")) {
+      options.enable_thinking = get_bool(*v, f.name("chat_template_kwargs") + ".enable_thinking");
+    }
+  }
+  if (const auto v = f.find("reasoning_effort")) {
+    const std::string name = f.name("reasoning_effort");
+    const std::string_view effort = get_string(*v, name);
+    if (effort != "low" && effort != "medium" && effort != "high") fail_field(name, "\"low\", \"medium\" or \"high\"", *v);
+    options.reasoning_effort = std::string(effort);
+  }
+}
+
 void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
   const FieldSet f{obj, ""};
   read_simple_id(f, in);
   read_simple_prompt(f, in);
+  read_chat_options(f, in.chat_options);
   parse_sampling_fields(f, defaults, in.sampling);
   parse_logprob_fields(f, in.form, defaults.max_logprobs, in.sampling);
 }
@@ -154,6 +176,7 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     const auto messages = body.find("messages");
     if (!messages) throw FieldError("no prompt: give 'body.messages'");
     in.messages = read_messages(*messages, "body.messages");
+    read_chat_options(body, in.chat_options);
   } else {
     read_completion_prompt(body, in);
   }

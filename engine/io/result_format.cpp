@@ -20,12 +20,23 @@ int64_t created_time(const ResultFormatOptions& options) {
   return options.created_s >= 0 ? options.created_s : static_cast<int64_t>(std::time(nullptr));
 }
 
+// "reasoning_content": the thinking of a chat under --reasoning-parser, null when it had none.
+void write_reasoning(JsonWriter& w, const std::optional<std::string>& reasoning) {
+  w.key("reasoning_content");
+  if (reasoning) {
+    w.string(*reasoning);
+  } else {
+    w.null();
+  }
+}
+
 std::string format_simple_result(const RequestResult& r, const ResultFormatOptions& options) {
   JsonWriter w;
   w.begin_object();
   w.key("id").raw(r.request->id_json);
   if (r.samples.empty()) {
     w.key("text").string(r.text);
+    if (r.has_reasoning_split) write_reasoning(w, r.reasoning);
     w.key("output_token_ids").int_array(r.output_token_ids);
     w.key("finish_reason").string(r.finish_reason);
     if (r.request->sampling.wants_logprobs()) write_simple_logprobs(w.key("logprobs"), r.logprobs, false);
@@ -35,6 +46,7 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
       w.begin_object();
       w.key("index").int64(s.index);
       w.key("text").string(s.text);
+      if (r.has_reasoning_split) write_reasoning(w, s.reasoning);
       w.key("output_token_ids").int_array(s.output_token_ids);
       w.key("finish_reason").string(s.finish_reason);
       w.key("completion_tokens").int64(static_cast<int64_t>(s.output_token_ids.size()));
@@ -60,7 +72,8 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
 // One choice; `logprobs`: its completion's entries. Prompt logprobs not shown by echo come as the
 // simple form's "prompt_logprobs" list (vLLM's extra field).
 void write_choice(JsonWriter& w, const RequestResult& r, int index, const std::string& text,
-                  const std::string& finish_reason, const std::vector<TokenLogprob>& logprobs) {
+                  const std::optional<std::string>& reasoning, const std::string& finish_reason,
+                  const std::vector<TokenLogprob>& logprobs) {
   const SamplingParams& p = r.request->sampling;
   w.begin_object();
   w.key("index").int64(index);
@@ -68,6 +81,7 @@ void write_choice(JsonWriter& w, const RequestResult& r, int index, const std::s
     w.key("message").begin_object();
     w.key("role").string("assistant");
     w.key("content").string(text);
+    if (r.has_reasoning_split) write_reasoning(w, reasoning);
     w.end_object();
   } else {
     w.key("text").string(p.echo ? r.request->echo_text + text : text);
@@ -87,8 +101,8 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("created").int64(created_time(options));
   w.key("model").string(options.model);
   w.key("choices").begin_array();
-  if (r.samples.empty()) write_choice(w, r, 0, r.text, r.finish_reason, r.logprobs);
-  for (const SampleOutput& s : r.samples) write_choice(w, r, s.index, s.text, s.finish_reason, s.logprobs);
+  if (r.samples.empty()) write_choice(w, r, 0, r.text, r.reasoning, r.finish_reason, r.logprobs);
+  for (const SampleOutput& s : r.samples) write_choice(w, r, s.index, s.text, s.reasoning, s.finish_reason, s.logprobs);
   w.end_array();
   w.key("usage").begin_object();
   w.key("prompt_tokens").int64(r.prompt_tokens);

@@ -23,7 +23,7 @@ ChatFormat::ChatFormat(const std::string& model_template, const std::string& for
     unavailable_ = std::string("this model has no chat template: pass --chat-template NAME (") + kChatTemplateNames + ")";
   } else {
     unavailable_ = std::string("this model's chat template is not one cbatch recognizes (ChatML, Qwen, Llama 3, "
-                               "Llama 2, Gemma, Mistral, Phi-3): pass --chat-template NAME (") +
+                               "Llama 2, Gemma, Mistral, Phi-3, harmony): pass --chat-template NAME (") +
                    kChatTemplateNames + ") to use one of those";
   }
   if (!template_) return;
@@ -32,15 +32,20 @@ ChatFormat::ChatFormat(const std::string& model_template, const std::string& for
   end_of_turn_text_ = end_of_turn_text(template_->family, eos_text_);
   const std::vector<int32_t> ids = tokenizer.encode(end_of_turn_text_, false);
   if (ids.size() == 1 && tokenizer.token_text(ids[0]) == end_of_turn_text_) end_of_turn_id_ = ids[0];
+  if (template_->family == ChatFamily::kHarmony) {
+    const std::vector<int32_t> call = tokenizer.encode("<|call|>", false);
+    if (call.size() == 1 && tokenizer.token_text(call[0]) == "<|call|>") more_stop_ids_.push_back(call[0]);
+  }
 }
 
-RenderedChat ChatFormat::render(const std::vector<ChatMessage>& messages) const {
+RenderedChat ChatFormat::render(const std::vector<ChatMessage>& messages, const ChatOptions& options) const {
   if (!template_) throw Error("chat messages cannot be rendered: " + unavailable_);
   RenderedChat out;
-  out.text = render_chat(*template_, messages, bos_text_, eos_text_);
+  out.text = render_chat(*template_, messages, bos_text_, eos_text_, options);
   out.ids = tokenizer_.encode(out.text, /*add_special=*/false);
   out.end_of_turn = end_of_turn_id_;
   out.end_of_turn_text = end_of_turn_text_;
+  out.more_stop_ids = more_stop_ids_;
   return out;
 }
 

@@ -17,6 +17,7 @@ struct RenderedChat {
   std::vector<int32_t> ids;    // its tokens (special-token text as ids, no BOS added: the text has it)
   int32_t end_of_turn = -1;    // the token that ends the assistant's turn, -1 if the vocabulary lacks it
   std::string end_of_turn_text;
+  std::vector<int32_t> more_stop_ids;  // harmony: <|call|> (a tool call also ends the turn)
 };
 
 class ChatFormat {
@@ -29,7 +30,8 @@ class ChatFormat {
   // Why chats cannot be rendered (names --chat-template); "" when they can.
   const std::string& unavailable_reason() const { return unavailable_; }
   // Throws cbatch::Error when unavailable or when the template rejects the messages.
-  RenderedChat render(const std::vector<ChatMessage>& messages) const;
+  // options: the request's chat_template_kwargs and reasoning_effort.
+  RenderedChat render(const std::vector<ChatMessage>& messages, const ChatOptions& options = {}) const;
 
  private:
   std::optional<ChatTemplate> template_;
@@ -39,6 +41,7 @@ class ChatFormat {
   std::string eos_text_;
   std::string end_of_turn_text_;
   int32_t end_of_turn_id_ = -1;
+  std::vector<int32_t> more_stop_ids_;
 };
 
 }  // namespace cbatch

@@ -42,16 +42,58 @@ std::string llama3_turn(const std::string& role, const std::string& content) {
   return "<|start_header_id|>" + role + "<|end_header_id|>\n\n" + strip(content) + "<|eot_id|>";
 }
 
+std::string strip_newlines(const std::string& text, bool left, bool right) {
+  size_t begin = 0, end = text.size();
+  while (left && begin < end && text[begin] == '\n') ++begin;
+  while (right && end > begin && text[end - 1] == '\n') --end;
+  return text.substr(begin, end - begin);
+}
+
+// Qwen3: the last user message that is not a wrapped tool response; assistant turns after it keep
+// their thinking.
+size_t qwen3_last_query(const std::vector<ChatMessage>& messages) {
+  for (size_t i = messages.size(); i-- > 0;) {
+    const std::string& c = messages[i].content;
+    const bool tool_response = c.starts_with("<tool_response>") && c.ends_with("</tool_response>");
+    if (messages[i].role == "user" && !tool_response) return i;
+  }
+  return messages.size() - 1;
+}
+
+// Qwen3's assistant turn: a "<think>...</think>" in the content is taken apart; the thinking is
+// written back only after the last user query (and always for the chat's last message), else dropped.
+std::string qwen3_assistant_turn(std::string content, bool after_last_query, bool is_last) {
+  std::string reasoning;
+  if (const size_t end = content.find("</think>"); end != std::string::npos) {
+    std::string before = strip_newlines(content.substr(0, end), false, true);
+    if (const size_t open = before.rfind("<think>"); open != std::string::npos) before = before.substr(open + 7);
+    reasoning = strip_newlines(before, true, false);
+    content = strip_newlines(content.substr(content.rfind("</think>") + 8), true, false);
+  }
+  if (after_last_query && (is_last || !reasoning.empty())) {
+    return "<|im_start|>assistant\n<think>\n" + strip_newlines(reasoning, true, true) + "\n</think>\n\n" +
+           strip_newlines(content, true, false) + "<|im_end|>\n";
+  }
+  return "<|im_start|>assistant\n" + content + "<|im_end|>\n";
+}
+
 }  // namespace
 
 // ChatML; Qwen's templates put a run of tool messages into one user turn of <tool_response> blocks.
-std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages) {
+// Qwen3 (thinking_switch) takes the thinking out of earlier assistant turns, and its generation prompt
+// closes an empty think block when enable_thinking is false; R1-style templates open one.
+std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
   std::string out;
   if (!messages.empty() && messages[0].role != "system" && !t.default_system.empty()) {
     out += "<|im_start|>system\n" + t.default_system + "<|im_end|>\n";
   }
+  const size_t last_query = t.thinking_switch ? qwen3_last_query(messages) : 0;
   for (size_t i = 0; i < messages.size(); ++i) {
     const ChatMessage& m = messages[i];
+    if (t.thinking_switch && m.role == "assistant") {
+      out += qwen3_assistant_turn(m.content, i > last_query, i + 1 == messages.size());
+      continue;
+    }
     if (t.family != ChatFamily::kQwen || m.role != "tool") {
       out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
       continue;
@@ -60,7 +102,40 @@ std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>&
     out += "\n<tool_response>\n" + m.content + "\n</tool_response>";
     if (i + 1 == messages.size() || messages[i + 1].role != "tool") out += "<|im_end|>\n";
   }
-  return out + "<|im_start|>assistant\n";
+  out += "<|im_start|>assistant\n";
+  if (t.thinking_switch && options.enable_thinking == false) return out + "<think>\n\n</think>\n\n";
+  if (t.opens_thinking) out += "<think>\n";
+  return out;
+}
+
+// gpt-oss's harmony format, as its chat template writes it: a system message with the model identity,
+// dates and reasoning effort, the chat's first system (or developer) message as the developer's
+// instructions, then user and assistant (final channel) messages, and "<|start|>assistant" to generate.
+std::string render_harmony(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
+  const std::string& effort = options.reasoning_effort.empty() ? std::string("medium") : options.reasoning_effort;
+  if (effort != "low" && effort != "medium" && effort != "high") {
+    throw Error("reasoning_effort " + elide(effort) + " is not one of low, medium, high");
+  }
+  std::string out = "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+                    "Knowledge cutoff: 2024-06\nCurrent date: " + t.today + "\n\nReasoning: " + effort +
+                    "\n\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>";
+  size_t first = 0;
+  if (!messages.empty() && (messages[0].role == "system" || messages[0].role == "developer")) {
+    out += "<|start|>developer<|message|># Instructions\n\n" + messages[0].content + "<|end|>";
+    first = 1;
+  }
+  for (size_t i = first; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "assistant") {
+      out += "<|start|>assistant<|channel|>final<|message|>" + m.content + "<|end|>";
+    } else if (m.role == "user") {
+      out += "<|start|>user<|message|>" + m.content + "<|end|>";
+    } else {
+      throw Error("the harmony chat format takes a system or developer message first, then user and assistant "
+                  "messages; message " + std::to_string(i) + " has role '" + elide(m.role) + "'");
+    }
+  }
+  return out + "<|start|>assistant";
 }
 
 std::string render_llama3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos) {

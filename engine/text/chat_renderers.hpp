@@ -10,7 +10,8 @@
 
 namespace cbatch {
 
-std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
+std::string render_chatml(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options);
+std::string render_harmony(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options);
 std::string render_llama3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos);
 std::string render_llama2(const std::vector<ChatMessage>& messages, const std::string& bos, const std::string& eos);
 std::string render_gemma(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos);

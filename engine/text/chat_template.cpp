@@ -73,11 +73,31 @@ bool is_qwen(std::string_view jinja) { return contains(jinja, "You are Qwen") ||
 
 }  // namespace
 
+namespace {
+
+std::string today_iso() {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char buffer[16];
+  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d", &local);
+  return buffer;
+}
+
+}  // namespace
+
 std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
   ChatTemplate t;
-  if (contains(jinja, "<|im_start|>")) {
+  if (contains(jinja, "<|start|>") && contains(jinja, "<|channel|>")) {
+    t.family = ChatFamily::kHarmony;
+    t.today = today_iso();
+  } else if (contains(jinja, "<|im_start|>")) {
     t.family = is_qwen(jinja) ? ChatFamily::kQwen : ChatFamily::kChatMl;
     t.default_system = default_chatml_system(jinja);
+    t.thinking_switch = contains(jinja, "enable_thinking");
+    // The generation prompt written with an opened think block, as one literal (escaped or not).
+    t.opens_thinking = contains(jinja, "<|im_start|>assistant\\n<think>\\n") ||
+                       contains(jinja, "<|im_start|>assistant\n<think>\n");
   } else if (contains(jinja, "<|start_header_id|>")) {
     t.family = ChatFamily::kLlama3;
     t.dated_system = contains(jinja, "Cutting Knowledge Date");
@@ -103,12 +123,14 @@ std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
   static const std::pair<std::string_view, ChatFamily> kNames[] = {
       {"chatml", ChatFamily::kChatMl}, {"qwen", ChatFamily::kQwen},       {"llama3", ChatFamily::kLlama3},
       {"llama2", ChatFamily::kLlama2}, {"gemma", ChatFamily::kGemma},     {"mistral", ChatFamily::kMistral},
-      {"phi3", ChatFamily::kPhi3}};
+      {"phi3", ChatFamily::kPhi3},     {"qwen3", ChatFamily::kQwen},      {"harmony", ChatFamily::kHarmony}};
   for (const auto& [known, family] : kNames) {
     if (name != known) continue;
     ChatTemplate t;
     t.family = family;
-    if (family == ChatFamily::kQwen) t.default_system = kQwenDefaultSystem;
+    if (name == "qwen") t.default_system = kQwenDefaultSystem;
+    t.thinking_switch = name == "qwen3";
+    if (family == ChatFamily::kHarmony) t.today = today_iso();
     return t;
   }
   return std::nullopt;
@@ -123,6 +145,7 @@ std::string_view chat_family_name(ChatFamily family) {
     case ChatFamily::kGemma: return "Gemma";
     case ChatFamily::kMistral: return "Mistral";
     case ChatFamily::kPhi3: return "Phi-3";
+    case ChatFamily::kHarmony: return "harmony (gpt-oss)";
   }
   return "";
 }
@@ -134,6 +157,7 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
     case ChatFamily::kLlama3: return "<|eot_id|>";
     case ChatFamily::kGemma: return "<end_of_turn>";
     case ChatFamily::kPhi3: return "<|end|>";
+    case ChatFamily::kHarmony: return "<|return|>";
     case ChatFamily::kLlama2:
     case ChatFamily::kMistral: return eos_token;
   }
@@ -141,10 +165,11 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
 }
 
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
-                        const std::string& bos_token, const std::string& eos_token) {
+                        const std::string& bos_token, const std::string& eos_token, const ChatOptions& options) {
   switch (tmpl.family) {
     case ChatFamily::kChatMl:
-    case ChatFamily::kQwen: return render_chatml(tmpl, messages);
+    case ChatFamily::kQwen: return render_chatml(tmpl, messages, options);
+    case ChatFamily::kHarmony: return render_harmony(tmpl, messages, options);
     case ChatFamily::kLlama3: return render_llama3(tmpl, messages, bos_token);
     case ChatFamily::kLlama2: return render_llama2(messages, bos_token, eos_token);
     case ChatFamily::kGemma: return render_gemma(tmpl, messages, bos_token);

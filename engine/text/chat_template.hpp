@@ -4,7 +4,8 @@
 // "<|user|>" with "<|end|>") or named by --chat-template, and rendered by code that reproduces the real
 // templates' output exactly, including a default system prompt that a ChatML template writes when the
 // chat has none (SmolLM2, Qwen2.5), the dated system block of Llama 3.1+, Gemma's system prompt folded
-// into the first user turn and Mistral v3's into the last. Rendering adds the generation prompt (where
+// into the first user turn and Mistral v3's into the last; Qwen3's enable_thinking switch and templates
+// that open <think> in the prompt; gpt-oss's harmony format ("<|start|>" with "<|channel|>"). Rendering adds the generation prompt (where
 // the template has one: Mistral's ends with "[/INST]").
 #pragma once
 #include <optional>
@@ -16,16 +17,18 @@
 
 namespace cbatch {
 
-enum class ChatFamily { kChatMl, kQwen, kLlama3, kLlama2, kGemma, kMistral, kPhi3 };
+enum class ChatFamily { kChatMl, kQwen, kLlama3, kLlama2, kGemma, kMistral, kPhi3, kHarmony };
 
 struct ChatTemplate {
   ChatFamily family = ChatFamily::kChatMl;
   std::string default_system;  // ChatML, Qwen: system turn added when messages[0] is not one ("" = none)
   bool dated_system = false;   // Llama 3.1+: an always-present system block with knowledge/today dates
-  std::string today;           // its "Today Date: ..." value
+  std::string today;           // its "Today Date: ..." value; harmony: its "Current date: " (YYYY-MM-DD)
   bool rejects_system = false;      // Gemma 2, Mistral v1: a system message is an error
   bool mistral_v1 = false;          // Mistral v0.1/v0.2: "[INST] x [/INST]" and answers without a leading space
   bool skips_empty_system = false;  // Phi-3.5: an empty system message renders nothing
+  bool thinking_switch = false;  // Qwen3: enable_thinking false closes an empty <think></think> in the prompt
+  bool opens_thinking = false;   // R1-style (Qwen3 thinking-only): the generation prompt ends with "<think>\n"
 };
 
 // The template a Jinja text stands for; nullopt when cbatch does not recognize it.
@@ -33,7 +36,7 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja);
 // The template of a --chat-template name; nullopt when unknown. "qwen" is Qwen2.5's (ChatML with its
 // default system prompt), "gemma" Gemma 3's, "mistral" Mistral 7B Instruct v0.3's, "phi3" Phi-3's.
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name);
-inline constexpr const char* kChatTemplateNames = "chatml, llama3, llama2, gemma, qwen, mistral, phi3";
+inline constexpr const char* kChatTemplateNames = "chatml, llama3, llama2, gemma, qwen, qwen3, mistral, phi3, harmony";
 // Qwen2.5's default system prompt, which its template writes when the chat has none.
 inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
@@ -47,7 +50,9 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token);
 // The prompt for `messages` plus the generation prompt. bos_token / eos_token are the tokenizer's
 // texts, as the Jinja variables. Throws cbatch::Error when the template rejects the messages (Llama 2,
 // Gemma, Mistral: roles must alternate user/assistant after an optional system message).
+// options: chat_template_kwargs (enable_thinking) and reasoning_effort (harmony; low, medium or high,
+// default medium: anything else throws cbatch::Error).
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
-                        const std::string& bos_token, const std::string& eos_token);
+                        const std::string& bos_token, const std::string& eos_token, const ChatOptions& options = {});
 
 }  // namespace cbatch

@@ -65,6 +65,22 @@ size_t match_gpt2(const Span& s, size_t pos) {
   return match_spaces(s, pos);
 }
 
+// The Llama 3 / o200k tail: ' ?[^\s\p{L}\p{N}]+[\r\n]*' (o200k: [\r\n/]*), then \s*[\r\n]+, then spaces.
+size_t match_symbols_or_spaces(const Span& s, size_t pos, bool slash) {
+  const size_t p = s.at(pos) == ' ' && pos + 1 < s.end && s.cls(pos + 1) == Class::kOther ? pos + 1 : pos;
+  if (s.cls(p) == Class::kOther) {
+    size_t q = s.run(p, Class::kOther);
+    while (q < s.end && (is_newline(s.at(q)) || (slash && s.at(q) == '/'))) ++q;
+    return q - pos;
+  }
+  // \s*[\r\n]+: up to the last newline of the whitespace run
+  const size_t q = s.run(pos, Class::kSpace);
+  for (size_t j = q; j > pos; --j) {
+    if (is_newline(s.at(j - 1))) return j - pos;
+  }
+  return match_spaces(s, pos);
+}
+
 size_t match_llama3(const Span& s, size_t pos, size_t max_digits) {
   const uint32_t c = s.at(pos);
   const Class k = s.cls(pos);
@@ -76,19 +92,56 @@ size_t match_llama3(const Span& s, size_t pos, size_t max_digits) {
     return s.run(pos + 1, Class::kLetter) - pos;
   }
   if (k == Class::kNumber) return s.run(pos, Class::kNumber, max_digits) - pos;  // \p{N}{1,3}
-  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
-  const size_t p = c == ' ' && pos + 1 < s.end && s.cls(pos + 1) == Class::kOther ? pos + 1 : pos;
-  if (s.cls(p) == Class::kOther) {
-    size_t q = s.run(p, Class::kOther);
-    while (q < s.end && is_newline(s.at(q))) ++q;
-    return q - pos;
+  return match_symbols_or_spaces(s, pos, false);
+}
+
+// o200k's letter sets: A = [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}] (a word's capitals), B = [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+// (its lower-case rest); Lm, Lo and marks are in both.
+bool is_o200k_upper(uint32_t c) {
+  const uint8_t f = unicode::flags(c);
+  return ((f & unicode::kLetter) && !(f & unicode::kLower)) || (f & unicode::kMark);
+}
+bool is_o200k_lower(uint32_t c) {
+  const uint8_t f = unicode::flags(c);
+  return ((f & unicode::kLetter) && !(f & unicode::kUpper)) || (f & unicode::kMark);
+}
+
+size_t run_of(const Span& s, size_t from, bool (*in_set)(uint32_t)) {
+  size_t i = from;
+  while (i < s.end && in_set(s.at(i))) ++i;
+  return i;
+}
+
+// After a word's letters: (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+size_t with_contraction(const Span& s, size_t end) {
+  return end < s.end && s.at(end) == '\'' ? end + match_contraction(s, end, true) : end;
+}
+
+// [^\r\n\p{L}\p{N}]?A*B+C? at q (after the optional prefix): A* gives back characters until B+ can start
+// (only Lm, Lo and marks are in both sets). 0 when it does not match.
+size_t match_o200k_lower_word(const Span& s, size_t q) {
+  const size_t a_end = run_of(s, q, is_o200k_upper);
+  for (size_t k = a_end + 1; k-- > q;) {
+    if (k < s.end && is_o200k_lower(s.at(k))) return with_contraction(s, run_of(s, k, is_o200k_lower));
   }
-  // \s*[\r\n]+: up to the last newline of the whitespace run
-  const size_t q = s.run(pos, Class::kSpace);
-  for (size_t j = q; j > pos; --j) {
-    if (is_newline(s.at(j - 1))) return j - pos;
+  return 0;
+}
+
+// o200k (gpt-4o, gpt-oss): [^\r\n\p{L}\p{N}]?A*B+C?|[^\r\n\p{L}\p{N}]?A+B*C?|\p{N}{1,3}|
+// ' ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+ with A, B the sets above and C the contractions.
+size_t match_o200k(const Span& s, size_t pos) {
+  const uint32_t c = s.at(pos);
+  const bool has_prefix = s.cls(pos) != Class::kLetter && s.cls(pos) != Class::kNumber && !is_newline(c);
+  const size_t starts[2] = {has_prefix ? pos + 1 : pos, pos};
+  for (size_t q : starts) {
+    if (const size_t end = match_o200k_lower_word(s, q)) return end - pos;
   }
-  return match_spaces(s, pos);
+  for (size_t q : starts) {
+    const size_t a_end = run_of(s, q, is_o200k_upper);
+    if (a_end > q) return with_contraction(s, run_of(s, a_end, is_o200k_lower)) - pos;
+  }
+  if (s.cls(pos) == Class::kNumber) return s.run(pos, Class::kNumber, 3) - pos;
+  return match_symbols_or_spaces(s, pos, true);
 }
 
 bool is_punctuation_like(uint32_t c) {  // [\p{P}\$\+<=>\^`\|]
@@ -123,9 +176,11 @@ size_t match_isolated(SplitRule rule, const Span& s, size_t pos) {
 // Appends the end positions of the pieces that `rule` cuts [begin, end) into.
 void split_piece(SplitRule rule, const uint32_t* cps, size_t begin, size_t end, std::vector<size_t>& ends) {
   const Span s{cps, end};
-  if (rule == SplitRule::kGpt2 || rule == SplitRule::kLlama3 || rule == SplitRule::kQwen2) {
+  if (rule == SplitRule::kGpt2 || rule == SplitRule::kLlama3 || rule == SplitRule::kQwen2 || rule == SplitRule::kO200k) {
     for (size_t pos = begin; pos < end;) {
-      pos += rule == SplitRule::kGpt2 ? match_gpt2(s, pos) : match_llama3(s, pos, rule == SplitRule::kQwen2 ? 1 : 3);
+      pos += rule == SplitRule::kGpt2    ? match_gpt2(s, pos)
+             : rule == SplitRule::kO200k ? match_o200k(s, pos)
+                                         : match_llama3(s, pos, rule == SplitRule::kQwen2 ? 1 : 3);
       ends.push_back(pos);
     }
     return;

@@ -1,5 +1,5 @@
 // Which split rules a pre-tokenizer name or regex stands for. The tokenizer.ggml.pre names are those
-// llama.cpp (Feb 2025) maps to the GPT-2, StarCoder/SmolLM, Llama 3 and Qwen2 patterns, plus its
+// llama.cpp (Feb 2025) maps to the GPT-2, StarCoder/SmolLM, Llama 3, Qwen2 and gpt-4o (o200k) patterns, plus its
 // "default" BPE split; the regexes are the ones Hugging Face tokenizer.json files spell out.
 #include <string_view>
 
@@ -24,6 +24,7 @@ const std::vector<PreFamily>& pre_families() {
        {R::kIsolateDigits, R::kGpt2}},
       {{"llama3", "llama-v3", "llama-bpe", "falcon3", "dbrx", "smaug-bpe"}, {R::kLlama3}},
       {{"qwen2", "stablelm2", "deepseek-r1-qwen", "megrez"}, {R::kQwen2}},
+      {{"gpt-4o"}, {R::kO200k}},
       {{"default"}, {R::kIsolatePunctuation, R::kGpt2, R::kIsolateDigitRuns, R::kIsolateDigitTriples}},
   };
   return families;
@@ -34,6 +35,11 @@ constexpr std::string_view kLlama3Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 constexpr std::string_view kQwen2Regex =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+constexpr std::string_view kO200kRegex =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|)"
+    R"(\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 }  // namespace
 
@@ -61,6 +67,7 @@ std::optional<SplitRule> split_rule_for_regex(std::string_view regex) {
   if (regex == kGpt2Regex) return SplitRule::kGpt2;
   if (regex == kLlama3Regex) return SplitRule::kLlama3;
   if (regex == kQwen2Regex) return SplitRule::kQwen2;
+  if (regex == kO200kRegex) return SplitRule::kO200k;
   return std::nullopt;
 }
 

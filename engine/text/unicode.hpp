@@ -10,7 +10,12 @@
 
 namespace cbatch::unicode {
 
-enum Flag : uint8_t { kLetter = 1, kNumber = 2, kPunctuation = 4, kWhitespace = 8 };
+enum Flag : uint8_t {
+  kLetter = 1, kNumber = 2, kPunctuation = 4, kWhitespace = 8,
+  kUpper = 16,  // Lu, Lt (letters also have kLetter; Lm and Lo have neither case)
+  kLower = 32,  // Ll
+  kMark = 64,   // \p{M}
+};
 
 struct CodepointRange {
   uint32_t first;

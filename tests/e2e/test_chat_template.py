@@ -37,17 +37,18 @@ TOOL_CHAT = CHATS[8]
 BAD_LLAMA2 = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
 
 
-def jinja_render(template, messages, bos, eos):
+def jinja_render(template, messages, bos, eos, **kwargs):
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     env.globals["raise_exception"] = raise_exception
-    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos)
+    return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos,
+                                            **kwargs)
 
 
-def cbatch_render(model, chats, extra=()):
-    stdin = "".join(json.dumps({"messages": m}) + "\n" for m in chats)
+def cbatch_render(model, chats, extra=(), fields=None):
+    stdin = "".join(json.dumps(dict({"messages": m}, **(fields or {}))) + "\n" for m in chats)
     proc = run(["tokenize", "--model", model] + list(extra), stdin=stdin, check=False)
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
@@ -66,8 +67,8 @@ for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
     c.check(got.get("ids") == reference.encode(want, add_special_tokens=False).ids, f"smollm2 ids of {messages}")
 
 # The reference templates in a copy of tiny-spm's HF directory (it has none), with its bos and eos.
-TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "mistral-v0.3", "mistral-v0.1", "phi3",
-             "phi3.5"]
+TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "qwen3", "mistral-v0.3", "mistral-v0.1",
+             "phi3", "phi3.5"]
 work = tmpdir()
 for name in TEMPLATES:
     template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
@@ -89,6 +90,24 @@ for name in TEMPLATES:
         rendered += got.get("text") == want
         c.check(got.get("text") == want, f"{name} {messages}: {got.get('text')!r} != {want!r}")
     print(f"{name}: {rendered} chats rendered exactly as jinja2 renders them")
+
+# Qwen3: thinking in earlier answers (dropped before the last user query, kept after it), and
+# chat_template_kwargs.enable_thinking reaching the template.
+template = open(os.path.join(HERE, "chat_templates", "qwen3.jinja"), encoding="utf-8").read()
+THINKING_CHATS = CHATS + [
+    [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "<think>\nr1\n</think>\n\nA1"},
+     {"role": "user", "content": "Q2"}],
+    [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "\n<think>\n\nr1\n\n</think>\n\n\nA1"}],
+    [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1 without thinking"}],
+    [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "r0</think>x</think>\nA1"},
+     {"role": "tool", "content": "42"}, {"role": "assistant", "content": "<think>r2</think>A2"},
+     {"role": "assistant", "content": "A3"}],
+]
+for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
+    fields = {"chat_template_kwargs": kwargs} if kwargs else None
+    for messages, got in zip(THINKING_CHATS, cbatch_render(os.path.join(work, "qwen3"), THINKING_CHATS, fields=fields)):
+        want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"], **kwargs)
+        c.check(got.get("text") == want, f"qwen3 {kwargs} {messages}: {got.get('text')!r} != {want!r}")
 
 # Gemma 3's GGUF has no template: --chat-template gemma renders Gemma 3's, and the ids are those of
 # transformers' tokenizer of the GGUF (the text carries <bos>; nothing is added).

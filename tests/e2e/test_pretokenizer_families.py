@@ -1,5 +1,5 @@
-"""Every pre-tokenizer family cbatch implements (GPT-2, StarCoder/SmolLM, Llama 3, Qwen2 and llama.cpp's
-default) agrees with Hugging Face `tokenizers` running the family's regexes (Oniguruma), on 1,200+
+"""Every pre-tokenizer family cbatch implements (GPT-2, StarCoder/SmolLM, Llama 3, Qwen2, o200k (gpt-4o,
+gpt-oss) and llama.cpp's default) agrees with Hugging Face `tokenizers` running the family's regexes (Oniguruma), on 1,200+
 strings: SmolLM2's byte-level vocabulary (49,152 tokens, from its GGUF) is written into vocab-only GGUFs
 that differ only in tokenizer.ggml.pre, and (except llama.cpp's default, which no tokenizer.json spells)
 into the tokenizer.json that `tokenizers` itself saves, read by cbatch as a Hugging Face directory. With the
@@ -14,7 +14,7 @@ from tokenizer_strings import test_strings
 need_modules("tokenizers", "gguf")
 from hf_reference import gguf_vocab, hf_tokenizer, write_vocab_gguf  # noqa: E402
 
-FAMILIES = ["gpt-2", "starcoder", "llama-bpe", "qwen2", "default"]
+FAMILIES = ["gpt-2", "starcoder", "llama-bpe", "qwen2", "gpt-4o", "default"]
 strings = test_strings(num_random=1000, num_codepoint=200, seed=99)
 stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
 work = tmpdir()

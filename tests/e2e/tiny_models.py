@@ -354,18 +354,26 @@ def write_hf(directory, name, weights):
             json.dump(index, f)
     else:
         write_safetensors(os.path.join(directory, "model.safetensors"), weights, dtype)
-    tokens = byte_tokens()
-    added = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for i in (BOS, EOS)]
-    tokenizer = {"version": "1.0", "added_tokens": added, "normalizer": None,
+    write_tokenizer(directory, byte_tokens(), {BOS: True, EOS: True}, ["Ġ t"])
+
+
+def write_tokenizer(directory, tokens, added, merges, chat_template=None):
+    """A byte-level BPE tokenizer.json over `tokens` (added: {id: is_special} of its added tokens) and a
+    tokenizer_config.json with <s> / </s> (and the chat template when given)."""
+    added_tokens = [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+                     "normalized": False, "special": special} for i, special in added.items()]
+    tokenizer = {"version": "1.0", "added_tokens": added_tokens, "normalizer": None,
                  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
                                    "use_regex": True},
                  "post_processor": None, "decoder": {"type": "ByteLevel"},
-                 "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": ["Ġ t"]}}
+                 "model": {"type": "BPE", "vocab": {t: i for i, t in enumerate(tokens)}, "merges": merges}}
     with open(os.path.join(directory, "tokenizer.json"), "w") as f:
         json.dump(tokenizer, f)
+    config = {"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}
+    if chat_template is not None:
+        config["chat_template"] = chat_template
     with open(os.path.join(directory, "tokenizer_config.json"), "w") as f:
-        json.dump({"bos_token": "<s>", "eos_token": "</s>", "add_bos_token": False}, f)
+        json.dump(config, f)
 
 
 def mxfp4_experts(weights):
@@ -525,3 +533,49 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def write_scripted(directory, script, added=(), special=(), chat_template=""):
+    """A one-layer Llama HF directory that always emits a chosen token sequence: token `script[i + 1]`
+    follows `script[i]`, and EOS follows every other token. Each script entry is one ASCII character (its
+    byte token) or a token of `added` (non-special added tokens, decoded as their text) or `special`
+    (special added tokens, decoded as nothing). The model is scripted by construction: one-hot embeddings
+    (dim >= vocab), zero attention and MLP output projections, so the residual at every position is its
+    token's embedding, and lm_head rows that give the scripted successor the only large logit. A prompt
+    ending with script[0] therefore generates script[1:]; the byte-level tokenizer.json carries the added
+    tokens, tokenizer_config.json the chat template. Returns the token ids by text."""
+    chars = byte_tokens()[:258]  # the 256 byte tokens, <s>, </s>
+    tokens = chars + list(added) + list(special)
+    ids = {t: i for i, t in enumerate(tokens)}
+    ids.update({chr(b): b for b in range(128)})  # ASCII characters name their byte tokens
+    vocab = len(tokens)
+    dim = (vocab + 15) // 16 * 16
+    successor = {}
+    for a, b in zip(script, script[1:]):
+        assert successor.get(ids[a], ids[b]) == ids[b], f"the script needs two successors of {a!r}"
+        successor[ids[a]] = ids[b]
+    head = np.zeros((vocab, dim), np.float32)
+    for i in range(vocab):
+        head[successor.get(i, EOS), i] = 20.0
+    zeros = lambda *shape: np.zeros(shape, np.float32)
+    p = "model.layers.0."
+    weights = {"model.embed_tokens.weight": np.eye(vocab, dim, dtype=np.float32),
+               p + "input_layernorm.weight": np.ones(dim, np.float32),
+               p + "post_attention_layernorm.weight": np.ones(dim, np.float32),
+               p + "self_attn.q_proj.weight": zeros(dim, dim), p + "self_attn.k_proj.weight": zeros(dim, dim),
+               p + "self_attn.v_proj.weight": zeros(dim, dim), p + "self_attn.o_proj.weight": zeros(dim, dim),
+               p + "mlp.gate_proj.weight": zeros(16, dim), p + "mlp.up_proj.weight": zeros(16, dim),
+               p + "mlp.down_proj.weight": zeros(dim, 16),
+               "model.norm.weight": np.ones(dim, np.float32), "lm_head.weight": head}
+    os.makedirs(directory, exist_ok=True)
+    config = dict(BASE, model_type="llama", architectures=["LlamaForCausalLM"], hidden_size=dim,
+                  intermediate_size=16, num_attention_heads=2, num_key_value_heads=2, num_hidden_layers=1,
+                  vocab_size=vocab, max_position_embeddings=512, torch_dtype="float32")
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f, indent=1)
+    write_safetensors(os.path.join(directory, "model.safetensors"), weights)
+    added_ids = {BOS: True, EOS: True}
+    added_ids.update({ids[t]: False for t in added})
+    added_ids.update({ids[t]: True for t in special})
+    write_tokenizer(directory, tokens, added_ids, [], chat_template)
+    return ids

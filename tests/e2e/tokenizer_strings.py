@@ -21,6 +21,11 @@ CURATED = [
     "I'm", "they're", "DON'T", "it's we'll you'd I've", "'s 't 're", "rock 'n' roll",
     "مرحبا بالعالم", "שלום עולם", "नमस्ते दुनिया", "สวัสดีครับ", "Привет, мир!", "Γειά σου Κόσμε",
     "∑_{i=1}^{n} x_i² ≤ ∞", "....!!!???", "---===***", "a.b.c", "__init__", "snake_case_name", "camelCaseName",
+    # o200k's case rules: capitals then lower case, all-caps runs, title case (Lt), modifier letters (Lm),
+    # marks, contractions after capitals, slashes after symbols.
+    "HTTPServer XMLHttpRequest iPhone McDonald's", "ABCdef GHI's JKL'LL", "\u01c5ungla \u01c8ubljana",
+    "\u02b0ello x\u02b0\u02b0Y", "A\u0301B\u0301c \u0915\u093f\u0924\u093e\u092c", "/usr//bin/ --a//b\n/",
+    "\u0301start", " \u0301x", "\tTab\nNew", "\u65e5\u672cGo\u8a9eRust",
 ]
 
 FRAGMENTS = [
