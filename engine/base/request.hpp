@@ -33,6 +33,7 @@ struct RequestInput {
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
   SamplingParams sampling;
+  std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
 };
 
 struct RequestError {
@@ -56,6 +57,9 @@ struct Request {
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
   std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
+  std::string model;                 // as the line named it ("" when it did not)
+  int lora_id = 0;                   // the LoRA adapter the engine resolved it to (0 = the base model)
+  std::string lora_name;             // that adapter's name, "" for the base model
 };
 
 }  // namespace cbatch
