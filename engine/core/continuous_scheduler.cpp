@@ -128,11 +128,17 @@ class ContinuousScheduler final : public Scheduler {
     std::vector<int> running_loras;
     for (const Sequence* s : running_) running_loras.push_back(s->request.lora_id);
     loras_.set_running(running_loras);
+    // A waiting adapter without a slot starts the rotation even while the sequence slots are all taken.
+    for (const Sequence* s : waiting_) {
+      if (loras_.is_blocked(s->request.lora_id)) {
+        loras_.note_blocked(s->request.lora_id);
+        break;
+      }
+    }
     size_t i = 0;
     while (budget > 0 && i < waiting_.size() && has_room(*waiting_[i])) {
       Sequence* seq = waiting_[i];
       if (!loras_.may_admit(seq->request.lora_id)) {
-        loras_.note_blocked(seq->request.lora_id);
         ++i;
         continue;
       }
