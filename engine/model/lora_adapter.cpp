@@ -4,6 +4,7 @@
 // general.type "adapter", adapter.type "lora" and adapter.lora.alpha.
 #include "engine/model/lora_adapter.hpp"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -272,6 +273,20 @@ LoraAdapter load_gguf(const LoraModuleArg& arg, const ModelConfig& base, int max
   return adapter;
 }
 
+std::string lower(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
+// Whether an adapter's base_model_name_or_path ("org/Model-1B") names the model at `base_path`: the same
+// path, or one file name contains the other's last component, case aside ("model-1b.q4_0.gguf").
+bool names_same_model(const std::string& named, const std::string& base_path) {
+  if (named == base_path) return true;
+  const std::string a = lower(std::filesystem::path(named).filename().string());
+  const std::string b = lower(std::filesystem::path(base_path).filename().string());
+  return !a.empty() && !b.empty() && (a.find(b) != std::string::npos || b.find(a) != std::string::npos);
+}
+
 }  // namespace
 
 LoraModuleArg parse_lora_module(std::string_view arg) {
@@ -311,8 +326,7 @@ std::vector<LoraAdapter> load_lora_adapters(const std::vector<std::string>& args
     }
     adapters.push_back(load_lora_adapter(arg, base, max_rank));
     const std::string& named = adapters.back().base_model;
-    const std::string named_tail = std::filesystem::path(named).filename().string();
-    if (!named.empty() && named != base_path && named_tail != base_name) {
+    if (!named.empty() && !names_same_model(named, base_path)) {
       warnings.push_back("LoRA adapter '" + arg.name + "' was trained on '" + named + "', not on '" + base_path + "'");
     }
   }

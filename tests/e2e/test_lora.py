@@ -6,6 +6,8 @@ test also writes each adapter merged into the base weights as a model of its own
   prefix cache is hit across adapters): every adapter request's greedy tokens equal the merged model's,
   base requests equal the base model's, and each adapter changes most outputs (so the test bites);
 - the same outputs across modes, budgets, batch sizes, --max-loras 1 (rotation) and prefix caching off;
+- Phi-3 (a Hugging Face directory with fused qkv_proj and gate_up_proj): an adapter on the fused modules
+  and one on q_proj only (it touches only the q rows of the fused product) equal their merged models;
 - n = 2 and a choice constraint under an adapter; the result line records the adapter;
 - an unknown adapter name is an error line at its line, the rest runs (exit 2);
 - bad adapters exit 1 at start naming the adapter and the problem; another base model is a warning."""
@@ -238,6 +240,60 @@ shutil.copytree(P_DIR, no_config)
 os.remove(os.path.join(no_config, "adapter_config.json"))
 bad_start("no config", ["--lora-modules", f"C={no_config}"], "'C'", "adapter_config.json")
 bad_start("cuda", LORAS, "--lora-modules", "CPU", device="cuda")
+
+# Phi-3: fused projections.
+W3 = tm.random_weights("phi3")
+PHI_BASE = os.path.join(work, "phi3")
+tm.write_hf(PHI_BASE, "phi3", W3)
+QKV = HEADS * HD + 2 * KV_HEADS * HD
+prng = np.random.default_rng(21)
+
+
+def phi_pairs(module, rows, rank):
+    out = {}
+    for layer in range(LAYERS):
+        a = (prng.uniform(-1, 1, (rank, DIM)) * np.sqrt(3.0 / DIM)).astype(np.float32)
+        out[(layer, module)] = (a, (prng.uniform(-1, 1, (rows, rank)) * 0.1).astype(np.float32))
+    return out
+
+
+fused_pairs = {**phi_pairs("qkv_proj", QKV, 2), **phi_pairs("gate_up_proj", 2 * HIDDEN, 2)}
+q_pairs = phi_pairs("q_proj", HEADS * HD, 3)
+phi_merged = {}
+for tag, pairs, alpha, rank in (("fused", fused_pairs, 4.0, 2), ("q", q_pairs, 3.0, 3)):
+    directory = os.path.join(work, f"phi3-{tag}-lora")
+    os.makedirs(directory, exist_ok=True)
+    tensors = {}
+    w = {k: v.copy() for k, v in W3.items()}
+    for (layer, m), (a, b) in pairs.items():
+        part = "mlp" if m == "gate_up_proj" else "self_attn"
+        p = f"base_model.model.model.layers.{layer}.{part}.{m}."
+        tensors[p + "lora_A.weight"], tensors[p + "lora_B.weight"] = a, b
+        target = f"model.layers.{layer}.{part}.{'qkv_proj' if m == 'q_proj' else m}.weight"
+        delta = (alpha / rank) * (b.astype(np.float64) @ a.astype(np.float64))
+        w[target][:delta.shape[0]] = (w[target][:delta.shape[0]].astype(np.float64) + delta).astype(np.float32)
+    tm.write_safetensors(os.path.join(directory, "adapter_model.safetensors"), tensors)
+    with open(os.path.join(directory, "adapter_config.json"), "w") as f:
+        json.dump({"peft_type": "LORA", "r": rank, "lora_alpha": alpha, "base_model_name_or_path": "phi3"}, f)
+    phi_merged[tag] = os.path.join(work, f"phi3-merged-{tag}")
+    tm.write_hf(phi_merged[tag], "phi3", w)
+    phi_merged[tag + "-adapter"] = directory
+phi_prompts = [{"id": f"{t}-{i}", "prompt": p, "max_tokens": 10, "temperature": 0, "ignore_eos": True}
+               for i, p in enumerate(PROMPTS[:6]) for t in ("fused", "q", "base")]
+phi_path = os.path.join(work, "phi3.jsonl")
+write_jsonl(phi_path, [dict(r, model=r["id"].split("-")[0]) if not r["id"].startswith("base") else r for r in phi_prompts])
+got = run_file(phi_path, PHI_BASE, ["--lora-modules", f"fused={phi_merged['fused-adapter']}",
+                                    "--lora-modules", f"q={phi_merged['q-adapter']}"])
+write_jsonl(phi_path, phi_prompts)
+phi_refs = {"fused": run_file(phi_path, phi_merged["fused"]), "q": run_file(phi_path, phi_merged["q"]),
+            "base": run_file(phi_path, PHI_BASE)}
+for tag in ("fused", "q", "base"):
+    same = [got[f"{tag}-{i}"]["output_token_ids"] == phi_refs[tag][f"{tag}-{i}"]["output_token_ids"] for i in range(6)]
+    c.check(all(same), f"phi3 {tag}: {same} (adapter output vs its merged model)")
+for tag in ("fused", "q"):
+    changed = sum(phi_refs[tag][f"{tag}-{i}"]["output_token_ids"] != phi_refs["base"][f"{tag}-{i}"]["output_token_ids"]
+                  for i in range(6))
+    c.check(changed >= 4, f"phi3 adapter {tag} changes only {changed} of 6 outputs")
 
 # Another base model named: a warning, and the run goes on.
 other_base = os.path.join(work, "other-base")
