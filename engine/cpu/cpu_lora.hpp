@@ -3,9 +3,11 @@
 // output: the rows are grouped by adapter, and per group and pair two small products run, shrink
 // t = x A^T (m, rank) then expand u = t (sB)^T (m, rows), u added to the pair's rows of y. Each row's
 // result depends only on its own input and adapter, never on its batch (the matmul is row-independent).
-// The base weights are untouched.
+// The (group, pair) products are spread over the pool's threads, each run on one thread. The base weights
+// are untouched.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "engine/cpu/cpu_matmul.hpp"
@@ -41,11 +43,10 @@ class CpuLoraSet {
            float* y, int64_t y_stride, ThreadPool& pool);
 
  private:
-  // (adapters, layers, products) each a list of pairs
+  // (adapters, layers * products) each a list of pairs
   std::vector<std::vector<std::vector<CpuLoraPair>>> pairs_;
-  std::vector<float> x_rows_;  // (group rows, in_features) gathered input
-  std::vector<float> shrunk_;  // (group rows, rank)
-  std::vector<float> out_;     // (group rows, rows)
+  std::vector<std::vector<float>> x_rows_;  // (groups) each (group rows, in_features), the gathered input
+  std::unique_ptr<ThreadPool> serial_;      // one thread: each task's products run on the thread that took it
 };
 
 }  // namespace cbatch

@@ -181,6 +181,17 @@ TEST_CASE("lora product: grouped shrink/expand equals matmul_ref per row and doe
     set.add(LoraProduct::kQkv, 1, group_lora_rows({row_adapter[r]}), &x[r * 32], 32, alone.data(), out, pool);
     CHECK(std::memcmp(alone.data(), &y[r * out], out * sizeof(float)) == 0);
   }
+  // Enough rows that the (group, pair) tasks spread over the threads: the same bits as on one thread.
+  const int big = 1500;
+  std::vector<int32_t> big_adapter(big);
+  for (int r = 0; r < big; ++r) big_adapter[r] = r % 3;
+  const std::vector<float> big_x = random_values(big * 32, 9);
+  std::vector<float> two = random_values(big * out, 10), one = two;
+  set.add(LoraProduct::kQkv, 1, group_lora_rows(big_adapter), big_x.data(), 32, two.data(), out, pool);
+  ThreadPool single(1);
+  set.add(LoraProduct::kQkv, 1, group_lora_rows(big_adapter), big_x.data(), 32, one.data(), out, single);
+  CHECK(std::memcmp(one.data(), two.data(), one.size() * sizeof(float)) == 0);
+  CHECK(one != random_values(big * out, 10));
   std::vector<float> other_layer = y0;  // layer 0 has no pairs: untouched
   set.add(LoraProduct::kQkv, 0, group_lora_rows(row_adapter), x.data(), 32, other_layer.data(), out, pool);
   CHECK(other_layer == y0);
