@@ -1,6 +1,6 @@
 """LoRA adapters on the CPU (--lora-modules), on tiny_models.py's random Llama written as a GGUF (q/k rows
 permuted, so a PEFT adapter's q rows must be reordered to match) and two adapters written here: P, a PEFT
-directory (rank 4, rsLoRA, bf16; q, v, o, down) and G, a llama.cpp GGUF LoRA (rank 8; k, gate, up). The
+directory (rank 4, rsLoRA, bf16; q, v, o, down) and G, a llama.cpp GGUF LoRA (rank 8, f16; k, gate, up). The
 test also writes each adapter merged into the base weights as a model of its own, and checks:
 - one mixed file (base, P and G requests, plain and OpenAI lines, prompts sharing long prefixes so the
   prefix cache is hit across adapters): every adapter request's greedy tokens equal the merged model's,
@@ -70,6 +70,7 @@ def write_peft(directory, pairs, config, dtype="BF16"):
 
 
 def write_gguf_lora(path, pairs, alpha, arch="llama", general_type="adapter"):
+    """A llama.cpp GGUF LoRA with F16 tensors."""
     import gguf
     writer = gguf.GGUFWriter(path, arch)
     writer.add_string("general.type", general_type)
@@ -79,8 +80,8 @@ def write_gguf_lora(path, pairs, alpha, arch="llama", general_type="adapter"):
         if m in ("q_proj", "k_proj"):  # llama.cpp's converter permutes B's rows as it does the base's
             b = tm.permute_for_adjacent_pairs(b, HEADS if m == "q_proj" else KV_HEADS)
         base = f"blk.{layer}.{GGUF_NAMES[m]}.weight"
-        writer.add_tensor(base + ".lora_a", np.ascontiguousarray(a))
-        writer.add_tensor(base + ".lora_b", np.ascontiguousarray(b))
+        writer.add_tensor(base + ".lora_a", np.ascontiguousarray(a, dtype=np.float16))
+        writer.add_tensor(base + ".lora_b", np.ascontiguousarray(b, dtype=np.float16))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -96,7 +97,7 @@ P_CONFIG = {"peft_type": "LORA", "r": P_RANK, "lora_alpha": P_ALPHA, "use_rslora
             "target_modules": ["q_proj", "v_proj", "o_proj", "down_proj"], "base_model_name_or_path": "base.gguf"}
 write_peft(P_DIR, P_PAIRS, P_CONFIG)
 G_RANK, G_ALPHA = 8, 16.0
-G_PAIRS = make_pairs(12, G_RANK, ["k_proj", "gate_proj", "up_proj"], 0.06, lambda t: t)
+G_PAIRS = make_pairs(12, G_RANK, ["k_proj", "gate_proj", "up_proj"], 0.06, lambda t: t.astype(np.float16).astype(np.float32))
 G_FILE = os.path.join(work, "adapter-g.gguf")
 write_gguf_lora(G_FILE, G_PAIRS, G_ALPHA)
 MERGED = {"P": os.path.join(work, "merged-p.gguf"), "G": os.path.join(work, "merged-g.gguf")}

@@ -2,6 +2,7 @@
 // errors naming the adapter), the grouped product against matmul_ref (and batch invariance), and the
 // --max-loras rotation (never more adapters in a step, no adapter starved).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
