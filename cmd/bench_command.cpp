@@ -93,6 +93,9 @@ int run(const BenchOptions& o) {
     throw Error("--input-len / --output-len set the random dataset's lengths; --dataset " + o.dataset +
                 " brings its own");
   }
+  if (!o.engine.lora_modules.empty()) {
+    throw Error("--lora-modules: bench's requests name no adapter; time a mixed file with `cbatch run` instead");
+  }
   const Model model = load_model_for(o.engine);
   std::unique_ptr<Backend> backend = make_backend(o.engine, model);
   BenchReport report;

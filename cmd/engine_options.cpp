@@ -66,6 +66,13 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
                  "SLURM_ARRAY_TASK_ID/COUNT or JOB_COMPLETION_INDEX");
   app.add_option("--num-shards", o.num_shards, "N for --shard auto under a Kubernetes Indexed Job")
       ->check(CLI::Range(1, kMaxShards));
+  app.add_option("--lora-modules", o.lora_modules,
+                 "NAME=PATH: a LoRA adapter (PEFT directory or GGUF LoRA file) that requests pick by \"model\": NAME "
+                 "(repeatable; CPU)")
+      ->allow_extra_args(false)
+      ->take_all();
+  app.add_option("--max-loras", o.max_loras, "LoRA adapters the sequences of one step may use")->check(CLI::Range(1, 1024));
+  app.add_option("--max-lora-rank", o.max_lora_rank, "the largest LoRA rank accepted")->check(CLI::Range(1, 65536));
 }
 
 ShardSpec shard_of(const EngineOptions& o) {
@@ -89,8 +96,12 @@ void add_chat_template_option(CLI::App& app, std::string& name) {
       ->check(CLI::IsMember({"chatml", "llama3", "llama2", "gemma", "qwen", "qwen3", "mistral", "phi3", "harmony"}));
 }
 
-EngineConfig make_engine_config(const EngineOptions& o, Mode mode) {
+EngineConfig make_engine_config(const EngineOptions& o, Mode mode, const std::vector<LoraAdapter>* loras) {
   EngineConfig config;
+  config.scheduler.max_loras = o.max_loras;
+  if (loras != nullptr) {
+    for (const LoraAdapter& adapter : *loras) config.lora_names.push_back(adapter.name);
+  }
   config.scheduler.mode = mode;
   config.scheduler.max_num_batched_tokens = o.max_num_batched_tokens;
   config.scheduler.max_num_seqs = o.max_num_seqs;
@@ -124,6 +135,15 @@ Model load_model_for(const EngineOptions& o) {
   return load_model(source);
 }
 
+std::shared_ptr<const std::vector<LoraAdapter>> load_loras_for(const EngineOptions& o, const Model& model) {
+  if (o.lora_modules.empty()) return nullptr;
+  std::vector<std::string> warnings;
+  auto adapters = std::make_shared<std::vector<LoraAdapter>>(
+      load_lora_adapters(o.lora_modules, model.config, model.path, o.max_lora_rank, warnings));
+  for (const std::string& w : warnings) std::fprintf(stderr, "cbatch: warning: %s\n", w.c_str());
+  return adapters;
+}
+
 namespace {
 
 bool want_cuda(const EngineOptions& o) {
@@ -141,8 +161,12 @@ bool want_cuda(const EngineOptions& o) {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model) {
-  if (want_cuda(o)) {
+std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model,
+                                      std::shared_ptr<const std::vector<LoraAdapter>> loras) {
+  if (loras && o.device == "cuda") {
+    throw Error("--lora-modules: LoRA adapters run on the CPU backend only so far (use --device cpu)");
+  }
+  if (want_cuda(o) && !loras) {
 #ifdef CBATCH_HAVE_CUDA
     CudaBackendOptions cuda;
     cuda.dtype = o.dtype == "fp32" ? ComputeDType::kF32 : o.dtype == "fp16" ? ComputeDType::kF16 : ComputeDType::kBF16;
@@ -166,6 +190,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   CpuBackendOptions cpu;
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
+  cpu.loras = std::move(loras);
   return make_cpu_backend(model, cpu);
 }
 

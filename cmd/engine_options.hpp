@@ -4,12 +4,14 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
 #include "engine/io/shard_spec.hpp"
+#include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -39,6 +41,9 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   std::string shard;   // --shard I/N or auto; "" = the whole input
   int num_shards = 0;  // --num-shards (with --shard auto on Kubernetes)
+  std::vector<std::string> lora_modules;  // --lora-modules NAME=PATH, repeatable
+  int max_loras = 4;                      // LoRA adapters one step may use
+  int max_lora_rank = 64;                 // the largest adapter rank accepted
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
@@ -51,10 +56,15 @@ void add_chat_template_option(CLI::App& app, std::string& name);
 // The shard of --shard/--num-shards (the whole input without --shard); throws on bad values.
 ShardSpec shard_of(const EngineOptions& options);
 
-EngineConfig make_engine_config(const EngineOptions& options, Mode mode);
+// `loras`: the loaded adapters, whose names requests may pick (null: none).
+EngineConfig make_engine_config(const EngineOptions& options, Mode mode,
+                                const std::vector<LoraAdapter>* loras = nullptr);
 Model load_model_for(const EngineOptions& options);
+// The --lora-modules adapters, checked against the model (warnings on stderr); null when there are none.
+std::shared_ptr<const std::vector<LoraAdapter>> load_loras_for(const EngineOptions& options, const Model& model);
 // Picks and builds the backend (--device auto: CUDA when compiled in and a GPU is present).
-std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model);
+std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model,
+                                      std::shared_ptr<const std::vector<LoraAdapter>> loras = nullptr);
 // "[cbatch] loaded PATH (format, dtype, parameters) on DEVICE in S s" on stderr.
 void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start);
 

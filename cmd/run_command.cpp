@@ -102,6 +102,7 @@ void report(const RunOptions& o, const RunSummary& summary, const Backend& backe
 
 int start_data_parallel(const RunOptions& o) {
   if (!o.engine.shard.empty()) throw Error("--data-parallel-size makes its own shards: it cannot be combined with --shard");
+  if (!o.engine.lora_modules.empty()) throw Error("--data-parallel-size cannot be combined with --lora-modules yet");
   DataParallelRun r;
   r.size = o.data_parallel_size;
   r.prompts = o.prompts;
@@ -130,13 +131,14 @@ int run(const RunOptions& o) {
   const ResumeState resume = o.resume ? open_resume(o) : ResumeState{};
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = load_model_for(o.engine);
+  const auto loras = load_loras_for(o.engine, model);
   std::unique_ptr<Backend> backend;
   {
     const StopSignalsBlocked blocked;  // threads the backend starts never take SIGINT/SIGTERM
-    backend = make_backend(o.engine, model);
+    backend = make_backend(o.engine, model, loras);
   }
   if (!o.engine.quiet) print_load_line(model, *backend, load_start);
-  Engine engine(make_engine_config(o.engine, parse_mode(o.engine.mode)), model, *backend);
+  Engine engine(make_engine_config(o.engine, parse_mode(o.engine.mode), loras.get()), model, *backend);
 
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;

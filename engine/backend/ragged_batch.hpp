@@ -24,6 +24,7 @@ struct RaggedBatch {
   // (num_copies, 2) source and destination block ids: every layer's K and V of the source block are
   // copied to the destination before anything else runs (copy-on-write of a block that n > 1 samples shared).
   std::vector<int32_t> block_copies;
+  std::vector<int32_t> lora_ids;      // (num_seqs) LoRA adapter of each sequence, 0 = the base model
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
   int num_seqs() const { return static_cast<int>(seq_lens.size()); }

@@ -41,6 +41,7 @@ struct RequestInput {
   std::optional<std::vector<ChatMessage>> messages;
   ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
+  std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
 };
 
 struct RequestError {
@@ -65,6 +66,9 @@ struct Request {
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
   std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
   bool is_chat = false;              // the prompt is rendered messages: a reasoning parser splits the output
+  std::string model;                 // as the line named it ("" when it did not)
+  int lora_id = 0;                   // the LoRA adapter the engine resolved it to (0 = the base model)
+  std::string lora_name;             // that adapter's name, "" for the base model
 };
 
 }  // namespace cbatch

@@ -120,11 +120,17 @@ bool BlockManager::ensure_writable(std::vector<int32_t>& table, int pos, std::ve
   return true;
 }
 
+BlockHash root_block_hash(int lora_id) {
+  if (lora_id == 0) return {};
+  const int32_t id = lora_id;
+  return chain_block_hash(BlockHash{0x4c6f5241ULL, 0x41646170ULL}, &id, 1);  // "LoRA", "Adap"
+}
+
 int BlockManager::match_prefix(const std::vector<int32_t>& tokens, int max_tokens, std::vector<int32_t>& table,
-                               std::vector<BlockHash>& hashes) {
+                               std::vector<BlockHash>& hashes, const BlockHash& root) {
   assert(table.empty() && hashes.empty());
   if (!caching_) return 0;
-  BlockHash parent;
+  BlockHash parent = root;
   const int num_full = std::min<int>(max_tokens, static_cast<int>(tokens.size())) / block_size_;
   for (int i = 0; i < num_full; ++i) {
     const int32_t* block_tokens = tokens.data() + static_cast<size_t>(i) * block_size_;
@@ -143,11 +149,12 @@ int BlockManager::match_prefix(const std::vector<int32_t>& tokens, int max_token
 }
 
 void BlockManager::commit_full_blocks(const std::vector<int32_t>& tokens, int num_computed,
-                                      const std::vector<int32_t>& table, std::vector<BlockHash>& hashes) {
+                                      const std::vector<int32_t>& table, std::vector<BlockHash>& hashes,
+                                      const BlockHash& root) {
   if (!caching_) return;
   const int num_full = num_computed / block_size_;
   for (int i = static_cast<int>(hashes.size()); i < num_full; ++i) {
-    const BlockHash parent = i > 0 ? hashes[static_cast<size_t>(i - 1)] : BlockHash{};
+    const BlockHash parent = i > 0 ? hashes[static_cast<size_t>(i - 1)] : root;
     const int32_t* block_tokens = tokens.data() + static_cast<size_t>(i) * block_size_;
     const BlockHash hash = chain_block_hash(parent, block_tokens, block_size_);
     hashes.push_back(hash);

@@ -27,6 +27,9 @@ struct BlockHash {
 
 // The hash of the block holding tokens[0, block_size) after a block whose hash is `parent` ({} for the first).
 BlockHash chain_block_hash(const BlockHash& parent, const int32_t* tokens, int block_size);
+// The parent of a sequence's first block: {} for the base model, a hash of the LoRA adapter id otherwise, so
+// K/V computed under one adapter are never found under another.
+BlockHash root_block_hash(int lora_id);
 
 class BlockManager {
  public:
@@ -57,13 +60,13 @@ class BlockManager {
 
   // Prefix caching (no-ops when off). `table` and `hashes` must be empty: appends the cached blocks of the
   // longest run of full blocks of tokens[0, max_tokens) and their hashes, takes a reference to each, and
-  // returns the number of tokens they hold.
+  // returns the number of tokens they hold. `root`: the first block's parent (root_block_hash).
   int match_prefix(const std::vector<int32_t>& tokens, int max_tokens, std::vector<int32_t>& table,
-                   std::vector<BlockHash>& hashes);
+                   std::vector<BlockHash>& hashes, const BlockHash& root = {});
   // Registers the full blocks of tokens[0, num_computed) that `hashes` does not cover yet (extends it), so
   // that later lookups find them. A block whose content another block already holds stays unregistered.
   void commit_full_blocks(const std::vector<int32_t>& tokens, int num_computed, const std::vector<int32_t>& table,
-                          std::vector<BlockHash>& hashes);
+                          std::vector<BlockHash>& hashes, const BlockHash& root = {});
 
  private:
   struct Cached {

@@ -11,7 +11,8 @@ int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
   const int limit = seq.request.sampling.wants_prompt_logprobs()
                         ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
                         : seq.num_tokens() - 1;
-  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_table, seq.block_hashes);
+  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_table, seq.block_hashes,
+                                          root_block_hash(seq.request.lora_id));
   seq.num_computed = cached;
   return cached;
 }
@@ -26,7 +27,7 @@ namespace {
 const std::vector<BlockHash>& prompt_hashes(Sequence& seq, const BlockManager& blocks) {
   const int num_full = (seq.num_prompt_tokens - 1) / blocks.block_size();
   if (seq.prompt_hashes.empty() && num_full > 0) {
-    BlockHash parent;
+    BlockHash parent = root_block_hash(seq.request.lora_id);
     for (int i = 0; i < num_full; ++i) {
       parent = chain_block_hash(parent, seq.tokens.data() + static_cast<size_t>(i) * blocks.block_size(), blocks.block_size());
       seq.prompt_hashes.push_back(parent);

@@ -17,12 +17,15 @@
 //     after preemption) first takes the cached blocks of its longest cached block-aligned prefix and
 //     starts computing after them; its last token is always computed, so its logits exist. A sequence
 //     whose next uncached prompt block a running sequence is computing right now waits (with those
-//     behind it) until that block is registered, so a shared prefix is computed once.
+//     behind it) until that block is registered, so a shared prefix is computed once. The sequences of a
+//     step use at most max_loras LoRA adapters; waiting ones of other adapters are passed over, in a fair
+//     rotation (lora_rotation.hpp).
 // Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
 // full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
 #include <cassert>
 
+#include "engine/core/lora_rotation.hpp"
 #include "engine/core/scheduler.hpp"
 
 namespace cbatch {
@@ -31,7 +34,7 @@ namespace {
 class ContinuousScheduler final : public Scheduler {
  public:
   ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks)
-      : config_(config), blocks_(blocks) {
+      : config_(config), blocks_(blocks), loras_(config.max_loras) {
     if (config.mode == Mode::kSequential) config_.max_num_seqs = 1;
   }
 
@@ -54,7 +57,8 @@ class ContinuousScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
-      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
+                                 root_block_hash(s.seq->request.lora_id));
     }
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
       if (!seq->is_finished()) continue;
@@ -118,9 +122,26 @@ class ContinuousScheduler final : public Scheduler {
     }
   }
 
+  // In arrival order; a sequence whose LoRA adapter has no slot this step (--max-loras) is passed over,
+  // the others go on (lora_rotation.hpp keeps that fair).
   void admit_waiting(StepPlan& plan, int& budget) {
-    while (budget > 0 && !waiting_.empty() && has_room(*waiting_.front())) {
-      Sequence* seq = waiting_.front();
+    std::vector<int> running_loras;
+    for (const Sequence* s : running_) running_loras.push_back(s->request.lora_id);
+    loras_.set_running(running_loras);
+    // A waiting adapter without a slot starts the rotation even while the sequence slots are all taken.
+    for (const Sequence* s : waiting_) {
+      if (loras_.is_blocked(s->request.lora_id)) {
+        loras_.note_blocked(s->request.lora_id);
+        break;
+      }
+    }
+    size_t i = 0;
+    while (budget > 0 && i < waiting_.size() && has_room(*waiting_[i])) {
+      Sequence* seq = waiting_[i];
+      if (!loras_.may_admit(seq->request.lora_id)) {
+        ++i;
+        continue;
+      }
       const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
       if (prefix_in_flight(*seq, running_, blocks_) ||
@@ -129,7 +150,7 @@ class ContinuousScheduler final : public Scheduler {
         break;
       }
       note_admitted(*seq, cached, plan);
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
       running_.push_back(seq);
       plan.seqs.push_back(make_chunk(seq, n));
@@ -147,6 +168,7 @@ class ContinuousScheduler final : public Scheduler {
 
   SchedulerConfig config_;
   BlockManager& blocks_;
+  LoraRotation loras_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;   // admission order
   int64_t next_admit_order_ = 0;

@@ -15,6 +15,7 @@
 #include "engine/core/block_manager.hpp"
 #include "engine/base/error.hpp"
 #include "engine/core/logprob_steps.hpp"
+#include "engine/core/lora_requests.hpp"
 #include "engine/core/result_emitter.hpp"
 #include "engine/sample/sampler.hpp"
 #include "engine/sample/token_mask.hpp"
@@ -86,6 +87,10 @@ class EngineRun {
     seq->request = std::move(request);
     const int n = seq->request.sampling.n;
     seq->pending_samples = n;
+    if (const std::string error = resolve_lora(seq->request, config_.lora_names, model_.path); !error.empty()) {
+      results_.reject(*seq, error);
+      return;
+    }
     if (seq->request.sampling.is_constrained()) {
       try {
         seq->constraint = constraints().get(seq->request.sampling.constraint);

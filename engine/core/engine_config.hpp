@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cbatch {
 
@@ -19,6 +20,7 @@ struct SchedulerConfig {
   int max_num_seqs = 256;             // sequences in one step
   int block_size = 16;                // tokens per KV block
   bool enable_prefix_caching = true;  // reuse the K/V of cached full blocks (block_manager.hpp)
+  int max_loras = 4;                  // LoRA adapters the sequences of one step may use
 };
 
 struct EngineConfig {
@@ -31,6 +33,8 @@ struct EngineConfig {
   int lookahead = 0;                  // requests read ahead of admission; 0 = 4 * max_num_seqs + 64
   int sampling_threads = 0;           // threads that sample a step's rows; 0 = all hardware threads
   std::string reasoning_parser;       // --reasoning-parser: deepseek_r1, qwen3, gpt_oss; "" = none
+  // LoRA adapters by id - 1; with any, a request's `model` picks one (the base model's name or none: no adapter).
+  std::vector<std::string> lora_names;
 };
 
 }  // namespace cbatch

@@ -8,7 +8,9 @@
 // prefix; the prompt phase starts at the first column some member of the batch still has to compute.
 // A request with n > 1 takes n slots; its samples join the batch when its prompt is done, sharing its
 // reserved blocks, and the blocks they will need of their own (copy-on-write of every shared block they
-// write) are set aside when the batch is formed, so a formed batch always runs to its end.
+// write) are set aside when the batch is formed, so a formed batch always runs to its end. A batch holds
+// sequences of at most max_loras LoRA adapters: others are passed over and wait (the oldest waiting
+// sequence always joins, so every adapter gets its batch).
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -45,7 +47,8 @@ class StaticScheduler final : public Scheduler {
 
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     for (const ScheduledSeq& s : plan.seqs) {
-      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
+                                 root_block_hash(s.seq->request.lora_id));
     }
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
@@ -61,8 +64,18 @@ class StaticScheduler final : public Scheduler {
     longest_prompt_ = 0;
     next_column_ = INT32_MAX;
     int slots = 0;
-    while (!waiting_.empty() && slots + waiting_.front()->pending_samples <= batch_capacity()) {
-      Sequence* seq = waiting_.front();
+    std::vector<int> loras;  // the batch's adapters: at most max_loras; others wait for a later batch
+    size_t i = 0;
+    while (i < waiting_.size() && slots + waiting_[i]->pending_samples <= batch_capacity()) {
+      Sequence* seq = waiting_[i];
+      const int lora = seq->request.lora_id;
+      if (lora != 0 && std::find(loras.begin(), loras.end(), lora) == loras.end()) {
+        if (static_cast<int>(loras.size()) >= config_.max_loras) {
+          ++i;
+          continue;
+        }
+        loras.push_back(lora);
+      }
       const int cached = match_cached_prefix(*seq, blocks_);
       const int own = (seq->pending_samples - 1) *
                       (blocks_.blocks_for_tokens(seq->max_total_tokens) - seq->num_prompt_tokens / blocks_.block_size());
@@ -75,7 +88,7 @@ class StaticScheduler final : public Scheduler {
       reserved_ += own;
       slots += seq->pending_samples;
       note_admitted(*seq, cached, plan);
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
       batch_.push_back(seq);
       longest_prompt_ = std::max(longest_prompt_, seq->num_prompt_tokens);

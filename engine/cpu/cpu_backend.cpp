@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
@@ -170,6 +171,7 @@ class CpuBackend final : public Backend {
   CpuBackend(const Model& model, const CpuBackendOptions& options)
       : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
     load_weights(model.tensors);
+    if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
     for (int set = 0; set < kRopeSets; ++set) {
       inv_freq_[set].resize(config_.head_dim / 2);
       rope_inv_freq(config_, inv_freq_[set].data(), set & kLocal, set & kLongRange);
@@ -205,11 +207,12 @@ class CpuBackend final : public Backend {
   void load_weights(const ModelTensors& t);
   void resize_activations(int num_tokens);
   void copy_blocks(const RaggedBatch& batch);
+  void group_rows_by_adapter(const RaggedBatch& batch);
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
   void add_sublayer_output(int num_tokens, const Weights& post_norm);
   // Returns the experts the layer's rows picked (0 for a dense layer).
-  int ffn_layer(int num_tokens, const CpuLayer& layer);
+  int ffn_layer(int num_tokens, int l);
   void load_experts(const LayerTensors& l, MoeWeights& moe);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void head_rows(const int32_t* rows, int n, float* logits);
@@ -251,6 +254,9 @@ class CpuBackend final : public Backend {
   std::vector<float> rope_sin_[2];  // (T, head_dim / 2)
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
   MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
+  CpuLoraSet lora_;                // the LoRA adapters' packed pairs
+  std::vector<int32_t> row_lora_;  // (T) adapter of each row, 0 = none
+  std::vector<LoraGroup> lora_groups_;  // the step's rows grouped by adapter
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
@@ -347,6 +353,7 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   for (int s = 0; s < batch.num_seqs(); ++s) {
     std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
   }
+  group_rows_by_adapter(batch);
   const bool has_local = config_.rope_theta_local > 0.0f;
   const RopeScaling& scaling = config_.rope_scaling;
   for (int r = 0; r < num_tokens; ++r) {
@@ -371,10 +378,22 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
     attention_layer(batch, l);
-    experts_touched += ffn_layer(num_tokens, layers_[l]);
+    experts_touched += ffn_layer(num_tokens, l);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
   compute_logits(batch, out);
+}
+
+void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
+  lora_groups_.clear();
+  if (batch.lora_ids.empty()) return;
+  row_lora_.assign(static_cast<size_t>(batch.num_tokens()), 0);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    const int32_t id = batch.lora_ids[s];
+    if (id < 0 || id > lora_.num_adapters()) throw Error("LoRA adapter id " + std::to_string(id) + " was never loaded");
+    std::fill(row_lora_.begin() + batch.query_start[s], row_lora_.begin() + batch.query_start[s + 1], id);
+  }
+  lora_groups_ = group_lora_rows(row_lora_);
 }
 
 // Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
@@ -406,6 +425,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
   matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kQkv, l, lora_groups_, h_.data(), dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
@@ -473,6 +493,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   for (int64_t r = 0; r < num_tokens && !layer.o_bias.empty(); ++r) {
     for (int i = 0; i < config_.dim; ++i) delta_[r * config_.dim + i] += layer.o_bias[i];
   }
+  lora_.add(LoraProduct::kO, l, lora_groups_, att_.data(), q_dim, delta_.data(), config_.dim, pool_);
   add_sublayer_output(num_tokens, layer.post_attn_norm);
 }
 
@@ -487,7 +508,8 @@ void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
 }
 
-int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
+int CpuBackend::ffn_layer(int num_tokens, int l) {
+  const CpuLayer& layer = layers_[l];
   const int dim = config_.dim, hidden = config_.hidden_dim;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
@@ -501,11 +523,13 @@ int CpuBackend::ffn_layer(int num_tokens, const CpuLayer& layer) {
     return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kGateUp, l, lora_groups_, h_.data(), dim, gate_up_.data(), 2 * hidden, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     const GluParams glu = glu_params(config_);
     for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm);
   return 0;
 }

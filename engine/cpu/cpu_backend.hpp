@@ -7,8 +7,10 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -18,6 +20,8 @@ struct CpuBackendOptions {
   int max_batch_tokens = 2048;      // rows of the largest batch (sizes the activation buffers)
   int64_t kv_cache_bytes = 1LL << 30;  // memory the KV cache may take when --kv-cache-blocks is not set
   bool keep_blocks = true;          // false: expand quantized weights to fp32 panels at load (tests)
+  // LoRA adapters (id i + 1 = loras[i]), packed at load; RaggedBatch::lora_ids picks them per sequence.
+  std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options);

@@ -89,6 +89,7 @@ std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t 
   request.custom_id = std::move(input.custom_id);
   request.form = input.form;
   request.is_chat = input.messages.has_value();
+  request.model = std::move(input.model);
   request.prompt_ids = std::move(tokens);
   request.sampling = std::move(input.sampling);
   request.rng_seed = request_rng_seed(request.sampling.seed, global_seed, request.id_json);

@@ -113,11 +113,18 @@ void read_chat_options(const FieldSet& f, ChatOptions& options) {
   }
 }
 
+// "model": which LoRA adapter (or the base model) runs the line; the engine resolves the name.
+void read_model(const FieldSet& f, RequestInput& in) {
+  const auto v = f.find("model");
+  if (v && !v->is_null()) in.model = std::string(get_string(*v, f.name("model")));
+}
+
 void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
   const FieldSet f{obj, ""};
   read_simple_id(f, in);
   read_simple_prompt(f, in);
   read_chat_options(f, in.chat_options);
+  read_model(f, in);
   parse_sampling_fields(f, defaults, in.sampling);
   parse_logprob_fields(f, in.form, defaults.max_logprobs, in.sampling);
 }
@@ -180,6 +187,7 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
   } else {
     read_completion_prompt(body, in);
   }
+  read_model(body, in);
   parse_sampling_fields(body, defaults, in.sampling);
   parse_logprob_fields(body, in.form, defaults.max_logprobs, in.sampling);
 }

@@ -59,6 +59,7 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("completion_tokens").int64(r.completion_tokens);
   w.key("cached_tokens").int64(r.cached_tokens);
+  if (!r.request->lora_name.empty()) w.key("lora").string(r.request->lora_name);
   w.key("metrics").begin_object();
   w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
   w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
@@ -99,7 +100,7 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("id").string((is_chat ? "chatcmpl-" : "cmpl-") + batch_id(r.request->line));
   w.key("object").string(is_chat ? "chat.completion" : "text_completion");
   w.key("created").int64(created_time(options));
-  w.key("model").string(options.model);
+  w.key("model").string(r.request->lora_name.empty() ? options.model : r.request->lora_name);
   w.key("choices").begin_array();
   if (r.samples.empty()) write_choice(w, r, 0, r.text, r.reasoning, r.finish_reason, r.logprobs);
   for (const SampleOutput& s : r.samples) write_choice(w, r, s.index, s.text, s.reasoning, s.finish_reason, s.logprobs);

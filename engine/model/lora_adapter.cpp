@@ -1,0 +1,336 @@
+// Loading LoRA adapters (lora_adapter.hpp). PEFT tensor names: base_model.model.model.layers.N.self_attn.
+// q_proj.lora_A.weight (A) and .lora_B.weight (B); GGUF (llama.cpp's convert_lora_to_gguf): blk.N.attn_q.
+// weight.lora_a (ggml ne [in, rank], i.e. (rank, in) row-major) and .lora_b ((rows, rank)), with
+// general.type "adapter", adapter.type "lora" and adapter.lora.alpha.
+#include "engine/model/lora_adapter.hpp"
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <optional>
+
+#include "engine/base/error.hpp"
+#include "engine/base/json_file.hpp"
+#include "engine/model/family.hpp"
+#include "engine/model/gguf.hpp"
+#include "engine/model/safetensors.hpp"
+#include "engine/model/tensor.hpp"
+
+namespace cbatch {
+namespace {
+
+enum class Target : uint8_t { kQ, kK, kV, kO, kGate, kUp, kDown, kQkv, kGateUp };
+
+struct TargetName {
+  std::string_view peft;
+  std::string_view gguf;
+  Target target;
+};
+
+constexpr TargetName kTargets[] = {
+    {"q_proj", "attn_q", Target::kQ},           {"k_proj", "attn_k", Target::kK},
+    {"v_proj", "attn_v", Target::kV},           {"o_proj", "attn_output", Target::kO},
+    {"gate_proj", "ffn_gate", Target::kGate},   {"up_proj", "ffn_up", Target::kUp},
+    {"down_proj", "ffn_down", Target::kDown},   {"qkv_proj", "attn_qkv", Target::kQkv},
+    {"gate_up_proj", "", Target::kGateUp},
+};
+
+bool is_fused_family(const ModelConfig& base) {
+  const Family* family = find_family(base.architecture);
+  return family != nullptr && family->fused_projections;
+}
+
+std::optional<Target> find_target(std::string_view module, bool gguf, const ModelConfig& base) {
+  // Phi-3 GGUF files hold gate|up in one ffn_up tensor.
+  if (gguf && module == "ffn_up" && is_fused_family(base)) return Target::kGateUp;
+  for (const TargetName& t : kTargets) {
+    if (module == (gguf ? t.gguf : t.peft) && !module.empty()) return t.target;
+  }
+  return std::nullopt;
+}
+
+// Where a target adds in the CPU backend's fused products; nullopt when the base has no such projection.
+std::optional<LoraSlot> slot_of(Target target, const ModelConfig& c) {
+  const int64_t q = c.q_dim(), kv = c.kv_dim(), dim = c.dim, hidden = c.hidden_dim;
+  const bool fused = is_fused_family(c);
+  const bool dense_ffn = c.num_experts == 0;
+  switch (target) {
+    case Target::kQ: return LoraSlot{LoraProduct::kQkv, 0, q, dim};
+    case Target::kK: return LoraSlot{LoraProduct::kQkv, q, kv, dim};
+    case Target::kV: return LoraSlot{LoraProduct::kQkv, q + kv, kv, dim};
+    case Target::kQkv: return fused ? std::optional(LoraSlot{LoraProduct::kQkv, 0, q + 2 * kv, dim}) : std::nullopt;
+    case Target::kO: return LoraSlot{LoraProduct::kO, 0, dim, q};
+    case Target::kGate: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, 0, hidden, dim}) : std::nullopt;
+    case Target::kUp: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, hidden, hidden, dim}) : std::nullopt;
+    case Target::kGateUp:
+      return fused && dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, 0, 2 * hidden, dim}) : std::nullopt;
+    case Target::kDown: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kDown, 0, dim, hidden}) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<float> to_f32(const TensorView& t) {
+  std::vector<float> out(static_cast<size_t>(t.numel()));
+  tensor_rows_to_f32(t, 0, t.rows, out.data());
+  return out;
+}
+
+// B (rows, rank) of a q or k target from `from`'s head row order to `to`'s: adjacent pairs hold row
+// h * hd + 2j + i where halves hold h * hd + i * hd / 2 + j (llama.cpp's permute of `llama` q/k).
+void reorder_rope_rows(std::vector<float>& b, int64_t rows, int rank, int head_dim, RopeLayout from, RopeLayout to) {
+  if (from == to) return;
+  const std::vector<float> src = b;
+  const int half = head_dim / 2;
+  for (int64_t h = 0; h < rows / head_dim; ++h) {
+    for (int i = 0; i < 2; ++i) {
+      for (int j = 0; j < half; ++j) {
+        const int64_t pairs = h * head_dim + 2 * j + i, halves = h * head_dim + i * half + j;
+        const int64_t dst_row = to == RopeLayout::kAdjacentPairs ? pairs : halves;
+        const int64_t src_row = to == RopeLayout::kAdjacentPairs ? halves : pairs;
+        std::copy_n(&src[static_cast<size_t>(src_row * rank)], rank, &b[static_cast<size_t>(dst_row * rank)]);
+      }
+    }
+  }
+}
+
+// One module's A and B as the file holds them, before the checks.
+struct RawPair {
+  std::optional<TensorView> a;
+  std::optional<TensorView> b;
+};
+
+class PairBuilder {
+ public:
+  PairBuilder(const LoraModuleArg& arg, const ModelConfig& base, int max_rank, bool gguf, RopeLayout layout)
+      : arg_(arg), base_(base), max_rank_(max_rank), gguf_(gguf), layout_(layout) {}
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw Error("LoRA adapter '" + arg_.name + "' (" + arg_.path + "): " + problem);
+  }
+
+  LoraPair build(int layer, const std::string& module, const RawPair& raw, float alpha, bool rslora) const {
+    const std::string where = "layer " + std::to_string(layer) + " " + module;
+    const std::optional<Target> target = find_target(module, gguf_, base_);
+    if (!target) fail("target module '" + module + "' is not one cbatch adapts (q, k, v, o, gate, up, down projections)");
+    const std::optional<LoraSlot> slot = slot_of(*target, base_);
+    if (!slot) fail("target module '" + module + "': the " + base_.architecture + " base model has no such projection");
+    if (layer < 0 || layer >= base_.num_layers) {
+      fail(where + ": the base model has " + std::to_string(base_.num_layers) + " layers");
+    }
+    if (!raw.a || !raw.b) fail(where + ": " + (raw.a ? "lora_B" : "lora_A") + " is missing");
+    const TensorView& a = *raw.a;
+    const TensorView& b = *raw.b;
+    const int64_t rank = a.rows;
+    if (a.cols != slot->in_features || b.rows != slot->rows || b.cols != rank) {
+      fail(where + ": shapes A (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and B (" +
+           std::to_string(b.rows) + ", " + std::to_string(b.cols) + ") do not match the base's (" +
+           std::to_string(slot->rows) + ", " + std::to_string(slot->in_features) + ") projection");
+    }
+    if (rank < 1 || rank > max_rank_) {
+      fail(where + ": rank " + std::to_string(rank) + " is above --max-lora-rank " + std::to_string(max_rank_));
+    }
+    LoraPair p;
+    p.module = module;
+    p.layer = layer;
+    p.product = slot->product;
+    p.row_offset = slot->row_offset;
+    p.rows = slot->rows;
+    p.in_features = slot->in_features;
+    p.rank = static_cast<int>(rank);
+    p.scale = alpha / (rslora ? std::sqrt(static_cast<float>(p.rank)) : static_cast<float>(p.rank));
+    p.a = to_f32(a);
+    p.b = to_f32(b);
+    if (*target == Target::kQ || *target == Target::kK) {
+      reorder_rope_rows(p.b, p.rows, p.rank, base_.head_dim, layout_, base_.rope_layout);
+    }
+    return p;
+  }
+
+ private:
+  const LoraModuleArg& arg_;
+  const ModelConfig& base_;
+  int max_rank_;
+  bool gguf_;
+  RopeLayout layout_;  // the adapter's q/k row order
+};
+
+// "model.layers.N.self_attn.q_proj" -> (N, "q_proj"); nullopt for other names.
+std::optional<std::pair<int, std::string>> split_layer_name(std::string_view name, std::string_view layers_prefix) {
+  if (name.substr(0, layers_prefix.size()) != layers_prefix) return std::nullopt;
+  name.remove_prefix(layers_prefix.size());
+  const size_t dot = name.find('.');
+  if (dot == std::string_view::npos || dot == 0) return std::nullopt;
+  int layer = 0;
+  for (char ch : name.substr(0, dot)) {
+    if (ch < '0' || ch > '9' || layer > 1000000) return std::nullopt;
+    layer = layer * 10 + (ch - '0');
+  }
+  std::string_view module = name.substr(dot + 1);
+  const size_t last = module.rfind('.');
+  if (last != std::string_view::npos) module.remove_prefix(last + 1);  // "self_attn.q_proj" -> "q_proj"
+  return std::make_pair(layer, std::string(module));
+}
+
+LoraAdapter load_peft(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
+  const std::string dir = arg.path;
+  PairBuilder builder(arg, base, max_rank, false, RopeLayout::kHalves);
+  const std::string config_path = dir + "/adapter_config.json";
+  const std::string weights_path = dir + "/adapter_model.safetensors";
+  if (!std::filesystem::exists(config_path)) builder.fail("no adapter_config.json in the directory");
+  if (!std::filesystem::exists(weights_path)) builder.fail("no adapter_model.safetensors in the directory");
+  LoraAdapter adapter;
+  float alpha = 0;
+  int config_rank = 0;
+  bool rslora = false;
+  try {
+    const JsonFile file(config_path);
+    const JsonFields f = file.fields();
+    const std::string peft_type = f.get_string("peft_type", "LORA");
+    if (peft_type != "LORA") builder.fail("peft_type '" + peft_type + "' is not LORA");
+    config_rank = f.get_size("r");
+    alpha = static_cast<float>(f.get_number("lora_alpha", config_rank));
+    rslora = f.get_bool("use_rslora", false);
+    adapter.base_model = f.get_string("base_model_name_or_path", "");
+    for (const char* key : {"rank_pattern", "alpha_pattern"}) {
+      if (f.has(key) && f.members(key).size() > 0) builder.fail(std::string(key) + " (per-module ranks) is not supported");
+    }
+    if (f.get_bool("use_dora", false)) builder.fail("DoRA adapters (use_dora) are not supported");
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.rfind("LoRA adapter", 0) == 0) throw;
+    builder.fail(message);
+  }
+  if (config_rank > max_rank) {
+    builder.fail("rank " + std::to_string(config_rank) + " is above --max-lora-rank " + std::to_string(max_rank));
+  }
+  std::map<std::pair<int, std::string>, RawPair> raw;
+  try {
+    const SafetensorsFile weights(weights_path);
+    for (const auto& [name, entry] : weights.tensors()) {
+      std::string_view n = name;
+      const bool is_a = n.ends_with(".lora_A.weight"), is_b = n.ends_with(".lora_B.weight");
+      if (!is_a && !is_b) builder.fail("tensor '" + name + "' is not a LoRA A or B weight (only those are supported)");
+      n.remove_suffix(std::string_view(".lora_A.weight").size());
+      const auto key = split_layer_name(n, "base_model.model.model.layers.");
+      if (!key) builder.fail("tensor '" + name + "' is not a layer projection's LoRA weight");
+      (is_a ? raw[*key].a : raw[*key].b) = weights.view(name);
+    }
+    // The views point into the mapping: convert them while it lives.
+    for (const auto& [key, pair] : raw) {
+      // The config's r sets the scale (PEFT's scaling = lora_alpha / r), the tensors their own rank.
+      LoraPair p = builder.build(key.first, key.second, pair, alpha, rslora);
+      p.scale = alpha / (rslora ? std::sqrt(static_cast<float>(config_rank)) : static_cast<float>(config_rank));
+      adapter.pairs.push_back(std::move(p));
+    }
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.rfind("LoRA adapter", 0) == 0) throw;
+    builder.fail(message);
+  }
+  adapter.format = "peft";
+  return adapter;
+}
+
+LoraAdapter load_gguf(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
+  const Family* family = find_family(base.architecture);
+  const RopeLayout layout = family ? family->gguf_rope_layout : RopeLayout::kHalves;
+  PairBuilder builder(arg, base, max_rank, true, layout);
+  LoraAdapter adapter;
+  try {
+    const GgufFile gguf(arg.path);
+    const std::string type = gguf.get_string("general.type", "");
+    if (type != "adapter") builder.fail("general.type is '" + type + "', not 'adapter' (is it a model, not a LoRA?)");
+    const std::string adapter_type = gguf.get_string("adapter.type", "");
+    if (adapter_type != "lora") builder.fail("adapter.type is '" + adapter_type + "', not 'lora'");
+    const std::string arch = gguf.get_string("general.architecture", "");
+    if (arch != base.architecture) {
+      builder.fail("an adapter for architecture '" + arch + "', but the base model is '" + base.architecture + "'");
+    }
+    adapter.base_model = gguf.get_string("general.basename", "");
+    const float alpha = static_cast<float>(gguf.get_float("adapter.lora.alpha", 0.0));
+    std::map<std::pair<int, std::string>, RawPair> raw;
+    for (const GgufTensorInfo& info : gguf.tensors()) {
+      std::string_view n = info.name;
+      const bool is_a = n.ends_with(".weight.lora_a"), is_b = n.ends_with(".weight.lora_b");
+      if (!is_a && !is_b) builder.fail("tensor '" + info.name + "' is not a lora_a or lora_b weight");
+      n.remove_suffix(std::string_view(".weight.lora_a").size());
+      const auto key = split_layer_name(n, "blk.");
+      if (!key) builder.fail("tensor '" + info.name + "' is not a layer projection's LoRA weight");
+      (is_a ? raw[*key].a : raw[*key].b) = gguf.tensor_view(info);
+    }
+    for (const auto& [key, pair] : raw) {
+      LoraPair p = builder.build(key.first, key.second, pair, alpha, false);
+      if (alpha == 0.0f) p.scale = 1.0f;  // llama.cpp: no alpha means scale 1
+      adapter.pairs.push_back(std::move(p));
+    }
+  } catch (const Error& e) {
+    const std::string message = e.what();
+    if (message.rfind("LoRA adapter", 0) == 0) throw;
+    builder.fail(message);
+  }
+  adapter.format = "gguf";
+  return adapter;
+}
+
+std::string lower(std::string text) {
+  for (char& ch : text) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return text;
+}
+
+// Whether an adapter's base_model_name_or_path ("org/Model-1B") names the model at `base_path`: the same
+// path, or one file name contains the other's last component, case aside ("model-1b.q4_0.gguf").
+bool names_same_model(const std::string& named, const std::string& base_path) {
+  if (named == base_path) return true;
+  const std::string a = lower(std::filesystem::path(named).filename().string());
+  const std::string b = lower(std::filesystem::path(base_path).filename().string());
+  return !a.empty() && !b.empty() && (a.find(b) != std::string::npos || b.find(a) != std::string::npos);
+}
+
+}  // namespace
+
+LoraModuleArg parse_lora_module(std::string_view arg) {
+  const size_t eq = arg.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == arg.size()) {
+    throw Error("--lora-modules '" + std::string(arg) + "': expected NAME=PATH");
+  }
+  return {std::string(arg.substr(0, eq)), std::string(arg.substr(eq + 1))};
+}
+
+LoraAdapter load_lora_adapter(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
+  std::error_code ec;
+  if (!std::filesystem::exists(arg.path, ec)) {
+    throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): no such file or directory");
+  }
+  LoraAdapter adapter = std::filesystem::is_directory(arg.path, ec) ? load_peft(arg, base, max_rank)
+                                                                   : load_gguf(arg, base, max_rank);
+  adapter.name = arg.name;
+  adapter.path = arg.path;
+  if (adapter.pairs.empty()) throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): it holds no LoRA weights");
+  for (const LoraPair& p : adapter.pairs) adapter.rank = std::max(adapter.rank, p.rank);
+  return adapter;
+}
+
+std::vector<LoraAdapter> load_lora_adapters(const std::vector<std::string>& args, const ModelConfig& base,
+                                            const std::string& base_path, int max_rank,
+                                            std::vector<std::string>& warnings) {
+  std::vector<LoraAdapter> adapters;
+  const std::string base_name = std::filesystem::path(base_path).filename().string();
+  for (const std::string& text : args) {
+    const LoraModuleArg arg = parse_lora_module(text);
+    for (const LoraAdapter& earlier : adapters) {
+      if (earlier.name == arg.name) throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): the name is given twice in --lora-modules");
+    }
+    if (arg.name == base_name || arg.name == base_path) {
+      throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): the name is the base model's (requests naming it get no adapter)");
+    }
+    adapters.push_back(load_lora_adapter(arg, base, max_rank));
+    const std::string& named = adapters.back().base_model;
+    if (!named.empty() && !names_same_model(named, base_path)) {
+      warnings.push_back("LoRA adapter '" + arg.name + "' was trained on '" + named + "', not on '" + base_path + "'");
+    }
+  }
+  return adapters;
+}
+
+}  // namespace cbatch
