@@ -179,7 +179,8 @@ __device__ __forceinline__ void moe_combine_block(T* __restrict__ out,          
   float gate = 0.0f;
   if (shared.out != nullptr) {
     float dot = 0.0f;
-    for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += to_float(shared.h[static_cast<size_t>(row) * dim + i]) * shared.gate[i];
+    const T* hr = shared.h + static_cast<size_t>(row) * dim;
+    for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += to_float(hr[i]) * shared.gate[i];
     gate = 1.0f / (1.0f + expf(-block_sum(dot)));
   }
   for (int i = threadIdx.x; i < dim; i += blockDim.x) {

@@ -87,7 +87,8 @@ int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_ou
     gemm<T, T>(context.cublas(), stream, shared_gate_up_.get(), d_h, w.shared_gate_up.weight.get(), n, 2 * sw, dim);
     swiglu<T>(shared_hidden_.get(), shared_gate_up_.get(), n, sw, stream, c.activation,
               GatedParams{c.swiglu_limit, c.swiglu_alpha});
-    gemm<T, T>(context.cublas(), stream, shared_out_.get(), shared_hidden_.get(), w.shared_down.weight.get(), n, dim, sw);
+    gemm<T, T>(context.cublas(), stream, shared_out_.get(), shared_hidden_.get(), w.shared_down.weight.get(), n, dim,
+               sw);
     shared = MoeShared<T>{shared_out_.get(), d_h, w.shared_gate.get()};
     profiler.phase("moe_shared", stream);
   }

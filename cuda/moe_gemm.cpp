@@ -92,9 +92,10 @@ void ExpertGemm<T>::run_grouped(cublasHandle_t handle, cudaStream_t stream, cons
   if (bound != stream) CUBLAS_CHECK(cublas.set_stream(handle, stream));
   CUBLAS_CHECK(cublas.gemm_grouped_batched_ex(
       handle, trans_w.data(), trans_x.data(), ns.data(), group_rows_.data(), ks.data(), alpha.data(),
-      const_cast<const void* const*>(device), cuda_data_type<T>(), ks.data(), const_cast<const void* const*>(device + experts),
-      cuda_data_type<T>(), ks.data(), beta.data(), device + 2 * experts, cuda_data_type<T>(), ldy.data(),
-      static_cast<int>(groups), group_size_.data(), CUBLAS_COMPUTE_32F));
+      const_cast<const void* const*>(device), cuda_data_type<T>(), ks.data(),
+      const_cast<const void* const*>(device + experts), cuda_data_type<T>(), ks.data(), beta.data(),
+      device + 2 * experts, cuda_data_type<T>(), ldy.data(), static_cast<int>(groups), group_size_.data(),
+      CUBLAS_COMPUTE_32F));
 #else
   (void)handle, (void)stream, (void)offsets, (void)d_y, (void)d_x, (void)d_w, (void)n, (void)k, (void)table;
   throw Error("expert gemm: this cuBLAS has no grouped GEMM");

@@ -3,6 +3,7 @@
 // cpu_moe's own route_row and group_by_expert (gpt-oss's top-k-then-softmax, which the CPU does not route
 // yet, is written out here); the activation and the combine are written out in double.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -117,7 +118,9 @@ inline CombineInput make_combine_input(const CombineCase& cc, uint32_t seed) {
   route_ref(rc, make_route_input(rc, seed), in.experts, in.weights);
   in.groups = group_by_expert(in.experts.data(), cc.num_rows, MoeRouting{cc.num_experts, cc.top_k, true});
   in.pick_slot.assign(in.groups.entries.size(), -1);
-  for (size_t s = 0; s < in.groups.entries.size(); ++s) in.pick_slot[static_cast<size_t>(in.groups.entries[s])] = static_cast<int32_t>(s);
+  for (size_t s = 0; s < in.groups.entries.size(); ++s) {
+    in.pick_slot[static_cast<size_t>(in.groups.entries[s])] = static_cast<int32_t>(s);
+  }
   std::mt19937 rng(seed + 1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   auto fill = [&](std::vector<float>& v, size_t n) {
@@ -143,7 +146,8 @@ inline std::vector<double> combine_ref(const CombineCase& cc, const CombineInput
     double gate = 0.0;
     if (cc.shared) {
       double dot = 0.0;
-      for (int i = 0; i < cc.dim; ++i) dot += static_cast<double>(in.h[static_cast<size_t>(r) * cc.dim + i]) * in.shared_gate[i];
+      const float* hr = &in.h[static_cast<size_t>(r) * cc.dim];
+      for (int i = 0; i < cc.dim; ++i) dot += static_cast<double>(hr[i]) * in.shared_gate[i];
       gate = 1.0 / (1.0 + std::exp(-dot));
     }
     for (int i = 0; i < cc.dim; ++i) {

@@ -51,7 +51,9 @@ TEST_CASE("moe_route: the CPU's route_row decisions under both rules, ties and k
     CHECK(to_host_i32(d_experts) == want_experts);
     const std::vector<float> weights = to_host(d_weights);
     double worst = 0.0;
-    for (size_t i = 0; i < weights.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(weights[i]) - want_weights[i]));
+    for (size_t i = 0; i < weights.size(); ++i) {
+      worst = std::max(worst, std::fabs(static_cast<double>(weights[i]) - want_weights[i]));
+    }
     CHECK(worst < 1e-6);
   }
 }
@@ -130,7 +132,8 @@ TEST_CASE_TEMPLATE("moe gather, the grouped expert GEMMs and the clamped SwiGLU 
       const float* x = &h[static_cast<size_t>(g.entries[s] / top_k) * dim];
       const float* we = &w[static_cast<size_t>(e) * 2 * width * dim];
       for (int c = 0; c < width; ++c) {
-        double gate = bias[static_cast<size_t>(e) * 2 * width + c], up = bias[static_cast<size_t>(e) * 2 * width + width + c];
+        const float* b = &bias[static_cast<size_t>(e) * 2 * width];
+        double gate = b[c], up = b[width + c];
         for (int i = 0; i < dim; ++i) {
           gate += static_cast<double>(we[static_cast<size_t>(c) * dim + i]) * x[i];
           up += static_cast<double>(we[static_cast<size_t>(width + c) * dim + i]) * x[i];
