@@ -3,7 +3,8 @@
 // into one (q_dim + 2 kv_dim, dim) matrix (their biases likewise) and gate, up into one (2 hidden, dim)
 // matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself. The family's optional
 // tensors are empty buffers where the model has none. With fp8 weights the four linear weights of each layer
-// are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM.
+// are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM. A sparse
+// layer has its router and experts (MoeLayerWeights, always in T) instead of the dense gate|up and down.
 #pragma once
 #include <cuda_runtime.h>
 
