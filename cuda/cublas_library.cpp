@@ -22,6 +22,10 @@ CublasLibrary load() {
   // the exported one, which this cast would fail to compile against if its declaration changed.
   static_assert(sizeof(static_cast<CublasLibrary::GemmExFn>(&cublasGemmEx)) > 0);
   resolve_toolkit_function(handle, "cuBLAS", CBATCH_SYMBOL_NAME(cublasGemmEx), lib.gemm_ex);
+#if CUBLAS_VERSION >= 120500
+  lib.gemm_grouped_batched_ex = reinterpret_cast<decltype(lib.gemm_grouped_batched_ex)>(
+      find_toolkit_symbol(handle, CBATCH_SYMBOL_NAME(cublasGemmGroupedBatchedEx)));  // optional: null if absent
+#endif
   return lib;
 }
 

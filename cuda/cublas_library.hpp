@@ -20,6 +20,11 @@ struct CublasLibrary {
   decltype(&cublasSetWorkspace) set_workspace = nullptr;
   decltype(&cublasGetStatusString) status_string = nullptr;
   GemmExFn gemm_ex = nullptr;
+#if CUBLAS_VERSION >= 120500
+  // Grouped GEMMs (cuBLAS 12.5 on): null where the opened library predates them (moe_gemm.cpp then runs
+  // one GEMM per expert segment).
+  decltype(&cublasGemmGroupedBatchedEx) gemm_grouped_batched_ex = nullptr;
+#endif
 };
 
 // Opens cuBLAS (the major version cbatch was compiled against) and resolves every function on the first

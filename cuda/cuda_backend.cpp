@@ -3,9 +3,10 @@
 // logits, and a paged KV cache in T (or in FP8 E4M3 with --kv-cache-dtype fp8, kv_cache_dtype.hpp). Per
 // layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache write -> paged attention (the layer's
 // scale, softcap and window) -> wo GEMM -> residual add (of the sandwich-normed output) + norm -> fused
-// gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm); the final logits
-// softcapped where the family does. Everything runs on the context's one stream; forward() synchronizes
-// once, after the single device-to-host copy.
+// gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm), or in a sparse layer the
+// experts (moe_ffn.hpp); the final logits softcapped where the family does. Everything runs on the
+// context's one stream; forward() synchronizes once, after the single device-to-host copy, plus once per
+// sparse layer (its expert offsets reach the host for the GEMM shapes).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -32,6 +33,7 @@
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/linear.hpp"
+#include "cuda/moe_ffn.hpp"
 #include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
 #include "cuda/prefill_attention.hpp"
@@ -68,6 +70,7 @@ class CudaBackend final : public Backend {
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
                 std::max({config_.dim, config_.q_dim(), config_.hidden_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
+        moe_(config_, options.max_batch_tokens),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
         decode_split_(windows_.size()),
@@ -177,6 +180,8 @@ class CudaBackend final : public Backend {
   DeviceWeights<T> weights_;
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
+  MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
+  int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepOutput::experts_touched)
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
   DeviceBuffer<uint8_t> kv_cache_;  // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
                                     // elements of T, or E4M3 codes with --kv-cache-dtype fp8
@@ -288,7 +293,8 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
     throw Error("not enough GPU memory for the KV cache: " + gib_string(static_cast<double>(total_bytes)) + " x " +
                 std::to_string(options_.gpu_memory_utilization) + " = " + gib_string(budget) + " allowed, " +
                 gib_string(in_use) + " already in use (weights " + gib_string(static_cast<double>(weights_.bytes())) +
-                ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes())) + "), leaving " +
+                ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes() + moe_.device_bytes())) +
+                "), leaving " +
                 gib_string(std::max(available, 0.0)) + " for " + std::to_string(blocks) + " blocks; one sequence of " +
                 std::to_string(max_context()) + " tokens needs " + std::to_string(needed) + " blocks of " +
                 std::to_string(block_bytes) + " bytes. Raise --gpu-memory-utilization, lower --max-num-batched-tokens "
@@ -340,7 +346,9 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
     embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream,
                  config_.embedding_scale);
     profiler_.phase("embedding", stream);
+    experts_touched_ = 0;
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
+    out.experts_touched = config_.is_moe() ? experts_touched_ : -1;
     run_head(batch, idx, out);
   } catch (...) {
     cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
@@ -435,6 +443,10 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
                       w.post_attn_norm.get());
   profiler_.phase("norm", stream);
+  if (config_.is_sparse(layer)) {
+    experts_touched_ += moe_.forward(w.moe, ws.h.get(), n, ws.delta.get(), context_, profiler_);
+    return;
+  }
   linear_.forward(w.w_gate_up, ws.gate_up.get(), ws.h.get(), n);
   profiler_.phase("gemm_gate_up", stream);
   swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation);
@@ -601,6 +613,10 @@ const uint64_t* CudaBackend<T>::upload_token_mask(const StepOutput& out) {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, const CudaBackendOptions& options) {
+  if (options.fp8_weights && model.config.is_moe()) {  // before check_options asks the device
+    unsupported("--quantization fp8 with a mixture-of-experts model (its experts have no FP8 path yet; use --dtype "
+                "bf16 or fp16)");
+  }
   check_options(options);
   switch (options.dtype) {
     case ComputeDType::kBF16: return std::make_unique<CudaBackend<__nv_bfloat16>>(model, options);

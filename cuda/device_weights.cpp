@@ -151,8 +151,34 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
   return w;
 }
 
+// A sparse layer's router and experts, each expert's tensors written at its place in the stacked buffers.
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8) {
+MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const ModelConfig& c) {
+  const int64_t dim = c.dim, width = c.expert_hidden_dim, shared = c.shared_expert_hidden_dim;
+  if (static_cast<int>(t.experts.size()) != c.num_experts) {
+    throw Error("a sparse layer has " + std::to_string(t.experts.size()) + " experts' tensors, num_experts is " +
+                std::to_string(c.num_experts));
+  }
+  MoeLayerWeights<T> w;
+  w.router = up.upload<T>(t.router, c.num_experts, dim);
+  w.gate_up = DeviceBuffer<T>(static_cast<size_t>(c.num_experts) * 2 * width * dim);
+  w.down = DeviceBuffer<T>(static_cast<size_t>(c.num_experts) * dim * width);
+  for (size_t e = 0; e < t.experts.size(); ++e) {
+    T* gate_up = w.gate_up.get() + e * 2 * width * dim;
+    up.upload(t.experts[e].gate, width, dim, gate_up);
+    up.upload(t.experts[e].up, width, dim, gate_up + width * dim);
+    up.upload(t.experts[e].down, dim, width, w.down.get() + e * dim * width);
+  }
+  if (shared > 0) {
+    w.shared_gate_up = upload_linear<T>(up, {{t.shared_expert.gate, shared}, {t.shared_expert.up, shared}}, dim, false);
+    w.shared_down = upload_linear<T>(up, {{t.shared_expert.down, dim}}, shared, false);
+    w.shared_gate = up.upload_norm(t.shared_expert_gate, dim, 0.0f);
+  }
+  return w;
+}
+
+template <typename T>
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool sparse, bool fp8) {
   const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   const float offset = c.norm_offset;
   LayerWeights<T> w;
@@ -169,8 +195,12 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
   w.wo = upload_linear<T>(up, {{t.wo, dim}}, q_dim, fp8);
   w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
   w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
-  w.w_gate_up = upload_linear<T>(up, {{t.w_gate, hidden}, {t.w_up, hidden}}, dim, fp8);
-  w.w_down = upload_linear<T>(up, {{t.w_down, dim}}, hidden, fp8);
+  if (sparse) {
+    w.moe = upload_moe<T>(up, t, c);
+  } else {
+    w.w_gate_up = upload_linear<T>(up, {{t.w_gate, hidden}, {t.w_up, hidden}}, dim, fp8);
+    w.w_down = upload_linear<T>(up, {{t.w_down, dim}}, hidden, fp8);
+  }
   w.post_ffn_norm = up.upload_norm(t.post_ffn_norm, dim, offset, c.sandwich_norms);
   return w;
 }
@@ -183,7 +213,7 @@ size_t DeviceWeights<T>::bytes() const {
   for (const LayerWeights<T>& w : layers) {
     total += w.attn_norm.bytes() + w.wqkv.bytes() + w.qkv_bias.bytes() + w.q_norm.bytes() + w.k_norm.bytes() +
              w.wo.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() + w.w_gate_up.bytes() + w.w_down.bytes() +
-             w.post_ffn_norm.bytes();
+             w.moe.bytes() + w.post_ffn_norm.bytes();
   }
   return total;
 }
@@ -199,7 +229,9 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
   WeightUploader up(stream);
   DeviceWeights<T> w;
   w.embedding = up.upload<T>(t.embedding, c.vocab_size, c.dim);
-  for (const LayerTensors& layer : t.layers) w.layers.push_back(upload_layer<T>(up, layer, c, fp8_weights));
+  for (int l = 0; l < c.num_layers; ++l) {
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, c.is_sparse(l), fp8_weights));
+  }
   w.final_norm = up.upload_norm(t.final_norm, c.dim, c.norm_offset);
   if (!c.tied_embeddings) w.untied_lm_head = up.upload<T>(t.lm_head, c.vocab_size, c.dim);
 

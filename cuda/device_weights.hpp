@@ -3,7 +3,8 @@
 // into one (q_dim + 2 kv_dim, dim) matrix (their biases likewise) and gate, up into one (2 hidden, dim)
 // matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself. The family's optional
 // tensors are empty buffers where the model has none. With fp8 weights the four linear weights of each layer
-// are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM.
+// are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM. A sparse
+// layer has its router and experts (MoeLayerWeights, always in T) instead of the dense gate|up and down.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -16,6 +17,29 @@
 
 namespace cbatch {
 
+// A sparse layer's FFN: the router and every expert stacked in one buffer per product, in T (GGUF blocks
+// decoded at load, like the dense weights), so that expert e's matrix is at e * its size. Biases fp32.
+template <typename T>
+struct MoeLayerWeights {
+  DeviceBuffer<T> router;               // (num_experts, dim)
+  DeviceBuffer<T> gate_up;              // (num_experts, 2 * expert_hidden, dim): each expert's gate rows, then up
+  DeviceBuffer<T> down;                 // (num_experts, dim, expert_hidden)
+  LinearWeight<T> shared_gate_up;       // (2 * shared_hidden, dim); empty without a shared expert
+  LinearWeight<T> shared_down;          // (dim, shared_hidden)
+  DeviceBuffer<float> shared_gate;      // (dim) the shared expert's sigmoid gate; empty without one
+  // gpt-oss's biases (router_bias, expert_bias), which the kernels take; empty until the loaders give their
+  // tensors (backend_checks refuses those models until then).
+  DeviceBuffer<float> router_bias;      // (num_experts)
+  DeviceBuffer<float> gate_up_bias;     // (num_experts, 2 * expert_hidden) [gate | up]
+  DeviceBuffer<float> down_bias;        // (num_experts, dim)
+
+  bool has_shared() const { return shared_gate.size() > 0; }
+  size_t bytes() const {
+    return router.bytes() + gate_up.bytes() + down.bytes() + shared_gate_up.bytes() + shared_down.bytes() +
+           shared_gate.bytes() + router_bias.bytes() + gate_up_bias.bytes() + down_bias.bytes();
+  }
+};
+
 template <typename T>
 struct LayerWeights {
   DeviceBuffer<float> attn_norm;       // (dim)
@@ -26,8 +50,9 @@ struct LayerWeights {
   LinearWeight<T> wo;                  // (dim, q_dim)
   DeviceBuffer<float> post_attn_norm;  // (dim); empty without sandwich_norms
   DeviceBuffer<float> ffn_norm;        // (dim)
-  LinearWeight<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up
-  LinearWeight<T> w_down;              // (dim, hidden_dim)
+  LinearWeight<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up; empty if sparse
+  LinearWeight<T> w_down;              // (dim, hidden_dim); empty if sparse
+  MoeLayerWeights<T> moe;              // the experts of a sparse layer (ModelConfig::is_sparse); else empty
   DeviceBuffer<float> post_ffn_norm;   // (dim); empty without sandwich_norms
 };
 

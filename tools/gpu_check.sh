@@ -45,6 +45,14 @@
 #   families  the CUDA unit tests of the family features: every attention kernel's family build (windows,
 #             softcaps, query scales), head_dim 256, RoPE with biases / q/k norms / longrope, sandwich norms,
 #             GeGLU, softcap, embedding scale, and one model per family against the CPU backend
+#   moe       mixtures of experts on CUDA: the MoE kernel cases of test_cuda (routing, permutation, gather,
+#             grouped expert GEMMs, clamped SwiGLU with expert biases, combine; the backend's MoE models vs
+#             the CPU backend, experts_touched, the refusals) and tests/e2e/test_gpu_moe.py (the tiny MoE
+#             models' greedy tokens on CUDA fp32 vs the CPU, bf16 agreement, modes, experts_touched per step)
+#   moe-loop  the moe unit cases and e2e with CBATCH_MOE_GEMM=loop (one GEMM per expert segment)
+#   qwen3-30b-a3b  bench, dummy Qwen3-30B-A3B shape (48 layers, 128 experts, top-8, width 768), bf16,
+#             $NUM_PROMPTS requests 128 / 128, continuous (61 GB of bf16 weights: an 80 GB GPU);
+#             qwen3-30b-a3b-loop the same with CBATCH_MOE_GEMM=loop
 #   qwen2.5-7b  bench, dummy Qwen2.5-7B shape (q/k/v biases, GQA group 7), $NUM_PROMPTS requests 128:1024 /
 #             128:1024, continuous, bf16
 #   gemma-3-4b  bench, dummy Gemma-3-4B shape (head_dim 256 on the CUDA-core attention, q/k norms, sandwich
@@ -63,7 +71,9 @@
 # (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000). Not yet run, predicted: fp8 about 90
 # (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times;
 # 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup);
-# fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171.
+# fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171. moe guessed at 60
+# (unit cases 10, e2e 50: 3 models x 2 formats x 6 runs), qwen3-30b-a3b at 150-300 (most of it the 61 GB
+# of weights generated on the device and the warm-up).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -133,6 +143,16 @@ for s in "${@:-info unit sanitize e2e}"; do
       features)
         stage features-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*logprob_rows*,*constrained rows*,*sample_rows*'
         stage features-e2e 300 python3 tests/e2e/test_gpu_logprobs.py ;;
+      moe)
+        stage moe-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*moe*,*mixture-of-experts*,*experts_touched*,*refuses*'
+        stage moe-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      moe-loop)
+        CBATCH_MOE_GEMM=loop stage moe-loop-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*mixture-of-experts*'
+        CBATCH_MOE_GEMM=loop stage moe-loop-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      qwen3-30b-a3b) bench qwen3-30b-a3b 550 qwen3-30b-a3b.json 128 128 continuous --max-num-batched-tokens 8192 \
+                       --dtype bf16 ;;
+      qwen3-30b-a3b-loop) CBATCH_MOE_GEMM=loop bench qwen3-30b-a3b-loop 550 qwen3-30b-a3b.json 128 128 continuous \
+                            --max-num-batched-tokens 8192 --dtype bf16 ;;
       families) stage families 300 "$BIN_DIR/tests/test_cuda" \
                   -tc='*famil*,*sandwich*,*GeGLU*,*softcap*,*scales them*,*head_dim 256*,*paged_attention*' ;;
       qwen2.5-7b) bench qwen2.5-7b 550 qwen2.5-7b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \

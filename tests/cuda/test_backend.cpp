@@ -3,7 +3,8 @@
 // (2) that prompt's continuation chunk plus decodes; (3) decodes plus a padding row with slot -1.
 // The families (one model per feature of ModelConfig's description: biases, q/k norms, Gemma 2 and 3,
 // sliding windows, longrope, yarn) against the CPU backend, the reference of every family feature, with
-// every attention kernel. Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch
+// every attention kernel; mixture-of-experts layers (with and without a shared expert) likewise, and the
+// step's experts_touched against the CPU's. Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch
 // validation, and the "does not fit" errors.
 #include <doctest/doctest.h>
 
@@ -362,6 +363,43 @@ TEST_CASE("the family models differ from their Llama base (each family test chec
   }
 }
 
+// make_model's Llama with layers 0 and 2 sparse: 8 experts of width 96, top 2, the router scaled up so that
+// rows pick different experts with clear gaps. qwen2_moe: a shared expert with its sigmoid gate, the top-2
+// probabilities not renormalised; else renormalised (Qwen3-MoE, Mixtral).
+Model make_moe_model(bool shared_expert) {
+  Model m = make_model(3, false, RopeLayout::kHalves);
+  ModelConfig& c = m.config;
+  c.architecture = shared_expert ? "qwen2_moe" : "qwen3_moe";
+  c.num_experts = 8;
+  c.experts_per_token = 2;
+  c.expert_hidden_dim = 96;
+  c.shared_expert_hidden_dim = shared_expert ? 128 : 0;
+  c.norm_topk_prob = !shared_expert;
+  c.layer_sparse = {1, 0, 1};
+  uint64_t seed = 7000;
+  auto linear = [&](const std::string& name, int out, int in, float gain = 1.0f) {
+    return random_tensor(name, out, in, seed++, gain * std::sqrt(3.0f / static_cast<float>(in)), 0.0f);
+  };
+  for (int l : {0, 2}) {
+    LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.w_gate = t.w_up = t.w_down = TensorView{};
+    t.router = linear(p + "ffn_gate_inp", c.num_experts, c.dim, 4.0f);
+    for (int e = 0; e < c.num_experts; ++e) {
+      const std::string q = p + "expert." + std::to_string(e) + ".";
+      t.experts.push_back({linear(q + "gate", c.expert_hidden_dim, c.dim), linear(q + "up", c.expert_hidden_dim, c.dim),
+                           linear(q + "down", c.dim, c.expert_hidden_dim)});
+    }
+    if (shared_expert) {
+      const int sw = c.shared_expert_hidden_dim;
+      t.shared_expert = {linear(p + "shexp.gate", sw, c.dim), linear(p + "shexp.up", sw, c.dim),
+                         linear(p + "shexp.down", c.dim, sw)};
+      t.shared_expert_gate = random_tensor(p + "shexp.gate_inp", 1, c.dim, seed++, 0.2f, 0.0f);
+    }
+  }
+  return m;
+}
+
 // The message of the Error that making a CUDA backend of the model throws ("" if none).
 std::string make_error(const Model& model, const CudaBackendOptions& options = small_options(ComputeDType::kBF16)) {
   try {
@@ -382,6 +420,18 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   windows.config.num_layers = 5;
   windows.config.layer_window = {4, 8, 16, 32, 0};
   CHECK(make_error(windows).find("different sliding windows") != std::string::npos);
+  Model sinks = make_moe_model(false);
+  sinks.config.attn_sinks = true;
+  CHECK(make_error(sinks).find("attention sinks") != std::string::npos);
+  Model biased = make_moe_model(false);
+  biased.config.router_bias = true;
+  CHECK(make_error(biased).find("router and expert biases") != std::string::npos);
+  Model many = make_moe_model(false);
+  many.config.num_experts = 300;
+  CHECK(make_error(many).find("300 experts") != std::string::npos);
+  CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
+  fp8.fp8_weights = true;
+  CHECK(make_error(make_moe_model(true), fp8).find("mixture-of-experts") != std::string::npos);
 }
 
 TEST_CASE("CUDA backend accepts every example model's family (checked before the device is opened)" *
@@ -392,7 +442,8 @@ TEST_CASE("CUDA backend accepts every example model's family (checked before the
   }
   // The source tree's path (not __FILE__, which a compiler cache may make relative to the build directory).
   const std::string models = std::string(CBATCH_SOURCE_DIR) + "/examples/models/";
-  for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "gemma-3-4b", "mistral-7b", "phi-3-mini-4k"}) {
+  for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "gemma-3-4b", "mistral-7b", "phi-3-mini-4k",
+                           "qwen3-30b-a3b"}) {
     CAPTURE(name);
     const Model model = load_model(ModelSource{"dummy:" + models + name + ".json", "", 0});
     const std::string error = make_error(model);
@@ -411,6 +462,37 @@ struct ScopedEnv {
  private:
   const char* name_;
 };
+
+TEST_CASE("CUDA backend runs mixture-of-experts layers as the CPU backend does (fp32; bf16, fp16 loosely)") {
+  for (bool shared_expert : {false, true}) {
+    const Model model = make_moe_model(shared_expert);
+    CAPTURE(model.config.architecture);
+    check_scenario(model, ComputeDType::kF32, 1e-4, true);
+    // In 16 bits a row whose router gap is near zero may pick another expert than the CPU's fp32 router:
+    // loose, but a wrong expert, weight or un-permute everywhere is an error of order 1.
+    check_scenario(model, ComputeDType::kBF16, 0.1, true);
+    check_scenario(model, ComputeDType::kF16, 0.1, true);
+  }
+}
+
+TEST_CASE("CUDA backend fills experts_touched: the distinct experts a step's rows picked, per sparse layer") {
+  const Model model = make_moe_model(false);
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kF32));
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  CpuBackendOptions options;
+  options.num_threads = 2;
+  options.max_batch_tokens = 64;
+  std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
+  cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
+    StepOutput gpu_out, cpu_out;
+    backend->forward(batch, gpu_out);
+    cpu_backend->forward(batch, cpu_out);
+    CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
+    CHECK(gpu_out.experts_touched >= 2 * 2);  // two sparse layers, at least top_k each
+    CHECK(gpu_out.experts_touched <= 2 * 8);
+  }
+}
 
 TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (CBATCH_PREFILL_ATTENTION=0)") {
   const Model model = make_model(3, false, RopeLayout::kHalves);

@@ -1,0 +1,105 @@
+// MoeFfn::forward, a sparse layer in eleven launches and one wait: the router GEMM (fp32 logits), routing,
+// the permutation, then the copy of the expert offsets to the host and a stream sync. This copy is the
+// cost of cuBLAS's host-side GEMM shapes (grouped or not): one small copy and one pipeline drain per
+// sparse layer, a cost to measure on the GPU (docs/cuda.md). Then gather, grouped gate|up GEMMs over the
+// non-empty experts, the activation, grouped down GEMMs back into the gathered rows' buffer, the shared
+// expert's dense FFN, and the combine into out. The offsets on the host also count the touched experts.
+#include "cuda/moe_ffn.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/gemm.hpp"
+#include "cuda/moe.hpp"
+#include "cuda/swiglu.hpp"
+
+namespace cbatch {
+namespace {
+
+size_t sized(const ModelConfig& c, int64_t n) { return c.is_moe() ? static_cast<size_t>(n) : 0; }
+
+}  // namespace
+
+template <typename T>
+MoeFfn<T>::MoeFfn(const ModelConfig& c, int max_tokens)
+    : config_(c),
+      num_picks_max_(max_tokens * c.experts_per_token),
+      logits_(sized(c, int64_t{max_tokens} * c.num_experts)),
+      experts_(sized(c, num_picks_max_)),
+      weights_(sized(c, num_picks_max_)),
+      offsets_(sized(c, c.num_experts + 1)),
+      host_offsets_(sized(c, c.num_experts + 1)),
+      entries_(sized(c, num_picks_max_)),
+      pick_slot_(sized(c, num_picks_max_)),
+      slot_expert_(sized(c, num_picks_max_)),
+      rows_(sized(c, int64_t{num_picks_max_} * c.dim)),
+      gate_up_(sized(c, int64_t{num_picks_max_} * 2 * c.expert_hidden_dim)),
+      hidden_(sized(c, int64_t{num_picks_max_} * c.expert_hidden_dim)),
+      shared_gate_up_(sized(c, int64_t{max_tokens} * 2 * c.shared_expert_hidden_dim)),
+      shared_hidden_(sized(c, int64_t{max_tokens} * c.shared_expert_hidden_dim)),
+      shared_out_(sized(c, c.shared_expert_hidden_dim > 0 ? int64_t{max_tokens} * c.dim : 0)),
+      gemm_(c.is_moe() ? c.num_experts : 0) {}
+
+template <typename T>
+size_t MoeFfn<T>::device_bytes() const {
+  return logits_.bytes() + experts_.bytes() + weights_.bytes() + offsets_.bytes() + entries_.bytes() +
+         pick_slot_.bytes() + slot_expert_.bytes() + rows_.bytes() + gate_up_.bytes() + hidden_.bytes() +
+         shared_gate_up_.bytes() + shared_hidden_.bytes() + shared_out_.bytes();
+}
+
+template <typename T>
+int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
+                       StepProfiler& profiler) {
+  const ModelConfig& c = config_;
+  const cudaStream_t stream = context.stream();
+  const int dim = c.dim, k = c.experts_per_token, num_experts = c.num_experts, width = c.expert_hidden_dim;
+  const int picks = n * k;
+  if (picks > num_picks_max_) {
+    throw Error("moe: " + std::to_string(n) + " rows exceed the workspace's " + std::to_string(num_picks_max_ / k));
+  }
+  gemm<T, float>(context.cublas(), stream, logits_.get(), d_h, w.router.get(), n, num_experts, dim);
+  moe_route(experts_.get(), weights_.get(), logits_.get(), w.router_bias.get(), n,
+            MoeRouteRule{num_experts, k, c.norm_topk_prob, c.moe_router}, stream);
+  moe_permute(offsets_.get(), entries_.get(), pick_slot_.get(), slot_expert_.get(), experts_.get(), picks, num_experts,
+              stream);
+  CUDA_CHECK(cudaMemcpyAsync(host_offsets_.get(), offsets_.get(), offsets_.bytes(), cudaMemcpyDeviceToHost, stream));
+  moe_gather<T>(rows_.get(), d_h, entries_.get(), picks, k, dim, stream);
+  CUDA_CHECK(cudaStreamSynchronize(stream));  // the offsets: the GEMMs' row counts
+  profiler.phase("moe_route", stream);
+  const int32_t* offsets = host_offsets_.get();
+  int touched = 0;
+  for (int e = 0; e < num_experts; ++e) touched += offsets[e + 1] > offsets[e];
+
+  gemm_.run(context.cublas(), stream, offsets, gate_up_.get(), rows_.get(), w.gate_up.get(), 2 * width, dim, 0);
+  profiler.phase("moe_gemm_gate_up", stream);
+  const GatedParams params{c.swiglu_limit, c.swiglu_alpha, w.gate_up_bias.get(), slot_expert_.get()};
+  swiglu<T>(hidden_.get(), gate_up_.get(), picks, width, stream, c.activation, params);
+  profiler.phase("moe_swiglu", stream);
+  gemm_.run(context.cublas(), stream, offsets, rows_.get(), hidden_.get(), w.down.get(), dim, width, 1);
+  profiler.phase("moe_gemm_down", stream);
+
+  MoeShared<T> shared;
+  if (w.has_shared()) {
+    const int sw = c.shared_expert_hidden_dim;
+    gemm<T, T>(context.cublas(), stream, shared_gate_up_.get(), d_h, w.shared_gate_up.weight.get(), n, 2 * sw, dim);
+    swiglu<T>(shared_hidden_.get(), shared_gate_up_.get(), n, sw, stream, c.activation,
+              GatedParams{c.swiglu_limit, c.swiglu_alpha});
+    gemm<T, T>(context.cublas(), stream, shared_out_.get(), shared_hidden_.get(), w.shared_down.weight.get(), n, dim,
+               sw);
+    shared = MoeShared<T>{shared_out_.get(), d_h, w.shared_gate.get()};
+    profiler.phase("moe_shared", stream);
+  }
+  moe_combine<T>(d_out, rows_.get(), pick_slot_.get(), experts_.get(), weights_.get(), w.down_bias.get(), shared, n, k,
+                 dim, stream);
+  profiler.phase("moe_combine", stream);
+  return touched;
+}
+
+template class MoeFfn<float>;
+template class MoeFfn<__nv_bfloat16>;
+template class MoeFfn<__half>;
+
+}  // namespace cbatch

@@ -1,0 +1,83 @@
+"""Mixtures of experts on the CUDA backend (skipped without a GPU), on the tiny seeded MoE models of
+tiny_models.py (the prompts test_moe.py checks the float64 reference on, whose router gaps are clear):
+- with --dtype fp32, the greedy tokens of the HF directory and of the GGUF on CUDA equal the CPU backend's;
+  bf16's leading agreement with them is printed;
+- per step, the trace's experts_touched on CUDA equals the CPU's (one sequence at a time, so the steps match);
+- the outputs are the same across --mode continuous/static/sequential and token budgets on CUDA (fp32);
+- OLMoE (its q/k norm spans the whole projection) is refused on CUDA with a message that says so."""
+import os
+import random
+
+from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
+
+need_cuda_device()
+need_modules("numpy", "gguf")
+import tiny_models  # noqa: E402
+
+NUM_TOKENS = 12
+PROMPT_LENGTHS = (12, 21, 30, 40)
+PROMPT_SEEDS = {"qwen3-moe": 2, "qwen2-moe": 1, "mixtral": 1, "olmoe": 3}  # as test_moe.py's
+BASE = ["--mode", "continuous", "--max-num-batched-tokens", "512", "--max-num-seqs", "8", "--quiet"]
+c = Checks()
+work = tmpdir()
+
+
+def outputs(model, prompts, extra):
+    out = os.path.join(work, "out.jsonl")
+    run(["run", prompts, "-o", out, "--model", model] + BASE + extra)
+    return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+
+
+def leading_agreement(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def touched_per_step(model, prompts, device):
+    trace = os.path.join(work, f"trace-{device}.jsonl")
+    outputs(model, prompts, ["--device", device, "--dtype", "fp32", "--mode", "sequential", "--trace", trace]
+            if device == "cuda" else ["--device", "cpu", "--mode", "sequential", "--trace", trace])
+    return [s.get("experts_touched") for s in read_jsonl(trace)]
+
+
+def write_model(name):
+    rng = random.Random(PROMPT_SEEDS[name])
+    rows = [{"id": i, "prompt_token_ids": [rng.randrange(3, 256) for _ in range(n)], "max_tokens": NUM_TOKENS,
+             "temperature": 0, "ignore_eos": True} for i, n in enumerate(PROMPT_LENGTHS)]
+    prompts = os.path.join(work, f"{name}-prompts.jsonl")
+    write_jsonl(prompts, rows)
+    weights = tiny_models.random_weights(name)
+    hf_dir, gguf = os.path.join(work, name), os.path.join(work, name + ".gguf")
+    tiny_models.write_hf(hf_dir, name, weights)
+    tiny_models.write_gguf(gguf, name, weights)
+    return prompts, hf_dir, gguf
+
+
+for name in tiny_models.MOE_MODELS:
+    prompts, hf_dir, gguf = write_model(name)
+    if tiny_models.MODELS[name]["family"] == "olmoe":
+        proc = run(["run", prompts, "-o", os.path.join(work, "bad.jsonl"), "--model", hf_dir, "--device", "cuda",
+                    "--quiet"], check=False)
+        c.check(proc.returncode == 1 and "does not support" in proc.stderr and "q/k norm" in proc.stderr,
+                f"{name}: CUDA should refuse the whole-projection q/k norm, got {proc.returncode}: {proc.stderr}")
+        continue
+    for model in (hf_dir, gguf):
+        label = f"{name} {'gguf' if model == gguf else 'hf'}"
+        cpu = outputs(model, prompts, ["--device", "cpu"])
+        gpu32 = outputs(model, prompts, ["--device", "cuda", "--dtype", "fp32"])
+        for i, (a, b) in enumerate(zip(gpu32, cpu)):
+            c.check(a == b, f"{label} fp32 prompt {i}: CUDA agrees with CPU for {leading_agreement(a, b)}/{len(b)}"
+                            f"\n  cuda {a}\n  cpu  {b}")
+        gpu16 = outputs(model, prompts, ["--device", "cuda", "--dtype", "bf16"])
+        print(f"{label} bf16 leading tokens equal to CPU fp32 per prompt:",
+              [leading_agreement(a, b) for a, b in zip(gpu16, cpu)], f"of {NUM_TOKENS}")
+        if model == hf_dir:
+            for extra in (["--mode", "static"], ["--mode", "sequential"], ["--max-num-batched-tokens", "16"]):
+                got = outputs(model, prompts, ["--device", "cuda", "--dtype", "fp32"] + extra)
+                c.check(got == gpu32, f"{label}: CUDA outputs change with {extra}")
+    gpu_touched, cpu_touched = touched_per_step(hf_dir, prompts, "cuda"), touched_per_step(hf_dir, prompts, "cpu")
+    c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),
+            f"{name}: experts_touched per step differs\n  cuda {gpu_touched}\n  cpu  {cpu_touched}")
+c.done()
