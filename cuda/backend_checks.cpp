@@ -23,8 +23,8 @@ std::vector<int> window_kinds(const ModelConfig& c) {
 namespace {
 
 // What the MoE kernels take (moe.hpp): up to kMoeMaxExperts experts, SwiGLU, GeGLU or the clamped SwiGLU,
-// either routing rule. gpt-oss's router and expert biases have kernel arguments, but no loader gives their
-// tensors yet; attention sinks and the output bias are gpt-oss's attention, not built here.
+// either routing rule. gpt-oss's router and expert biases have kernel arguments, but their tensors are not
+// uploaded yet; attention sinks and the output bias (gpt-oss's attention) are refused in checked_config.
 void check_moe(const ModelConfig& c) {
   if (c.num_experts > kMoeMaxExperts || c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
       c.expert_hidden_dim <= 0) {
@@ -35,8 +35,6 @@ void check_moe(const ModelConfig& c) {
   if (c.router_bias || c.expert_bias) {
     unsupported(c.architecture + "'s router and expert biases yet (their tensors are not uploaded; use --device cpu)");
   }
-  if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
-  if (c.o_bias) unsupported(c.architecture + "'s output projection bias (use --device cpu)");
 }
 
 }  // namespace
@@ -50,7 +48,6 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
   if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
   if (c.o_bias) unsupported(c.architecture + "'s output projection bias (use --device cpu)");
-  if (c.activation == Activation::kSwigluClamped) unsupported(c.architecture + "'s clamped SwiGLU (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }

@@ -1,7 +1,7 @@
 // Inputs and CPU references of the mixture-of-experts kernel tests, shared by the emulated block code
 // (test_moe_emulated.cpp) and the GPU launchers (test_moe.cpp). Routing and grouping are engine/cpu/
-// cpu_moe's own route_row and group_by_expert (gpt-oss's top-k-then-softmax, which the CPU does not route
-// yet, is written out here); the activation and the combine are written out in double.
+// cpu_moe's own route_row (both rules) and group_by_expert; the activation and the combine are written out
+// in double.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -58,10 +58,10 @@ inline RouteInput make_route_input(const RouteCase& rc, uint32_t seed) {
 }
 
 // The CPU's picks of every row: route_row on logits + bias (the router product's bias is part of the
-// logits); for kTopkSoftmax the same top k of the logits, then a softmax over the k in k order.
+// logits).
 inline void route_ref(const RouteCase& rc, const RouteInput& in, std::vector<int32_t>& experts,
                       std::vector<float>& weights) {
-  const MoeRouting routing{rc.num_experts, rc.top_k, rc.router == MoeRouter::kSoftmaxTopk && rc.renormalize};
+  const MoeRouting routing{rc.num_experts, rc.top_k, rc.renormalize, rc.router};
   experts.assign(static_cast<size_t>(rc.num_rows) * rc.top_k, -1);
   weights.assign(experts.size(), NAN);
   std::vector<float> row(static_cast<size_t>(rc.num_experts));
@@ -72,11 +72,6 @@ inline void route_ref(const RouteCase& rc, const RouteInput& in, std::vector<int
     int32_t* ex = &experts[static_cast<size_t>(r) * rc.top_k];
     float* w = &weights[static_cast<size_t>(r) * rc.top_k];
     route_row(row.data(), routing, ex, w);
-    if (rc.router == MoeRouter::kTopkSoftmax) {
-      float sum = 0.0f;
-      for (int k = 0; k < rc.top_k; ++k) sum += (w[k] = std::exp(row[ex[k]] - row[ex[0]]));
-      for (int k = 0; k < rc.top_k; ++k) w[k] /= sum;
-    }
   }
 }
 
