@@ -1,8 +1,8 @@
 // The LoRA kernels' block code (lora_block.cuh) run on the CPU by the block emulator against the CPU
 // backend's CpuLoraSet::add (lora_case.hpp): every product of both layers, in fp32, bf16 and fp16, with the
 // step's rows mixing four adapters (ranks 1 to 64, separate and fused q|k|v, partial q/v coverage) and base
-// rows, which must come back bit for bit untouched; the shrunk scratch and y start poisoned where nothing
-// may read them. Also the tiles and the pack on their own. test_lora.cpp runs the same cases on the GPU.
+// rows, which must come back bit for bit untouched; the shrunk scratch starts poisoned (NaN): no row may
+// read a rank it was not given. Also the tiles and the pack on their own. test_lora.cpp runs the same cases on the GPU.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
