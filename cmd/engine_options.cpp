@@ -163,10 +163,7 @@ bool want_cuda(const EngineOptions& o) {
 
 std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model,
                                       std::shared_ptr<const std::vector<LoraAdapter>> loras) {
-  if (loras && o.device == "cuda") {
-    throw Error("--lora-modules: LoRA adapters run on the CPU backend only so far (use --device cpu)");
-  }
-  if (want_cuda(o) && !loras) {
+  if (want_cuda(o)) {
 #ifdef CBATCH_HAVE_CUDA
     CudaBackendOptions cuda;
     cuda.dtype = o.dtype == "fp32" ? ComputeDType::kF32 : o.dtype == "fp16" ? ComputeDType::kF16 : ComputeDType::kBF16;
@@ -176,6 +173,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
     cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
     cuda.fp8_weights = o.quantization == "fp8";
     cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
+    cuda.loras = std::move(loras);
     return make_cuda_backend(model, cuda);
 #endif
   }

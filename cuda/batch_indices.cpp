@@ -44,6 +44,10 @@ void validate_sizes(const RaggedBatch& b, const BatchLimits& lim) {
       bad_batch("row " + num(r) + ": token id " + num(b.token_ids[r]) + " outside the vocabulary of " + num(lim.vocab_size));
     }
   }
+  if (!b.lora_ids.empty() && static_cast<int>(b.lora_ids.size()) != s) bad_batch("lora_ids must be empty or one per sequence");
+  for (const int32_t id : b.lora_ids) {
+    if (id < 0 || id > lim.num_loras) bad_batch("LoRA adapter id " + num(id) + " was never loaded (" + num(lim.num_loras) + " are)");
+  }
   for (int i = 0; i < b.num_logits(); ++i) {
     const int r = b.logits_rows[i];
     if (r < 0 || r >= n || (i > 0 && r <= b.logits_rows[i - 1])) bad_batch("logits_rows must be ascending rows");
@@ -87,9 +91,10 @@ void validate_batch(const RaggedBatch& batch, const BatchLimits& limits) {
 size_t BatchUploader::capacity(const BatchLimits& lim) {
   const size_t tokens = static_cast<size_t>(lim.max_tokens);
   const size_t seqs = static_cast<size_t>(lim.max_seqs);
-  // tokens, positions, slots, tile_seq, tile_row; query_start, decode_tile_start per window kind;
-  // logits_rows, decode_seqs; block_tables
-  return 5 * tokens + (1 + kMaxWindowKinds) * (seqs + 1) + 2 * seqs +
+  // tokens, positions, slots, tile_seq, tile_row, LoRA tiles (3 each, a tile at least a row); query_start,
+  // decode_tile_start per window kind; logits_rows, decode_seqs; block_tables
+  static_assert(sizeof(LoraTile) == 3 * sizeof(int32_t));
+  return 8 * tokens + (1 + kMaxWindowKinds) * (seqs + 1) + 2 * seqs +
          seqs * static_cast<size_t>(lim.max_blocks_per_seq);
 }
 
@@ -147,6 +152,18 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
                                     h_decode_tiles, windows[k]);
     idx.decode_tile_start[k] = d_decode_tiles;
     idx.decode_tiles[k] = h_decode_tiles[idx.num_decode];
+  }
+  if (!b.lora_ids.empty()) {
+    row_lora_.assign(b.token_ids.size(), 0);
+    for (int s = 0; s < b.num_seqs(); ++s) {
+      std::fill(row_lora_.begin() + b.query_start[s], row_lora_.begin() + b.query_start[s + 1], b.lora_ids[s]);
+    }
+    lora_tiles_.clear();
+    build_lora_tiles(row_lora_.data(), b.num_tokens(), lora_tiles_);
+    auto [h_lora, d_lora] = reserve(3 * lora_tiles_.size());
+    if (!lora_tiles_.empty()) std::memcpy(h_lora, lora_tiles_.data(), lora_tiles_.size() * sizeof(LoraTile));
+    idx.lora_tiles = reinterpret_cast<const LoraTile*>(d_lora);
+    idx.num_lora_tiles = static_cast<int>(lora_tiles_.size());
   }
   CUDA_CHECK(cudaMemcpyAsync(device_.get(), host, used * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   return idx;

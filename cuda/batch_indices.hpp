@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cuda/device_buffer.hpp"
+#include "cuda/lora_layout.hpp"
 #include "engine/backend/ragged_batch.hpp"
 
 namespace cbatch {
@@ -32,6 +33,8 @@ struct BatchIndices {
   int num_tiles = 0;                      // tiles of the sequences with several rows (all, without decode)
   int num_decode = 0;
   int decode_tiles[kMaxWindowKinds] = {};  // decode_tile_start[k][num_decode]: key tiles per kv head
+  const LoraTile* lora_tiles = nullptr;   // (num_lora_tiles) the rows of LoRA adapters (lora_layout.hpp)
+  int num_lora_tiles = 0;
 };
 
 struct BatchLimits {
@@ -41,11 +44,12 @@ struct BatchLimits {
   int vocab_size = 0;
   int num_blocks = 0;          // KV cache blocks
   int block_size = 0;
+  int num_loras = 0;           // LoRA adapters loaded: RaggedBatch::lora_ids are in [0, num_loras]
 };
 
 // Throws cbatch::Error naming the first inconsistency: sizes over the limits, token ids outside the
 // vocabulary, query_start not a partition of the rows, positions whose blocks are not valid cache blocks,
-// slots that disagree with the block table, logits rows not ascending.
+// slots that disagree with the block table, logits rows not ascending, LoRA ids never loaded.
 void validate_batch(const RaggedBatch& batch, const BatchLimits& limits);
 
 class BatchUploader {
@@ -65,6 +69,8 @@ class BatchUploader {
                       const std::vector<int>& windows = {0});
 
  private:
+  std::vector<int32_t> row_lora_;  // (num_tokens) this step's adapter of each row
+  std::vector<LoraTile> lora_tiles_;
   PinnedBuffer<int32_t> host_;    // (capacity)
   DeviceBuffer<int32_t> device_;  // (capacity)
 };

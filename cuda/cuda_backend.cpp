@@ -33,6 +33,7 @@
 #include "cuda/embedding.hpp"
 #include "cuda/gemm.hpp"
 #include "cuda/linear.hpp"
+#include "cuda/lora_weights.hpp"
 #include "cuda/moe_ffn.hpp"
 #include "cuda/kv_cache_dtype.hpp"
 #include "cuda/paged_attention.hpp"
@@ -81,6 +82,7 @@ class CudaBackend final : public Backend {
     for (const LayerWeights<T>& w : weights_.layers) {
       for (const LinearWeight<T>* linear : {&w.wqkv, &w.wo, &w.w_gate_up, &w.w_down}) linear_.check(*linear);
     }
+    if (options.loras) lora_ = LoraWeights<T>(*options.loras, config_.num_layers, options.max_batch_tokens);
   }
 
   std::string device_name() const override {
@@ -116,7 +118,7 @@ class CudaBackend final : public Backend {
     const int table_context = std::max({options_.max_context, config_.max_context, 1});
     return BatchLimits{options_.max_batch_tokens, options_.max_num_seqs,
                        static_cast<int>(ceil_div(table_context, block_size)), config_.vocab_size, num_blocks,
-                       block_size};
+                       block_size, lora_.num_adapters()};
   }
   size_t layer_cache_elems() const {
     return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * config_.kv_dim();
@@ -168,6 +170,10 @@ class CudaBackend final : public Backend {
   const float* post_ffn_norm(int layer) const {
     return weights_.layers[static_cast<size_t>(layer)].post_ffn_norm.get();  // null without sandwich norms
   }
+  // y (rows, width) += the step's adapters on `product` of the layer, x (rows, in) its GEMM's input.
+  void add_lora(LoraProduct product, int layer, const BatchIndices& idx, const T* x, int in, T* y, int width) {
+    lora_.add(product, layer, idx.lora_tiles, idx.num_lora_tiles, x, in, y, width, width, context_.stream());
+  }
   void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
   void head_rows(const int32_t* d_rows, int n, float* d_logits);
   void pick_tokens(int num_logits, const StepOutput& out);
@@ -181,6 +187,7 @@ class CudaBackend final : public Backend {
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
+  LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepOutput::experts_touched)
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
   DeviceBuffer<uint8_t> kv_cache_;  // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
@@ -435,10 +442,13 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream,
                       previous_post_norm);
   profiler_.phase("norm", stream);
+  const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
   linear_.forward(w.wqkv, ws.qkv.get(), ws.h.get(), n);
+  add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
   profiler_.phase("gemm_qkv", stream);
   with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
   linear_.forward(w.wo, ws.delta.get(), ws.attn.get(), n);
+  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
   profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
                       w.post_attn_norm.get());
@@ -448,10 +458,12 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
     return;
   }
   linear_.forward(w.w_gate_up, ws.gate_up.get(), ws.h.get(), n);
+  add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
   profiler_.phase("gemm_gate_up", stream);
   swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation);
   profiler_.phase("swiglu", stream);
   linear_.forward(w.w_down, ws.delta.get(), ws.ffn.get(), n);
+  add_lora(LoraProduct::kDown, layer, idx, ws.ffn.get(), hidden, ws.delta.get(), dim);
   profiler_.phase("gemm_down", stream);
 }
 
@@ -617,6 +629,7 @@ std::unique_ptr<Backend> make_cuda_backend(const Model& model, const CudaBackend
     unsupported("--quantization fp8 with a mixture-of-experts model (its experts have no FP8 path yet; use --dtype "
                 "bf16 or fp16)");
   }
+  if (options.loras) check_cuda_lora(*options.loras, model.config, options.fp8_weights);  // before the device
   check_options(options);
   switch (options.dtype) {
     case ComputeDType::kBF16: return std::make_unique<CudaBackend<__nv_bfloat16>>(model, options);

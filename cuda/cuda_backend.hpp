@@ -3,8 +3,10 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -20,6 +22,8 @@ struct CudaBackendOptions {
   int device_index = 0;
   bool fp8_weights = false;             // --quantization fp8: linear layers' weights in FP8 E4M3 (sm_89+)
   bool fp8_kv_cache = false;            // --kv-cache-dtype fp8: the paged KV cache in FP8 E4M3 (sm_89+)
+  // LoRA adapters (id i + 1 = loras[i]), uploaded at load; RaggedBatch::lora_ids picks them per sequence.
+  std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };
 
 // Compute capability as major * 10 + minor (90 for sm_90); throws cbatch::Error when it cannot be queried.

@@ -49,6 +49,10 @@
 #             grouped expert GEMMs, clamped SwiGLU with expert biases, combine; the backend's MoE models vs
 #             the CPU backend, experts_touched, the refusals) and tests/e2e/test_gpu_moe.py (the tiny MoE
 #             models' greedy tokens on CUDA fp32 vs the CPU, bf16 agreement, modes, experts_touched per step)
+#   lora      LoRA adapters on CUDA: the lora cases of test_cuda (shrink + expand kernels vs the CPU's grouped
+#             product in fp32/bf16/fp16, the backend with adapters vs the CPU backend, the FP8 refusal) and
+#             tests/e2e/test_gpu_lora.py (mixed base/PEFT/GGUF-adapter file and Phi-3's fused projections:
+#             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
 #   moe-loop  the moe unit cases and e2e with CBATCH_MOE_GEMM=loop (one GEMM per expert segment)
 #   qwen3-30b-a3b  bench, dummy Qwen3-30B-A3B shape (48 layers, 128 experts, top-8, width 768), bf16,
 #             $NUM_PROMPTS requests 128 / 128, continuous (61 GB of bf16 weights: an 80 GB GPU);
@@ -73,7 +77,7 @@
 # 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup);
 # fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171. moe guessed at 60
 # (unit cases 10, e2e 50: 3 models x 2 formats x 6 runs), qwen3-30b-a3b at 150-300 (most of it the 61 GB
-# of weights generated on the device and the warm-up).
+# of weights generated on the device and the warm-up). lora guessed at 40 (unit cases 5, e2e 35: 8 runs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -146,6 +150,9 @@ for s in "${@:-info unit sanitize e2e}"; do
       moe)
         stage moe-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*moe*,*mixture-of-experts*,*experts_touched*,*refuses*'
         stage moe-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      lora)
+        stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
+        stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;
       moe-loop)
         CBATCH_MOE_GEMM=loop stage moe-loop-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*mixture-of-experts*'
         CBATCH_MOE_GEMM=loop stage moe-loop-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
