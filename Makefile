@@ -54,11 +54,13 @@ test: build test-data
 	python3 tools/skip_report.py --setup-packages '$(PY_TEST_PACKAGES)' $(JUNIT) || status=1; \
 	exit $$status
 
-# The default model for the SmolLM2 tests and Gemma 3 270M (Q4_K_M) for the family tests. A test whose model
+# The default model for the SmolLM2 tests, Gemma 3 270M (Q4_K_M) for the family tests and all-MiniLM-L6-v2
+# (a sentence-transformers directory) for the embedding tests. A test whose model
 # could not be fetched skips with a message, which the skip report lists and CI (strict) counts as a failure.
 test-data:
 	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
 	@tools/fetch_gemma3.sh models >/dev/null || echo "warning: could not fetch Gemma 3 270M; its tests will be skipped"
+	@tools/fetch_minilm.sh models >/dev/null || echo "warning: could not fetch all-MiniLM-L6-v2; the embedding tests will be skipped"
 
 # One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
 test-robust:
