@@ -141,6 +141,7 @@ int run(const RunOptions& o) {
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   defaults.max_logprobs = o.engine.max_logprobs;
+  defaults.pooling = pooling_from_name(o.engine.pooling);
   const ChatFormat chat(model.chat_template, o.engine.chat_template, *model.tokenizer);
   JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
   source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe

@@ -39,6 +39,8 @@ struct StepOutput {
   // Set by the backend for a mixture of experts: the distinct experts the step's rows picked, summed over
   // the sparse layers (the experts whose weights it read); -1 for a dense model.
   int experts_touched = -1;
+  // (num_pooled, dim) the pooled final hidden states of RaggedBatch::pooled_seqs, before any normalisation.
+  std::vector<float> pooled;
 };
 
 class Backend {

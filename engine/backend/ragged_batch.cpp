@@ -11,6 +11,8 @@ void RaggedBatch::clear() {
   block_tables.clear();
   logits_rows.clear();
   block_copies.clear();
+  pooled_seqs.clear();
+  pooling.clear();
   max_blocks_per_seq = 0;
   max_seq_len = 0;
   max_query_len = 0;

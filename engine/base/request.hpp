@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/embedding_params.hpp"
 #include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
@@ -22,6 +23,7 @@ struct ChatMessage {
 struct RequestDefaults {
   int max_tokens = 16;
   int max_logprobs = 20;             // the largest logprobs / prompt_logprobs / top_logprobs a line may ask
+  std::optional<Pooling> pooling;    // --pooling: overrides the model's pooling for embedding lines
 };
 
 struct RequestInput {
@@ -33,6 +35,7 @@ struct RequestInput {
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
   SamplingParams sampling;
+  std::optional<EmbeddingInput> embedding;  // an embedding line ("input"): prompt or prompt_token_ids is set
 };
 
 struct RequestError {
@@ -56,6 +59,8 @@ struct Request {
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
   std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
+  // An embedding request: its prompt is computed whole in one step and pooled; nothing is generated.
+  std::optional<EmbeddingParams> embedding;
 };
 
 }  // namespace cbatch

@@ -18,6 +18,11 @@
 //     starts computing after them; its last token is always computed, so its logits exist. A sequence
 //     whose next uncached prompt block a running sequence is computing right now waits (with those
 //     behind it) until that block is registered, so a shared prefix is computed once.
+//  4. An embedding request (prefill only, attention possibly bidirectional) is admitted whole or not at all:
+//     its whole prompt in one step, never chunked, never served from or registered in the prefix cache
+//     (an encoder's K/V mean nothing to a causal request). When the step's remaining budget is too small
+//     it waits at the head of the queue for a later step; the engine rejects one longer than the budget.
+//     It finishes in the step that computes it, so its blocks are back at the step's end.
 // Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
 // full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
@@ -54,6 +59,7 @@ class ContinuousScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
+      if (s.seq->request.embedding) continue;
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes);
     }
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
@@ -71,7 +77,7 @@ class ContinuousScheduler final : public Scheduler {
     s.seq = seq;
     s.num_tokens = n;
     s.is_prefill = !(n == 1 && seq->num_generated() > 0 && seq->num_uncomputed() == 1);
-    s.samples = seq->num_computed + n == seq->num_tokens();
+    s.samples = seq->num_computed + n == seq->num_tokens() && !seq->request.embedding;
     return s;
   }
 
@@ -123,6 +129,7 @@ class ContinuousScheduler final : public Scheduler {
       Sequence* seq = waiting_.front();
       const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
+      if (seq->request.embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
       if (prefix_in_flight(*seq, running_, blocks_) ||
           !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
         unmatch_cached_prefix(*seq, blocks_);

@@ -12,6 +12,7 @@
 #include "engine/constrain/constraint_mask.hpp"
 #include "engine/core/batch_packer.hpp"
 #include "engine/core/block_manager.hpp"
+#include "engine/core/embedding_output.hpp"
 #include "engine/base/error.hpp"
 #include "engine/core/logprob_steps.hpp"
 #include "engine/core/result_emitter.hpp"
@@ -70,13 +71,33 @@ class EngineRun {
     }
   }
 
+  // Why an embedding request cannot run here ("" when it can): it is computed whole in one step.
+  std::string embedding_refusal(const Sequence& seq) const {
+    const SchedulerConfig& sc = config_.scheduler;
+    if (sc.mode == Mode::kStatic) return "embedding requests run in continuous or sequential mode, not static";
+    if (seq.num_prompt_tokens > sc.max_num_batched_tokens) {
+      return "the prompt has " + std::to_string(seq.num_prompt_tokens) + " tokens, more than the step's budget " +
+             "(--max-num-batched-tokens " + std::to_string(sc.max_num_batched_tokens) +
+             "); an embedding request is computed whole in one step";
+    }
+    if (seq.num_prompt_tokens == 0) return "the input has no tokens";
+    return "";
+  }
+
   void admit_request(Request&& request) {
     auto seq = std::make_unique<Sequence>();
     seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
     seq->tokens = request.prompt_ids;
-    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
+    const int max_new = request.embedding ? 0 : request.sampling.max_tokens;
+    seq->max_total_tokens = std::min(seq->num_prompt_tokens + max_new, model_.config.max_context);
     seq->arrival_ns = engine_now_ns();
     seq->request = std::move(request);
+    if (seq->request.embedding) {
+      if (const std::string why = embedding_refusal(*seq); !why.empty()) return results_.reject(*seq, why);
+    } else if (model_.config.is_encoder()) {
+      return results_.reject(*seq, "the model is an encoder (" + model_.config.architecture +
+                                       "): it computes embeddings, it cannot generate text");
+    }
     const int n = seq->request.sampling.n;
     seq->pending_samples = n;
     if (seq->request.sampling.is_constrained()) {
@@ -114,7 +135,7 @@ class EngineRun {
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
     // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs).
-    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs()) {
+    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs() && !raw->request.embedding) {
       if (n > 1) raw->group = std::make_shared<SampleGroup>(n);
       for (int i = 0; i < n; ++i) {
         raw->sample_index = i;
@@ -272,13 +293,33 @@ class EngineRun {
     sampling_pool_->parallel_for(n, sample_range);
   }
 
+  // The step's pooled sequences (embedding requests, whole in this step, in plan order) finish with their
+  // vectors; returns how many.
+  int finish_embeddings(const StepPlan& plan) {
+    const int dim = model_.config.dim;
+    int pooled = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      Sequence& seq = *s.seq;
+      if (!seq.request.embedding) continue;
+      if (static_cast<size_t>(pooled + 1) * dim > output_.pooled.size()) {
+        throw Error("internal error: the backend pooled fewer sequences than the step computed whole");
+      }
+      seq.embedding = finish_embedding(&output_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request.embedding);
+      seq.finish_reason = FinishReason::kStop;
+      seq.finish_step = step_;
+      seq.first_token_ns = engine_now_ns();
+      results_.emit(seq);
+    }
+    return pooled;
+  }
+
   // Advances computed counts, appends the sampled tokens, checks stops; returns how many sequences finished.
   int commit(const StepPlan& plan) {
     for (const ScheduledSeq& s : plan.seqs) s.seq->num_computed += s.num_tokens;
+    int finished = finish_embeddings(plan);
     fork_samples(plan);
     sample_rows(plan);
     logprob_steps_.make_generated(sampling_rows_, sampled_, output_);
-    int finished = 0;
     for (size_t row = 0; row < sampling_rows_.size(); ++row) {
       Sequence& seq = *sampling_rows_[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = engine_now_ns();

@@ -43,6 +43,7 @@ void ResultEmitter::emit(const Sequence& seq) {
   result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   result.completion_tokens = seq.num_generated();
   result.logprobs = seq.logprobs;
+  result.embedding = seq.embedding;
   finish_result(seq, seq.first_token_ns, result);
 }
 

@@ -47,6 +47,7 @@ struct Sequence {
   // (prompt positions 1.. scored so far) when it asks prompt_logprobs; shared by the n > 1 samples forked
   // from it (the prompt is scored by then), so a fork copies no entries.
   std::shared_ptr<std::vector<TokenLogprob>> prompt_logprobs;
+  std::vector<float> embedding;       // an embedding request's vector once computed (pooled, normalised)
 
   // Output text state: decoded bytes of generated tokens, and how many of them were already final
   // (not the possible start of a stop string).

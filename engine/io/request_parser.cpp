@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include "engine/io/embedding_parser.hpp"
 #include "engine/io/json_field.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/sampling_parser.hpp"
@@ -95,6 +96,7 @@ void read_simple_prompt(const FieldSet& f, RequestInput& in) {
 void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
   const FieldSet f{obj, ""};
   read_simple_id(f, in);
+  if (parse_simple_embedding(f, defaults, in)) return;
   read_simple_prompt(f, in);
   parse_sampling_fields(f, defaults, in.sampling);
   parse_logprob_fields(f, in.form, defaults.max_logprobs, in.sampling);

@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "engine/base/elide.hpp"
+#include "engine/io/embedding_format.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
 
@@ -164,6 +165,7 @@ std::string format_openai_error(const RequestError& e) {
 
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options) {
   assert(result.request != nullptr);
+  if (result.request->embedding) return format_embedding_result(result, options);
   if (result.request->form == RequestForm::kSimple) return format_simple_result(result, options);
   return format_openai_result(result, options);
 }

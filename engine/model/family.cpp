@@ -47,6 +47,8 @@ const std::vector<Family>& families() {
                  .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28, .moe = true,
                  .gguf_norm_topk_prob = true});
     t.push_back({.name = "olmoe", .hf_model_types = {"olmoe"}, .qk_norm = true, .qk_norm_whole = true, .moe = true});
+    t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
+                 .bert_encoder = true});
     return t;
   }();
   return table;
@@ -99,6 +101,11 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.sandwich_norms = family.sandwich_norms;
   config.activation = family.activation;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
+  if (family.bert_encoder) {
+    config.bidirectional = config.learned_positions = config.token_types = true;
+    config.layer_norm = config.post_norm = config.o_bias = true;
+    config.gated_ffn = config.has_lm_head = false;
+  }
 }
 
 std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,

@@ -44,6 +44,9 @@ struct Family {
   bool shared_expert = false;        // a shared expert with a sigmoid gate (Qwen2-MoE)
   bool gguf_norm_topk_prob = false;
   bool reads_norm_topk_prob = true;
+  // An encoder (BERT): bidirectional, learned absolute positions, token types, post-norm LayerNorm with
+  // biases, plain GELU FFN with biases, biased attention projections, no lm_head.
+  bool bert_encoder = false;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF
