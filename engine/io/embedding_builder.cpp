@@ -9,9 +9,12 @@ namespace {
 std::vector<int32_t> truncate_text(const Tokenizer& tokenizer, const std::string& text, std::vector<int32_t> ids,
                                    int limit) {
   const std::vector<int32_t> plain = tokenizer.encode(text, /*add_special=*/false);
-  const size_t prefix = static_cast<size_t>(
-      std::mismatch(ids.begin(), ids.end(), plain.begin(), plain.end()).first - ids.begin());
-  const size_t suffix = ids.size() - plain.size() - prefix;
+  const size_t num_special = ids.size() - plain.size();  // the post-processor's, before and after the text
+  size_t prefix = 0;
+  while (prefix < num_special && !std::equal(plain.begin(), plain.end(), ids.begin() + static_cast<std::ptrdiff_t>(prefix))) {
+    ++prefix;
+  }
+  const size_t suffix = num_special - prefix;
   const size_t keep = static_cast<size_t>(std::max<int64_t>(0, int64_t{limit} - int64_t(prefix + suffix)));
   std::vector<int32_t> out(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prefix));
   out.insert(out.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(std::min(keep, plain.size())));
