@@ -12,7 +12,7 @@
 
 namespace cbatch {
 
-enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat };
+enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIEmbeddings };
 
 struct ChatMessage {
   std::string role;
@@ -35,7 +35,7 @@ struct RequestInput {
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
   SamplingParams sampling;
-  std::optional<EmbeddingInput> embedding;  // an embedding line ("input"): prompt or prompt_token_ids is set
+  std::optional<EmbeddingInput> embedding;  // an embedding line ("input" / url /v1/embeddings)
 };
 
 struct RequestError {
@@ -59,8 +59,10 @@ struct Request {
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
   std::string first_prompt_piece;    // sampling.echo: the first prompt token's bytes (it has no logprob)
-  // An embedding request: its prompt is computed whole in one step and pooled; nothing is generated.
+  // An embedding request: each of its inputs (prompt_ids stays empty) is computed whole in one step and
+  // pooled, as a sequence of its own; nothing is generated.
   std::optional<EmbeddingParams> embedding;
+  std::vector<std::vector<int32_t>> embedding_inputs;  // (inputs) token ids
 };
 
 }  // namespace cbatch

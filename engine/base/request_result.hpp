@@ -50,7 +50,7 @@ struct RequestResult {
   std::vector<SampleOutput> samples;
   std::vector<TokenLogprob> logprobs;         // (output tokens) when the request asks logprobs (n = 1)
   std::vector<TokenLogprob> prompt_logprobs;  // (prompt tokens - 1) from the second prompt token on
-  std::vector<float> embedding;               // an embedding request's vector (request->embedding says how)
+  std::vector<std::vector<float>> embeddings;  // (inputs) an embedding request's vectors, in input order
 };
 
 }  // namespace cbatch

@@ -71,30 +71,62 @@ class EngineRun {
     }
   }
 
-  // Why an embedding request cannot run here ("" when it can): it is computed whole in one step.
-  std::string embedding_refusal(const Sequence& seq) const {
+  // Why an embedding request cannot run here ("" when it can): each input is computed whole in one step.
+  std::string embedding_refusal(const Request& request) const {
     const SchedulerConfig& sc = config_.scheduler;
     if (sc.mode == Mode::kStatic) return "embedding requests run in continuous or sequential mode, not static";
-    if (seq.num_prompt_tokens > sc.max_num_batched_tokens) {
-      return "the prompt has " + std::to_string(seq.num_prompt_tokens) + " tokens, more than the step's budget " +
-             "(--max-num-batched-tokens " + std::to_string(sc.max_num_batched_tokens) +
-             "); an embedding request is computed whole in one step";
+    const size_t n = request.embedding_inputs.size();
+    if (n == 0) return "the request has no input";
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t tokens = static_cast<int64_t>(request.embedding_inputs[i].size());
+      const std::string which = n > 1 ? "input " + std::to_string(i) + " has " : "the input has ";
+      if (tokens > sc.max_num_batched_tokens) {
+        return which + std::to_string(tokens) + " tokens, more than the step's budget (--max-num-batched-tokens " +
+               std::to_string(sc.max_num_batched_tokens) + "); an embedding input is computed whole in one step";
+      }
+      if (blocks_.blocks_for_tokens(static_cast<int>(tokens)) > blocks_.num_blocks()) {
+        return which + std::to_string(tokens) + " tokens, more than the whole KV cache holds";
+      }
     }
-    if (seq.num_prompt_tokens == 0) return "the input has no tokens";
     return "";
   }
 
+  // Each input of an embedding request becomes a sequence of its own (its prompt only), gathered by
+  // their EmbeddingGroup when done.
+  void admit_embedding(Request&& request) {
+    if (const std::string why = embedding_refusal(request); !why.empty()) {
+      Sequence rejected;
+      rejected.request = std::move(request);
+      return results_.reject(rejected, why);
+    }
+    std::vector<std::vector<int32_t>> inputs = std::move(request.embedding_inputs);
+    request.embedding_inputs.clear();
+    auto group = std::make_shared<EmbeddingGroup>(static_cast<int>(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      auto seq = std::make_unique<Sequence>();
+      seq->request = request;
+      seq->request.prompt_ids = std::move(inputs[i]);
+      seq->num_prompt_tokens = static_cast<int>(seq->request.prompt_ids.size());
+      seq->tokens = seq->request.prompt_ids;
+      seq->max_total_tokens = seq->num_prompt_tokens;
+      seq->arrival_ns = engine_now_ns();
+      seq->embedding_group = group;
+      seq->embedding_index = static_cast<int>(i);
+      Sequence* raw = seq.get();
+      live_.emplace(raw, std::move(seq));
+      scheduler_->add(raw);
+    }
+  }
+
   void admit_request(Request&& request) {
+    if (request.embedding) return admit_embedding(std::move(request));
     auto seq = std::make_unique<Sequence>();
     seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
     seq->tokens = request.prompt_ids;
-    const int max_new = request.embedding ? 0 : request.sampling.max_tokens;
-    seq->max_total_tokens = std::min(seq->num_prompt_tokens + max_new, model_.config.max_context);
+    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
     seq->arrival_ns = engine_now_ns();
     seq->request = std::move(request);
-    if (seq->request.embedding) {
-      if (const std::string why = embedding_refusal(*seq); !why.empty()) return results_.reject(*seq, why);
-    } else if (model_.config.is_encoder()) {
+    if (model_.config.is_encoder()) {
       return results_.reject(*seq, "the model is an encoder (" + model_.config.architecture +
                                        "): it computes embeddings, it cannot generate text");
     }
@@ -135,7 +167,7 @@ class EngineRun {
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
     // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs).
-    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs() && !raw->request.embedding) {
+    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs()) {
       if (n > 1) raw->group = std::make_shared<SampleGroup>(n);
       for (int i = 0; i < n; ++i) {
         raw->sample_index = i;

@@ -24,13 +24,14 @@ std::vector<int32_t> truncate_text(const Tokenizer& tokenizer, const std::string
 
 }  // namespace
 
-std::variant<std::vector<int32_t>, std::string> embedding_prompt(const RequestInput& input, const Model& model,
-                                                                 EmbeddingParams& params) {
+namespace {
+
+// The options the model allows, or the error message.
+std::string resolve_params(const EmbeddingInput& e, const Model& model, EmbeddingParams& params) {
   if (!model.config.is_encoder()) {
     return "'input' asks for an embedding, but the model (" + model.config.architecture +
            ") is a generation model; embedding lines need an embedding model (an encoder such as BERT)";
   }
-  const EmbeddingInput& e = *input.embedding;
   const EmbeddingSpec& spec = model.embedding;
   if (!e.pooling && !spec.has_pooling) {
     return "the model has no pooling information (no sentence-transformers modules.json with a Pooling module); "
@@ -40,40 +41,64 @@ std::variant<std::vector<int32_t>, std::string> embedding_prompt(const RequestIn
   params.normalize = spec.normalize;
   params.base64 = e.base64;
   if (e.dimensions > 0) {
-    if (!spec.matryoshka) return "dimensions: the model does not support Matryoshka truncation (no is_matryoshka in config.json)";
+    if (!spec.matryoshka) {
+      return "dimensions " + std::to_string(e.dimensions) +
+             ": the model does not support Matryoshka truncation (config.json has no is_matryoshka or matryoshka_dimensions)";
+    }
     if (e.dimensions > model.config.dim) {
       return "dimensions " + std::to_string(e.dimensions) + " exceeds the model's embedding size " + std::to_string(model.config.dim);
     }
     params.dimensions = e.dimensions;
   }
-  const int context = model.config.max_context;
-  int limit = e.truncate_prompt_tokens > 0 ? e.truncate_prompt_tokens : spec.max_seq_length > 0 ? spec.max_seq_length : context;
-  if (limit > context) {
-    return "truncate_prompt_tokens " + std::to_string(limit) + " exceeds the model's context of " + std::to_string(context) + " tokens";
-  }
+  return "";
+}
+
+// One input's ids (truncated to limit; *dropped counts what was cut), or the error message.
+std::variant<std::vector<int32_t>, std::string> input_ids(const Model& model, const std::string* text,
+                                                          const std::vector<int32_t>* ids_in, int limit, int* dropped) {
   std::vector<int32_t> ids;
-  if (input.prompt) {
-    ids = model.tokenizer->encode(*input.prompt, /*add_special=*/true);
-    if (static_cast<int>(ids.size()) > limit) {
-      const size_t before = ids.size();
-      ids = truncate_text(*model.tokenizer, *input.prompt, std::move(ids), limit);
-      params.truncated_tokens = static_cast<int>(before - ids.size());
-    }
+  if (text != nullptr) {
+    ids = model.tokenizer->encode(*text, /*add_special=*/true);
+    const size_t before = ids.size();
+    if (static_cast<int>(ids.size()) > limit) ids = truncate_text(*model.tokenizer, *text, std::move(ids), limit);
+    *dropped = static_cast<int>(before - ids.size());
   } else {
-    ids = *input.prompt_token_ids;
+    ids = *ids_in;
     for (int32_t id : ids) {
       if (id < 0 || id >= model.config.vocab_size) {
         return "input contains token id " + std::to_string(id) + ", outside the vocabulary [0, " +
                std::to_string(model.config.vocab_size) + ")";
       }
     }
-    if (static_cast<int>(ids.size()) > limit) {
-      params.truncated_tokens = static_cast<int>(ids.size()) - limit;
-      ids.resize(static_cast<size_t>(limit));
-    }
+    *dropped = std::max(0, static_cast<int>(ids.size()) - limit);
+    if (*dropped > 0) ids.resize(static_cast<size_t>(limit));
   }
-  if (ids.empty()) return "the input has no tokens";
+  if (ids.empty()) return std::string("the input has no tokens");
   return ids;
+}
+
+}  // namespace
+
+std::string embedding_inputs(const RequestInput& input, const Model& model, EmbeddingParams& params,
+                             std::vector<std::vector<int32_t>>& inputs) {
+  const EmbeddingInput& e = *input.embedding;
+  if (std::string why = resolve_params(e, model, params); !why.empty()) return why;
+  const int context = model.config.max_context;
+  const int max_seq = model.embedding.max_seq_length;
+  const int limit = e.truncate_prompt_tokens > 0 ? e.truncate_prompt_tokens : max_seq > 0 ? std::min(max_seq, context) : context;
+  if (limit > context) {
+    return "truncate_prompt_tokens " + std::to_string(limit) + " exceeds the model's context of " + std::to_string(context) + " tokens";
+  }
+  const size_t n = e.texts.size() + e.token_ids.size();
+  for (size_t i = 0; i < n; ++i) {
+    int dropped = 0;
+    auto ids = i < e.texts.size() ? input_ids(model, &e.texts[i], nullptr, limit, &dropped)
+                                  : input_ids(model, nullptr, &e.token_ids[i - e.texts.size()], limit, &dropped);
+    if (auto* message = std::get_if<std::string>(&ids)) return n > 1 ? "input " + std::to_string(i) + ": " + *message : *message;
+    inputs.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+    params.truncated_tokens.push_back(dropped);
+  }
+  return "";
 }
 
 }  // namespace cbatch

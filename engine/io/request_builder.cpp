@@ -67,15 +67,15 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, 
 // An embedding line: prompt ids and EmbeddingParams (embedding_builder.hpp); nothing is generated.
 std::variant<Request, RequestError> build_embedding_request(RequestInput&& input, int64_t index, const Model& model) {
   EmbeddingParams params;
-  auto ids = embedding_prompt(input, model, params);
-  if (auto* message = std::get_if<std::string>(&ids)) return make_input_error(input, index, *message);
+  std::vector<std::vector<int32_t>> inputs;
+  if (std::string why = embedding_inputs(input, model, params, inputs); !why.empty()) return make_input_error(input, index, why);
   Request request;
   request.index = index;
   request.line = input.line;
   request.id_json = std::move(input.id_json);
   request.custom_id = std::move(input.custom_id);
   request.form = input.form;
-  request.prompt_ids = std::move(std::get<std::vector<int32_t>>(ids));
+  request.embedding_inputs = std::move(inputs);
   request.sampling.max_tokens = 0;
   request.embedding = params;
   return request;

@@ -15,6 +15,7 @@ namespace {
 
 constexpr std::string_view kCompletionsUrl = "/v1/completions";
 constexpr std::string_view kChatUrl = "/v1/chat/completions";
+constexpr std::string_view kEmbeddingsUrl = "/v1/embeddings";
 
 // A string id is kept as its canonical JSON text (json_quote of the unescaped value), so that
 // "q\u0031" and "q1" are the same id here and in the output file that --resume reads back.
@@ -135,8 +136,10 @@ void read_openai_route(const FieldSet& f, RequestInput& in) {
   const std::string_view url = get_string(url_value, "url");
   if (url == kChatUrl) {
     in.form = RequestForm::kOpenAIChat;
+  } else if (url == kEmbeddingsUrl) {
+    in.form = RequestForm::kOpenAIEmbeddings;
   } else if (url != kCompletionsUrl) {
-    fail_field("url", "\"/v1/completions\" or \"/v1/chat/completions\"", url_value);
+    fail_field("url", "\"/v1/completions\", \"/v1/chat/completions\" or \"/v1/embeddings\"", url_value);
   }
 }
 
@@ -152,6 +155,7 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     fail_field("body", "an object", body_value);
   }
   const FieldSet body{body_obj, "body."};
+  if (in.form == RequestForm::kOpenAIEmbeddings) return parse_openai_embedding(body, defaults, in);
   if (in.form == RequestForm::kOpenAIChat) {
     const auto messages = body.find("messages");
     if (!messages) throw FieldError("no prompt: give 'body.messages'");

@@ -6,7 +6,7 @@ truncate_prompt_tokens likewise; token id inputs. An embedding does not depend o
 the same file under other token budgets, sequence caps, sequential mode and thread counts gives
 bit-identical vectors. A mixed file of bad and good lines gives an error line for each bad one and the
 right vector for each good one."""
-import json
+import base64
 import os
 import shutil
 
@@ -147,5 +147,67 @@ want = reference.embed(tokenizer.encode(SENTENCES[0]).ids, normalize=False)
 c.check("embedding" in rows[0] and cosine(rows[0]["embedding"], want) >= 0.9999 and
         abs(np.linalg.norm(rows[0]["embedding"]) - np.linalg.norm(want)) < 1e-3 * np.linalg.norm(want),
         "--pooling mean without a Normalize module: the unnormalised mean")
+
+# OpenAI batch lines (/v1/embeddings): the four input forms, base64, and the refusals; each body validates
+# as the openai package's CreateEmbeddingResponse where that package is installed.
+try:
+    from openai.types import CreateEmbeddingResponse
+except ImportError:
+    CreateEmbeddingResponse = None
+    print("note: the openai package is not installed; response bodies are checked by hand only")
+
+
+def openai_line(custom_id, **body):
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/embeddings", "body": {"model": "m", **body}}
+
+
+ids0, ids1 = tokenizer.encode(SENTENCES[0]).ids, tokenizer.encode(SENTENCES[1]).ids
+openai_lines = [
+    openai_line("text", input=SENTENCES[0]),
+    openai_line("texts", input=[SENTENCES[0], SENTENCES[1], SENTENCES[-1]]),
+    openai_line("ids", input=ids1),
+    openai_line("id-lists", input=[ids0, ids1]),
+    openai_line("base64", input=[SENTENCES[0], SENTENCES[1]], encoding_format="base64"),
+    openai_line("dimensions", input=SENTENCES[0], dimensions=64),
+    openai_line("format", input=SENTENCES[0], encoding_format="int8"),
+    openai_line("empty-list", input=[]),
+    openai_line("empty-text", input=[SENTENCES[0], ""]),
+    openai_line("mixed", input=[SENTENCES[0], [101, 102]]),
+    openai_line("vocab", input=[[101, 102], [101, 40000, 102]]),
+]
+expected = {"text": [baseline["s0"]], "texts": [baseline["s0"], baseline["s1"], baseline["s7"]],
+            "ids": [baseline["s1"]], "id-lists": [baseline["s0"], baseline["s1"]],
+            "base64": [baseline["s0"], baseline["s1"]]}
+tokens = {"text": len(ids0), "texts": len(ids0) + len(ids1) + 256, "ids": len(ids1), "id-lists": len(ids0) + len(ids1),
+          "base64": len(ids0) + len(ids1)}
+rows = {r["custom_id"]: r for r in cbatch_rows(openai_lines, expect_rc=2)}
+c.check(len(rows) == len(openai_lines), f"{len(rows)} OpenAI output lines for {len(openai_lines)}")
+for key, vectors in expected.items():
+    r = rows.get(key, {})
+    body = (r.get("response") or {}).get("body") or {}
+    c.check(r.get("error") is None and r.get("response", {}).get("status_code") == 200, f"OpenAI {key}: {r}")
+    data = body.get("data", [])
+    if key == "base64":  # float32 little-endian bytes; the openai client decodes them before its type sees them
+        for d in data:
+            d["embedding"] = np.frombuffer(base64.b64decode(d["embedding"]), dtype="<f4").astype(np.float64).tolist()
+    if CreateEmbeddingResponse is not None:
+        try:
+            CreateEmbeddingResponse.model_validate(body)
+        except Exception as e:  # noqa: BLE001 (pydantic's ValidationError)
+            c.check(False, f"OpenAI {key}: the body is not a CreateEmbeddingResponse: {e}")
+    c.check(body.get("object") == "list" and body.get("model") == "all-MiniLM-L6-v2", f"OpenAI {key}: object/model {body}")
+    c.check([d.get("index") for d in data] == list(range(len(vectors))), f"OpenAI {key}: indices {[d.get('index') for d in data]}")
+    for d, want in zip(data, vectors):
+        got, want32 = np.asarray(d["embedding"], dtype=np.float32), np.asarray(want, dtype=np.float32)
+        c.check(got.shape == want32.shape and bool((got == want32).all()), f"OpenAI {key}[{d['index']}]: differs from the simple line's embedding")
+    usage = body.get("usage", {})
+    c.check(usage.get("prompt_tokens") == tokens[key] and usage.get("total_tokens") == tokens[key],
+            f"OpenAI {key}: usage {usage}, want {tokens[key]} prompt tokens")
+for key in ("dimensions", "format", "empty-list", "empty-text", "mixed", "vocab"):
+    r = rows.get(key, {})
+    c.check(r.get("error") is not None and r.get("response", {}).get("status_code") == 400, f"OpenAI {key}: no error line ({r})")
+    if r.get("error"):
+        print(f"  {key}: {r['error']['message']}")
+print(f"OpenAI form: {len(expected)} good and {len(openai_lines) - len(expected)} bad lines checked")
 shutil.rmtree(work, ignore_errors=True)
 c.done()
