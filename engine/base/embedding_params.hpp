@@ -41,6 +41,7 @@ struct EmbeddingInput {
   int truncate_prompt_tokens = 0;  // 0: the model's max_seq_length (else its context)
   int dimensions = 0;              // 0: all
   bool base64 = false;
+  bool decoder_allowed = false;    // --task embed: a decoder model may embed (causal; usually last pooling)
 };
 
 }  // namespace cbatch

@@ -24,6 +24,7 @@ struct RequestDefaults {
   int max_tokens = 16;
   int max_logprobs = 20;             // the largest logprobs / prompt_logprobs / top_logprobs a line may ask
   std::optional<Pooling> pooling;    // --pooling: overrides the model's pooling for embedding lines
+  bool embed_task = false;           // --task embed: a decoder model takes embedding lines too
 };
 
 struct RequestInput {

@@ -28,9 +28,9 @@ namespace {
 
 // The options the model allows, or the error message.
 std::string resolve_params(const EmbeddingInput& e, const Model& model, EmbeddingParams& params) {
-  if (!model.config.is_encoder()) {
+  if (!model.config.is_encoder() && !e.decoder_allowed) {
     return "'input' asks for an embedding, but the model (" + model.config.architecture +
-           ") is a generation model; embedding lines need an embedding model (an encoder such as BERT)";
+           ") is a generation model; embedding lines need an embedding model (an encoder such as BERT) or --task embed";
   }
   const EmbeddingSpec& spec = model.embedding;
   if (!e.pooling && !spec.has_pooling) {

@@ -36,6 +36,7 @@ bool parse_simple_embedding(const FieldSet& f, const RequestDefaults& defaults, 
   EmbeddingInput e;
   read_one_input(*input, f.name("input"), e);
   e.pooling = defaults.pooling;
+  e.decoder_allowed = defaults.embed_task;
   read_truncation(f, e);
   in.embedding = std::move(e);
   return true;
@@ -67,6 +68,7 @@ void parse_openai_embedding(const FieldSet& body, const RequestDefaults& default
   }
   if (auto v = body.find("model"); v && !v->is_string()) fail_field(body.name("model"), "a string", *v);
   e.pooling = defaults.pooling;
+  e.decoder_allowed = defaults.embed_task;
   read_truncation(body, e);
   in.embedding = std::move(e);
 }
