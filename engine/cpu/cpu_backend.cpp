@@ -2,8 +2,10 @@
 // packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
 // offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
-// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases; sparse layers' experts: cpu_moe.hpp).
-// Matrix products go through the batch-invariant matmul; everything else is per row.
+// GeGLU, embedding scale, softcaps, per-layer windows and RoPE bases; sparse layers' experts: cpu_moe.hpp;
+// encoders: learned positions, token types, LayerNorm, post-norm, plain FFN, bidirectional attention, and
+// pooled rows instead of logits: cpu_pooling.hpp). Matrix products go through the batch-invariant matmul;
+// everything else is per row. (Over 500 lines because it is the one forward of every family.)
 #include "engine/cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_pooling.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/model/quant_blocks.hpp"
 #include "engine/base/error.hpp"
@@ -212,7 +215,6 @@ class CpuBackend final : public Backend {
   void add_sublayer_output(int num_tokens, const Weights& post_norm, const Weights& norm, const Weights& norm_bias);
   void norm_row(const float* x, const Weights& weight, const Weights& bias, float* out) const;
   void embed_rows(const RaggedBatch& batch);
-  void pool_sequences(const RaggedBatch& batch, StepOutput& out);
   int attention_extent(const RaggedBatch& batch, int64_t row) const;
   // Returns the experts the layer's rows picked (0 for a dense layer).
   int ffn_layer(int num_tokens, const CpuLayer& layer);
@@ -418,33 +420,10 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
     experts_touched += ffn_layer(num_tokens, layers_[l]);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
-  pool_sequences(batch, out);
+  pool_rows(batch, x_.data(), config_.dim, final_norm_.empty() ? nullptr : final_norm_.data(), config_.rms_eps, out.pooled);
   compute_logits(batch, out);
 }
 
-// Each pooled sequence's final hidden states (after the final norm where the model has one) reduced to
-// one vector: the mean of its rows (summed in row order), its first row or its last row.
-void CpuBackend::pool_sequences(const RaggedBatch& batch, StepOutput& out) {
-  const int dim = config_.dim;
-  out.pooled.assign(static_cast<size_t>(batch.num_pooled()) * dim, 0.0f);
-  std::vector<float> row(static_cast<size_t>(dim));  // (dim)
-  for (int i = 0; i < batch.num_pooled(); ++i) {
-    const int s = batch.pooled_seqs[i];
-    int begin = batch.query_start[s], end = batch.query_start[s + 1];
-    if (batch.pooling[i] == Pooling::kCls) end = begin + 1;
-    if (batch.pooling[i] == Pooling::kLast) begin = end - 1;
-    float* sum = &out.pooled[static_cast<size_t>(i) * dim];
-    for (int r = begin; r < end; ++r) {
-      const float* x = &x_[static_cast<int64_t>(r) * dim];
-      if (!final_norm_.empty()) {
-        rmsnorm_row(x, final_norm_.data(), row.data(), dim, config_.rms_eps);
-        x = row.data();
-      }
-      for (int j = 0; j < dim; ++j) sum[j] += x[j];
-    }
-    for (int j = 0; j < dim; ++j) sum[j] /= static_cast<float>(end - begin);
-  }
-}
 
 // Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
 void CpuBackend::copy_blocks(const RaggedBatch& batch) {
