@@ -454,6 +454,8 @@ class EngineRun {
     r.constrained_rows = step_constrained_rows_;
     r.mask_ms = step_mask_ms_;
     r.experts_touched = output_.experts_touched;
+    r.embedding_seqs = batch_.num_pooled();  // the batch: the plan's finished sequences are gone by now
+    for (int s : batch_.pooled_seqs) r.embedding_tokens += batch_.query_start[s + 1] - batch_.query_start[s];
     r.kv_blocks_cached = blocks_.num_cached();
     if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_, output_.experts_touched), hooks_.peaks);
     stats_.add_step(r);

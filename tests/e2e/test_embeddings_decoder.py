@@ -2,7 +2,9 @@
 --pooling (an error line without it); with --pooling last the vector is the final-normed hidden state of
 the prompt's last token, equal to the float64 reference of reference_llama.py at cosine >= 0.9999 (not
 normalised: the model has no Normalize module); mean pooling likewise; the same vectors under other step
-budgets and in sequential mode, bit for bit. Without --task embed an embedding line is an error line."""
+budgets and in sequential mode, bit for bit; a file mixing generation and embedding lines gives each line what
+it gives alone, and the trace counts the embedding inputs. Without --task embed an embedding line is an
+error line."""
 import os
 
 from common import Checks, need_modules, need_tiny_spm, read_jsonl, run, tmpdir, write_jsonl
@@ -59,7 +61,12 @@ gen = [{"id": f"g{i}", "prompt_token_ids": ids, "max_tokens": 8} for i, ids in e
 alone_lines, lines = lines, gen
 alone_gen = rows_of("--task", "embed", "--pooling", "last")
 lines = [x for pair in zip(gen, alone_lines) for x in pair]
-mixed = rows_of("--task", "embed", "--pooling", "last", "--enable-prefix-caching")
+trace = os.path.join(work, "trace.jsonl")
+mixed = rows_of("--task", "embed", "--pooling", "last", "--enable-prefix-caching", "--trace", trace)
+steps = read_jsonl(trace)
+c.check(sum(st.get("embedding_seqs", 0) for st in steps) == len(PROMPTS) and
+        sum(st.get("embedding_tokens", 0) for st in steps) == sum(map(len, PROMPTS)),
+        "the trace counts every embedding input and its tokens once")
 lines = alone_lines
 alone_emb = rows_of("--task", "embed", "--pooling", "last")
 for key, r in mixed.items():
