@@ -75,6 +75,7 @@ class EngineRun {
   std::string embedding_refusal(const Request& request) const {
     const SchedulerConfig& sc = config_.scheduler;
     if (sc.mode == Mode::kStatic) return "embedding requests run in continuous or sequential mode, not static";
+    if (!backend_.pools_embeddings()) return "the " + backend_.device_name() + " backend does not compute embeddings (use --device cpu)";
     const size_t n = request.embedding_inputs.size();
     if (n == 0) return "the request has no input";
     for (size_t i = 0; i < n; ++i) {

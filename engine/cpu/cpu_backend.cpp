@@ -205,6 +205,7 @@ class CpuBackend final : public Backend {
 
   void forward(const RaggedBatch& batch, StepOutput& out) override;
   bool answers_logprob_queries() const override { return true; }
+  bool pools_embeddings() const override { return true; }
 
  private:
   void load_weights(const ModelTensors& t);
