@@ -14,7 +14,7 @@ JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0 pyyaml==6.0.3
+PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0 pyyaml==6.0.3 openai==3.57.0
 
 JUNIT := $(abspath $(BUILD))/ctest-junit.xml
 
@@ -54,11 +54,13 @@ test: build test-data
 	python3 tools/skip_report.py --setup-packages '$(PY_TEST_PACKAGES)' $(JUNIT) || status=1; \
 	exit $$status
 
-# The default model for the SmolLM2 tests and Gemma 3 270M (Q4_K_M) for the family tests. A test whose model
+# The default model for the SmolLM2 tests, Gemma 3 270M (Q4_K_M) for the family tests and all-MiniLM-L6-v2
+# (a sentence-transformers directory) for the embedding tests. A test whose model
 # could not be fetched skips with a message, which the skip report lists and CI (strict) counts as a failure.
 test-data:
 	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
 	@tools/fetch_gemma3.sh models >/dev/null || echo "warning: could not fetch Gemma 3 270M; its tests will be skipped"
+	@tools/fetch_minilm.sh models >/dev/null || echo "warning: could not fetch all-MiniLM-L6-v2; the embedding tests will be skipped"
 
 # One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
 test-robust:

@@ -59,6 +59,8 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Be
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   defaults.max_logprobs = o.engine.max_logprobs;
+  defaults.pooling = pooling_from_name(o.engine.pooling);
+  defaults.embed_task = o.engine.task == "embed";
   const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
   JsonlRequestSource source(o.dataset, model, &chat, defaults, o.engine.seed);
   source.set_shard(shard);

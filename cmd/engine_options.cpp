@@ -51,6 +51,11 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->check(CLI::Range(0, 1000000));
   app.add_option("--max-logprobs", o.max_logprobs, "largest logprobs / prompt_logprobs / top_logprobs a request may ask")
       ->check(CLI::Range(0, 1 << 20));
+  app.add_option("--pooling", o.pooling, "pooling of embedding lines, over the model's sentence-transformers one")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
+  app.add_option("--task", o.task, "embed: a decoder model also takes embedding lines ('input'); auto: encoders "
+                                   "embed, decoders generate")
+      ->check(CLI::IsMember({"auto", "generate", "embed"}));
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--dummy-dtype", o.dummy_dtype,
                  "dummy: models' linear weights on the CPU: f32 or q8_0 (random values quantized, a quarter of the memory)")

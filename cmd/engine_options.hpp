@@ -33,6 +33,8 @@ struct EngineOptions {
   double gpu_memory_utilization = 0.9;
   int max_tokens = 16;
   int max_logprobs = 20;           // the largest k of logprobs / prompt_logprobs a request may ask
+  std::string pooling;             // --pooling mean | cls | last: embedding lines' pooling ("" = the model's)
+  std::string task = "auto";       // --task auto | generate | embed
   uint64_t seed = 0;
   std::string dummy_dtype = "f32";  // --dummy-dtype: f32 or q8_0 (dummy: models' linear weights, CPU)
   int dummy_layers = 0;            // --dummy-layers: the first N layers of a dummy: config; 0 = all

@@ -132,6 +132,9 @@ int run(const RunOptions& o) {
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = load_model_for(o.engine);
   const auto loras = load_loras_for(o.engine, model);
+  if (o.engine.task == "generate" && model.config.is_encoder()) {
+    throw Error("--task generate: the model is an encoder (" + model.config.architecture + "), it cannot generate text");
+  }
   std::unique_ptr<Backend> backend;
   {
     const StopSignalsBlocked blocked;  // threads the backend starts never take SIGINT/SIGTERM
@@ -143,6 +146,8 @@ int run(const RunOptions& o) {
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   defaults.max_logprobs = o.engine.max_logprobs;
+  defaults.pooling = pooling_from_name(o.engine.pooling);
+  defaults.embed_task = o.engine.task == "embed";
   const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
   JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
   source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe

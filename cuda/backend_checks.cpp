@@ -45,6 +45,10 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported("a model config with non-positive sizes");
   }
   if (c.is_moe()) check_moe(c);
+  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
+    unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
+  }
+  if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
   if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
   if (c.o_bias) unsupported(c.architecture + "'s output projection bias (use --device cpu)");

@@ -39,6 +39,8 @@ struct StepOutput {
   // Set by the backend for a mixture of experts: the distinct experts the step's rows picked, summed over
   // the sparse layers (the experts whose weights it read); -1 for a dense model.
   int experts_touched = -1;
+  // (num_pooled, dim) the pooled final hidden states of RaggedBatch::pooled_seqs, before any normalisation.
+  std::vector<float> pooled;
 };
 
 class Backend {
@@ -58,6 +60,8 @@ class Backend {
   // Answers StepOutput::logprob_queries (prompt logprobs need it; without it, rows that ask logprobs
   // come back as logits and the host reduces them).
   virtual bool answers_logprob_queries() const { return false; }
+  // Fills StepOutput::pooled for RaggedBatch::pooled_seqs (embedding requests need it).
+  virtual bool pools_embeddings() const { return false; }
   // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
   virtual double weight_bytes_per_param() const { return 4.0; }
   virtual double kv_bytes_per_elem() const { return 4.0; }

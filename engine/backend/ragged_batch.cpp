@@ -12,6 +12,8 @@ void RaggedBatch::clear() {
   logits_rows.clear();
   block_copies.clear();
   lora_ids.clear();
+  pooled_seqs.clear();
+  pooling.clear();
   max_blocks_per_seq = 0;
   max_seq_len = 0;
   max_query_len = 0;

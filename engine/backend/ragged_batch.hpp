@@ -3,10 +3,13 @@
 // cache positions 0..positions[r] of its sequence through the sequence's block table; its own K/V are
 // written to slot_mapping[r] first. A padding row (static mode) has slot_mapping -1: it is computed in
 // full (that is the waste static batching pays) but stores nothing, and its position repeats a
-// position whose K/V is already in the cache, so it attends only to real tokens.
+// position whose K/V is already in the cache, so it attends only to real tokens. With a bidirectional
+// model (an encoder) every row attends to all seq_lens[s] positions of its sequence instead.
 #pragma once
 #include <cstdint>
 #include <vector>
+
+#include "engine/base/embedding_params.hpp"
 
 namespace cbatch {
 
@@ -25,11 +28,16 @@ struct RaggedBatch {
   // copied to the destination before anything else runs (copy-on-write of a block that n > 1 samples shared).
   std::vector<int32_t> block_copies;
   std::vector<int32_t> lora_ids;      // (num_seqs) LoRA adapter of each sequence, 0 = the base model
+  // Sequences whose prompt is computed whole in this step and returned pooled (embedding requests), each
+  // with its pooling: rows of such a sequence are its whole prompt.
+  std::vector<int32_t> pooled_seqs;   // (num_pooled) ascending sequence indices
+  std::vector<Pooling> pooling;       // (num_pooled)
 
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
   int num_seqs() const { return static_cast<int>(seq_lens.size()); }
   int num_logits() const { return static_cast<int>(logits_rows.size()); }
   int num_block_copies() const { return static_cast<int>(block_copies.size() / 2); }
+  int num_pooled() const { return static_cast<int>(pooled_seqs.size()); }
   void clear();
 };
 

@@ -7,11 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/embedding_params.hpp"
 #include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
 
-enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat };
+enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIEmbeddings };
 
 struct ChatMessage {
   std::string role;
@@ -29,6 +30,8 @@ struct ChatOptions {
 struct RequestDefaults {
   int max_tokens = 16;
   int max_logprobs = 20;             // the largest logprobs / prompt_logprobs / top_logprobs a line may ask
+  std::optional<Pooling> pooling;    // --pooling: overrides the model's pooling for embedding lines
+  bool embed_task = false;           // --task embed: a decoder model takes embedding lines too
 };
 
 struct RequestInput {
@@ -42,6 +45,7 @@ struct RequestInput {
   ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
   std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
+  std::optional<EmbeddingInput> embedding;  // an embedding line ("input" / url /v1/embeddings)
 };
 
 struct RequestError {
@@ -69,6 +73,10 @@ struct Request {
   std::string model;                 // as the line named it ("" when it did not)
   int lora_id = 0;                   // the LoRA adapter the engine resolved it to (0 = the base model)
   std::string lora_name;             // that adapter's name, "" for the base model
+  // An embedding request: each of its inputs (prompt_ids stays empty) is computed whole in one step and
+  // pooled, as a sequence of its own; nothing is generated.
+  std::optional<EmbeddingParams> embedding;
+  std::vector<std::vector<int32_t>> embedding_inputs;  // (inputs) token ids
 };
 
 }  // namespace cbatch

@@ -56,6 +56,7 @@ struct RequestResult {
   std::vector<SampleOutput> samples;
   std::vector<TokenLogprob> logprobs;         // (output tokens) when the request asks logprobs (n = 1)
   std::vector<TokenLogprob> prompt_logprobs;  // (prompt tokens - 1) from the second prompt token on
+  std::vector<std::vector<float>> embeddings;  // (inputs) an embedding request's vectors, in input order
 };
 
 }  // namespace cbatch

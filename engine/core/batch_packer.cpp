@@ -18,6 +18,10 @@ void pack_sequence(const ScheduledSeq& s, int block_size, RaggedBatch& batch) {
     batch.slot_mapping.push_back(seq.block_table[p / block_size] * block_size + p % block_size);
   }
   if (s.samples) batch.logits_rows.push_back(batch.num_tokens() - 1);
+  if (seq.request.embedding && end == seq.num_tokens()) {  // an embedding request is scheduled whole
+    batch.pooled_seqs.push_back(batch.num_seqs());
+    batch.pooling.push_back(seq.request.embedding->pooling);
+  }
   // Padding rows attend to the cached prefix [0, end) as if they were its last token again.
   assert(s.num_padding == 0 || end > 0);
   for (int i = 0; i < s.num_padding; ++i) {

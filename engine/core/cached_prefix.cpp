@@ -6,7 +6,7 @@
 namespace cbatch {
 
 int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
-  if (seq.num_computed != 0 || !seq.block_table.empty()) return 0;
+  if (seq.num_computed != 0 || !seq.block_table.empty() || seq.request.embedding) return 0;
   // Prompt logprobs need the rows of every prompt position not scored yet: no cached block may cover one.
   const int limit = seq.request.sampling.wants_prompt_logprobs()
                         ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
@@ -39,7 +39,7 @@ const std::vector<BlockHash>& prompt_hashes(Sequence& seq, const BlockManager& b
 }  // namespace
 
 bool prefix_in_flight(Sequence& seq, const std::vector<Sequence*>& running, const BlockManager& blocks) {
-  if (!blocks.caching()) return false;
+  if (!blocks.caching() || seq.request.embedding) return false;
   const size_t missing = static_cast<size_t>(seq.num_computed / blocks.block_size());
   const std::vector<BlockHash>& mine = prompt_hashes(seq, blocks);
   if (missing >= mine.size()) return false;

@@ -20,6 +20,11 @@
 //     behind it) until that block is registered, so a shared prefix is computed once. The sequences of a
 //     step use at most max_loras LoRA adapters; waiting ones of other adapters are passed over, in a fair
 //     rotation (lora_rotation.hpp).
+//  4. An embedding request (prefill only, attention possibly bidirectional) is admitted whole or not at all:
+//     its whole prompt in one step, never chunked, never served from or registered in the prefix cache
+//     (an encoder's K/V mean nothing to a causal request). When the step's remaining budget is too small
+//     it waits at the head of the queue for a later step; the engine rejects one longer than the budget.
+//     It finishes in the step that computes it, so its blocks are back at the step's end.
 // Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
 // full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
@@ -57,6 +62,7 @@ class ContinuousScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
+      if (s.seq->request.embedding) continue;
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
                                  root_block_hash(s.seq->request.lora_id));
     }
@@ -75,7 +81,7 @@ class ContinuousScheduler final : public Scheduler {
     s.seq = seq;
     s.num_tokens = n;
     s.is_prefill = !(n == 1 && seq->num_generated() > 0 && seq->num_uncomputed() == 1);
-    s.samples = seq->num_computed + n == seq->num_tokens();
+    s.samples = seq->num_computed + n == seq->num_tokens() && !seq->request.embedding;
     return s;
   }
 
@@ -144,6 +150,7 @@ class ContinuousScheduler final : public Scheduler {
       }
       const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
+      if (seq->request.embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
       if (prefix_in_flight(*seq, running_, blocks_) ||
           !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
         unmatch_cached_prefix(*seq, blocks_);

@@ -13,6 +13,7 @@
 #include "engine/constrain/constraint_mask.hpp"
 #include "engine/core/batch_packer.hpp"
 #include "engine/core/block_manager.hpp"
+#include "engine/core/embedding_output.hpp"
 #include "engine/base/error.hpp"
 #include "engine/core/logprob_steps.hpp"
 #include "engine/core/lora_requests.hpp"
@@ -78,13 +79,66 @@ class EngineRun {
     }
   }
 
+  // Why an embedding request cannot run here ("" when it can): each input is computed whole in one step.
+  std::string embedding_refusal(const Request& request) const {
+    const SchedulerConfig& sc = config_.scheduler;
+    if (sc.mode == Mode::kStatic) return "embedding requests run in continuous or sequential mode, not static";
+    if (!backend_.pools_embeddings()) return "the " + backend_.device_name() + " backend does not compute embeddings (use --device cpu)";
+    const size_t n = request.embedding_inputs.size();
+    if (n == 0) return "the request has no input";
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t tokens = static_cast<int64_t>(request.embedding_inputs[i].size());
+      const std::string which = n > 1 ? "input " + std::to_string(i) + " has " : "the input has ";
+      if (tokens > sc.max_num_batched_tokens) {
+        return which + std::to_string(tokens) + " tokens, more than the step's budget (--max-num-batched-tokens " +
+               std::to_string(sc.max_num_batched_tokens) + "); an embedding input is computed whole in one step";
+      }
+      if (blocks_.blocks_for_tokens(static_cast<int>(tokens)) > blocks_.num_blocks()) {
+        return which + std::to_string(tokens) + " tokens, more than the whole KV cache holds";
+      }
+    }
+    return "";
+  }
+
+  // Each input of an embedding request becomes a sequence of its own (its prompt only), gathered by
+  // their EmbeddingGroup when done.
+  void admit_embedding(Request&& request) {
+    if (const std::string why = embedding_refusal(request); !why.empty()) {
+      Sequence rejected;
+      rejected.request = std::move(request);
+      return results_.reject(rejected, why);
+    }
+    std::vector<std::vector<int32_t>> inputs = std::move(request.embedding_inputs);
+    request.embedding_inputs.clear();
+    auto group = std::make_shared<EmbeddingGroup>(static_cast<int>(inputs.size()));
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      auto seq = std::make_unique<Sequence>();
+      seq->request = request;
+      seq->request.prompt_ids = std::move(inputs[i]);
+      seq->num_prompt_tokens = static_cast<int>(seq->request.prompt_ids.size());
+      seq->tokens = seq->request.prompt_ids;
+      seq->max_total_tokens = seq->num_prompt_tokens;
+      seq->arrival_ns = engine_now_ns();
+      seq->embedding_group = group;
+      seq->embedding_index = static_cast<int>(i);
+      Sequence* raw = seq.get();
+      live_.emplace(raw, std::move(seq));
+      scheduler_->add(raw);
+    }
+  }
+
   void admit_request(Request&& request) {
+    if (request.embedding) return admit_embedding(std::move(request));
     auto seq = std::make_unique<Sequence>();
     seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
     seq->tokens = request.prompt_ids;
     seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
     seq->arrival_ns = engine_now_ns();
     seq->request = std::move(request);
+    if (model_.config.is_encoder()) {
+      return results_.reject(*seq, "the model is an encoder (" + model_.config.architecture +
+                                       "): it computes embeddings, it cannot generate text");
+    }
     const int n = seq->request.sampling.n;
     seq->pending_samples = n;
     if (const std::string error = resolve_lora(seq->request, config_.lora_names, model_.path); !error.empty()) {
@@ -285,13 +339,33 @@ class EngineRun {
     sampling_pool_->parallel_for(n, sample_range);
   }
 
+  // The step's pooled sequences (embedding requests, whole in this step, in plan order) finish with their
+  // vectors; returns how many.
+  int finish_embeddings(const StepPlan& plan) {
+    const int dim = model_.config.dim;
+    int pooled = 0;
+    for (const ScheduledSeq& s : plan.seqs) {
+      Sequence& seq = *s.seq;
+      if (!seq.request.embedding) continue;
+      if (static_cast<size_t>(pooled + 1) * dim > output_.pooled.size()) {
+        throw Error("internal error: the backend pooled fewer sequences than the step computed whole");
+      }
+      seq.embedding = finish_embedding(&output_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request.embedding);
+      seq.finish_reason = FinishReason::kStop;
+      seq.finish_step = step_;
+      seq.first_token_ns = engine_now_ns();
+      results_.emit(seq);
+    }
+    return pooled;
+  }
+
   // Advances computed counts, appends the sampled tokens, checks stops; returns how many sequences finished.
   int commit(const StepPlan& plan) {
     for (const ScheduledSeq& s : plan.seqs) s.seq->num_computed += s.num_tokens;
+    int finished = finish_embeddings(plan);
     fork_samples(plan);
     sample_rows(plan);
     logprob_steps_.make_generated(sampling_rows_, sampled_, output_);
-    int finished = 0;
     for (size_t row = 0; row < sampling_rows_.size(); ++row) {
       Sequence& seq = *sampling_rows_[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = engine_now_ns();
@@ -413,6 +487,8 @@ class EngineRun {
     r.constrained_rows = step_constrained_rows_;
     r.mask_ms = step_mask_ms_;
     r.experts_touched = output_.experts_touched;
+    r.embedding_seqs = batch_.num_pooled();  // the batch: the plan's finished sequences are gone by now
+    for (int s : batch_.pooled_seqs) r.embedding_tokens += batch_.query_start[s + 1] - batch_.query_start[s];
     r.kv_blocks_cached = blocks_.num_cached();
     if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_, output_.experts_touched), hooks_.peaks);
     stats_.add_step(r);

@@ -47,6 +47,7 @@ std::pair<std::string, std::optional<std::string>> ResultEmitter::split_output(c
 
 void ResultEmitter::emit(const Sequence& seq) {
   if (seq.group) return emit_sample(seq);
+  if (seq.embedding_group) return emit_embedding(seq);
   RequestResult result;
   result.has_reasoning_split = splits(seq);
   std::tie(result.text, result.reasoning) = split_output(seq);
@@ -54,6 +55,18 @@ void ResultEmitter::emit(const Sequence& seq) {
   result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   result.completion_tokens = seq.num_generated();
   result.logprobs = seq.logprobs;
+  finish_result(seq, seq.first_token_ns, result);
+}
+
+// One input of an embedding request is done: kept until the last one, then the request's one line.
+void ResultEmitter::emit_embedding(const Sequence& seq) {
+  EmbeddingGroup& group = *seq.embedding_group;
+  group.vectors[static_cast<size_t>(seq.embedding_index)] = seq.embedding;
+  group.prompt_tokens += seq.num_prompt_tokens;
+  if (--group.remaining > 0) return;
+  RequestResult result;
+  result.embeddings = std::move(group.vectors);
+  result.finish_reason = "stop";
   finish_result(seq, seq.first_token_ns, result);
 }
 
@@ -83,7 +96,7 @@ void ResultEmitter::finish_result(const Sequence& seq, int64_t first_token_ns, R
   const int64_t end_ns = engine_now_ns();
   result.request = &seq.request;
   if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
-  result.prompt_tokens = seq.num_prompt_tokens;
+  result.prompt_tokens = seq.embedding_group ? seq.embedding_group->prompt_tokens : seq.num_prompt_tokens;
   result.cached_tokens = std::max(seq.num_cached_tokens, 0);
   const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
   result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;

@@ -30,6 +30,7 @@ class ResultEmitter {
 
  private:
   void emit_sample(const Sequence& seq);
+  void emit_embedding(const Sequence& seq);
   void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result);
 
   // The sequence's output as answer text and thinking (nullopt), or unsplit when no parser applies.

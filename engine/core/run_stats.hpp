@@ -31,6 +31,8 @@ struct StepRecord {
   int constrained_rows = 0;    // rows sampled under a structured-output constraint
   double mask_ms = 0;          // host time computing and applying their token masks
   int experts_touched = -1;    // MoE: distinct experts picked, summed over sparse layers; -1 for a dense model
+  int embedding_seqs = 0;      // embedding inputs computed (whole) and pooled in the step
+  int embedding_tokens = 0;    // their tokens (part of prefill_tokens)
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call

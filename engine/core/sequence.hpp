@@ -25,6 +25,15 @@ struct SampleGroup {
   int64_t first_token_ns = 0;         // the earliest sample's first token
 };
 
+// The inputs of one embedding request: each runs as a sequence of its own; the vectors are gathered here
+// and written as one line when the last one is done.
+struct EmbeddingGroup {
+  explicit EmbeddingGroup(int n) : vectors(static_cast<size_t>(n)), remaining(n) {}
+  std::vector<std::vector<float>> vectors;  // (inputs) by input index
+  int remaining;
+  int prompt_tokens = 0;                    // summed over the inputs done so far
+};
+
 struct Sequence {
   Request request;
   std::vector<int32_t> tokens;        // (num_prompt_tokens + generated)
@@ -50,6 +59,9 @@ struct Sequence {
   // (prompt positions 1.. scored so far) when it asks prompt_logprobs; shared by the n > 1 samples forked
   // from it (the prompt is scored by then), so a fork copies no entries.
   std::shared_ptr<std::vector<TokenLogprob>> prompt_logprobs;
+  std::vector<float> embedding;       // an embedding input's vector once computed (pooled, normalised)
+  std::shared_ptr<EmbeddingGroup> embedding_group;  // the request's inputs, for an embedding request
+  int embedding_index = 0;            // which of them this sequence is
 
   // Output text state: decoded bytes of generated tokens, and how many of them were already final
   // (not the possible start of a stop string).

@@ -3,8 +3,10 @@
 // offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
 // GeGLU and clamped SwiGLU, embedding scale, softcaps, attention sinks, per-layer windows and RoPE bases;
-// sparse layers' experts: cpu_moe.hpp).
-// Matrix products go through the batch-invariant matmul; everything else is per row.
+// sparse layers' experts: cpu_moe.hpp; LoRA adapters: cpu_lora.hpp; encoders: learned positions, token
+// types, LayerNorm, post-norm, plain FFN, bidirectional attention, and pooled rows instead of logits:
+// cpu_pooling.hpp). Matrix products go through the batch-invariant matmul; everything else is per row.
+// (Over 500 lines because it is the one forward of every family.)
 #include "engine/cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_pooling.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/model/quant_blocks.hpp"
 #include "engine/base/error.hpp"
@@ -150,7 +153,8 @@ Weights norm_weights(const TensorView& t, float offset, ThreadPool& pool) {
 }
 
 struct CpuLayer {
-  Weights attn_norm;       // (dim)
+  Weights attn_norm;       // (dim); with post_norm the norm after the attention's residual add
+  Weights attn_norm_bias;  // (dim) or empty (LayerNorm)
   PackedMatrix wqkv;       // (q_dim + 2 * kv_dim, dim)
   Weights qkv_bias;        // (q_dim + 2 * kv_dim) or empty
   Weights q_norm;          // (head_dim) or empty
@@ -159,9 +163,12 @@ struct CpuLayer {
   Weights o_bias;          // (dim) or empty
   Weights sinks;           // (num_heads) or empty
   Weights post_attn_norm;  // (dim) or empty
-  Weights ffn_norm;        // (dim)
-  PackedMatrix w_gate_up;  // (2 * hidden, dim)   dense layers
+  Weights ffn_norm;        // (dim); with post_norm the norm after the FFN's residual add
+  Weights ffn_norm_bias;   // (dim) or empty (LayerNorm)
+  PackedMatrix w_gate_up;  // (2 * hidden, dim) dense layers; (hidden, dim) the up projection of a plain FFN
+  Weights up_bias;         // (hidden) plain FFN, else empty
   PackedMatrix w_down;     // (dim, hidden)       dense layers
+  Weights down_bias;       // (dim) plain FFN, else empty
   MoeWeights moe;          // sparse layers: router and experts
   Weights post_ffn_norm;   // (dim) or empty
 };
@@ -202,6 +209,7 @@ class CpuBackend final : public Backend {
 
   void forward(const RaggedBatch& batch, StepOutput& out) override;
   bool answers_logprob_queries() const override { return true; }
+  bool pools_embeddings() const override { return true; }
 
  private:
   void load_weights(const ModelTensors& t);
@@ -210,9 +218,13 @@ class CpuBackend final : public Backend {
   void group_rows_by_adapter(const RaggedBatch& batch);
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
-  void add_sublayer_output(int num_tokens, const Weights& post_norm);
+  void add_sublayer_output(int num_tokens, const Weights& post_norm, const Weights& norm, const Weights& norm_bias);
+  void norm_row(const float* x, const Weights& weight, const Weights& bias, float* out) const;
+  void embed_rows(const RaggedBatch& batch);
+  int attention_extent(const RaggedBatch& batch, int64_t row) const;
   // Returns the experts the layer's rows picked (0 for a dense layer).
   int ffn_layer(int num_tokens, int l);
+  void plain_ffn(int num_tokens, const CpuLayer& layer);
   void load_experts(const LayerTensors& l, MoeWeights& moe);
   void compute_logits(const RaggedBatch& batch, StepOutput& out);
   void head_rows(const int32_t* rows, int n, float* logits);
@@ -229,8 +241,12 @@ class CpuBackend final : public Backend {
   TensorView embedding_;
   std::shared_ptr<const void> storage_;  // keeps the bytes behind embedding_ alive
   std::vector<CpuLayer> layers_;
-  Weights final_norm_;  // (dim)
-  PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied)
+  Weights final_norm_;  // (dim) or empty (post-norm encoders)
+  PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied); empty for an encoder
+  TensorView position_embedding_;  // (positions, dim) as stored, rows converted when looked up; or empty
+  Weights token_type_row_;         // (dim) token type 0's embedding, or empty
+  Weights embedding_norm_;         // (dim) or empty
+  Weights embedding_norm_bias_;    // (dim) or empty
   // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
   // original_max_position. Sets a model does not use are computed anyway (cheap) and never read.
   static constexpr int kLocal = 1, kLongRange = 2, kRopeSets = 4;
@@ -266,6 +282,8 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     CpuLayer layer;
     const float offset = config_.norm_offset;
     layer.attn_norm = norm_weights(l.attn_norm, offset, pool_);
+    layer.attn_norm_bias = norm_weights(l.attn_norm_bias, 0.0f, pool_);
+    layer.ffn_norm_bias = norm_weights(l.ffn_norm_bias, 0.0f, pool_);
     layer.wqkv = pack_stacked({&l.wq, &l.wk, &l.wv}, pool_, keep);
     if (config_.qkv_bias) {  // (q_dim + 2 * kv_dim): the three bias vectors end to end
       for (const TensorView* b : {&l.bq, &l.bk, &l.bv}) {
@@ -281,7 +299,12 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     layer.post_attn_norm = norm_weights(l.post_attn_norm, offset, pool_);
     layer.ffn_norm = norm_weights(l.ffn_norm, offset, pool_);
     layer.post_ffn_norm = norm_weights(l.post_ffn_norm, offset, pool_);
-    if (l.router.empty()) {
+    if (l.router.empty() && !config_.gated_ffn) {
+      layer.w_gate_up = pack_stacked({&l.w_up}, pool_, keep);
+      layer.up_bias = norm_weights(l.b_up, 0.0f, pool_);
+      layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
+      layer.down_bias = norm_weights(l.b_down, 0.0f, pool_);
+    } else if (l.router.empty()) {
       layer.w_gate_up = pack_stacked({&l.w_gate, &l.w_up}, pool_, keep);
       layer.w_down = pack_stacked({&l.w_down}, pool_, keep);
     } else {
@@ -291,6 +314,14 @@ void CpuBackend::load_weights(const ModelTensors& t) {
     layers_.push_back(std::move(layer));
   }
   final_norm_ = norm_weights(t.final_norm, config_.norm_offset, pool_);
+  position_embedding_ = t.position_embedding;
+  if (!t.token_type_embedding.empty()) {
+    token_type_row_.resize(static_cast<size_t>(config_.dim));
+    tensor_rows_to_f32(t.token_type_embedding, 0, 1, token_type_row_.data());
+  }
+  embedding_norm_ = norm_weights(t.embedding_norm, config_.norm_offset, pool_);
+  embedding_norm_bias_ = norm_weights(t.embedding_norm_bias, 0.0f, pool_);
+  if (t.lm_head.empty()) return;  // an encoder
   lm_head_ = pack_stacked({&t.lm_head}, pool_, keep);  // the embedding view when tied
   count_weights(lm_head_);
 }
@@ -344,19 +375,12 @@ void CpuBackend::resize_activations(int num_tokens) {
   row_seq_.resize(n);
 }
 
-void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
-  const int num_tokens = batch.num_tokens();
+// The residual stream's first value of every row: the token's embedding (scaled), plus its learned
+// position and token type 0 and the embedding norm where the family has them.
+void CpuBackend::embed_rows(const RaggedBatch& batch) {
   const int dim = config_.dim;
-  const int half = config_.head_dim / 2;
-  resize_activations(num_tokens);
-  copy_blocks(batch);
-  for (int s = 0; s < batch.num_seqs(); ++s) {
-    std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
-  }
-  group_rows_by_adapter(batch);
-  const bool has_local = config_.rope_theta_local > 0.0f;
-  const RopeScaling& scaling = config_.rope_scaling;
-  for (int r = 0; r < num_tokens; ++r) {
+  std::vector<float> position(static_cast<size_t>(dim));  // (dim)
+  for (int r = 0; r < batch.num_tokens(); ++r) {
     const int32_t token = batch.token_ids[r];
     if (token < 0 || token >= config_.vocab_size) throw Error("token id " + std::to_string(token) + " outside the vocabulary");
     float* x = x_.data() + static_cast<int64_t>(r) * dim;
@@ -364,6 +388,44 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
     if (config_.embedding_scale != 1.0f) {
       for (int i = 0; i < dim; ++i) x[i] *= config_.embedding_scale;
     }
+    if (!position_embedding_.empty()) {
+      const int64_t row = batch.positions[r] + config_.position_offset;
+      if (row >= position_embedding_.rows) throw Error("position " + std::to_string(batch.positions[r]) + " past the position table");
+      tensor_rows_to_f32(position_embedding_, row, 1, position.data());
+      for (int i = 0; i < dim; ++i) x[i] += position[i];
+    }
+    for (int i = 0; i < static_cast<int>(token_type_row_.size()); ++i) x[i] += token_type_row_[i];
+    if (!embedding_norm_.empty()) norm_row(x, embedding_norm_, embedding_norm_bias_, x);
+  }
+}
+
+// The family's norm of one row (dim): LayerNorm with bias, or RMSNorm. out may be x.
+void CpuBackend::norm_row(const float* x, const Weights& weight, const Weights& bias, float* out) const {
+  if (config_.layer_norm) {
+    layernorm_row(x, weight.data(), bias.data(), out, config_.dim, config_.rms_eps);
+  } else {
+    rmsnorm_row(x, weight.data(), out, config_.dim, config_.rms_eps);
+  }
+}
+
+// The last cache position row r attends: its own (causal), or its sequence's last (bidirectional).
+int CpuBackend::attention_extent(const RaggedBatch& batch, int64_t row) const {
+  return config_.bidirectional ? batch.seq_lens[row_seq_[row]] - 1 : batch.positions[row];
+}
+
+void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
+  const int num_tokens = batch.num_tokens();
+  const int half = config_.head_dim / 2;
+  resize_activations(num_tokens);
+  copy_blocks(batch);
+  for (int s = 0; s < batch.num_seqs(); ++s) {
+    std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
+  }
+  group_rows_by_adapter(batch);
+  embed_rows(batch);
+  const bool has_local = config_.rope_theta_local > 0.0f;
+  const RopeScaling& scaling = config_.rope_scaling;
+  for (int r = 0; r < num_tokens && !config_.learned_positions; ++r) {
     const int pos = batch.positions[r];
     const bool long_range = scaling.type == RopeScalingType::kLongrope && pos >= scaling.original_max_position;
     for (int set = 0; set < (has_local ? 2 : 1); ++set) {
@@ -381,6 +443,7 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
     experts_touched += ffn_layer(num_tokens, l);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
+  pool_rows(batch, x_.data(), config_.dim, final_norm_.empty() ? nullptr : final_norm_.data(), config_.rms_eps, out.pooled);
   compute_logits(batch, out);
 }
 
@@ -421,11 +484,14 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
   const int qkv_dim = q_dim + 2 * kv_dim;
   const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
-  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
-  }, 1, min_parallel_items(0.5 * dim));
-  matmul(h_.data(), layer.wqkv, qkv_.data(), num_tokens, pool_);
-  lora_.add(LoraProduct::kQkv, l, lora_groups_, h_.data(), dim, qkv_.data(), qkv_dim, pool_);
+  if (!config_.post_norm) {  // pre-norm: the sublayer reads norm(x); post-norm: x itself
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.attn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+    }, 1, min_parallel_items(0.5 * dim));
+  }
+  const float* input = config_.post_norm ? x_.data() : h_.data();
+  matmul(input, layer.wqkv, qkv_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
@@ -444,7 +510,9 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     }
     const float* c = &rope_cos_[rope_set][r * hd / 2];
     const float* s = &rope_sin_[rope_set][r * hd / 2];
-    for (int h = 0; h < config_.num_heads + config_.num_kv_heads; ++h) rope_head(q + h * hd, hd, c, s, config_.rope_layout);
+    for (int h = 0; h < config_.num_heads + config_.num_kv_heads && !config_.learned_positions; ++h) {
+      rope_head(q + h * hd, hd, c, s, config_.rope_layout);
+    }
     const int32_t slot = batch.slot_mapping[r];
     if (slot < 0) continue;
     std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
@@ -474,7 +542,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
       std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
       for (int64_t r = begin; r < end; ++r) {
-        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), batch.positions[r], num_heads, config_.num_kv_heads, params,
+        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), attention_extent(batch, r), num_heads, config_.num_kv_heads, params,
                    scratch.data(), &att_[r * q_dim]);
       }
     }, 1, min_parallel_items(num_heads * head_ns));
@@ -484,21 +552,25 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t r = i / num_heads;
         const int h = static_cast<int>(i % num_heads);
-        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), batch.positions[r], h / group, params,
+        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), attention_extent(batch, r), h / group, params,
                     scratch.data(), &att_[r * q_dim + h * hd], params.sink(h));
       }
     }, 1, min_parallel_items(head_ns));
   }
   matmul(att_.data(), layer.wo, delta_.data(), num_tokens, pool_);
-  for (int64_t r = 0; r < num_tokens && !layer.o_bias.empty(); ++r) {
-    for (int i = 0; i < config_.dim; ++i) delta_[r * config_.dim + i] += layer.o_bias[i];
+  if (!layer.o_bias.empty()) {
+    for (int64_t r = 0; r < num_tokens; ++r) {
+      for (int i = 0; i < config_.dim; ++i) delta_[r * config_.dim + i] += layer.o_bias[i];
+    }
   }
   lora_.add(LoraProduct::kO, l, lora_groups_, att_.data(), q_dim, delta_.data(), config_.dim, pool_);
-  add_sublayer_output(num_tokens, layer.post_attn_norm);
+  add_sublayer_output(num_tokens, layer.post_attn_norm, layer.attn_norm, layer.attn_norm_bias);
 }
 
-// x += delta, through the sublayer's output norm first where the family has one (Gemma's sandwich).
-void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
+// x += delta, through the sublayer's output norm first where the family has one (Gemma's sandwich); with
+// post_norm, x = norm(x + delta) by the sublayer's own norm (norm, norm_bias).
+void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm, const Weights& norm,
+                                     const Weights& norm_bias) {
   const int dim = config_.dim;
   if (!post_norm.empty()) {
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
@@ -506,11 +578,19 @@ void CpuBackend::add_sublayer_output(int num_tokens, const Weights& post_norm) {
     }, 1, min_parallel_items(0.5 * dim));
   }
   for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+  if (!config_.post_norm) return;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) norm_row(&x_[r * dim], norm, norm_bias, &x_[r * dim]);
+  }, 1, min_parallel_items(0.5 * dim));
 }
 
 int CpuBackend::ffn_layer(int num_tokens, int l) {
   const CpuLayer& layer = layers_[l];
   const int dim = config_.dim, hidden = config_.hidden_dim;
+  if (config_.post_norm) {
+    plain_ffn(num_tokens, layer);
+    return 0;
+  }
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], layer.ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
@@ -519,7 +599,7 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
                              config_.moe_router};
     const int touched = moe_ffn(h_.data(), num_tokens, dim, layer.moe, routing, glu_params(config_), pool_,
                                 moe_scratch_, delta_.data());
-    add_sublayer_output(num_tokens, layer.post_ffn_norm);
+    add_sublayer_output(num_tokens, layer.post_ffn_norm, layer.ffn_norm, layer.ffn_norm_bias);
     return touched;
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
@@ -530,8 +610,25 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
-  add_sublayer_output(num_tokens, layer.post_ffn_norm);
+  add_sublayer_output(num_tokens, layer.post_ffn_norm, layer.ffn_norm, layer.ffn_norm_bias);
   return 0;
+}
+
+// A post-norm plain FFN (BERT): x = norm(x + down(act(up x + b_up)) + b_down).
+void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer) {
+  const int dim = config_.dim, hidden = config_.hidden_dim;
+  if (config_.gated_ffn || layer.up_bias.empty()) throw Error("internal error: a post-norm layer without a plain FFN");
+  matmul(x_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      plain_ffn_row(&gate_up_[r * hidden], layer.up_bias.data(), &ff_[r * hidden], hidden, config_.activation);
+    }
+  }, 1, min_parallel_items(10.0 * hidden));
+  matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
+  for (int64_t r = 0; r < num_tokens; ++r) {
+    for (int i = 0; i < dim; ++i) delta_[r * dim + i] += layer.down_bias[i];
+  }
+  add_sublayer_output(num_tokens, {}, layer.ffn_norm, layer.ffn_norm_bias);
 }
 
 // The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.
@@ -547,6 +644,12 @@ void CpuBackend::head_rows(const int32_t* rows, int n, float* logits) {
 
 void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
   const int n = batch.num_logits();
+  if (!config_.has_lm_head) {
+    if (n > 0) throw Error("internal error: logits asked of an encoder model");
+    out.logits.clear();
+    out.token_ids.clear();
+    return;
+  }
   const int vocab = config_.vocab_size;
   out.logits.resize(static_cast<size_t>(n) * vocab);
   head_rows(batch.logits_rows.data(), n, out.logits.data());

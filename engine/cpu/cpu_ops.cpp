@@ -12,6 +12,16 @@ void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float
   for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * weight[i];
 }
 
+void layernorm_row(const float* x, const float* weight, const float* bias, float* out, int dim, float eps) {
+  float sum = 0.0f;
+  for (int i = 0; i < dim; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(dim);
+  float sum_sq = 0.0f;
+  for (int i = 0; i < dim; ++i) sum_sq += (x[i] - mean) * (x[i] - mean);
+  const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
+  for (int i = 0; i < dim; ++i) out[i] = (x[i] - mean) * scale * weight[i] + bias[i];
+}
+
 void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, float* sin_out) {
   for (int i = 0; i < head_dim / 2; ++i) {
     const float angle = static_cast<float>(pos) * inv_freq[i];
@@ -39,9 +49,24 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
+float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
+
+void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation) {
+  for (int i = 0; i < hidden; ++i) {
+    const float u = up[i] + bias[i];
+    out[i] = activation == Activation::kGeluErf    ? gelu_erf(u)
+             : activation == Activation::kGeluTanh ? gelu_tanh(u)
+                                                   : u / (1.0f + std::exp(-u));
+  }
+}
+
 void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
   if (glu.kind == Activation::kGeluTanh) {
     for (int i = 0; i < hidden; ++i) out[i] = gelu_tanh(gate_up[i]) * gate_up[hidden + i];
+    return;
+  }
+  if (glu.kind == Activation::kGeluErf) {
+    for (int i = 0; i < hidden; ++i) out[i] = gelu_erf(gate_up[i]) * gate_up[hidden + i];
     return;
   }
   if (glu.kind == Activation::kSwigluClamped) {

@@ -11,6 +11,8 @@ namespace cbatch {
 
 // out (dim) = x / sqrt(mean(x^2) + eps) * weight
 void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps);
+// out (dim) = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias (LayerNorm; out may be x)
+void layernorm_row(const float* x, const float* weight, const float* bias, float* out, int dim, float eps);
 
 // cos and sin (head_dim / 2 each) of the rotation at position pos; inv_freq: (head_dim / 2).
 void rope_angles(int pos, const float* inv_freq, int head_dim, float* cos_out, float* sin_out);
@@ -31,6 +33,9 @@ inline GluParams glu_params(const ModelConfig& c) { return {c.activation, c.swig
 // clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
 void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu);
 float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
+// A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.
+void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation);
 
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
 void softcap_row(float* values, int n, float cap);

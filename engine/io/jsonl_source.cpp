@@ -51,7 +51,8 @@ bool JsonlRequestSource::is_finished(const ParsedRequest& parsed) {
 }
 
 SourceItem JsonlRequestSource::build(RequestInput&& input) {
-  if (auto message = check_prompt_bytes(input, prompt_byte_limit_, model_.config.max_context)) {
+  // An embedding input longer than the context is truncated, not refused.
+  if (auto message = input.embedding ? std::nullopt : check_prompt_bytes(input, prompt_byte_limit_, model_.config.max_context)) {
     return make_input_error(input, next_index_++, *message);
   }
   auto built = build_request(std::move(input), next_index_++, model_, chat_, seed_);

@@ -2,6 +2,7 @@
 
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/io/embedding_builder.hpp"
 #include "engine/sample/sampler.hpp"
 
 namespace cbatch {
@@ -64,10 +65,28 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, 
   return chat_ids(input, chat);
 }
 
+// An embedding line: prompt ids and EmbeddingParams (embedding_builder.hpp); nothing is generated.
+std::variant<Request, RequestError> build_embedding_request(RequestInput&& input, int64_t index, const Model& model) {
+  EmbeddingParams params;
+  std::vector<std::vector<int32_t>> inputs;
+  if (std::string why = embedding_inputs(input, model, params, inputs); !why.empty()) return make_input_error(input, index, why);
+  Request request;
+  request.index = index;
+  request.line = input.line;
+  request.id_json = std::move(input.id_json);
+  request.custom_id = std::move(input.custom_id);
+  request.form = input.form;
+  request.embedding_inputs = std::move(inputs);
+  request.sampling.max_tokens = 0;
+  request.embedding = params;
+  return request;
+}
+
 }  // namespace
 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
                                                   const ChatFormat* chat, uint64_t global_seed) {
+  if (input.embedding) return build_embedding_request(std::move(input), index, model);
   auto ids = prompt_ids(input, model, chat);
   if (auto* message = std::get_if<std::string>(&ids)) return make_input_error(input, index, *message);
   auto& tokens = std::get<std::vector<int32_t>>(ids);

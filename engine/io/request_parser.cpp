@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include "engine/io/embedding_parser.hpp"
 #include "engine/io/json_field.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/sampling_parser.hpp"
@@ -14,6 +15,7 @@ namespace {
 
 constexpr std::string_view kCompletionsUrl = "/v1/completions";
 constexpr std::string_view kChatUrl = "/v1/chat/completions";
+constexpr std::string_view kEmbeddingsUrl = "/v1/embeddings";
 
 // A string id is kept as its canonical JSON text (json_quote of the unescaped value), so that
 // "q\u0031" and "q1" are the same id here and in the output file that --resume reads back.
@@ -122,6 +124,7 @@ void read_model(const FieldSet& f, RequestInput& in) {
 void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
   const FieldSet f{obj, ""};
   read_simple_id(f, in);
+  if (parse_simple_embedding(f, defaults, in)) return;
   read_simple_prompt(f, in);
   read_chat_options(f, in.chat_options);
   read_model(f, in);
@@ -162,8 +165,10 @@ void read_openai_route(const FieldSet& f, RequestInput& in) {
   const std::string_view url = get_string(url_value, "url");
   if (url == kChatUrl) {
     in.form = RequestForm::kOpenAIChat;
+  } else if (url == kEmbeddingsUrl) {
+    in.form = RequestForm::kOpenAIEmbeddings;
   } else if (url != kCompletionsUrl) {
-    fail_field("url", "\"/v1/completions\" or \"/v1/chat/completions\"", url_value);
+    fail_field("url", "\"/v1/completions\", \"/v1/chat/completions\" or \"/v1/embeddings\"", url_value);
   }
 }
 
@@ -179,6 +184,7 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     fail_field("body", "an object", body_value);
   }
   const FieldSet body{body_obj, "body."};
+  if (in.form == RequestForm::kOpenAIEmbeddings) return parse_openai_embedding(body, defaults, in);
   if (in.form == RequestForm::kOpenAIChat) {
     const auto messages = body.find("messages");
     if (!messages) throw FieldError("no prompt: give 'body.messages'");

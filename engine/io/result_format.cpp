@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "engine/base/elide.hpp"
+#include "engine/io/embedding_format.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
 
@@ -126,7 +127,11 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   w.key("status_code").int64(200);
   w.key("request_id").string(id);
   w.key("body");
-  write_openai_body(w, r, options);
+  if (r.request->embedding) {
+    write_embedding_body(w, r, options);
+  } else {
+    write_openai_body(w, r, options);
+  }
   w.end_object();
   w.key("error").null();
   w.end_object();
@@ -179,7 +184,9 @@ std::string format_openai_error(const RequestError& e) {
 
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options) {
   assert(result.request != nullptr);
-  if (result.request->form == RequestForm::kSimple) return format_simple_result(result, options);
+  if (result.request->form == RequestForm::kSimple) {
+    return result.request->embedding ? format_simple_embedding(result, options) : format_simple_result(result, options);
+  }
   return format_openai_result(result, options);
 }
 

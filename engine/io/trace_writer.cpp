@@ -34,6 +34,10 @@ std::string format_step_record(const StepRecord& r) {
     w.key("mask_ms").number(r.mask_ms, 3);
   }
   if (r.experts_touched >= 0) w.key("experts_touched").int64(r.experts_touched);
+  if (r.embedding_seqs > 0) {
+    w.key("embedding_seqs").int64(r.embedding_seqs);
+    w.key("embedding_tokens").int64(r.embedding_tokens);
+  }
   w.end_object();
   return w.take() + "\n";
 }

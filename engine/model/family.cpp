@@ -59,6 +59,8 @@ const std::vector<Family>& families() {
     gpt_oss.gguf_yarn_truncate = false;
     gpt_oss.gguf_ffn_norm = "post_attention_norm.weight";
     t.push_back(gpt_oss);
+    t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
+                 .bert_encoder = true});
     return t;
   }();
   return table;
@@ -117,6 +119,11 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.swiglu_limit = family.swiglu_limit;
   config.swiglu_alpha = family.swiglu_alpha;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
+  if (family.bert_encoder) {
+    config.bidirectional = config.learned_positions = config.token_types = true;
+    config.layer_norm = config.post_norm = config.o_bias = true;
+    config.gated_ffn = config.has_lm_head = false;
+  }
 }
 
 std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,

@@ -57,6 +57,9 @@ struct Family {
   float swiglu_alpha = 1.0f;
   bool gguf_yarn_truncate = true;
   std::string_view gguf_ffn_norm = "ffn_norm.weight";
+  // An encoder (BERT): bidirectional, learned absolute positions, token types, post-norm LayerNorm with
+  // biases, plain GELU FFN with biases, biased attention projections, no lm_head.
+  bool bert_encoder = false;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF

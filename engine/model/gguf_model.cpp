@@ -185,6 +185,9 @@ ModelConfig read_config(const GgufFile& gguf) {
   if (family == nullptr) {
     throw Error("'" + gguf.path() + "': " + unsupported_family_message(arch));
   }
+  if (family->bert_encoder) {
+    throw Error("'" + gguf.path() + "': " + arch + " GGUF files are not supported yet; use the Hugging Face directory");
+  }
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = config_int(gguf, p + "embedding_length");

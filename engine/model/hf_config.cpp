@@ -102,11 +102,14 @@ RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
 Activation read_activation(const JsonFields& f, const Family& family) {
   if (family.activation == Activation::kSwigluClamped) return family.activation;  // hidden_act names its silu
   const char* key = f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
-  const std::string fallback = family.activation == Activation::kSilu ? "silu" : "gelu_pytorch_tanh";
+  const std::string fallback = family.activation == Activation::kSilu     ? "silu"
+                               : family.activation == Activation::kGeluErf ? "gelu"
+                                                                           : "gelu_pytorch_tanh";
   const std::string act = f.get_string(key, fallback);
   if (act == "silu" || act == "swish") return Activation::kSilu;
   if (act == "gelu_pytorch_tanh" || act == "gelu_tanh" || act == "gelu_new") return Activation::kGeluTanh;
-  f.fail(key, "'" + act + "' is not supported (supported: silu, gelu_pytorch_tanh)");
+  if (act == "gelu") return Activation::kGeluErf;
+  f.fail(key, "'" + act + "' is not supported (supported: silu, gelu_pytorch_tanh, gelu)");
 }
 
 // Per-layer windows: an explicit layer_types list wins over the family's pattern.
@@ -163,6 +166,15 @@ void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) 
   if (f.has("clip_qkv")) f.fail("clip_qkv", "is not supported (only null)");
 }
 
+// BERT's LayerNorm epsilon and position embeddings (absolute only); token type 0 is the only one used.
+void read_encoder_fields(const JsonFields& f, ModelConfig& c) {
+  c.rms_eps = static_cast<float>(f.get_number("layer_norm_eps", 1e-12));
+  const std::string positions = f.get_string("position_embedding_type", "absolute");
+  if (positions != "absolute") f.fail("position_embedding_type", "'" + positions + "' is not supported (only absolute)");
+  if (f.get_size("type_vocab_size", 2) < 1) f.fail("type_vocab_size", "must be at least 1");
+  if (f.get_bool("is_decoder", false)) f.fail("is_decoder", "is not supported (BERT runs as an encoder)");
+}
+
 void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
   apply_family(family, c);
   c.activation = read_activation(f, family);
@@ -190,6 +202,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
   }
   c.layer_window = read_layer_windows(f, family, c);
   if (family.moe) read_moe_fields(f, family, c);
+  if (family.bert_encoder) read_encoder_fields(f, c);
   if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
     f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");
   }

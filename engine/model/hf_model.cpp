@@ -4,7 +4,8 @@
 // RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
 // optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
 // of a mixture of experts has a router and per-expert projections instead of the dense FFN (gpt-oss's
-// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp).
+// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp). BERT
+// encoders (model_type bert) have their own names and no lm_head.
 #include <filesystem>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@
 #include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/safetensors.hpp"
+#include "engine/model/sentence_transformers.hpp"
 
 namespace cbatch {
 namespace {
@@ -191,7 +193,47 @@ LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelC
   return l;
 }
 
+// BERT's names (BertModel, or under "bert." in a checkpoint with a task head): post-norm layers, so a
+// layer's attn_norm is attention.output.LayerNorm (after the attention) and its ffn_norm output.LayerNorm.
+LayerTensors read_bert_layer(const WeightFiles& w, const std::string& p) {
+  LayerTensors l;
+  const std::string self = p + "attention.self.", out = p + "attention.output.";
+  l.wq = w.view(self + "query.weight");
+  l.wk = w.view(self + "key.weight");
+  l.wv = w.view(self + "value.weight");
+  l.bq = w.view(self + "query.bias");
+  l.bk = w.view(self + "key.bias");
+  l.bv = w.view(self + "value.bias");
+  l.wo = w.view(out + "dense.weight");
+  l.bo = w.view(out + "dense.bias");
+  l.attn_norm = w.view(out + "LayerNorm.weight");
+  l.attn_norm_bias = w.view(out + "LayerNorm.bias");
+  l.w_up = w.view(p + "intermediate.dense.weight");
+  l.b_up = w.view(p + "intermediate.dense.bias");
+  l.w_down = w.view(p + "output.dense.weight");
+  l.b_down = w.view(p + "output.dense.bias");
+  l.ffn_norm = w.view(p + "output.LayerNorm.weight");
+  l.ffn_norm_bias = w.view(p + "output.LayerNorm.bias");
+  return l;
+}
+
+ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config) {
+  const std::string prefix = w.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+  const std::string e = prefix + "embeddings.";
+  ModelTensors t;
+  t.embedding = w.view(e + "word_embeddings.weight");
+  t.position_embedding = w.view(e + "position_embeddings.weight");
+  t.token_type_embedding = w.view(e + "token_type_embeddings.weight");
+  t.embedding_norm = w.view(e + "LayerNorm.weight");
+  t.embedding_norm_bias = w.view(e + "LayerNorm.bias");
+  for (int i = 0; i < config.num_layers; ++i) {
+    t.layers.push_back(read_bert_layer(w, prefix + "encoder.layer." + std::to_string(i) + "."));
+  }
+  return t;
+}
+
 ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config, OwnedBuffers& owned) {
+  if (config.architecture == "bert") return read_bert_tensors(w, config);
   const std::string prefix = tensor_prefix(w);
   ModelTensors t;
   t.embedding = w.view(prefix + "embed_tokens.weight");
@@ -219,6 +261,7 @@ Model load_hf_model(const ModelSource& source) {
   model.tensors = read_tensors(weights, hf.config, owned);
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
+  model.embedding = read_sentence_transformers(dir);
   if (owned.empty()) {
     model.storage = weights.storage();
   } else {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/base/embedding_params.hpp"
 #include "engine/model/model_config.hpp"
 #include "engine/model/tensor.hpp"
 #include "engine/text/tokenizer.hpp"
@@ -30,7 +31,7 @@ struct LayerTensors {
   TensorView wv;         // (num_kv_heads * head_dim, dim)
   TensorView wo;         // (dim, num_heads * head_dim)
   TensorView ffn_norm;   // (1, dim)
-  TensorView w_gate;     // (hidden_dim, dim)   dense layers only
+  TensorView w_gate;     // (hidden_dim, dim)   dense layers with gated_ffn only
   TensorView w_up;       // (hidden_dim, dim)   dense layers only
   TensorView w_down;     // (dim, hidden_dim)   dense layers only
   // Present only where the family has them (ModelConfig says which); empty views otherwise.
@@ -41,7 +42,11 @@ struct LayerTensors {
   TensorView k_norm;          // (1, head_dim)                 qk_norm; (1, kv_dim) with qk_norm_whole
   TensorView post_attn_norm;  // (1, dim)                      sandwich_norms
   TensorView post_ffn_norm;   // (1, dim)                      sandwich_norms
+  TensorView attn_norm_bias;  // (1, dim)                      layer_norm
+  TensorView ffn_norm_bias;   // (1, dim)                      layer_norm
   TensorView bo;              // (1, dim)                      o_bias
+  TensorView b_up;            // (1, hidden_dim)               !gated_ffn
+  TensorView b_down;          // (1, dim)                      !gated_ffn
   TensorView sinks;           // (1, num_heads)                attn_sinks
   // Sparse layers (ModelConfig::is_sparse) instead of w_gate, w_up, w_down:
   TensorView router;                  // (num_experts, dim)
@@ -54,8 +59,23 @@ struct LayerTensors {
 struct ModelTensors {
   TensorView embedding;            // (vocab, dim)
   std::vector<LayerTensors> layers;
-  TensorView final_norm;           // (1, dim)
-  TensorView lm_head;              // (vocab, dim); the same view as embedding when tied
+  TensorView final_norm;           // (1, dim); empty with post_norm (each layer ends normed)
+  TensorView lm_head;              // (vocab, dim); the same view as embedding when tied; empty for an encoder
+  // Encoders: absolute positions, token types and the norm of the summed embeddings (empty otherwise).
+  TensorView position_embedding;   // (max_context + position_offset, dim)  learned_positions
+  TensorView token_type_embedding;  // (type_vocab_size, dim)            token_types
+  TensorView embedding_norm;       // (1, dim)                            post_norm
+  TensorView embedding_norm_bias;  // (1, dim)                            post_norm with layer_norm
+};
+
+// How the model's hidden states become a sentence embedding, from a sentence-transformers directory
+// (modules.json, 1_Pooling/config.json, Normalize, sentence_bert_config.json); has_pooling false without.
+struct EmbeddingSpec {
+  bool has_pooling = false;
+  Pooling pooling = Pooling::kMean;
+  bool normalize = false;          // a Normalize module follows the pooling
+  int max_seq_length = 0;          // tokens an input is truncated to (0: the model's context)
+  bool matryoshka = false;         // config.json says the leading dimensions are an embedding themselves
 };
 
 struct Model {
@@ -66,6 +86,7 @@ struct Model {
   ModelTensors tensors;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string chat_template;       // Jinja text from the model files, empty if none
+  EmbeddingSpec embedding;         // sentence-transformers pooling (Hugging Face directories)
   std::shared_ptr<const void> storage;  // keeps the mapped files and owned buffers alive
 };
 

@@ -123,8 +123,10 @@ std::string dominant_dtype(const ModelTensors& t) {
   std::map<DType, int64_t> elements;
   auto count = [&](const TensorView& v) { elements[v.dtype] += v.numel(); };
   count(t.embedding);
-  count(t.final_norm);
-  if (t.lm_head.data != t.embedding.data) count(t.lm_head);
+  for (const TensorView* v : {&t.final_norm, &t.position_embedding, &t.token_type_embedding}) {
+    if (!v->empty()) count(*v);
+  }
+  if (!t.lm_head.empty() && t.lm_head.data != t.embedding.data) count(t.lm_head);
   for (const LayerTensors& l : t.layers) {
     const ExpertTensors& s = l.shared_expert;
     for (const TensorView* v : {&l.router, &l.router_bias, &s.gate, &s.up, &s.down, &l.shared_expert_gate}) {
@@ -137,7 +139,7 @@ std::string dominant_dtype(const ModelTensors& t) {
     }
     for (const TensorView* v : {&l.attn_norm, &l.wq, &l.wk, &l.wv, &l.wo, &l.ffn_norm, &l.w_gate, &l.w_up,
                                 &l.w_down, &l.bq, &l.bk, &l.bv, &l.q_norm, &l.k_norm, &l.post_attn_norm,
-                                &l.post_ffn_norm, &l.bo, &l.sinks}) {
+                                &l.post_ffn_norm, &l.attn_norm_bias, &l.ffn_norm_bias, &l.bo, &l.b_up, &l.b_down, &l.sinks}) {
       if (!v->empty()) count(*v);
     }
   }
@@ -165,7 +167,7 @@ void validate_model_tensors(const Model& model) {
     if (c.is_sparse(static_cast<int>(i))) {
       check_sparse_ffn(model.path, l, c);
     } else {
-      check_shape(model.path, l.w_gate, "w_gate", c.hidden_dim, c.dim);
+      check_optional(model.path, l.w_gate, "w_gate", c.gated_ffn, c.hidden_dim, c.dim);
       check_shape(model.path, l.w_up, "w_up", c.hidden_dim, c.dim);
       check_shape(model.path, l.w_down, "w_down", c.dim, c.hidden_dim);
     }
@@ -176,11 +178,22 @@ void validate_model_tensors(const Model& model) {
     check_optional(model.path, l.k_norm, "k_norm", c.qk_norm, 1, c.qk_norm_whole ? c.kv_dim() : c.head_dim);
     check_optional(model.path, l.post_attn_norm, "post_attn_norm", c.sandwich_norms, 1, c.dim);
     check_optional(model.path, l.post_ffn_norm, "post_ffn_norm", c.sandwich_norms, 1, c.dim);
+    check_optional(model.path, l.attn_norm_bias, "attn_norm bias", c.layer_norm, 1, c.dim);
+    check_optional(model.path, l.ffn_norm_bias, "ffn_norm bias", c.layer_norm, 1, c.dim);
     check_optional(model.path, l.bo, "output projection bias", c.o_bias, 1, c.dim);
     check_optional(model.path, l.sinks, "attention sinks", c.attn_sinks, 1, c.num_heads);
+    check_optional(model.path, l.b_up, "up bias", !c.gated_ffn, 1, c.hidden_dim);
+    check_optional(model.path, l.b_down, "down bias", !c.gated_ffn, 1, c.dim);
   }
-  check_shape(model.path, t.final_norm, "final_norm", 1, c.dim);
-  check_shape(model.path, t.lm_head, "lm_head", c.vocab_size, c.dim);
+  check_optional(model.path, t.final_norm, "final_norm", !c.post_norm, 1, c.dim);
+  check_optional(model.path, t.lm_head, "lm_head", c.has_lm_head, c.vocab_size, c.dim);
+  check_optional(model.path, t.position_embedding, "position embedding", c.learned_positions,
+                 c.max_context + c.position_offset, c.dim);
+  if (c.token_types && (t.token_type_embedding.empty() || t.token_type_embedding.cols != c.dim)) {
+    throw Error("'" + model.path + "': the token type embedding of the architecture is missing or not (types, dim)");
+  }
+  check_optional(model.path, t.embedding_norm, "embedding norm", c.post_norm, 1, c.dim);
+  check_optional(model.path, t.embedding_norm_bias, "embedding norm bias", c.post_norm && c.layer_norm, 1, c.dim);
   if (model.tokenizer && model.tokenizer->vocab_size() > c.vocab_size) {
     throw Error("'" + model.path + "': the tokenizer has " + std::to_string(model.tokenizer->vocab_size()) +
                 " tokens, more than the model's vocab_size " + std::to_string(c.vocab_size));

@@ -20,16 +20,22 @@ int64_t ModelConfig::num_parameters() const {
   const int64_t d = dim;
   const int64_t qk_norms = !qk_norm ? 0 : qk_norm_whole ? q_dim() + kv_dim() : 2 * head_dim;
   const int64_t norms = (sandwich_norms ? 4 : 2) * d + qk_norms;
-  const int64_t biases = (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (o_bias ? d : 0) + (attn_sinks ? num_heads : 0);
+  const int64_t biases = (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (o_bias ? d : 0) + (attn_sinks ? num_heads : 0) +
+                         (layer_norm ? 2 * d : 0);
   const int64_t attention = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d;
   const int64_t width = expert_hidden_dim;
   const int64_t expert_biases = expert_bias ? 2 * width + d : 0;
-  const int64_t dense_ffn = 3 * d * static_cast<int64_t>(hidden_dim);
+  const int64_t dense_ffn = gated_ffn ? 3 * d * static_cast<int64_t>(hidden_dim)
+                                      : 2 * d * static_cast<int64_t>(hidden_dim) + hidden_dim + d;
   const int64_t sparse_ffn = num_experts * (d + (router_bias ? 1 : 0) + 3 * d * width + expert_biases) +
                              (shared_expert_hidden_dim > 0 ? d + 3 * d * static_cast<int64_t>(shared_expert_hidden_dim) : 0);
   int64_t total = 0;
   for (int l = 0; l < num_layers; ++l) total += attention + (is_sparse(l) ? sparse_ffn : dense_ffn);
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
+  if (is_encoder()) {  // positions, token types (two rows counted) and the embedding LayerNorm; no head
+    return total + embed + (learned_positions ? int64_t{max_context + position_offset} * d : 0) +
+           (token_types ? 2 * d : 0) + (post_norm ? 2 * d : 0);
+  }
   return total + d + embed * (tied_embeddings ? 1 : 2);
 }
 
@@ -42,7 +48,13 @@ std::string ModelConfig::features() const {
   if (attn_sinks) add("attention sinks");
   if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
-  if (activation == Activation::kGeluTanh) add("GeGLU (tanh GELU)");
+  if (is_encoder()) add("encoder (bidirectional attention, no lm_head)");
+  if (learned_positions) add("learned absolute positions");
+  if (token_types) add("token type embeddings");
+  if (layer_norm) add("LayerNorm with bias");
+  if (post_norm) add("post-norm");
+  if (activation == Activation::kGeluTanh) add(gated_ffn ? "GeGLU (tanh GELU)" : "tanh GELU FFN");
+  if (activation == Activation::kGeluErf) add(gated_ffn ? "GeGLU (erf GELU)" : "GELU FFN with biases");
   if (activation == Activation::kSwigluClamped) {
     add("clamped SwiGLU (limit " + std::to_string(swiglu_limit) + ", alpha " + std::to_string(swiglu_alpha) + ")");
   }

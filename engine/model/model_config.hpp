@@ -32,8 +32,9 @@ struct RopeScaling {
 
 // The gate activation of the gated FFN: SwiGLU (silu), GeGLU (GELU, tanh approximation), or gpt-oss's
 // clamped SwiGLU: gate clamped above at swiglu_limit, up to [-swiglu_limit, swiglu_limit], and
-// out = (up + 1) * gate * sigmoid(swiglu_alpha * gate).
-enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped };
+// out = (up + 1) * gate * sigmoid(swiglu_alpha * gate). A plain FFN (gated_ffn false) applies it to the
+// up projection alone; kGeluErf is the exact GELU, x/2 (1 + erf(x / sqrt 2)) (HF "gelu": BERT).
+enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped, kGeluErf };
 
 // How a sparse layer's router picks experts from its logits: softmax over all experts then the top k
 // (Mixtral, Qwen-MoE, OLMoE), or the top k logits then a softmax over those k (gpt-oss).
@@ -91,11 +92,22 @@ struct ModelConfig {
   // head: it shares the max subtraction and the denominator, and weights no value.
   bool attn_sinks = false;
   bool o_bias = false;               // the output projection has a bias
+  // Encoders (BERT; any family may take them). An encoder has no lm_head: a step returns the pooled
+  // final hidden states of its sequences, each computed whole in one step (bidirectional attention).
+  bool bidirectional = false;      // every row attends to all positions of its sequence (no causal mask)
+  bool learned_positions = false;  // absolute learned position embeddings added to the tokens'; no RoPE
+  int position_offset = 0;         // row of position 0 in that table (XLM-R: padding_idx + 1 = 2)
+  bool token_types = false;        // token type 0's embedding row added to every token (BERT)
+  bool layer_norm = false;         // LayerNorm (mean removed) with a bias instead of RMSNorm; eps is rms_eps
+  bool post_norm = false;          // x = norm(x + sublayer(x)), and the embeddings are normed (embedding_norm)
+  bool gated_ffn = true;           // false: down(act(up x + b_up)) + b_down, one up projection with biases
+  bool has_lm_head = true;         // false: an encoder, no logits
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
   bool is_moe() const { return num_experts > 0; }
+  bool is_encoder() const { return !has_lm_head; }
   bool is_sparse(int layer) const { return !layer_sparse.empty() && layer_sparse[static_cast<size_t>(layer)] != 0; }
   bool has_window() const;             // some layer is windowed
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }

@@ -101,10 +101,10 @@ uint8_t combining_class(uint32_t cp) {
   return cp <= it->last ? it->ccc : 0;
 }
 
-std::string to_nfc(std::string_view text) {
-  if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; })) {
-    return std::string(text);
-  }
+namespace {
+
+// Full canonical decomposition in canonical order: NFD as Char records.
+std::vector<Char> decomposed(std::string_view text) {
   const Codepoints cps = decode_utf8(text);
   std::vector<Char> chars;
   chars.reserve(cps.cps.size() + 8);
@@ -116,9 +116,12 @@ std::string to_nfc(std::string_view text) {
     }
   }
   order_marks(chars);
-  compose_all(chars);
+  return chars;
+}
+
+std::string encode_chars(const std::vector<Char>& chars, size_t size_hint) {
   std::string out;
-  out.reserve(text.size());
+  out.reserve(size_hint);
   for (const Char& c : chars) {
     if (c.cp == kInvalid) {
       out.push_back(static_cast<char>(c.byte));
@@ -127,6 +130,24 @@ std::string to_nfc(std::string_view text) {
     }
   }
   return out;
+}
+
+bool is_ascii(std::string_view text) {
+  return std::all_of(text.begin(), text.end(), [](char c) { return static_cast<uint8_t>(c) < 0x80; });
+}
+
+}  // namespace
+
+std::string to_nfc(std::string_view text) {
+  if (is_ascii(text)) return std::string(text);
+  std::vector<Char> chars = decomposed(text);
+  compose_all(chars);
+  return encode_chars(chars, text.size());
+}
+
+std::string to_nfd(std::string_view text) {
+  if (is_ascii(text)) return std::string(text);
+  return encode_chars(decomposed(text), text.size() + 8);
 }
 
 }  // namespace cbatch::unicode

@@ -68,6 +68,7 @@ def need_fetched(path, script):
 
 
 GEMMA3 = os.path.join(MODELS, "gemma-3-270m-Q4_K_M.gguf")
+MINILM = os.path.join(MODELS, "all-MiniLM-L6-v2")
 
 
 def need_cuda_device():
@@ -85,6 +86,11 @@ def need_smollm2():
 
 def need_gemma3():
     return need_fetched(GEMMA3, "fetch_gemma3.sh")
+
+
+def need_minilm():
+    """all-MiniLM-L6-v2 as a sentence-transformers directory (BERT safetensors, tokenizer.json, pooling)."""
+    return need_fetched(MINILM, "fetch_minilm.sh")
 
 
 def tiny_dummy_model(work, **overrides):

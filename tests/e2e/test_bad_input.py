@@ -52,7 +52,7 @@ KINDS = [
     ("temperature < 0", lambda ids, u: dumps({"id": f"t{u}", "prompt": "x", "temperature": -0.5}), "'temperature'"),
     ("top_p 0", lambda ids, u: dumps({"id": f"p0{u}", "prompt": "x", "top_p": 0}), "'top_p'"),
     ("top_p > 1", lambda ids, u: dumps({"id": f"p1{u}", "prompt": "x", "top_p": 1.5}), "'top_p'"),
-    ("url", lambda ids, u: dumps(openai(url="/v1/embeddings")), "'url'"),
+    ("url", lambda ids, u: dumps(openai(url="/v1/moderations")), "'url'"),
     ("method", lambda ids, u: dumps(openai(method="GET")), "'method'"),
     ("body type", lambda ids, u: dumps(openai(body="x")), "'body'"),
     ("duplicate id", lambda ids, u: dumps({"id": ids[-1], "prompt": "again", "max_tokens": 2}), "duplicate id"),

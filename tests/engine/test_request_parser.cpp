@@ -286,11 +286,41 @@ TEST_CASE("request parser: OpenAI chat form") {
   CHECK(in.sampling.max_tokens == 9);  // max_completion_tokens wins, as in vLLM
 }
 
+TEST_CASE("request parser: embedding lines") {
+  auto simple = cbatch::parse_request_line(R"({"id": "e", "input": "some text", "truncate_prompt_tokens": 7})", 3, {});
+  REQUIRE(std::holds_alternative<RequestInput>(simple));
+  const RequestInput& s = std::get<RequestInput>(simple);
+  REQUIRE(s.embedding);
+  CHECK(s.embedding->texts == std::vector<std::string>{"some text"});
+  CHECK(s.embedding->truncate_prompt_tokens == 7);
+  CHECK(!s.prompt);
+  auto openai = cbatch::parse_request_line(
+      R"({"custom_id": "c", "method": "POST", "url": "/v1/embeddings", "body": {"model": "m", "input": [[1, 2], [3]],
+          "encoding_format": "base64", "dimensions": 64}})", 4, {});
+  REQUIRE(std::holds_alternative<RequestInput>(openai));
+  const RequestInput& o = std::get<RequestInput>(openai);
+  REQUIRE(o.embedding);
+  CHECK(o.form == RequestForm::kOpenAIEmbeddings);
+  CHECK(o.embedding->token_ids == std::vector<std::vector<int32_t>>{{1, 2}, {3}});
+  CHECK(o.embedding->base64);
+  CHECK(o.embedding->dimensions == 64);
+}
+
 TEST_CASE("request parser: OpenAI form errors") {
   const std::string head = R"({"custom_id": "r1", "method": "POST", )";
   const ErrorCase cases[] = {
-      {R"("url": "/v1/embeddings", "body": {"input": "x"}})",
-       "line 12: field 'url' must be \"/v1/completions\" or \"/v1/chat/completions\" (got \"/v1/embeddings\")"},
+      {R"("url": "/v1/moderations", "body": {"input": "x"}})",
+       "line 12: field 'url' must be \"/v1/completions\", \"/v1/chat/completions\" or \"/v1/embeddings\" "
+       "(got \"/v1/moderations\")"},
+      {R"("url": "/v1/embeddings", "body": {"prompt": "x"}})", "line 12: no input: give 'body.input'"},
+      {R"("url": "/v1/embeddings", "body": {"input": []}})",
+       "line 12: field 'body.input' must be a non-empty string or list of token ids (got [])"},
+      {R"("url": "/v1/embeddings", "body": {"input": ["a", [1]]}})",
+       "line 12: field 'body.input' must be a list of strings or a list of token id lists, not both (got [\"a\",[1]])"},
+      {R"("url": "/v1/embeddings", "body": {"input": "a", "encoding_format": "int8"}})",
+       "line 12: field 'body.encoding_format' must be \"float\" or \"base64\" (got \"int8\")"},
+      {R"("url": "/v1/embeddings", "body": {"input": "a", "dimensions": 0}})",
+       "line 12: field 'body.dimensions' must be a positive integer (got 0)"},
       {R"("url": "/v1/completions", "body": {"prompt": ["a", "b"]}})",
        "line 12: field 'body.prompt' must be one string or one list of token ids, not a list of prompts "
        "(got [\"a\",\"b\"])"},

@@ -132,7 +132,7 @@ TEST_CASE("result format: OpenAI chat completion") {
 
 TEST_CASE("result format: OpenAI error, straight from the parser") {
   const auto parsed = cbatch::parse_request_line(
-      R"({"custom_id": "r9", "method": "POST", "url": "/v1/embeddings", "body": {}})", 9, {});
+      R"({"custom_id": "r9", "method": "POST", "url": "/v1/moderations", "body": {}})", 9, {});
   REQUIRE(std::holds_alternative<RequestError>(parsed));
   simdjson::dom::parser parser;
   const auto doc = parse_line(parser, cbatch::format_error_line(std::get<RequestError>(parsed)));

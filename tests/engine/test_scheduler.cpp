@@ -137,6 +137,52 @@ TEST_CASE("continuous: a small cache forces preemption and everything still comp
   CHECK(r.preemptions > 0);
 }
 
+TEST_CASE("continuous: an embedding request runs whole, waiting for a step with room, and shares the step") {
+  Workload w;
+  w.add(10, 6);  // generation: prefill then decodes, one token a step
+  w.add(15, 0);  // embedding: 15 tokens whole, the budget is 16
+  w.add(3, 0);   // embedding behind it: waits too (arrival order)
+  w.seqs[1]->request.embedding = EmbeddingParams{};
+  w.seqs[2]->request.embedding = EmbeddingParams{};
+  SchedulerConfig config{Mode::kContinuous, 16, 8, 4};
+  BlockManager blocks(64, 4);
+  auto scheduler = make_scheduler(config, blocks);
+  for (auto& seq : w.seqs) scheduler->add(seq.get());
+  auto commit = [&](StepPlan& plan) {
+    for (auto& s : plan.seqs) {
+      s.seq->num_computed += s.num_tokens;
+      if (s.seq->request.embedding) {
+        CHECK(s.num_tokens == s.seq->num_tokens());  // whole, in one step
+        CHECK_FALSE(s.samples);
+        s.seq->finish_reason = FinishReason::kStop;
+      } else if (s.samples) {
+        s.seq->tokens.push_back(7);
+        if (s.seq->num_tokens() >= s.seq->max_total_tokens) s.seq->finish_reason = FinishReason::kLength;
+      }
+    }
+    return scheduler->on_step_done(plan).size();
+  };
+  StepPlan p0 = scheduler->schedule();  // 10 of 16: the 15-token embedding does not fit, nor may the 3 pass it
+  REQUIRE(p0.seqs.size() == 1);
+  CHECK(p0.num_prefill_tokens() == 10);
+  commit(p0);
+  StepPlan p1 = scheduler->schedule();  // one decode + 15 = 16: the embedding joins the decode
+  REQUIRE(p1.seqs.size() == 2);
+  CHECK(p1.seqs[1].seq == w.seqs[1].get());
+  CHECK(p1.num_rows() == 16);
+  CHECK(commit(p1) == 1);               // done at its step, blocks returned
+  StepPlan p2 = scheduler->schedule();
+  REQUIRE(p2.seqs.size() == 2);
+  CHECK(p2.seqs[1].seq == w.seqs[2].get());
+  commit(p2);
+  while (scheduler->has_work()) {
+    StepPlan p = scheduler->schedule();
+    commit(p);
+  }
+  CHECK(blocks.num_free() == 64);
+  CHECK(blocks.num_cached() == 0);  // the embeddings' blocks never entered the prefix cache
+}
+
 TEST_CASE("sequential: one sequence at a time") {
   Workload w = mixed_workload(10, 9);
   SchedulerConfig config{Mode::kSequential, 16, 64, 8};

@@ -1,0 +1,126 @@
+// tokenizer.json -> WordPieceSpec. Supported: model WordPiece (vocab, unk_token, continuing_subword_prefix,
+// max_input_chars_per_word); added_tokens (special -> control, else user-defined); normalizer
+// BertNormalizer (strip_accents null follows lowercase, as `tokenizers` does) or none; pre-tokenizer
+// BertPreTokenizer; post-processor TemplateProcessing ("single": the special tokens around sequence A)
+// or BertProcessing (cls, sep).
+#include "engine/base/error.hpp"
+#include "engine/base/json_file.hpp"
+#include "engine/text/wordpiece_tokenizer.hpp"
+
+namespace cbatch {
+namespace {
+
+using simdjson::dom::element;
+
+void set_token(WordPieceSpec& spec, int64_t id, std::string text, TokenType type) {
+  if (static_cast<size_t>(id) >= spec.tokens.size()) {
+    spec.tokens.resize(id + 1);
+    spec.types.resize(id + 1, TokenType::kUnused);
+  }
+  spec.tokens[id] = std::move(text);
+  spec.types[id] = type;
+}
+
+void read_model(const JsonFields& model, WordPieceSpec& spec) {
+  for (auto [key, value] : model.members("vocab")) {
+    int64_t id;
+    if (value.get_int64().get(id) || id < 0 || id >= (1 << 22)) {
+      model.fail("vocab", "maps '" + std::string(key) + "' to an invalid id");
+    }
+    set_token(spec, id, std::string(key), TokenType::kNormal);
+  }
+  spec.continuing_prefix = model.get_string("continuing_subword_prefix", "##");
+  spec.max_input_chars_per_word = model.get_size("max_input_chars_per_word", 100);
+}
+
+void read_added_tokens(const JsonFields& root, WordPieceSpec& spec) {
+  if (!root.has("added_tokens")) return;
+  size_t index = 0;
+  for (element value : root.array("added_tokens")) {
+    const JsonFields t = root.item("added_tokens", index++, value);
+    const int64_t id = t.get_int("id");
+    if (id < 0 || id >= (1 << 22)) t.fail("id", "is out of range");
+    set_token(spec, id, t.get_string("content"),
+              t.get_bool("special", false) ? TokenType::kControl : TokenType::kUserDefined);
+  }
+}
+
+void read_normalizer(const JsonFields& n, WordPieceSpec& spec) {
+  const std::string type = n.get_string("type");
+  if (type != "BertNormalizer") n.fail("type", "'" + type + "' is not a WordPiece normalizer cbatch supports (BertNormalizer)");
+  bert::NormalizerOptions& o = spec.normalizer;
+  o.clean_text = n.get_bool("clean_text", true);
+  o.handle_chinese_chars = n.get_bool("handle_chinese_chars", true);
+  o.lowercase = n.get_bool("lowercase", true);
+  o.strip_accents = n.get_bool("strip_accents", o.lowercase);
+  spec.has_normalizer = true;
+}
+
+int32_t token_id(const WordPieceSpec& spec, const JsonFields& f, const char* key, const std::string& text) {
+  for (size_t id = 0; id < spec.tokens.size(); ++id) {
+    if (spec.tokens[id] == text && spec.types[id] != TokenType::kUnused) return static_cast<int32_t>(id);
+  }
+  f.fail(key, "names '" + text + "', which is not a token of the vocabulary");
+}
+
+void read_template(const JsonFields& p, WordPieceSpec& spec) {
+  bool seen_sequence = false;
+  size_t index = 0;
+  for (element value : p.array("single")) {
+    const JsonFields piece = p.item("single", index++, value);
+    if (piece.has("Sequence")) {
+      seen_sequence = true;
+      continue;
+    }
+    const int32_t id = token_id(spec, piece, "SpecialToken", piece.object("SpecialToken").get_string("id"));
+    (seen_sequence ? spec.suffix_ids : spec.prefix_ids).push_back(id);
+  }
+}
+
+// BertProcessing: "cls": ["[CLS]", 101], "sep": ["[SEP]", 102].
+int32_t bert_processing_id(const JsonFields& p, const char* key) {
+  simdjson::dom::array pair = p.array(key);
+  int64_t id;
+  if (pair.size() != 2 || pair.at(1).get_int64().get(id) || id < 0) p.fail(key, "must be [text, id]");
+  return static_cast<int32_t>(id);
+}
+
+void read_post_processor(const JsonFields& p, WordPieceSpec& spec) {
+  const std::string type = p.get_string("type");
+  if (type == "TemplateProcessing") {
+    read_template(p, spec);
+  } else if (type == "BertProcessing") {
+    spec.prefix_ids = {bert_processing_id(p, "cls")};
+    spec.suffix_ids = {bert_processing_id(p, "sep")};
+  } else {
+    p.fail("type", "'" + type + "' is not a WordPiece post-processor cbatch supports (TemplateProcessing, BertProcessing)");
+  }
+}
+
+}  // namespace
+
+bool is_wordpiece_json(const std::string& path) {
+  const JsonFile file(path);
+  const JsonFields root = file.fields();
+  return root.has("model") && root.object("model").get_string("type", "") == "WordPiece";
+}
+
+std::unique_ptr<Tokenizer> load_wordpiece_tokenizer(const std::string& path) {
+  const JsonFile file(path);
+  const JsonFields root = file.fields();
+  const JsonFields model = root.object("model");
+  WordPieceSpec spec;
+  read_model(model, spec);
+  read_added_tokens(root, spec);
+  const std::string unk = model.get_string("unk_token", "[UNK]");
+  spec.unk_id = token_id(spec, model, "unk_token", unk);
+  if (root.has("normalizer")) read_normalizer(root.object("normalizer"), spec);
+  const std::string pre = root.has("pre_tokenizer") ? root.object("pre_tokenizer").get_string("type") : "none";
+  if (pre != "BertPreTokenizer") {
+    root.fail("pre_tokenizer", "'" + pre + "' is not a WordPiece pre-tokenizer cbatch supports (BertPreTokenizer)");
+  }
+  if (root.has("post_processor")) read_post_processor(root.object("post_processor"), spec);
+  return std::make_unique<WordPieceTokenizer>(std::move(spec));
+}
+
+}  // namespace cbatch

@@ -1,0 +1,78 @@
+"""An independent float64 numpy reference of a BERT encoder (Hugging Face BertModel: word + learned absolute
+position + token type 0 embeddings, LayerNorm; per layer biased q/k/v, bidirectional softmax attention,
+biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual then LayerNorm) and
+of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional L2 normalisation.
+Weights come straight from model.safetensors (its JSON header and raw little-endian data), nothing from
+cbatch."""
+import json
+import math
+import os
+import struct
+
+import numpy as np
+
+DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, t in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(data[begin:end], dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).astype(np.float64)
+    return out
+
+
+class BertReference:
+    def __init__(self, model_dir):
+        with open(os.path.join(model_dir, "config.json")) as f:
+            self.config = json.load(f)
+        w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+        self.w = w
+        self.eps = self.config.get("layer_norm_eps", 1e-12)
+        self.heads = self.config["num_attention_heads"]
+
+    def t(self, name):
+        return self.w[self.prefix + name]
+
+    def layer_norm(self, x, name):
+        mean = x.mean(-1, keepdims=True)
+        var = ((x - mean) ** 2).mean(-1, keepdims=True)
+        return (x - mean) / np.sqrt(var + self.eps) * self.t(name + ".weight") + self.t(name + ".bias")
+
+    def linear(self, x, name):
+        return x @ self.t(name + ".weight").T + self.t(name + ".bias")
+
+    def hidden_states(self, ids):
+        """(len(ids), hidden) final hidden states of one sequence."""
+        n = len(ids)
+        x = (self.t("embeddings.word_embeddings.weight")[ids] + self.t("embeddings.position_embeddings.weight")[:n] +
+             self.t("embeddings.token_type_embeddings.weight")[0])
+        x = self.layer_norm(x, "embeddings.LayerNorm")
+        erf = np.vectorize(math.erf)
+        for i in range(self.config["num_hidden_layers"]):
+            p = f"encoder.layer.{i}."
+            q, k, v = (self.linear(x, p + "attention.self." + m) for m in ("query", "key", "value"))
+            d = q.shape[1] // self.heads
+            out = np.empty_like(q)
+            for h in range(self.heads):
+                s = slice(h * d, (h + 1) * d)
+                scores = q[:, s] @ k[:, s].T / math.sqrt(d)
+                scores = np.exp(scores - scores.max(-1, keepdims=True))
+                out[:, s] = (scores / scores.sum(-1, keepdims=True)) @ v[:, s]
+            x = self.layer_norm(x + self.linear(out, p + "attention.output.dense"), p + "attention.output.LayerNorm")
+            up = self.linear(x, p + "intermediate.dense")
+            ff = 0.5 * up * (1.0 + erf(up / math.sqrt(2.0)))
+            x = self.layer_norm(x + self.linear(ff, p + "output.dense"), p + "output.LayerNorm")
+        return x
+
+    def embed(self, ids, pooling="mean", normalize=True):
+        x = self.hidden_states(ids)
+        v = x.mean(0) if pooling == "mean" else x[0] if pooling == "cls" else x[-1]
+        return v / max(np.linalg.norm(v), 1e-12) if normalize else v
