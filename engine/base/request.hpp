@@ -13,6 +13,12 @@ namespace cbatch {
 
 enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat };
 
+// One prompt of a line that carries several (a /v1/completions list of prompts): its text, or its ids.
+struct ListedPrompt {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;  // when text is nullopt
+};
+
 struct ChatMessage {
   std::string role;
   std::string content;
@@ -39,6 +45,7 @@ struct RequestInput {
   std::optional<std::string> prompt;
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
+  std::vector<ListedPrompt> prompt_list;  // a list of prompts (then none of the three above)
   ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
   std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
@@ -61,6 +68,10 @@ struct Request {
   std::string custom_id;
   RequestForm form = RequestForm::kSimple;
   std::vector<int32_t> prompt_ids;
+  // A line of several prompts: each one's ids (prompt_ids is then empty). The engine runs each prompt as
+  // its own sequence (prompt_index p) and writes their n samples each as one line, sample p * n + i.
+  std::vector<std::vector<int32_t>> prompt_list;
+  int prompt_index = 0;
   SamplingParams sampling;
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's

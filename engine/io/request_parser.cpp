@@ -135,8 +135,21 @@ simdjson::dom::element require(const FieldSet& f, std::string_view key) {
   return *v;
 }
 
-// The body of /v1/completions: "prompt" is one string or one list of token ids. A list of prompts
-// (OpenAI allows it) is refused: one request per line keeps one output line per input line.
+// One prompt of a list: a string, or a non-empty list of token ids.
+ListedPrompt read_listed_prompt(simdjson::dom::element v, const std::string& name) {
+  ListedPrompt prompt;
+  if (v.is_string()) {
+    prompt.text = std::string(get_string(v, name));
+  } else if (v.is_array()) {
+    prompt.ids = read_prompt_ids(v, name);
+  } else {
+    fail_field(name, "a string or a list of token ids", v);
+  }
+  return prompt;
+}
+
+// The body of /v1/completions: "prompt" is one string, one list of token ids, or (as OpenAI and vLLM
+// allow) a list of prompts, strings or lists of ids: one choice per prompt and sample.
 void read_completion_prompt(const FieldSet& body, RequestInput& in) {
   const auto v = body.find("prompt");
   if (!v) throw FieldError("no prompt: give 'body.prompt'");
@@ -146,13 +159,16 @@ void read_completion_prompt(const FieldSet& body, RequestInput& in) {
   }
   simdjson::dom::array arr;
   if (v->get_array().get(arr) != simdjson::SUCCESS) {
-    fail_field("body.prompt", "a string or a list of token ids", *v);
+    fail_field("body.prompt", "a string, a list of token ids or a list of prompts", *v);
   }
   simdjson::dom::element first;
-  if (arr.at(0).get(first) == simdjson::SUCCESS && (first.is_string() || first.is_array())) {
-    fail_field("body.prompt", "one string or one list of token ids, not a list of prompts", *v);
+  if (arr.at(0).get(first) != simdjson::SUCCESS || !(first.is_string() || first.is_array())) {
+    in.prompt_token_ids = read_prompt_ids(*v, "body.prompt");
+    return;
   }
-  in.prompt_token_ids = read_prompt_ids(*v, "body.prompt");
+  for (simdjson::dom::element p : arr) {
+    in.prompt_list.push_back(read_listed_prompt(p, "body.prompt[" + std::to_string(in.prompt_list.size()) + "]"));
+  }
 }
 
 void read_openai_route(const FieldSet& f, RequestInput& in) {

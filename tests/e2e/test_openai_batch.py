@@ -51,6 +51,44 @@ rendered = json.loads(proc.stdout)
 c.check(rendered["text"] == "<s>[INST] Tell me a dream. [/INST]", f"rendered {rendered['text']!r}")
 c.check(chat_body["usage"]["prompt_tokens"] == len(rendered["ids"]), "chat prompt tokens")
 
+# A list of prompts (strings, or lists of ids): one choice per prompt and sample, index = prompt * n + sample,
+# each prompt's choices equal to its own single-prompt line's, usage summed over the prompts.
+listed = ["I dreamed of", "Once upon a time", "The city was made of paper, and"]
+ids_listed = [GOLDEN[p]["prompt_ids"] for p in listed[:2]]
+cmpl = lambda cid, **body: {"custom_id": cid, "method": "POST", "url": "/v1/completions",
+                            "body": dict({"model": "m", "max_tokens": 6, "temperature": 0}, **body)}
+rows = [cmpl(f"one{i}", prompt=p) for i, p in enumerate(listed)] + [
+    cmpl("list", prompt=listed, n=2),
+    cmpl("ids", prompt=ids_listed),
+    cmpl("sampled", prompt=listed[:2], n=3, temperature=1.0, seed=7),
+    cmpl("sampled-one", prompt=listed[1], n=3, temperature=1.0, seed=7),
+    cmpl("mixed", prompt=["I dreamed of", 5]),
+    cmpl("bad-id", prompt=[[1, 284], [1, 99999]]),
+    cmpl("echo", prompt=listed, echo=True),
+]
+write_jsonl(prompts, rows)
+run(["run", prompts, "-o", out, "--max-num-seqs", "4", "--max-num-batched-tokens", "16"] + MODEL, expect_rc=2)
+got = {r["custom_id"]: r for r in read_jsonl(out)}
+single = [got[f"one{i}"]["response"]["body"] for i in range(len(listed))]
+body = got["list"]["response"]["body"]
+c.check([ch["index"] for ch in body["choices"]] == list(range(6)), f"list indices {[ch['index'] for ch in body['choices']]}")
+for p in range(len(listed)):
+    for i in range(2):
+        c.check(body["choices"][p * 2 + i]["text"] == single[p]["choices"][0]["text"], f"list choice {p * 2 + i} text")
+c.check(body["usage"]["prompt_tokens"] == sum(len(GOLDEN[p]["prompt_ids"]) for p in listed) ==
+        sum(b["usage"]["prompt_tokens"] for b in single), f"list usage {body['usage']}")
+c.check(body["usage"]["completion_tokens"] == 2 * sum(b["usage"]["completion_tokens"] for b in single),
+        f"list completion tokens {body['usage']}")
+ids_body = got["ids"]["response"]["body"]
+c.check([ch["text"] for ch in ids_body["choices"]] == [b["choices"][0]["text"] for b in single[:2]], "id lists = strings")
+sampled, sampled_one = (got[k]["response"]["body"]["choices"] for k in ("sampled", "sampled-one"))
+c.check(len(sampled) == 6 and len({ch["text"] for ch in sampled[3:]}) > 1, "sampled list: 6 distinct choices")
+c.check([ch["text"] for ch in sampled[3:]] == [ch["text"] for ch in sampled_one],
+        "the second prompt's samples (seed 7) equal its own line's")
+for key, words in [("mixed", "body.prompt[1]"), ("bad-id", "body.prompt[1]"), ("echo", "echo")]:
+    c.check(got[key]["response"]["status_code"] == 400 and words in got[key]["error"]["message"],
+            f"{key}: {got[key]['error']}")
+
 # Penalties: greedy output changes and its most repeated token repeats less.
 base = {"prompt": "I dreamed of", "max_tokens": 60, "temperature": 0}
 variants = {"none": {}, "repetition": {"repetition_penalty": 1.5}, "frequency": {"frequency_penalty": 1.5},

@@ -271,6 +271,15 @@ TEST_CASE("request parser: OpenAI completions form") {
   const RequestInput ids = parse_ok(
       R"({"custom_id": "r2", "method": "POST", "url": "/v1/completions", "body": {"prompt": [1, 2, 3]}})");
   CHECK(ids.prompt_token_ids == std::vector<int32_t>{1, 2, 3});
+
+  const RequestInput list = parse_ok(
+      R"({"custom_id": "r3", "method": "POST", "url": "/v1/completions", "body": {"prompt": ["a", [7, 8]]}})");
+  REQUIRE(list.prompt_list.size() == 2);
+  CHECK_FALSE(list.prompt.has_value());
+  CHECK_FALSE(list.prompt_token_ids.has_value());
+  CHECK(list.prompt_list[0].text == std::optional<std::string>("a"));
+  CHECK(!list.prompt_list[1].text);
+  CHECK(list.prompt_list[1].ids == std::vector<int32_t>{7, 8});
 }
 
 TEST_CASE("request parser: OpenAI chat form") {
@@ -291,11 +300,12 @@ TEST_CASE("request parser: OpenAI form errors") {
   const ErrorCase cases[] = {
       {R"("url": "/v1/embeddings", "body": {"input": "x"}})",
        "line 12: field 'url' must be \"/v1/completions\" or \"/v1/chat/completions\" (got \"/v1/embeddings\")"},
-      {R"("url": "/v1/completions", "body": {"prompt": ["a", "b"]}})",
-       "line 12: field 'body.prompt' must be one string or one list of token ids, not a list of prompts "
-       "(got [\"a\",\"b\"])"},
+      {R"("url": "/v1/completions", "body": {"prompt": ["a", 5]}})",
+       "line 12: field 'body.prompt[1]' must be a string or a list of token ids (got 5)"},
+      {R"("url": "/v1/completions", "body": {"prompt": [[1], "b", []]}})",
+       "line 12: field 'body.prompt[2]' must be a non-empty list of token ids (got [])"},
       {R"("url": "/v1/completions", "body": {"prompt": 3}})",
-       "line 12: field 'body.prompt' must be a string or a list of token ids (got 3)"},
+       "line 12: field 'body.prompt' must be a string, a list of token ids or a list of prompts (got 3)"},
       {R"("url": "/v1/completions", "body": {"messages": []}})", "line 12: no prompt: give 'body.prompt'"},
       {R"("url": "/v1/chat/completions", "body": {"prompt": "x"}})",
        "line 12: no prompt: give 'body.messages'"},
