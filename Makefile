@@ -14,7 +14,7 @@ JOBS ?= $(shell nproc)
 CBATCH := $(BUILD)/cbatch
 MODEL := models/SmolLM2-135M-Instruct.Q4_1.gguf
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0 pyyaml==6.0.3
+PY_TEST_PACKAGES := tokenizers==0.23.3 gguf==0.19.0 jinja2==3.1.6 "numpy>=1.24" jsonschema==4.26.0 transformers==5.24.0 pyyaml==6.0.3 openai==3.57.0
 
 JUNIT := $(abspath $(BUILD))/ctest-junit.xml
 
