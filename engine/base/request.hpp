@@ -2,6 +2,7 @@
 // (RequestError), and a tokenized request ready for the scheduler (Request). The id is kept as the JSON
 // text it had in the input (a string with quotes, or a number) so results echo it unchanged.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,7 +12,16 @@
 
 namespace cbatch {
 
-enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat };
+// kOpenAIScore / kOpenAIRerank: /v1/score and /v1/rerank lines, scored by a reranker (prefill only).
+enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIScore, kOpenAIRerank };
+
+// The pairs of a /v1/score line (text_1[i] against text_2[i]; one text_1 against each text_2) or of a
+// /v1/rerank line (text_1 = {query}, text_2 = the documents, top_n: 0 = all).
+struct ScoreInput {
+  std::vector<std::string> text_1;
+  std::vector<std::string> text_2;
+  int top_n = 0;
+};
 
 // One prompt of a line that carries several (a /v1/completions list of prompts): its text, or its ids.
 struct ListedPrompt {
@@ -46,6 +56,7 @@ struct RequestInput {
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
   std::vector<ListedPrompt> prompt_list;  // a list of prompts (then none of the three above)
+  std::optional<ScoreInput> scoring;      // a score or rerank line (then no prompt)
   ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
   std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
@@ -72,6 +83,11 @@ struct Request {
   // its own sequence (prompt_index p) and writes their n samples each as one line, sample p * n + i.
   std::vector<std::vector<int32_t>> prompt_list;
   int prompt_index = 0;
+  // A score or rerank request (prefill only, max_tokens 0): {yes, no} token ids whose two logits at the
+  // last prompt position give its score, softmax(yes, no)[yes]; -1: a generation request.
+  std::array<int32_t, 2> score_token_ids = {-1, -1};
+  std::vector<std::string> documents;  // rerank: the documents, for the result; top_n: how many it keeps
+  int top_n = 0;
   SamplingParams sampling;
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
@@ -80,6 +96,8 @@ struct Request {
   std::string model;                 // as the line named it ("" when it did not)
   int lora_id = 0;                   // the LoRA adapter the engine resolved it to (0 = the base model)
   std::string lora_name;             // that adapter's name, "" for the base model
+
+  bool is_score() const { return score_token_ids[0] >= 0; }
 };
 
 }  // namespace cbatch

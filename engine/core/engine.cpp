@@ -28,6 +28,12 @@
 namespace cbatch {
 namespace {
 
+// softmax over the two logits {yes, no}, its "yes" entry: 1 / (1 + exp(no - yes)), in double.
+double yes_probability(const float* logits, const std::array<int32_t, 2>& yes_no) {
+  const double diff = static_cast<double>(logits[yes_no[1]]) - static_cast<double>(logits[yes_no[0]]);
+  return 1.0 / (1.0 + std::exp(diff));
+}
+
 // One run's state: the live sequences, the scheduler and block manager of this run, and its counters.
 class EngineRun {
  public:
@@ -164,8 +170,10 @@ class EngineRun {
   void start(std::unique_ptr<Sequence> seq) {
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
-    // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs).
-    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs()) {
+    // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs, or
+    // a score request: prefill only, its score read from the last position's logits, no token kept).
+    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs() &&
+        !raw->request.is_score()) {
       const int n = raw->request.sampling.n;
       if (n > 1 && !raw->group) raw->group = std::make_shared<SampleGroup>(n);
       const int first = raw->sample_index;
@@ -203,7 +211,9 @@ class EngineRun {
                                    [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
     // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
     const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
-    output_.want_logits = host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
+    const bool scores = std::any_of(plan.seqs.begin(), plan.seqs.end(),
+                                    [](const ScheduledSeq& s) { return s.samples && s.seq->request.is_score(); });
+    output_.want_logits = scores || host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
     if (output_.want_logits || plain_greedy) return;
     int64_t mask_ns = 0;
     for (const ScheduledSeq& s : plan.seqs) {
@@ -299,6 +309,10 @@ class EngineRun {
       row_logits_[static_cast<size_t>(i)] = row;
     }
     logprob_steps_.keep_raw_rows(sampling_rows_, row_logits_);  // before masks and penalties change them
+    for (int64_t i = 0; i < n; ++i) {
+      Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
+      if (seq.request.is_score()) seq.score = yes_probability(row_logits_[static_cast<size_t>(i)], seq.request.score_token_ids);
+    }
     const int64_t mask_start = engine_now_ns();
     step_constrained_rows_ = 0;
     for (int64_t i = 0; i < n; ++i) {

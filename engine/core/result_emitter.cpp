@@ -66,6 +66,7 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
   out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   out.logprobs = seq.logprobs;
+  out.score = seq.score;
   group.completion_tokens += seq.num_generated();
   if (seq.sample_index % seq.request.sampling.n == 0) {  // the first sample of its prompt
     group.prompt_tokens += seq.num_prompt_tokens;

@@ -49,6 +49,7 @@ struct Sequence {
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;
+  double score = 0;                   // a score request: softmax(yes, no)[yes] at the last prompt position
   std::vector<TokenLogprob> logprobs;         // (generated) when the request asks logprobs
   // (prompt positions 1.. scored so far) when it asks prompt_logprobs; shared by the n > 1 samples forked
   // from it (the prompt is scored by then), so a fork copies no entries.

@@ -64,8 +64,10 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, 
   return chat_ids(input, chat);
 }
 
-// The ids of one prompt, checked against the vocabulary and the context; or an error message.
-std::variant<std::vector<int32_t>, std::string> checked_ids(std::vector<int32_t> ids, const Model& model) {
+// The ids of one prompt, checked against the vocabulary and the context (a prompt that only is scored may
+// fill it; one to generate from must leave room); or an error message.
+std::variant<std::vector<int32_t>, std::string> checked_ids(std::vector<int32_t> ids, const Model& model,
+                                                            bool generates = true) {
   const int vocab = model.config.vocab_size;
   for (int32_t id : ids) {
     if (id < 0 || id >= vocab) {
@@ -74,7 +76,10 @@ std::variant<std::vector<int32_t>, std::string> checked_ids(std::vector<int32_t>
   }
   if (ids.empty()) return std::string("no tokens");
   const int context = model.config.max_context;
-  if (static_cast<int>(ids.size()) >= context) {
+  if (!generates && static_cast<int>(ids.size()) > context) {
+    return std::to_string(ids.size()) + " tokens exceed the model's context of " + std::to_string(context) + " tokens";
+  }
+  if (generates && static_cast<int>(ids.size()) >= context) {
     return std::to_string(ids.size()) + " tokens leave no room to generate in the model's context of " +
            std::to_string(context) + " tokens";
   }
@@ -113,10 +118,41 @@ Request base_request(RequestInput&& input, int64_t index, uint64_t global_seed) 
   return request;
 }
 
+// A score or rerank line: one prompt per (text_1, text_2) pair in the reranker's template, no BOS added
+// (the template is the whole prompt, as the model card tokenizes it), prefill only.
+std::variant<Request, RequestError> build_score_request(RequestInput&& input, int64_t index, const Model& model,
+                                                        uint64_t global_seed, const RerankFormat* rerank) {
+  if (rerank == nullptr) {
+    return make_input_error(input, index, "score and rerank lines need a reranker model: run with --reranker qwen3");
+  }
+  ScoreInput& pairs = *input.scoring;
+  const char* field = input.form == RequestForm::kOpenAIRerank ? "body.documents[" : "body.text_2[";
+  std::vector<std::vector<int32_t>> list;
+  for (size_t i = 0; i < pairs.text_2.size(); ++i) {
+    const std::string& query = pairs.text_1[pairs.text_1.size() == 1 ? 0 : i];
+    auto ids = checked_ids(model.tokenizer->encode(rerank->render(query, pairs.text_2[i]), /*add_special=*/false), model,
+                           /*generates=*/false);
+    if (auto* message = std::get_if<std::string>(&ids)) {
+      return make_input_error(input, index, field + std::to_string(i) + "]: its prompt: " + *message);
+    }
+    list.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+  }
+  input.sampling.max_tokens = 0;
+  input.sampling.n = 1;
+  Request request = base_request(std::move(input), index, global_seed);
+  request.prompt_list = std::move(list);
+  request.score_token_ids = rerank->yes_no_ids;
+  if (request.form == RequestForm::kOpenAIRerank) request.documents = std::move(pairs.text_2);
+  request.top_n = pairs.top_n;
+  return request;
+}
+
 }  // namespace
 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
-                                                  const ChatFormat* chat, uint64_t global_seed) {
+                                                  const ChatFormat* chat, uint64_t global_seed,
+                                                  const RerankFormat* rerank) {
+  if (input.scoring) return build_score_request(std::move(input), index, model, global_seed, rerank);
   if (!input.prompt_list.empty()) {
     auto list = listed_prompt_ids(input, model);
     if (auto* message = std::get_if<std::string>(&list)) return make_input_error(input, index, *message);

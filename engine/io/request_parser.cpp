@@ -8,6 +8,7 @@
 #include "engine/io/json_field.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/sampling_parser.hpp"
+#include "engine/io/score_parser.hpp"
 
 namespace cbatch {
 namespace {
@@ -178,8 +179,12 @@ void read_openai_route(const FieldSet& f, RequestInput& in) {
   const std::string_view url = get_string(url_value, "url");
   if (url == kChatUrl) {
     in.form = RequestForm::kOpenAIChat;
+  } else if (url == kScoreUrl) {
+    in.form = RequestForm::kOpenAIScore;
+  } else if (url == kRerankUrl) {
+    in.form = RequestForm::kOpenAIRerank;
   } else if (url != kCompletionsUrl) {
-    fail_field("url", "\"/v1/completions\" or \"/v1/chat/completions\"", url_value);
+    fail_field("url", "\"/v1/completions\", \"/v1/chat/completions\", \"/v1/score\" or \"/v1/rerank\"", url_value);
   }
 }
 
@@ -195,6 +200,11 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     fail_field("body", "an object", body_value);
   }
   const FieldSet body{body_obj, "body."};
+  if (in.form == RequestForm::kOpenAIScore || in.form == RequestForm::kOpenAIRerank) {
+    in.scoring = in.form == RequestForm::kOpenAIScore ? read_score_body(body) : read_rerank_body(body);
+    read_model(body, in);
+    return;  // no sampling: a score is computed, not generated
+  }
   if (in.form == RequestForm::kOpenAIChat) {
     const auto messages = body.find("messages");
     if (!messages) throw FieldError("no prompt: give 'body.messages'");

@@ -10,6 +10,7 @@
 #include "engine/base/elide.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
+#include "engine/io/score_format.hpp"
 
 namespace cbatch {
 namespace {
@@ -126,7 +127,11 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   w.key("status_code").int64(200);
   w.key("request_id").string(id);
   w.key("body");
-  write_openai_body(w, r, options);
+  if (r.request->is_score()) {
+    write_score_body(w, r, id, created_time(options), r.request->lora_name.empty() ? options.model : r.request->lora_name);
+  } else {
+    write_openai_body(w, r, options);
+  }
   w.end_object();
   w.key("error").null();
   w.end_object();

@@ -282,6 +282,21 @@ TEST_CASE("request parser: OpenAI completions form") {
   CHECK(list.prompt_list[1].ids == std::vector<int32_t>{7, 8});
 }
 
+TEST_CASE("request parser: OpenAI score and rerank forms") {
+  const RequestInput score = parse_ok(
+      R"({"custom_id": "s", "method": "POST", "url": "/v1/score", "body": {"text_1": "q", "text_2": ["a", "b"]}})");
+  CHECK(score.form == RequestForm::kOpenAIScore);
+  REQUIRE(score.scoring.has_value());
+  CHECK(score.scoring->text_1 == std::vector<std::string>{"q"});
+  CHECK(score.scoring->text_2 == std::vector<std::string>{"a", "b"});
+  const RequestInput rerank = parse_ok(
+      R"({"custom_id": "r", "method": "POST", "url": "/v1/rerank", "body": {"query": "q", "documents": ["a"], "top_n": 1}})");
+  CHECK(rerank.form == RequestForm::kOpenAIRerank);
+  REQUIRE(rerank.scoring.has_value());
+  CHECK(rerank.scoring->text_2 == std::vector<std::string>{"a"});
+  CHECK(rerank.scoring->top_n == 1);
+}
+
 TEST_CASE("request parser: OpenAI chat form") {
   const RequestInput in = parse_ok(
       R"({"custom_id": "r\"3", "method": "POST", "url": "/v1/chat/completions",
@@ -299,7 +314,17 @@ TEST_CASE("request parser: OpenAI form errors") {
   const std::string head = R"({"custom_id": "r1", "method": "POST", )";
   const ErrorCase cases[] = {
       {R"("url": "/v1/embeddings", "body": {"input": "x"}})",
-       "line 12: field 'url' must be \"/v1/completions\" or \"/v1/chat/completions\" (got \"/v1/embeddings\")"},
+       "line 12: field 'url' must be \"/v1/completions\", \"/v1/chat/completions\", \"/v1/score\" or \"/v1/rerank\" "
+       "(got \"/v1/embeddings\")"},
+      {R"("url": "/v1/rerank", "body": {"query": "q", "documents": []}})",
+       "line 12: field 'body.documents' must be a non-empty list of strings (got [])"},
+      {R"("url": "/v1/rerank", "body": {"query": "q"}})",
+       "line 12: no documents: field 'body.documents' is required"},
+      {R"("url": "/v1/score", "body": {"text_1": ["a", "b"], "text_2": ["c"]}})",
+       "line 12: 'body.text_1' has 2 texts and 'body.text_2' 1: give one text_1 against any number of text_2, "
+       "or lists of equal length"},
+      {R"("url": "/v1/score", "body": {"text_1": "a", "text_2": [3]}})",
+       "line 12: field 'body.text_2[0]' must be a string (got 3)"},
       {R"("url": "/v1/completions", "body": {"prompt": ["a", 5]}})",
        "line 12: field 'body.prompt[1]' must be a string or a list of token ids (got 5)"},
       {R"("url": "/v1/completions", "body": {"prompt": [[1], "b", []]}})",
