@@ -28,6 +28,13 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
                                                   : elide(name) + " is not a parser cbatch has (" + kReasoningParserNames + ")";
           },
           "NAME"));
+  app.add_option("--reranker", o.reranker,
+                 "score /v1/score and /v1/rerank lines with this decoder reranker's template (qwen3: Qwen3-Reranker)")
+      ->check(CLI::Validator(
+          [](std::string& name) {
+            return find_rerank_template(name) ? std::string() : elide(name) + " is not a reranker cbatch has (qwen3)";
+          },
+          "NAME"));
   app.add_option("--device", o.device, "auto, cpu or cuda")->check(CLI::IsMember({"auto", "cpu", "cuda"}));
   app.add_option("--mode", o.mode, "continuous, static or sequential")
       ->check(CLI::IsMember({"continuous", "static", "sequential"}));
@@ -86,6 +93,13 @@ ShardSpec shard_of(const EngineOptions& o) {
     return {};
   }
   return resolve_shard(o.shard, o.num_shards, process_environment());
+}
+
+std::optional<RerankFormat> rerank_format_for(const EngineOptions& o, const Model& model) {
+  if (o.reranker.empty()) return std::nullopt;
+  const RerankTemplate* row = find_rerank_template(o.reranker);
+  if (row == nullptr) throw Error("--reranker " + elide(o.reranker) + " is not a reranker cbatch has (qwen3)");
+  return resolve_rerank_format(*row, *model.tokenizer);
 }
 
 std::string chat_template_name(const EngineOptions& o, const Model& model) {

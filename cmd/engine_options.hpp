@@ -3,6 +3,7 @@
 #pragma once
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 
 #include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
+#include "engine/io/rerank_template.hpp"
 #include "engine/io/shard_spec.hpp"
 #include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
@@ -21,6 +23,7 @@ struct EngineOptions {
   std::string tokenizer;
   std::string chat_template;  // --chat-template NAME; "" = the model's own
   std::string reasoning_parser;  // --reasoning-parser NAME; "" = outputs unsplit
+  std::string reranker;          // --reranker NAME (engine/io/rerank_template.hpp); "" = no score/rerank lines
   std::string device = "auto";
   std::string mode = "continuous";
   std::string dtype = "auto";
@@ -52,6 +55,8 @@ void add_engine_options(CLI::App& app, EngineOptions& options);
 // The chat template a run uses: --chat-template, else "harmony" for gpt-oss models (their format is
 // built in), else "" (the model's own).
 std::string chat_template_name(const EngineOptions& options, const Model& model);
+// The run's reranker (--reranker) resolved against the model's vocabulary; nullopt without the flag.
+std::optional<RerankFormat> rerank_format_for(const EngineOptions& options, const Model& model);
 // --chat-template NAME (also used by `tokenize`).
 void add_chat_template_option(CLI::App& app, std::string& name);
 

@@ -149,7 +149,9 @@ int run(const RunOptions& o) {
   defaults.pooling = pooling_from_name(o.engine.pooling);
   defaults.embed_task = o.engine.task == "embed";
   const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
+  const std::optional<RerankFormat> rerank = rerank_format_for(o.engine, model);
   JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
+  if (rerank) source.set_rerank_format(&*rerank);
   source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe
   if (shard) source.set_shard(shard->shard);
   ResultFormatOptions format;

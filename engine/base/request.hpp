@@ -2,6 +2,7 @@
 // (RequestError), and a tokenized request ready for the scheduler (Request). The id is kept as the JSON
 // text it had in the input (a string with quotes, or a number) so results echo it unchanged.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,7 +13,25 @@
 
 namespace cbatch {
 
-enum class RequestForm : uint8_t { kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIEmbeddings };
+// kOpenAIEmbeddings: /v1/embeddings lines (pooled, nothing generated); kOpenAIScore / kOpenAIRerank:
+// /v1/score and /v1/rerank lines, scored by a reranker (prefill only).
+enum class RequestForm : uint8_t {
+  kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIEmbeddings, kOpenAIScore, kOpenAIRerank
+};
+
+// The pairs of a /v1/score line (text_1[i] against text_2[i]; one text_1 against each text_2) or of a
+// /v1/rerank line (text_1 = {query}, text_2 = the documents, top_n: 0 = all).
+struct ScoreInput {
+  std::vector<std::string> text_1;
+  std::vector<std::string> text_2;
+  int top_n = 0;
+};
+
+// One prompt of a line that carries several (a /v1/completions list of prompts): its text, or its ids.
+struct ListedPrompt {
+  std::optional<std::string> text;
+  std::vector<int32_t> ids;  // when text is nullopt
+};
 
 struct ChatMessage {
   std::string role;
@@ -42,6 +61,8 @@ struct RequestInput {
   std::optional<std::string> prompt;
   std::optional<std::vector<int32_t>> prompt_token_ids;
   std::optional<std::vector<ChatMessage>> messages;
+  std::vector<ListedPrompt> prompt_list;  // a list of prompts (then none of the three above)
+  std::optional<ScoreInput> scoring;      // a score or rerank line (then no prompt)
   ChatOptions chat_options;          // messages only: chat_template_kwargs and reasoning_effort
   SamplingParams sampling;
   std::string model;                 // "model" (OpenAI form: body.model): a LoRA adapter's name, or the base's
@@ -65,6 +86,15 @@ struct Request {
   std::string custom_id;
   RequestForm form = RequestForm::kSimple;
   std::vector<int32_t> prompt_ids;
+  // A line of several prompts: each one's ids (prompt_ids is then empty). The engine runs each prompt as
+  // its own sequence (prompt_index p) and writes their n samples each as one line, sample p * n + i.
+  std::vector<std::vector<int32_t>> prompt_list;
+  int prompt_index = 0;
+  // A score or rerank request (prefill only, max_tokens 0): {yes, no} token ids whose two logits at the
+  // last prompt position give its score, softmax(yes, no)[yes]; -1: a generation request.
+  std::array<int32_t, 2> score_token_ids = {-1, -1};
+  std::vector<std::string> documents;  // rerank: the documents, for the result; top_n: how many it keeps
+  int top_n = 0;
   SamplingParams sampling;
   uint64_t rng_seed = 0;             // the request's own seed, or derived from (--seed, id)
   std::string echo_text;             // sampling.echo: the prompt's text, put before the completion's
@@ -77,6 +107,8 @@ struct Request {
   // pooled, as a sequence of its own; nothing is generated.
   std::optional<EmbeddingParams> embedding;
   std::vector<std::vector<int32_t>> embedding_inputs;  // (inputs) token ids
+
+  bool is_score() const { return score_token_ids[0] >= 0; }
 };
 
 }  // namespace cbatch

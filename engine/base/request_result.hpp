@@ -33,6 +33,7 @@ struct SampleOutput {
   std::string finish_reason;
   std::vector<TokenLogprob> logprobs;     // (output tokens) when the request asks logprobs
   std::optional<std::string> reasoning;   // with a reasoning parser: the thinking (text is then the answer)
+  double score = 0;                       // a score request: softmax(yes, no)[yes] of this pair's prompt
 };
 
 struct RequestResult {

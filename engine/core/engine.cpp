@@ -29,6 +29,12 @@
 namespace cbatch {
 namespace {
 
+// softmax over the two logits {yes, no}, its "yes" entry: 1 / (1 + exp(no - yes)), in double.
+double yes_probability(const float* logits, const std::array<int32_t, 2>& yes_no) {
+  const double diff = static_cast<double>(logits[yes_no[1]]) - static_cast<double>(logits[yes_no[0]]);
+  return 1.0 / (1.0 + std::exp(diff));
+}
+
 // One run's state: the live sequences, the scheduler and block manager of this run, and its counters.
 class EngineRun {
  public:
@@ -127,64 +133,105 @@ class EngineRun {
     }
   }
 
+  // A request becomes its sequences (one per prompt of a list), which run only if every one can.
   void admit_request(Request&& request) {
     if (request.embedding) return admit_embedding(std::move(request));
+    std::vector<std::unique_ptr<Sequence>> seqs = split_prompts(std::move(request));
+    for (auto& seq : seqs) {
+      if (std::string error = prepare(*seq); !error.empty()) {
+        if (seqs.size() > 1) error = "body.prompt[" + std::to_string(seq->request.prompt_index) + "]: " + error;
+        results_.reject(*seq, error);
+        return;
+      }
+    }
+    for (auto& seq : seqs) start(std::move(seq));
+  }
+
+  // One sequence per prompt; a list's sequences share one group of (prompts * n) samples, prompt p's
+  // samples being p * n .. p * n + n - 1 (OpenAI's and vLLM's choice index).
+  std::vector<std::unique_ptr<Sequence>> split_prompts(Request&& request) {
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    if (request.prompt_list.empty()) {
+      seqs.push_back(make_sequence(std::move(request)));
+      return seqs;
+    }
+    std::vector<std::vector<int32_t>> list = std::move(request.prompt_list);
+    request.prompt_list.clear();
+    const int n = request.sampling.n;
+    auto group = std::make_shared<SampleGroup>(static_cast<int>(list.size()) * n);
+    for (size_t p = 0; p < list.size(); ++p) {
+      Request one = request;
+      one.prompt_ids = std::move(list[p]);
+      one.prompt_index = static_cast<int>(p);
+      seqs.push_back(make_sequence(std::move(one)));
+      seqs.back()->group = group;
+      seqs.back()->sample_index = static_cast<int>(p) * n;
+    }
+    return seqs;
+  }
+
+  std::unique_ptr<Sequence> make_sequence(Request&& request) {
     auto seq = std::make_unique<Sequence>();
     seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
     seq->tokens = request.prompt_ids;
     seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
     seq->arrival_ns = engine_now_ns();
     seq->request = std::move(request);
+    seq->pending_samples = seq->request.sampling.n;
+    return seq;
+  }
+
+  // Why the sequence cannot run ("" when it can); sets its constraint.
+  std::string prepare(Sequence& seq) {
     if (model_.config.is_encoder()) {
-      return results_.reject(*seq, "the model is an encoder (" + model_.config.architecture +
-                                       "): it computes embeddings, it cannot generate text");
+      return "the model is an encoder (" + model_.config.architecture + "): it computes embeddings, it cannot generate text";
     }
-    const int n = seq->request.sampling.n;
-    seq->pending_samples = n;
-    if (const std::string error = resolve_lora(seq->request, config_.lora_names, model_.path); !error.empty()) {
-      results_.reject(*seq, error);
-      return;
-    }
-    if (seq->request.sampling.is_constrained()) {
+    const int n = seq.request.sampling.n;
+    if (std::string error = resolve_lora(seq.request, config_.lora_names, model_.path); !error.empty()) return error;
+    if (seq.request.sampling.is_constrained()) {
       try {
-        seq->constraint = constraints().get(seq->request.sampling.constraint);
+        seq.constraint = constraints().get(seq.request.sampling.constraint);
       } catch (const Error& e) {
-        results_.reject(*seq, e.what());
-        return;
+        return e.what();
       }
-      seq->constraint_state = seq->constraint->start();
-      defer_constraint_while_thinking(*seq);
+      seq.constraint_state = seq.constraint->start();
+      defer_constraint_while_thinking(seq);
     }
     // The prompt's blocks once, and each sample's own: the rest of its context plus a copy of a partial block.
-    const int prompt_full = seq->num_prompt_tokens / blocks_.block_size();
-    const int64_t needed = blocks_.blocks_for_tokens(seq->max_total_tokens) +
-                           int64_t{n - 1} * (blocks_.blocks_for_tokens(seq->max_total_tokens) - prompt_full);
+    const int prompt_full = seq.num_prompt_tokens / blocks_.block_size();
+    const int64_t needed = blocks_.blocks_for_tokens(seq.max_total_tokens) +
+                           int64_t{n - 1} * (blocks_.blocks_for_tokens(seq.max_total_tokens) - prompt_full);
     if (needed > blocks_.num_blocks()) {
-      results_.reject(*seq, "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq->max_total_tokens) +
-                       " tokens" + (n > 1 ? " for each of n = " + std::to_string(n) + " samples" : "") +
-                       ") but the whole cache has " + std::to_string(blocks_.num_blocks()));
-      return;
+      return "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq.max_total_tokens) +
+             " tokens" + (n > 1 ? " for each of n = " + std::to_string(n) + " samples" : "") +
+             ") but the whole cache has " + std::to_string(blocks_.num_blocks());
     }
     const SchedulerConfig& sc = config_.scheduler;
     const int max_together = sc.mode == Mode::kStatic ? std::min(sc.max_num_seqs, sc.max_num_batched_tokens)
                                                       : sc.max_num_seqs;  // a static batch row per sample
     if (n > max_together && sc.mode != Mode::kSequential) {
-      results_.reject(*seq, "n = " + std::to_string(n) + " samples run together, more than the " + std::to_string(max_together) +
-                       " sequences a step may hold (--max-num-seqs" +
-                       (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")"));
-      return;
+      return "n = " + std::to_string(n) + " samples run together, more than the " + std::to_string(max_together) +
+             " sequences a step may hold (--max-num-seqs" +
+             (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")");
     }
-    if (seq->request.sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
-      results_.reject(*seq, "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them");
-      return;
+    if (seq.request.sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
+      return "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them";
     }
+    return "";
+  }
+
+  void start(std::unique_ptr<Sequence> seq) {
     Sequence* raw = seq.get();
     live_.emplace(raw, std::move(seq));
-    // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs).
-    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs()) {
-      if (n > 1) raw->group = std::make_shared<SampleGroup>(n);
+    // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs, or
+    // a score request: prefill only, its score read from the last position's logits, no token kept).
+    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs() &&
+        !raw->request.is_score()) {
+      const int n = raw->request.sampling.n;
+      if (n > 1 && !raw->group) raw->group = std::make_shared<SampleGroup>(n);
+      const int first = raw->sample_index;
       for (int i = 0; i < n; ++i) {
-        raw->sample_index = i;
+        raw->sample_index = first + i;
         raw->finish_reason = FinishReason::kLength;
         results_.emit(*raw);
       }
@@ -217,7 +264,9 @@ class EngineRun {
                                    [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
     // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
     const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
-    output_.want_logits = host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
+    const bool scores = std::any_of(plan.seqs.begin(), plan.seqs.end(),
+                                    [](const ScheduledSeq& s) { return s.samples && s.seq->request.is_score(); });
+    output_.want_logits = scores || host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
     if (output_.want_logits || plain_greedy) return;
     int64_t mask_ns = 0;
     for (const ScheduledSeq& s : plan.seqs) {
@@ -313,6 +362,10 @@ class EngineRun {
       row_logits_[static_cast<size_t>(i)] = row;
     }
     logprob_steps_.keep_raw_rows(sampling_rows_, row_logits_);  // before masks and penalties change them
+    for (int64_t i = 0; i < n; ++i) {
+      Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
+      if (seq.request.is_score()) seq.score = yes_probability(row_logits_[static_cast<size_t>(i)], seq.request.score_token_ids);
+    }
     const int64_t mask_start = engine_now_ns();
     step_constrained_rows_ = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -442,10 +495,10 @@ class EngineRun {
       const int n = parent.pending_samples;
       if (n > 1) {
         parent.pending_samples = 1;
-        parent.group = std::make_shared<SampleGroup>(n);
+        if (!parent.group) parent.group = std::make_shared<SampleGroup>(n);  // a list's group is made at admission
         for (int i = 1; i < n; ++i) {
           auto child = std::make_unique<Sequence>(parent);
-          child->sample_index = i;
+          child->sample_index = parent.sample_index + i;
           const Request& r = parent.request;
           child->request.rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, i);
           blocks_.share(child->block_table);

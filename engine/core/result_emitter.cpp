@@ -55,7 +55,7 @@ void ResultEmitter::emit(const Sequence& seq) {
   result.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   result.completion_tokens = seq.num_generated();
   result.logprobs = seq.logprobs;
-  finish_result(seq, seq.first_token_ns, result);
+  finish_result(seq, seq.first_token_ns, result, {seq.num_prompt_tokens, std::max(seq.num_cached_tokens, 0)});
 }
 
 // One input of an embedding request is done: kept until the last one, then the request's one line.
@@ -67,7 +67,7 @@ void ResultEmitter::emit_embedding(const Sequence& seq) {
   RequestResult result;
   result.embeddings = std::move(group.vectors);
   result.finish_reason = "stop";
-  finish_result(seq, seq.first_token_ns, result);
+  finish_result(seq, seq.first_token_ns, result, {group.prompt_tokens, 0});
 }
 
 // One sample of an n > 1 request finished: kept until the last one, then the request's one line.
@@ -79,7 +79,12 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   out.output_token_ids.assign(seq.tokens.begin() + seq.num_prompt_tokens, seq.tokens.end());
   out.finish_reason = std::string(finish_reason_name(seq.finish_reason));
   out.logprobs = seq.logprobs;
+  out.score = seq.score;
   group.completion_tokens += seq.num_generated();
+  if (seq.sample_index % seq.request.sampling.n == 0) {  // the first sample of its prompt
+    group.prompt_tokens += seq.num_prompt_tokens;
+    group.cached_tokens += std::max(seq.num_cached_tokens, 0);
+  }
   if (seq.first_token_ns != 0 && (group.first_token_ns == 0 || seq.first_token_ns < group.first_token_ns)) {
     group.first_token_ns = seq.first_token_ns;
   }
@@ -88,16 +93,17 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   result.has_reasoning_split = splits(seq);
   result.samples = std::move(group.outputs);
   result.completion_tokens = group.completion_tokens;
-  finish_result(seq, group.first_token_ns, result);
+  finish_result(seq, group.first_token_ns, result, {group.prompt_tokens, group.cached_tokens});
 }
 
 // The fields every result line has (request, prompt, cache, timing), then the line itself.
-void ResultEmitter::finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result) {
+void ResultEmitter::finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result,
+                                  std::pair<int, int> prompt_and_cached) {
   const int64_t end_ns = engine_now_ns();
   result.request = &seq.request;
   if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
-  result.prompt_tokens = seq.embedding_group ? seq.embedding_group->prompt_tokens : seq.num_prompt_tokens;
-  result.cached_tokens = std::max(seq.num_cached_tokens, 0);
+  result.prompt_tokens = prompt_and_cached.first;
+  result.cached_tokens = prompt_and_cached.second;
   const int64_t first_ns = first_token_ns != 0 ? first_token_ns : end_ns;
   result.ttft_ms = static_cast<double>(first_ns - seq.arrival_ns) * 1e-6;
   result.e2e_ms = static_cast<double>(end_ns - seq.arrival_ns) * 1e-6;

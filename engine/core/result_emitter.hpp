@@ -31,7 +31,9 @@ class ResultEmitter {
  private:
   void emit_sample(const Sequence& seq);
   void emit_embedding(const Sequence& seq);
-  void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result);
+  // prompt_and_cached: the line's prompt tokens and those the prefix cache served (summed over a list).
+  void finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result,
+                     std::pair<int, int> prompt_and_cached);
 
   // The sequence's output as answer text and thinking (nullopt), or unsplit when no parser applies.
   std::pair<std::string, std::optional<std::string>> split_output(const Sequence& seq) const;

@@ -16,11 +16,14 @@ namespace cbatch {
 
 enum class FinishReason : uint8_t { kNone, kStop, kLength };
 
-// The n completions of one request: filled as its samples finish, written out when the last one does.
+// The n completions of one request (n for each prompt of a list of prompts): filled as its samples
+// finish, written out when the last one does.
 struct SampleGroup {
   explicit SampleGroup(int n) : outputs(static_cast<size_t>(n)), remaining(n) {}
-  std::vector<SampleOutput> outputs;  // (n) by sample index
+  std::vector<SampleOutput> outputs;  // (prompts * n) by sample index
   int remaining;
+  int prompt_tokens = 0;              // summed over the prompts (each counted once, not per sample)
+  int cached_tokens = 0;              // likewise
   int completion_tokens = 0;
   int64_t first_token_ns = 0;         // the earliest sample's first token
 };
@@ -55,6 +58,7 @@ struct Sequence {
   int64_t admit_order = -1;           // increases with each admission (preemption picks the largest)
   int num_preemptions = 0;
   FinishReason finish_reason = FinishReason::kNone;
+  double score = 0;                   // a score request: softmax(yes, no)[yes] at the last prompt position
   std::vector<TokenLogprob> logprobs;         // (generated) when the request asks logprobs
   // (prompt positions 1.. scored so far) when it asks prompt_logprobs; shared by the n > 1 samples forked
   // from it (the prompt is scored by then), so a fork copies no entries.

@@ -55,7 +55,7 @@ SourceItem JsonlRequestSource::build(RequestInput&& input) {
   if (auto message = input.embedding ? std::nullopt : check_prompt_bytes(input, prompt_byte_limit_, model_.config.max_context)) {
     return make_input_error(input, next_index_++, *message);
   }
-  auto built = build_request(std::move(input), next_index_++, model_, chat_, seed_);
+  auto built = build_request(std::move(input), next_index_++, model_, chat_, seed_, rerank_);
   if (auto* request = std::get_if<Request>(&built)) return std::move(*request);
   return std::move(std::get<RequestError>(built));
 }

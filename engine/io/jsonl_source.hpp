@@ -13,6 +13,7 @@
 #include "engine/model/model.hpp"
 #include "engine/io/request_parser.hpp"
 #include "engine/base/request_stream.hpp"
+#include "engine/io/rerank_template.hpp"
 #include "engine/io/resume.hpp"
 #include "engine/io/shard_spec.hpp"
 
@@ -36,6 +37,8 @@ class JsonlRequestSource final : public RequestSource {
   // --shard: only the lines the shard owns are read further; the others are skipped unparsed, so
   // duplicate ids are detected among the shard's own lines only (merge checks across shards).
   void set_shard(const ShardSpec& shard) { shard_ = shard; }
+  // --reranker: score and rerank lines are built in its template (it must outlive the source).
+  void set_rerank_format(const RerankFormat* format) { rerank_ = format; }
 
  private:
   void reject_duplicate(ParsedRequest& parsed);
@@ -48,6 +51,7 @@ class JsonlRequestSource final : public RequestSource {
   const ChatFormat* chat_;
   uint64_t seed_;
   const ResumeState* resume_;
+  const RerankFormat* rerank_ = nullptr;
   ShardSpec shard_;
   int64_t prompt_byte_limit_;
   IdSet seen_ids_;  // every id of a line that parsed, with its line

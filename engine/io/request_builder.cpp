@@ -65,17 +65,96 @@ std::variant<std::vector<int32_t>, std::string> prompt_ids(RequestInput& input, 
   return chat_ids(input, chat);
 }
 
-// An embedding line: prompt ids and EmbeddingParams (embedding_builder.hpp); nothing is generated.
-std::variant<Request, RequestError> build_embedding_request(RequestInput&& input, int64_t index, const Model& model) {
-  EmbeddingParams params;
-  std::vector<std::vector<int32_t>> inputs;
-  if (std::string why = embedding_inputs(input, model, params, inputs); !why.empty()) return make_input_error(input, index, why);
+// The ids of one prompt, checked against the vocabulary and the context (a prompt that only is scored may
+// fill it; one to generate from must leave room); or an error message.
+std::variant<std::vector<int32_t>, std::string> checked_ids(std::vector<int32_t> ids, const Model& model,
+                                                            bool generates = true) {
+  const int vocab = model.config.vocab_size;
+  for (int32_t id : ids) {
+    if (id < 0 || id >= vocab) {
+      return "token id " + std::to_string(id) + " outside the vocabulary [0, " + std::to_string(vocab) + ")";
+    }
+  }
+  if (ids.empty()) return std::string("no tokens");
+  const int context = model.config.max_context;
+  if (!generates && static_cast<int>(ids.size()) > context) {
+    return std::to_string(ids.size()) + " tokens exceed the model's context of " + std::to_string(context) + " tokens";
+  }
+  if (generates && static_cast<int>(ids.size()) >= context) {
+    return std::to_string(ids.size()) + " tokens leave no room to generate in the model's context of " +
+           std::to_string(context) + " tokens";
+  }
+  return ids;
+}
+
+// A list of prompts: each one tokenized and checked; the first bad one names the line's error.
+std::variant<std::vector<std::vector<int32_t>>, std::string> listed_prompt_ids(const RequestInput& input,
+                                                                               const Model& model) {
+  if (input.sampling.echo || input.sampling.wants_prompt_logprobs()) {
+    return std::string("echo and prompt_logprobs take one prompt, not a list of prompts");
+  }
+  std::vector<std::vector<int32_t>> list;
+  for (const ListedPrompt& p : input.prompt_list) {
+    auto ids = checked_ids(p.text ? model.tokenizer->encode(*p.text, /*add_special=*/true) : p.ids, model);
+    if (auto* message = std::get_if<std::string>(&ids)) {
+      return "body.prompt[" + std::to_string(list.size()) + "]: " + *message;
+    }
+    list.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+  }
+  return list;
+}
+
+// The request fields every form shares, moved from its input line.
+Request base_request(RequestInput&& input, int64_t index, uint64_t global_seed) {
   Request request;
   request.index = index;
   request.line = input.line;
   request.id_json = std::move(input.id_json);
   request.custom_id = std::move(input.custom_id);
   request.form = input.form;
+  request.is_chat = input.messages.has_value();
+  request.model = std::move(input.model);
+  request.sampling = std::move(input.sampling);
+  request.rng_seed = request_rng_seed(request.sampling.seed, global_seed, request.id_json);
+  return request;
+}
+
+// A score or rerank line: one prompt per (text_1, text_2) pair in the reranker's template, no BOS added
+// (the template is the whole prompt, as the model card tokenizes it), prefill only.
+std::variant<Request, RequestError> build_score_request(RequestInput&& input, int64_t index, const Model& model,
+                                                        uint64_t global_seed, const RerankFormat* rerank) {
+  if (rerank == nullptr) {
+    return make_input_error(input, index, "score and rerank lines need a reranker model: run with --reranker qwen3");
+  }
+  ScoreInput& pairs = *input.scoring;
+  const char* field = input.form == RequestForm::kOpenAIRerank ? "body.documents[" : "body.text_2[";
+  std::vector<std::vector<int32_t>> list;
+  for (size_t i = 0; i < pairs.text_2.size(); ++i) {
+    const std::string& query = pairs.text_1[pairs.text_1.size() == 1 ? 0 : i];
+    auto ids = checked_ids(model.tokenizer->encode(rerank->render(query, pairs.text_2[i]), /*add_special=*/false), model,
+                           /*generates=*/false);
+    if (auto* message = std::get_if<std::string>(&ids)) {
+      return make_input_error(input, index, field + std::to_string(i) + "]: its prompt: " + *message);
+    }
+    list.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+  }
+  input.sampling.max_tokens = 0;
+  input.sampling.n = 1;
+  Request request = base_request(std::move(input), index, global_seed);
+  request.prompt_list = std::move(list);
+  request.score_token_ids = rerank->yes_no_ids;
+  if (request.form == RequestForm::kOpenAIRerank) request.documents = std::move(pairs.text_2);
+  request.top_n = pairs.top_n;
+  return request;
+}
+
+// An embedding line: prompt ids and EmbeddingParams (embedding_builder.hpp); nothing is generated.
+std::variant<Request, RequestError> build_embedding_request(RequestInput&& input, int64_t index, const Model& model,
+                                                            uint64_t global_seed) {
+  EmbeddingParams params;
+  std::vector<std::vector<int32_t>> inputs;
+  if (std::string why = embedding_inputs(input, model, params, inputs); !why.empty()) return make_input_error(input, index, why);
+  Request request = base_request(std::move(input), index, global_seed);
   request.embedding_inputs = std::move(inputs);
   request.sampling.max_tokens = 0;
   request.embedding = params;
@@ -85,8 +164,17 @@ std::variant<Request, RequestError> build_embedding_request(RequestInput&& input
 }  // namespace
 
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
-                                                  const ChatFormat* chat, uint64_t global_seed) {
-  if (input.embedding) return build_embedding_request(std::move(input), index, model);
+                                                  const ChatFormat* chat, uint64_t global_seed,
+                                                  const RerankFormat* rerank) {
+  if (input.embedding) return build_embedding_request(std::move(input), index, model, global_seed);
+  if (input.scoring) return build_score_request(std::move(input), index, model, global_seed, rerank);
+  if (!input.prompt_list.empty()) {
+    auto list = listed_prompt_ids(input, model);
+    if (auto* message = std::get_if<std::string>(&list)) return make_input_error(input, index, *message);
+    Request request = base_request(std::move(input), index, global_seed);
+    request.prompt_list = std::move(std::get<std::vector<std::vector<int32_t>>>(list));
+    return request;
+  }
   auto ids = prompt_ids(input, model, chat);
   if (auto* message = std::get_if<std::string>(&ids)) return make_input_error(input, index, *message);
   auto& tokens = std::get<std::vector<int32_t>>(ids);
@@ -97,21 +185,15 @@ std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t 
                                         " tokens leaves no room to generate in the model's context of " +
                                         std::to_string(context) + " tokens");
   }
-  Request request;
+  std::string echo_text, first_piece;
   if (input.sampling.echo) {
-    request.echo_text = input.prompt ? *input.prompt : model.tokenizer->decode(tokens);
-    request.first_prompt_piece = model.tokenizer->decode_piece(-1, tokens[0]);
+    echo_text = input.prompt ? *input.prompt : model.tokenizer->decode(tokens);
+    first_piece = model.tokenizer->decode_piece(-1, tokens[0]);
   }
-  request.index = index;
-  request.line = input.line;
-  request.id_json = std::move(input.id_json);
-  request.custom_id = std::move(input.custom_id);
-  request.form = input.form;
-  request.is_chat = input.messages.has_value();
-  request.model = std::move(input.model);
+  Request request = base_request(std::move(input), index, global_seed);
+  request.echo_text = std::move(echo_text);
+  request.first_prompt_piece = std::move(first_piece);
   request.prompt_ids = std::move(tokens);
-  request.sampling = std::move(input.sampling);
-  request.rng_seed = request_rng_seed(request.sampling.seed, global_seed, request.id_json);
   return request;
 }
 

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "engine/text/chat_format.hpp"
+#include "engine/io/rerank_template.hpp"
 #include "engine/model/model.hpp"
 #include "engine/base/request.hpp"
 
@@ -18,7 +19,9 @@ RequestError make_input_error(const RequestInput& input, int64_t index, const st
 // The error of a line whose id an earlier line (first_line) already used (index -1: the source sets it).
 RequestError make_duplicate_id_error(const RequestInput& input, int64_t first_line);
 
+// `rerank`: the run's reranker (--reranker); null: score and rerank lines are an error for their line.
 std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t index, const Model& model,
-                                                  const ChatFormat* chat, uint64_t global_seed);
+                                                  const ChatFormat* chat, uint64_t global_seed,
+                                                  const RerankFormat* rerank = nullptr);
 
 }  // namespace cbatch

@@ -9,6 +9,7 @@
 #include "engine/io/json_field.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/sampling_parser.hpp"
+#include "engine/io/score_parser.hpp"
 
 namespace cbatch {
 namespace {
@@ -138,8 +139,21 @@ simdjson::dom::element require(const FieldSet& f, std::string_view key) {
   return *v;
 }
 
-// The body of /v1/completions: "prompt" is one string or one list of token ids. A list of prompts
-// (OpenAI allows it) is refused: one request per line keeps one output line per input line.
+// One prompt of a list: a string, or a non-empty list of token ids.
+ListedPrompt read_listed_prompt(simdjson::dom::element v, const std::string& name) {
+  ListedPrompt prompt;
+  if (v.is_string()) {
+    prompt.text = std::string(get_string(v, name));
+  } else if (v.is_array()) {
+    prompt.ids = read_prompt_ids(v, name);
+  } else {
+    fail_field(name, "a string or a list of token ids", v);
+  }
+  return prompt;
+}
+
+// The body of /v1/completions: "prompt" is one string, one list of token ids, or (as OpenAI and vLLM
+// allow) a list of prompts, strings or lists of ids: one choice per prompt and sample.
 void read_completion_prompt(const FieldSet& body, RequestInput& in) {
   const auto v = body.find("prompt");
   if (!v) throw FieldError("no prompt: give 'body.prompt'");
@@ -149,13 +163,16 @@ void read_completion_prompt(const FieldSet& body, RequestInput& in) {
   }
   simdjson::dom::array arr;
   if (v->get_array().get(arr) != simdjson::SUCCESS) {
-    fail_field("body.prompt", "a string or a list of token ids", *v);
+    fail_field("body.prompt", "a string, a list of token ids or a list of prompts", *v);
   }
   simdjson::dom::element first;
-  if (arr.at(0).get(first) == simdjson::SUCCESS && (first.is_string() || first.is_array())) {
-    fail_field("body.prompt", "one string or one list of token ids, not a list of prompts", *v);
+  if (arr.at(0).get(first) != simdjson::SUCCESS || !(first.is_string() || first.is_array())) {
+    in.prompt_token_ids = read_prompt_ids(*v, "body.prompt");
+    return;
   }
-  in.prompt_token_ids = read_prompt_ids(*v, "body.prompt");
+  for (simdjson::dom::element p : arr) {
+    in.prompt_list.push_back(read_listed_prompt(p, "body.prompt[" + std::to_string(in.prompt_list.size()) + "]"));
+  }
 }
 
 void read_openai_route(const FieldSet& f, RequestInput& in) {
@@ -167,8 +184,13 @@ void read_openai_route(const FieldSet& f, RequestInput& in) {
     in.form = RequestForm::kOpenAIChat;
   } else if (url == kEmbeddingsUrl) {
     in.form = RequestForm::kOpenAIEmbeddings;
+  } else if (url == kScoreUrl) {
+    in.form = RequestForm::kOpenAIScore;
+  } else if (url == kRerankUrl) {
+    in.form = RequestForm::kOpenAIRerank;
   } else if (url != kCompletionsUrl) {
-    fail_field("url", "\"/v1/completions\", \"/v1/chat/completions\" or \"/v1/embeddings\"", url_value);
+    fail_field("url", "\"/v1/completions\", \"/v1/chat/completions\", \"/v1/embeddings\", \"/v1/score\" or \"/v1/rerank\"",
+               url_value);
   }
 }
 
@@ -185,6 +207,11 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
   }
   const FieldSet body{body_obj, "body."};
   if (in.form == RequestForm::kOpenAIEmbeddings) return parse_openai_embedding(body, defaults, in);
+  if (in.form == RequestForm::kOpenAIScore || in.form == RequestForm::kOpenAIRerank) {
+    in.scoring = in.form == RequestForm::kOpenAIScore ? read_score_body(body) : read_rerank_body(body);
+    read_model(body, in);
+    return;  // no sampling: a score is computed, not generated
+  }
   if (in.form == RequestForm::kOpenAIChat) {
     const auto messages = body.find("messages");
     if (!messages) throw FieldError("no prompt: give 'body.messages'");

@@ -11,6 +11,7 @@
 #include "engine/io/embedding_format.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/logprob_format.hpp"
+#include "engine/io/score_format.hpp"
 
 namespace cbatch {
 namespace {
@@ -129,6 +130,8 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   w.key("body");
   if (r.request->embedding) {
     write_embedding_body(w, r, options);
+  } else if (r.request->is_score()) {
+    write_score_body(w, r, id, created_time(options), r.request->lora_name.empty() ? options.model : r.request->lora_name);
   } else {
     write_openai_body(w, r, options);
   }

@@ -2,17 +2,45 @@
 /v1/completions equals the simple form's result, which is the float64 reference's greedy golden,
 /v1/chat/completions renders the template and stops on its end of turn, a bad line gets a status-400 error
 line with its custom_id, and exit status 2. Penalties change greedy output (the golden without them) and
-reduce repeats (the exact values are checked against a numpy reference in test_smollm2_reference.py)."""
+reduce repeats (the exact values are checked against a numpy reference in test_smollm2_reference.py).
+A list of prompts gives one choice per prompt and sample. Every kind of body (completion, chat, n > 1,
+lists, logprobs, echo, reasoning split) is read with the openai package's own types (pydantic)."""
 import collections
 import json
 import os
 
-from common import Checks, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
+from common import Checks, need_modules, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
+
+(openai,) = need_modules("openai")
+import openai.types.chat  # noqa: E402  (the package's own response types: the format follows the real client)
+import pydantic  # noqa: E402  (an openai dependency)
+
+OPENAI_TYPES = {"text_completion": openai.types.Completion, "chat.completion": openai.types.chat.ChatCompletion}
 
 MODEL = ["--model", tiny_spm_gguf(), "--device", "cpu", "--quiet"]
 GOLDEN = {g["prompt"]: g for g in read_jsonl(os.path.join(os.path.dirname(MODEL[1]), "golden", "greedy.jsonl"))}
 DREAM = GOLDEN["I dreamed of"]  # runs to the full context: no EOS in its first 60 tokens
 c = Checks()
+
+
+def check_openai_body(line, allowed=()):
+    """The line's body read by the openai package's type for its object (pydantic: a missing field, a wrong
+    type or a finish_reason outside the client's literals fails). `allowed`: the error locations expected
+    (the first echoed prompt token's null logprob, which OpenAI's API and vLLM write but the client's
+    Logprobs type declares as a float)."""
+    body = line["response"]["body"]
+    kind = OPENAI_TYPES.get(body.get("object"))
+    if kind is None:
+        return c.check(False, f"{line['custom_id']}: no openai type for object {body.get('object')!r}")
+    try:
+        parsed = kind.model_validate(body)
+        c.check(not allowed and len(parsed.choices) == len(body["choices"]) and parsed.usage is not None,
+                f"{line['custom_id']}: parsed, expected errors at {allowed}")
+    except pydantic.ValidationError as e:
+        locations = tuple(".".join(map(str, err["loc"])) for err in e.errors())
+        c.check(locations == allowed, f"{line['custom_id']}: not a valid {kind.__name__}: {e}")
+
+
 work = tmpdir()
 prompts, out = os.path.join(work, "in.jsonl"), os.path.join(work, "out.jsonl")
 
@@ -43,6 +71,8 @@ c.check(chat_body["object"] == "chat.completion" and chat_body["choices"][0]["me
 c.check(chat_body["choices"][0]["finish_reason"] in ("stop", "length"), "chat finish_reason")
 c.check(bad["custom_id"] == "bad" and bad["response"]["status_code"] == 400 and bad["response"]["body"] is None, "error line")
 c.check("prompt" in bad["error"]["message"], f"error names the field: {bad['error']}")
+for line in (cmpl, chat):
+    check_openai_body(line)
 
 # The chat prompt is the llama2 rendering: its token count equals `tokenize` of the same messages.
 proc = run(["tokenize", "--model", MODEL[1], "--chat-template", "llama2"],
@@ -50,6 +80,66 @@ proc = run(["tokenize", "--model", MODEL[1], "--chat-template", "llama2"],
 rendered = json.loads(proc.stdout)
 c.check(rendered["text"] == "<s>[INST] Tell me a dream. [/INST]", f"rendered {rendered['text']!r}")
 c.check(chat_body["usage"]["prompt_tokens"] == len(rendered["ids"]), "chat prompt tokens")
+
+# A list of prompts (strings, or lists of ids): one choice per prompt and sample, index = prompt * n + sample,
+# each prompt's choices equal to its own single-prompt line's, usage summed over the prompts.
+listed = ["I dreamed of", "Once upon a time", "The city was made of paper, and"]
+ids_listed = [GOLDEN[p]["prompt_ids"] for p in listed[:2]]
+cmpl = lambda cid, **body: {"custom_id": cid, "method": "POST", "url": "/v1/completions",
+                            "body": dict({"model": "m", "max_tokens": 6, "temperature": 0}, **body)}
+rows = [cmpl(f"one{i}", prompt=p) for i, p in enumerate(listed)] + [
+    cmpl("list", prompt=listed, n=2),
+    cmpl("ids", prompt=ids_listed),
+    cmpl("sampled", prompt=listed[:2], n=3, temperature=1.0, seed=7),
+    cmpl("sampled-one", prompt=listed[1], n=3, temperature=1.0, seed=7),
+    cmpl("mixed", prompt=["I dreamed of", 5]),
+    cmpl("bad-id", prompt=[[1, 284], [1, 99999]]),
+    cmpl("echo", prompt=listed, echo=True),
+]
+write_jsonl(prompts, rows)
+run(["run", prompts, "-o", out, "--max-num-seqs", "4", "--max-num-batched-tokens", "16"] + MODEL, expect_rc=2)
+got = {r["custom_id"]: r for r in read_jsonl(out)}
+single = [got[f"one{i}"]["response"]["body"] for i in range(len(listed))]
+body = got["list"]["response"]["body"]
+c.check([ch["index"] for ch in body["choices"]] == list(range(6)), f"list indices {[ch['index'] for ch in body['choices']]}")
+for p in range(len(listed)):
+    for i in range(2):
+        c.check(body["choices"][p * 2 + i]["text"] == single[p]["choices"][0]["text"], f"list choice {p * 2 + i} text")
+c.check(body["usage"]["prompt_tokens"] == sum(len(GOLDEN[p]["prompt_ids"]) for p in listed) ==
+        sum(b["usage"]["prompt_tokens"] for b in single), f"list usage {body['usage']}")
+c.check(body["usage"]["completion_tokens"] == 2 * sum(b["usage"]["completion_tokens"] for b in single),
+        f"list completion tokens {body['usage']}")
+ids_body = got["ids"]["response"]["body"]
+c.check([ch["text"] for ch in ids_body["choices"]] == [b["choices"][0]["text"] for b in single[:2]], "id lists = strings")
+sampled, sampled_one = (got[k]["response"]["body"]["choices"] for k in ("sampled", "sampled-one"))
+c.check(len(sampled) == 6 and len({ch["text"] for ch in sampled[3:]}) > 1, "sampled list: 6 distinct choices")
+c.check([ch["text"] for ch in sampled[3:]] == [ch["text"] for ch in sampled_one],
+        "the second prompt's samples (seed 7) equal its own line's")
+for key in [f"one{i}" for i in range(len(listed))] + ["list", "ids", "sampled", "sampled-one"]:
+    check_openai_body(got[key])
+for key, words in [("mixed", "body.prompt[1]"), ("bad-id", "body.prompt[1]"), ("echo", "echo")]:
+    c.check(got[key]["response"]["status_code"] == 400 and words in got[key]["error"]["message"],
+            f"{key}: {got[key]['error']}")
+
+# The bodies with logprobs (completions: tokens and top alternatives, echo; chat: content entries) and with
+# a reasoning split are valid for the client too.
+chat = lambda cid, **body: {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
+                            "body": dict({"model": "m", "max_tokens": 6, "temperature": 0,
+                                          "messages": [{"role": "user", "content": "Tell me a dream."}]}, **body)}
+rows = [cmpl("lp", prompt="I dreamed of", logprobs=2), cmpl("lp-echo", prompt="I dreamed of", logprobs=1, echo=True),
+        cmpl("lp-n", prompt=listed[:2], logprobs=1, n=2, temperature=0.8, seed=3),
+        chat("chat-lp", logprobs=True, top_logprobs=2), chat("chat-n", n=2, temperature=0.8, seed=3)]
+write_jsonl(prompts, rows)
+for extra in ([], ["--reasoning-parser", "qwen3"]):
+    run(["run", prompts, "-o", out, "--chat-template", "llama2"] + MODEL + extra)
+    got = {r["custom_id"]: r for r in read_jsonl(out)}
+    c.check(len(got) == len(rows) and all(r["error"] is None for r in got.values()), f"logprob lines {extra}")
+    for key, line in got.items():
+        echo_null = ("choices.0.logprobs.token_logprobs.0", "choices.0.logprobs.top_logprobs.0")
+        check_openai_body(line, echo_null if key == "lp-echo" else ())
+    first = got["lp-echo"]["response"]["body"]["choices"][0]["logprobs"]
+    c.check(first["token_logprobs"][0] is None and first["top_logprobs"][0] is None, "echo: the first token has no logprob")
+c.check(got["chat-lp"]["response"]["body"]["choices"][0]["logprobs"]["content"], "chat logprobs present")
 
 # Penalties: greedy output changes and its most repeated token repeats less.
 base = {"prompt": "I dreamed of", "max_tokens": 60, "temperature": 0}

@@ -271,6 +271,30 @@ TEST_CASE("request parser: OpenAI completions form") {
   const RequestInput ids = parse_ok(
       R"({"custom_id": "r2", "method": "POST", "url": "/v1/completions", "body": {"prompt": [1, 2, 3]}})");
   CHECK(ids.prompt_token_ids == std::vector<int32_t>{1, 2, 3});
+
+  const RequestInput list = parse_ok(
+      R"({"custom_id": "r3", "method": "POST", "url": "/v1/completions", "body": {"prompt": ["a", [7, 8]]}})");
+  REQUIRE(list.prompt_list.size() == 2);
+  CHECK_FALSE(list.prompt.has_value());
+  CHECK_FALSE(list.prompt_token_ids.has_value());
+  CHECK(list.prompt_list[0].text == std::optional<std::string>("a"));
+  CHECK(!list.prompt_list[1].text);
+  CHECK(list.prompt_list[1].ids == std::vector<int32_t>{7, 8});
+}
+
+TEST_CASE("request parser: OpenAI score and rerank forms") {
+  const RequestInput score = parse_ok(
+      R"({"custom_id": "s", "method": "POST", "url": "/v1/score", "body": {"text_1": "q", "text_2": ["a", "b"]}})");
+  CHECK(score.form == RequestForm::kOpenAIScore);
+  REQUIRE(score.scoring.has_value());
+  CHECK(score.scoring->text_1 == std::vector<std::string>{"q"});
+  CHECK(score.scoring->text_2 == std::vector<std::string>{"a", "b"});
+  const RequestInput rerank = parse_ok(
+      R"({"custom_id": "r", "method": "POST", "url": "/v1/rerank", "body": {"query": "q", "documents": ["a"], "top_n": 1}})");
+  CHECK(rerank.form == RequestForm::kOpenAIRerank);
+  REQUIRE(rerank.scoring.has_value());
+  CHECK(rerank.scoring->text_2 == std::vector<std::string>{"a"});
+  CHECK(rerank.scoring->top_n == 1);
 }
 
 TEST_CASE("request parser: OpenAI chat form") {
@@ -310,8 +334,21 @@ TEST_CASE("request parser: OpenAI form errors") {
   const std::string head = R"({"custom_id": "r1", "method": "POST", )";
   const ErrorCase cases[] = {
       {R"("url": "/v1/moderations", "body": {"input": "x"}})",
-       "line 12: field 'url' must be \"/v1/completions\", \"/v1/chat/completions\" or \"/v1/embeddings\" "
-       "(got \"/v1/moderations\")"},
+       "line 12: field 'url' must be \"/v1/completions\", \"/v1/chat/completions\", \"/v1/embeddings\", \"/v1/score\" "
+       "or \"/v1/rerank\" (got \"/v1/moderations\")"},
+      {R"("url": "/v1/rerank", "body": {"query": "q", "documents": []}})",
+       "line 12: field 'body.documents' must be a non-empty list of strings (got [])"},
+      {R"("url": "/v1/rerank", "body": {"query": "q"}})",
+       "line 12: no documents: field 'body.documents' is required"},
+      {R"("url": "/v1/score", "body": {"text_1": ["a", "b"], "text_2": ["c"]}})",
+       "line 12: 'body.text_1' has 2 texts and 'body.text_2' 1: give one text_1 against any number of text_2, "
+       "or lists of equal length"},
+      {R"("url": "/v1/score", "body": {"text_1": "a", "text_2": [3]}})",
+       "line 12: field 'body.text_2[0]' must be a string (got 3)"},
+      {R"("url": "/v1/completions", "body": {"prompt": ["a", 5]}})",
+       "line 12: field 'body.prompt[1]' must be a string or a list of token ids (got 5)"},
+      {R"("url": "/v1/completions", "body": {"prompt": [[1], "b", []]}})",
+       "line 12: field 'body.prompt[2]' must be a non-empty list of token ids (got [])"},
       {R"("url": "/v1/embeddings", "body": {"prompt": "x"}})", "line 12: no input: give 'body.input'"},
       {R"("url": "/v1/embeddings", "body": {"input": []}})",
        "line 12: field 'body.input' must be a non-empty string or list of token ids (got [])"},
@@ -321,11 +358,8 @@ TEST_CASE("request parser: OpenAI form errors") {
        "line 12: field 'body.encoding_format' must be \"float\" or \"base64\" (got \"int8\")"},
       {R"("url": "/v1/embeddings", "body": {"input": "a", "dimensions": 0}})",
        "line 12: field 'body.dimensions' must be a positive integer (got 0)"},
-      {R"("url": "/v1/completions", "body": {"prompt": ["a", "b"]}})",
-       "line 12: field 'body.prompt' must be one string or one list of token ids, not a list of prompts "
-       "(got [\"a\",\"b\"])"},
       {R"("url": "/v1/completions", "body": {"prompt": 3}})",
-       "line 12: field 'body.prompt' must be a string or a list of token ids (got 3)"},
+       "line 12: field 'body.prompt' must be a string, a list of token ids or a list of prompts (got 3)"},
       {R"("url": "/v1/completions", "body": {"messages": []}})", "line 12: no prompt: give 'body.prompt'"},
       {R"("url": "/v1/chat/completions", "body": {"prompt": "x"}})",
        "line 12: no prompt: give 'body.messages'"},
