@@ -42,7 +42,6 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   }
   if (c.is_moe()) check_moe(c);
   if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
-  if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }
@@ -55,8 +54,8 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   }
   // Mixture-of-experts layers run on moe_ffn.cpp (check_moe).
   // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
-  // embedding scale, query scale, softcaps, windows, the output bias, local RoPE base, every RoPE scaling)
-  // is implemented.
+  // embedding scale, query scale, softcaps, windows, attention sinks on every attention kernel, the output
+  // bias, local RoPE base, every RoPE scaling) is implemented.
   // head_dim 256 (Gemma's) runs on the CUDA-core attention kernels (see context_with_shared_memory).
   return c;
 }

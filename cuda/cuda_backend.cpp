@@ -2,7 +2,7 @@
 // with the weights in the compute dtype T (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and
 // logits, and a paged KV cache in T (or in FP8 E4M3 with --kv-cache-dtype fp8, kv_cache_dtype.hpp). Per
 // layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache write -> paged attention (the layer's
-// scale, softcap and window) -> wo GEMM -> residual add (of the o bias, and of the sandwich-normed
+// scale, softcap, window and sinks) -> wo GEMM -> residual add (of the o bias, and of the sandwich-normed
 // output) + norm -> fused
 // gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm), or in a sparse layer the
 // experts (moe_ffn.hpp); the final logits softcapped where the family does. Everything runs on the
@@ -157,7 +157,8 @@ class CudaBackend final : public Backend {
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
-    return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer)};
+    const float* sinks = weights_.layers[static_cast<size_t>(layer)].sinks.get();  // null without attn_sinks
+    return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer), sinks};
   }
   RopeFamily rope_family(int layer) const;
   const float* rope_table(int layer) const {
