@@ -226,8 +226,8 @@ size_t DeviceWeights<T>::bytes() const {
   size_t total = embedding.bytes() + final_norm.bytes() + untied_lm_head.bytes() + rope_inv_freq.bytes();
   for (const LayerWeights<T>& w : layers) {
     total += w.attn_norm.bytes() + w.wqkv.bytes() + w.qkv_bias.bytes() + w.q_norm.bytes() + w.k_norm.bytes() +
-             w.wo.bytes() + w.o_bias.bytes() + w.sinks.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() + w.w_gate_up.bytes() + w.w_down.bytes() +
-             w.moe.bytes() + w.post_ffn_norm.bytes();
+             w.wo.bytes() + w.o_bias.bytes() + w.sinks.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() +
+             w.w_gate_up.bytes() + w.w_down.bytes() + w.moe.bytes() + w.post_ffn_norm.bytes();
   }
   return total;
 }

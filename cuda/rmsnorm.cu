@@ -49,7 +49,8 @@ static void launch_rmsnorm(T* d_out, float* d_x, const T* d_delta, const float* 
                            const float* d_delta_bias = nullptr) {
   if (d_delta_weight != nullptr) {
     rmsnorm_residual_kernel<T, true><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
-                                                                                 dim, eps, d_delta_weight, d_delta_bias);
+                                                                                 dim, eps, d_delta_weight,
+                                                                                 d_delta_bias);
   } else {
     rmsnorm_residual_kernel<T, false><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
                                                                                   dim, eps, nullptr, d_delta_bias);

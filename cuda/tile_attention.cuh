@@ -4,7 +4,8 @@
 // (tile, kv head) grid. Each kernel has two builds: Llama's (FAMILY = false: causal, q.k * scale) and the
 // family build for layers with a softcap, a sliding window or attention sinks (AttentionScoring): it starts
 // its key loop at the tile's first visible key, masks keys before each row's window, guards its online
-// softmax against a key tile in which a row sees no key, and joins each head's sink at the output. Included only from .cu files.
+// softmax against a key tile in which a row sees no key, and joins each head's sink at the output.
+// Included only from .cu files.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -3,8 +3,8 @@
 // with biases, q/k head norms (a warp per head, shared memory), the longrope table and the attention
 // factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU), and its FP8 cache
 // write code by code against fp8.hpp; RMSNorm with and without a sandwich norm of the delta, in place and
-// gathered, and with a bias added to the delta (gpt-oss's o bias), against reference.hpp's rmsnorm_ref. The device helpers (cuda_dtype.cuh) are compiled as host
-// code after the emulator. Part of the host suite.
+// gathered, and with a bias added to the delta (gpt-oss's o bias), against reference.hpp's rmsnorm_ref.
+// The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>

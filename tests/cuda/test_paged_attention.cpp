@@ -4,7 +4,8 @@
 // cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128 and 256 (Gemma's, on the
 // CUDA-core kernels only), GQA groups 1..8, block sizes 16 and 5; and every kernel's family build (sliding
 // windows, softcaps, query scales, attention sinks) on the same batch with the cache before every row's
-// window NaN; and every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its dequantized values.
+// window NaN; and every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its
+// dequantized values.
 // test_decode_emulated.cpp and test_cuda_cores_emulated.cpp run the decode kernels' and paged_attention's
 // block code on the same batches without a GPU.
 #include <doctest/doctest.h>
