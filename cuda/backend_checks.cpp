@@ -23,17 +23,13 @@ std::vector<int> window_kinds(const ModelConfig& c) {
 namespace {
 
 // What the MoE kernels take (moe.hpp): up to kMoeMaxExperts experts, SwiGLU, GeGLU or the clamped SwiGLU,
-// either routing rule. gpt-oss's router and expert biases have kernel arguments, but their tensors are not
-// uploaded yet; attention sinks and the output bias (gpt-oss's attention) are refused in checked_config.
+// either routing rule, router and expert biases (gpt-oss).
 void check_moe(const ModelConfig& c) {
   if (c.num_experts > kMoeMaxExperts || c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
       c.expert_hidden_dim <= 0) {
     unsupported(c.architecture + "'s " + std::to_string(c.num_experts) + " experts with " +
                 std::to_string(c.experts_per_token) + " per token and width " + std::to_string(c.expert_hidden_dim) +
                 " (the MoE kernels take 1 to " + std::to_string(kMoeMaxExperts) + " experts; use --device cpu)");
-  }
-  if (c.router_bias || c.expert_bias) {
-    unsupported(c.architecture + "'s router and expert biases yet (their tensors are not uploaded; use --device cpu)");
   }
 }
 
@@ -50,8 +46,6 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
-  if (c.attn_sinks) unsupported(c.architecture + "'s attention sinks (use --device cpu)");
-  if (c.o_bias) unsupported(c.architecture + "'s output projection bias (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }
@@ -64,7 +58,8 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   }
   // Mixture-of-experts layers run on moe_ffn.cpp (check_moe).
   // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
-  // embedding scale, query scale, softcaps, windows, local RoPE base, every RoPE scaling) is implemented.
+  // embedding scale, query scale, softcaps, windows, attention sinks on every attention kernel, the output
+  // bias, local RoPE base, every RoPE scaling) is implemented.
   // head_dim 256 (Gemma's) runs on the CUDA-core attention kernels (see context_with_shared_memory).
   return c;
 }

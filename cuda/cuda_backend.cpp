@@ -2,7 +2,8 @@
 // with the weights in the compute dtype T (bf16, fp16 or fp32), an fp32 residual stream, fp32 softmax and
 // logits, and a paged KV cache in T (or in FP8 E4M3 with --kv-cache-dtype fp8, kv_cache_dtype.hpp). Per
 // layer: norm -> fused QKV GEMM -> (biases, q/k norms) RoPE + cache write -> paged attention (the layer's
-// scale, softcap and window) -> wo GEMM -> residual add (of the sandwich-normed output) + norm -> fused
+// scale, softcap, window and sinks) -> wo GEMM -> residual add (of the o bias, and of the sandwich-normed
+// output) + norm -> fused
 // gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm), or in a sparse layer the
 // experts (moe_ffn.hpp); the final logits softcapped where the family does. Everything runs on the
 // context's one stream; forward() synchronizes once, after the single device-to-host copy, plus once per
@@ -158,7 +159,8 @@ class CudaBackend final : public Backend {
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
-    return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer)};
+    const float* sinks = weights_.layers[static_cast<size_t>(layer)].sinks.get();  // null without attn_sinks
+    return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer), sinks};
   }
   RopeFamily rope_family(int layer) const;
   const float* rope_table(int layer) const {
@@ -451,7 +453,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
   profiler_.phase("gemm_o", stream);
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
-                      w.post_attn_norm.get());
+                      w.post_attn_norm.get(), w.o_bias.get());  // the o bias (null when absent) joins delta here
   profiler_.phase("norm", stream);
   if (config_.is_sparse(layer)) {
     experts_touched_ += moe_.forward(w.moe, ws.h.get(), n, ws.delta.get(), context_, profiler_);

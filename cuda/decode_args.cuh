@@ -39,6 +39,7 @@ struct DecodeArgs {
   int window;                   // the family build's: 0 = none
   const float* k_scale;         // (1) an FP8 cache's; null otherwise
   const float* v_scale;         // (1)
+  const float* sinks;           // (num_heads) sink logits (AttentionScoring), joined at the output; null: none
 };
 
 template <typename T, typename KV>

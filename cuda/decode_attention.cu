@@ -193,7 +193,7 @@ void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
   const DecodeArgs<T, KV> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
                                d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
                                shape.num_kv_heads, shape.block_size, split.keys_per_split, scoring.scale_for(hd),
-                               scoring.softcap, scoring.window, scales.k, scales.v};
+                               scoring.softcap, scoring.window, scales.k, scales.v, scoring.sinks};
   if (scoring.is_plain()) return launch_decode<T, false>(args, num_seqs, split, hd, kernel, plan, stream);
   launch_decode<T, true>(args, num_seqs, split, hd, kernel, plan, stream);
 }

@@ -198,7 +198,7 @@ __device__ __forceinline__ void cuda_cores_block(const DecodeArgs<T, KV>& a, uns
       a.partial_o[(partial * group + g) * HD + d] = sum;
     } else {
       a.out[static_cast<size_t>(row) * a.num_heads * HD + static_cast<size_t>(kv_head * group + g) * HD + d] =
-          from_float<T>(sum / s_l[g]);
+          from_float<T>(attention_output(sum, s_m[g], s_l[g], FAMILY ? a.sinks : nullptr, kv_head * group + g));
     }
   }
   if (is_split && tid < group) {
@@ -228,7 +228,8 @@ __device__ __forceinline__ void combine_block(const DecodeArgs<T, KV>& a, int nu
     o += w * a.partial_o[p * hd + threadIdx.x];
   }
   const int row = a.query_start[seq];
-  a.out[static_cast<size_t>(row) * a.num_heads * hd + static_cast<size_t>(head) * hd + threadIdx.x] = from_float<T>(o / l);
+  a.out[static_cast<size_t>(row) * a.num_heads * hd + static_cast<size_t>(head) * hd + threadIdx.x] =
+      from_float<T>(attention_output(o, m, l, a.sinks, head));  // the sink joins once, here
 }
 
 }  // namespace cbatch::decode_detail::cuda_cores

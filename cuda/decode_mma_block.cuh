@@ -240,7 +240,8 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
       }
     } else {
       a.out[static_cast<size_t>(row) * a.num_heads * HD + static_cast<size_t>(kv_head * group + h) * HD + d] =
-          from_float<T>(sum_o / sum_l);
+          from_float<T>(attention_output(sum_o, m_max * (1.0f / kLog2e), sum_l, FAMILY ? a.sinks : nullptr,
+                                         kv_head * group + h));
     }
   }
 }

@@ -188,7 +188,9 @@ __device__ __forceinline__ void stream_block(const DecodeArgs<T, KV>& a, const S
       if (h >= group) continue;
       if (slot < 0) {
         T* out = a.out + static_cast<size_t>(cp_seq.row) * a.num_heads * HD + static_cast<size_t>(cp.kv_head * group + h) * HD;
-        const float inv_l = 1.0f / l[e];
+        const float inv_l = FAMILY && a.sinks != nullptr
+                                ? sink_normalizer(m_run[e] * (1.0f / kLog2e), l[e], a.sinks[cp.kv_head * group + h])
+                                : 1.0f / l[e];
 #pragma unroll
         for (int dt = 0; dt < kSteps; ++dt) {
           out[dt * 16 + g] = from_float<T>(o[dt][e] * inv_l);
@@ -329,7 +331,7 @@ __device__ __forceinline__ void stream_combine_block(const DecodeArgs<T, KV>& a,
       o += weight * a.partial_o[p * hd + d];
     }
     a.out[static_cast<size_t>(row) * a.num_heads * hd + static_cast<size_t>(first.kv_head * group + h) * hd + d] =
-        from_float<T>(o / l);
+        from_float<T>(attention_output(o, m, l, a.sinks, first.kv_head * group + h));  // the sink joins once
   }
 }
 

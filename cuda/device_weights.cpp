@@ -87,7 +87,8 @@ class WeightUploader {
                                stream_));
   }
 
-  // A norm weight (n) with the family's offset added; empty when the tensor is (absent and) not wanted.
+  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0); empty
+  // when the tensor is (absent and) not wanted.
   DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset, bool wanted = true) {
     if (!wanted) return {};
     DeviceBuffer<float> buffer(static_cast<size_t>(n));
@@ -169,6 +170,17 @@ MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const M
     up.upload(t.experts[e].up, width, dim, gate_up + width * dim);
     up.upload(t.experts[e].down, dim, width, w.down.get() + e * dim * width);
   }
+  if (c.router_bias) w.router_bias = up.upload_norm(t.router_bias, c.num_experts, 0.0f);
+  if (c.expert_bias) {  // each expert's [gate | up] bias row, and its down bias
+    w.gate_up_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * 2 * width);
+    w.down_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * dim);
+    for (size_t e = 0; e < t.experts.size(); ++e) {
+      float* gate_up_bias = w.gate_up_bias.get() + e * 2 * width;
+      up.upload_vector(t.experts[e].gate_bias, width, 0.0f, gate_up_bias);
+      up.upload_vector(t.experts[e].up_bias, width, 0.0f, gate_up_bias + width);
+      up.upload_vector(t.experts[e].down_bias, dim, 0.0f, w.down_bias.get() + e * dim);
+    }
+  }
   if (shared > 0) {
     w.shared_gate_up = upload_linear<T>(up, {{t.shared_expert.gate, shared}, {t.shared_expert.up, shared}}, dim, false);
     w.shared_down = upload_linear<T>(up, {{t.shared_expert.down, dim}}, shared, false);
@@ -193,6 +205,8 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
   w.q_norm = up.upload_norm(t.q_norm, c.head_dim, offset, c.qk_norm);
   w.k_norm = up.upload_norm(t.k_norm, c.head_dim, offset, c.qk_norm);
   w.wo = upload_linear<T>(up, {{t.wo, dim}}, q_dim, fp8);
+  w.o_bias = up.upload_norm(t.bo, dim, 0.0f, c.o_bias);
+  w.sinks = up.upload_norm(t.sinks, c.num_heads, 0.0f, c.attn_sinks);
   w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
   w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
   if (sparse) {
@@ -212,8 +226,8 @@ size_t DeviceWeights<T>::bytes() const {
   size_t total = embedding.bytes() + final_norm.bytes() + untied_lm_head.bytes() + rope_inv_freq.bytes();
   for (const LayerWeights<T>& w : layers) {
     total += w.attn_norm.bytes() + w.wqkv.bytes() + w.qkv_bias.bytes() + w.q_norm.bytes() + w.k_norm.bytes() +
-             w.wo.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() + w.w_gate_up.bytes() + w.w_down.bytes() +
-             w.moe.bytes() + w.post_ffn_norm.bytes();
+             w.wo.bytes() + w.o_bias.bytes() + w.sinks.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() +
+             w.w_gate_up.bytes() + w.w_down.bytes() + w.moe.bytes() + w.post_ffn_norm.bytes();
   }
   return total;
 }

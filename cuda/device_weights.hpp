@@ -27,8 +27,7 @@ struct MoeLayerWeights {
   LinearWeight<T> shared_gate_up;       // (2 * shared_hidden, dim); empty without a shared expert
   LinearWeight<T> shared_down;          // (dim, shared_hidden)
   DeviceBuffer<float> shared_gate;      // (dim) the shared expert's sigmoid gate; empty without one
-  // gpt-oss's biases (router_bias, expert_bias), which the kernels take; empty until the loaders give their
-  // tensors (backend_checks refuses those models until then).
+  // gpt-oss's biases (ModelConfig::router_bias, expert_bias); empty without them.
   DeviceBuffer<float> router_bias;      // (num_experts)
   DeviceBuffer<float> gate_up_bias;     // (num_experts, 2 * expert_hidden) [gate | up]
   DeviceBuffer<float> down_bias;        // (num_experts, dim)
@@ -48,6 +47,8 @@ struct LayerWeights {
   DeviceBuffer<float> q_norm;          // (head_dim); empty without qk_norm
   DeviceBuffer<float> k_norm;          // (head_dim); empty without qk_norm
   LinearWeight<T> wo;                  // (dim, q_dim)
+  DeviceBuffer<float> o_bias;          // (dim); empty without o_bias
+  DeviceBuffer<float> sinks;           // (num_heads) attention sink logits; empty without attn_sinks
   DeviceBuffer<float> post_attn_norm;  // (dim); empty without sandwich_norms
   DeviceBuffer<float> ffn_norm;        // (dim)
   LinearWeight<T> w_gate_up;           // (2 * hidden_dim, dim): rows of w_gate, then w_up; empty if sparse

@@ -232,7 +232,8 @@ __device__ __forceinline__ void paged_attention_block(const TileAttentionArgs<T,
       const size_t row = static_cast<size_t>(row_begin + item / group);
       const int q_head = kv_head * group + item % group;
       T* dst = a.out + row * a.num_heads * HD + static_cast<size_t>(q_head) * HD;
-      const float inv_l = 1.0f / l[i];  // >= 1: the maximum contributes exp(0)
+      // l >= 1: the maximum contributes exp(0). The family build joins the head's sink here, once.
+      const float inv_l = FAMILY && a.sinks != nullptr ? sink_normalizer(m[i], l[i], a.sinks[q_head]) : 1.0f / l[i];
 #pragma unroll
       for (int dd = 0; dd < kDimsPerThread; ++dd) dst[tx + kLanesPerGroup * dd] = from_float<T>(o[i][dd] * inv_l);
     }

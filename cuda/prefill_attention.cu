@@ -245,6 +245,12 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
     values_mma<T, HD>(s_p + item0 * L::kPLd, s_v, s_o + item0 * L::kOLd);
   }
   __syncthreads();
+  const bool sunk = FAMILY && a.sinks != nullptr;  // the family build with sinks: each item's 1 / denominator
+  if (sunk && threadIdx.x < num_items) {
+    const int item = threadIdx.x;
+    s_alpha[item] = sink_normalizer(s_m[item], s_l[item], a.sinks[kv_head * group + item % group]);
+  }
+  if (sunk) __syncthreads();
 
   for (int idx = threadIdx.x; idx < num_items * HD; idx += kThreads) {
     const int item = idx / HD;
@@ -252,8 +258,9 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
     const size_t row = static_cast<size_t>(row_begin + item / group);
     const int q_head = kv_head * group + item % group;
     // l >= 1: the maximum contributes exp(0).
+    const float o = s_o[item * L::kOLd + d];
     a.out[row * a.num_heads * HD + static_cast<size_t>(q_head) * HD + d] =
-        from_float<T>(s_o[item * L::kOLd + d] / s_l[item]);
+        from_float<T>(sunk ? o * s_alpha[item] : o / s_l[item]);
   }
 }
 

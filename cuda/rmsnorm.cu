@@ -27,39 +27,43 @@ __global__ void __launch_bounds__(kRmsnormThreads)
                             const float* __restrict__ weight,  // (dim)
                             const int32_t* __restrict__ rows,  // (num_rows) or null
                             int dim, float eps,
-                            const float* __restrict__ delta_weight) {  // (dim) when POST_NORM
-  rmsnorm_residual_block<T, POST_NORM>(out, x, delta, weight, rows, dim, eps, delta_weight);
+                            const float* __restrict__ delta_weight,  // (dim) when POST_NORM
+                            const float* __restrict__ delta_bias) {  // (dim) or null
+  rmsnorm_residual_block<T, POST_NORM>(out, x, delta, weight, rows, dim, eps, delta_weight, delta_bias);
 }
 
 static void check_rmsnorm_sizes(const char* op, int num_rows, int dim, const void* d_delta,
-                                const float* d_delta_weight) {
+                                const float* d_delta_weight, const float* d_delta_bias = nullptr) {
   if (num_rows < 0 || dim <= 0) {
     throw Error(std::string(op) + ": bad sizes num_rows=" + std::to_string(num_rows) + " dim=" + std::to_string(dim));
   }
   if (d_delta_weight != nullptr && d_delta == nullptr) {
     throw Error(std::string(op) + ": a post-norm weight without a delta to normalize");
   }
+  if (d_delta_bias != nullptr && d_delta == nullptr) throw Error(std::string(op) + ": a delta bias without a delta");
 }
 
 template <typename T>
 static void launch_rmsnorm(T* d_out, float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
-                           int num_rows, int dim, float eps, const float* d_delta_weight, cudaStream_t stream) {
+                           int num_rows, int dim, float eps, const float* d_delta_weight, cudaStream_t stream,
+                           const float* d_delta_bias = nullptr) {
   if (d_delta_weight != nullptr) {
     rmsnorm_residual_kernel<T, true><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
-                                                                                 dim, eps, d_delta_weight);
+                                                                                 dim, eps, d_delta_weight,
+                                                                                 d_delta_bias);
   } else {
     rmsnorm_residual_kernel<T, false><<<num_rows, kRmsnormThreads, 0, stream>>>(d_out, d_x, d_delta, d_weight, d_rows,
-                                                                                  dim, eps, nullptr);
+                                                                                  dim, eps, nullptr, d_delta_bias);
   }
   CUDA_CHECK_LAUNCH();
 }
 
 template <typename T>
 void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
-                      float eps, cudaStream_t stream, const float* d_delta_weight) {
-  check_rmsnorm_sizes("rmsnorm_residual", num_rows, dim, d_delta, d_delta_weight);
+                      float eps, cudaStream_t stream, const float* d_delta_weight, const float* d_delta_bias) {
+  check_rmsnorm_sizes("rmsnorm_residual", num_rows, dim, d_delta, d_delta_weight, d_delta_bias);
   if (num_rows == 0) return;
-  launch_rmsnorm<T>(d_out, d_x, d_delta, d_weight, nullptr, num_rows, dim, eps, d_delta_weight, stream);
+  launch_rmsnorm<T>(d_out, d_x, d_delta, d_weight, nullptr, num_rows, dim, eps, d_delta_weight, stream, d_delta_bias);
 }
 
 template <typename T>
@@ -75,7 +79,7 @@ void rmsnorm_gather(T* d_out, const float* d_x, const T* d_delta, const float* d
 
 #define CBATCH_INSTANTIATE_RMSNORM(T)                                                                      \
   template void rmsnorm_residual<T>(T*, float*, const T*, const float*, int, int, float, cudaStream_t,    \
-                                    const float*);                                                       \
+                                    const float*, const float*);                                         \
   template void rmsnorm_gather<T>(T*, const float*, const T*, const float*, const int32_t*, int, int, float, \
                                   cudaStream_t, const float*);
 CBATCH_INSTANTIATE_RMSNORM(float)

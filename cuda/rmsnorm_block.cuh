@@ -12,7 +12,8 @@ namespace cbatch::rmsnorm_detail {
 constexpr int kRmsnormThreads = 256;
 
 // rows == nullptr: in-place residual update of row blockIdx.x. rows != nullptr: gather, x read-only.
-// POST_NORM: delta is normalized by delta_weight before the add (delta is then never null).
+// POST_NORM: delta is normalized by delta_weight before the add (delta is then never null). delta_bias
+// (dim, or null) is added to delta first (gpt-oss's output-projection bias).
 template <typename T, bool POST_NORM>
 __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,              // (num_rows, dim)
                                                        float* __restrict__ x,            // (.., dim)
@@ -20,19 +21,21 @@ __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,     
                                                        const float* __restrict__ weight,  // (dim)
                                                        const int32_t* __restrict__ rows,  // (num_rows) or null
                                                        int dim, float eps,
-                                                       const float* __restrict__ delta_weight) {  // (dim)
+                                                       const float* __restrict__ delta_weight,  // (dim)
+                                                       const float* __restrict__ delta_bias = nullptr) {  // (dim)
   const int out_row = blockIdx.x;
   const int src_row = rows != nullptr ? rows[out_row] : out_row;
   const bool write_back = rows == nullptr && delta != nullptr;
   float* xr = x + static_cast<size_t>(src_row) * dim;
   const T* dr = delta != nullptr ? delta + static_cast<size_t>(src_row) * dim : nullptr;
 
-  // The sublayer output as it is added: delta, or rmsnorm(delta) * delta_weight.
+  // The sublayer output as it is added: delta (+ bias), or rmsnorm(delta + bias) * delta_weight.
+  auto raw_delta = [&](int i) { return delta_bias != nullptr ? to_float(dr[i]) + delta_bias[i] : to_float(dr[i]); };
   float delta_inv_rms = 1.0f;
   if constexpr (POST_NORM) {
     float delta_sq = 0.0f;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) {
-      const float d = to_float(dr[i]);
+      const float d = raw_delta(i);
       delta_sq += d * d;
     }
     delta_inv_rms = 1.0f / sqrtf(block_sum(delta_sq) / static_cast<float>(dim) + eps);
@@ -40,9 +43,9 @@ __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,     
   }
   auto delta_at = [&](int i) {
     if constexpr (POST_NORM) {
-      return to_float(dr[i]) * delta_inv_rms * delta_weight[i];
+      return raw_delta(i) * delta_inv_rms * delta_weight[i];
     } else {
-      return to_float(dr[i]);
+      return raw_delta(i);
     }
   };
 

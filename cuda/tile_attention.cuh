@@ -2,9 +2,10 @@
 // on tensor cores): their argument block, built once from the launcher's arguments, the dispatch of a
 // runtime head_dim to the compile-time HD the kernels are instantiated for, and the launch over the
 // (tile, kv head) grid. Each kernel has two builds: Llama's (FAMILY = false: causal, q.k * scale) and the
-// family build for layers with a softcap or a sliding window (AttentionScoring): it starts its key loop
-// at the tile's first visible key, masks keys before each row's window, and guards its online softmax
-// against a key tile in which a row sees no key. Included only from .cu files.
+// family build for layers with a softcap, a sliding window or attention sinks (AttentionScoring): it starts
+// its key loop at the tile's first visible key, masks keys before each row's window, guards its online
+// softmax against a key tile in which a row sees no key, and joins each head's sink at the output.
+// Included only from .cu files.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -36,11 +37,11 @@ TileAttentionArgs<T, KV> make_tile_attention_args(const char* op, T* d_out, cons
   return {d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables, d_tile_seq, d_tile_row,
           max_blocks_per_seq, shape.num_heads, shape.num_kv_heads, shape.block_size,
           paged_attention_rows_per_tile(shape), scoring.scale_for(shape.head_dim), scoring.softcap, scoring.window,
-          scales.k, scales.v};
+          scales.k, scales.v, scoring.sinks};
 }
 
-// Calls launch(std::bool_constant<FAMILY>) with the build the layer needs: Llama's where it has neither a
-// softcap nor a window.
+// Calls launch(std::bool_constant<FAMILY>) with the build the layer needs: Llama's where it has no softcap,
+// no window and no sinks.
 template <typename F>
 void dispatch_scoring(const AttentionScoring& scoring, F&& launch) {
   if (scoring.is_plain()) return launch(std::false_type{});

@@ -27,6 +27,7 @@ struct TileAttentionArgs {
   int window;
   const float* k_scale;         // (1) an FP8 cache's; null otherwise
   const float* v_scale;         // (1)
+  const float* sinks;           // (num_heads) the family build's sink logits (AttentionScoring); null: none
 };
 
 }  // namespace cbatch

@@ -54,6 +54,12 @@
 #             tests/e2e/test_gpu_lora.py (mixed base/PEFT/GGUF-adapter file and Phi-3's fused projections:
 #             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
 #   moe-loop  the moe unit cases and e2e with CBATCH_MOE_GEMM=loop (one GEMM per expert segment)
+#   gpt-oss   gpt-oss on CUDA: the attention-sink cases of test_cuda (every attention kernel with sinks vs the
+#             reference, the backend's gpt-oss test model vs the CPU backend through every attention kernel,
+#             the rmsnorm with the o bias) and tests/e2e/test_gpu_gpt_oss.py (the tiny gpt-oss's greedy
+#             tokens on CUDA fp32 vs the CPU for its bf16, MXFP4 and GGUF files, modes, experts_touched)
+#   gpt-oss-20b  bench, dummy gpt-oss-20b shape (24 layers, 32 experts, top-4, sinks, 128-key windows on
+#             half the layers), bf16, $NUM_PROMPTS requests 128 / 128, continuous (42 GB of bf16 weights)
 #   qwen3-30b-a3b  bench, dummy Qwen3-30B-A3B shape (48 layers, 128 experts, top-8, width 768), bf16,
 #             $NUM_PROMPTS requests 128 / 128, continuous (61 GB of bf16 weights: an 80 GB GPU);
 #             qwen3-30b-a3b-loop the same with CBATCH_MOE_GEMM=loop
@@ -78,6 +84,8 @@
 # fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171. moe guessed at 60
 # (unit cases 10, e2e 50: 3 models x 2 formats x 6 runs), qwen3-30b-a3b at 150-300 (most of it the 61 GB
 # of weights generated on the device and the warm-up). lora guessed at 40 (unit cases 5, e2e 35: 8 runs).
+# gpt-oss guessed at 40 (unit cases 10, e2e 30: 3 files x 2 runs and 7 more on one), gpt-oss-20b at
+# 120-250 (42 GB of weights).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -156,6 +164,11 @@ for s in "${@:-info unit sanitize e2e}"; do
       moe-loop)
         CBATCH_MOE_GEMM=loop stage moe-loop-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*mixture-of-experts*'
         CBATCH_MOE_GEMM=loop stage moe-loop-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      gpt-oss)
+        stage gpt-oss-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*sinks*,*gpt-oss*,*rmsnorm*'
+        stage gpt-oss-e2e 400 python3 tests/e2e/test_gpu_gpt_oss.py ;;
+      gpt-oss-20b) bench gpt-oss-20b 550 gpt-oss-20b.json 128 128 continuous --max-num-batched-tokens 8192 \
+                     --dtype bf16 ;;
       qwen3-30b-a3b) bench qwen3-30b-a3b 550 qwen3-30b-a3b.json 128 128 continuous --max-num-batched-tokens 8192 \
                        --dtype bf16 ;;
       qwen3-30b-a3b-loop) CBATCH_MOE_GEMM=loop bench qwen3-30b-a3b-loop 550 qwen3-30b-a3b.json 128 128 continuous \

@@ -3,7 +3,8 @@
 // one past 700), and a padding row that repeats a cached position; blocks scattered through the cache,
 // unused slots NaN (a kernel must never read them), and the reference output of every row, scored as the
 // case's AttentionScoring says (Llama's by default; a window, a softcap and a query scale of their own),
-// over a cache in T or (Fp8KvScales) over an FP8 cache's dequantized values.
+// over a cache in T or (Fp8KvScales) over an FP8 cache's dequantized values, with or without attention
+// sinks (one fp32 logit per q head, drawn so that some heads' sinks take most of the weight).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -88,18 +89,32 @@ struct AttentionCase {
   std::vector<int32_t> decode_seqs;      // the sequences with one row, in order
   std::vector<float> qkv;                // (rows, (num_heads + 2 num_kv_heads) head_dim); only q is read
   std::vector<double> ref;               // (rows, num_heads head_dim)
+  std::vector<float> sinks;              // (num_heads) the sink logits; empty without sinks
+
+  // The sinks as a kernel's argument (a host pointer: the emulated kernels' and the upload's source).
+  const float* host_sinks() const { return sinks.empty() ? nullptr : sinks.data(); }
 
   int num_rows() const { return static_cast<int>(positions.size()); }
   int q_dim() const { return num_heads * head_dim; }
   int qkv_stride() const { return (num_heads + 2 * num_kv_heads) * head_dim; }
 };
 
-// The case of `seqs` (mixed_batch() unless given).
+// Sink logits for num_heads heads: from -2 (a few percent of a short row's weight) to 6 (most of it); the
+// scores of the cases' q and k are of order 1.
+inline std::vector<float> draw_sinks(int num_heads, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-2.0f, 6.0f);
+  std::vector<float> sinks(static_cast<size_t>(num_heads));
+  for (float& s : sinks) s = dist(rng);
+  return sinks;
+}
+
+// The case of `seqs` (mixed_batch() unless given); with_sinks: the reference with drawn sink logits
+// (scoring.sinks is not read).
 template <typename T>
 AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads, int block_size,
                                   const std::vector<AttnSeq>& seqs = mixed_batch(),
                                   const AttentionScoring& scoring = {},
-                                  const std::optional<Fp8KvScales>& fp8 = std::nullopt) {
+                                  const std::optional<Fp8KvScales>& fp8 = std::nullopt, bool with_sinks = false) {
   const int num_seqs = static_cast<int>(seqs.size());
   std::mt19937 rng(static_cast<uint32_t>(head_dim * 131 + num_heads * 7 + block_size));
 
@@ -161,6 +176,7 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   const int q_dim = num_heads * head_dim;
   const int stride = (num_heads + 2 * num_kv_heads) * head_dim;
   const std::vector<float> qkv = round_to<T>(random_vector(static_cast<size_t>(n) * stride, rng(), -3.0f, 3.0f));
+  std::vector<float> sinks = with_sinks ? draw_sinks(num_heads, rng) : std::vector<float>();
 
   std::vector<double> ref(static_cast<size_t>(n) * q_dim);
   const int group = num_heads / num_kv_heads;
@@ -170,7 +186,7 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
                                   qkv.begin() + static_cast<long>(r) * stride + (h + 1) * head_dim);
       attention_ref(q.data(), positions[r], tables.data() + static_cast<size_t>(row_seq[r]) * max_blocks, cache,
                     h / group, ref.data() + static_cast<size_t>(r) * q_dim + static_cast<size_t>(h) * head_dim,
-                    scoring);
+                    scoring, with_sinks ? static_cast<double>(sinks[static_cast<size_t>(h)]) : -INFINITY);
     }
   }
   for (int s = 0; s < num_seqs; ++s) {
@@ -192,6 +208,8 @@ AttentionCase make_attention_case(int head_dim, int num_heads, int num_kv_heads,
   c.row_seq = std::move(row_seq);
   c.qkv = qkv;
   c.ref = std::move(ref);
+  c.sinks = std::move(sinks);
+  c.scoring.sinks = nullptr;  // a case's sinks are host data (host_sinks)
   return c;
 }
 

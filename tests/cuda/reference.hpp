@@ -113,15 +113,17 @@ struct HostKvCache {
 
 // Causal attention of one query head vector q (head_dim) over positions first..pos of a sequence whose
 // block table is `table`: softmax(q.k * scale, softcapped) . v, written to out (head_dim). As `scoring`
-// says (first: its window's first key; the default: first 0, scale 1 / sqrt(head_dim), no softcap).
+// says (first: its window's first key; the default: first 0, scale 1 / sqrt(head_dim), no softcap). The
+// head's sink logit `sink` (-inf: none) joins the max and the denominator, as the CPU's attend_row
+// (scoring.sinks is not read: it points to the device).
 inline void attention_ref(const double* q, int pos, const int32_t* table, const HostKvCache& cache, int kv_head,
-                          double* out, const AttentionScoring& scoring = {}) {
+                          double* out, const AttentionScoring& scoring = {}, double sink = -INFINITY) {
   const int hd = cache.head_dim;
   const double scale = scoring.scale > 0.0f ? scoring.scale : 1.0 / std::sqrt(static_cast<double>(hd));
   const double cap = scoring.softcap;
   const int first = window_first_key(pos, scoring.window);
   std::vector<double> scores(static_cast<size_t>(pos) + 1, 0.0);
-  double max_score = -INFINITY;
+  double max_score = sink;
   for (int p = first; p <= pos; ++p) {
     const int slot = table[p / cache.block_size] * cache.block_size + p % cache.block_size;
     const double* k = cache.k.data() + cache.offset(slot, kv_head);
@@ -135,6 +137,7 @@ inline void attention_ref(const double* q, int pos, const int32_t* table, const 
     scores[p] = std::exp(scores[p] - max_score);
     sum += scores[p];
   }
+  sum += std::exp(sink - max_score);  // 0 without a sink
   for (int d = 0; d < hd; ++d) out[d] = 0.0;
   for (int p = first; p <= pos; ++p) {
     const int slot = table[p / cache.block_size] * cache.block_size + p % cache.block_size;

@@ -400,6 +400,49 @@ Model make_moe_model(bool shared_expert) {
   return m;
 }
 
+// make_moe_model's top-2 MoE with gpt-oss's features: attention sinks, q/k/v and o biases, a window of 8 on
+// layers 0 and 2, the top-k-then-softmax router with a router bias, expert biases and the clamped SwiGLU
+// (a limit of 1.5, which the O(1) activations here reach). without_sinks: the same model without its sinks
+// and o bias (the host test below checks that both matter).
+Model make_gpt_oss_model(bool without_sinks = false) {
+  Model m = make_moe_model(false);
+  ModelConfig& c = m.config;
+  c.architecture = "gpt-oss";
+  c.qkv_bias = true;
+  c.attn_sinks = c.o_bias = !without_sinks;
+  c.layer_window = {8, 0, 8};
+  c.moe_router = MoeRouter::kTopkSoftmax;
+  c.router_bias = c.expert_bias = true;
+  c.activation = Activation::kSwigluClamped;
+  c.swiglu_limit = 1.5f;
+  c.swiglu_alpha = 1.702f;
+  uint64_t seed = 9000;
+  auto vector = [&](const std::string& name, int n, float scale, float offset) {
+    return random_tensor(name, 1, n, seed++, scale, offset);
+  };
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.bq = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
+    t.bk = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
+    t.bv = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
+    if (!without_sinks) {
+      t.bo = vector(p + "attn_output.bias", c.dim, 0.5f, 0.0f);
+      t.sinks = vector(p + "attn_sinks", c.num_heads, 2.0f, 1.0f);  // -1 to 3 against O(1) scores
+    }
+    if (!c.is_sparse(l)) continue;
+    t.router_bias = vector(p + "ffn_gate_inp.bias", c.num_experts, 1.0f, 0.0f);
+    for (int e = 0; e < c.num_experts; ++e) {
+      ExpertTensors& x = t.experts[static_cast<size_t>(e)];
+      const std::string q = p + "expert." + std::to_string(e) + ".";
+      x.gate_bias = vector(q + "gate.bias", c.expert_hidden_dim, 0.3f, 0.0f);
+      x.up_bias = vector(q + "up.bias", c.expert_hidden_dim, 0.3f, 0.0f);
+      x.down_bias = vector(q + "down.bias", c.dim, 0.3f, 0.0f);
+    }
+  }
+  return m;
+}
+
 // The message of the Error that making a CUDA backend of the model throws ("" if none).
 std::string make_error(const Model& model, const CudaBackendOptions& options = small_options(ComputeDType::kBF16)) {
   try {
@@ -420,12 +463,7 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   windows.config.num_layers = 5;
   windows.config.layer_window = {4, 8, 16, 32, 0};
   CHECK(make_error(windows).find("different sliding windows") != std::string::npos);
-  Model sinks = make_moe_model(false);
-  sinks.config.attn_sinks = true;
-  CHECK(make_error(sinks).find("attention sinks") != std::string::npos);
-  Model biased = make_moe_model(false);
-  biased.config.router_bias = true;
-  CHECK(make_error(biased).find("router and expert biases") != std::string::npos);
+  CHECK(make_error(make_gpt_oss_model()).find("does not support") == std::string::npos);  // sinks, biases
   Model many = make_moe_model(false);
   many.config.num_experts = 300;
   CHECK(make_error(many).find("300 experts") != std::string::npos);
@@ -443,7 +481,7 @@ TEST_CASE("CUDA backend accepts every example model's family (checked before the
   // The source tree's path (not __FILE__, which a compiler cache may make relative to the build directory).
   const std::string models = std::string(CBATCH_SOURCE_DIR) + "/examples/models/";
   for (const char* name : {"llama-3.1-8b", "qwen2.5-7b", "qwen3-8b", "gemma-3-4b", "mistral-7b", "phi-3-mini-4k",
-                           "qwen3-30b-a3b"}) {
+                           "qwen3-30b-a3b", "gpt-oss-20b"}) {
     CAPTURE(name);
     const Model model = load_model(ModelSource{"dummy:" + models + name + ".json", "", 0});
     const std::string error = make_error(model);
@@ -473,6 +511,33 @@ TEST_CASE("CUDA backend runs mixture-of-experts layers as the CPU backend does (
     check_scenario(model, ComputeDType::kBF16, 0.1, true);
     check_scenario(model, ComputeDType::kF16, 0.1, true);
   }
+}
+
+TEST_CASE("CUDA backend runs gpt-oss's sinks, biases, windows and MoE as the CPU backend does (fp32; 16 bits "
+          "loosely)") {
+  const Model model = make_gpt_oss_model();
+  check_scenario(model, ComputeDType::kF32, 1e-4, true);
+  check_scenario(model, ComputeDType::kBF16, 0.1, true);
+  check_scenario(model, ComputeDType::kF16, 0.1, true);
+  // Every attention kernel with the sinks: each decode kernel, and the CUDA-core kernel for the prefill tiles.
+  for (const char* decode : {"stream", "tensor-cores-16", "cuda-cores", "0"}) {
+    const ScopedEnv env("CBATCH_DECODE_ATTENTION", decode);
+    CAPTURE(decode);
+    check_scenario(model, ComputeDType::kBF16, 0.1, true);
+  }
+  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");
+  check_scenario(model, ComputeDType::kBF16, 0.1, true);
+}
+
+TEST_CASE("the gpt-oss test model's sinks and o bias change its logits (its CUDA test checks them)" *
+          doctest::test_suite("host")) {
+  StepReference with(make_gpt_oss_model(), true), without(make_gpt_oss_model(true), true);
+  double worst = 1e30;
+  for (const RaggedBatch& batch : scenario(make_gpt_oss_model().config.vocab_size)) {
+    const std::vector<double> a = with.forward(batch), b = without.forward(batch);
+    worst = std::min(worst, rel_error(std::vector<float>(a.begin(), a.end()), b));
+  }
+  CHECK(worst > 0.1);
 }
 
 TEST_CASE("CUDA backend fills experts_touched: the distinct experts a step's rows picked, per sparse layer") {

@@ -4,8 +4,8 @@
 // reference on the attention tests' batch (attention_case.hpp): every row through the tiles, the decode rows
 // through the decode kernel with one split and with 128-key splits merged by the merge block. Llama's builds
 // and the family builds (windows that cut key tiles and splits, softcaps, query scales; the cache before
-// every window NaN, so a kernel that loads a key it need not read fails), head_dim 16 to 256; and both
-// kernels' FP8 builds over an FP8 cache (E4M3 codes and scales) against the reference on its dequantized
+// every window NaN, so a kernel that loads a key it need not read fails; attention sinks), head_dim 16 to
+// 256; and both kernels' FP8 builds over an FP8 cache (E4M3 codes and scales) against the reference on its dequantized
 // values. The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the
 // host suite.
 #include <math.h>
@@ -103,7 +103,7 @@ void check_paged(const AttentionCase& c) {
                                    c.query_start.data(), c.tables.data(), tile_seq.data(), tile_row.data(),
                                    c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, rows_per_tile,
                                    c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
-                                   case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
+                                   case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
   BlockMemory smem(paged_attention_detail::smem_bytes<HD>());
   block_emulator::launch({static_cast<unsigned>(num_tiles), static_cast<unsigned>(c.num_kv_heads), 1},
                          paged_attention_detail::kThreads, [&] {
@@ -137,7 +137,7 @@ void check_decode(const AttentionCase& c) {
                               c.query_start.data(), c.tables.data(), c.decode_seqs.data(), partial_o.data(),
                               partial_ml.data(), c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size,
                               keys_per_split, c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
-                              case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
+                              case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
     BlockMemory smem(decode_detail::cuda_cores::decode_smem_bytes<KV, HD>());
     block_emulator::launch(
         {static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
@@ -165,16 +165,18 @@ void with_head_dim(int hd, F&& f) {
 }
 
 // Both kernels' FAMILY build on every shape (the decode kernel where it has the head_dim), over a cache of
-// KV elements (an FP8 one: the reference sees its dequantized values).
+// KV elements (an FP8 one: the reference sees its dequantized values); sinks: with attention sinks.
 template <typename T, bool FAMILY, typename KV = T>
-void check_cuda_core_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring = {}) {
+void check_cuda_core_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring = {},
+                             bool sinks = false) {
   CAPTURE(scoring.window);
   CAPTURE(scoring.softcap);
   CAPTURE(scoring.scale);
+  CAPTURE(sinks);
   const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
     const AttentionCase c =
-        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring, fp8);
+        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring, fp8, sinks);
     with_head_dim(head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
       check_paged<T, HD, FAMILY, KV>(c);
@@ -198,6 +200,25 @@ TEST_SUITE("host") {
     for (const AttentionScoring& scoring : kFamilyScorings) {
       check_cuda_core_kernels<T, true>({{64, 6, 2}, {32, 8, 8}, {256, 2, 1}}, scoring);
     }
+  }
+
+  TEST_CASE_TEMPLATE("the CUDA-core attention kernels' family builds with attention sinks (emulated)", T, float,
+                     __nv_bfloat16) {
+    check_cuda_core_kernels<T, true>({{64, 8, 1}, {64, 6, 2}, {16, 4, 4}, {256, 2, 1}}, {}, true);
+    for (const AttentionScoring& scoring : kFamilyScorings) {
+      check_cuda_core_kernels<T, true>({{64, 8, 1}, {32, 8, 8}}, scoring, true);
+    }
+    if constexpr (!std::is_same_v<T, float>) {
+      check_cuda_core_kernels<T, true, Fp8E4M3>({{64, 8, 2}}, kFamilyScorings[0], true);
+    }
+  }
+
+  TEST_CASE("the reference with sinks differs from the one without (the sink cases test something)") {
+    const AttentionCase plain = make_attention_case<float>(64, 8, 1, 16);
+    const AttentionCase sunk = make_attention_case<float>(64, 8, 1, 16, mixed_batch(), {}, std::nullopt, true);
+    REQUIRE(plain.qkv == sunk.qkv);
+    std::vector<float> got(plain.ref.begin(), plain.ref.end());
+    CHECK(rel_error(got, sunk.ref) > 0.1);
   }
 
   TEST_CASE_TEMPLATE("the CUDA-core attention kernels read an FP8 cache: the reference on its dequantized values "

@@ -6,8 +6,9 @@
 // group is waited for, so a read of a stage before its copies complete gives wrong values, and the
 // emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
 // copies left in flight when a block ends. Also the kernels' family builds on windowed, softcapped and
-// rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails),
-// and the three kernels' FP8 builds over an FP8 cache against the reference on its dequantized values.
+// rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails)
+// and with attention sinks (joined at a kernel's output or in the merge of its pieces), and the three
+// kernels' FP8 builds over an FP8 cache against the reference on its dequantized values.
 // Part of the host suite: runs without a GPU.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -96,7 +97,7 @@ struct HostDecode {
                              c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
                              c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
                              c.scoring.scale_for(c.head_dim), c.scoring.softcap, c.scoring.window,
-                             case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false)};
+                             case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
   }
 
   // The global arrays the kernels may copy from with cp.async.
@@ -134,7 +135,8 @@ void emulate(block_emulator::Index grid, int threads, size_t smem_bytes,
 }
 
 // The outputs from split-KV partials (o, and m in natural-log units, l per q head), merged as
-// decode_combine_kernel merges them.
+// decode_combine_kernel merges them (the head's sink, where the case has sinks, joining the max and the
+// denominator once, here).
 template <typename T, typename KV>
 void merge_splits(HostDecode<T, KV>& h, int splits) {
   const AttentionCase& c = h.c;
@@ -147,15 +149,17 @@ void merge_splits(HostDecode<T, KV>& h, int splits) {
         };
         double m = -INFINITY;
         for (int z = 0; z < splits; ++z) m = std::max(m, static_cast<double>(h.partial_ml[partial(z) * 2]));
+        const double sink = c.sinks.empty() ? -INFINITY : c.sinks[static_cast<size_t>(kv * h.group + g)];
+        const double top = std::max(m, sink);
         for (int d = 0; d < c.head_dim; ++d) {
           double o = 0.0, l = 0.0;
           for (int z = 0; z < splits; ++z) {
-            const double w = std::exp(h.partial_ml[partial(z) * 2] - m);  // 0 for a split without keys
+            const double w = std::exp(h.partial_ml[partial(z) * 2] - top);  // 0 for a split without keys
             o += w * h.partial_o[partial(z) * c.head_dim + d];
             l += w * h.partial_ml[partial(z) * 2 + 1];
           }
           h.out[row * c.q_dim() + static_cast<size_t>(kv * h.group + g) * c.head_dim + d] =
-              from_f32<T>(static_cast<float>(o / l));
+              from_f32<T>(static_cast<float>(o / (l + std::exp(sink - top))));
         }
       }
     }
@@ -238,14 +242,17 @@ void check_decode_kernels(std::initializer_list<CaseShape> shapes) {
 // The family builds of the three kernels on one scoring: windows that cut tiles and splits (37: a row at
 // 700 starts at key 664; 300: its window is three 128-key splits), a softcap that bends the scores, and a
 // query scale other than 1 / sqrt(head_dim).
+// With sinks: attention sinks too.
 template <typename T>
-void check_family_decode_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring) {
+void check_family_decode_kernels(std::initializer_list<CaseShape> shapes, const AttentionScoring& scoring,
+                                 bool sinks = false) {
   CAPTURE(scoring.window);
   CAPTURE(scoring.softcap);
   CAPTURE(scoring.scale);
+  CAPTURE(sinks);
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
-    const AttentionCase c =
-        make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring);
+    const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
+                                                   scoring, std::nullopt, sinks);
     REQUIRE(c.decode_seqs.size() == 4);
     check_mma<T, 32, true>(c);
     check_mma<T, 16, true>(c);
@@ -264,6 +271,20 @@ TEST_SUITE("host") {
     check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 0.0f, 300});  // window over three splits
     check_family_decode_kernels<T>(shapes, AttentionScoring{0.3f, 2.0f, 0});    // softcap and scale only
     check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 2.0f, 64});   // both, window of whole tiles
+  }
+
+  TEST_CASE_TEMPLATE("the decode kernels' family builds with attention sinks (emulated)", T, __nv_bfloat16, __half) {
+    const std::initializer_list<CaseShape> shapes = {{64, 8, 1}, {64, 6, 2}, {32, 8, 8}};
+    check_family_decode_kernels<T>(shapes, AttentionScoring{}, true);                 // sinks only (full layers)
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 0.0f, 128}, true);  // and gpt-oss.s window
+    check_family_decode_kernels<T>(shapes, AttentionScoring{0.0f, 0.0f, 300}, true);  // over three splits
+    check_family_decode_kernels<T>({{64, 6, 2}}, AttentionScoring{0.3f, 2.0f, 37}, true);
+    for_each_case_shape({{64, 8, 2}}, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+      const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
+                                                     AttentionScoring{0.0f, 0.0f, 128}, Fp8KvScales{}, true);
+      check_mma<T, 32, true, Fp8E4M3>(c);
+      check_stream<T, 3, true, Fp8E4M3>(c, {1, 7});
+    });
   }
 
   TEST_CASE("the window-scored reference differs from the causal one (the family cases test something)") {

@@ -3,8 +3,8 @@
 // with biases, q/k head norms (a warp per head, shared memory), the longrope table and the attention
 // factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU), and its FP8 cache
 // write code by code against fp8.hpp; RMSNorm with and without a sandwich norm of the delta, in place and
-// gathered, against reference.hpp's rmsnorm_ref. The device helpers (cuda_dtype.cuh) are compiled as host
-// code after the emulator. Part of the host suite.
+// gathered, and with a bias added to the delta (gpt-oss's o bias), against reference.hpp's rmsnorm_ref.
+// The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -153,6 +153,32 @@ void check_rmsnorm_emulated(int rows, int dim) {
   CHECK(x_gather == x);
 }
 
+// rmsnorm_residual with a delta bias (gpt-oss's o bias): the reference on delta + bias, added in fp32.
+template <typename T, bool POST_NORM>
+void check_rmsnorm_bias_emulated(int rows, int dim) {
+  const float eps = 1e-6f;
+  const size_t n = static_cast<size_t>(rows) * dim;
+  const std::vector<float> x = random_vector(n, 21 + dim, -2.0f, 2.0f);
+  const std::vector<float> delta = round_to<T>(random_vector(n, 22 + dim, -3.0f, 3.0f));
+  const std::vector<float> bias = random_vector(static_cast<size_t>(dim), 23, -20.0f, 20.0f);
+  const std::vector<float> w = random_vector(static_cast<size_t>(dim), 24, 0.5f, 1.5f);
+  const std::vector<float> post = POST_NORM ? random_vector(static_cast<size_t>(dim), 25, 0.5f, 2.5f)
+                                            : std::vector<float>{};
+  std::vector<float> biased(n);
+  for (size_t i = 0; i < n; ++i) biased[i] = delta[i] + bias[i % static_cast<size_t>(dim)];
+  std::vector<double> x_ref, out_ref;
+  rmsnorm_ref(x, biased, w, rows, dim, eps, x_ref, out_ref, post);
+  const std::vector<T> delta_t = to_t<T>(delta);
+  std::vector<float> x_dev = x;
+  std::vector<T> out(n, from_f32<T>(NAN));
+  block_emulator::launch(static_cast<unsigned>(rows), rmsnorm_detail::kRmsnormThreads, [&] {
+    rmsnorm_detail::rmsnorm_residual_block<T, POST_NORM>(out.data(), x_dev.data(), delta_t.data(), w.data(), nullptr,
+                                                         dim, eps, data_or_null(post), bias.data());
+  });
+  CHECK(rel_error(x_dev, x_ref) < 1e-6);
+  CHECK(rel_error(to_float_vector(out), out_ref) < tolerance<T>());
+}
+
 // f(case, halves, nullptr) for Llama's RoPE cases and f(case, halves, &family) for each family of the family
 // cases, with both rotation layouts.
 template <class F>
@@ -200,6 +226,8 @@ TEST_SUITE("host") {
         CAPTURE(dim);
         check_rmsnorm_emulated<T, false>(rows, dim);
         check_rmsnorm_emulated<T, true>(rows, dim);
+        check_rmsnorm_bias_emulated<T, false>(rows, dim);
+        check_rmsnorm_bias_emulated<T, true>(rows, dim);
       }
     }
   }

@@ -3,8 +3,9 @@
 // decode kernel, CUDA cores and tensor cores, and in a test case of its own the stream kernel over every
 // cut into warp ranges, at each pipeline depth the GPU can run), head_dim 16..128 and 256 (Gemma's, on the
 // CUDA-core kernels only), GQA groups 1..8, block sizes 16 and 5; and every kernel's family build (sliding
-// windows, softcaps, query scales) on the same batch with the cache before every row's window NaN; and
-// every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its dequantized values.
+// windows, softcaps, query scales, attention sinks) on the same batch with the cache before every row's
+// window NaN; and every kernel over an FP8 cache (--kv-cache-dtype fp8) against the reference on its
+// dequantized values.
 // test_decode_emulated.cpp and test_cuda_cores_emulated.cpp run the decode kernels' and paged_attention's
 // block code on the same batches without a GPU.
 #include <doctest/doctest.h>
@@ -46,13 +47,16 @@ DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k) {
 }
 
 // Every kernel on the case of the shape, over a cache of KV elements (T or FP8 codes), against the reference
-// (on an FP8 cache's dequantized values).
+// (on an FP8 cache's dequantized values); sinks: with attention sinks (uploaded into the kernels' scoring).
 template <typename T, typename KV = T>
 void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which,
-                     const AttentionScoring& scoring = {}) {
+                     const AttentionScoring& case_scoring = {}, bool sinks = false) {
   const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
   const AttentionCase c =
-      make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), scoring, fp8);
+      make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), case_scoring, fp8, sinks);
+  const DeviceBuffer<float> d_sinks = to_device<float>(sinks ? c.sinks : std::vector<float>{0.0f});
+  AttentionScoring scoring = case_scoring;
+  scoring.sinks = sinks ? d_sinks.get() : nullptr;
   const int num_seqs = static_cast<int>(c.seqs.size());
   const int num_blocks = c.num_blocks, max_blocks = c.max_blocks, n = c.num_rows(), q_dim = c.q_dim();
   const int group = num_heads / num_kv_heads;
@@ -209,12 +213,13 @@ TEST_CASE("build_attention_tiles covers every row once, tile by tile") {
 // check_attention over every shape (for_each_case_shape: blocks of 16 and of 5).
 template <typename T, typename KV = T>
 void check_attention_shapes(std::initializer_list<CaseShape> shapes, Kernels kernels,
-                            const AttentionScoring& scoring = {}) {
+                            const AttentionScoring& scoring = {}, bool sinks = false) {
   CAPTURE(scoring.window);
   CAPTURE(scoring.softcap);
   CAPTURE(scoring.scale);
+  CAPTURE(sinks);
   for_each_case_shape(shapes, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
-    check_attention<T, KV>(head_dim, num_heads, num_kv_heads, block_size, kernels, scoring);
+    check_attention<T, KV>(head_dim, num_heads, num_kv_heads, block_size, kernels, scoring, sinks);
   });
 }
 
@@ -240,6 +245,18 @@ TEST_CASE_TEMPLATE("every attention kernel's family build: sliding windows, soft
   for (const AttentionScoring& scoring : kFamilyScorings) {
     check_attention_shapes<T>({{64, 6, 2}, {128, 8, 2}, {48, 8, 1}, {32, 8, 8}, {256, 8, 4}}, Kernels::kProven,
                               scoring);
+  }
+}
+
+TEST_CASE_TEMPLATE("every attention kernel's family build with attention sinks (gpt-oss)", T, float, __nv_bfloat16,
+                   __half) {
+  const std::initializer_list<CaseShape> shapes = {{64, 8, 1}, {64, 6, 2}, {32, 8, 8}, {256, 2, 1}};
+  check_attention_shapes<T>(shapes, Kernels::kProven, AttentionScoring{}, true);
+  check_attention_shapes<T>(shapes, Kernels::kProven, AttentionScoring{0.0f, 0.0f, 128}, true);
+  check_attention_shapes<T>({{64, 8, 1}, {64, 6, 2}}, Kernels::kProven, kFamilyScorings[3], true);
+  if constexpr (!std::is_same_v<T, float>) {
+    check_attention_shapes<T>({{64, 8, 1}, {64, 6, 2}}, Kernels::kStream, AttentionScoring{0.0f, 0.0f, 128}, true);
+    check_attention_shapes<T, Fp8E4M3>({{64, 8, 2}}, Kernels::kProven, AttentionScoring{0.0f, 0.0f, 128}, true);
   }
 }
 

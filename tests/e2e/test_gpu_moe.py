@@ -17,15 +17,21 @@ import tiny_models  # noqa: E402
 NUM_TOKENS = 12
 PROMPT_LENGTHS = (12, 21, 30, 40)
 PROMPT_SEEDS = {"qwen3-moe": 2, "qwen2-moe": 1, "mixtral": 1, "olmoe": 3}  # as test_moe.py's
-BASE = ["--mode", "continuous", "--max-num-batched-tokens", "512", "--max-num-seqs", "8", "--quiet"]
+BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8"}
 c = Checks()
 work = tmpdir()
 
 
 def outputs(model, prompts, extra):
     out = os.path.join(work, "out.jsonl")
-    run(["run", prompts, "-o", out, "--model", model] + BASE + extra)
+    run(["run", prompts, "-o", out, "--model", model] + flags(extra))
     return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+
+
+def flags(extra):
+    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
+    options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
+    return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
 
 
 def leading_agreement(a, b):
