@@ -113,9 +113,11 @@ MOE_NAMES_DEFAULT = dict(router="mlp.gate.weight", expert="mlp.experts.{}.{}.wei
 EMBED_STD = {"tied": 0.15, "gemma2": 0.125, "gemma3": 0.07}
 
 
-def config_of(name):
+def config_of(name, spec=None):
+    """The config of model `name`: BASE with its row's fields (spec: a row of MODELS' form, for a model
+    defined elsewhere, e.g. tools/make_random_gguf.py)."""
     c = dict(BASE)
-    c.update(MODELS[name]["config"])
+    c.update((spec or MODELS[name])["config"])
     c.setdefault("head_dim", c["hidden_size"] // c["num_attention_heads"])
     return c
 
@@ -160,12 +162,13 @@ def to_bf16(a):
     return bits.astype(np.uint32).view(np.float32)
 
 
-def random_weights(name):
+def random_weights(name, spec=None):
     """HF-named float32 tensors of the tiny model `name` (its family's names, without a prefix), seeded by
-    the name."""
-    if MODELS[name].get("gpt_oss"):
+    the name; spec as in config_of."""
+    spec = spec or MODELS[name]
+    if spec.get("gpt_oss"):
         return gpt_oss_weights(name)
-    c, family = config_of(name), MODELS[name]["family"]
+    c, family, vocab = config_of(name, spec), spec["family"], config_of(name, spec)["vocab_size"]
     rng = np.random.default_rng(zlib.crc32(name.encode()))
     dim, hidden, hd = c["hidden_size"], c["intermediate_size"], c["head_dim"]
     q_dim, kv_dim = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
@@ -180,7 +183,7 @@ def random_weights(name):
     # Embeddings small enough that the layers, not the input token, decide the output: a tied head would
     # otherwise mostly echo the input, and Gemma scales embeddings by sqrt(hidden).
     std = EMBED_STD.get(family, 1.0) if not c["tie_word_embeddings"] or gemma else EMBED_STD["tied"]
-    w = {"model.embed_tokens.weight": rng.normal(0, std, (VOCAB, dim)).astype(np.float32)}
+    w = {"model.embed_tokens.weight": rng.normal(0, std, (vocab, dim)).astype(np.float32)}
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
         w[p + "input_layernorm.weight"] = norm(dim)
@@ -213,8 +216,8 @@ def random_weights(name):
         w[p + "mlp.down_proj.weight"] = linear(dim, hidden)
     w["model.norm.weight"] = norm(dim)
     if not c["tie_word_embeddings"]:
-        w["lm_head.weight"] = linear(VOCAB, dim)
-    if MODELS[name].get("dtype") == "BF16":
+        w["lm_head.weight"] = linear(vocab, dim)
+    if spec.get("dtype") == "BF16":
         w = {k: to_bf16(t) for k, t in w.items()}
     return w
 
@@ -392,8 +395,21 @@ def permute_for_adjacent_pairs(w, n_heads):
     return w.reshape(n_heads, 2, w.shape[0] // n_heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf_metadata(writer, name, arch, c):
-    family = MODELS[name]["family"]
+def write_byte_tokenizer(writer):
+    """The tokenizer keys of the byte-level vocabulary of byte_tokens()."""
+    tokens = byte_tokens()
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt-2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([1] * 256 + [3, 3] + [1] * (VOCAB - 258))
+    writer.add_token_merges(["Ġ t"])
+    writer.add_bos_token_id(BOS)
+    writer.add_eos_token_id(EOS)
+    writer.add_add_bos_token(False)
+
+
+def write_gguf_metadata(writer, spec, arch, c, tokenizer=write_byte_tokenizer):
+    family = spec["family"]
     p = arch + "."
     for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", c["hidden_size"]),
                        ("block_count", c["num_hidden_layers"]), ("feed_forward_length", c["intermediate_size"]),
@@ -406,7 +422,7 @@ def write_gguf_metadata(writer, name, arch, c):
     writer.add_float32(p + "rope.freq_base", c["rope_theta"])
     if c.get("sliding_window") and family in ("mistral", "gemma2", "gemma3", "phi3", "gpt_oss"):
         writer.add_uint32(p + "attention.sliding_window", c["sliding_window"])
-    if MODELS[name].get("moe"):
+    if spec.get("moe"):
         writer.add_uint32(p + "expert_count", num_experts(c))
         writer.add_uint32(p + "expert_used_count", c["num_experts_per_tok"])
         if family == "gpt_oss":
@@ -423,15 +439,7 @@ def write_gguf_metadata(writer, name, arch, c):
     if family == "gemma2":
         writer.add_float32(p + "attn_logit_softcapping", c["attn_logit_softcapping"])
         writer.add_float32(p + "final_logit_softcapping", c["final_logit_softcapping"])
-    tokens = byte_tokens()
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("gpt-2")
-    writer.add_token_list(tokens)
-    writer.add_token_types([1] * 256 + [3, 3] + [1] * (VOCAB - 258))
-    writer.add_token_merges(["Ġ t"])
-    writer.add_bos_token_id(BOS)
-    writer.add_eos_token_id(EOS)
-    writer.add_add_bos_token(False)
+    tokenizer(writer)
 
 
 def put_moe(put, b, layer, c, family):
@@ -461,17 +469,21 @@ def put_gpt_oss_moe(put, b, layer):
     put(b + "ffn_down_exps.bias", layer["mlp.experts.down_proj_bias"])
 
 
-def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
+def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spec=None,
+               tokenizer=write_byte_tokenizer, matrix_dtype=np.float32):
     """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
     tensor name -> its replacement, or None to leave it out) are given; ffn_qtype (a
-    gguf.GGMLQuantizationType) quantizes the FFN matrices with the gguf package, the rest stays float32."""
+    gguf.GGMLQuantizationType) quantizes the FFN matrices with the gguf package, the rest stays float32
+    (matrices: matrix_dtype, np.float32 or np.float16). spec as in config_of; tokenizer(writer) writes the
+    tokenizer keys."""
     import gguf
     from gguf.quants import quantize
-    c, family = config or config_of(name), MODELS[name]["family"]
+    spec = spec or MODELS[name]
+    c, family = config or config_of(name, spec), spec["family"]
     arch = GGUF_ARCH.get(family, family)
     gemma = family.startswith("gemma")
     writer = gguf.GGUFWriter(path, arch)
-    write_gguf_metadata(writer, name, arch, c)
+    write_gguf_metadata(writer, spec, arch, c, tokenizer)
 
     def put(gguf_name, t):
         if edits and gguf_name in edits:
@@ -484,7 +496,7 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None):
         if ffn_qtype is not None and gguf_name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down"):
             writer.add_tensor(gguf_name, quantize(t, ffn_qtype), raw_dtype=ffn_qtype)
         else:
-            writer.add_tensor(gguf_name, t)
+            writer.add_tensor(gguf_name, t.astype(matrix_dtype, copy=False) if t.ndim > 1 else t)
 
     put("token_embd.weight", weights["model.embed_tokens.weight"])
     for i in range(c["num_hidden_layers"]):
