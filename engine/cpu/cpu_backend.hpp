@@ -20,6 +20,9 @@ struct CpuBackendOptions {
   int max_batch_tokens = 2048;      // rows of the largest batch (sizes the activation buffers)
   int64_t kv_cache_bytes = 1LL << 30;  // memory the KV cache may take when --kv-cache-blocks is not set
   bool keep_blocks = true;          // false: expand quantized weights to fp32 panels at load (tests)
+  // Block-type weights multiply as 8-bit integers against each activation row quantized to 8 bits
+  // (--cpu-precision fast; still batch-invariant); false: the fp32 values, exactly (cpu_matmul.hpp).
+  bool int8_products = false;
   // LoRA adapters (id i + 1 = loras[i]), packed at load; RaggedBatch::lora_ids picks them per sequence.
   std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };
