@@ -243,7 +243,7 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
   const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
     matmul_int8_panels(isa, w.dtype(), rows, 0, m, w.blocked_panel(0), w.panel_bytes(), begin, end, y, w.rows());
-  }, /*align=*/1, /*min_parallel=*/std::max<int64_t>(2, min_parallel_items(panel_ns)));
+  }, /*align=*/kInt8TilePanels, /*min_parallel=*/std::max<int64_t>(2 * kInt8TilePanels, min_parallel_items(panel_ns)));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include "engine/cpu/cpu_matmul_int8.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -183,78 +184,107 @@ __attribute__((target("avx2,fma"))) void panel_row_avx2(const Q8Rows& x, int64_t
   std::memcpy(y, out, static_cast<size_t>(std::min<int64_t>(cols, kLanes)) * sizeof(float));
 }
 
-// MR rows, one panel of 16 lanes: each quad of weights is loaded once and multiplied into every row with
-// vpdpbusd (u8 weights x s8 activations, 4 k summed into each int32 lane).
-template <class F, int MR>
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) void panel_rows_vnni(const Q8Rows& x, int64_t row,
-                                                                           const uint8_t* panel, float* y,
-                                                                           int64_t ldy, int64_t cols) {
+// MR rows x NV panels of 16 lanes: each quad of weights is loaded once and multiplied into every row
+// with vpdpbusd (u8 weights x s8 activations, 4 k summed into each int32 lane); MR x NV independent
+// accumulator chains hide its latency (integer sums: their order changes no bit).
+template <class F, int MR, int NV>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Rows& x, int64_t row,
+                                                                     const uint8_t* panels, size_t panel_bytes,
+                                                                     float* y, int64_t ldy, int64_t cols) {
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
   const int64_t k = x.cols;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  __m512 acc[MR];
-  for (auto& a : acc) a = _mm512_setzero_ps();
+  __m512 acc[MR][NV];
+  for (auto& row_acc : acc)
+    for (auto& a : row_acc) a = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
-    const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + G::kScaleBytes;
+    const uint8_t* group[NV];
+    for (int v = 0; v < NV; ++v) group[v] = panels + v * panel_bytes + b * L::kBytes;
     for (int sub = 0; sub < G::kSubs; ++sub) {
-      __m512i isum[MR];
-      for (auto& v : isum) v = _mm512_setzero_si512();
+      __m512i isum[MR][NV];
+      for (auto& row_sum : isum)
+        for (auto& v : row_sum) v = _mm512_setzero_si512();
       for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
-        __m512i u;
-        if constexpr (L::kNibbles) {
-          u = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
-          u = _mm512_and_si512(t % 2 == 0 ? u : _mm512_srli_epi16(u, 4), low4);
-        } else {
-          u = _mm512_loadu_si512(codes + t * kQuadBytes);
+        __m512i u[NV];
+        for (int v = 0; v < NV; ++v) {
+          const uint8_t* codes = group[v] + G::kScaleBytes;
+          if constexpr (L::kNibbles) {
+            u[v] = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
+            u[v] = _mm512_and_si512(t % 2 == 0 ? u[v] : _mm512_srli_epi16(u[v], 4), low4);
+          } else {
+            u[v] = _mm512_loadu_si512(codes + t * kQuadBytes);
+          }
         }
         for (int r = 0; r < MR; ++r) {
           const __m512i qv = _mm512_set1_epi32(load_quad(x.q.data() + (row + r) * k + b * kGroupK + 4 * t));
-          isum[r] = _mm512_dpbusd_epi32(isum[r], u, qv);
+          for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u[v], qv);
         }
       }
-      const float* s = reinterpret_cast<const float*>(group) + sub * G::kSubFloats;
-      const __m512 vs = _mm512_loadu_ps(s);
       for (int r = 0; r < MR; ++r) {
         const int32_t sum_q = sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub);
         const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
-        const __m512i corrected = _mm512_add_epi32(isum[r], _mm512_set1_epi32(L::kBias * sum_q));
-        acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(vs, _mm512_set1_ps(dr)), _mm512_cvtepi32_ps(corrected), acc[r]);
-        if constexpr (G::kHasOffset) {
-          acc[r] = _mm512_fmadd_ps(_mm512_loadu_ps(s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)), acc[r]);
+        const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
+        for (int v = 0; v < NV; ++v) {
+          const float* s = reinterpret_cast<const float*>(group[v]) + sub * G::kSubFloats;
+          const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
+          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
+          if constexpr (G::kHasOffset) {
+            acc[r][v] = _mm512_fmadd_ps(_mm512_loadu_ps(s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
+                                        acc[r][v]);
+          }
         }
       }
     }
   }
-  const __mmask16 mask = cols >= 16 ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1);
-  for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy, mask, acc[r]);
+  for (int v = 0; v < NV; ++v) {
+    const int64_t valid = std::min<int64_t>(16, cols - v * 16);
+    if (valid <= 0) break;
+    const __mmask16 mask = valid == 16 ? 0xFFFF : static_cast<__mmask16>((1u << valid) - 1);
+    for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy + v * 16, mask, acc[r][v]);
+  }
 }
 
-constexpr int kVnniRows = 4;  // rows per VNNI tile: 4 int32 and 4 fp32 accumulators, one weight vector
+constexpr int kVnniRows = 4;    // a VNNI tile: up to 4 rows x 3 panels, 24 accumulators of 32 registers
+constexpr int kVnniPanels = kInt8TilePanels;
 
-template <class F, int... Rs>
-void vnni_rows(const Q8Rows& x, int64_t row, int rows, const uint8_t* panel, float* y, int64_t ldy, int64_t cols,
-               std::integer_sequence<int, Rs...>) {
-  ((rows == Rs + 1 ? panel_rows_vnni<F, Rs + 1>(x, row, panel, y, ldy, cols) : void()), ...);
+using VnniTileFn = void (*)(const Q8Rows&, int64_t, const uint8_t*, size_t, float*, int64_t, int64_t);
+
+template <class F, int MR, int... NVs>
+constexpr std::array<VnniTileFn, kVnniPanels> vnni_tile_row(std::integer_sequence<int, NVs...>) {
+  return {&tile_vnni<F, MR, NVs + 1>...};
 }
+
+// vnni_tiles<F>[mr - 1][nv - 1]: an mr-row, nv-panel tile.
+template <class F, int... MRs>
+constexpr std::array<std::array<VnniTileFn, kVnniPanels>, kVnniRows> vnni_tile_table(std::integer_sequence<int, MRs...>) {
+  return {vnni_tile_row<F, MRs + 1>(std::make_integer_sequence<int, kVnniPanels>{})...};
+}
+template <class F>
+constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, kVnniRows>{});
 #endif  // __x86_64__
 
 template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
                 size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy) {
+#if defined(CBATCH_INT8_X86)
+  if (isa == Int8Isa::kAvx512Vnni && kLanes == 16) {
+    for (int64_t p = panel_begin; p < panel_end; p += kVnniPanels) {
+      const int nv = static_cast<int>(std::min<int64_t>(kVnniPanels, panel_end - p));
+      for (int64_t r = row_begin; r < row_end; r += kVnniRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kVnniRows, row_end - r));
+        vnni_tiles<F>[mr - 1][nv - 1](x, r, panels + p * panel_bytes, panel_bytes, y + r * ldy + p * kLanes, ldy,
+                                      ldy - p * kLanes);
+      }
+    }
+    return;
+  }
+#endif
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = panels + p * panel_bytes;
     const int64_t cols = ldy - p * kLanes;
     float* yp = y + p * kLanes;
 #if defined(CBATCH_INT8_X86)
-    if (isa == Int8Isa::kAvx512Vnni && kLanes == 16) {
-      for (int64_t r = row_begin; r < row_end; r += kVnniRows) {
-        const int rows = static_cast<int>(std::min<int64_t>(kVnniRows, row_end - r));
-        vnni_rows<F>(x, r, rows, panel, yp + r * ldy, ldy, cols, std::make_integer_sequence<int, kVnniRows>{});
-      }
-      continue;
-    }
     if (isa != Int8Isa::kScalar) {
       for (int64_t r = row_begin; r < row_end; ++r) panel_row_avx2<F>(x, r, panel, yp + r * ldy, cols);
       continue;

@@ -25,6 +25,9 @@ struct Q8Rows {
 // Quantizes rows x (m, k) into out (k a multiple of 32); grows out's buffers, never shrinks them.
 void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out);
 
+// Panels one AVX-512 VNNI tile covers: parallel chunks of panels come in multiples of it.
+constexpr int kInt8TilePanels = 3;
+
 enum class Int8Isa { kScalar, kAvx2, kAvx512Vnni };
 // The best this CPU runs (cpuid, once); says once on stderr when it falls back from AVX-512 VNNI.
 Int8Isa int8_isa();

@@ -85,7 +85,7 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
   for (DType dtype : testing::kBlockTypes) {
     const int64_t block = dtype_block_elems(dtype);
     for (int64_t k : {block, 3 * block}) {
-      for (int64_t n : {int64_t{37}, int64_t{5}}) {  // a partial last panel; fewer columns than one panel
+      for (int64_t n : {int64_t{37}, int64_t{20}, int64_t{5}}) {  // 3, 2 and 1 panels, the last partial
         CAPTURE(dtype_name(dtype));
         CAPTURE(k);
         CAPTURE(n);
