@@ -110,6 +110,18 @@ PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, i
                       int8);
 }
 
+// Parts of different block types (Gemma 3's Q5_0 Q and K with a Q8_0 V) can still be int8 panels, one
+// matrix per part, when each part but the last fills whole panels.
+bool can_stack_int8(const std::vector<const TensorView*>& tensors, Packing packing) {
+  if (!packing.int8 || !packing.keep_blocks || tensors.size() < 2) return false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView* t = tensors[i];
+    if (t->is_random || !PackedMatrix::keeps_blocks(t->dtype, t->cols) || t->cols != tensors.front()->cols) return false;
+    if (i + 1 < tensors.size() && t->rows % matmul_panel_width() != 0) return false;
+  }
+  return true;
+}
+
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
 // panel across the pool (the packed layout is the only copy made). When every part is stored in the same
 // block type the matrix keeps its blocks (packing.keep_blocks), else it is expanded to fp32.
@@ -127,6 +139,11 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
     all_random = all_random && t->is_random;
   }
   if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool, packing.int8);
+  if (!keep_blocks && can_stack_int8(tensors, packing)) {
+    std::vector<PackedMatrix> stacked;
+    for (const TensorView* t : tensors) stacked.push_back(pack_stacked({t}, pool, packing));
+    return PackedMatrix(std::move(stacked));
+  }
   for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random;
   if (keep_blocks) {
     auto row_blocks = [&](int64_t row) {

@@ -201,6 +201,18 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& r
   });
 }
 
+PackedMatrix::PackedMatrix(std::vector<PackedMatrix> parts)
+    : dtype_(parts.front().dtype()), int8_(true), k_(parts.front().cols()) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].is_int8() || parts[i].cols() != k_ || (i + 1 < parts.size() && parts[i].rows() % kLanes != 0)) {
+      throw Error("internal error: stacked int8 parts must share K and fill whole panels");
+    }
+    n_ += parts[i].rows();
+    bytes_ += parts[i].bytes();
+  }
+  parts_ = std::move(parts);
+}
+
 void PackedMatrix::unpack_panels(int64_t panel, int count, float* out) const {
   if (int8_) throw Error("internal error: int8 panels have no fp32 form");
   for (int i = 0; i < count; ++i) {
@@ -234,15 +246,31 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPo
 
 namespace {
 
-// The 8-bit product: X's rows quantized (each on its own), then panels split across the pool as above.
+// The 8-bit product: X's rows quantized (each on its own), then panels split across the pool as above;
+// a stacked matrix's panels are numbered across its parts, each part writing its own columns of Y.
 void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
   thread_local Q8Rows buffer;  // grows to the largest batch, then reused
   Q8Rows& rows = buffer;       // the caller's: a worker naming `buffer` would get its own
   quantize_rows_q8(x, m, w.cols(), rows);
   const Int8Isa isa = int8_isa();
+  const PackedMatrix* const whole[] = {&w};
+  std::vector<const PackedMatrix*> parts(std::begin(whole), std::end(whole));
+  if (!w.parts().empty()) {
+    parts.clear();
+    for (const PackedMatrix& part : w.parts()) parts.push_back(&part);
+  }
   const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
-    matmul_int8_panels(isa, w.dtype(), rows, 0, m, w.blocked_panel(0), w.panel_bytes(), begin, end, y, w.rows());
+    int64_t first = 0;  // the part's first panel (its first column / kLanes)
+    for (const PackedMatrix* part : parts) {
+      const int64_t count = num_panels(part->rows());
+      const int64_t b = std::max(begin, first), e = std::min(end, first + count);
+      if (b < e) {
+        matmul_int8_panels(isa, part->dtype(), rows, 0, m, part->blocked_panel(0), part->panel_bytes(), b - first,
+                           e - first, y + first * kLanes, w.rows(), part->rows());
+      }
+      first += count;
+    }
   }, /*align=*/kInt8TilePanels, /*min_parallel=*/std::max<int64_t>(2 * kInt8TilePanels, min_parallel_items(panel_ns)));
 }
 

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "engine/model/tensor.hpp"
 
@@ -43,6 +44,10 @@ class PackedMatrix {
   // int8: as int8 panels, for the 8-bit integer product.
   PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool, bool int8 = false);
 
+  // int8 matrices of different block types stacked by rows (a fused QKV of Q5_0, Q5_0 and Q8_0): each
+  // part keeps its own panels; every part but the last a whole number of panels.
+  explicit PackedMatrix(std::vector<PackedMatrix> parts);
+
   // Whether a (N, K) weight of this dtype can stay in its blocks: a block type, K a whole number of blocks.
   static bool keeps_blocks(DType dtype, int64_t k);
 
@@ -51,6 +56,7 @@ class PackedMatrix {
   bool is_blocked() const { return dtype_ != DType::kF32; }
   DType dtype() const { return dtype_; }
   bool is_int8() const { return int8_; }
+  const std::vector<PackedMatrix>& parts() const { return parts_; }  // stacked parts, or none
   size_t bytes() const { return bytes_; }  // memory held
   // fp32 panels: the whole (ceil(N / width), K, width) array. Blocked: nullptr.
   const float* data() const { return is_blocked() ? nullptr : static_cast<const float*>(data_.get()); }
@@ -69,6 +75,7 @@ class PackedMatrix {
   std::unique_ptr<void, FreeDeleter> data_;  // fp32: (ceil(N / width), K, width), zero-padded past N
   DType dtype_ = DType::kF32;
   bool int8_ = false;  // int8 panels (cpu_matmul_int8.hpp) instead of blocked ones
+  std::vector<PackedMatrix> parts_;  // stacked parts (then data_ is empty)
   size_t bytes_ = 0;
   size_t panel_bytes_ = 0;  // blocked: bytes of one panel
   int64_t n_ = 0;

@@ -266,7 +266,7 @@ constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, k
 
 template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
-                size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy) {
+                size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy, int64_t n) {
 #if defined(CBATCH_INT8_X86)
   if (isa == Int8Isa::kAvx512Vnni && kLanes == 16) {
     for (int64_t p = panel_begin; p < panel_end; p += kVnniPanels) {
@@ -274,7 +274,7 @@ void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end
       for (int64_t r = row_begin; r < row_end; r += kVnniRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kVnniRows, row_end - r));
         vnni_tiles<F>[mr - 1][nv - 1](x, r, panels + p * panel_bytes, panel_bytes, y + r * ldy + p * kLanes, ldy,
-                                      ldy - p * kLanes);
+                                      n - p * kLanes);
       }
     }
     return;
@@ -282,7 +282,7 @@ void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end
 #endif
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     const uint8_t* panel = panels + p * panel_bytes;
-    const int64_t cols = ldy - p * kLanes;
+    const int64_t cols = n - p * kLanes;
     float* yp = y + p * kLanes;
 #if defined(CBATCH_INT8_X86)
     if (isa != Int8Isa::kScalar) {
@@ -373,9 +373,9 @@ void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* ou
 
 void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
                         const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
-                        float* y, int64_t ldy) {
+                        float* y, int64_t ldy, int64_t n) {
   with_block_format(dtype, [&](auto format) {
-    run_panels<decltype(format)>(isa, x, row_begin, row_end, panels, panel_bytes, panel_begin, panel_end, y, ldy);
+    run_panels<decltype(format)>(isa, x, row_begin, row_end, panels, panel_bytes, panel_begin, panel_end, y, ldy, n);
   });
 }
 

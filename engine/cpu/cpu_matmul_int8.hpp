@@ -40,9 +40,9 @@ size_t int8_group_bytes(DType dtype);
 void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* out);
 
 // Y rows [row_begin, row_end), panels [panel_begin, panel_end) (panel p: columns p * kLanes...) of an
-// (N, K) int8-panel matrix; panels: panel 0, panel_bytes apart; y (rows, ldy) with N = ldy columns.
+// (N, K) int8-panel matrix; panels: panel 0, panel_bytes apart; y (rows, ldy), its first N columns written.
 void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
                         const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
-                        float* y, int64_t ldy);
+                        float* y, int64_t ldy, int64_t n);
 
 }  // namespace cbatch::matmul_detail

@@ -98,7 +98,7 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
         const int64_t panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
         std::vector<float> want(static_cast<size_t>(m * n), NAN);
         matmul_int8_panels(Int8Isa::kScalar, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels,
-                           want.data(), n);
+                           want.data(), n, n);
         for (Int8Isa isa : {Int8Isa::kAvx2, Int8Isa::kAvx512Vnni}) {
           if (!can_run(isa)) {
             MESSAGE("this CPU cannot run the " << int8_isa_name(isa) << " kernel: not checked");
@@ -106,7 +106,7 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
           }
           CAPTURE(int8_isa_name(isa));
           std::vector<float> got(want.size(), NAN);
-          matmul_int8_panels(isa, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n);
+          matmul_int8_panels(isa, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n, n);
           CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
         }
         // The reference itself against a double-precision sum of the dequantized activations times the
@@ -147,5 +147,31 @@ TEST_CASE("int8 matmul is batch-invariant (every row the bits of the same row al
     MESSAGE(dtype_name(dtype) << ": int8 vs exact fp32, normwise relative error " << err);
     CHECK(err < 0.02);  // 8-bit activations: 1.1-1.3% here (a 30x outlier in a block coarsens its step)
     CHECK(err > 0.0);   // it is a different product
+  }
+}
+
+TEST_CASE("int8 parts of different block types stacked by rows give each part's own product in its columns") {
+  ThreadPool pool(2);
+  const int64_t k = 256, width = matmul_panel_width();
+  const Case q(DType::kQ5_0, 2 * width, k, 1), v(DType::kQ8_0, 20, k, 2), d(DType::kQ4_K, 3 * width, k, 3);
+  std::vector<PackedMatrix> parts;
+  for (const Case* c : {&q, &d, &v}) parts.push_back(c->pack(pool, true));
+  const PackedMatrix stacked(std::move(parts));
+  const int64_t n = stacked.rows();
+  CHECK(n == 5 * width + 20);
+  for (int64_t m : {int64_t{1}, int64_t{6}}) {
+    const auto x = random_activations(static_cast<size_t>(m * k), 9);
+    std::vector<float> y(static_cast<size_t>(m * n), NAN);
+    matmul(x.data(), stacked, y.data(), m, pool);
+    int64_t first = 0;
+    for (const Case* c : {&q, &d, &v}) {
+      std::vector<float> alone(static_cast<size_t>(m * c->n), NAN);
+      matmul(x.data(), c->pack(pool, true), alone.data(), m, pool);
+      for (int64_t i = 0; i < m; ++i) {
+        CHECK(std::memcmp(&y[static_cast<size_t>(i * n + first)], &alone[static_cast<size_t>(i * c->n)],
+                          static_cast<size_t>(c->n) * sizeof(float)) == 0);
+      }
+      first += c->n;
+    }
   }
 }
