@@ -1,6 +1,7 @@
-// The CPU backend: fp32 weights (matrices stored in Q8_0/Q4_0/Q4_1 blocks stay in them and are decoded
-// during each product, to the same fp32 values), a paged fp32 KV cache, and a Llama forward pass over
-// ragged batches.
+// The CPU backend: fp32 weights (matrices stored in GGUF blocks stay in them and are decoded during each
+// product, to the same fp32 values; or, with int8_products, multiplied as 8-bit integers against each
+// activation row quantized on its own), a paged fp32 KV cache, and a Llama forward pass over ragged
+// batches.
 // Batch-invariant by construction: every output element is reduced in a fixed order that does not
 // depend on which other rows share the batch, so greedy outputs are identical across modes, budgets,
 // chunk sizes and batch sizes.

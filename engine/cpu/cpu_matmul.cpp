@@ -253,23 +253,20 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
   Q8Rows& rows = buffer;       // the caller's: a worker naming `buffer` would get its own
   quantize_rows_q8(x, m, w.cols(), rows);
   const Int8Isa isa = int8_isa();
-  const PackedMatrix* const whole[] = {&w};
-  std::vector<const PackedMatrix*> parts(std::begin(whole), std::end(whole));
-  if (!w.parts().empty()) {
-    parts.clear();
-    for (const PackedMatrix& part : w.parts()) parts.push_back(&part);
-  }
+  // Panels [begin, end) of the whole, as far as they fall in the part whose first panel is `first`.
+  auto run_part = [&](const PackedMatrix& part, int64_t first, int64_t begin, int64_t end) {
+    const int64_t b = std::max(begin, first), e = std::min(end, first + num_panels(part.rows()));
+    if (b >= e) return;
+    matmul_int8_panels(isa, part.dtype(), rows, 0, m, part.blocked_panel(0), part.panel_bytes(), b - first, e - first,
+                       y + first * kLanes, w.rows(), part.rows());
+  };
   const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
-    int64_t first = 0;  // the part's first panel (its first column / kLanes)
-    for (const PackedMatrix* part : parts) {
-      const int64_t count = num_panels(part->rows());
-      const int64_t b = std::max(begin, first), e = std::min(end, first + count);
-      if (b < e) {
-        matmul_int8_panels(isa, part->dtype(), rows, 0, m, part->blocked_panel(0), part->panel_bytes(), b - first,
-                           e - first, y + first * kLanes, w.rows(), part->rows());
-      }
-      first += count;
+    if (w.parts().empty()) return run_part(w, 0, begin, end);
+    int64_t first = 0;
+    for (const PackedMatrix& part : w.parts()) {
+      run_part(part, first, begin, end);
+      first += num_panels(part.rows());
     }
   }, /*align=*/kInt8TilePanels, /*min_parallel=*/std::max<int64_t>(2 * kInt8TilePanels, min_parallel_items(panel_ns)));
 }

@@ -302,7 +302,9 @@ Int8Isa detect_isa() {
     return Int8Isa::kAvx512Vnni;
   }
   const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Int8Isa::kAvx2 : Int8Isa::kScalar;
-  std::fprintf(stderr, "[cbatch] this CPU has no AVX-512 VNNI: 8-bit products run on %s\n", int8_isa_name(isa));
+  std::fprintf(stderr, "[cbatch] %s: 8-bit products run on %s\n",
+               kLanes == 16 ? "this CPU has no AVX-512 VNNI" : "built without AVX-512 (8-lane panels)",
+               int8_isa_name(isa));
   return isa;
 #else
   return Int8Isa::kScalar;
