@@ -46,6 +46,15 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
                  "auto (the compute dtype) or fp8 (E4M3; CUDA, compute capability 8.9 or newer)")
       ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
+  app.add_option("--cpu-precision", o.cpu_precision,
+                 "CPU products with quantized weights: fast (8-bit activations, integer dot products; the default) "
+                 "or exact (the weights' fp32 values in fp32)")
+      ->check(CLI::Validator(
+          [](std::string& value) {
+            return value == "fast" || value == "exact" ? std::string()
+                                                       : "--cpu-precision " + value + ": expected fast or exact";
+          },
+          "fast|exact"));
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "token budget of one step")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--max-num-seqs", o.max_num_seqs, "sequences in one step")->check(CLI::Range(1, 65536));
@@ -182,8 +191,15 @@ bool want_cuda(const EngineOptions& o) {
 
 std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model,
                                       std::shared_ptr<const std::vector<LoraAdapter>> loras) {
+  if (o.device == "cuda" && !o.cpu_precision.empty()) {
+    throw Error("--cpu-precision " + o.cpu_precision + ": applies to the CPU backend only, not --device cuda");
+  }
   if (want_cuda(o)) {
 #ifdef CBATCH_HAVE_CUDA
+    if (!o.cpu_precision.empty()) {
+      throw Error("--cpu-precision " + o.cpu_precision + ": applies to the CPU backend only, and this run uses a "
+                  "CUDA GPU (add --device cpu)");
+    }
     CudaBackendOptions cuda;
     cuda.dtype = o.dtype == "fp32" ? ComputeDType::kF32 : o.dtype == "fp16" ? ComputeDType::kF16 : ComputeDType::kBF16;
     cuda.max_batch_tokens = std::max(o.max_num_batched_tokens, o.max_num_seqs);
@@ -207,6 +223,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   CpuBackendOptions cpu;
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
+  cpu.int8_products = o.cpu_precision != "exact";
   cpu.loras = std::move(loras);
   return make_cpu_backend(model, cpu);
 }

@@ -29,6 +29,7 @@ struct EngineOptions {
   std::string dtype = "auto";
   std::string quantization;              // --quantization: "" (the model's weights as they are) or fp8
   std::string kv_cache_dtype = "auto";   // --kv-cache-dtype: auto (the compute dtype) or fp8
+  std::string cpu_precision;             // --cpu-precision: fast or exact; "" = fast (CPU backend only)
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;
   int block_size = 16;

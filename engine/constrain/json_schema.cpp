@@ -339,7 +339,7 @@ class SchemaCompiler {
     std::string_view format, pattern;
     if (obj["format"].get(format) == simdjson::SUCCESS) {
       if (format == "date") return R"j("\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")j";
-      if (format == "time") return R"j("(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)?")j";
+      if (format == "time") return R"j("(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)")j";
       if (format == "date-time") {
         return R"j("\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)")j";
       }

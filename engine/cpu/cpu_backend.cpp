@@ -80,9 +80,16 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
   return out;
 }
 
+// How block-type weights are packed: kept in their blocks (else expanded to fp32), and then as int8 panels
+// for the 8-bit product (--cpu-precision fast).
+struct Packing {
+  bool keep_blocks = true;
+  bool int8 = false;
+};
+
 // Random (dummy) tensors that ask for Q8_0 blocks: each row generated in fp32, quantized, then packed.
 PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols,
-                                ThreadPool& pool) {
+                                ThreadPool& pool, bool int8) {
   const DType dtype = tensors.front()->dtype;
   if (dtype != DType::kQ8_0) {
     throw Error("internal error: dummy weights cannot be generated as " + std::string(dtype_name(dtype)));
@@ -102,13 +109,27 @@ PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, i
       quantize_q8_0(row.data(), cols, &blocks[static_cast<size_t>(r * stride)]);
     }
   }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
-  return PackedMatrix(rows, cols, dtype, [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; }, pool);
+  return PackedMatrix(rows, cols, dtype, [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; }, pool,
+                      int8);
+}
+
+// Parts of different block types (Gemma 3's Q5_0 Q and K with a Q8_0 V) can still be int8 panels, one
+// matrix per part, when each part but the last fills whole panels.
+bool can_stack_int8(const std::vector<const TensorView*>& tensors, Packing packing) {
+  if (!packing.int8 || !packing.keep_blocks || tensors.size() < 2) return false;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorView* t = tensors[i];
+    if (t->is_random || !PackedMatrix::keeps_blocks(t->dtype, t->cols) || t->cols != tensors.front()->cols) return false;
+    if (i + 1 < tensors.size() && t->rows % matmul_panel_width() != 0) return false;
+  }
+  return true;
 }
 
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
 // panel across the pool (the packed layout is the only copy made). When every part is stored in the same
-// block type the matrix keeps its blocks (keep_blocks), else it is expanded to fp32.
-PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool, bool keep_blocks) {
+// block type the matrix keeps its blocks (packing.keep_blocks), else it is expanded to fp32.
+PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, ThreadPool& pool, Packing packing) {
+  bool keep_blocks = packing.keep_blocks;
   const std::vector<const TensorView*> tensors(parts);
   int64_t rows = 0;
   for (const TensorView* t : tensors) rows += t->rows;
@@ -120,7 +141,12 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
     keep_blocks = keep_blocks && t->dtype == dtype;
     all_random = all_random && t->is_random;
   }
-  if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool);
+  if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool, packing.int8);
+  if (!keep_blocks && can_stack_int8(tensors, packing)) {
+    std::vector<PackedMatrix> stacked;
+    for (const TensorView* t : tensors) stacked.push_back(pack_stacked({t}, pool, packing));
+    return PackedMatrix(std::move(stacked));
+  }
   for (const TensorView* t : tensors) keep_blocks = keep_blocks && !t->is_random;
   if (keep_blocks) {
     auto row_blocks = [&](int64_t row) {
@@ -131,7 +157,7 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
       }
       throw Error("internal error: row " + std::to_string(row) + " past the stacked tensors");
     };
-    return PackedMatrix(rows, cols, dtype, row_blocks, pool);
+    return PackedMatrix(rows, cols, dtype, row_blocks, pool, packing.int8);
   }
   auto fill = [&](int64_t row, int64_t count, float* out) {
     int64_t first = 0;  // global row of the current tensor's row 0
@@ -276,7 +302,7 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
-  const bool keep = options_.keep_blocks;
+  const Packing keep{options_.keep_blocks, options_.int8_products};
   embedding_ = t.embedding;
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
@@ -328,8 +354,9 @@ void CpuBackend::load_weights(const ModelTensors& t) {
 
 // A sparse layer's router, experts (gate|up stacked per expert, as the dense FFN) and shared expert.
 void CpuBackend::load_experts(const LayerTensors& l, MoeWeights& moe) {
-  const bool keep = options_.keep_blocks;
-  moe.router = pack_stacked({&l.router}, pool_, keep);
+  const Packing keep{options_.keep_blocks, options_.int8_products};
+  // The router stays exact: an expert choice flipped by rounding would change the output far more.
+  moe.router = pack_stacked({&l.router}, pool_, {keep.keep_blocks, false});
   count_weights(moe.router);
   auto f32 = [&](std::initializer_list<const TensorView*> parts) {
     const Weights w = stack_f32(parts, pool_);

@@ -1,6 +1,7 @@
-// The CPU backend: fp32 weights (matrices stored in Q8_0/Q4_0/Q4_1 blocks stay in them and are decoded
-// during each product, to the same fp32 values), a paged fp32 KV cache, and a Llama forward pass over
-// ragged batches.
+// The CPU backend: fp32 weights (matrices stored in GGUF blocks stay in them and are decoded during each
+// product, to the same fp32 values; or, with int8_products, multiplied as 8-bit integers against each
+// activation row quantized on its own), a paged fp32 KV cache, and a Llama forward pass over ragged
+// batches.
 // Batch-invariant by construction: every output element is reduced in a fixed order that does not
 // depend on which other rows share the batch, so greedy outputs are identical across modes, budgets,
 // chunk sizes and batch sizes.
@@ -20,6 +21,9 @@ struct CpuBackendOptions {
   int max_batch_tokens = 2048;      // rows of the largest batch (sizes the activation buffers)
   int64_t kv_cache_bytes = 1LL << 30;  // memory the KV cache may take when --kv-cache-blocks is not set
   bool keep_blocks = true;          // false: expand quantized weights to fp32 panels at load (tests)
+  // Block-type weights multiply as 8-bit integers against each activation row quantized to 8 bits
+  // (--cpu-precision fast; still batch-invariant); false: the fp32 values, exactly (cpu_matmul.hpp).
+  bool int8_products = false;
   // LoRA adapters (id i + 1 = loras[i]), packed at load; RaggedBatch::lora_ids picks them per sequence.
   std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };

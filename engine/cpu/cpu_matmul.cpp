@@ -10,6 +10,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_matmul_blocks.hpp"
+#include "engine/cpu/cpu_matmul_int8.hpp"
 #include "engine/base/thread_pool.hpp"
 
 namespace cbatch {
@@ -178,24 +179,42 @@ bool PackedMatrix::keeps_blocks(DType dtype, int64_t k) {
   return is_block_type(dtype) && k > 0 && k % dtype_block_elems(dtype) == 0;
 }
 
-PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool)
-    : dtype_(dtype), n_(n), k_(k) {
+PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool,
+                           bool int8)
+    : dtype_(dtype), int8_(int8), n_(n), k_(k) {
   if (!keeps_blocks(dtype, k)) throw Error("internal error: weights of this type cannot stay in blocks");
   const int64_t panels = num_panels(n);
-  panel_bytes_ = static_cast<size_t>(k / kGroupK) * blocked_group_bytes(dtype);
+  const size_t blocked_bytes = static_cast<size_t>(k / kGroupK) * blocked_group_bytes(dtype);
+  panel_bytes_ = int8 ? static_cast<size_t>(k / kGroupK) * int8_group_bytes(dtype) : blocked_bytes;
   bytes_ = std::max<size_t>(1, static_cast<size_t>(panels) * panel_bytes_);
   data_.reset(std::malloc(bytes_));
   if (!data_) throw Error("cannot allocate " + std::to_string(bytes_) + " bytes of weights");
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) {
+    std::vector<uint8_t> blocked(int8 ? blocked_bytes : 0);  // int8: one blocked panel before its rewrite
     for (int64_t p = begin; p < end; ++p) {
       const uint8_t* rows[kLanes];
       for (int l = 0; l < kLanes; ++l) rows[l] = p * kLanes + l < n ? row_blocks(p * kLanes + l) : nullptr;
-      pack_blocked_panel(dtype, rows, k, static_cast<uint8_t*>(data_.get()) + p * panel_bytes_);
+      uint8_t* panel = static_cast<uint8_t*>(data_.get()) + p * panel_bytes_;
+      pack_blocked_panel(dtype, rows, k, int8 ? blocked.data() : panel);
+      if (int8) pack_int8_panel(dtype, blocked.data(), k, panel);
     }
   });
 }
 
+PackedMatrix::PackedMatrix(std::vector<PackedMatrix> parts)
+    : dtype_(parts.front().dtype()), int8_(true), k_(parts.front().cols()) {
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (!parts[i].is_int8() || parts[i].cols() != k_ || (i + 1 < parts.size() && parts[i].rows() % kLanes != 0)) {
+      throw Error("internal error: stacked int8 parts must share K and fill whole panels");
+    }
+    n_ += parts[i].rows();
+    bytes_ += parts[i].bytes();
+  }
+  parts_ = std::move(parts);
+}
+
 void PackedMatrix::unpack_panels(int64_t panel, int count, float* out) const {
+  if (int8_) throw Error("internal error: int8 panels have no fp32 form");
   for (int i = 0; i < count; ++i) {
     float* dst = out + i * k_ * kLanes;
     if (is_blocked()) {
@@ -225,7 +244,37 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPo
   });
 }
 
+namespace {
+
+// The 8-bit product: X's rows quantized (each on its own), then panels split across the pool as above;
+// a stacked matrix's panels are numbered across its parts, each part writing its own columns of Y.
+void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
+  thread_local Q8Rows buffer;  // grows to the largest batch, then reused
+  Q8Rows& rows = buffer;       // the caller's: a worker naming `buffer` would get its own
+  quantize_rows_q8(x, m, w.cols(), rows);
+  const Int8Isa isa = int8_isa();
+  // Panels [begin, end) of the whole, as far as they fall in the part whose first panel is `first`.
+  auto run_part = [&](const PackedMatrix& part, int64_t first, int64_t begin, int64_t end) {
+    const int64_t b = std::max(begin, first), e = std::min(end, first + num_panels(part.rows()));
+    if (b >= e) return;
+    matmul_int8_panels(isa, part.dtype(), rows, 0, m, part.blocked_panel(0), part.panel_bytes(), b - first, e - first,
+                       y + first * kLanes, w.rows(), part.rows());
+  };
+  const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
+  pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
+    if (w.parts().empty()) return run_part(w, 0, begin, end);
+    int64_t first = 0;
+    for (const PackedMatrix& part : w.parts()) {
+      run_part(part, first, begin, end);
+      first += num_panels(part.rows());
+    }
+  }, /*align=*/kInt8TilePanels, /*min_parallel=*/std::max<int64_t>(2 * kInt8TilePanels, min_parallel_items(panel_ns)));
+}
+
+}  // namespace
+
 void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
+  if (w.is_int8()) return matmul_int8(x, w, y, m, pool);
   const int64_t panels = num_panels(w.rows());
   // One-core cost of a panel: m x kLanes x K vector multiply-adds (~0.01 ns each) and kLanes x K weights
   // streamed from memory (~0.2 ns each, all of the cost when m is small).

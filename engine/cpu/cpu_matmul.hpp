@@ -11,10 +11,15 @@
 // values tensor_rows_to_f32 gives: for one row in registers as each weight is used, for more rows a few
 // panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same bits as the fp32
 // panels; 3-6x less memory to fill at load and to stream per step.
+//
+// Or, for --cpu-precision fast, the blocked panels are rewritten as int8 panels (cpu_matmul_int8.hpp) and
+// the product quantizes each row of X to 8 bits on its own and sums integer products: not the fp32
+// values, but still one fixed order per output element, so still batch-invariant.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "engine/model/tensor.hpp"
 
@@ -35,8 +40,13 @@ class PackedMatrix {
 
   PackedMatrix() = default;
   PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPool& pool);
-  // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel.
-  PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool);
+  // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel;
+  // int8: as int8 panels, for the 8-bit integer product.
+  PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool, bool int8 = false);
+
+  // int8 matrices of different block types stacked by rows (a fused QKV of Q5_0, Q5_0 and Q8_0): each
+  // part keeps its own panels; every part but the last a whole number of panels.
+  explicit PackedMatrix(std::vector<PackedMatrix> parts);
 
   // Whether a (N, K) weight of this dtype can stay in its blocks: a block type, K a whole number of blocks.
   static bool keeps_blocks(DType dtype, int64_t k);
@@ -45,12 +55,14 @@ class PackedMatrix {
   int64_t cols() const { return k_; }   // K, input features
   bool is_blocked() const { return dtype_ != DType::kF32; }
   DType dtype() const { return dtype_; }
+  bool is_int8() const { return int8_; }
+  const std::vector<PackedMatrix>& parts() const { return parts_; }  // stacked parts, or none
   size_t bytes() const { return bytes_; }  // memory held
   // fp32 panels: the whole (ceil(N / width), K, width) array. Blocked: nullptr.
   const float* data() const { return is_blocked() ? nullptr : static_cast<const float*>(data_.get()); }
-  // Panels [panel, panel + count) as fp32 into out (count, K, width), from either layout.
+  // Panels [panel, panel + count) as fp32 into out (count, K, width), from the fp32 or blocked layout.
   void unpack_panels(int64_t panel, int count, float* out) const;
-  // Blocked: the bytes of one panel, and their size.
+  // Blocked or int8: the bytes of one panel, and their size.
   const uint8_t* blocked_panel(int64_t panel) const {
     return static_cast<const uint8_t*>(data_.get()) + static_cast<size_t>(panel) * panel_bytes_;
   }
@@ -62,6 +74,8 @@ class PackedMatrix {
   };
   std::unique_ptr<void, FreeDeleter> data_;  // fp32: (ceil(N / width), K, width), zero-padded past N
   DType dtype_ = DType::kF32;
+  bool int8_ = false;  // int8 panels (cpu_matmul_int8.hpp) instead of blocked ones
+  std::vector<PackedMatrix> parts_;  // stacked parts (then data_ is empty)
   size_t bytes_ = 0;
   size_t panel_bytes_ = 0;  // blocked: bytes of one panel
   int64_t n_ = 0;

@@ -105,6 +105,11 @@ def tiny_dummy_model(work, **overrides):
     return ["--model", "dummy:" + path, "--device", "cpu", "--quiet", "--threads", "2"]
 
 
+# What a comparison with a float64 reference runs on: quantized weights' exact fp32 values in fp32 (the
+# CPU's default for them, --cpu-precision fast, multiplies 8-bit activations as integers).
+EXACT = ["--cpu-precision", "exact"]
+
+
 def run(args, stdin=None, check=True, expect_rc=0):
     proc = subprocess.run([BIN] + args, input=stdin, capture_output=True, text=True)
     if check and proc.returncode != expect_rc:

@@ -13,7 +13,7 @@ import time
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")  # a second BLAS thread only waits on a busy 2-core machine
 
-from common import Checks, need_gemma3, need_modules, read_jsonl, run, tmpdir, write_jsonl  # noqa: E402
+from common import EXACT, Checks, need_gemma3, need_modules, read_jsonl, run, tmpdir, write_jsonl  # noqa: E402
 
 need_modules("numpy", "gguf")
 import family_reference as reference  # noqa: E402
@@ -47,7 +47,7 @@ rows = [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature"
         for i, p in enumerate(prompts)]
 prompts_path, out = os.path.join(work, "prompts.jsonl"), os.path.join(work, "out.jsonl")
 write_jsonl(prompts_path, rows)
-run(["run", prompts_path, "-o", out, "--model", path, "--device", "cpu", "--quiet", "--max-num-batched-tokens", "256"])
+run(["run", prompts_path, "-o", out, "--model", path, "--device", "cpu", "--quiet", "--max-num-batched-tokens", "256"] + EXACT)
 results = {r["id"]: r["output_token_ids"] for r in read_jsonl(out)}
 cbatch_s = time.time() - start
 

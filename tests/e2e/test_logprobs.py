@@ -14,7 +14,7 @@ import sys
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from common import BIN, Checks, need_modules, read_jsonl, run, tiny_dummy_model, tiny_spm_gguf, tmpdir, write_jsonl
+from common import BIN, EXACT, Checks, need_modules, read_jsonl, run, tiny_dummy_model, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_modules("numpy", "gguf")
 from logprob_reference import EntryChecker, reference_logprobs  # noqa: E402
@@ -188,7 +188,7 @@ def run_smollm2():
                "sequential": ["--mode", "sequential"]}
     for name, extra in configs.items():
         out = os.path.join(work, f"smollm2-{name}.jsonl")
-        run(["run", path, "-o", out, "--model", SMOLLM2, "--device", "cpu", "--quiet", "--threads", "2"] + extra)
+        run(["run", path, "-o", out, "--model", SMOLLM2, "--device", "cpu", "--quiet", "--threads", "2"] + EXACT + extra)
         runs[name] = {r["id"]: r for r in read_jsonl(out)}
         if not SANITIZED:
             check_results(f"SmolLM2 {name}", requests, runs[name], reference, tables)

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 
-from common import Checks, need_modules, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
+from common import EXACT, Checks, need_modules, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
 np, gguf = need_modules("numpy", "gguf")
 from gguf.quants import dequantize  # noqa: E402
@@ -91,7 +91,7 @@ def check_mxfp4_greedy():
             for i, p in enumerate(prompts)]
     prompts_path, out = os.path.join(work, "prompts.jsonl"), os.path.join(work, "out.jsonl")
     write_jsonl(prompts_path, rows)
-    run(["run", prompts_path, "-o", out, "--model", model_path, "--device", "cpu", "--quiet"])
+    run(["run", prompts_path, "-o", out, "--model", model_path, "--device", "cpu", "--quiet"] + EXACT)
     got = [r["output_token_ids"] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
     expected = reference.greedy(reference.load_gguf(model_path), prompts, num_tokens)
     compared = 0

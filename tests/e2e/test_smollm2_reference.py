@@ -10,7 +10,7 @@ import os
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from common import Checks, need_modules, need_smollm2, read_jsonl, run, tmpdir, write_jsonl
+from common import EXACT, Checks, need_modules, need_smollm2, read_jsonl, run, tmpdir, write_jsonl
 
 need_modules("numpy", "gguf", "tokenizers")
 from hf_reference import hf_tokenizer_from_gguf  # noqa: E402
@@ -33,7 +33,7 @@ PENALTIES = {"repetition_penalty": 1.3, "frequency_penalty": 0.5, "presence_pena
 rows = [{"id": i, "prompt": p, "max_tokens": NUM_TOKENS, "temperature": 0, "ignore_eos": True} for i, p in enumerate(PROMPTS)]
 write_jsonl(prompts, rows + [dict(r, id=r["id"] + len(PROMPTS), **PENALTIES) for r in rows])
 out = os.path.join(work, "out.jsonl")
-run(["run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
+run(["run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet"] + EXACT)
 results = {r["id"]: r for r in read_jsonl(out)}
 
 tokenizer = hf_tokenizer_from_gguf(model)

@@ -1,0 +1,384 @@
+// The 8-bit integer path of the CPU matmul (layout and arithmetic: cpu_matmul_int8.hpp): activation
+// quantization, int8 panels made from blocked ones, and three kernels of the same arithmetic: a scalar
+// reference, AVX2 (16-bit multiply-adds) and AVX-512 VNNI (vpdpbusd). The vector kernels are compiled for
+// their instruction sets with target attributes and chosen at run time, so one binary runs on either CPU.
+#include "engine/cpu/cpu_matmul_int8.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+// GCC 12's false positive on the AVX-512 conversions' undefined pass-through operand (cpu_matmul_blocks.hpp),
+// reported where the kernels are inlined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace cbatch::matmul_detail {
+namespace {
+
+constexpr int kQuads = kGroupK / 4;       // 4-k steps per group
+constexpr int kQuadBytes = 4 * kLanes;    // one quad of a group: kLanes x 4 bytes
+
+template <class F>
+constexpr bool has_linear_nibbles() {
+  if (F::kCodeBits != 4) return false;
+  for (int c = 0; c < 16; ++c)
+    if (F::value(c) != F::value(0) + c) return false;
+  return true;
+}
+
+// The int8 group of format F: the blocked group's scale arrays, then the codes (see the header).
+template <class F>
+struct Int8Layout {
+  using G = GroupLayout<F>;
+  static constexpr bool kNibbles = has_linear_nibbles<F>();
+  static constexpr int kBias = kNibbles ? F::value(0) : -128;  // value = u + kBias
+  static constexpr int kQuadsPerSub = kQuads / G::kSubs;
+  static constexpr size_t kCodeBytes = static_cast<size_t>((kNibbles ? kQuads / 2 : kQuads) * kQuadBytes);
+  static constexpr size_t kBytes = G::kScaleBytes + kCodeBytes;
+};
+
+// The value of lane l at k i of a blocked group's codes (the scalar decode of BlockedGroup).
+template <class F>
+int blocked_value(const uint8_t* codes, int i, int l) {
+  if constexpr (GroupLayout<F>::kNibbles) {
+    const uint8_t b = codes[i * kHalf + l % kHalf];
+    return F::value(l < kHalf ? b & 0x0F : b >> 4);
+  } else {
+    return static_cast<int8_t>(codes[i * kLanes + l]);
+  }
+}
+
+template <class F>
+void pack_panel(const uint8_t* blocked, int64_t k, uint8_t* out) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  for (int64_t b = 0; b < k / kGroupK; ++b) {
+    const uint8_t* src = blocked + b * G::kBytes;
+    uint8_t* dst = out + b * L::kBytes;
+    std::memcpy(dst, src, G::kScaleBytes);
+    const uint8_t* codes = src + G::kScaleBytes;
+    uint8_t* u = dst + G::kScaleBytes;
+    auto code = [&](int i, int l) { return static_cast<uint8_t>(blocked_value<F>(codes, i, l) - L::kBias); };
+    for (int t = 0; t < (L::kNibbles ? kQuads / 2 : kQuads); ++t) {
+      for (int l = 0; l < kLanes; ++l) {
+        for (int j = 0; j < 4; ++j) {
+          u[t * kQuadBytes + l * 4 + j] = L::kNibbles ? static_cast<uint8_t>(code(8 * t + j, l) | code(8 * t + 4 + j, l) << 4)
+                                                      : code(4 * t + j, l);
+        }
+      }
+    }
+  }
+}
+
+// Sum of q over sub-block `sub` of group b (sums per 16 k).
+template <class F>
+int32_t sub_sum(const int32_t* sums, int64_t b, int sub) {
+  if constexpr (GroupLayout<F>::kSubs == 1) return sums[2 * b] + sums[2 * b + 1];
+  return sums[2 * b + sub];
+}
+
+// One row, one panel, lane by lane: the reference the vector kernels match bit for bit.
+template <class F>
+void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float* y, int64_t cols) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  const int64_t k = x.cols;
+  const int8_t* q = x.q.data() + row * k;
+  const float* d = x.d.data() + row * (k / kGroupK);
+  const int32_t* sums = x.sums.data() + row * (k / 16);
+  float acc[kLanes] = {};
+  for (int64_t b = 0; b < k / kGroupK; ++b) {
+    const uint8_t* group = panel + b * L::kBytes;
+    const uint8_t* codes = group + G::kScaleBytes;
+    for (int sub = 0; sub < G::kSubs; ++sub) {
+      const float* s = reinterpret_cast<const float*>(group) + sub * G::kSubFloats;
+      const int32_t sum_q = sub_sum<F>(sums, b, sub);
+      for (int l = 0; l < kLanes; ++l) {
+        int32_t isum = L::kBias * sum_q;
+        for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
+          for (int j = 0; j < 4; ++j) {
+            int u;
+            if constexpr (L::kNibbles) {
+              const uint8_t byte = codes[(t / 2) * kQuadBytes + l * 4 + j];
+              u = t % 2 == 0 ? byte & 0x0F : byte >> 4;
+            } else {
+              u = codes[t * kQuadBytes + l * 4 + j];
+            }
+            isum += u * q[b * kGroupK + 4 * t + j];
+          }
+        }
+        acc[l] = std::fma(s[l] * d[b], static_cast<float>(isum), acc[l]);
+        if constexpr (G::kHasOffset) acc[l] = std::fma(s[kLanes + l], d[b] * static_cast<float>(sum_q), acc[l]);
+      }
+    }
+  }
+  std::memcpy(y, acc, static_cast<size_t>(std::min<int64_t>(cols, kLanes)) * sizeof(float));
+}
+
+#if defined(__x86_64__)
+#define CBATCH_INT8_X86 1
+
+int32_t load_quad(const int8_t* q) {
+  int32_t v;
+  std::memcpy(&v, q, sizeof(v));
+  return v;
+}
+
+// One row, one panel, 8 lanes at a time: u widened to 16 bits, _mm256_madd_epi16 sums pairs of k exactly,
+// a horizontal add finishes each lane's quad.
+template <class F>
+__attribute__((target("avx2,fma"))) void panel_row_avx2(const Q8Rows& x, int64_t row, const uint8_t* panel, float* y,
+                                                         int64_t cols) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  constexpr int kChunks = kLanes / 8;
+  const int64_t k = x.cols;
+  const int8_t* q = x.q.data() + row * k;
+  const float* d = x.d.data() + row * (k / kGroupK);
+  const int32_t* sums = x.sums.data() + row * (k / 16);
+  const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256 acc[kChunks];
+  for (auto& a : acc) a = _mm256_setzero_ps();
+  for (int64_t b = 0; b < k / kGroupK; ++b) {
+    const uint8_t* group = panel + b * L::kBytes;
+    const uint8_t* codes = group + G::kScaleBytes;
+    for (int sub = 0; sub < G::kSubs; ++sub) {
+      const float* s = reinterpret_cast<const float*>(group) + sub * G::kSubFloats;
+      const int32_t sum_q = sub_sum<F>(sums, b, sub);
+      const __m256 ds = _mm256_set1_ps(d[b]);
+      for (int c = 0; c < kChunks; ++c) {
+        __m256i pairs0 = _mm256_setzero_si256(), pairs1 = _mm256_setzero_si256();
+        for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
+          __m256i u;
+          if constexpr (L::kNibbles) {
+            u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t / 2) * kQuadBytes + c * 32));
+            u = _mm256_and_si256(t % 2 == 0 ? u : _mm256_srli_epi16(u, 4), low4);
+          } else {
+            u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + t * kQuadBytes + c * 32));
+          }
+          const int8_t* qt = q + b * kGroupK + 4 * t;
+          const __m256i qv = _mm256_setr_epi16(qt[0], qt[1], qt[2], qt[3], qt[0], qt[1], qt[2], qt[3], qt[0], qt[1],
+                                               qt[2], qt[3], qt[0], qt[1], qt[2], qt[3]);
+          pairs0 = _mm256_add_epi32(pairs0, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_castsi256_si128(u)), qv));
+          pairs1 = _mm256_add_epi32(pairs1, _mm256_madd_epi16(_mm256_cvtepu8_epi16(_mm256_extracti128_si256(u, 1)), qv));
+        }
+        // hadd leaves lanes 0 1 4 5 | 2 3 6 7; the permute puts them in order.
+        __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(pairs0, pairs1), 0xD8);
+        isum = _mm256_add_epi32(isum, _mm256_set1_epi32(L::kBias * sum_q));
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(s + c * 8), ds);
+        acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
+        if constexpr (G::kHasOffset) {
+          acc[c] = _mm256_fmadd_ps(_mm256_loadu_ps(s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
+                                   acc[c]);
+        }
+      }
+    }
+  }
+  float out[kLanes];
+  for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(out + c * 8, acc[c]);
+  std::memcpy(y, out, static_cast<size_t>(std::min<int64_t>(cols, kLanes)) * sizeof(float));
+}
+
+// MR rows x NV panels of 16 lanes: each quad of weights is loaded once and multiplied into every row
+// with vpdpbusd (u8 weights x s8 activations, 4 k summed into each int32 lane); MR x NV independent
+// accumulator chains hide its latency (integer sums: their order changes no bit).
+template <class F, int MR, int NV>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Rows& x, int64_t row,
+                                                                     const uint8_t* panels, size_t panel_bytes,
+                                                                     float* y, int64_t ldy, int64_t cols) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  const int64_t k = x.cols;
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc[MR][NV];
+  for (auto& row_acc : acc)
+    for (auto& a : row_acc) a = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / kGroupK; ++b) {
+    const uint8_t* group[NV];
+    for (int v = 0; v < NV; ++v) group[v] = panels + v * panel_bytes + b * L::kBytes;
+    for (int sub = 0; sub < G::kSubs; ++sub) {
+      __m512i isum[MR][NV];
+      for (auto& row_sum : isum)
+        for (auto& v : row_sum) v = _mm512_setzero_si512();
+      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
+        __m512i u[NV];
+        for (int v = 0; v < NV; ++v) {
+          const uint8_t* codes = group[v] + G::kScaleBytes;
+          if constexpr (L::kNibbles) {
+            u[v] = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
+            u[v] = _mm512_and_si512(t % 2 == 0 ? u[v] : _mm512_srli_epi16(u[v], 4), low4);
+          } else {
+            u[v] = _mm512_loadu_si512(codes + t * kQuadBytes);
+          }
+        }
+        for (int r = 0; r < MR; ++r) {
+          const __m512i qv = _mm512_set1_epi32(load_quad(x.q.data() + (row + r) * k + b * kGroupK + 4 * t));
+          for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u[v], qv);
+        }
+      }
+      for (int r = 0; r < MR; ++r) {
+        const int32_t sum_q = sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub);
+        const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
+        const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
+        for (int v = 0; v < NV; ++v) {
+          const float* s = reinterpret_cast<const float*>(group[v]) + sub * G::kSubFloats;
+          const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
+          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
+          if constexpr (G::kHasOffset) {
+            acc[r][v] = _mm512_fmadd_ps(_mm512_loadu_ps(s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
+                                        acc[r][v]);
+          }
+        }
+      }
+    }
+  }
+  for (int v = 0; v < NV; ++v) {
+    const int64_t valid = std::min<int64_t>(16, cols - v * 16);
+    if (valid <= 0) break;
+    const __mmask16 mask = valid == 16 ? 0xFFFF : static_cast<__mmask16>((1u << valid) - 1);
+    for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy + v * 16, mask, acc[r][v]);
+  }
+}
+
+constexpr int kVnniRows = 4;    // a VNNI tile: up to 4 rows x 3 panels, 24 accumulators of 32 registers
+constexpr int kVnniPanels = kInt8TilePanels;
+
+using VnniTileFn = void (*)(const Q8Rows&, int64_t, const uint8_t*, size_t, float*, int64_t, int64_t);
+
+template <class F, int MR, int... NVs>
+constexpr std::array<VnniTileFn, kVnniPanels> vnni_tile_row(std::integer_sequence<int, NVs...>) {
+  return {&tile_vnni<F, MR, NVs + 1>...};
+}
+
+// vnni_tiles<F>[mr - 1][nv - 1]: an mr-row, nv-panel tile.
+template <class F, int... MRs>
+constexpr std::array<std::array<VnniTileFn, kVnniPanels>, kVnniRows> vnni_tile_table(std::integer_sequence<int, MRs...>) {
+  return {vnni_tile_row<F, MRs + 1>(std::make_integer_sequence<int, kVnniPanels>{})...};
+}
+template <class F>
+constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, kVnniRows>{});
+#endif  // __x86_64__
+
+template <class F>
+void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
+                size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy, int64_t n) {
+#if defined(CBATCH_INT8_X86)
+  if (isa == Int8Isa::kAvx512Vnni && kLanes == 16) {
+    for (int64_t p = panel_begin; p < panel_end; p += kVnniPanels) {
+      const int nv = static_cast<int>(std::min<int64_t>(kVnniPanels, panel_end - p));
+      for (int64_t r = row_begin; r < row_end; r += kVnniRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kVnniRows, row_end - r));
+        vnni_tiles<F>[mr - 1][nv - 1](x, r, panels + p * panel_bytes, panel_bytes, y + r * ldy + p * kLanes, ldy,
+                                      n - p * kLanes);
+      }
+    }
+    return;
+  }
+#endif
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    const uint8_t* panel = panels + p * panel_bytes;
+    const int64_t cols = n - p * kLanes;
+    float* yp = y + p * kLanes;
+#if defined(CBATCH_INT8_X86)
+    if (isa != Int8Isa::kScalar) {
+      for (int64_t r = row_begin; r < row_end; ++r) panel_row_avx2<F>(x, r, panel, yp + r * ldy, cols);
+      continue;
+    }
+#endif
+    for (int64_t r = row_begin; r < row_end; ++r) panel_row_scalar<F>(x, r, panel, yp + r * ldy, cols);
+  }
+}
+
+Int8Isa detect_isa() {
+#if defined(CBATCH_INT8_X86)
+  __builtin_cpu_init();
+  if (kLanes == 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vnni")) {
+    return Int8Isa::kAvx512Vnni;
+  }
+  const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Int8Isa::kAvx2 : Int8Isa::kScalar;
+  std::fprintf(stderr, "[cbatch] %s: 8-bit products run on %s\n",
+               kLanes == 16 ? "this CPU has no AVX-512 VNNI" : "built without AVX-512 (8-lane panels)",
+               int8_isa_name(isa));
+  return isa;
+#else
+  return Int8Isa::kScalar;
+#endif
+}
+
+}  // namespace
+
+void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out) {
+  out.rows = m;
+  out.cols = k;
+  const auto need = static_cast<size_t>(m * k);
+  if (out.q.size() < need) out.q.resize(need);
+  if (out.d.size() < need / kGroupK) out.d.resize(need / kGroupK);
+  if (out.sums.size() < need / 16) out.sums.resize(need / 16);
+  for (int64_t b = 0; b < m * (k / kGroupK); ++b) {
+    const float* xb = x + b * kGroupK;
+    float amax = 0.0f;
+    for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out.d[static_cast<size_t>(b)] = d;
+    for (int half = 0; half < 2; ++half) {
+      int32_t sum = 0;
+      for (int i = 16 * half; i < 16 * (half + 1); ++i) {
+        const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
+        out.q[static_cast<size_t>(b * kGroupK + i)] = v;
+        sum += v;
+      }
+      out.sums[static_cast<size_t>(2 * b + half)] = sum;
+    }
+  }
+}
+
+bool can_run(Int8Isa isa) {
+#if defined(CBATCH_INT8_X86)
+  __builtin_cpu_init();
+  if (isa == Int8Isa::kAvx512Vnni) {
+    return kLanes == 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vnni");
+  }
+  if (isa == Int8Isa::kAvx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return isa == Int8Isa::kScalar;
+}
+
+Int8Isa int8_isa() {
+  static const Int8Isa isa = detect_isa();
+  return isa;
+}
+
+const char* int8_isa_name(Int8Isa isa) {
+  switch (isa) {
+    case Int8Isa::kAvx512Vnni: return "AVX-512 VNNI";
+    case Int8Isa::kAvx2: return "AVX2";
+    case Int8Isa::kScalar: break;
+  }
+  return "scalar code";
+}
+
+size_t int8_group_bytes(DType dtype) {
+  return with_block_format(dtype, [](auto format) { return Int8Layout<decltype(format)>::kBytes; });
+}
+
+void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* out) {
+  with_block_format(dtype, [&](auto format) { pack_panel<decltype(format)>(blocked, k, out); });
+}
+
+void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
+                        const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
+                        float* y, int64_t ldy, int64_t n) {
+  with_block_format(dtype, [&](auto format) {
+    run_panels<decltype(format)>(isa, x, row_begin, row_end, panels, panel_bytes, panel_begin, panel_end, y, ldy, n);
+  });
+}
+
+}  // namespace cbatch::matmul_detail

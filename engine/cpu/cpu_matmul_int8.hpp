@@ -1,0 +1,48 @@
+// Internal to the CPU matmul: the 8-bit integer path for weights in a GGUF block type (--cpu-precision
+// fast). Each activation row is quantized on its own to blocks of 32 int8 with an fp32 scale (llama.cpp's
+// q8_0), so a row's result depends only on that row. Each int8 panel is a blocked panel (cpu_matmul_blocks.hpp)
+// whose codes are reordered for the integer dot product: per group of 32 k, the same scale arrays, then
+// per 4 k ("quad") kLanes x 4 unsigned bytes u, lane l's 4 k side by side, where the weight's value is
+// u + kBias (bytes: u = value + 128; 4-bit types whose values are linear in the code: the nibble itself,
+// two quads per byte, the low nibble the even quad). A lane's product over a sub-block is one exact int32
+// sum, then two fp32 steps in a fixed order: acc = fma(s * d, isum, acc) (+ fma(b, d * sum(q), acc) with an
+// offset). The integer sums are exact, so every instruction set gives the same bits, as the scalar reference.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "engine/cpu/cpu_matmul_blocks.hpp"
+
+namespace cbatch::matmul_detail {
+
+// Activation rows quantized to 8 bits, per 32-k block: x ~ d * q.
+struct Q8Rows {
+  int64_t rows = 0, cols = 0;
+  std::vector<int8_t> q;      // (rows, cols)
+  std::vector<float> d;       // (rows, cols / 32)
+  std::vector<int32_t> sums;  // (rows, cols / 16): sum of q over each 16 k
+};
+// Quantizes rows x (m, k) into out (k a multiple of 32); grows out's buffers, never shrinks them.
+void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out);
+
+// Panels one AVX-512 VNNI tile covers: parallel chunks of panels come in multiples of it.
+constexpr int kInt8TilePanels = 3;
+
+enum class Int8Isa { kScalar, kAvx2, kAvx512Vnni };
+// The best this CPU runs (cpuid, once); says once on stderr when it falls back from AVX-512 VNNI.
+Int8Isa int8_isa();
+bool can_run(Int8Isa isa);
+const char* int8_isa_name(Int8Isa isa);
+
+// Bytes of one int8 group of `dtype` (a block type).
+size_t int8_group_bytes(DType dtype);
+// A blocked panel (K / 32 groups of blocked_group_bytes) rewritten as an int8 panel (K / 32 int8 groups).
+void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* out);
+
+// Y rows [row_begin, row_end), panels [panel_begin, panel_end) (panel p: columns p * kLanes...) of an
+// (N, K) int8-panel matrix; panels: panel 0, panel_bytes apart; y (rows, ldy), its first N columns written.
+void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
+                        const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
+                        float* y, int64_t ldy, int64_t n);
+
+}  // namespace cbatch::matmul_detail

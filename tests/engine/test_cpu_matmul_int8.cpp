@@ -1,0 +1,177 @@
+// The 8-bit integer matmul (--cpu-precision fast): activation quantization, each kernel (AVX-512 VNNI,
+// AVX2, where this CPU runs them) against the scalar reference bit for bit on every block type, batch
+// invariance through matmul(), and agreement with the exact fp32 product and with a double-precision sum
+// over the quantized activations.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "engine/base/thread_pool.hpp"
+#include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_matmul_int8.hpp"
+#include "test_blocks.hpp"
+
+using namespace cbatch;
+using namespace cbatch::matmul_detail;
+
+namespace {
+
+std::vector<float> random_activations(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  for (size_t i = 0; i < n; i += 97) v[i] *= 30.0f;  // outliers, as real activations have
+  return v;
+}
+
+struct Case {
+  DType dtype;
+  int64_t n, k;
+  std::vector<uint8_t> bytes;  // (n, k / block) GGUF blocks
+  std::vector<float> w;        // (n, k) their fp32 values
+
+  Case(DType type, int64_t rows, int64_t cols, unsigned seed)
+      : dtype(type), n(rows), k(cols), bytes(testing::random_blocks(type, rows, cols, seed)),
+        w(static_cast<size_t>(rows * cols)) {
+    tensor_rows_to_f32(testing::blocks_view(bytes, dtype, n, k), 0, n, w.data());
+  }
+  PackedMatrix pack(ThreadPool& pool, bool int8) const {
+    return PackedMatrix(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool, int8);
+  }
+};
+
+double relative_error(const std::vector<float>& got, const std::vector<double>& want) {
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(err / std::max(norm, 1e-300));
+}
+
+}  // namespace
+
+TEST_CASE("quantize_rows_q8: each 32-block within half a step of its scale, sums of q per 16") {
+  const int64_t m = 3, k = 96;
+  auto x = random_activations(static_cast<size_t>(m * k), 7);
+  for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block: d = 0, q = 0
+  Q8Rows q8;
+  quantize_rows_q8(x.data(), m, k, q8);
+  for (int64_t b = 0; b < m * k / 32; ++b) {
+    const float d = q8.d[static_cast<size_t>(b)];
+    int32_t sums[2] = {0, 0};
+    int max_q = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int q = q8.q[static_cast<size_t>(b * 32 + i)];
+      sums[i / 16] += q;
+      max_q = std::max(max_q, std::abs(q));
+      CHECK(std::fabs(x[static_cast<size_t>(b * 32 + i)] - d * static_cast<float>(q)) <= 0.5001f * d);
+    }
+    CHECK(sums[0] == q8.sums[static_cast<size_t>(2 * b)]);
+    CHECK(sums[1] == q8.sums[static_cast<size_t>(2 * b + 1)]);
+    CHECK(max_q == (d == 0.0f ? 0 : 127));
+  }
+  CHECK(q8.d[1] == 0.0f);
+}
+
+TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar reference's bits, every block type") {
+  ThreadPool pool(2);
+  const int64_t m = 7;  // one 4-row VNNI tile and a 3-row edge
+  for (DType dtype : testing::kBlockTypes) {
+    const int64_t block = dtype_block_elems(dtype);
+    for (int64_t k : {block, 3 * block}) {
+      for (int64_t n : {int64_t{37}, int64_t{20}, int64_t{5}}) {  // 3, 2 and 1 panels, the last partial
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(k);
+        CAPTURE(n);
+        const Case c(dtype, n, k, static_cast<unsigned>(k + n));
+        const PackedMatrix w = c.pack(pool, true);
+        REQUIRE(w.is_int8());
+        const auto x = random_activations(static_cast<size_t>(m * k), 3);
+        Q8Rows q8;
+        quantize_rows_q8(x.data(), m, k, q8);
+        const int64_t panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
+        std::vector<float> want(static_cast<size_t>(m * n), NAN);
+        matmul_int8_panels(Int8Isa::kScalar, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels,
+                           want.data(), n, n);
+        for (Int8Isa isa : {Int8Isa::kAvx2, Int8Isa::kAvx512Vnni}) {
+          if (!can_run(isa)) {
+            MESSAGE("this CPU cannot run the " << int8_isa_name(isa) << " kernel: not checked");
+            continue;
+          }
+          CAPTURE(int8_isa_name(isa));
+          std::vector<float> got(want.size(), NAN);
+          matmul_int8_panels(isa, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n, n);
+          CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
+        }
+        // The reference itself against a double-precision sum of the dequantized activations times the
+        // exact weights: only fp32 rounding apart (a wrong scale, offset or code order is far off).
+        std::vector<double> sum(want.size(), 0.0);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j)
+            for (int64_t p = 0; p < k; ++p)
+              sum[static_cast<size_t>(i * n + j)] += static_cast<double>(q8.d[static_cast<size_t>((i * k + p) / 32)]) *
+                                                     q8.q[static_cast<size_t>(i * k + p)] * c.w[static_cast<size_t>(j * k + p)];
+        CHECK(relative_error(want, sum) < 1e-5);
+      }
+    }
+  }
+}
+
+TEST_CASE("int8 matmul is batch-invariant (every row the bits of the same row alone) and within 2% of the exact product") {
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ4_K, DType::kQ6_K, DType::kIQ4_NL}) {
+    const int64_t k = dtype_block_elems(dtype) == 32 ? 576 : 1024, max_m = 19;
+    const int64_t n = 1000;  // 63 panels: split across the pool's threads
+    CAPTURE(dtype_name(dtype));
+    const Case c(dtype, n, k, 11);
+    const PackedMatrix fast = c.pack(pool, true), exact = c.pack(pool, false);
+    const auto x = random_activations(static_cast<size_t>(max_m * k), 5);
+    std::vector<float> alone(static_cast<size_t>(max_m * n), NAN);
+    for (int64_t i = 0; i < max_m; ++i) matmul(&x[static_cast<size_t>(i * k)], fast, &alone[static_cast<size_t>(i * n)], 1, pool);
+    for (int64_t m : {int64_t{2}, int64_t{5}, int64_t{13}}) {
+      for (int64_t offset : {int64_t{0}, max_m - m}) {
+        std::vector<float> y(static_cast<size_t>(m * n), NAN);
+        matmul(&x[static_cast<size_t>(offset * k)], fast, y.data(), m, pool);
+        CHECK(std::memcmp(y.data(), &alone[static_cast<size_t>(offset * n)], y.size() * sizeof(float)) == 0);
+      }
+    }
+    std::vector<float> y_exact(alone.size(), NAN);
+    matmul(x.data(), exact, y_exact.data(), max_m, pool);
+    const double err = relative_error(alone, std::vector<double>(y_exact.begin(), y_exact.end()));
+    MESSAGE(dtype_name(dtype) << ": int8 vs exact fp32, normwise relative error " << err);
+    CHECK(err < 0.02);  // 8-bit activations: 1.1-1.3% here (a 30x outlier in a block coarsens its step)
+    CHECK(err > 0.0);   // it is a different product
+  }
+}
+
+TEST_CASE("int8 parts of different block types stacked by rows give each part's own product in its columns") {
+  ThreadPool pool(2);
+  const int64_t k = 256, width = matmul_panel_width();
+  const Case q(DType::kQ5_0, 2 * width, k, 1), v(DType::kQ8_0, 20, k, 2), d(DType::kQ4_K, 3 * width, k, 3);
+  std::vector<PackedMatrix> parts;
+  for (const Case* c : {&q, &d, &v}) parts.push_back(c->pack(pool, true));
+  const PackedMatrix stacked(std::move(parts));
+  const int64_t n = stacked.rows();
+  CHECK(n == 5 * width + 20);
+  for (int64_t m : {int64_t{1}, int64_t{6}}) {
+    const auto x = random_activations(static_cast<size_t>(m * k), 9);
+    std::vector<float> y(static_cast<size_t>(m * n), NAN);
+    matmul(x.data(), stacked, y.data(), m, pool);
+    int64_t first = 0;
+    for (const Case* c : {&q, &d, &v}) {
+      std::vector<float> alone(static_cast<size_t>(m * c->n), NAN);
+      matmul(x.data(), c->pack(pool, true), alone.data(), m, pool);
+      for (int64_t i = 0; i < m; ++i) {
+        CHECK(std::memcmp(&y[static_cast<size_t>(i * n + first)], &alone[static_cast<size_t>(i * c->n)],
+                          static_cast<size_t>(c->n) * sizeof(float)) == 0);
+      }
+      first += c->n;
+    }
+  }
+}
