@@ -26,7 +26,8 @@ double cosine(const std::vector<float>& a, const std::vector<float>& b) {
     aa += static_cast<double>(a[i]) * a[i];
     bb += static_cast<double>(b[i]) * b[i];
   }
-  return dot / std::max(std::sqrt(aa) * std::sqrt(bb), 1e-12);  // torch's cosine_similarity eps, on the product
+  // torch's cosine_similarity eps on the norms' product; rounding may not leave [-1, 1]
+  return std::clamp(dot / std::max(std::sqrt(aa) * std::sqrt(bb), 1e-12), -1.0, 1.0);
 }
 
 }  // namespace
