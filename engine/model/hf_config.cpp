@@ -184,7 +184,8 @@ void read_classifier_fields(const JsonFields& f, ModelConfig& c) {
   if (f.has("architectures")) {
     for (simdjson::dom::element a : f.array("architectures")) {
       std::string_view name;
-      if (a.get_string().get(name) == simdjson::SUCCESS && name.ends_with("ForSequenceClassification")) classifies = true;
+      const bool named = a.get_string().get(name) == simdjson::SUCCESS;
+      if (named && name.ends_with("ForSequenceClassification")) classifies = true;
     }
   }
   if (!classifies) return;
@@ -192,7 +193,9 @@ void read_classifier_fields(const JsonFields& f, ModelConfig& c) {
   if (f.has("id2label")) labels = f.members("id2label").size();
   c.num_labels = f.has("num_labels") ? f.get_size("num_labels") : static_cast<int>(labels);
   std::string activation = f.get_string("sbert_ce_default_activation_function", "");
-  if (f.has("sentence_transformers")) activation = f.object("sentence_transformers").get_string("activation_fn", activation);
+  if (f.has("sentence_transformers")) {
+    activation = f.object("sentence_transformers").get_string("activation_fn", activation);
+  }
   if (!activation.empty() && !activation.ends_with(".Identity") && !activation.ends_with(".Sigmoid")) {
     f.fail("sentence_transformers.activation_fn", "'" + activation + "' is not supported (Identity or Sigmoid)");
   }

@@ -12,7 +12,8 @@ bool Tokenizer::is_eos(int32_t id) const {
 }
 
 EncodedPair Tokenizer::encode_pair(std::string_view, std::string_view) const {
-  throw Error("the " + std::string(kind()) + " tokenizer has no pair template: text pairs need a cross-encoder's tokenizer");
+  throw Error("the " + std::string(kind()) +
+              " tokenizer has no pair template: text pairs need a cross-encoder's tokenizer");
 }
 
 std::string Tokenizer::decode(const std::vector<int32_t>& ids, int32_t prev) const {

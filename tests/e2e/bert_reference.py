@@ -1,10 +1,10 @@
 """An independent float64 numpy reference of a BERT encoder (Hugging Face BertModel: word + learned absolute
-position + token type (0, or each token's own) embeddings, LayerNorm; per layer biased q/k/v, bidirectional softmax attention,
-biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual then LayerNorm) and
-of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional L2 normalisation,
-and of BertForSequenceClassification's head (pooler dense + tanh on [CLS], then the classifier's logits).
-Weights come straight from model.safetensors (its JSON header and raw little-endian data), nothing from
-cbatch."""
+position + token type (0, or each token's own) embeddings, LayerNorm; per layer biased q/k/v, bidirectional
+softmax attention, biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual
+then LayerNorm) and of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional
+L2 normalisation, and of BertForSequenceClassification's head (pooler dense + tanh on [CLS], then the
+classifier's logits). Weights come straight from model.safetensors (its JSON header and raw little-endian
+data), nothing from cbatch."""
 import json
 import math
 import os
