@@ -39,7 +39,8 @@ struct StepOutput {
   // Set by the backend for a mixture of experts: the distinct experts the step's rows picked, summed over
   // the sparse layers (the experts whose weights it read); -1 for a dense model.
   int experts_touched = -1;
-  // (num_pooled, dim) the pooled final hidden states of RaggedBatch::pooled_seqs, before any normalisation.
+  // (num_pooled, ModelConfig::pooled_width()) the pooled final hidden states of RaggedBatch::pooled_seqs,
+  // before any normalisation; a cross-encoder's classifier logits instead.
   std::vector<float> pooled;
 };
 

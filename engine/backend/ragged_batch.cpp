@@ -13,6 +13,7 @@ void RaggedBatch::clear() {
   block_copies.clear();
   lora_ids.clear();
   pooled_seqs.clear();
+  second_segment.clear();
   pooling.clear();
   max_blocks_per_seq = 0;
   max_seq_len = 0;

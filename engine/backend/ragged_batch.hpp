@@ -28,6 +28,9 @@ struct RaggedBatch {
   // copied to the destination before anything else runs (copy-on-write of a block that n > 1 samples shared).
   std::vector<int32_t> block_copies;
   std::vector<int32_t> lora_ids;      // (num_seqs) LoRA adapter of each sequence, 0 = the base model
+  // (num_seqs) first position of token type 1 (a cross-encoder's second text) in each sequence; a
+  // position past the sequence (INT32_MAX) when it has one segment. Only encoders read it.
+  std::vector<int32_t> second_segment;
   // Sequences whose prompt is computed whole in this step and returned pooled (embedding requests), each
   // with its pooling: rows of such a sequence are its whole prompt.
   std::vector<int32_t> pooled_seqs;   // (num_pooled) ascending sequence indices
@@ -38,6 +41,10 @@ struct RaggedBatch {
   int num_logits() const { return static_cast<int>(logits_rows.size()); }
   int num_block_copies() const { return static_cast<int>(block_copies.size() / 2); }
   int num_pooled() const { return static_cast<int>(pooled_seqs.size()); }
+  // The token type of row r (0 or 1) of sequence s.
+  int token_type(int s, int r) const {
+    return !second_segment.empty() && positions[r] >= second_segment[s] ? 1 : 0;
+  }
   void clear();
 };
 

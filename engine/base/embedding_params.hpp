@@ -24,12 +24,20 @@ inline std::optional<Pooling> pooling_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+// How a score or rerank request pooled as embeddings turns its vectors into pair scores: a cross-encoder's
+// classifier logit per pair (its sigmoid unless the model says Identity), or the cosine of a bi-encoder's
+// two embeddings (inputs: the num_queries text_1 first, then each text_2).
+enum class PairScoring : uint8_t { kNone, kClassifier, kCosine };
+
 struct EmbeddingParams {
   Pooling pooling = Pooling::kMean;
   bool normalize = true;
   int dimensions = 0;            // 0: the model's width
   bool base64 = false;           // OpenAI encoding_format "base64": little-endian float32 bytes
   std::vector<int> truncated_tokens;  // (inputs) tokens dropped to fit the length limit (special tokens kept)
+  PairScoring pair_scoring = PairScoring::kNone;
+  bool score_sigmoid = true;     // kClassifier: sigmoid of the logit, else the logit
+  int num_queries = 0;           // kCosine: the leading inputs that are text_1
 };
 
 // What an embedding line asks, before the model fills in the rest (engine/io/embedding_builder.cpp): its

@@ -14,7 +14,8 @@
 namespace cbatch {
 
 // kOpenAIEmbeddings: /v1/embeddings lines (pooled, nothing generated); kOpenAIScore / kOpenAIRerank:
-// /v1/score and /v1/rerank lines, scored by a reranker (prefill only).
+// /v1/score and /v1/rerank lines, scored by a decoder reranker (prefill only), a cross-encoder or the
+// cosine of a bi-encoder's embeddings (both pooled, as embedding requests).
 enum class RequestForm : uint8_t {
   kSimple, kOpenAICompletions, kOpenAIChat, kOpenAIEmbeddings, kOpenAIScore, kOpenAIRerank
 };
@@ -25,6 +26,8 @@ struct ScoreInput {
   std::vector<std::string> text_1;
   std::vector<std::string> text_2;
   int top_n = 0;
+  std::optional<Pooling> pooling;  // --pooling: a bi-encoder's pooling, over the model's
+  bool decoder_allowed = false;    // --task embed: a decoder model scores by the cosine of its embeddings
 };
 
 // One prompt of a line that carries several (a /v1/completions list of prompts): its text, or its ids.
@@ -107,8 +110,11 @@ struct Request {
   // pooled, as a sequence of its own; nothing is generated.
   std::optional<EmbeddingParams> embedding;
   std::vector<std::vector<int32_t>> embedding_inputs;  // (inputs) token ids
+  std::vector<int32_t> embedding_segments;  // (inputs) a cross-encoder pair's second_segment; empty: none
+  int second_segment = 0;            // first prompt position of token type 1; 0: one segment (all type 0)
 
   bool is_score() const { return score_token_ids[0] >= 0; }
+  bool is_score_form() const { return form == RequestForm::kOpenAIScore || form == RequestForm::kOpenAIRerank; }
 };
 
 }  // namespace cbatch

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cstdint>
 
 namespace cbatch {
 namespace {
@@ -32,6 +33,7 @@ void pack_sequence(const ScheduledSeq& s, int block_size, RaggedBatch& batch) {
   batch.query_start.push_back(batch.num_tokens());
   batch.seq_lens.push_back(end);
   batch.lora_ids.push_back(seq.request.lora_id);
+  batch.second_segment.push_back(seq.request.second_segment > 0 ? seq.request.second_segment : INT32_MAX);
   batch.max_seq_len = std::max(batch.max_seq_len, end);
   batch.max_query_len = std::max(batch.max_query_len, s.num_tokens + s.num_padding);
 }

@@ -10,4 +10,7 @@ namespace cbatch {
 
 std::vector<float> finish_embedding(const float* pooled, int dim, const EmbeddingParams& params);
 
+// vectors: (inputs) the request's finished vectors in input order; returns (pairs) the scores.
+std::vector<double> pair_scores(const std::vector<std::vector<float>>& vectors, const EmbeddingParams& params);
+
 }  // namespace cbatch

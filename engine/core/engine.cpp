@@ -115,12 +115,15 @@ class EngineRun {
       return results_.reject(rejected, why);
     }
     std::vector<std::vector<int32_t>> inputs = std::move(request.embedding_inputs);
+    std::vector<int32_t> segments = std::move(request.embedding_segments);
     request.embedding_inputs.clear();
+    request.embedding_segments.clear();
     auto group = std::make_shared<EmbeddingGroup>(static_cast<int>(inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i) {
       auto seq = std::make_unique<Sequence>();
       seq->request = request;
       seq->request.prompt_ids = std::move(inputs[i]);
+      if (!segments.empty()) seq->request.second_segment = segments[i];
       seq->num_prompt_tokens = static_cast<int>(seq->request.prompt_ids.size());
       seq->tokens = seq->request.prompt_ids;
       seq->max_total_tokens = seq->num_prompt_tokens;
@@ -395,7 +398,7 @@ class EngineRun {
   // The step's pooled sequences (embedding requests, whole in this step, in plan order) finish with their
   // vectors; returns how many.
   int finish_embeddings(const StepPlan& plan) {
-    const int dim = model_.config.dim;
+    const int dim = model_.config.pooled_width();
     int pooled = 0;
     for (const ScheduledSeq& s : plan.seqs) {
       Sequence& seq = *s.seq;

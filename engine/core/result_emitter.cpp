@@ -7,6 +7,8 @@
 #include <tuple>
 #include <utility>
 
+#include "engine/core/embedding_output.hpp"
+
 namespace cbatch {
 namespace {
 
@@ -65,7 +67,15 @@ void ResultEmitter::emit_embedding(const Sequence& seq) {
   group.prompt_tokens += seq.num_prompt_tokens;
   if (--group.remaining > 0) return;
   RequestResult result;
-  result.embeddings = std::move(group.vectors);
+  if (seq.request.is_score_form()) {  // a cross-encoder's or bi-encoder's pairs: their scores, as samples
+    const std::vector<double> scores = pair_scores(group.vectors, *seq.request.embedding);
+    for (size_t i = 0; i < scores.size(); ++i) {
+      result.samples.emplace_back().index = static_cast<int>(i);
+      result.samples.back().score = scores[i];
+    }
+  } else {
+    result.embeddings = std::move(group.vectors);
+  }
   result.finish_reason = "stop";
   finish_result(seq, seq.first_token_ns, result, {group.prompt_tokens, 0});
 }

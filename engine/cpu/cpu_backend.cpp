@@ -4,8 +4,9 @@
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
 // GeGLU and clamped SwiGLU, embedding scale, softcaps, attention sinks, per-layer windows and RoPE bases;
 // sparse layers' experts: cpu_moe.hpp; LoRA adapters: cpu_lora.hpp; encoders: learned positions, token
-// types, LayerNorm, post-norm, plain FFN, bidirectional attention, and pooled rows instead of logits:
-// cpu_pooling.hpp). Matrix products go through the batch-invariant matmul; everything else is per row.
+// types, LayerNorm, post-norm, plain FFN, bidirectional attention, and pooled rows instead of logits,
+// through a cross-encoder's classification head when it has one: cpu_pooling.hpp). Matrix products go
+// through the batch-invariant matmul; everything else is per row.
 // (Over 500 lines because it is the one forward of every family.)
 #include "engine/cpu/cpu_backend.hpp"
 
@@ -270,7 +271,10 @@ class CpuBackend final : public Backend {
   Weights final_norm_;  // (dim) or empty (post-norm encoders)
   PackedMatrix lm_head_;  // (vocab, dim), packed (a copy of the embedding when tied); empty for an encoder
   TensorView position_embedding_;  // (positions, dim) as stored, rows converted when looked up; or empty
-  Weights token_type_row_;         // (dim) token type 0's embedding, or empty
+  Weights token_type_rows_;        // (types, dim) the embeddings of token types 0 and 1 (when there), or empty
+  int num_token_types_ = 0;
+  Weights pooler_, pooler_bias_;   // (dim, dim), (dim): a cross-encoder's head, else empty
+  Weights classifier_, classifier_bias_;  // (num_labels, dim), (num_labels)
   Weights embedding_norm_;         // (dim) or empty
   Weights embedding_norm_bias_;    // (dim) or empty
   // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
@@ -342,8 +346,15 @@ void CpuBackend::load_weights(const ModelTensors& t) {
   final_norm_ = norm_weights(t.final_norm, config_.norm_offset, pool_);
   position_embedding_ = t.position_embedding;
   if (!t.token_type_embedding.empty()) {
-    token_type_row_.resize(static_cast<size_t>(config_.dim));
-    tensor_rows_to_f32(t.token_type_embedding, 0, 1, token_type_row_.data());
+    num_token_types_ = static_cast<int>(std::min<int64_t>(2, t.token_type_embedding.rows));
+    token_type_rows_.resize(static_cast<size_t>(num_token_types_) * config_.dim);
+    tensor_rows_to_f32(t.token_type_embedding, 0, num_token_types_, token_type_rows_.data());
+  }
+  if (config_.is_cross_encoder()) {
+    pooler_ = stack_f32({&t.pooler}, pool_);
+    pooler_bias_ = stack_f32({&t.pooler_bias}, pool_);
+    classifier_ = stack_f32({&t.classifier}, pool_);
+    classifier_bias_ = stack_f32({&t.classifier_bias}, pool_);
   }
   embedding_norm_ = norm_weights(t.embedding_norm, config_.norm_offset, pool_);
   embedding_norm_bias_ = norm_weights(t.embedding_norm_bias, 0.0f, pool_);
@@ -421,7 +432,12 @@ void CpuBackend::embed_rows(const RaggedBatch& batch) {
       tensor_rows_to_f32(position_embedding_, row, 1, position.data());
       for (int i = 0; i < dim; ++i) x[i] += position[i];
     }
-    for (int i = 0; i < static_cast<int>(token_type_row_.size()); ++i) x[i] += token_type_row_[i];
+    if (num_token_types_ > 0) {
+      const int type = batch.token_type(row_seq_[r], r);
+      if (type >= num_token_types_) throw Error("token type " + std::to_string(type) + " past the model's token types");
+      const float* type_row = &token_type_rows_[static_cast<size_t>(type) * dim];
+      for (int i = 0; i < dim; ++i) x[i] += type_row[i];
+    }
     if (!embedding_norm_.empty()) norm_row(x, embedding_norm_, embedding_norm_bias_, x);
   }
 }
@@ -471,6 +487,11 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
   pool_rows(batch, x_.data(), config_.dim, final_norm_.empty() ? nullptr : final_norm_.data(), config_.rms_eps, out.pooled);
+  if (config_.is_cross_encoder()) {
+    const ClassifierHead head{pooler_.data(), pooler_bias_.data(), classifier_.data(), classifier_bias_.data(),
+                              config_.num_labels};
+    classify_rows(head, config_.dim, batch.num_pooled(), out.pooled);
+  }
   compute_logits(batch, out);
 }
 

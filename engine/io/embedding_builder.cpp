@@ -32,6 +32,10 @@ std::string resolve_params(const EmbeddingInput& e, const Model& model, Embeddin
     return "'input' asks for an embedding, but the model (" + model.config.architecture +
            ") is a generation model; embedding lines need an embedding model (an encoder such as BERT) or --task embed";
   }
+  if (model.config.is_cross_encoder()) {
+    return "the model is a cross-encoder (a sequence-classification head): it scores text pairs (/v1/score, "
+           "/v1/rerank), it does not embed";
+  }
   const EmbeddingSpec& spec = model.embedding;
   if (!e.pooling && !spec.has_pooling) {
     return "the model has no pooling information (no sentence-transformers modules.json with a Pooling module); "

@@ -121,11 +121,8 @@ Request base_request(RequestInput&& input, int64_t index, uint64_t global_seed) 
 
 // A score or rerank line: one prompt per (text_1, text_2) pair in the reranker's template, no BOS added
 // (the template is the whole prompt, as the model card tokenizes it), prefill only.
-std::variant<Request, RequestError> build_score_request(RequestInput&& input, int64_t index, const Model& model,
-                                                        uint64_t global_seed, const RerankFormat* rerank) {
-  if (rerank == nullptr) {
-    return make_input_error(input, index, "score and rerank lines need a reranker model: run with --reranker qwen3");
-  }
+std::variant<Request, RequestError> build_reranker_request(RequestInput&& input, int64_t index, const Model& model,
+                                                           uint64_t global_seed, const RerankFormat* rerank) {
   ScoreInput& pairs = *input.scoring;
   const char* field = input.form == RequestForm::kOpenAIRerank ? "body.documents[" : "body.text_2[";
   std::vector<std::vector<int32_t>> list;
@@ -146,6 +143,93 @@ std::variant<Request, RequestError> build_score_request(RequestInput&& input, in
   if (request.form == RequestForm::kOpenAIRerank) request.documents = std::move(pairs.text_2);
   request.top_n = pairs.top_n;
   return request;
+}
+
+// The fields a pooled score request (cross-encoder or bi-encoder) shares with the reranker's.
+Request pooled_score_request(RequestInput&& input, int64_t index, uint64_t global_seed, EmbeddingParams params,
+                             std::vector<std::vector<int32_t>> inputs) {
+  ScoreInput pairs = std::move(*input.scoring);
+  input.sampling.max_tokens = 0;
+  input.sampling.n = 1;
+  Request request = base_request(std::move(input), index, global_seed);
+  request.embedding_inputs = std::move(inputs);
+  request.embedding = std::move(params);
+  if (request.form == RequestForm::kOpenAIRerank) request.documents = std::move(pairs.text_2);
+  request.top_n = pairs.top_n;
+  return request;
+}
+
+// A cross-encoder's line: each pair one input, [CLS] a [SEP] b [SEP] with token type 1 on the second
+// text, pooled at [CLS] and classified; a pair longer than the context is an error (as vLLM gives).
+std::variant<Request, RequestError> build_cross_encoder_request(RequestInput&& input, int64_t index, const Model& model,
+                                                                uint64_t global_seed) {
+  const ScoreInput& pairs = *input.scoring;
+  if (model.config.num_labels != 1) {
+    return make_input_error(input, index, "the cross-encoder has " + std::to_string(model.config.num_labels) +
+                                              " labels; a pair's score needs a classifier with 1 label");
+  }
+  const char* field = input.form == RequestForm::kOpenAIRerank ? "body.documents[" : "body.text_2[";
+  EmbeddingParams params;
+  params.pooling = Pooling::kCls;
+  params.normalize = false;
+  params.pair_scoring = PairScoring::kClassifier;
+  params.score_sigmoid = !model.config.score_identity;
+  std::vector<std::vector<int32_t>> inputs;
+  std::vector<int32_t> segments;
+  for (size_t i = 0; i < pairs.text_2.size(); ++i) {
+    const std::string& query = pairs.text_1[pairs.text_1.size() == 1 ? 0 : i];
+    EncodedPair pair;
+    try {
+      pair = model.tokenizer->encode_pair(query, pairs.text_2[i]);
+    } catch (const Error& e) {
+      return make_input_error(input, index, e.what());
+    }
+    auto ids = checked_ids(std::move(pair.ids), model, /*generates=*/false);
+    if (auto* message = std::get_if<std::string>(&ids)) {
+      return make_input_error(input, index, field + std::to_string(i) + "]: the pair: " + *message);
+    }
+    inputs.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
+    segments.push_back(pair.second_segment);
+    params.truncated_tokens.push_back(0);
+  }
+  Request request = pooled_score_request(std::move(input), index, global_seed, std::move(params), std::move(inputs));
+  request.embedding_segments = std::move(segments);
+  return request;
+}
+
+// A bi-encoder's line: each text embedded as an embedding line would be (its pooling, truncation and
+// normalisation), text_1 first, then text_2; a pair's score is the cosine of its two vectors.
+std::variant<Request, RequestError> build_bi_encoder_request(RequestInput&& input, int64_t index, const Model& model,
+                                                             uint64_t global_seed) {
+  const ScoreInput& pairs = *input.scoring;
+  RequestInput texts;
+  texts.line = input.line;
+  EmbeddingInput& e = texts.embedding.emplace();
+  e.texts = pairs.text_1;
+  e.texts.insert(e.texts.end(), pairs.text_2.begin(), pairs.text_2.end());
+  e.pooling = pairs.pooling;
+  e.decoder_allowed = true;  // build_score_request let a decoder through only under --task embed
+  EmbeddingParams params;
+  std::vector<std::vector<int32_t>> inputs;
+  if (std::string why = embedding_inputs(texts, model, params, inputs); !why.empty()) {
+    return make_input_error(input, index, why);
+  }
+  params.pair_scoring = PairScoring::kCosine;
+  params.num_queries = static_cast<int>(pairs.text_1.size());
+  return pooled_score_request(std::move(input), index, global_seed, std::move(params), std::move(inputs));
+}
+
+// A score or rerank line, by what scores it: the run's decoder reranker (--reranker), else the model itself
+// (a cross-encoder's classifier, or the cosine of an embedding model's vectors).
+std::variant<Request, RequestError> build_score_request(RequestInput&& input, int64_t index, const Model& model,
+                                                        uint64_t global_seed, const RerankFormat* rerank) {
+  if (rerank != nullptr) return build_reranker_request(std::move(input), index, model, global_seed, rerank);
+  if (model.config.is_cross_encoder()) return build_cross_encoder_request(std::move(input), index, model, global_seed);
+  if (model.config.is_encoder() || input.scoring->decoder_allowed) {
+    return build_bi_encoder_request(std::move(input), index, model, global_seed);
+  }
+  return make_input_error(input, index, "score and rerank lines need a scoring model: a cross-encoder, an embedding "
+                                        "model (or --task embed), or a decoder reranker with --reranker qwen3");
 }
 
 // An embedding line: prompt ids and EmbeddingParams (embedding_builder.hpp); nothing is generated.

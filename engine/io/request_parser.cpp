@@ -209,6 +209,8 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
   if (in.form == RequestForm::kOpenAIEmbeddings) return parse_openai_embedding(body, defaults, in);
   if (in.form == RequestForm::kOpenAIScore || in.form == RequestForm::kOpenAIRerank) {
     in.scoring = in.form == RequestForm::kOpenAIScore ? read_score_body(body) : read_rerank_body(body);
+    in.scoring->pooling = defaults.pooling;
+    in.scoring->decoder_allowed = defaults.embed_task;
     read_model(body, in);
     return;  // no sampling: a score is computed, not generated
   }

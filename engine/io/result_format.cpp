@@ -128,10 +128,10 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   w.key("status_code").int64(200);
   w.key("request_id").string(id);
   w.key("body");
-  if (r.request->embedding) {
-    write_embedding_body(w, r, options);
-  } else if (r.request->is_score()) {
+  if (r.request->is_score_form()) {
     write_score_body(w, r, id, created_time(options), r.request->lora_name.empty() ? options.model : r.request->lora_name);
+  } else if (r.request->embedding) {
+    write_embedding_body(w, r, options);
   } else {
     write_openai_body(w, r, options);
   }

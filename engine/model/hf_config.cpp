@@ -175,6 +175,33 @@ void read_encoder_fields(const JsonFields& f, ModelConfig& c) {
   if (f.get_bool("is_decoder", false)) f.fail("is_decoder", "is not supported (BERT runs as an encoder)");
 }
 
+// A sequence-classification checkpoint (architectures: *ForSequenceClassification, a cross-encoder): its
+// label count (num_labels, else the size of id2label, else 2 as transformers defaults) and the activation
+// its pairs' scores take (sentence_transformers.activation_fn or sbert_ce_default_activation_function:
+// Identity keeps the logit; Sigmoid, or none, gives the sigmoid, as vLLM does).
+void read_classifier_fields(const JsonFields& f, ModelConfig& c) {
+  bool classifies = false;
+  if (f.has("architectures")) {
+    for (simdjson::dom::element a : f.array("architectures")) {
+      std::string_view name;
+      const bool named = a.get_string().get(name) == simdjson::SUCCESS;
+      if (named && name.ends_with("ForSequenceClassification")) classifies = true;
+    }
+  }
+  if (!classifies) return;
+  size_t labels = 2;
+  if (f.has("id2label")) labels = f.members("id2label").size();
+  c.num_labels = f.has("num_labels") ? f.get_size("num_labels") : static_cast<int>(labels);
+  std::string activation = f.get_string("sbert_ce_default_activation_function", "");
+  if (f.has("sentence_transformers")) {
+    activation = f.object("sentence_transformers").get_string("activation_fn", activation);
+  }
+  if (!activation.empty() && !activation.ends_with(".Identity") && !activation.ends_with(".Sigmoid")) {
+    f.fail("sentence_transformers.activation_fn", "'" + activation + "' is not supported (Identity or Sigmoid)");
+  }
+  c.score_identity = activation.ends_with(".Identity");
+}
+
 void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
   apply_family(family, c);
   c.activation = read_activation(f, family);
@@ -203,6 +230,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
   c.layer_window = read_layer_windows(f, family, c);
   if (family.moe) read_moe_fields(f, family, c);
   if (family.bert_encoder) read_encoder_fields(f, c);
+  if (family.bert_encoder) read_classifier_fields(f, c);
   if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
     f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");
   }

@@ -5,7 +5,8 @@
 // optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
 // of a mixture of experts has a router and per-expert projections instead of the dense FFN (gpt-oss's
 // stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp). BERT
-// encoders (model_type bert) have their own names and no lm_head.
+// encoders (model_type bert) have their own names and no lm_head; a cross-encoder adds its pooler and
+// classifier.
 #include <filesystem>
 #include <map>
 #include <set>
@@ -228,6 +229,12 @@ ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config) 
   t.embedding_norm_bias = w.view(e + "LayerNorm.bias");
   for (int i = 0; i < config.num_layers; ++i) {
     t.layers.push_back(read_bert_layer(w, prefix + "encoder.layer." + std::to_string(i) + "."));
+  }
+  if (config.is_cross_encoder()) {  // BertForSequenceClassification: bert.pooler.dense, then classifier
+    t.pooler = w.view(prefix + "pooler.dense.weight");
+    t.pooler_bias = w.view(prefix + "pooler.dense.bias");
+    t.classifier = w.view("classifier.weight");
+    t.classifier_bias = w.view("classifier.bias");
   }
   return t;
 }

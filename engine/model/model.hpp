@@ -66,6 +66,11 @@ struct ModelTensors {
   TensorView token_type_embedding;  // (type_vocab_size, dim)            token_types
   TensorView embedding_norm;       // (1, dim)                            post_norm
   TensorView embedding_norm_bias;  // (1, dim)                            post_norm with layer_norm
+  // The sequence-classification head (ModelConfig::num_labels > 0; empty otherwise).
+  TensorView pooler;               // (dim, dim)        dense, then tanh, on the [CLS] row
+  TensorView pooler_bias;          // (1, dim)
+  TensorView classifier;           // (num_labels, dim)
+  TensorView classifier_bias;      // (1, num_labels)
 };
 
 // How the model's hidden states become a sentence embedding, from a sentence-transformers directory

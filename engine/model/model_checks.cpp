@@ -192,6 +192,10 @@ void validate_model_tensors(const Model& model) {
   if (c.token_types && (t.token_type_embedding.empty() || t.token_type_embedding.cols != c.dim)) {
     throw Error("'" + model.path + "': the token type embedding of the architecture is missing or not (types, dim)");
   }
+  check_optional(model.path, t.pooler, "pooler", c.is_cross_encoder(), c.dim, c.dim);
+  check_optional(model.path, t.pooler_bias, "pooler bias", c.is_cross_encoder(), 1, c.dim);
+  check_optional(model.path, t.classifier, "classifier", c.is_cross_encoder(), c.num_labels, c.dim);
+  check_optional(model.path, t.classifier_bias, "classifier bias", c.is_cross_encoder(), 1, c.num_labels);
   check_optional(model.path, t.embedding_norm, "embedding norm", c.post_norm, 1, c.dim);
   check_optional(model.path, t.embedding_norm_bias, "embedding norm bias", c.post_norm && c.layer_norm, 1, c.dim);
   if (model.tokenizer && model.tokenizer->vocab_size() > c.vocab_size) {

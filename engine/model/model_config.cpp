@@ -34,7 +34,8 @@ int64_t ModelConfig::num_parameters() const {
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
   if (is_encoder()) {  // positions, token types (two rows counted) and the embedding LayerNorm; no head
     return total + embed + (learned_positions ? int64_t{max_context + position_offset} * d : 0) +
-           (token_types ? 2 * d : 0) + (post_norm ? 2 * d : 0);
+           (token_types ? 2 * d : 0) + (post_norm ? 2 * d : 0) +
+           (num_labels > 0 ? d * d + d + int64_t{num_labels} * (d + 1) : 0);
   }
   return total + d + embed * (tied_embeddings ? 1 : 2);
 }
@@ -49,6 +50,7 @@ std::string ModelConfig::features() const {
   if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
   if (is_encoder()) add("encoder (bidirectional attention, no lm_head)");
+  if (num_labels > 0) add("sequence classification head (" + std::to_string(num_labels) + " labels)");
   if (learned_positions) add("learned absolute positions");
   if (token_types) add("token type embeddings");
   if (layer_norm) add("LayerNorm with bias");

@@ -102,12 +102,20 @@ struct ModelConfig {
   bool post_norm = false;          // x = norm(x + sublayer(x)), and the embeddings are normed (embedding_norm)
   bool gated_ffn = true;           // false: down(act(up x + b_up)) + b_down, one up projection with biases
   bool has_lm_head = true;         // false: an encoder, no logits
+  // A sequence-classification head (a cross-encoder: BertForSequenceClassification): the pooler's
+  // dense + tanh on the [CLS] row, then (num_labels, dim) with a bias; a step's pooled output is then
+  // these logits. 0: none (the pooled output is the hidden state).
+  int num_labels = 0;
+  bool score_identity = false;     // a pair's score is the raw logit (sentence-transformers activation_fn
+                                   // Identity); else its sigmoid, as vLLM and CrossEncoder give for 1 label
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
   bool is_moe() const { return num_experts > 0; }
   bool is_encoder() const { return !has_lm_head; }
+  bool is_cross_encoder() const { return num_labels > 0; }
+  int pooled_width() const { return num_labels > 0 ? num_labels : dim; }  // values a pooled sequence returns
   bool is_sparse(int layer) const { return !layer_sparse.empty() && layer_sparse[static_cast<size_t>(layer)] != 0; }
   bool has_window() const;             // some layer is windowed
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }

@@ -22,6 +22,13 @@ enum class TokenType : int32_t {
   kByte = 6,
 };
 
+// Two texts joined as one input for a cross-encoder ([CLS] a [SEP] b [SEP]); token type 1 runs from
+// second_segment to the end, type 0 before it.
+struct EncodedPair {
+  std::vector<int32_t> ids;
+  int second_segment = 0;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -29,6 +36,9 @@ class Tokenizer {
   // add_special: prepend BOS (and append EOS) as the model's add_bos/add_eos flags say. Text of special
   // and added tokens ("<|im_start|>", "<s>") always becomes their ids, as Hugging Face tokenizers do.
   virtual std::vector<int32_t> encode(std::string_view text, bool add_special) const = 0;
+  // A pair as the post-processor's pair template joins it; throws cbatch::Error for a tokenizer that has
+  // no pair form (only encoders' tokenizers do).
+  virtual EncodedPair encode_pair(std::string_view a, std::string_view b) const;
   // The bytes token `id` contributes when it follows token `prev` (-1 at the start). Control and
   // special tokens give "". SentencePiece drops the leading space of the first piece after BOS.
   virtual std::string decode_piece(int32_t prev, int32_t id) const = 0;

@@ -1,8 +1,8 @@
 // tokenizer.json -> WordPieceSpec. Supported: model WordPiece (vocab, unk_token, continuing_subword_prefix,
 // max_input_chars_per_word); added_tokens (special -> control, else user-defined); normalizer
 // BertNormalizer (strip_accents null follows lowercase, as `tokenizers` does) or none; pre-tokenizer
-// BertPreTokenizer; post-processor TemplateProcessing ("single": the special tokens around sequence A)
-// or BertProcessing (cls, sep).
+// BertPreTokenizer; post-processor TemplateProcessing ("single": the special tokens around sequence A;
+// "pair": the items of a pair with their type ids, 0 then 1) or BertProcessing (cls, sep).
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/text/wordpiece_tokenizer.hpp"
@@ -77,6 +77,31 @@ void read_template(const JsonFields& p, WordPieceSpec& spec) {
   }
 }
 
+// "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}, ...].
+void read_pair_template(const JsonFields& p, WordPieceSpec& spec) {
+  spec.pair_template.clear();
+  size_t index = 0;
+  int last_type = 0;
+  for (element value : p.array("pair")) {
+    const JsonFields piece = p.item("pair", index++, value);
+    PairTemplateItem item;
+    const JsonFields inner = piece.object(piece.has("Sequence") ? "Sequence" : "SpecialToken");
+    if (piece.has("Sequence")) {
+      const std::string id = inner.get_string("id");
+      if (id != "A" && id != "B") inner.fail("id", "'" + id + "' is not a sequence (A or B)");
+      item.sequence = id == "A" ? 0 : 1;
+    } else {
+      item.special_id = token_id(spec, piece, "SpecialToken", inner.get_string("id"));
+    }
+    item.type_id = static_cast<int>(inner.has("type_id") ? inner.get_int("type_id") : 0);
+    if (item.type_id < last_type || item.type_id > 1) {
+      inner.fail("type_id", "must run 0 then 1 through the pair template (cbatch joins two segments)");
+    }
+    last_type = item.type_id;
+    spec.pair_template.push_back(item);
+  }
+}
+
 // BertProcessing: "cls": ["[CLS]", 101], "sep": ["[SEP]", 102].
 int32_t bert_processing_id(const JsonFields& p, const char* key) {
   simdjson::dom::array pair = p.array(key);
@@ -89,9 +114,12 @@ void read_post_processor(const JsonFields& p, WordPieceSpec& spec) {
   const std::string type = p.get_string("type");
   if (type == "TemplateProcessing") {
     read_template(p, spec);
+    if (p.has("pair")) read_pair_template(p, spec);
   } else if (type == "BertProcessing") {
-    spec.prefix_ids = {bert_processing_id(p, "cls")};
-    spec.suffix_ids = {bert_processing_id(p, "sep")};
+    const int32_t cls = bert_processing_id(p, "cls"), sep = bert_processing_id(p, "sep");
+    spec.prefix_ids = {cls};
+    spec.suffix_ids = {sep};
+    spec.pair_template = {{cls, 0, 0}, {-1, 0, 0}, {sep, 0, 0}, {-1, 1, 1}, {sep, 0, 1}};
   } else {
     p.fail("type", "'" + type + "' is not a WordPiece post-processor cbatch supports (TemplateProcessing, BertProcessing)");
   }

@@ -2,7 +2,8 @@
 // text become their ids first; the text between runs BertNormalizer, BertPreTokenizer and greedy
 // longest-match-first WordPiece ("##" continuations; a word with no full match, or longer than
 // max_input_chars_per_word characters, is one [UNK]); with add_special the post-processor's tokens
-// go first and last ([CLS] ... [SEP]).
+// go first and last ([CLS] ... [SEP]); a pair follows the pair template ([CLS] a [SEP] b [SEP], token
+// type 0 up to the first [SEP], 1 after it).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -17,6 +18,13 @@
 
 namespace cbatch {
 
+// One item of a post-processor's pair template: a special token, or sequence A or B; its token type.
+struct PairTemplateItem {
+  int32_t special_id = -1;  // -1: a sequence
+  int sequence = 0;         // 0: A, 1: B (when special_id is -1)
+  int type_id = 0;          // 0 or 1; the template's type ids never go back from 1 to 0
+};
+
 struct WordPieceSpec {
   std::vector<std::string> tokens;  // (vocab) token texts ("the", "##ing", "[CLS]")
   std::vector<TokenType> types;     // (vocab)
@@ -27,6 +35,7 @@ struct WordPieceSpec {
   bool has_normalizer = false;
   std::vector<int32_t> prefix_ids;  // post-processor: before the text ([CLS])
   std::vector<int32_t> suffix_ids;  // ... and after it ([SEP])
+  std::vector<PairTemplateItem> pair_template = {{-1, 0, 0}, {-1, 1, 1}};  // A then B without a post-processor
 };
 
 class WordPieceTokenizer final : public Tokenizer {
@@ -34,6 +43,7 @@ class WordPieceTokenizer final : public Tokenizer {
   explicit WordPieceTokenizer(WordPieceSpec spec);
 
   std::vector<int32_t> encode(std::string_view text, bool add_special) const override;
+  EncodedPair encode_pair(std::string_view a, std::string_view b) const override;
   std::string decode_piece(int32_t prev, int32_t id) const override;
   int vocab_size() const override { return static_cast<int>(spec_.tokens.size()); }
   std::string token_text(int32_t id) const override {

@@ -1,9 +1,10 @@
 """An independent float64 numpy reference of a BERT encoder (Hugging Face BertModel: word + learned absolute
-position + token type 0 embeddings, LayerNorm; per layer biased q/k/v, bidirectional softmax attention,
-biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual then LayerNorm) and
-of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional L2 normalisation.
-Weights come straight from model.safetensors (its JSON header and raw little-endian data), nothing from
-cbatch."""
+position + token type (0, or each token's own) embeddings, LayerNorm; per layer biased q/k/v, bidirectional
+softmax attention, biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual
+then LayerNorm) and of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional
+L2 normalisation, and of BertForSequenceClassification's head (pooler dense + tanh on [CLS], then the
+classifier's logits). Weights come straight from model.safetensors (its JSON header and raw little-endian
+data), nothing from cbatch."""
 import json
 import math
 import os
@@ -49,11 +50,12 @@ class BertReference:
     def linear(self, x, name):
         return x @ self.t(name + ".weight").T + self.t(name + ".bias")
 
-    def hidden_states(self, ids):
-        """(len(ids), hidden) final hidden states of one sequence."""
+    def hidden_states(self, ids, type_ids=None):
+        """(len(ids), hidden) final hidden states of one sequence; type_ids: each token's type (default all 0)."""
         n = len(ids)
+        types = np.zeros(n, dtype=int) if type_ids is None else np.asarray(type_ids, dtype=int)
         x = (self.t("embeddings.word_embeddings.weight")[ids] + self.t("embeddings.position_embeddings.weight")[:n] +
-             self.t("embeddings.token_type_embeddings.weight")[0])
+             self.t("embeddings.token_type_embeddings.weight")[types])
         x = self.layer_norm(x, "embeddings.LayerNorm")
         erf = np.vectorize(math.erf)
         for i in range(self.config["num_hidden_layers"]):
@@ -76,3 +78,8 @@ class BertReference:
         x = self.hidden_states(ids)
         v = x.mean(0) if pooling == "mean" else x[0] if pooling == "cls" else x[-1]
         return v / max(np.linalg.norm(v), 1e-12) if normalize else v
+
+    def classify(self, ids, type_ids):
+        """The classifier's logits of one sequence (a cross-encoder's pair): pooler tanh on [CLS], then classifier."""
+        pooled = np.tanh(self.linear(self.hidden_states(ids, type_ids)[0], "pooler.dense"))
+        return pooled @ self.w["classifier.weight"].T + self.w["classifier.bias"]
