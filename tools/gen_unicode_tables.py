@@ -9,6 +9,8 @@ from Python's unicodedata. Rerun with a newer Python to move to a newer Unicode 
 import sys
 import unicodedata
 
+from unicode_ranges import flag_ranges, write_rows
+
 LETTER, NUMBER, PUNCT, SPACE, UPPER, LOWER, MARK = 1, 2, 4, 8, 16, 32, 64
 # The White_Space property (PropList.txt), which \s matches in Oniguruma's Unicode mode. Python's
 # str.isspace() differs (it includes U+001C..U+001F), so the list is spelled out; it has not changed
@@ -39,16 +41,7 @@ def ranges():
     space = set()
     for a, b in WHITE_SPACE:
         space.update(range(a, b + 1))
-    out = []
-    for cp in range(0x110000):
-        f = flags_of(cp) | (SPACE if cp in space else 0)
-        if f == 0:
-            continue
-        if out and out[-1][1] == cp - 1 and out[-1][2] == f:
-            out[-1][1] = cp
-        else:
-            out.append([cp, cp, f])
-    return out
+    return flag_ranges(lambda cp: flags_of(cp) | (SPACE if cp in space else 0))
 
 
 def main():
@@ -61,14 +54,8 @@ def main():
     w('#include "engine/text/unicode.hpp"\n\nnamespace cbatch::unicode {\n\n')
     w(f'const char* const kUnicodeVersion = "{unicodedata.unidata_version}";\n\n')
     w(f"const CodepointRange kRanges[] = {{\n")
-    line = "   "
-    for a, b, f in rs:
-        item = f" {{0x{a:X}, 0x{b:X}, {f}}},"
-        if len(line) + len(item) > 110:
-            w(line + "\n")
-            line = "   "
-        line += item
-    w(line + "\n};\n\n")
+    write_rows(w, [f" {{0x{a:X}, 0x{b:X}, {f}}}," for a, b, f in rs])
+    w("\n")
     w("const size_t kNumRanges = sizeof(kRanges) / sizeof(kRanges[0]);\n\n}  // namespace cbatch::unicode\n")
 
 

@@ -57,11 +57,7 @@ std::string format_simple_embedding(const RequestResult& r, const ResultFormatOp
   write_floats(w.key("embedding"), r.embeddings.empty() ? std::vector<float>{} : r.embeddings[0]);
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("truncated_tokens").int64(total_truncated(r));
-  w.key("metrics").begin_object();
-  w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
-  w.key("first_step").int64(r.first_step);
-  w.key("finish_step").int64(r.finish_step);
-  w.end_object();
+  write_simple_metrics(w, r, options);
   w.end_object();
   return w.take() + "\n";
 }

@@ -62,12 +62,7 @@ std::string format_simple_result(const RequestResult& r, const ResultFormatOptio
   w.key("completion_tokens").int64(r.completion_tokens);
   w.key("cached_tokens").int64(r.cached_tokens);
   if (!r.request->lora_name.empty()) w.key("lora").string(r.request->lora_name);
-  w.key("metrics").begin_object();
-  w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
-  w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
-  w.key("first_step").int64(r.first_step);
-  w.key("finish_step").int64(r.finish_step);
-  w.end_object();
+  write_simple_metrics(w, r, options);
   w.end_object();
   return w.take() + "\n";
 }
@@ -191,6 +186,15 @@ std::string format_result_line(const RequestResult& result, const ResultFormatOp
     return result.request->embedding ? format_simple_embedding(result, options) : format_simple_result(result, options);
   }
   return format_openai_result(result, options);
+}
+
+void write_simple_metrics(JsonWriter& w, const RequestResult& r, const ResultFormatOptions& options) {
+  w.key("metrics").begin_object();
+  if (!r.request->embedding) w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
+  w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
+  w.key("first_step").int64(r.first_step);
+  w.key("finish_step").int64(r.finish_step);
+  w.end_object();
 }
 
 std::string format_error_line(const RequestError& error) {

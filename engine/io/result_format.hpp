@@ -7,6 +7,7 @@
 
 #include "engine/base/request.hpp"
 #include "engine/base/request_result.hpp"
+#include "engine/io/json_writer.hpp"
 
 namespace cbatch {
 
@@ -17,6 +18,11 @@ struct ResultFormatOptions {
 };
 
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options = {});
+
+// The simple form's "metrics": {"ttft_ms", "e2e_ms", "first_step", "finish_step"}, without ttft_ms for an
+// embedding (it generates no token). Written as the next member of w's open object.
+void write_simple_metrics(JsonWriter& w, const RequestResult& result, const ResultFormatOptions& options);
+
 // An OpenAI-form error needs the custom_id; the parser leaves form kSimple when it could not read one.
 std::string format_error_line(const RequestError& error);
 

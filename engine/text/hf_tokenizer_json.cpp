@@ -6,8 +6,9 @@
 // Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,
 // Sequence.
 #include "engine/base/error.hpp"
-#include "engine/text/hf_tokenizer.hpp"
 #include "engine/base/json_file.hpp"
+#include "engine/text/hf_tokenizer.hpp"
+#include "engine/text/token_table_json.hpp"
 
 namespace cbatch {
 namespace {
@@ -20,21 +21,6 @@ struct Components {
   bool byte_level = false;
   bool spaces_to_marker = false;  // Replace(" " -> "▁") or Metaspace: SentencePiece-style
 };
-
-void read_vocab(const JsonFields& model, BpeTokenizerSpec& spec) {
-  for (auto [key, value] : model.members("vocab")) {
-    int64_t id;
-    if (value.get_int64().get(id) || id < 0 || id >= (1 << 22)) {
-      model.fail("vocab", "maps '" + std::string(key) + "' to an invalid id");
-    }
-    if (static_cast<size_t>(id) >= spec.tokens.size()) {
-      spec.tokens.resize(id + 1);
-      spec.types.resize(id + 1, TokenType::kUnused);
-    }
-    spec.tokens[id] = std::string(key);
-    spec.types[id] = TokenType::kNormal;
-  }
-}
 
 // One merge, "left right" (older files) or ["left", "right"].
 bool parse_merge(element merge, std::pair<std::string, std::string>* pair) {
@@ -60,21 +46,10 @@ void read_merges(const JsonFields& model, BpeTokenizerSpec& spec) {
 }
 
 void read_added_tokens(const JsonFields& root, BpeTokenizerSpec& spec) {
-  if (!root.has("added_tokens")) return;
-  size_t index = 0;
-  for (element value : root.array("added_tokens")) {
-    const JsonFields t = root.item("added_tokens", index++, value);
-    const int64_t id = t.get_int("id");
-    if (id < 0 || id >= (1 << 22)) t.fail("id", "is out of range");
-    if (static_cast<size_t>(id) >= spec.tokens.size()) {
-      spec.tokens.resize(id + 1);
-      spec.types.resize(id + 1, TokenType::kUnused);
-    }
-    spec.tokens[id] = t.get_string("content");
-    spec.types[id] = t.get_bool("special", false) ? TokenType::kControl : TokenType::kUserDefined;
+  read_json_added_tokens(root, spec.tokens, spec.types, [&](const JsonFields& t, int32_t id) {
     const WhitespaceStrip strip{t.get_bool("lstrip", false), t.get_bool("rstrip", false)};
-    if (strip.left || strip.right) spec.strips.push_back({static_cast<int32_t>(id), strip});
-  }
+    if (strip.left || strip.right) spec.strips.push_back({id, strip});
+  });
 }
 
 void read_normalizer(const JsonFields& n, BpeTokenizerSpec& spec, Components& parts) {
@@ -174,7 +149,7 @@ HfTokenizerJson read_tokenizer_json(const std::string& path) {
   const JsonFields model = root.object("model");
   const std::string type = model.get_string("type", "BPE");
   if (type != "BPE") model.fail("type", "'" + type + "' is not supported (supported: BPE)");
-  read_vocab(model, spec);
+  read_json_vocab(model, spec.tokens, spec.types);
   read_merges(model, spec);
   read_added_tokens(root, spec);
   spec.model.byte_fallback = model.get_bool("byte_fallback", false);

@@ -5,6 +5,7 @@
 // "pair": the items of a pair with their type ids, 0 then 1) or BertProcessing (cls, sep).
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
+#include "engine/text/token_table_json.hpp"
 #include "engine/text/wordpiece_tokenizer.hpp"
 
 namespace cbatch {
@@ -12,37 +13,10 @@ namespace {
 
 using simdjson::dom::element;
 
-void set_token(WordPieceSpec& spec, int64_t id, std::string text, TokenType type) {
-  if (static_cast<size_t>(id) >= spec.tokens.size()) {
-    spec.tokens.resize(id + 1);
-    spec.types.resize(id + 1, TokenType::kUnused);
-  }
-  spec.tokens[id] = std::move(text);
-  spec.types[id] = type;
-}
-
 void read_model(const JsonFields& model, WordPieceSpec& spec) {
-  for (auto [key, value] : model.members("vocab")) {
-    int64_t id;
-    if (value.get_int64().get(id) || id < 0 || id >= (1 << 22)) {
-      model.fail("vocab", "maps '" + std::string(key) + "' to an invalid id");
-    }
-    set_token(spec, id, std::string(key), TokenType::kNormal);
-  }
+  read_json_vocab(model, spec.tokens, spec.types);
   spec.continuing_prefix = model.get_string("continuing_subword_prefix", "##");
   spec.max_input_chars_per_word = model.get_size("max_input_chars_per_word", 100);
-}
-
-void read_added_tokens(const JsonFields& root, WordPieceSpec& spec) {
-  if (!root.has("added_tokens")) return;
-  size_t index = 0;
-  for (element value : root.array("added_tokens")) {
-    const JsonFields t = root.item("added_tokens", index++, value);
-    const int64_t id = t.get_int("id");
-    if (id < 0 || id >= (1 << 22)) t.fail("id", "is out of range");
-    set_token(spec, id, t.get_string("content"),
-              t.get_bool("special", false) ? TokenType::kControl : TokenType::kUserDefined);
-  }
 }
 
 void read_normalizer(const JsonFields& n, WordPieceSpec& spec) {
@@ -139,7 +113,7 @@ std::unique_ptr<Tokenizer> load_wordpiece_tokenizer(const std::string& path) {
   const JsonFields model = root.object("model");
   WordPieceSpec spec;
   read_model(model, spec);
-  read_added_tokens(root, spec);
+  read_json_added_tokens(root, spec.tokens, spec.types);
   const std::string unk = model.get_string("unk_token", "[UNK]");
   spec.unk_id = token_id(spec, model, "unk_token", unk);
   if (root.has("normalizer")) read_normalizer(root.object("normalizer"), spec);

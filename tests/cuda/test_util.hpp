@@ -17,30 +17,12 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/device_buffer.hpp"
+#include "cuda/host_dtype.hpp"
 
 namespace cbatch::test {
 
-template <typename T>
-T from_f32(float v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __float2bfloat16_rn(v);
-  } else {
-    return __float2half_rn(v);
-  }
-}
-
-template <typename T>
-float to_f32(T v) {
-  if constexpr (std::is_same_v<T, float>) {
-    return v;
-  } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return __bfloat162float(v);
-  } else {
-    return __half2float(v);
-  }
-}
+using cbatch::from_f32;
+using cbatch::to_f32;
 
 // Relative tolerance of a kernel output in T: fp32 math is checked tightly, 16-bit outputs carry one
 // rounding of about 2^-9 (bf16) or 2^-12 (fp16), plus tensor-core accumulation in cuBLAS GEMMs.

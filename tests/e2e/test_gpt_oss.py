@@ -98,12 +98,7 @@ def main():
             for i, p in enumerate(prompts)]
     prompts_path = os.path.join(work, "gpt-oss-prompts.jsonl")
     write_jsonl(prompts_path, rows)
-    weights = tiny_models.random_weights("gpt-oss")
-    hf_dir, mxfp4_dir = os.path.join(work, "gpt-oss"), os.path.join(work, "gpt-oss-mxfp4")
-    gguf_path = hf_dir + ".gguf"
-    tiny_models.write_hf(hf_dir, "gpt-oss", weights)
-    tiny_models.write_hf(mxfp4_dir, "gpt-oss-mxfp4", tiny_models.random_weights("gpt-oss-mxfp4"))
-    tiny_models.write_gguf(gguf_path, "gpt-oss", weights)
+    weights, hf_dir, mxfp4_dir, gguf_path = tiny_models.write_gpt_oss(work)
     model = reference.load_hf(hf_dir)
     check_formats_agree([("bf16 directory", model), ("MXFP4 directory", reference.load_hf(mxfp4_dir)),
                          ("GGUF", reference.load_gguf(gguf_path))], prompts[-1])

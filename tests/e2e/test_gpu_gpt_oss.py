@@ -14,50 +14,18 @@ The kernels' sink arithmetic itself is checked against a reference in test_cuda 
 import os
 import random
 
-from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import tiny_models  # noqa: E402
+from gpu_moe_common import leading_agreement, outputs, touched_per_step  # noqa: E402
 
 NUM_TOKENS = 12
 PROMPT_SEED = 6  # test_gpt_oss.py's: prompts longer than the window, clear router gaps
 PROMPT_LENGTHS = (12, 21, 30, 40)  # test_moe.py's
-BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8"}
 c = Checks()
 work = tmpdir()
-
-
-def outputs(model, prompts, extra, env=None):
-    out = os.path.join(work, "out.jsonl")
-    saved = dict(os.environ)
-    os.environ.update(env or {})
-    try:
-        run(["run", prompts, "-o", out, "--model", model] + flags(extra))
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-    return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
-
-
-def flags(extra):
-    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
-    options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
-    return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def touched_per_step(model, prompts, device):
-    trace = os.path.join(work, f"trace-{device}.jsonl")
-    extra = ["--device", device, "--mode", "sequential", "--trace", trace]
-    outputs(model, prompts, extra + (["--dtype", "fp32"] if device == "cuda" else []))
-    return [s.get("experts_touched") for s in read_jsonl(trace)]
 
 
 def write_models():
@@ -66,12 +34,7 @@ def write_models():
              "temperature": 0, "ignore_eos": True} for i, n in enumerate(PROMPT_LENGTHS)]
     prompts = os.path.join(work, "gpt-oss-prompts.jsonl")
     write_jsonl(prompts, rows)
-    weights = tiny_models.random_weights("gpt-oss")
-    hf_dir, mxfp4_dir = os.path.join(work, "gpt-oss"), os.path.join(work, "gpt-oss-mxfp4")
-    gguf = hf_dir + ".gguf"
-    tiny_models.write_hf(hf_dir, "gpt-oss", weights)
-    tiny_models.write_hf(mxfp4_dir, "gpt-oss-mxfp4", tiny_models.random_weights("gpt-oss-mxfp4"))
-    tiny_models.write_gguf(gguf, "gpt-oss", weights)
+    _, hf_dir, mxfp4_dir, gguf = tiny_models.write_gpt_oss(work)
     return prompts, [hf_dir, mxfp4_dir, gguf]
 
 
@@ -80,30 +43,30 @@ def main():
     fp32 = ["--device", "cuda", "--dtype", "fp32"]
     for model in models:
         label = f"gpt-oss {os.path.basename(model)}"
-        cpu = outputs(model, prompts, ["--device", "cpu"])
-        gpu32 = outputs(model, prompts, fp32)
+        cpu = outputs(work, model, prompts, ["--device", "cpu"])
+        gpu32 = outputs(work, model, prompts, fp32)
         for i, (a, b) in enumerate(zip(gpu32, cpu)):
             c.check(a == b, f"{label} fp32 prompt {i}: CUDA agrees with CPU for {leading_agreement(a, b)}/{len(b)}"
                             f"\n  cuda {a}\n  cpu  {b}")
-        gpu16 = outputs(model, prompts, ["--device", "cuda", "--dtype", "bf16"])
+        gpu16 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"])
         print(f"{label} bf16 leading tokens equal to CPU fp32 per prompt:",
               [leading_agreement(a, b) for a, b in zip(gpu16, cpu)], f"of {NUM_TOKENS}")
         if model != models[0]:
             continue
         for extra in (["--mode", "static"], ["--mode", "sequential"], ["--max-num-batched-tokens", "16"]):
-            c.check(outputs(model, prompts, fp32 + extra) == gpu32, f"{label}: CUDA outputs change with {extra}")
-        tile = outputs(model, prompts, fp32, env={"CBATCH_DECODE_ATTENTION": "0"})
+            c.check(outputs(work, model, prompts, fp32 + extra) == gpu32, f"{label}: CUDA outputs change with {extra}")
+        tile = outputs(work, model, prompts, fp32, env={"CBATCH_DECODE_ATTENTION": "0"})
         c.check(tile == cpu, f"{label}: fp32 with the decode rows in the tile kernel differs from the CPU:\n"
                              f"  cuda {tile}\n  cpu  {cpu}")
         bf16_default = sum(leading_agreement(a, b) for a, b in zip(gpu16, cpu))
         for env in ({"CBATCH_PREFILL_ATTENTION": "0"}, {"CBATCH_DECODE_ATTENTION": "stream"}):
-            got = outputs(model, prompts, ["--device", "cuda", "--dtype", "bf16"], env=env)
+            got = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"], env=env)
             agree = [leading_agreement(a, b) for a, b in zip(got, cpu)]
             print(f"{label} bf16 with {env}: leading tokens equal to CPU fp32 per prompt:", agree)
             c.check(sum(agree) >= bf16_default - len(cpu),
                     f"{label}: bf16 with {env} agrees with the CPU on fewer tokens ({agree}) than the default")
-    gpu_touched, cpu_touched = touched_per_step(models[0], prompts, "cuda"), touched_per_step(models[0], prompts,
-                                                                                               "cpu")
+    gpu_touched = touched_per_step(work, models[0], prompts, "cuda")
+    cpu_touched = touched_per_step(work, models[0], prompts, "cpu")
     c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),
             f"gpt-oss: experts_touched per step differs\n  cuda {gpu_touched}\n  cpu  {cpu_touched}")
     c.done()

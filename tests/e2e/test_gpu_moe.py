@@ -8,44 +8,18 @@ tiny_models.py (the prompts test_moe.py checks the float64 reference on, whose r
 import os
 import random
 
-from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, need_cuda_device, need_modules, run, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import tiny_models  # noqa: E402
+from gpu_moe_common import leading_agreement, outputs, touched_per_step  # noqa: E402
 
 NUM_TOKENS = 12
 PROMPT_LENGTHS = (12, 21, 30, 40)
 PROMPT_SEEDS = {"qwen3-moe": 2, "qwen2-moe": 1, "mixtral": 1, "olmoe": 3}  # as test_moe.py's
-BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8"}
 c = Checks()
 work = tmpdir()
-
-
-def outputs(model, prompts, extra):
-    out = os.path.join(work, "out.jsonl")
-    run(["run", prompts, "-o", out, "--model", model] + flags(extra))
-    return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
-
-
-def flags(extra):
-    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
-    options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
-    return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def touched_per_step(model, prompts, device):
-    trace = os.path.join(work, f"trace-{device}.jsonl")
-    outputs(model, prompts, ["--device", device, "--dtype", "fp32", "--mode", "sequential", "--trace", trace]
-            if device == "cuda" else ["--device", "cpu", "--mode", "sequential", "--trace", trace])
-    return [s.get("experts_touched") for s in read_jsonl(trace)]
 
 
 def write_model(name):
@@ -71,19 +45,20 @@ for name in tiny_models.MOE_MODELS:
         continue
     for model in (hf_dir, gguf):
         label = f"{name} {'gguf' if model == gguf else 'hf'}"
-        cpu = outputs(model, prompts, ["--device", "cpu"])
-        gpu32 = outputs(model, prompts, ["--device", "cuda", "--dtype", "fp32"])
+        cpu = outputs(work, model, prompts, ["--device", "cpu"])
+        gpu32 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "fp32"])
         for i, (a, b) in enumerate(zip(gpu32, cpu)):
             c.check(a == b, f"{label} fp32 prompt {i}: CUDA agrees with CPU for {leading_agreement(a, b)}/{len(b)}"
                             f"\n  cuda {a}\n  cpu  {b}")
-        gpu16 = outputs(model, prompts, ["--device", "cuda", "--dtype", "bf16"])
+        gpu16 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"])
         print(f"{label} bf16 leading tokens equal to CPU fp32 per prompt:",
               [leading_agreement(a, b) for a, b in zip(gpu16, cpu)], f"of {NUM_TOKENS}")
         if model == hf_dir:
             for extra in (["--mode", "static"], ["--mode", "sequential"], ["--max-num-batched-tokens", "16"]):
-                got = outputs(model, prompts, ["--device", "cuda", "--dtype", "fp32"] + extra)
+                got = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "fp32"] + extra)
                 c.check(got == gpu32, f"{label}: CUDA outputs change with {extra}")
-    gpu_touched, cpu_touched = touched_per_step(hf_dir, prompts, "cuda"), touched_per_step(hf_dir, prompts, "cpu")
+    gpu_touched = touched_per_step(work, hf_dir, prompts, "cuda")
+    cpu_touched = touched_per_step(work, hf_dir, prompts, "cpu")
     c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),
             f"{name}: experts_touched per step differs\n  cuda {gpu_touched}\n  cpu  {cpu_touched}")
 c.done()

@@ -23,7 +23,7 @@ expert_feed_forward_length and expert_shared_feed_forward_length (Mixtral's and 
 their intermediate_size, feed_forward_length). Router weights are scaled up (ROUTER_SCALE) so that
 tokens pick different experts with clear gaps between the k-th and the (k+1)-th router logit.
 
-gpt-oss (GPT_OSS_MODELS, written by gpt_oss_weights / write_gpt_oss_*): q/k/v/o biases, self_attn.sinks
+gpt-oss (GPT_OSS_MODELS, written by gpt_oss_weights / write_gpt_oss): q/k/v/o biases, self_attn.sinks
 (heads), mlp.router.{weight,bias}, and stacked experts as transformers holds them: mlp.experts.gate_up_proj
 (experts, dim, 2 * width) with gate and up interleaved (gate = [..., ::2], up = [..., 1::2]),
 gate_up_proj_bias (experts, 2 * width) likewise, down_proj (experts, width, dim), down_proj_bias (experts,
@@ -545,6 +545,18 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def write_gpt_oss(directory):
+    """The seeded gpt-oss in its three files under directory: the bf16 HF directory, the MXFP4 directory (the
+    same values) and the GGUF. Returns (weights, hf_dir, mxfp4_dir, gguf)."""
+    weights = random_weights("gpt-oss")
+    hf_dir, mxfp4_dir = os.path.join(directory, "gpt-oss"), os.path.join(directory, "gpt-oss-mxfp4")
+    gguf = hf_dir + ".gguf"
+    write_hf(hf_dir, "gpt-oss", weights)
+    write_hf(mxfp4_dir, "gpt-oss-mxfp4", random_weights("gpt-oss-mxfp4"))
+    write_gguf(gguf, "gpt-oss", weights)
+    return weights, hf_dir, mxfp4_dir, gguf
 
 
 def write_scripted(directory, script, added=(), special=(), chat_template=""):

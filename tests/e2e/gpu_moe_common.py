@@ -1,0 +1,42 @@
+"""Helpers of the CUDA mixture-of-experts tests (test_gpu_moe.py, test_gpu_gpt_oss.py): cbatch's greedy
+tokens of a model with BASE's options and a test's own, how far two token lists agree, and the experts
+touched per step of a one-sequence-at-a-time run on a device."""
+import os
+
+from common import read_jsonl, run
+
+BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8"}
+
+
+def flags(extra):
+    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
+    options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
+    return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
+
+
+def outputs(work, model, prompts, extra, env=None):
+    """The output_token_ids of each request of prompts, by id; env: variables set for this run only."""
+    out = os.path.join(work, "out.jsonl")
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        run(["run", prompts, "-o", out, "--model", model] + flags(extra))
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+
+
+def leading_agreement(a, b):
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
+def touched_per_step(work, model, prompts, device):
+    """experts_touched of each step of the trace, one sequence at a time (fp32 on CUDA)."""
+    trace = os.path.join(work, f"trace-{device}.jsonl")
+    extra = ["--device", device, "--mode", "sequential", "--trace", trace]
+    outputs(work, model, prompts, extra + (["--dtype", "fp32"] if device == "cuda" else []))
+    return [s.get("experts_touched") for s in read_jsonl(trace)]
