@@ -73,10 +73,17 @@ Model make_model(int num_layers, bool tied, RopeLayout layout, int head_dim = 64
   t.embedding = random_tensor("token_embd", c.vocab_size, c.dim, seed++, 1.0f, 0.0f);
   for (int l = 0; l < num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    t.layers.push_back({norm(p + "attn_norm"), linear(p + "wq", c.q_dim(), c.dim), linear(p + "wk", c.kv_dim(), c.dim),
-                        linear(p + "wv", c.kv_dim(), c.dim), linear(p + "wo", c.dim, c.q_dim()), norm(p + "ffn_norm"),
-                        linear(p + "w_gate", c.hidden_dim, c.dim), linear(p + "w_up", c.hidden_dim, c.dim),
-                        linear(p + "w_down", c.dim, c.hidden_dim), {}, {}, {}, {}, {}, {}, {}});  // no family tensors
+    LayerTensors layer;  // no family tensors
+    layer.attn_norm = norm(p + "attn_norm");
+    layer.wq = linear(p + "wq", c.q_dim(), c.dim);
+    layer.wk = linear(p + "wk", c.kv_dim(), c.dim);
+    layer.wv = linear(p + "wv", c.kv_dim(), c.dim);
+    layer.wo = linear(p + "wo", c.dim, c.q_dim());
+    layer.ffn_norm = norm(p + "ffn_norm");
+    layer.w_gate = linear(p + "w_gate", c.hidden_dim, c.dim);
+    layer.w_up = linear(p + "w_up", c.hidden_dim, c.dim);
+    layer.w_down = linear(p + "w_down", c.dim, c.hidden_dim);
+    t.layers.push_back(std::move(layer));
   }
   t.final_norm = norm("output_norm");
   t.lm_head = tied ? t.embedding : linear("output", c.vocab_size, c.dim);
