@@ -395,12 +395,12 @@ Model make_moe_model(bool shared_expert) {
     for (int e = 0; e < c.num_experts; ++e) {
       const std::string q = p + "expert." + std::to_string(e) + ".";
       t.experts.push_back({linear(q + "gate", c.expert_hidden_dim, c.dim), linear(q + "up", c.expert_hidden_dim, c.dim),
-                           linear(q + "down", c.dim, c.expert_hidden_dim)});
+                           linear(q + "down", c.dim, c.expert_hidden_dim), {}, {}, {}});  // no biases
     }
     if (shared_expert) {
       const int sw = c.shared_expert_hidden_dim;
       t.shared_expert = {linear(p + "shexp.gate", sw, c.dim), linear(p + "shexp.up", sw, c.dim),
-                         linear(p + "shexp.down", c.dim, sw)};
+                         linear(p + "shexp.down", c.dim, sw), {}, {}, {}};
       t.shared_expert_gate = random_tensor(p + "shexp.gate_inp", 1, c.dim, seed++, 0.2f, 0.0f);
     }
   }
