@@ -1,3 +1,7 @@
+// One batch run (EngineRun): admits requests (a list of prompts, n samples and embedding inputs become
+// sequences of their own), asks the scheduler for each step's plan, runs the backend, samples, pools or
+// scores the rows, and hands finished sequences to the result emitter. Over 500 lines because admission
+// and the step loop share the run's state; admission is the part to move into a file of its own next.
 #include "engine/core/engine.hpp"
 
 #include <algorithm>
