@@ -155,7 +155,9 @@ class EngineRun {
   }
 
   // One sequence per prompt; a list's sequences share one group of (prompts * n) samples, prompt p's
-  // samples being p * n .. p * n + n - 1 (OpenAI's and vLLM's choice index).
+  // samples being p * n .. p * n + n - 1 (OpenAI's and vLLM's choice index). With a seed every prompt draws
+  // as its own line with that seed would (vLLM's per-prompt requests); without one, sample p * n + i's
+  // seed is derived from (--seed, id, p * n + i), so the prompts of a list draw apart.
   std::vector<std::unique_ptr<Sequence>> split_prompts(Request&& request) {
     std::vector<std::unique_ptr<Sequence>> seqs;
     if (request.prompt_list.empty()) {
@@ -170,6 +172,9 @@ class EngineRun {
       Request one = request;
       one.prompt_ids = std::move(list[p]);
       one.prompt_index = static_cast<int>(p);
+      if (!one.sampling.seed) {
+        one.rng_seed = sample_rng_seed(std::nullopt, config_.seed, one.id_json, static_cast<int>(p) * n);
+      }
       seqs.push_back(make_sequence(std::move(one)));
       seqs.back()->group = group;
       seqs.back()->sample_index = static_cast<int>(p) * n;
@@ -507,7 +512,8 @@ class EngineRun {
           auto child = std::make_unique<Sequence>(parent);
           child->sample_index = parent.sample_index + i;
           const Request& r = parent.request;
-          child->request.rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, i);
+          const int seed_index = r.sampling.seed ? i : child->sample_index;  // see split_prompts
+          child->request.rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, seed_index);
           blocks_.share(child->block_table);
           scheduler_->add_forked(child.get());
           forked_.emplace_back(child.get(), logits_row);

@@ -92,6 +92,7 @@ rows = [cmpl(f"one{i}", prompt=p) for i, p in enumerate(listed)] + [
     cmpl("ids", prompt=ids_listed),
     cmpl("sampled", prompt=listed[:2], n=3, temperature=1.0, seed=7),
     cmpl("sampled-one", prompt=listed[1], n=3, temperature=1.0, seed=7),
+    cmpl("unseeded", prompt=[listed[0]] * 4, temperature=1.0, max_tokens=12),
     cmpl("mixed", prompt=["I dreamed of", 5]),
     cmpl("bad-id", prompt=[[1, 284], [1, 99999]]),
     cmpl("echo", prompt=listed, echo=True),
@@ -115,7 +116,14 @@ sampled, sampled_one = (got[k]["response"]["body"]["choices"] for k in ("sampled
 c.check(len(sampled) == 6 and len({ch["text"] for ch in sampled[3:]}) > 1, "sampled list: 6 distinct choices")
 c.check([ch["text"] for ch in sampled[3:]] == [ch["text"] for ch in sampled_one],
         "the second prompt's samples (seed 7) equal its own line's")
-for key in [f"one{i}" for i in range(len(listed))] + ["list", "ids", "sampled", "sampled-one"]:
+# Without a seed the prompts of a list draw apart: prompt p as sample p of the same line with n = prompts.
+unseeded = [ch["text"] for ch in got["unseeded"]["response"]["body"]["choices"]]
+c.check(len(set(unseeded)) > 1, f"a list of one prompt 4 times, no seed: the prompts draw apart {unseeded}")
+write_jsonl(prompts, [cmpl("unseeded", prompt=listed[0], n=4, temperature=1.0, max_tokens=12)])
+run(["run", prompts, "-o", out] + MODEL)
+as_samples = [ch["text"] for ch in read_jsonl(out)[0]["response"]["body"]["choices"]]
+c.check(unseeded == as_samples, f"the list's draws {unseeded} equal n = 4 samples' {as_samples}")
+for key in [f"one{i}" for i in range(len(listed))] + ["list", "ids", "sampled", "sampled-one", "unseeded"]:
     check_openai_body(got[key])
 for key, words in [("mixed", "body.prompt[1]"), ("bad-id", "body.prompt[1]"), ("echo", "echo")]:
     c.check(got[key]["response"]["status_code"] == 400 and words in got[key]["error"]["message"],
