@@ -8,25 +8,10 @@ data), nothing from cbatch."""
 import json
 import math
 import os
-import struct
 
 import numpy as np
 
-DTYPES = {"F32": np.float32, "F16": np.float16, "F64": np.float64, "I64": np.int64}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = t["data_offsets"]
-        out[name] = np.frombuffer(data[begin:end], dtype=DTYPES[t["dtype"]]).reshape(t["shape"]).astype(np.float64)
-    return out
+from family_reference import read_safetensors  # F32/F16/BF16/I64 tensors as float64
 
 
 class BertReference:

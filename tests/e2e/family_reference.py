@@ -326,7 +326,7 @@ def read_safetensors(path):
             bits = np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16
             values = bits.view(np.float32)
         else:
-            values = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2", "F64": "<f8"}[info["dtype"]])
+            values = np.frombuffer(raw, dtype={"F32": "<f4", "F16": "<f2", "F64": "<f8", "I64": "<i8"}[info["dtype"]])
         out[name] = values.astype(np.float64).reshape(info["shape"])
     return out
 
