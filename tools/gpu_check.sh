@@ -2,17 +2,22 @@
 # GPU validation and benchmarks in one call, for a machine with a CUDA GPU. Stages run in the order given
 # (default: info unit sanitize e2e); each has its own time limit and writes its full log to $OUT_DIR.
 #   info      GPU, driver, cbatch --version
-#   unit      the CUDA unit tests (kernels vs CPU references, whole backend)
+#   unit      the CUDA unit tests (kernels vs CPU references, whole backend; not the "(emulated)" block-code
+#             cases, which need no GPU and run in CI); when they fail, each case is
+#             run again in a process of its own (unit-cases.log: exit status and name), so that a device
+#             fault, which spoils every later case of its process, names its own case only
 #   sanitize  compute-sanitizer memcheck on the CUDA unit tests
 #   sanitize-attention  memcheck and racecheck on the attention tests only (every attention kernel), the
 #             device sampler's and the device logprobs'
 #   e2e       tests/e2e/test_gpu.py: CUDA vs CPU outputs, bf16 agreement, modes and budgets on the GPU
+#   gpu-families  tests/e2e/test_gpu_families.py: every dense family's tiny models (HF and GGUF) on CUDA fp32
+#             against the float64 reference, bf16 agreement printed, modes and budgets per family
 #   smol      bench, dummy SmolLM2-135M shape, 64 requests 16:256 / 16:256, --max-num-seqs 16, all modes
 #   1b        bench, dummy Llama-3.2-1B shape, $NUM_PROMPTS requests 128:1024 / 128:1024, continuous,static
 #   8b-short  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 128 / 128, continuous,static
 #   8b-long   bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests 1000 / 1000, continuous
 #   8b-long-static  the same workload in static mode (a separate stage: each takes minutes)
-#   8b-sharegpt  bench, dummy Llama-3.1-8B shape, 1000 requests of --dataset sharegpt-synthetic (ShareGPT-like
+#   8b-sharegpt  bench, dummy Llama-3.1-8B shape, $NUM_PROMPTS requests of --dataset sharegpt-synthetic (ShareGPT-like
 #             lengths, mean 230 / 203), bf16, continuous: the workload of the published SGLang / LMDeploy / vLLM
 #             figures in docs/benchmarks/README.md; 8b-sharegpt-fp8 the same with --quantization fp8
 #             --kv-cache-dtype fp8 (compute capability 8.9 or newer)
@@ -53,6 +58,8 @@
 #             product in fp32/bf16/fp16, the backend with adapters vs the CPU backend, the FP8 refusal) and
 #             tests/e2e/test_gpu_lora.py (mixed base/PEFT/GGUF-adapter file and Phi-3's fused projections:
 #             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
+#   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
+#             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the moe unit cases and e2e with CBATCH_MOE_GEMM=loop (one GEMM per expert segment)
 #   gpt-oss   gpt-oss on CUDA: the attention-sink cases of test_cuda (every attention kernel with sinks vs the
 #             reference, the backend's gpt-oss test model vs the CPU backend through every attention kernel,
@@ -73,7 +80,11 @@
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
 #             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
-# Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000).
+# Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000),
+# DEADLINE_S (the seconds the whole call may take: each stage's limit is cut to what is left, and a stage
+# with under 10 s left is not run), ARCHIVE (a .tar.gz of OUT_DIR rewritten after each stage). Every stage
+# appends its verdict to OUT_DIR/summary.txt and a JSON line to OUT_DIR/stages.jsonl. When info fails (the
+# binaries do not run there) nothing else is tried.
 # Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
 # on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
 # 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
@@ -98,12 +109,41 @@ export CBATCH_BIN="$CBATCH"
 stage() {  # stage NAME LIMIT_S COMMAND...: runs with a time limit, keeps the whole log, shows its tail
   local name=$1 limit=$2
   shift 2
-  echo "=== $name ($(date -u +%H:%M:%S))"
+  if [[ -n ${DEADLINE_S:-} ]]; then  # the call's own limit: a stage gets at most what is left of it
+    local left=$((DEADLINE_S - SECONDS - 5))
+    if ((left < 10)); then
+      echo "=== $name: not run (${left} s left of DEADLINE_S=$DEADLINE_S)" | tee -a "$OUT_DIR/summary.txt"
+      printf '{"stage": "%s", "exit": null, "seconds": 0, "note": "not run: no time left"}\n' "$name" >>"$OUT_DIR/stages.jsonl"
+      return 1
+    fi
+    ((limit > left)) && limit=$left
+  fi
+  echo "=== $name ($(date -u +%H:%M:%S), limit $limit s)"
   local start=$SECONDS
   timeout "$limit" "$@" >"$OUT_DIR/$name.log" 2>&1
   local rc=$?
   tail -n 25 "$OUT_DIR/$name.log"
+  local verdict=passed
+  ((rc == 124)) && verdict="timed out"
+  ((rc != 0 && rc != 124)) && verdict=failed
+  ((rc == 77)) && verdict=skipped
   echo "=== $name: exit $rc in $((SECONDS - start)) s"
+  echo "$name: $verdict (exit $rc, $((SECONDS - start)) s)" >>"$OUT_DIR/summary.txt"
+  printf '{"stage": "%s", "exit": %d, "seconds": %d}\n' "$name" "$rc" "$((SECONDS - start))" >>"$OUT_DIR/stages.jsonl"
+  # ARCHIVE: a .tar.gz of OUT_DIR rewritten after every stage, so that a call cut off keeps what ran
+  [[ -n ${ARCHIVE:-} ]] && tar czf "$ARCHIVE" -C "$OUT_DIR" .
+  return $rc
+}
+
+unit_cases() {  # every test case of test_cuda in a process of its own: a device fault names its case only
+  local bin=$1 name rc
+  "$bin" --list-test-cases | grep -v -e '^\[doctest\]' -e '^====' -e '^CUDA device' -e '^SKIPPED' |
+    while IFS= read -r name; do
+      [[ -z $name || $name == *"(emulated)"* ]] && continue
+      timeout 60 "$bin" -tc="${name//,/\\,}" >/dev/null 2>&1
+      rc=$?
+      echo "$rc $name"
+    done
 }
 
 bench() {  # bench NAME LIMIT_S CONFIG INPUT OUTPUT MODES [extra flags]: one issue-5 workload as a stage
@@ -118,7 +158,7 @@ sharegpt() {  # sharegpt NAME [extra flags]: 1000 synthetic ShareGPT requests on
   local name=$1
   shift
   stage "$name" 400 "$CBATCH" bench --model dummy:examples/models/llama-3.1-8b.json --dataset sharegpt-synthetic \
-    --num-prompts 1000 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --dtype bf16 \
+    --num-prompts "$NUM_PROMPTS" --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --dtype bf16 \
     --device cuda --quiet --json "$OUT_DIR/bench-$name.json" "$@"
 }
 
@@ -133,8 +173,11 @@ profile() {  # profile NAME CONFIG INPUT OUTPUT [extra flags]: CBATCH_CUDA_PROFI
 for s in "${@:-info unit sanitize e2e}"; do
   for name in $s; do
     case $name in
-      info) stage info 60 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; $CBATCH --version" ;;
-      unit) stage unit 300 "$BIN_DIR/tests/test_cuda" ;;
+      info) stage info 60 bash -c "nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv; $CBATCH --version" ||
+              { echo "info failed: the binaries do not run here; nothing else is tried"; exit 1; } ;;
+      unit)  # a failing run is repeated a case a process, so that a device fault stops only its own case
+        stage unit 300 "$BIN_DIR/tests/test_cuda" -tce='*(emulated)*' ||
+          stage unit-cases 300 bash -c "$(declare -f unit_cases); unit_cases $BIN_DIR/tests/test_cuda" ;;
       sanitize) stage sanitize 400 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" ;;
       sanitize-attention)
         stage memcheck-attention 200 compute-sanitizer --tool memcheck --leak-check no "$BIN_DIR/tests/test_cuda" \
@@ -142,6 +185,12 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage racecheck-attention 300 compute-sanitizer --tool racecheck "$BIN_DIR/tests/test_cuda" \
           -tc='*paged_attention*,*stream decode*,*sample_rows*,*logprob_rows*,*family build*' ;;
       e2e) stage e2e 400 python3 tests/e2e/test_gpu.py ;;
+      gpu-families) stage gpu-families 300 python3 tests/e2e/test_gpu_families.py ;;
+      moe-e2e) stage moe-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      gpt-oss-e2e) stage gpt-oss-e2e 400 python3 tests/e2e/test_gpu_gpt_oss.py ;;
+      lora-e2e) stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;
+      features-e2e) stage features-e2e 300 python3 tests/e2e/test_gpu_logprobs.py ;;
+      fp8-kv-e2e) stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;
       fp8)
         stage fp8-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*fp8*,*FP8*,*cuBLASLt*'
         stage fp8-e2e 120 python3 tests/e2e/test_fp8_flags.py

@@ -11,6 +11,8 @@ BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-se
 def flags(extra):
     """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
     options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
+    if options.get("--device") == "cpu":
+        options.setdefault("--cpu-precision", "exact")  # the fp32 products CUDA's fp32 runs compare with
     return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
 
 

@@ -8,7 +8,7 @@ import json
 import os
 import random
 
-from common import ROOT, Checks, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf, tmpdir, write_jsonl
+from common import EXACT, ROOT, Checks, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_cuda_device()
 c = Checks()
@@ -42,7 +42,7 @@ def check_goldens(label, gguf, golden_path):
     write_jsonl(prompts, [{"id": g["id"], "prompt": g["prompt"], "max_tokens": g.get("max_tokens", 1000),
                            "temperature": 0} for g in golden])
     model = ["--model", gguf]
-    cpu = run_outputs(prompts, model, ["--device", "cpu"])
+    cpu = run_outputs(prompts, model, ["--device", "cpu"] + EXACT)
     gpu32 = run_outputs(prompts, model, ["--device", "cuda", "--dtype", "fp32"])
     for g in golden:
         c.check(gpu32.get(g["id"]) == g["output_ids"], f"{label} fp32 {g['id']}: CUDA differs from the golden")
@@ -65,7 +65,7 @@ rows = [{"id": f"s{i}", "prompt_token_ids": [rng.randrange(3, 49152) for _ in ra
          "max_tokens": 32, "temperature": 0, "ignore_eos": True} for i in range(12)]
 prompts = os.path.join(work, "smol.jsonl")
 write_jsonl(prompts, rows)
-cpu = run_outputs(prompts, SMOL, ["--device", "cpu"])
+cpu = run_outputs(prompts, SMOL, ["--device", "cpu"] + EXACT)
 gpu32 = run_outputs(prompts, SMOL, ["--device", "cuda", "--dtype", "fp32"])
 for r in rows:
     c.check(gpu32.get(r["id"]) == cpu.get(r["id"]),

@@ -7,7 +7,7 @@ import os
 import random
 import subprocess
 
-from common import BIN, Checks, need_cuda_device, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
+from common import BIN, EXACT, Checks, need_cuda_device, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_cuda_device()
 c = Checks()
@@ -46,7 +46,7 @@ def same_entries(where, got, want):
                     abs(gt["logprob"] - g["top"][max(r - 1, 0)]["logprob"]) <= 1e-4), f"{where} {n} top {r}: {gt} vs CPU {wt}")
 
 
-cpu = results(["--device", "cpu"])
+cpu = results(["--device", "cpu"] + EXACT)
 for name, extra, env in [("cuda", [], None), ("cuda budget 16", ["--max-num-batched-tokens", "16"], None),
                          ("cuda device sampling", [], {"CBATCH_SAMPLING": "device"})]:
     gpu = results(["--device", "cuda", "--dtype", "fp32"] + extra, env)
