@@ -73,6 +73,14 @@ Fp8Gemm::Fp8Gemm(void* d_workspace, size_t workspace_bytes)
     CUBLASLT_CHECK(lt.desc_create(&desc_, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSA, CUBLAS_OP_T);
     set_desc(desc_, CUBLASLT_MATMUL_DESC_TRANSB, CUBLAS_OP_N);
+    // Scale pointers are part of the problem the heuristic answers (as in NVIDIA's FP8 sample, every
+    // attribute is set before the query): a unit scale until run() sets the real ones. On an H200 the
+    // 8192^3 product of the roofline's peak failed in cublasLtMatmul ("not supported") with an algorithm
+    // chosen before any scale pointer was set (docs/benchmarks, 2026-11-26); this is the suspected cause.
+    const float one = 1.0f;
+    CUDA_CHECK(cudaMemcpy(unit_scale_.get(), &one, sizeof one, cudaMemcpyHostToDevice));
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const float*>(unit_scale_.get()));
+    set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const float*>(unit_scale_.get()));
     CUBLASLT_CHECK(lt.preference_create(&preference_));
     set_preference(preference_, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{workspace_bytes});
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
@@ -138,13 +146,18 @@ void Fp8Gemm::run(TOut* d_y, const uint8_t* d_x, const float* d_x_scale, const u
     }
   }
   if (d_x_scale == nullptr || d_w_scale == nullptr) throw Error("fp8 gemm: a null scale (" + sizes(m, n, k) + ")");
-  const Plan& p = plan(cuda_data_type<TOut>(), m, n, k);
   set_desc(desc_, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, d_w_scale);
   set_desc(desc_, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, d_x_scale);
+  const Plan& p = plan(cuda_data_type<TOut>(), m, n, k);
   const float alpha = 1.0f;
   const float beta = 0.0f;
-  CUBLASLT_CHECK(cublaslt_library().matmul(handle_, desc_, &alpha, d_w, p.a, d_x, p.b, &beta, d_y, p.d, d_y, p.d,
-                                           &p.algo, workspace_, workspace_bytes_, stream));
+  const cublasStatus_t status = cublaslt_library().matmul(handle_, desc_, &alpha, d_w, p.a, d_x, p.b, &beta, d_y, p.d,
+                                                          d_y, p.d, &p.algo, workspace_, workspace_bytes_, stream);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    throw Error("cuBLASLt's FP8 GEMM failed for " + sizes(m, n, k) + " (algorithm workspace " +
+                std::to_string(p.workspace_bytes) + " of " + std::to_string(workspace_bytes_) +
+                " bytes): " + cublaslt_library().status_string(status));
+  }
 }
 
 template void Fp8Gemm::check_supported<__nv_bfloat16>(int, int);

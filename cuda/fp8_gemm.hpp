@@ -12,6 +12,8 @@
 #include <string>
 #include <tuple>
 
+#include "cuda/device_buffer.hpp"
+
 namespace cbatch {
 
 // Throws cbatch::Error naming tensor `name` when a weight of shape (rows, cols) cannot be an operand of the
@@ -48,6 +50,7 @@ class Fp8Gemm {
   size_t workspace_bytes_;
   cublasLtHandle_t handle_ = nullptr;
   cublasLtMatmulDesc_t desc_ = nullptr;               // TN, fp32 compute and scale; scale pointers set per call
+  DeviceBuffer<float> unit_scale_{1};                 // 1.0f: the scale pointers before the first call
   cublasLtMatmulPreference_t preference_ = nullptr;   // workspace limit, 16-byte alignment
   std::map<PlanKey, std::unique_ptr<Plan>> plans_;    // one per shape seen: the heuristic query costs tens of us
 };

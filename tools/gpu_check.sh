@@ -21,14 +21,18 @@
 #             lengths, mean 230 / 203), bf16, continuous: the workload of the published SGLang / LMDeploy / vLLM
 #             figures in docs/benchmarks/README.md; 8b-sharegpt-fp8 the same with --quantization fp8
 #             --kv-cache-dtype fp8 (compute capability 8.9 or newer)
-#   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default): the host-side sampling cost
-#   1b-sampled-device  the same with CBATCH_SAMPLING=device (drawn on the GPU, no logits copied back)
+#   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default) with CBATCH_SAMPLING=host: the host
+#             sampler's cost (logits copied back)
+#   1b-sampled-device  the same drawn on the GPU (the default: no logits copied back)
 #   1b-top-p, 1b-top-p-device  the 1b workload at --temperature 0.8 --top-p 0.95, host and device sampling
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
+#   1b-tc32, 8b-long-tc32  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores (the 32-key kernel, the
+#             default until 2026-11-26 and the fallback where the stream kernel does not fit)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
-#             stream-scheduled decode kernel); e2e-stream: test_gpu.py with it
+#             stream-scheduled decode kernel, the default since 2026-11-26: these equal 1b, 8b-short, 8b-long);
+#             e2e-stream: test_gpu.py with it
 #   fp8       --quantization fp8 (needs compute capability 8.9): the FP8 unit cases of test_cuda (device
 #             quantization vs the host bit for bit, the cuBLASLt FP8 GEMM vs a reference on the 1B/8B shapes,
 #             fp8 vs bf16 logit statistics on a small and the 1B dummy model, the refusals),
@@ -85,18 +89,14 @@
 # with under 10 s left is not run), ARCHIVE (a .tar.gz of OUT_DIR rewritten after each stage). Every stage
 # appends its verdict to OUT_DIR/summary.txt and a JSON line to OUT_DIR/stages.jsonl. When info fails (the
 # binaries do not run there) nothing else is tried.
-# Seconds per stage on an H100 (2026-11-23, NUM_PROMPTS=1000), to plan a call: unit 6, e2e 11, sanitize
-# on the attention tests only 5 (memcheck) and 45 (racecheck), 1b 47, 8b-short 22, 8b-long 171 (at the
-# 5,900 tok/s of f12f1a8; 250 before), 1b-cc/1b-t16 about as 1b, profile 10, ncu-decode about 60 a shape;
-# decode-bench (not yet run) should take well under a minute; families, qwen2.5-7b and gemma-3-4b not yet run
-# (the benches are guessed at 2-5 minutes each at NUM_PROMPTS=1000). Not yet run, predicted: fp8 about 90
-# (unit 30, e2e 10, accuracy tool 50), 1b-fp8 / 8b-short-fp8 / 8b-long-fp8 at most their bf16 stages' times;
-# 8b-sharegpt and 8b-sharegpt-fp8 40-90 s each (about 203k output tokens at 5,000-8,000 tok/s, plus setup);
-# fp8-kv guessed at 40 (unit cases 10, e2e 30), 8b-long-fp8kv at about 8b-long's 171. moe guessed at 60
-# (unit cases 10, e2e 50: 3 models x 2 formats x 6 runs), qwen3-30b-a3b at 150-300 (most of it the 61 GB
-# of weights generated on the device and the warm-up). lora guessed at 40 (unit cases 5, e2e 35: 8 runs).
-# gpt-oss guessed at 40 (unit cases 10, e2e 30: 3 files x 2 runs and 7 more on one), gpt-oss-20b at
-# 120-250 (42 GB of weights).
+# Seconds per stage on an H200 (2026-11-26, NUM_PROMPTS=300), to plan a call: info 1, unit 85 (unit-cases
+# 121 more when it fails), e2e 12, gpu-families 42, moe-e2e 16, gpt-oss-e2e 8, lora-e2e 5, features-e2e 2,
+# fp8-kv-e2e 6, decode-bench 10 in all, 1b 16, 8b-short 9, 8b-long 41 (300 requests of 1000 / 1000 at
+# 7,400 tok/s: 1000 take about 140), 8b-long-fp8kv 45, 8b-sharegpt 16, 1b-sampled 51 (host sampling),
+# 1b-sampled-device 8. From the H100 (2026-11-23, NUM_PROMPTS=1000): sanitize on the attention tests 5
+# (memcheck) and 45 (racecheck), profile 10, ncu-decode about 60 a shape. Never run to the end: fp8 (about
+# 90 guessed), the FP8-weights benches, qwen3-30b-a3b (150-300 guessed, most of it the 61 GB of weights
+# generated on the device), gpt-oss-20b (120-250), qwen2.5-7b and gemma-3-4b (2-5 minutes at 1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -233,11 +233,11 @@ for s in "${@:-info unit sanitize e2e}"; do
       1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;
       8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
-      1b-sampled) bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+      1b-sampled) CBATCH_SAMPLING=host bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
                     --temperature 1.0 ;;
       1b-sampled-device) CBATCH_SAMPLING=device bench 1b-sampled-device 500 llama-3.2-1b.json 128:1024 128:1024 \
                            continuous --max-num-batched-tokens 8192 --temperature 1.0 ;;
-      1b-top-p) bench 1b-top-p 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+      1b-top-p) CBATCH_SAMPLING=host bench 1b-top-p 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
                   --temperature 0.8 --top-p 0.95 ;;
       1b-top-p-device) CBATCH_SAMPLING=device bench 1b-top-p-device 500 llama-3.2-1b.json 128:1024 128:1024 \
                          continuous --max-num-batched-tokens 8192 --temperature 0.8 --top-p 0.95 ;;
@@ -253,6 +253,10 @@ for s in "${@:-info unit sanitize e2e}"; do
                 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
+      1b-tc32) CBATCH_DECODE_ATTENTION=tensor-cores bench 1b-tc32 500 llama-3.2-1b.json 128:1024 128:1024 \
+                 continuous,static --max-num-batched-tokens 8192 ;;
+      8b-long-tc32) CBATCH_DECODE_ATTENTION=tensor-cores bench 8b-long-tc32 550 llama-3.1-8b.json 1000 1000 \
+                      continuous --max-num-batched-tokens 8192 ;;
       e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
       fp8-kv)
         stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'

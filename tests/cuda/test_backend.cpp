@@ -605,7 +605,11 @@ TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from 
     const ScopedEnv env("CBATCH_SAMPLING", "device");
     backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
   }
-  std::unique_ptr<Backend> host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  std::unique_ptr<Backend> host_sampling;
+  {
+    const ScopedEnv env("CBATCH_SAMPLING", "host");
+    host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  }
   CHECK(backend->samples_on_device());
   CHECK(!host_sampling->samples_on_device());
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});

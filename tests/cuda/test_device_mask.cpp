@@ -42,7 +42,7 @@ std::vector<SourceItem> constrained_requests() {
 
 // Each request's output tokens, and the rows sampled under a constraint over the run's steps.
 std::map<int64_t, std::vector<int32_t>> run_engine(const Model& model, bool device_sampling, int& constrained_rows) {
-  if (device_sampling) setenv("CBATCH_SAMPLING", "device", 1);
+  setenv("CBATCH_SAMPLING", device_sampling ? "device" : "host", 1);
   CudaBackendOptions options;
   options.max_batch_tokens = 256;
   options.max_num_seqs = 8;

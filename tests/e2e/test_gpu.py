@@ -100,7 +100,7 @@ for mode, budget, seqs, blocks in [("continuous", 4096, 256, None), ("continuous
     same = sum(res[k] == reference[k] for k in reference)
     print(f"{name}: {same}/{len(rows)} outputs identical to continuous/4096 on the GPU")
 
-# Sampling on the GPU (CBATCH_SAMPLING=device) draws the host sampler's tokens from the same logits: every
+# Sampling on the GPU (the default; CBATCH_SAMPLING=host copies the logits back instead) draws the host sampler's tokens from the same logits: every
 # output, greedy or sampled with top-k, top-p, min-p and penalties, equals the run that copies the logits to
 # the host.
 rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _ in range(rng.randint(0, 60))],
@@ -110,8 +110,9 @@ rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _
          "presence_penalty": -0.4 if i % 8 == 3 else 0} for i in range(64)]
 prompts = os.path.join(work, "sampling.jsonl")
 write_jsonl(prompts, rows)
+os.environ["CBATCH_SAMPLING"] = "host"
 host = run_outputs(prompts, SMOL, ["--device", "cuda"])
-os.environ["CBATCH_SAMPLING"] = "device"
+os.environ["CBATCH_SAMPLING"] = "device"  # the default; named, so the check holds whatever the default
 device = run_outputs(prompts, SMOL, ["--device", "cuda"])
 del os.environ["CBATCH_SAMPLING"]
 same = sum(device.get(k) == v for k, v in host.items())

@@ -47,7 +47,8 @@ def same_entries(where, got, want):
 
 
 cpu = results(["--device", "cpu"] + EXACT)
-for name, extra, env in [("cuda", [], None), ("cuda budget 16", ["--max-num-batched-tokens", "16"], None),
+for name, extra, env in [("cuda host sampling", [], {"CBATCH_SAMPLING": "host"}),
+                         ("cuda budget 16", ["--max-num-batched-tokens", "16"], {"CBATCH_SAMPLING": "host"}),
                          ("cuda device sampling", [], {"CBATCH_SAMPLING": "device"})]:
     gpu = results(["--device", "cuda", "--dtype", "fp32"] + extra, env)
     for r in rows:
