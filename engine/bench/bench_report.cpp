@@ -27,7 +27,11 @@ std::string format_bench_table(const BenchReport& report) {
                   s.ttft_ms_p50, s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, s.wall_s, s.prefix_cache_hit_rate());
     out += line;
     if (r.roofline_fraction >= 0) {
-      std::snprintf(line, sizeof(line), " %8.3f %8.3f", r.roofline_fraction, r.device_idle_fraction);
+      if (r.device_idle_fraction >= 0) {
+        std::snprintf(line, sizeof(line), " %8.3f %8.3f", r.roofline_fraction, r.device_idle_fraction);
+      } else {
+        std::snprintf(line, sizeof(line), " %8.3f %8s", r.roofline_fraction, "-");
+      }
       out += line;
     }
     out += "\n";
@@ -74,7 +78,10 @@ std::string format_bench_json(const BenchReport& report) {
     w.key("host_schedule_s").number(s.schedule_s, 4);
     w.key("forward_s").number(s.forward_s, 4);
     w.key("host_update_s").number(s.update_s, 4);
-    if (r.roofline_fraction >= 0) w.key("roofline_fraction").number(r.roofline_fraction, 4);
+    if (r.roofline_fraction >= 0) {
+      w.key("roofline_fraction").number(r.roofline_fraction, 4);
+      w.key("gflops_per_s").number(r.summary.wall_s > 0 ? r.summary.flops * 1e-9 / r.summary.wall_s : 0, 2);
+    }
     if (r.device_idle_fraction >= 0) w.key("gpu_idle_fraction").number(r.device_idle_fraction, 4);
     w.end_object();
   }

@@ -556,7 +556,11 @@ class EngineRun {
     r.embedding_seqs = batch_.num_pooled();  // the batch: the plan's finished sequences are gone by now
     for (int s : batch_.pooled_seqs) r.embedding_tokens += batch_.query_start[s + 1] - batch_.query_start[s];
     r.kv_blocks_cached = blocks_.num_cached();
-    if (hooks_.peaks.valid()) r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost_model_.step_cost(batch_, output_.experts_touched), hooks_.peaks);
+    if (hooks_.peaks.valid()) {
+      const StepCost cost = cost_model_.step_cost(batch_, output_.experts_touched);
+      r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost, hooks_.peaks);
+      r.flops = cost.flops;
+    }
     stats_.add_step(r);
     if (hooks_.on_step) hooks_.on_step(r);
   }

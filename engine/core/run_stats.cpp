@@ -20,6 +20,7 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;
+  summary_.flops += r.flops;
   summary_.schedule_s += r.schedule_ms * 1e-3;
   summary_.forward_s += r.forward_ms * 1e-3;
   summary_.update_s += r.update_ms * 1e-3;

@@ -34,6 +34,7 @@ struct StepRecord {
   int embedding_seqs = 0;      // embedding inputs computed (whole) and pooled in the step
   int embedding_tokens = 0;    // their tokens (part of prefill_tokens)
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
+  double flops = 0;            // the step's useful flops (the cost model's; 0 without device peaks)
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call
   double update_ms = 0;        // host: sampling, stop checks, bookkeeping, output
@@ -59,6 +60,7 @@ struct RunSummary {
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
   bool interrupted = false;
   double roofline_s = 0;       // sum of the steps' roofline times
+  double flops = 0;            // sum of the steps' useful flops
   double schedule_s = 0;       // host time in schedule + pack, summed
   double forward_s = 0;        // time in the backend's forward(), summed
   double update_s = 0;         // host time sampling and updating, summed

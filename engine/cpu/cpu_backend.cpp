@@ -20,6 +20,7 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_peaks.hpp"
 #include "engine/cpu/cpu_pooling.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -218,6 +219,9 @@ class CpuBackend final : public Backend {
   double weight_bytes_per_param() const override {
     return matrix_params_ > 0 ? static_cast<double>(matrix_bytes_) / static_cast<double>(matrix_params_) : 4.0;
   }
+
+  // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
+  DevicePeaks measure_peaks() override { return measure_cpu_peaks(pool_); }
 
   int64_t kv_block_bytes(int block_size) const override {
     return 2LL * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(float));

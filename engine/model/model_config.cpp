@@ -16,7 +16,7 @@ float ModelConfig::query_scale() const {
   return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
-int64_t ModelConfig::num_parameters() const {
+int64_t ModelConfig::layer_parameters() const {
   const int64_t d = dim;
   const int64_t qk_norms = !qk_norm ? 0 : qk_norm_whole ? q_dim() + kv_dim() : 2 * head_dim;
   const int64_t norms = (sandwich_norms ? 4 : 2) * d + qk_norms;
@@ -31,6 +31,12 @@ int64_t ModelConfig::num_parameters() const {
                              (shared_expert_hidden_dim > 0 ? d + 3 * d * static_cast<int64_t>(shared_expert_hidden_dim) : 0);
   int64_t total = 0;
   for (int l = 0; l < num_layers; ++l) total += attention + (is_sparse(l) ? sparse_ffn : dense_ffn);
+  return total;
+}
+
+int64_t ModelConfig::num_parameters() const {
+  const int64_t d = dim;
+  const int64_t total = layer_parameters();
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
   if (is_encoder()) {  // positions, token types (two rows counted) and the embedding LayerNorm; no head
     return total + embed + (learned_positions ? int64_t{max_context + position_offset} * d : 0) +

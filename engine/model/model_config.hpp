@@ -121,6 +121,7 @@ struct ModelConfig {
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }
   float query_scale() const;           // attn_scale, or 1 / sqrt(head_dim)
   int64_t num_parameters() const;      // weights incl. embeddings (lm_head counted once when tied)
+  int64_t layer_parameters() const;    // the transformer layers' weights only (what a row multiplies by)
   std::string features() const;        // the family description in words, for inspect ("" for plain Llama)
 };
 
