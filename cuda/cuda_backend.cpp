@@ -201,11 +201,11 @@ class CudaBackend final : public Backend {
   StepProfiler profiler_;
   DeviceLogprobs logprobs_;     // answers the steps' logprob queries
   // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
-  // for the head_dim (CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core kernel, =0 sends them
-  // through the general paged_attention, for comparison; =tensor-cores-16 picks the 16-key-tile variant and
-  // =stream the stream-scheduled kernel, to measure). Its split-KV scratch holds max_partials() partial
-  // results; the stream kernel's holds two per warp. A step's split and stream plan depend on the keys a
-  // row sees, so there is one of each per window kind. An FP8 cache narrows the choice (decode_kernel_choice).
+  // for the head_dim (decode_kernel_choice; CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core
+  // kernel, =0 sends them through the general paged_attention, for comparison; =tensor-cores-16 picks the
+  // fallback kernel). Its split-KV scratch holds max_partials() partial results; the stream kernel's holds
+  // two per warp. A step's split and stream plan depend on the keys a row sees, so there is one of each per
+  // window kind.
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice();  // none: all rows paged
   std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
   std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
@@ -246,9 +246,10 @@ class CudaBackend final : public Backend {
   int max_partials() const { return 16 * num_sms(); }
   // The decode kernel for the rows of single-row sequences (decode_kernel_for_dtype): the stream kernel
   // unless CBATCH_DECODE_ATTENTION asks for another or its 2-stage shared memory does not fit the GPU
-  // (then the 32-key tensor-core kernel). Measured on an H200 (docs/benchmarks, 2026-11-26): the stream
-  // kernel read the KV cache at 0.76-0.88 of the copy rate on 256-sequence batches against the 32-key
-  // kernel's 0.39-0.66, and gave the 8B shape's 1000/1000 workload 7,380 output tok/s against 5,540.
+  // (sm_86/89/120 at head_dim 128), then the 16-key tensor-core kernel (at most 99 KB). Measured on an H200
+  // (docs/benchmarks, 2026-11-26): the stream kernel read the KV cache at 0.65-0.87 of the copy rate on
+  // 256-sequence batches, the 16-key kernel at 0.69-0.77 (ahead only on 8 and 32 sequences: 0.54 and 0.16
+  // against 0.49 and 0.13), and the stream kernel gave the 8B shape's 1000/1000 workload 7,380 output tok/s.
   std::optional<DecodeKernel> decode_kernel_choice() const {
     const std::optional<DecodeKernel> kernel = decode_kernel_for_dtype(config_);
     if constexpr (!std::is_same_v<T, float>) {
@@ -256,7 +257,7 @@ class CudaBackend final : public Backend {
         const size_t has = context_.properties().sharedMemPerBlockOptin;
         const size_t need = options_.fp8_kv_cache ? decode_stream_smem_bytes<T, Fp8E4M3>(config_.head_dim, 2)
                                                   : decode_stream_smem_bytes<T, T>(config_.head_dim, 2);
-        if (need > has) return DecodeKernel::kTensorCores;
+        if (need > has) return DecodeKernel::kTensorCores16;
       }
     }
     return kernel;
@@ -264,6 +265,10 @@ class CudaBackend final : public Backend {
   static std::optional<DecodeKernel> decode_kernel_for_dtype(const ModelConfig& c) {
     const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
     const std::string env = value != nullptr ? value : "";
+    if (!env.empty() && env != "stream" && env != "tensor-cores-16" && env != "cuda-cores" && env != "0") {
+      throw Error("CBATCH_DECODE_ATTENTION=" + env + " names no decode kernel (stream, tensor-cores-16, cuda-cores "
+                  "or 0)");
+    }
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
                           (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128 ||
                            c.head_dim == kWideHeadDim);
@@ -271,8 +276,7 @@ class CudaBackend final : public Backend {
     if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
       return DecodeKernel::kCudaCores;
     }
-    if (env == "tensor-cores-16") return DecodeKernel::kTensorCores16;
-    return env == "tensor-cores" ? DecodeKernel::kTensorCores : DecodeKernel::kStream;
+    return env == "tensor-cores-16" ? DecodeKernel::kTensorCores16 : DecodeKernel::kStream;
   }
   static bool device_sampling_enabled() {
     const char* env = std::getenv("CBATCH_SAMPLING");

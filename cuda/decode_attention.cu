@@ -96,10 +96,8 @@ void launch_decode(const DecodeArgs<T, KV>& args, int num_seqs, const DecodeSpli
     } else if (kernel == DecodeKernel::kStream) {
       const StreamArgs st{plan->tile_start, plan->num_tiles, plan->num_warps, num_seqs};
       return launch_stream<T, FAMILY, KV>(args, st, plan->stages, hd, stream);
-    } else if (kernel == DecodeKernel::kTensorCores16) {
-      return launch_tensor_cores<T, 16, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     } else {
-      return launch_tensor_cores<T, 32, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
+      return launch_tensor_cores<T, FAMILY, KV>(args, num_seqs, split.num_splits, hd, stream);
     }
   }
   switch (hd) {

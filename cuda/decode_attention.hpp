@@ -27,17 +27,19 @@ struct DecodeSplit {
 // in total); one split when the sequences alone fill the GPU.
 DecodeSplit choose_decode_split(int num_seqs, int num_kv_heads, int max_seq_len, int target_ctas, int max_partials);
 
-// The kernel that serves the decode rows: CUDA cores (every dtype and head_dim), or the tensor cores
-// (bf16 and fp16, head_dims for which decode_tensor_cores_support() holds; P is rounded to the dtype
-// before P V, as in the prefill kernel). kTensorCores16 is the tensor-core kernel with 16-key warp tiles
-// (smaller stages, more CTAs per SM): tested for correctness, its speed not yet measured. kStream is the
-// tensor-core kernel scheduled as in decode_stream.hpp (each warp a contiguous, equal share of all the
-// decode tiles; the products transposed so that the group's q heads are the mma's 8 columns): it takes a
-// DecodeStream plan instead of the split, and was written without a GPU at hand (its block code is checked
-// on the CPU through an emulation of the PTX instructions, tests/cuda/test_decode_emulated.cpp).
-enum class DecodeKernel { kCudaCores, kTensorCores, kTensorCores16, kStream };
+// The kernel that serves the decode rows. kStream, the default for bf16 and fp16 (head_dims for which
+// decode_tensor_cores_support() holds): the tensor-core kernel scheduled as in decode_stream.hpp (each
+// warp a contiguous, equal share of all the decode tiles; the products transposed so that the group's q
+// heads are the mma's 8 columns); it takes a DecodeStream plan instead of the split. kTensorCores16: the
+// split-KV tensor-core kernel with 16-key warp tiles, the fallback where the stream kernel's shared memory
+// does not fit the GPU (at most 99 KB a CTA). kCudaCores: every dtype and head_dim (fp32, head_dim 256),
+// and the reference the others are compared with. The tensor-core kernels round P to the dtype before
+// P V, as the prefill kernel does; their block code is also checked on the CPU through an emulation of
+// the PTX instructions (tests/cuda/test_decode_emulated.cpp). Measured on an H200 (docs/benchmarks,
+// 2026-11-26): on 256-sequence batches at head_dim 128 the stream kernel read the KV cache at 0.77-0.87 of
+// the copy rate, the 16-key one at 0.70-0.76, the CUDA-core one at 0.26-0.29.
+enum class DecodeKernel { kCudaCores, kTensorCores16, kStream };
 bool decode_tensor_cores_support(int head_dim);
-bool decode_kernel_reads_fp8(DecodeKernel kernel);
 // Shared memory (dynamic and static) of a CUDA-core decode CTA at head_dim over a cache of KV elements: 141
 // KB in fp32 at 256.
 template <typename KV>

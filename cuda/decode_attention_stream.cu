@@ -102,7 +102,7 @@ DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages) {
   }
   throw Error("CBATCH_DECODE_ATTENTION=stream: the stream decode kernel needs at least " + std::to_string(smallest) +
               " bytes of shared memory per block at head_dim " + std::to_string(head_dim) + "; this GPU allows " +
-              std::to_string(max_smem) + ". Use CBATCH_DECODE_ATTENTION=tensor-cores");
+              std::to_string(max_smem) + ". Use CBATCH_DECODE_ATTENTION=tensor-cores-16");
 }
 
 template <typename T, typename KV>

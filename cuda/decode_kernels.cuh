@@ -1,6 +1,6 @@
 // Device-side pieces shared by the decode attention kernels (decode_attention.cu: the CUDA-core kernel and
-// the split-KV launch; decode_attention_mma.cu: the tensor-core kernel; decode_attention_stream.cu: the
-// stream kernel): their arguments (decode_args.cuh), the cp.async / ldmatrix / mma.sync / movmatrix
+// the split-KV launch; decode_attention_mma.cu: the split tensor-core kernel; decode_attention_stream.cu:
+// the stream kernel): their arguments (decode_args.cuh), the cp.async / ldmatrix / mma.sync / movmatrix
 // wrappers, and the launchers each file gives the dispatcher in decode_attention.cu. For .cu files only;
 // the host tests replace the wrappers with tests/cuda/warp_mma_emulator.hpp.
 #pragma once
@@ -105,7 +105,7 @@ void with_tensor_core_head_dim(int hd, F&& f) {
 template <typename T, typename KV = T>
 void launch_split(void (*kernel)(DecodeArgs<T, KV>), int threads, size_t smem_bytes, const DecodeArgs<T, KV>& args,
                   int num_seqs, int num_splits, int hd, cudaStream_t stream);
-template <typename T, int TILE, bool FAMILY, typename KV = T>
+template <typename T, bool FAMILY, typename KV = T>
 void launch_tensor_cores(const DecodeArgs<T, KV>& args, int num_seqs, int num_splits, int hd, cudaStream_t stream);
 template <typename T, bool FAMILY, typename KV = T>
 void launch_stream(const DecodeArgs<T, KV>& args, const StreamArgs& st, int stages, int hd, cudaStream_t stream);

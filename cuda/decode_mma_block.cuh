@@ -1,14 +1,14 @@
-// The block code of the tensor-core decode attention (decode_attention_mma.cu), DecodeKernel::kTensorCores
-// and kTensorCores16.
+// The block code of the split tensor-core decode attention (decode_attention_mma.cu),
+// DecodeKernel::kTensorCores16: the fallback where the stream kernel's shared memory does not fit the GPU.
 //
 // Same grid, arguments and outputs as decode_attention_kernel, 4 warps per CTA. Each warp walks its own
-// 32-key (or 16-key) tiles of the split (tiles warp, warp + 4, ...) through a private cp.async pipeline
-// (2-4 stages) in shared memory, so the loop needs no block barrier, and does both products on the
-// tensor cores with mma.m16n8k16 (fp32 accumulate): S = Q K^T with the group's q heads as the rows of A
-// (rows past the group are zero), K as B straight from ldmatrix; the fp32 online softmax runs on the S
-// fragments in registers (exp2 of pre-scaled scores); P, rounded to T, is already in A's layout for
-// O += P V, V coming from ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared
-// memory. Rows are padded by 16 bytes so that ldmatrix's eight row addresses fall in distinct banks.
+// 16-key tiles of the split (tiles warp, warp + 4, ...) through a private cp.async pipeline (2-4 stages)
+// in shared memory, so the loop needs no block barrier, and does both products on the tensor cores with
+// mma.m16n8k16 (fp32 accumulate): S = Q K^T with the group's q heads as the rows of A (rows past the group
+// are zero), K as B straight from ldmatrix; the fp32 online softmax runs on the S fragments in registers
+// (exp2 of pre-scaled scores); P, rounded to T, is already in A's layout for O += P V, V coming from
+// ldmatrix.trans. At the end the warps' (m, l, o) are merged through shared memory. Rows are padded by 16
+// bytes so that ldmatrix's eight row addresses fall in distinct banks.
 // The family build (FAMILY, decode_args.cuh) walks the keys of the row's window and softcaps the scores.
 // An FP8 cache (KV = Fp8E4M3): the stages hold E4M3 codes and after each wait the warp dequantizes its tile
 // pair into one T tile pair that the ldmatrix loads read, as in the stream kernel (decode_stream_block.cuh).
@@ -26,36 +26,45 @@
 
 namespace cbatch::decode_detail {
 
-// TILE keys per warp tile: 32 (the default), or 16 (DecodeKernel::kTensorCores16: half the shared memory
-// per stage, one stage more, so that more CTAs fit on an SM; not measured yet).
-// A warp's stages (K, V tile pairs of KV elements), then with an FP8 cache the converted T tile pair.
-template <typename T, int HD, int TILE, typename KV = T>
+constexpr int kMmaTile = 16;  // keys per warp tile
+// The most shared memory a CTA takes: 99 KB, the opt-in limit of sm_86, sm_89 and sm_120, where the stream
+// kernel's 2 stages at head_dim 128 (136 KB in bf16) do not fit and this kernel serves instead.
+constexpr size_t kMmaMaxBytes = 99 * 1024;
+
+// A warp's stages (K, V tile pairs of KV elements), then with an FP8 cache the converted T tile pair. The
+// pipeline is 4 stages deep at head_dim <= 64 and 3 at 128 (as measured on an H200, 2026-11-26), one
+// less where 3 would pass kMmaMaxBytes (a 16-bit cache at 128: 102 KB; 68 KB with 2).
+template <typename T, int HD, typename KV = T>
 struct MmaLayout {
-  static_assert(TILE == 16 || TILE == 32, "warp tiles of 16 or 32 keys");
   static constexpr int kLd = HD + 8;                               // padded T row the products read, elements
-  static constexpr int kTileElems = TILE * kLd;                    // one K or V tile in T
-  static constexpr int kStages = (HD <= 64 ? 3 : 2) + (TILE == 16 ? 1 : 0);
+  static constexpr int kTileElems = kMmaTile * kLd;                // one K or V tile in T
   static constexpr int kStageLd = kFp8Kv<KV> ? HD + 16 : kLd;      // padded stage row, KV elements
-  static constexpr int kStageTileElems = TILE * kStageLd;
-  static constexpr size_t kStageBytes = sizeof(KV) * 2 * kStages * kStageTileElems;
+  static constexpr int kStageTileElems = kMmaTile * kStageLd;
   static constexpr size_t kConvertedBytes = kFp8Kv<KV> ? sizeof(T) * 2 * kTileElems : 0;
+  static constexpr size_t cta_bytes(int stages) {
+    return kMmaWarps * (sizeof(KV) * 2 * stages * kStageTileElems + kConvertedBytes);
+  }
+  static constexpr int kDeepest = HD <= 64 ? 4 : 3;
+  static constexpr int kStages = cta_bytes(kDeepest) <= kMmaMaxBytes ? kDeepest : kDeepest - 1;
+  static constexpr size_t kStageBytes = sizeof(KV) * 2 * kStages * kStageTileElems;
   static constexpr size_t kWarpBytes = kStageBytes + kConvertedBytes;
   static constexpr size_t kBytes = kMmaWarps * kWarpBytes;
+  static_assert(kBytes <= kMmaMaxBytes, "fits every GPU the stream kernel may not fit");
   // After its loop a warp leaves (o (kDecodeMaxGroup, HD), m, l (kDecodeMaxGroup)) in its own space.
   static_assert(sizeof(float) * kDecodeMaxGroup * (HD + 2) <= kWarpBytes, "warp result space");
   static_assert(kStageBytes % 16 == 0 && kWarpBytes % 16 == 0, "16-byte aligned stages and tiles");
 };
 
-// A warp's copies of keys [key0, key0 + TILE) into one stage; keys at or past key_end become zero rows.
-template <typename T, int HD, int TILE, typename KV>
+// A warp's copies of keys [key0, key0 + kMmaTile) into one stage; keys at or past key_end become zero rows.
+template <typename T, int HD, typename KV>
 __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T, KV>& a, const int32_t* table, int kv_head, int key0,
                                               int key_end, KV* s_k, KV* s_v, int lane) {
-  using L = MmaLayout<T, HD, TILE, KV>;
+  using L = MmaLayout<T, HD, KV>;
   constexpr int kPieces = HD * static_cast<int>(sizeof(KV)) / 16;  // 16-byte pieces per row
   constexpr int kVec = 16 / static_cast<int>(sizeof(KV));
-  static_assert(TILE * kPieces % 32 == 0, "whole pieces per lane");
+  static_assert(kMmaTile * kPieces % 32 == 0, "whole pieces per lane");
 #pragma unroll
-  for (int j = 0; j < TILE * kPieces / 32; ++j) {
+  for (int j = 0; j < kMmaTile * kPieces / 32; ++j) {
     const int i = lane + 32 * j;
     const int k = i / kPieces, piece = i % kPieces;
     const int key = key0 + k;
@@ -67,9 +76,9 @@ __device__ __forceinline__ void mma_load_tile(const DecodeArgs<T, KV>& a, const 
 }
 
 // The body of decode_attention_mma_kernel: s_stages is the CTA's MmaLayout::kBytes of dynamic shared memory.
-template <typename T, int HD, int TILE, bool FAMILY, typename KV = T>
+template <typename T, int HD, bool FAMILY, typename KV = T>
 __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned char* s_stages) {
-  using L = MmaLayout<T, HD, TILE, KV>;
+  using L = MmaLayout<T, HD, KV>;
   constexpr int kKSteps = HD / 16;  // k steps of S = Q K^T
   constexpr int kDimTiles = HD / 8;  // n tiles of O
   constexpr float kLog2e = 1.4426950408889634f;
@@ -78,22 +87,22 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
   const int kv_head = cta.kv_head, group = cta.group, row = cta.row;
   const int key_begin = cta.key_begin, key_end = cta.key_end;
   const int32_t* table = cta.table;
-  const int num_tiles = key_begin < key_end ? (key_end - key_begin + TILE - 1) / TILE : 0;
+  const int num_tiles = key_begin < key_end ? (key_end - key_begin + kMmaTile - 1) / kMmaTile : 0;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;  // fragment row (q head in the group) and column pair
   const int my_tiles = num_tiles > warp ? (num_tiles - warp + kMmaWarps - 1) / kMmaWarps : 0;
   unsigned char* s_warp = s_stages + warp * L::kWarpBytes;
   KV* s_stage0 = reinterpret_cast<KV*>(s_warp);
-  T* s_converted = reinterpret_cast<T*>(s_warp + L::kStageBytes);  // (2, TILE, kLd): FP8 caches only
+  T* s_converted = reinterpret_cast<T*>(s_warp + L::kStageBytes);  // (2, kMmaTile, kLd): FP8 caches only
   const float k_scale = kv_scale<KV>(a.k_scale);
   const float v_scale = kv_scale<KV>(a.v_scale);
   auto stage_k = [&](int i) { return s_stage0 + (i % L::kStages) * 2 * L::kStageTileElems; };
-  auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * TILE; };
+  auto tile_key = [&](int i) { return key_begin + (warp + i * kMmaWarps) * kMmaTile; };
 
 #pragma unroll
   for (int i = 0; i < L::kStages - 1; ++i) {
     if (i < my_tiles) {
-      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kStageTileElems,
+      mma_load_tile<T, HD>(a, table, kv_head, tile_key(i), key_end, stage_k(i), stage_k(i) + L::kStageTileElems,
                                  lane);
     }
     cp_async_commit();
@@ -120,21 +129,21 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
   for (int i = 0; i < my_tiles; ++i) {
     const int ahead = i + L::kStages - 1;
     if (ahead < my_tiles) {
-      mma_load_tile<T, HD, TILE>(a, table, kv_head, tile_key(ahead), key_end, stage_k(ahead),
+      mma_load_tile<T, HD>(a, table, kv_head, tile_key(ahead), key_end, stage_k(ahead),
                                  stage_k(ahead) + L::kStageTileElems, lane);
     }
     cp_async_commit();
     cp_async_wait<L::kStages - 1>();
     __syncwarp();
-    const T* s_k = kv_tiles_for_mma<TILE, HD>(stage_k(i), L::kStageLd, L::kStageTileElems, s_converted, L::kLd,
+    const T* s_k = kv_tiles_for_mma<kMmaTile, HD>(stage_k(i), L::kStageLd, L::kStageTileElems, s_converted, L::kLd,
                                                L::kTileElems, k_scale, v_scale, lane);
     const T* s_v = s_k + L::kTileElems;
     const int key0 = tile_key(i);
 
     // S = Q K^T: n tiles of 8 keys; one ldmatrix.x4 gives the B fragments of two k steps.
-    float s[TILE / 8][4];
+    float s[kMmaTile / 8][4];
 #pragma unroll
-    for (int n = 0; n < TILE / 8; ++n) {
+    for (int n = 0; n < kMmaTile / 8; ++n) {
       s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kKSteps; kk += 2) {
@@ -147,7 +156,7 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
     // Online softmax of row g over this tile (the four threads of a quad share a row).
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int n = 0; n < TILE / 8; ++n) {
+    for (int n = 0; n < kMmaTile / 8; ++n) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const bool valid = key0 + n * 8 + 2 * t + e < key_end;
@@ -170,16 +179,16 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
       o[n][0] *= alpha;
       o[n][1] *= alpha;
     }
-    uint32_t p[TILE / 8];  // P of row g as A fragment halves: keys n * 8 + 2 t + {0, 1}
+    uint32_t p[kMmaTile / 8];  // P of row g as A fragment halves: keys n * 8 + 2 t + {0, 1}
 #pragma unroll
-    for (int n = 0; n < TILE / 8; ++n) {
+    for (int n = 0; n < kMmaTile / 8; ++n) {
       const float p0 = exp2f(s[n][0] - m_new), p1 = exp2f(s[n][1] - m_new);
       l_part += p0 + p1;
       p[n] = pack2<T>(p0, p1);
     }
     // O += P V: k steps of 16 keys; one ldmatrix.x4.trans gives the B fragments of two dim tiles.
 #pragma unroll
-    for (int kk = 0; kk < TILE / 16; ++kk) {
+    for (int kk = 0; kk < kMmaTile / 16; ++kk) {
 #pragma unroll
       for (int n = 0; n < kDimTiles; n += 2) {
         uint32_t b[4];
@@ -188,7 +197,7 @@ __device__ __forceinline__ void mma_block(const DecodeArgs<T, KV>& a, unsigned c
         mma_16816<T>(o[n + 1], p[2 * kk], p[2 * kk + 1], b[2], b[3]);
       }
     }
-    __syncwarp();  // this stage is refilled two (or one) iterations on (the converted tiles at the next)
+    __syncwarp();  // this stage is refilled kStages - 1 iterations on (the converted tiles at the next)
   }
   cp_async_wait<0>();  // only empty groups can be left
   __syncwarp();

@@ -39,7 +39,7 @@ struct Options {
   std::string dtype = "bf16";
   std::string kv_cache_dtype = "auto";  // or fp8: the cache in E4M3 codes (scales 1)
   int iters = 20;
-  std::string kernels = "cuda-cores,tensor-cores,tensor-cores-16,stream,stream-2";
+  std::string kernels = "cuda-cores,tensor-cores-16,stream,stream-2";
 };
 
 struct KernelChoice {
@@ -56,15 +56,12 @@ std::vector<KernelChoice> parse_kernels(const std::string& list) {
     const std::string name = list.substr(start, end - start);
     if (name == "cuda-cores") {
       out.push_back({name, cbatch::DecodeKernel::kCudaCores});
-    } else if (name == "tensor-cores") {
-      out.push_back({name, cbatch::DecodeKernel::kTensorCores});
     } else if (name == "tensor-cores-16") {
       out.push_back({name, cbatch::DecodeKernel::kTensorCores16});
     } else if (name == "stream" || name == "stream-2") {
       out.push_back({name, cbatch::DecodeKernel::kStream, name == "stream" ? 3 : 2});
     } else {
-      throw cbatch::Error("unknown kernel '" + name +
-                          "' (cuda-cores, tensor-cores, tensor-cores-16, stream, stream-2)");
+      throw cbatch::Error("unknown kernel '" + name + "' (cuda-cores, tensor-cores-16, stream, stream-2)");
     }
     start = end + 1;
   }

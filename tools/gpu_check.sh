@@ -27,9 +27,8 @@
 #   1b-top-p, 1b-top-p-device  the 1b workload at --temperature 0.8 --top-p 0.95, host and device sampling
 #   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
-#   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (16-key warp tiles)
-#   1b-tc32, 8b-long-tc32  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores (the 32-key kernel, the
-#             default until 2026-11-26 and the fallback where the stream kernel does not fit)
+#   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (the 16-key split
+#             kernel, the fallback where the stream kernel's shared memory does not fit)
 #   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
 #             stream-scheduled decode kernel, the default since 2026-11-26: these equal 1b, 8b-short, 8b-long);
 #             e2e-stream: test_gpu.py with it
@@ -253,10 +252,6 @@ for s in "${@:-info unit sanitize e2e}"; do
                 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
-      1b-tc32) CBATCH_DECODE_ATTENTION=tensor-cores bench 1b-tc32 500 llama-3.2-1b.json 128:1024 128:1024 \
-                 continuous,static --max-num-batched-tokens 8192 ;;
-      8b-long-tc32) CBATCH_DECODE_ATTENTION=tensor-cores bench 8b-long-tc32 550 llama-3.1-8b.json 1000 1000 \
-                      continuous --max-num-batched-tokens 8192 ;;
       e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
       fp8-kv)
         stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'

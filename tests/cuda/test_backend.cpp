@@ -580,6 +580,20 @@ TEST_CASE("CUDA backend bf16 and fp16 with the stream decode kernel (CBATCH_DECO
   check_scenario(model, ComputeDType::kF16, 5e-3);
 }
 
+// A value that names no decode kernel (the 32-key kernel's "tensor-cores", removed after the H200 run of
+// 2026-11-26, among them) is an error, not a quiet fall to the default.
+TEST_CASE("CUDA backend refuses a CBATCH_DECODE_ATTENTION value that names no decode kernel") {
+  const Model model = make_model(3, false, RopeLayout::kHalves);
+  for (const char* value : {"tensor-cores", "stream-2", "Stream"}) {
+    const ScopedEnv env("CBATCH_DECODE_ATTENTION", value);
+    CAPTURE(value);
+    CHECK_THROWS_WITH_AS(make_cuda_backend(model, small_options(ComputeDType::kBF16)),
+                         doctest::Contains("names no decode kernel"), Error);
+  }
+  const ScopedEnv env("CBATCH_DECODE_ATTENTION", "tensor-cores-16");
+  CHECK_NOTHROW(make_cuda_backend(model, small_options(ComputeDType::kBF16)));
+}
+
 TEST_CASE("CUDA backend runs the families through every attention kernel (bf16, fp16)") {
   for (const char* decode : {"stream", "tensor-cores-16", "cuda-cores", "0"}) {
     const ScopedEnv env("CBATCH_DECODE_ATTENTION", decode);
@@ -726,9 +740,8 @@ TEST_CASE("CUDA backend with an FP8 KV cache: half the bytes a block, logits nea
   const Model model = make_model(3, false, RopeLayout::kHalves);
   CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
   fp8.fp8_kv_cache = true;
-  for (const char* env : {"CBATCH_DECODE_ATTENTION=stream", "CBATCH_DECODE_ATTENTION=tensor-cores",
-                          "CBATCH_DECODE_ATTENTION=tensor-cores-16", "CBATCH_DECODE_ATTENTION=cuda-cores",
-                          "CBATCH_PREFILL_ATTENTION=0"}) {
+  for (const char* env : {"CBATCH_DECODE_ATTENTION=stream", "CBATCH_DECODE_ATTENTION=tensor-cores-16",
+                          "CBATCH_DECODE_ATTENTION=cuda-cores", "CBATCH_PREFILL_ATTENTION=0"}) {
     CAPTURE(env);
     const std::string name(env, std::strchr(env, '=') - env);
     const ScopedEnv scoped(name.c_str(), std::strchr(env, '=') + 1);

@@ -1,13 +1,13 @@
 // The tensor-core decode kernels' block code (decode_mma_block.cuh, decode_stream_block.cuh) run on the CPU
 // by the block emulator, with the PTX instructions emulated (warp_mma_emulator.hpp), against the CPU
-// reference on the decode rows of the attention tests' batch (attention_case.hpp): the 32-key kernel that
-// has run on GPUs (which checks the emulation itself), the 16-key one, and the stream kernel over warp
-// cuts and pipeline depths, none of which has run on a GPU yet. The emulated cp.async lands only when its
+// reference on the decode rows of the attention tests' batch (attention_case.hpp): the 16-key split kernel
+// and the stream kernel over warp cuts and pipeline depths (both also passed their GPU tests on an H200,
+// 2026-11-26, which checks the emulation itself). The emulated cp.async lands only when its
 // group is waited for, so a read of a stage before its copies complete gives wrong values, and the
 // emulator also reports reads of a stage a copy still writes, misaligned or out-of-range addresses, and
 // copies left in flight when a block ends. Also the kernels' family builds on windowed, softcapped and
 // rescaled cases (the keys before a window NaN in the cache, so a kernel that so much as loads them fails)
-// and with attention sinks (joined at a kernel's output or in the merge of its pieces), and the three
+// and with attention sinks (joined at a kernel's output or in the merge of its pieces), and the two
 // kernels' FP8 builds over an FP8 cache against the reference on its dequantized values.
 // Part of the host suite: runs without a GPU.
 #include <cuda_bf16.h>
@@ -172,16 +172,16 @@ int keys_seen(const AttentionCase& c, int s) {
   return pos + 1 - window_first_key(pos, c.scoring.window);
 }
 
-// The tensor-core kernel with TILE-key warp tiles (its FAMILY build: windows, softcaps): one split, then
-// splits of 128 keys (the long decode cut in six, the others leaving empty splits) merged on the host as
-// decode_combine_kernel merges them.
-template <typename T, int TILE, bool FAMILY = false, typename KV = T>
+// The split tensor-core kernel (its FAMILY build: windows, softcaps): one split, then splits of 128 keys
+// (the long decode cut in six, the others leaving empty splits) merged on the host as decode_combine_kernel
+// merges them.
+template <typename T, bool FAMILY = false, typename KV = T>
 void check_mma(const AttentionCase& c) {
   HostDecode<T, KV> h(c);
   const int num_decode = h.num_decode();
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
-    using L = decode_detail::MmaLayout<T, HD, TILE, KV>;
+    using L = decode_detail::MmaLayout<T, HD, KV>;
     for (const int keys_per_split : {1 << 20, 128}) {
       int max_keys = 0;
       for (int s : c.decode_seqs) max_keys = std::max(max_keys, keys_seen(c, s));
@@ -190,7 +190,7 @@ void check_mma(const AttentionCase& c) {
       const DecodeArgs<T, KV> a = h.args(static_cast<size_t>(num_decode) * c.num_kv_heads * splits, keys_per_split);
       emulate({static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
               kMmaWarps * 32, L::kBytes, h.cache_ranges(),
-              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, TILE, FAMILY, KV>(a, smem); });
+              [&](unsigned char* smem) { decode_detail::mma_block<T, HD, FAMILY, KV>(a, smem); });
       if (splits > 1) merge_splits(h, splits);
       h.check_outputs();
     }
@@ -230,8 +230,7 @@ void check_decode_kernels(std::initializer_list<CaseShape> shapes) {
   for_each_case_shape(shapes, [](int head_dim, int num_heads, int num_kv_heads, int block_size) {
     const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size);
     REQUIRE(c.decode_seqs.size() == 4);
-    check_mma<T, 32>(c);
-    check_mma<T, 16>(c);
+    check_mma<T>(c);
     // Warp counts: one warp for everything, item boundaries inside and across ranges, a range of one
     // tile (each cut item in many pieces), and counts that leave a CTA's last warps idle.
     check_stream<T, 3>(c, {1, 2, 3, 5, 7, 13, 1 << 20});
@@ -239,7 +238,7 @@ void check_decode_kernels(std::initializer_list<CaseShape> shapes) {
   });
 }
 
-// The family builds of the three kernels on one scoring: windows that cut tiles and splits (37: a row at
+// The family builds of the two kernels on one scoring: windows that cut tiles and splits (37: a row at
 // 700 starts at key 664; 300: its window is three 128-key splits), a softcap that bends the scores, and a
 // query scale other than 1 / sqrt(head_dim).
 // With sinks: attention sinks too.
@@ -254,8 +253,7 @@ void check_family_decode_kernels(std::initializer_list<CaseShape> shapes, const 
     const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
                                                    scoring, std::nullopt, sinks);
     REQUIRE(c.decode_seqs.size() == 4);
-    check_mma<T, 32, true>(c);
-    check_mma<T, 16, true>(c);
+    check_mma<T, true>(c);
     check_stream<T, 3, true>(c, {1, 3, 7, 1 << 20});
     check_stream<T, 2, true>(c, {5});
   });
@@ -282,7 +280,7 @@ TEST_SUITE("host") {
     for_each_case_shape({{64, 8, 2}}, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
       const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
                                                      AttentionScoring{0.0f, 0.0f, 128}, Fp8KvScales{}, true);
-      check_mma<T, 32, true, Fp8E4M3>(c);
+      check_mma<T, true, Fp8E4M3>(c);
       check_stream<T, 3, true, Fp8E4M3>(c, {1, 7});
     });
   }
@@ -307,8 +305,7 @@ TEST_SUITE("host") {
                                                                   int block_size) {
       const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), {},
                                                      Fp8KvScales{});
-      check_mma<T, 32, false, Fp8E4M3>(c);
-      check_mma<T, 16, false, Fp8E4M3>(c);
+      check_mma<T, false, Fp8E4M3>(c);
       check_stream<T, 3, false, Fp8E4M3>(c, {1, 3, 7, 1 << 20});
       check_stream<T, 2, false, Fp8E4M3>(c, {5});
     });
@@ -316,8 +313,7 @@ TEST_SUITE("host") {
     for_each_case_shape({{64, 6, 2}}, [&](int head_dim, int num_heads, int num_kv_heads, int block_size) {
       const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
                                                      both, Fp8KvScales{});
-      check_mma<T, 32, true, Fp8E4M3>(c);
-      check_mma<T, 16, true, Fp8E4M3>(c);
+      check_mma<T, true, Fp8E4M3>(c);
       check_stream<T, 3, true, Fp8E4M3>(c, {1, 7});
     });
   }

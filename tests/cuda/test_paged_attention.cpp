@@ -126,7 +126,6 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   std::vector<DecodeKernel> kernels;  // the split-KV kernels (none in the stream kernel's run)
   if (which == Kernels::kProven) kernels.push_back(DecodeKernel::kCudaCores);
   if (which == Kernels::kProven && !std::is_same_v<T, float> && decode_tensor_cores_support(head_dim)) {
-    kernels.push_back(DecodeKernel::kTensorCores);
     kernels.push_back(DecodeKernel::kTensorCores16);
   }
   // The most keys a decode row sees: 701, or its window's (the splits cut those).
