@@ -49,14 +49,33 @@ float gelu_tanh(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
 }
 
-float gelu_erf(float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); }
+// erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (outside, erf is +-1 in fp32): a rational fit of this project's
+// (least squares reweighted towards the largest error, on 6,000 points of [0, 4]); at most 3.4e-7 from
+// erf in fp32, a few units in the last place. Branch-free, so loops over it vectorize (libm's erff does
+// not, and took 12% of an encoder's time).
+inline float erf_rational(float x) {
+  x = std::clamp(x, -4.0f, 4.0f);
+  const float z = x * x;
+  float p = -1.370939995e-08f;
+  for (float c : {4.788970742e-06f, 3.829920641e-04f, 3.839808595e-03f, 5.433773028e-02f, 1.846946406e-01f,
+                  1.128379183e+00f}) {
+    p = p * z + c;
+  }
+  float q = 6.408891947e-05f;
+  for (float c : {1.310036142e-03f, 1.545515348e-02f, 1.138261990e-01f, 4.970149149e-01f, 1.0f}) q = q * z + c;
+  return x * p / q;
+}
+
+float gelu_erf(float x) { return 0.5f * x * (1.0f + erf_rational(x * 0.7071067811865476f)); }
 
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation) {
+  if (activation == Activation::kGeluErf) {  // a loop of its own: it vectorizes
+    for (int i = 0; i < hidden; ++i) out[i] = gelu_erf(up[i] + bias[i]);
+    return;
+  }
   for (int i = 0; i < hidden; ++i) {
     const float u = up[i] + bias[i];
-    out[i] = activation == Activation::kGeluErf    ? gelu_erf(u)
-             : activation == Activation::kGeluTanh ? gelu_tanh(u)
-                                                   : u / (1.0f + std::exp(-u));
+    out[i] = activation == Activation::kGeluTanh ? gelu_tanh(u) : u / (1.0f + std::exp(-u));
   }
 }
 
