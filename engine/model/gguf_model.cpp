@@ -251,6 +251,28 @@ std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& na
   return views;
 }
 
+// The experts of one projection: stacked (`stem`_exps.weight, as llama.cpp has written them since
+// April 2024), else one tensor per expert (`stem`.E.weight, the layout of earlier Mixtral files, which
+// llama.cpp still loads and many published files keep).
+std::vector<TensorView> expert_matrices(const GgufFile& gguf, const std::string& b, const std::string& stem,
+                                        int64_t rows, int64_t cols, int num_experts) {
+  const std::string stacked = b + stem + "_exps.weight";
+  if (gguf.find_tensor(stacked) != nullptr || gguf.find_tensor(b + stem + ".0.weight") == nullptr) {
+    return expert_views(gguf, stacked, rows, cols, num_experts);
+  }
+  std::vector<TensorView> views;
+  for (int e = 0; e < num_experts; ++e) {
+    const std::string name = b + stem + "." + std::to_string(e) + ".weight";
+    views.push_back(require_tensor(gguf, name));
+    if (views.back().rows != rows || views.back().cols != cols) {
+      throw Error("'" + gguf.path() + "': tensor '" + name + "' has " + std::to_string(views.back().rows) + " rows of " +
+                  std::to_string(views.back().cols) + ", the config needs " + std::to_string(rows) + " of " +
+                  std::to_string(cols));
+    }
+  }
+  return views;
+}
+
 // A stacked expert bias (ggml dims: n, num_experts) as num_experts views of (1, n).
 std::vector<TensorView> expert_bias_views(const GgufFile& gguf, const std::string& name, int64_t n, int num_experts) {
   const TensorView all = require_tensor(gguf, name);
@@ -264,15 +286,15 @@ std::vector<TensorView> expert_bias_views(const GgufFile& gguf, const std::strin
   return views;
 }
 
-// A sparse layer's router, stacked experts (ffn_{gate,up,down}_exps), their biases where the family has
+// A sparse layer's router, experts (ffn_{gate,up,down}_exps, or one tensor per expert), their biases where the family has
 // them (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) and Qwen2-MoE's shared expert (_shexp).
 void read_experts(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
   l.router = require_tensor(gguf, b + "ffn_gate_inp.weight");
   if (c.router_bias) l.router_bias = require_tensor(gguf, b + "ffn_gate_inp.bias");
   const int n = c.num_experts, ff = c.expert_hidden_dim;
-  const std::vector<TensorView> gate = expert_views(gguf, b + "ffn_gate_exps.weight", ff, c.dim, n);
-  const std::vector<TensorView> up = expert_views(gguf, b + "ffn_up_exps.weight", ff, c.dim, n);
-  const std::vector<TensorView> down = expert_views(gguf, b + "ffn_down_exps.weight", c.dim, ff, n);
+  const std::vector<TensorView> gate = expert_matrices(gguf, b, "ffn_gate", ff, c.dim, n);
+  const std::vector<TensorView> up = expert_matrices(gguf, b, "ffn_up", ff, c.dim, n);
+  const std::vector<TensorView> down = expert_matrices(gguf, b, "ffn_down", c.dim, ff, n);
   for (int e = 0; e < n; ++e) l.experts.push_back({gate[e], up[e], down[e], {}, {}, {}});
   if (c.expert_bias) {
     const std::vector<TensorView> gate_b = expert_bias_views(gguf, b + "ffn_gate_exps.bias", ff, n);

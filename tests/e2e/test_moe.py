@@ -219,6 +219,15 @@ def check_cbatch(name, weights, hf_dir, gguf_path, prompts_path, expected):
             f"{name}: the directory's and the GGUF's outputs differ\n  hf   {hf_out}\n  gguf {gguf_out}")
     for options in INVARIANCE:
         c.check(outputs(hf_dir, prompts_path, options) == hf_out, f"{name}: outputs change with {options}")
+    if tiny_models.MODELS[name]["family"] == "mixtral":  # older Mixtral files: one tensor per expert
+        legacy = gguf_path.replace(".gguf", "-per-expert.gguf")
+        tiny_models.write_gguf(legacy, name, weights, legacy_experts=True)
+        c.check(outputs(legacy, prompts_path) == gguf_out, f"{name}: the per-expert GGUF's outputs differ")
+        layer = next(i for i in range(tiny_models.config_of(name)["num_hidden_layers"])
+                     if tiny_models.is_sparse_layer(tiny_models.config_of(name), i))
+        missing = f"blk.{layer}.ffn_up.1.weight"
+        tiny_models.write_gguf(legacy + "-missing.gguf", name, weights, legacy_experts=True, edits={missing: None})
+        expect_refusal(f"{name} per-expert gguf missing {missing}", legacy + "-missing.gguf", missing)
     check_trace(name, hf_dir, prompts_path)
     check_bad_files(name, weights)
 

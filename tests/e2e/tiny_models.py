@@ -442,13 +442,18 @@ def write_gguf_metadata(writer, spec, arch, c, tokenizer=write_byte_tokenizer):
     tokenizer(writer)
 
 
-def put_moe(put, b, layer, c, family):
-    """A sparse layer's tensors as llama.cpp's converter writes them: experts stacked into 3-D tensors."""
+def put_moe(put, b, layer, c, family, legacy_experts=False):
+    """A sparse layer's tensors as llama.cpp's converter writes them: experts stacked into 3-D tensors, or
+    (legacy_experts) one tensor per expert, blk.N.ffn_gate.E.weight, as Mixtral files before April 2024."""
     names = moe_names(family)
     put(b + "ffn_gate_inp.weight", layer[names["router"]])
     for x in ("gate", "up", "down"):
-        put(b + f"ffn_{x}_exps.weight",
-            np.stack([layer[names["expert"].format(e, names[x])] for e in range(num_experts(c))]))
+        experts = [layer[names["expert"].format(e, names[x])] for e in range(num_experts(c))]
+        if legacy_experts:
+            for e, t in enumerate(experts):
+                put(b + f"ffn_{x}.{e}.weight", t)
+        else:
+            put(b + f"ffn_{x}_exps.weight", np.stack(experts))
     if "mlp.shared_expert_gate.weight" in layer:
         for x in ("gate", "up", "down"):
             put(b + f"ffn_{x}_shexp.weight", layer[f"mlp.shared_expert.{x}_proj.weight"])
@@ -470,12 +475,12 @@ def put_gpt_oss_moe(put, b, layer):
 
 
 def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spec=None,
-               tokenizer=write_byte_tokenizer, matrix_dtype=np.float32):
+               tokenizer=write_byte_tokenizer, matrix_dtype=np.float32, legacy_experts=False):
     """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
     tensor name -> its replacement, or None to leave it out) are given; ffn_qtype (a
     gguf.GGMLQuantizationType) quantizes the FFN matrices with the gguf package, the rest stays float32
     (matrices: matrix_dtype, np.float32 or np.float16). spec as in config_of; tokenizer(writer) writes the
-    tokenizer keys."""
+    tokenizer keys; legacy_experts: one tensor per expert (put_moe)."""
     import gguf
     from gguf.quants import quantize
     spec = spec or MODELS[name]
@@ -532,7 +537,7 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
         if family == "gpt_oss":
             put_gpt_oss_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)})
         elif is_sparse_layer(c, i):
-            put_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)}, c, family)
+            put_moe(put, b, {k[len(h):]: t for k, t in weights.items() if k.startswith(h)}, c, family, legacy_experts)
         elif family != "phi3":
             for x in ("gate", "up", "down"):
                 put(b + f"ffn_{x}.weight", weights[h + f"mlp.{x}_proj.weight"])
