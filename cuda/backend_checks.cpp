@@ -45,7 +45,6 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
-  if (c.qk_norm_whole) unsupported(c.architecture + "'s q/k norm over the whole projection (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
   }

@@ -427,6 +427,7 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   f.qkv_bias = w.qkv_bias.get();  // null when absent
   f.q_norm = w.q_norm.get();
   f.k_norm = w.k_norm.get();
+  f.qk_norm_whole = config_.qk_norm_whole;
   f.norm_eps = config_.rms_eps;
   if (config_.rope_scaling.type == RopeScalingType::kLongrope && !local) {  // local layers are unscaled
     f.long_inv_freq = weights_.rope_table(kRopeGlobal | kRopeLongRange);

@@ -202,8 +202,8 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
     up.upload_vector(t.bk, kv_dim, 0.0f, w.qkv_bias.get() + q_dim);
     up.upload_vector(t.bv, kv_dim, 0.0f, w.qkv_bias.get() + q_dim + kv_dim);
   }
-  w.q_norm = up.upload_norm(t.q_norm, c.head_dim, offset, c.qk_norm);
-  w.k_norm = up.upload_norm(t.k_norm, c.head_dim, offset, c.qk_norm);
+  w.q_norm = up.upload_norm(t.q_norm, c.qk_norm_whole ? q_dim : c.head_dim, offset, c.qk_norm);  // OLMoE: whole
+  w.k_norm = up.upload_norm(t.k_norm, c.qk_norm_whole ? kv_dim : c.head_dim, offset, c.qk_norm);
   w.wo = upload_linear<T>(up, {{t.wo, dim}}, q_dim, fp8);
   w.o_bias = up.upload_norm(t.bo, dim, 0.0f, c.o_bias);
   w.sinks = up.upload_norm(t.sinks, c.num_heads, 0.0f, c.attn_sinks);

@@ -18,6 +18,8 @@ struct RopeFamily {
   const float* qkv_bias = nullptr;       // (q_dim + 2 * kv_dim) fp32: bq, bk, bv (Qwen2)
   const float* q_norm = nullptr;         // (head_dim) fp32: every q head's norm weight (Qwen3, Gemma 3)
   const float* k_norm = nullptr;         // (head_dim) fp32: every k head's; given with q_norm
+  bool qk_norm_whole = false;            // one norm over all q heads (q_norm: q_dim weights), one over all k
+                                         // heads (k_norm: kv_dim weights), as OLMoE and OLMo 2
   float norm_eps = 1e-6f;
   const float* long_inv_freq = nullptr;  // (head_dim / 2) fp32: longrope's table for positions >= long_from
   int long_from = INT_MAX;

@@ -24,10 +24,10 @@ __device__ __forceinline__ size_t cache_offset(int slot, int kv_head, int num_kv
   return ((block * num_kv_heads + kv_head) * block_size + offset) * head_dim;
 }
 
-// 1 / rms of every q and k head of q_row (biases added first), a warp per head, into s_inv_rms.
+// The sum of squares of every q and k head of q_row (biases added first), a warp per head, into s_sum_sq.
 template <typename T>
-__device__ __forceinline__ void head_inv_rms(const T* q_row, const float* bias, int num_heads, int head_dim,
-                                             float eps, float* s_inv_rms) {
+__device__ __forceinline__ void head_sum_sq(const T* q_row, const float* bias, int num_heads, int head_dim,
+                                            float* s_sum_sq) {
   const int lane = threadIdx.x % 32;
   for (int head = threadIdx.x / 32; head < num_heads; head += blockDim.x / 32) {
     const T* src = q_row + static_cast<size_t>(head) * head_dim;
@@ -37,7 +37,27 @@ __device__ __forceinline__ void head_inv_rms(const T* q_row, const float* bias, 
       sum_sq += v * v;
     }
     sum_sq = warp_sum(sum_sq);
-    if (lane == 0) s_inv_rms[head] = 1.0f / sqrtf(sum_sq / static_cast<float>(head_dim) + eps);
+    if (lane == 0) s_sum_sq[head] = sum_sq;
+  }
+}
+
+// s (nh + nkv head sums of squares) becomes the q/k norms' 1 / rms: one per head, or with
+// family.qk_norm_whole s[0] over all q heads and s[1] over all k heads (summed in head order).
+__device__ __forceinline__ void inv_rms_from_sums(float* s, int num_heads, int num_kv_heads, int head_dim,
+                                                  const RopeFamily& family) {
+  __syncthreads();  // every head's sum written
+  if (!family.qk_norm_whole) {
+    for (int h = threadIdx.x; h < num_heads + num_kv_heads; h += blockDim.x) {
+      s[h] = 1.0f / sqrtf(s[h] / static_cast<float>(head_dim) + family.norm_eps);
+    }
+    return;
+  }
+  if (threadIdx.x == 0) {
+    float q_sum = 0.0f, k_sum = 0.0f;
+    for (int h = 0; h < num_heads; ++h) q_sum += s[h];
+    for (int h = 0; h < num_kv_heads; ++h) k_sum += s[num_heads + h];
+    s[0] = 1.0f / sqrtf(q_sum / static_cast<float>(num_heads * head_dim) + family.norm_eps);
+    s[1] = 1.0f / sqrtf(k_sum / static_cast<float>(num_kv_heads * head_dim) + family.norm_eps);
   }
 }
 
@@ -72,7 +92,8 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
   if constexpr (FAMILY) {
     if (family.q_norm != nullptr) {
       const T* heads = qkv + static_cast<size_t>(row) * (num_heads + 2 * num_kv_heads) * head_dim;
-      head_inv_rms(heads, family.qkv_bias, num_heads + num_kv_heads, head_dim, family.norm_eps, s_inv_rms);
+      head_sum_sq(heads, family.qkv_bias, num_heads + num_kv_heads, head_dim, s_inv_rms);
+      inv_rms_from_sums(s_inv_rms, num_heads, num_kv_heads, head_dim, family);
     }
   }
   __syncthreads();
@@ -97,8 +118,10 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
         b += family.qkv_bias[head * head_dim + ib];
       }
       if (family.q_norm != nullptr) {
-        const float* w = head < num_heads ? family.q_norm : family.k_norm;
-        const float inv_rms = s_inv_rms[head];
+        const bool is_q = head < num_heads;
+        const float* w = is_q ? family.q_norm : family.k_norm;
+        if (family.qk_norm_whole) w += static_cast<size_t>(is_q ? head : head - num_heads) * head_dim;
+        const float inv_rms = family.qk_norm_whole ? s_inv_rms[is_q ? 0 : 1] : s_inv_rms[head];
         a = a * inv_rms * w[ia];
         b = b * inv_rms * w[ib];
       }

@@ -26,10 +26,12 @@ struct RopeCase {
 };
 
 // The family's additions of a case, on the host: biases (q_dim + 2 kv_dim), q and k norm weights
-// (head_dim), the long table and where it starts, the attention factor. Empty / INT_MAX / 1: none.
+// (head_dim, or with `whole` q_dim and kv_dim: one norm over all q heads, one over all k heads), the long
+// table and where it starts, the attention factor. Empty / INT_MAX / 1: none.
 struct RopeFamilyHost {
   std::string name = "llama";
   std::vector<float> bias, q_norm, k_norm, long_inv_freq;
+  bool whole = false;
   int long_from = INT_MAX;
   float factor = 1.0f;
   float eps = 1e-6f;
@@ -67,7 +69,7 @@ inline std::vector<float> inv_freq_for(const RopeCase& rc) {
   return inv_freq;
 }
 
-// x (head_dim) = x / rms(x) * w, in double.
+// x (n: a head, or a whole q or k part) = x / rms(x) * w, in double.
 inline void head_norm_ref(double* x, int head_dim, const std::vector<float>& w, float eps) {
   double sum_sq = 0.0;
   for (int d = 0; d < head_dim; ++d) sum_sq += x[d] * x[d];
@@ -91,9 +93,13 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
                             run.qkv.begin() + static_cast<long>(r + 1) * stride);
     for (size_t i = 0; i < fam.bias.size(); ++i) row[i] += fam.bias[i];
     const std::vector<float>& table = run.positions[r] >= fam.long_from ? fam.long_inv_freq : run.inv_freq;
+    if (fam.whole) {  // one norm over the q part, one over the k part
+      head_norm_ref(row.data(), q_dim, fam.q_norm, fam.eps);
+      head_norm_ref(row.data() + q_dim, kv_dim, fam.k_norm, fam.eps);
+    }
     for (int h = 0; h < rc.num_heads + rc.num_kv_heads; ++h) {
       double* head = row.data() + static_cast<size_t>(h) * hd;
-      if (!fam.q_norm.empty()) head_norm_ref(head, hd, h < rc.num_heads ? fam.q_norm : fam.k_norm, fam.eps);
+      if (!fam.q_norm.empty() && !fam.whole) head_norm_ref(head, hd, h < rc.num_heads ? fam.q_norm : fam.k_norm, fam.eps);
       rope_ref(head, hd, run.positions[r], table, halves, fam.factor);
     }
     run.q_ref.insert(run.q_ref.end(), row.begin(), row.begin() + q_dim);
@@ -169,7 +175,12 @@ inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   all.name = "all";
   all.q_norm = gemma.q_norm;
   all.k_norm = gemma.k_norm;
-  return {qwen2, gemma, phi3, all};
+  RopeFamilyHost olmoe;
+  olmoe.name = "whole q/k norms";
+  olmoe.whole = true;
+  olmoe.q_norm = random_vector(static_cast<size_t>(rc.num_heads * rc.head_dim), 95, 0.5f, 2.0f);
+  olmoe.k_norm = random_vector(static_cast<size_t>(rc.num_kv_heads * rc.head_dim), 96, 0.5f, 2.0f);
+  return {qwen2, gemma, phi3, all, olmoe};
 }
 
 }  // namespace cbatch::test

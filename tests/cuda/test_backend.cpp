@@ -520,6 +520,23 @@ TEST_CASE("CUDA backend runs mixture-of-experts layers as the CPU backend does (
   }
 }
 
+TEST_CASE("CUDA backend runs OLMoE's q/k norms over the whole projections as the CPU backend does") {
+  Model model = make_moe_model(false);
+  ModelConfig& c = model.config;
+  c.architecture = "olmoe";
+  c.norm_topk_prob = false;
+  c.qk_norm = c.qk_norm_whole = true;
+  uint64_t seed = 9500;
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerTensors& t = model.tensors.layers[static_cast<size_t>(l)];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    t.q_norm = random_tensor(p + "attn_q_norm", 1, c.q_dim(), seed++, 0.5f, 1.0f);  // weights 0.5 .. 1.5
+    t.k_norm = random_tensor(p + "attn_k_norm", 1, c.kv_dim(), seed++, 0.5f, 1.0f);
+  }
+  check_scenario(model, ComputeDType::kF32, 1e-4, true);
+  check_scenario(model, ComputeDType::kBF16, 0.1, true);
+}
+
 TEST_CASE("CUDA backend runs gpt-oss's sinks, biases, windows and MoE as the CPU backend does (fp32; 16 bits "
           "loosely)") {
   const Model model = make_gpt_oss_model();

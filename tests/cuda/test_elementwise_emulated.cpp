@@ -53,6 +53,7 @@ RopeFamily rope_family(const RopeFamilyHost& fam) {
   family.qkv_bias = data_or_null(fam.bias);
   family.q_norm = data_or_null(fam.q_norm);
   family.k_norm = data_or_null(fam.k_norm);
+  family.qk_norm_whole = fam.whole;
   family.norm_eps = fam.eps;
   family.long_inv_freq = data_or_null(fam.long_inv_freq);
   family.long_from = fam.long_from;

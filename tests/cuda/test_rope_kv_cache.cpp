@@ -36,6 +36,7 @@ struct DeviceRope {
     family.qkv_bias = bias.get();  // null when empty
     family.q_norm = q_norm.get();
     family.k_norm = k_norm.get();
+    family.qk_norm_whole = fam.whole;
     family.norm_eps = fam.eps;
     family.long_inv_freq = long_inv_freq.get();
     family.long_from = fam.long_from;
