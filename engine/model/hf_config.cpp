@@ -184,7 +184,7 @@ void read_encoder_fields(const JsonFields& f, const Family& family, ModelConfig&
   }
   const std::string positions = f.get_string("position_embedding_type", "absolute");
   if (positions != "absolute") f.fail("position_embedding_type", "'" + positions + "' is not supported (only absolute)");
-  if (f.get_size("type_vocab_size", 2) < 1) f.fail("type_vocab_size", "must be at least 1");
+  c.num_token_types = f.get_size("type_vocab_size", 2);  // get_size refuses 0 and below
   if (f.get_bool("is_decoder", false)) f.fail("is_decoder", "is not supported (BERT runs as an encoder)");
 }
 

@@ -100,6 +100,7 @@ struct ModelConfig {
   int position_pad_id = -1;        // XLM-R: tokens of this id take row position_offset - 1 and the
                                    // positions after them do not count them; -1: none
   bool token_types = false;        // token type 0's embedding row added to every token (BERT)
+  int num_token_types = 2;         // rows of the token type table (config.json type_vocab_size: BERT 2, XLM-R 1)
   bool layer_norm = false;         // LayerNorm (mean removed) with a bias instead of RMSNorm; eps is rms_eps
   bool post_norm = false;          // x = norm(x + sublayer(x)), and the embeddings are normed (embedding_norm)
   bool gated_ffn = true;           // false: down(act(up x + b_up)) + b_down, one up projection with biases
