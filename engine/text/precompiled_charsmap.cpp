@@ -16,8 +16,21 @@ uint32_t label_of(uint32_t unit) { return unit & ((1u << 31) | 0xFFu); }
 bool has_leaf(uint32_t unit) { return ((unit >> 8) & 1u) == 1u; }
 uint32_t value_of(uint32_t unit) { return unit & ((1u << 31) - 1); }
 
+// Grapheme_Cluster_Break Control: Cc, Zl, Zp and the format characters (Cf) other than ZWNJ, ZWJ, the
+// prepended concatenation marks and the tags; invalid bytes too.
 bool is_control(uint32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == unicode::kInvalid;
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0xAD || cp == 0x61C || cp == 0x180E ||
+         cp == 0x200B || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) ||
+         (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF || (cp >= 0xFFF0 && cp <= 0xFFFB) ||
+         (cp >= 0x13430 && cp <= 0x1343F) || (cp >= 0x1BCA0 && cp <= 0x1BCA3) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
+         (cp >= 0xE0000 && cp <= 0xE001F) || (cp >= 0xE0080 && cp <= 0xE00FF) || (cp >= 0xE01F0 && cp <= 0xE0FFF) ||
+         cp == unicode::kInvalid;
+}
+
+// Grapheme_Cluster_Break Prepend (the prepended concatenation marks): joins the character after it.
+bool is_prepend(uint32_t cp) {
+  return (cp >= 0x600 && cp <= 0x605) || cp == 0x6DD || cp == 0x70F || cp == 0x890 || cp == 0x891 || cp == 0x8E2 ||
+         cp == 0x110BD || cp == 0x110CD;
 }
 
 // Joins the cluster of the character before it (Grapheme_Extend, SpacingMark, ZWJ and the emoji extenders).
@@ -38,9 +51,10 @@ bool is_pictographic(uint32_t cp) {
 // The index one past the cluster that starts at code point i: CR LF; a control alone; else the character,
 // its extenders, and after a ZWJ the next pictograph when the cluster began with one.
 size_t cluster_end(const std::vector<uint32_t>& cps, size_t i) {
-  const uint32_t first = cps[i++];
+  uint32_t first = cps[i++];
   if (first == '\r' && i < cps.size() && cps[i] == '\n') return i + 1;
   if (is_control(first)) return i;
+  while (is_prepend(first) && i < cps.size() && !is_control(cps[i])) first = cps[i++];
   const bool emoji = is_pictographic(first);
   while (i < cps.size() && !is_control(cps[i])) {
     if (is_extender(cps[i])) {

@@ -6,7 +6,8 @@
 // shortest such key (the whole cluster, as `tokenizers` does), else each character is replaced when a
 // key prefixes it, or kept. Clusters here (Unicode's extended grapheme clusters, simplified): a character
 // followed by its marks (\p{M}), ZWJ, variation selectors, emoji modifiers and tags, and after a ZWJ a
-// pictograph when the cluster began with one; CR LF; a control character alone. Hangul jamo sequences,
+// pictograph when the cluster began with one; a prepended concatenation mark with the character after
+// it; CR LF; a control or format character (U+200B, U+FEFF, ...) alone. Hangul jamo sequences,
 // regional-indicator pairs and prepended marks are not joined: such clusters are 6 bytes or more, which go
 // character by character anyway.
 #pragma once

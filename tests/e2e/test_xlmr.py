@@ -1,8 +1,9 @@
 """XLM-RoBERTa end to end on a tiny seeded model this test writes (xlmr_files.py: a Unigram tokenizer.json
 trained by the `tokenizers` package with a Precompiled normalizer, config.json, model.safetensors).
 
-- Tokens: cbatch's ids equal the `tokenizers` package's on 1,300+ strings (accents, CJK, emoji, whitespace
-  runs, controls, special-token text, empty), with and without <s> ... </s>, for the XLM-R pipeline and for
+- Tokens: cbatch's ids equal the `tokenizers` package's on 3,100 strings (accents, CJK, emoji, whitespace
+  runs, controls, special-token text, empty; mapped characters followed by marks, joiners and format
+  characters, where grapheme clusters end), with and without <s> ... </s>, for the XLM-R pipeline and for
   variants of its options (prepend_scheme first after WhitespaceSplit, Metaspace without split, byte
   fallback, no normalizer).
 - Embeddings: mean pooling (the model's sentence-transformers files) and --pooling cls equal the float64
@@ -15,6 +16,7 @@ trained by the `tokenizers` package with a Precompiled normalizer, config.json, 
 import json
 import math
 import os
+import random
 import shutil
 import sys
 
@@ -46,7 +48,18 @@ for text, want in [("\ufb01 \uff21\uff42", "fi Ab"), ("e\u0301!", "\u00e9!"), ("
 
 XLMR_CURATED = ["Ａ\u0301 fullwidth with a mark", "crlf\r\n", "e\u0301", "a  b   c", "  lead", "trail  ",
                 "x <mask> y", "<pad>cat", "cats<pad> <pad>dogs", "", " ", "\u200b", "①②③ ™ …", "ﬁﬂ",
-                "Москва 東京 서울 🙂👨‍👩‍👧", "\t\ttabs\nand\nnewlines"]
+                "Москва 東京 서울 🙂👨‍👩‍👧", "\t\ttabs\nand\nnewlines", "\u200b\u0308", "\ufeff\u0327x", "\u0600a\u0301"]
+
+
+def cluster_strings(count=1500, seed=7):
+    """Bases the charsmap maps (or not) followed by marks, joiners and controls: where grapheme clusters end."""
+    rng = random.Random(seed)
+    marks = ["\u0301", "\u0308", "\u20dd", "\u200d", "\u200c", "\ufe0f", "\U0001F3FB", "\u3099", "\u0903", "\u200b"]
+    bases = ["a", "e", "\uff21", "\uff76", "\u2460", "\ufb01", "\u2122", "\u1100", "\u1161", "\uac00", "\U0001F600",
+             "\U0001F468", "\U0001F1EB", "\r", "\n", "\t", "\u0915", "\u00a0", " ", "x", "\u200b", "\ufeff", "\u0600",
+             "\u00ad", "\u2028"]
+    return ["".join(rng.choice(bases) + "".join(rng.choice(marks) for _ in range(rng.randint(0, 2)))
+                    for _ in range(rng.randint(1, 8))) for _ in range(count)]
 
 
 def check_tokens(label, model_dir, strings):
@@ -87,7 +100,7 @@ def byte_fallback(data):
     data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] != "<mask>"]
 
 
-check_tokens("XLM-R pipeline", bi_dir, XLMR_CURATED + test_strings())
+check_tokens("XLM-R pipeline", bi_dir, XLMR_CURATED + test_strings() + cluster_strings())
 few = XLMR_CURATED + test_strings(num_random=200, num_codepoint=100, seed=25)
 check_tokens("WhitespaceSplit + prepend_scheme first", variant("ws-first", first_after_whitespace_split), few)
 check_tokens("Metaspace split false", variant("no-split", lambda d: d["pre_tokenizer"].update(split=False)), few)
