@@ -74,7 +74,7 @@ def darts_charsmap(rules):
     return struct.pack("<I", 4 * len(array)) + struct.pack(f"<{len(array)}I", *array) + bytes(pool)
 
 
-def write_tokenizer(directory, tokenizers_module):
+def write_tokenizer(directory):
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
     charsmap = darts_charsmap(charsmap_rules())
     tok = Tokenizer(models.Unigram())
@@ -156,10 +156,10 @@ def weights(vocab, classifier=False, seed=25):
     return w
 
 
-def write_model(directory, tokenizers_module, classifier=False, pooling="mean"):
+def write_model(directory, classifier=False, pooling="mean"):
     """Writes the whole directory; returns the vocabulary size."""
     os.makedirs(directory, exist_ok=True)
-    vocab = write_tokenizer(directory, tokenizers_module)
+    vocab = write_tokenizer(directory)
     write_config(directory, vocab, classifier)
     if not classifier:
         write_pooling(directory, pooling)
