@@ -252,6 +252,7 @@ class CpuBackend final : public Backend {
   void add_sublayer_output(int num_tokens, const Weights& post_norm, const Weights& norm, const Weights& norm_bias);
   void norm_row(const float* x, const Weights& weight, const Weights& bias, float* out) const;
   void embed_rows(const RaggedBatch& batch);
+  int64_t position_row(const RaggedBatch& batch, int r) const;
   int attention_extent(const RaggedBatch& batch, int64_t row) const;
   // Returns the experts the layer's rows picked (0 for a dense layer).
   int ffn_layer(int num_tokens, int l);
@@ -431,7 +432,7 @@ void CpuBackend::embed_rows(const RaggedBatch& batch) {
       for (int i = 0; i < dim; ++i) x[i] *= config_.embedding_scale;
     }
     if (!position_embedding_.empty()) {
-      const int64_t row = batch.positions[r] + config_.position_offset;
+      const int64_t row = position_row(batch, r);
       if (row >= position_embedding_.rows) throw Error("position " + std::to_string(batch.positions[r]) + " past the position table");
       tensor_rows_to_f32(position_embedding_, row, 1, position.data());
       for (int i = 0; i < dim; ++i) x[i] += position[i];
@@ -444,6 +445,19 @@ void CpuBackend::embed_rows(const RaggedBatch& batch) {
     }
     if (!embedding_norm_.empty()) norm_row(x, embedding_norm_, embedding_norm_bias_, x);
   }
+}
+
+// Row r's row of the position table: its position plus the offset, or XLM-R's count of the sequence's
+// non-pad tokens up to it (a pad token takes row offset - 1). An encoder's sequence is whole in the step.
+int64_t CpuBackend::position_row(const RaggedBatch& batch, int r) const {
+  const int pad = config_.position_pad_id;
+  if (pad < 0) return batch.positions[r] + config_.position_offset;
+  if (batch.token_ids[r] == pad) return config_.position_offset - 1;
+  const int begin = batch.query_start[row_seq_[r]];
+  if (batch.positions[begin] != 0) throw Error("an encoder sequence must be computed whole in one step");
+  int64_t non_pad = 0;
+  for (int i = begin; i < r; ++i) non_pad += batch.token_ids[i] != pad;
+  return non_pad + config_.position_offset;
 }
 
 // The family's norm of one row (dim): LayerNorm with bias, or RMSNorm. out may be x.

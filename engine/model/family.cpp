@@ -61,6 +61,12 @@ const std::vector<Family>& families() {
     t.push_back(gpt_oss);
     t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
                  .bert_encoder = true});
+    Family xlm_roberta = t.back();
+    xlm_roberta.name = "xlm-roberta";
+    xlm_roberta.hf_model_types = {"xlm-roberta"};
+    xlm_roberta.padded_positions = xlm_roberta.roberta_classifier = true;
+    xlm_roberta.hf_base_prefix = "roberta.";
+    t.push_back(xlm_roberta);
     return t;
   }();
   return table;

@@ -60,6 +60,13 @@ struct Family {
   // An encoder (BERT): bidirectional, learned absolute positions, token types, post-norm LayerNorm with
   // biases, plain GELU FFN with biases, biased attention projections, no lm_head.
   bool bert_encoder = false;
+  // XLM-RoBERTa's differences from BERT (transformers' XLMRobertaModel): positions start at pad_token_id + 1
+  // and pad tokens neither count nor move (create_position_ids_from_input_ids); under a task head the base
+  // model's tensors are under "roberta." and the sequence-classification head is classifier.dense (tanh)
+  // then classifier.out_proj, the same arithmetic as BERT's pooler then classifier.
+  bool padded_positions = false;
+  std::string_view hf_base_prefix = "bert.";
+  bool roberta_classifier = false;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF

@@ -167,11 +167,24 @@ void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) 
 }
 
 // BERT's LayerNorm epsilon and position embeddings (absolute only); token type 0 is the only one used.
-void read_encoder_fields(const JsonFields& f, ModelConfig& c) {
+// XLM-R's table starts at pad_token_id + 1 (transformers' padding_idx), so the model's context is that
+// many rows short of max_position_embeddings (514 -> 512).
+void read_encoder_fields(const JsonFields& f, const Family& family, ModelConfig& c) {
   c.rms_eps = static_cast<float>(f.get_number("layer_norm_eps", 1e-12));
+  if (family.padded_positions) {
+    const int64_t pad = f.has("pad_token_id") ? f.get_int("pad_token_id") : 1;
+    if (pad < 0 || pad >= c.vocab_size) f.fail("pad_token_id", "= " + std::to_string(pad) + " is outside the vocabulary");
+    c.position_pad_id = static_cast<int>(pad);
+    c.position_offset = c.position_pad_id + 1;
+    if (c.max_context <= c.position_offset) {
+      f.fail("max_position_embeddings", "= " + std::to_string(c.max_context) + " leaves no positions after pad_token_id + 1 = " +
+                                            std::to_string(c.position_offset));
+    }
+    c.max_context -= c.position_offset;
+  }
   const std::string positions = f.get_string("position_embedding_type", "absolute");
   if (positions != "absolute") f.fail("position_embedding_type", "'" + positions + "' is not supported (only absolute)");
-  if (f.get_size("type_vocab_size", 2) < 1) f.fail("type_vocab_size", "must be at least 1");
+  c.num_token_types = f.get_size("type_vocab_size", 2);  // get_size refuses 0 and below
   if (f.get_bool("is_decoder", false)) f.fail("is_decoder", "is not supported (BERT runs as an encoder)");
 }
 
@@ -229,7 +242,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
   }
   c.layer_window = read_layer_windows(f, family, c);
   if (family.moe) read_moe_fields(f, family, c);
-  if (family.bert_encoder) read_encoder_fields(f, c);
+  if (family.bert_encoder) read_encoder_fields(f, family, c);
   if (family.bert_encoder) read_classifier_fields(f, c);
   if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
     f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");

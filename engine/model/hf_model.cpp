@@ -4,14 +4,15 @@
 // RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
 // optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
 // of a mixture of experts has a router and per-expert projections instead of the dense FFN (gpt-oss's
-// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp). BERT
-// encoders (model_type bert) have their own names and no lm_head; a cross-encoder adds its pooler and
-// classifier.
+// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp). BERT and
+// XLM-R encoders (model_type bert, xlm-roberta) have their own names and no lm_head; a cross-encoder adds
+// its pooler and classifier.
 #include <filesystem>
 #include <map>
 #include <set>
 
 #include "engine/base/error.hpp"
+#include "engine/model/family.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/model/hf_stacked_experts.hpp"
 #include "engine/text/hf_tokenizer.hpp"
@@ -218,8 +219,11 @@ LayerTensors read_bert_layer(const WeightFiles& w, const std::string& p) {
   return l;
 }
 
-ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config) {
-  const std::string prefix = w.has("bert.embeddings.word_embeddings.weight") ? "bert." : "";
+// The base model's tensors are at the top (BertModel, XLMRobertaModel) or under the family's prefix in a
+// checkpoint with a task head ("bert.", "roberta.").
+ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config, const Family& family) {
+  const std::string base(family.hf_base_prefix);
+  const std::string prefix = w.has(base + "embeddings.word_embeddings.weight") ? base : "";
   const std::string e = prefix + "embeddings.";
   ModelTensors t;
   t.embedding = w.view(e + "word_embeddings.weight");
@@ -230,7 +234,13 @@ ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config) 
   for (int i = 0; i < config.num_layers; ++i) {
     t.layers.push_back(read_bert_layer(w, prefix + "encoder.layer." + std::to_string(i) + "."));
   }
-  if (config.is_cross_encoder()) {  // BertForSequenceClassification: bert.pooler.dense, then classifier
+  if (!config.is_cross_encoder()) return t;
+  if (family.roberta_classifier) {  // XLMRobertaForSequenceClassification: classifier.dense, tanh, out_proj
+    t.pooler = w.view("classifier.dense.weight");
+    t.pooler_bias = w.view("classifier.dense.bias");
+    t.classifier = w.view("classifier.out_proj.weight");
+    t.classifier_bias = w.view("classifier.out_proj.bias");
+  } else {  // BertForSequenceClassification: bert.pooler.dense, tanh, then classifier
     t.pooler = w.view(prefix + "pooler.dense.weight");
     t.pooler_bias = w.view(prefix + "pooler.dense.bias");
     t.classifier = w.view("classifier.weight");
@@ -240,7 +250,8 @@ ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config) 
 }
 
 ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config, OwnedBuffers& owned) {
-  if (config.architecture == "bert") return read_bert_tensors(w, config);
+  const Family* family = find_family(config.architecture);
+  if (family != nullptr && family->bert_encoder) return read_bert_tensors(w, config, *family);
   const std::string prefix = tensor_prefix(w);
   ModelTensors t;
   t.embedding = w.view(prefix + "embed_tokens.weight");

@@ -38,9 +38,9 @@ int64_t ModelConfig::num_parameters() const {
   const int64_t d = dim;
   const int64_t total = layer_parameters();
   const int64_t embed = static_cast<int64_t>(vocab_size) * d;
-  if (is_encoder()) {  // positions, token types (two rows counted) and the embedding LayerNorm; no head
+  if (is_encoder()) {  // positions, token types and the embedding LayerNorm; no head
     return total + embed + (learned_positions ? int64_t{max_context + position_offset} * d : 0) +
-           (token_types ? 2 * d : 0) + (post_norm ? 2 * d : 0) +
+           (token_types ? int64_t{num_token_types} * d : 0) + (post_norm ? 2 * d : 0) +
            (num_labels > 0 ? d * d + d + int64_t{num_labels} * (d + 1) : 0);
   }
   return total + d + embed * (tied_embeddings ? 1 : 2);
@@ -57,7 +57,11 @@ std::string ModelConfig::features() const {
   if (sandwich_norms) add("sandwich norms");
   if (is_encoder()) add("encoder (bidirectional attention, no lm_head)");
   if (num_labels > 0) add("sequence classification head (" + std::to_string(num_labels) + " labels)");
-  if (learned_positions) add("learned absolute positions");
+  if (learned_positions) {
+    add(position_pad_id >= 0 ? "learned absolute positions from row " + std::to_string(position_offset) + ", pad tokens (id " +
+                                   std::to_string(position_pad_id) + ") not counted"
+                             : "learned absolute positions");
+  }
   if (token_types) add("token type embeddings");
   if (layer_norm) add("LayerNorm with bias");
   if (post_norm) add("post-norm");

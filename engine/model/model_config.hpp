@@ -97,13 +97,16 @@ struct ModelConfig {
   bool bidirectional = false;      // every row attends to all positions of its sequence (no causal mask)
   bool learned_positions = false;  // absolute learned position embeddings added to the tokens'; no RoPE
   int position_offset = 0;         // row of position 0 in that table (XLM-R: padding_idx + 1 = 2)
+  int position_pad_id = -1;        // XLM-R: tokens of this id take row position_offset - 1 and the
+                                   // positions after them do not count them; -1: none
   bool token_types = false;        // token type 0's embedding row added to every token (BERT)
+  int num_token_types = 2;         // rows of the token type table (config.json type_vocab_size: BERT 2, XLM-R 1)
   bool layer_norm = false;         // LayerNorm (mean removed) with a bias instead of RMSNorm; eps is rms_eps
   bool post_norm = false;          // x = norm(x + sublayer(x)), and the embeddings are normed (embedding_norm)
   bool gated_ffn = true;           // false: down(act(up x + b_up)) + b_down, one up projection with biases
   bool has_lm_head = true;         // false: an encoder, no logits
   // A sequence-classification head (a cross-encoder: BertForSequenceClassification): the pooler's
-  // dense + tanh on the [CLS] row, then (num_labels, dim) with a bias; a step's pooled output is then
+  // dense + tanh on the [CLS] row (XLM-R: classifier.dense on <s>), then (num_labels, dim) with a bias; a step's pooled output is then
   // these logits. 0: none (the pooled output is the hidden state).
   int num_labels = 0;
   bool score_identity = false;     // a pair's score is the raw logit (sentence-transformers activation_fn

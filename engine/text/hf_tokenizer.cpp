@@ -11,6 +11,7 @@
 #include "engine/base/error.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/base/json_file.hpp"
+#include "engine/text/unigram_tokenizer.hpp"
 #include "engine/text/wordpiece_tokenizer.hpp"
 
 namespace cbatch {
@@ -90,6 +91,7 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& dir, int32_t con
   const std::string json_path = (fs::path(dir) / "tokenizer.json").string();
   if (!fs::exists(json_path)) throw Error("'" + dir + "': a Hugging Face model directory needs tokenizer.json");
   if (is_wordpiece_json(json_path)) return load_wordpiece_tokenizer(json_path);  // BERT: no chat template
+  if (is_unigram_json(json_path)) return load_unigram_tokenizer(json_path);      // XLM-R: likewise
   HfTokenizerJson json = read_tokenizer_json(json_path);
   BpeTokenizerSpec& spec = json.spec;
   SpecialIds ids{json.template_bos, {}, !json.template_bos.empty(), !json.template_eos.empty()};

@@ -1,5 +1,6 @@
 // The tokenizer of a Hugging Face model directory: tokenizer.json (a BPE model, byte-level or
-// SentencePiece-style, with the normalizer, pre-tokenizer and post-processor it declares),
+// SentencePiece-style, with the normalizer, pre-tokenizer and post-processor it declares; WordPiece and
+// Unigram models have their own readers),
 // completed by tokenizer_config.json (bos/eos tokens, add_bos_token / add_eos_token, chat_template),
 // generation_config.json and config.json (eos ids). Unsupported components and malformed fields
 // throw cbatch::Error naming the file and the field.

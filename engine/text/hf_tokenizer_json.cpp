@@ -148,7 +148,7 @@ HfTokenizerJson read_tokenizer_json(const std::string& path) {
   BpeTokenizerSpec& spec = out.spec;
   const JsonFields model = root.object("model");
   const std::string type = model.get_string("type", "BPE");
-  if (type != "BPE") model.fail("type", "'" + type + "' is not supported (supported: BPE)");
+  if (type != "BPE") model.fail("type", "'" + type + "' is not supported (supported: BPE, WordPiece, Unigram)");
   read_json_vocab(model, spec.tokens, spec.types);
   read_merges(model, spec);
   read_added_tokens(root, spec);

@@ -68,22 +68,7 @@ std::vector<int32_t> WordPieceTokenizer::encode(std::string_view text, bool add_
 }
 
 EncodedPair WordPieceTokenizer::encode_pair(std::string_view a, std::string_view b) const {
-  EncodedPair pair;
-  bool second_started = false;
-  for (const PairTemplateItem& item : spec_.pair_template) {
-    if (item.type_id == 1 && !second_started) {
-      second_started = true;
-      pair.second_segment = static_cast<int>(pair.ids.size());
-    }
-    if (item.special_id >= 0) {
-      pair.ids.push_back(item.special_id);
-    } else {
-      const std::vector<int32_t> ids = encode(item.sequence == 0 ? a : b, /*add_special=*/false);
-      pair.ids.insert(pair.ids.end(), ids.begin(), ids.end());
-    }
-  }
-  if (!second_started) pair.second_segment = static_cast<int>(pair.ids.size());
-  return pair;
+  return join_pair(spec_.pair_template, [&](int sequence) { return encode(sequence == 0 ? a : b, false); });
 }
 
 std::string WordPieceTokenizer::decode_piece(int32_t prev, int32_t id) const {

@@ -13,17 +13,11 @@
 #include <vector>
 
 #include "engine/text/bert_text.hpp"
+#include "engine/text/pair_template.hpp"
 #include "engine/text/special_tokens.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {
-
-// One item of a post-processor's pair template: a special token, or sequence A or B; its token type.
-struct PairTemplateItem {
-  int32_t special_id = -1;  // -1: a sequence
-  int sequence = 0;         // 0: A, 1: B (when special_id is -1)
-  int type_id = 0;          // 0 or 1; the template's type ids never go back from 1 to 0
-};
 
 struct WordPieceSpec {
   std::vector<std::string> tokens;  // (vocab) token texts ("the", "##ing", "[CLS]")

@@ -3,8 +3,10 @@ position + token type (0, or each token's own) embeddings, LayerNorm; per layer 
 softmax attention, biased output projection, residual then LayerNorm; erf-GELU FFN with biases, residual
 then LayerNorm) and of sentence-transformers pooling (mean over tokens, [CLS] or last token) with optional
 L2 normalisation, and of BertForSequenceClassification's head (pooler dense + tanh on [CLS], then the
-classifier's logits). Weights come straight from model.safetensors (its JSON header and raw little-endian
-data), nothing from cbatch."""
+classifier's logits). XLM-RoBERTa (model_type xlm-roberta) differs in its positions (transformers'
+create_position_ids_from_input_ids: pad_token_id + 1 on, pad tokens not counted and at pad_token_id), its
+"roberta." prefix and its head (classifier.dense + tanh on <s>, then classifier.out_proj). Weights come
+straight from model.safetensors (its JSON header and raw little-endian data), nothing from cbatch."""
 import json
 import math
 import os
@@ -19,7 +21,9 @@ class BertReference:
         with open(os.path.join(model_dir, "config.json")) as f:
             self.config = json.load(f)
         w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
-        self.prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
+        self.xlmr = self.config.get("model_type") == "xlm-roberta"
+        base = "roberta." if self.xlmr else "bert."
+        self.prefix = base if base + "embeddings.word_embeddings.weight" in w else ""
         self.w = w
         self.eps = self.config.get("layer_norm_eps", 1e-12)
         self.heads = self.config["num_attention_heads"]
@@ -39,8 +43,8 @@ class BertReference:
         """(len(ids), hidden) final hidden states of one sequence; type_ids: each token's type (default all 0)."""
         n = len(ids)
         types = np.zeros(n, dtype=int) if type_ids is None else np.asarray(type_ids, dtype=int)
-        x = (self.t("embeddings.word_embeddings.weight")[ids] + self.t("embeddings.position_embeddings.weight")[:n] +
-             self.t("embeddings.token_type_embeddings.weight")[types])
+        x = (self.t("embeddings.word_embeddings.weight")[ids] + self.t("embeddings.position_embeddings.weight")[
+             self.position_ids(ids)] + self.t("embeddings.token_type_embeddings.weight")[types])
         x = self.layer_norm(x, "embeddings.LayerNorm")
         erf = np.vectorize(math.erf)
         for i in range(self.config["num_hidden_layers"]):
@@ -59,12 +63,25 @@ class BertReference:
             x = self.layer_norm(x + self.linear(ff, p + "output.dense"), p + "output.LayerNorm")
         return x
 
+    def position_ids(self, ids):
+        """BERT: 0, 1, ...; XLM-R: pad_token_id + the count of non-pad tokens so far, pad tokens at pad_token_id."""
+        if not self.xlmr:
+            return np.arange(len(ids))
+        pad = self.config.get("pad_token_id", 1)
+        mask = (np.asarray(ids) != pad).astype(int)
+        return np.cumsum(mask) * mask + pad
+
     def embed(self, ids, pooling="mean", normalize=True):
         x = self.hidden_states(ids)
         v = x.mean(0) if pooling == "mean" else x[0] if pooling == "cls" else x[-1]
         return v / max(np.linalg.norm(v), 1e-12) if normalize else v
 
     def classify(self, ids, type_ids):
-        """The classifier's logits of one sequence (a cross-encoder's pair): pooler tanh on [CLS], then classifier."""
-        pooled = np.tanh(self.linear(self.hidden_states(ids, type_ids)[0], "pooler.dense"))
+        """The classifier's logits of one sequence (a cross-encoder's pair): pooler tanh on [CLS], then classifier;
+        XLM-R: classifier.dense tanh on <s>, then classifier.out_proj."""
+        first = self.hidden_states(ids, type_ids)[0]
+        if self.xlmr:
+            dense = np.tanh(first @ self.w["classifier.dense.weight"].T + self.w["classifier.dense.bias"])
+            return dense @ self.w["classifier.out_proj.weight"].T + self.w["classifier.out_proj.bias"]
+        pooled = np.tanh(self.linear(first, "pooler.dense"))
         return pooled @ self.w["classifier.weight"].T + self.w["classifier.bias"]

@@ -222,7 +222,7 @@ TEST_CASE("a Hugging Face directory with missing or malformed files names the fi
       {"config.json", "\"rope_theta\"", "\"rope_scaling\": {\"rope_type\": \"dynamic\"}, \"rope_theta\"",
        "rope_scaling.rope_type"},
       {"tokenizer.json", "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "normalizer.normalizers[0].type"},
-      {"tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"Unigram\"", "model.type"},
+      {"tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"WordLevel\"", "model.type"},
       {"tokenizer_config.json", "\"eos_token\": \"</s>\"", "\"eos_token\": \"<end>\"", "eos_token"},
       {"tokenizer_config.json", "\"add_bos_token\": true", "\"add_bos_token\": 1", "add_bos_token"},
       {"generation_config.json", "\"eos_token_id\": 2", "\"eos_token_id\": \"2\"", "eos_token_id"},
