@@ -1,5 +1,7 @@
-"""A tiny seeded XLM-RoBERTa written as a Hugging Face directory: a real Unigram tokenizer.json trained by the
-`tokenizers` package over a small multilingual corpus, with an XLM-R-style pipeline (a Precompiled normalizer
+"""A tiny seeded XLM-RoBERTa written as a Hugging Face directory: a real Unigram tokenizer.json written by the
+`tokenizers` package from a vocabulary counted here over a small multilingual corpus (the package's trainer
+is not repeatable from run to run, so the vocabulary is made here: every character of the normalised
+corpus, then its most frequent substrings of up to 8 characters, scored by log frequency), with an XLM-R-style pipeline (a Precompiled normalizer
 whose charsmap is built here, then Strip right and Replace(" {2,}"), Metaspace, the "<s> A </s>" and
 "<s> A </s></s> B </s>" templates, <mask> appended with lstrip as the converter does); config.json
 (XLMRobertaModel or XLMRobertaForSequenceClassification, pad_token_id 1, positions from 2); model.safetensors
@@ -74,16 +76,31 @@ def darts_charsmap(rules):
     return struct.pack("<I", 4 * len(array)) + struct.pack(f"<{len(array)}I", *array) + bytes(pool)
 
 
+def vocabulary(normalizer, pre_tokenizer, size=300, max_piece=8):
+    """[(piece, score)]: the specials (score 0), every character of the normalised, pre-tokenised corpus,
+    then the most frequent longer substrings (ties by the piece), each scored log(count / total)."""
+    counts = {}
+    for line in CORPUS:
+        for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(line)):
+            for i in range(len(word)):
+                for j in range(i + 1, min(len(word), i + max_piece) + 1):
+                    counts[word[i:j]] = counts.get(word[i:j], 0) + 1
+    chars = sorted(p for p in counts if len(p) == 1)
+    longer = sorted((p for p in counts if len(p) > 1 and counts[p] > 1), key=lambda p: (-counts[p], p))
+    pieces = chars + longer[:size - len(SPECIALS) - len(chars)]
+    total = sum(counts[p] for p in pieces)
+    return [(s, 0.0) for s in SPECIALS] + [(p, float(np.log(counts[p] / total))) for p in pieces]
+
+
 def write_tokenizer(directory):
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
     charsmap = darts_charsmap(charsmap_rules())
-    tok = Tokenizer(models.Unigram())
-    tok.normalizer = normalizers.Sequence([normalizers.Precompiled(charsmap), normalizers.Strip(left=False, right=True),
-                                           normalizers.Replace(Regex(" {2,}"), "\u2581")])
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    normalizer = normalizers.Sequence([normalizers.Precompiled(charsmap), normalizers.Strip(left=False, right=True),
+                                       normalizers.Replace(Regex(" {2,}"), "\u2581")])
+    pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="always")
+    tok = Tokenizer(models.Unigram(vocabulary(normalizer, pre_tokenizer), unk_id=SPECIALS.index("<unk>")))
+    tok.normalizer, tok.pre_tokenizer = normalizer, pre_tokenizer
     tok.decoder = decoders.Metaspace(replacement="\u2581", prepend_scheme="always")
-    trainer = trainers.UnigramTrainer(vocab_size=300, special_tokens=SPECIALS, unk_token="<unk>", max_piece_length=8)
-    tok.train_from_iterator(CORPUS, trainer)
     tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A </s> </s> $B </s>",
                                                        special_tokens=[("<s>", 0), ("</s>", 2)])
     tok.add_special_tokens([AddedToken("<mask>", lstrip=True, special=True)])
