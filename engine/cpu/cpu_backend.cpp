@@ -203,7 +203,7 @@ struct CpuLayer {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, const CpuBackendOptions& options)
-      : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
+      : config_(model.config), options_(options), pool_(options.num_threads, kDecodeSpinNs), storage_(model.storage) {
     load_weights(model.tensors);
     if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
     for (int set = 0; set < kRopeSets; ++set) {
