@@ -525,6 +525,14 @@ void CpuBackend::copy_blocks(const RaggedBatch& batch) {
   }
 }
 
+// The calling thread's attention scratch, at least `count` floats: grown to the longest context seen,
+// then reused (no allocation per layer and step).
+float* attention_scratch(int64_t count) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(static_cast<size_t>(count));
+  return scratch.data();
+}
+
 // Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.
 void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = layers_[l];
@@ -588,20 +596,20 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
     // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
+      float* scratch = attention_scratch(attend_row_scratch(num_heads, batch.max_seq_len));
       for (int64_t r = begin; r < end; ++r) {
         attend_row(&qkv_[r * qkv_dim], cache, table_of(r), attention_extent(batch, r), num_heads, config_.num_kv_heads, params,
-                   scratch.data(), &att_[r * q_dim]);
+                   scratch, &att_[r * q_dim]);
       }
     }, 1, min_parallel_items(num_heads * head_ns));
   } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
     pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(batch.max_seq_len + 1);
+      float* scratch = attention_scratch(batch.max_seq_len + 1);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t r = i / num_heads;
         const int h = static_cast<int>(i % num_heads);
         attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), attention_extent(batch, r), h / group, params,
-                    scratch.data(), &att_[r * q_dim + h * hd], params.sink(h));
+                    scratch, &att_[r * q_dim + h * hd], params.sink(h));
       }
     }, 1, min_parallel_items(head_ns));
   }
