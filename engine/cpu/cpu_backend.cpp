@@ -660,10 +660,16 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kGateUp, l, lora_groups_, h_.data(), dim, gate_up_.data(), 2 * hidden, pool_);
-  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    const GluParams glu = glu_params(config_);
-    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
-  }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
+  const GluParams glu = glu_params(config_);
+  if (num_tokens == 1) {  // a decode step of one sequence: its columns split across the threads
+    pool_.parallel_for(hidden, [&](int64_t begin, int64_t end) {
+      gated_ffn_cols(&gate_up_[begin], &gate_up_[hidden + begin], &ff_[begin], static_cast<int>(end - begin), glu);
+    }, 16, min_parallel_items(10.0));  // an exp or tanh per element
+  } else {
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
+    }, 1, min_parallel_items(10.0 * hidden));
+  }
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm, layer.ffn_norm, layer.ffn_norm_bias);

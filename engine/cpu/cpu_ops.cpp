@@ -60,27 +60,31 @@ void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, A
   }
 }
 
-void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
+void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu) {
   if (glu.kind == Activation::kGeluTanh) {
-    for (int i = 0; i < hidden; ++i) out[i] = gelu_tanh(gate_up[i]) * gate_up[hidden + i];
+    for (int i = 0; i < count; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
     return;
   }
   if (glu.kind == Activation::kGeluErf) {
-    for (int i = 0; i < hidden; ++i) out[i] = gelu_erf(gate_up[i]) * gate_up[hidden + i];
+    for (int i = 0; i < count; ++i) out[i] = gelu_erf(gate[i]) * up[i];
     return;
   }
   if (glu.kind == Activation::kSwigluClamped) {
-    for (int i = 0; i < hidden; ++i) {
-      const float g = std::min(gate_up[i], glu.limit);
-      const float u = std::clamp(gate_up[hidden + i], -glu.limit, glu.limit);
+    for (int i = 0; i < count; ++i) {
+      const float g = std::min(gate[i], glu.limit);
+      const float u = std::clamp(up[i], -glu.limit, glu.limit);
       out[i] = (u + 1.0f) * (g / (1.0f + std::exp(-glu.alpha * g)));
     }
     return;
   }
-  for (int i = 0; i < hidden; ++i) {
-    const float g = gate_up[i];
-    out[i] = g / (1.0f + std::exp(-g)) * gate_up[hidden + i];
+  for (int i = 0; i < count; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
+  gated_ffn_cols(gate_up, gate_up + hidden, out, hidden, glu);
 }
 
 void softcap_row(float* values, int n, float cap) {
