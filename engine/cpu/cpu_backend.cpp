@@ -204,7 +204,7 @@ struct CpuLayer {
 class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, const CpuBackendOptions& options)
-      : config_(model.config), options_(options), pool_(options.num_threads), storage_(model.storage) {
+      : config_(model.config), options_(options), pool_(options.num_threads, kDecodeSpinNs), storage_(model.storage) {
     load_weights(model.tensors);
     if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
     for (int set = 0; set < kRopeSets; ++set) {
@@ -543,6 +543,14 @@ void CpuBackend::copy_blocks(const RaggedBatch& batch) {
   }
 }
 
+// The calling thread's attention scratch, at least `count` floats: grown to the longest context seen,
+// then reused (no allocation per layer and step).
+float* attention_scratch(int64_t count) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(static_cast<size_t>(count));
+  return scratch.data();
+}
+
 // Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.
 void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = layers_[l];
@@ -606,20 +614,20 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
     // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, batch.max_seq_len)));
+      float* scratch = attention_scratch(attend_row_scratch(num_heads, batch.max_seq_len));
       for (int64_t r = begin; r < end; ++r) {
         attend_row(&qkv_[r * qkv_dim], cache, table_of(r), attention_extent(batch, r), num_heads, config_.num_kv_heads, params,
-                   scratch.data(), &att_[r * q_dim]);
+                   scratch, &att_[r * q_dim]);
       }
     }, 1, min_parallel_items(num_heads * head_ns));
   } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
     pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
-      std::vector<float> scratch(batch.max_seq_len + 1);
+      float* scratch = attention_scratch(batch.max_seq_len + 1);
       for (int64_t i = begin; i < end; ++i) {
         const int64_t r = i / num_heads;
         const int h = static_cast<int>(i % num_heads);
         attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), attention_extent(batch, r), h / group, params,
-                    scratch.data(), &att_[r * q_dim + h * hd], params.sink(h));
+                    scratch, &att_[r * q_dim + h * hd], params.sink(h));
       }
     }, 1, min_parallel_items(head_ns));
   }
@@ -670,10 +678,16 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   }
   matmul(h_.data(), layer.w_gate_up, gate_up_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kGateUp, l, lora_groups_, h_.data(), dim, gate_up_.data(), 2 * hidden, pool_);
-  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    const GluParams glu = glu_params(config_);
-    for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
-  }, 1, min_parallel_items(10.0 * hidden));  // an exp or tanh per element
+  const GluParams glu = glu_params(config_);
+  if (num_tokens == 1) {  // a decode step of one sequence: its columns split across the threads
+    pool_.parallel_for(hidden, [&](int64_t begin, int64_t end) {
+      gated_ffn_cols(&gate_up_[begin], &gate_up_[hidden + begin], &ff_[begin], static_cast<int>(end - begin), glu);
+    }, 16, min_parallel_items(10.0));  // an exp or tanh per element
+  } else {
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
+    }, 1, min_parallel_items(10.0 * hidden));
+  }
   matmul(ff_.data(), layer.w_down, delta_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
   add_sublayer_output(num_tokens, layer.post_ffn_norm, layer.ffn_norm, layer.ffn_norm_bias);

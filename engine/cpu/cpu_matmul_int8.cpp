@@ -9,7 +9,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 #include <utility>
+
+#include "engine/base/error.hpp"
 
 // GCC 12's false positive on the AVX-512 conversions' undefined pass-through operand (cpu_matmul_blocks.hpp),
 // reported where the kernels are inlined.
@@ -31,16 +34,60 @@ constexpr bool has_linear_nibbles() {
   return true;
 }
 
-// The int8 group of format F: the blocked group's scale arrays, then the codes (see the header).
+// The types whose scales (and offsets) are fp16 numbers as stored (the 32-element blocks with an fp16 d
+// and m): their int8 groups keep them as fp16, exactly, in half the bytes (a Q4_1 group: 320 bytes, not 384).
+template <class F>
+constexpr bool has_half_scales() {
+  return std::is_same_v<F, BlockFormat<DType::kQ8_0>> || std::is_same_v<F, BlockFormat<DType::kQ4_0>> ||
+         std::is_same_v<F, BlockFormat<DType::kQ4_1>> || std::is_same_v<F, BlockFormat<DType::kQ5_0>> ||
+         std::is_same_v<F, BlockFormat<DType::kQ5_1>> || std::is_same_v<F, BlockFormat<DType::kIQ4_NL>>;
+}
+
+// The int8 group of format F: the blocked group's scale arrays (as fp16 where has_half_scales), then the
+// codes (see the header).
 template <class F>
 struct Int8Layout {
   using G = GroupLayout<F>;
   static constexpr bool kNibbles = has_linear_nibbles<F>();
   static constexpr int kBias = kNibbles ? F::value(0) : -128;  // value = u + kBias
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
+  static constexpr bool kHalfScales = has_half_scales<F>();
+  static constexpr size_t kScaleBytes = static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
   static constexpr size_t kCodeBytes = static_cast<size_t>((kNibbles ? kQuads / 2 : kQuads) * kQuadBytes);
-  static constexpr size_t kBytes = G::kScaleBytes + kCodeBytes;
+  static constexpr size_t kBytes = kScaleBytes + kCodeBytes;
 };
+
+// An fp32 number that is an fp16 value (a scale read by load_half) as its fp16 bits; anything else is an
+// internal error (the int8 group would not hold it exactly).
+uint16_t exact_half(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  const auto sign = static_cast<uint16_t>((u >> 16) & 0x8000);
+  const int exponent = static_cast<int>((u >> 23) & 0xFF);
+  const uint32_t mantissa = u & 0x7FFFFF;
+  uint16_t h = sign;
+  if (exponent == 0xFF) {
+    h = static_cast<uint16_t>(sign | 0x7C00 | mantissa >> 13);
+  } else if (exponent - 112 >= 1) {  // a normal fp16 (an exponent past its range fails the check below)
+    h = static_cast<uint16_t>(sign | std::min(exponent - 112, 31) << 10 | mantissa >> 13);
+  } else if (exponent - 112 > -11) {  // a subnormal fp16: m * 2^-24
+    h = static_cast<uint16_t>(sign | (mantissa | 0x800000) >> (126 - exponent));
+  }
+  const uint8_t bytes[2] = {static_cast<uint8_t>(h & 0xFF), static_cast<uint8_t>(h >> 8)};
+  const float back = load_half(bytes);
+  if (std::memcmp(&back, &f, sizeof(f)) != 0) throw Error("internal error: a scale that is not an fp16 value");
+  return h;
+}
+
+// Scale array entry i of an int8 group (s[l] of sub-block j: i = j * kSubFloats + l; its offset b[l]:
+// i + kLanes).
+template <class F>
+float int8_scale(const uint8_t* group, int i) {
+  if constexpr (Int8Layout<F>::kHalfScales) return load_half(group + 2 * i);
+  float v;
+  std::memcpy(&v, group + 4 * i, sizeof(v));
+  return v;
+}
 
 // The value of lane l at k i of a blocked group's codes (the scalar decode of BlockedGroup).
 template <class F>
@@ -60,9 +107,19 @@ void pack_panel(const uint8_t* blocked, int64_t k, uint8_t* out) {
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* src = blocked + b * G::kBytes;
     uint8_t* dst = out + b * L::kBytes;
-    std::memcpy(dst, src, G::kScaleBytes);
+    if constexpr (L::kHalfScales) {
+      for (int i = 0; i < G::kSubs * G::kSubFloats; ++i) {
+        float scale;
+        std::memcpy(&scale, src + 4 * i, sizeof(scale));
+        const uint16_t h = exact_half(scale);
+        dst[2 * i] = static_cast<uint8_t>(h & 0xFF);
+        dst[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+      }
+    } else {
+      std::memcpy(dst, src, G::kScaleBytes);
+    }
     const uint8_t* codes = src + G::kScaleBytes;
-    uint8_t* u = dst + G::kScaleBytes;
+    uint8_t* u = dst + L::kScaleBytes;
     auto code = [&](int i, int l) { return static_cast<uint8_t>(blocked_value<F>(codes, i, l) - L::kBias); };
     for (int t = 0; t < (L::kNibbles ? kQuads / 2 : kQuads); ++t) {
       for (int l = 0; l < kLanes; ++l) {
@@ -94,9 +151,9 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
   float acc[kLanes] = {};
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + G::kScaleBytes;
+    const uint8_t* codes = group + L::kScaleBytes;
     for (int sub = 0; sub < G::kSubs; ++sub) {
-      const float* s = reinterpret_cast<const float*>(group) + sub * G::kSubFloats;
+      const int s = sub * G::kSubFloats;  // the sub-block's scales in the group's array
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
       for (int l = 0; l < kLanes; ++l) {
         int32_t isum = L::kBias * sum_q;
@@ -112,8 +169,10 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
             isum += u * q[b * kGroupK + 4 * t + j];
           }
         }
-        acc[l] = std::fma(s[l] * d[b], static_cast<float>(isum), acc[l]);
-        if constexpr (G::kHasOffset) acc[l] = std::fma(s[kLanes + l], d[b] * static_cast<float>(sum_q), acc[l]);
+        acc[l] = std::fma(int8_scale<F>(group, s + l) * d[b], static_cast<float>(isum), acc[l]);
+        if constexpr (G::kHasOffset) {
+          acc[l] = std::fma(int8_scale<F>(group, s + kLanes + l), d[b] * static_cast<float>(sum_q), acc[l]);
+        }
       }
     }
   }
@@ -129,10 +188,28 @@ int32_t load_quad(const int8_t* q) {
   return v;
 }
 
+// Scale array entries i..i + 7 of an int8 group (int8_scale's values).
+template <class F>
+__attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* group, int i) {
+  if constexpr (Int8Layout<F>::kHalfScales) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 * i)));
+  }
+  return _mm256_loadu_ps(reinterpret_cast<const float*>(group) + i);
+}
+
+// Scale array entries i..i + 15 of an int8 group.
+template <class F>
+__attribute__((target("avx512f"))) __m512 int8_scales16(const uint8_t* group, int i) {
+  if constexpr (Int8Layout<F>::kHalfScales) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 2 * i)));
+  }
+  return _mm512_loadu_ps(reinterpret_cast<const float*>(group) + i);
+}
+
 // One row, one panel, 8 lanes at a time: u widened to 16 bits, _mm256_madd_epi16 sums pairs of k exactly,
 // a horizontal add finishes each lane's quad.
 template <class F>
-__attribute__((target("avx2,fma"))) void panel_row_avx2(const Q8Rows& x, int64_t row, const uint8_t* panel, float* y,
+__attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, int64_t row, const uint8_t* panel, float* y,
                                                          int64_t cols) {
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
@@ -146,9 +223,9 @@ __attribute__((target("avx2,fma"))) void panel_row_avx2(const Q8Rows& x, int64_t
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + G::kScaleBytes;
+    const uint8_t* codes = group + L::kScaleBytes;
     for (int sub = 0; sub < G::kSubs; ++sub) {
-      const float* s = reinterpret_cast<const float*>(group) + sub * G::kSubFloats;
+      const int s = sub * G::kSubFloats;
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
       const __m256 ds = _mm256_set1_ps(d[b]);
       for (int c = 0; c < kChunks; ++c) {
@@ -170,10 +247,10 @@ __attribute__((target("avx2,fma"))) void panel_row_avx2(const Q8Rows& x, int64_t
         // hadd leaves lanes 0 1 4 5 | 2 3 6 7; the permute puts them in order.
         __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(pairs0, pairs1), 0xD8);
         isum = _mm256_add_epi32(isum, _mm256_set1_epi32(L::kBias * sum_q));
-        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(s + c * 8), ds);
+        const __m256 scale = _mm256_mul_ps(int8_scales8<F>(group, s + c * 8), ds);
         acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
         if constexpr (G::kHasOffset) {
-          acc[c] = _mm256_fmadd_ps(_mm256_loadu_ps(s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
+          acc[c] = _mm256_fmadd_ps(int8_scales8<F>(group, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
                                    acc[c]);
         }
       }
@@ -208,7 +285,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
       for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
         __m512i u[NV];
         for (int v = 0; v < NV; ++v) {
-          const uint8_t* codes = group[v] + G::kScaleBytes;
+          const uint8_t* codes = group[v] + L::kScaleBytes;
           if constexpr (L::kNibbles) {
             u[v] = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
             u[v] = _mm512_and_si512(t % 2 == 0 ? u[v] : _mm512_srli_epi16(u[v], 4), low4);
@@ -226,11 +303,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
         const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
         const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
         for (int v = 0; v < NV; ++v) {
-          const float* s = reinterpret_cast<const float*>(group[v]) + sub * G::kSubFloats;
+          const int s = sub * G::kSubFloats;
           const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
-          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(_mm512_loadu_ps(s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(group[v], s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
           if constexpr (G::kHasOffset) {
-            acc[r][v] = _mm512_fmadd_ps(_mm512_loadu_ps(s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
+            acc[r][v] = _mm512_fmadd_ps(int8_scales16<F>(group[v], s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
                                         acc[r][v]);
           }
         }
@@ -243,6 +320,56 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
     const __mmask16 mask = valid == 16 ? 0xFFFF : static_cast<__mmask16>((1u << valid) - 1);
     for (int r = 0; r < MR; ++r) _mm512_mask_storeu_ps(y + r * ldy + v * 16, mask, acc[r][v]);
   }
+}
+
+// One row, one panel: a decode step's product. tile_vnni's arithmetic, but panel by panel, so that each
+// thread reads one sequential stream (several panels side by side are several streams some KB apart,
+// which measured 1.4x slower from memory), with each group's quads split between two integer
+// accumulators (even and odd quads; the sum is exact either way) to halve the vpdpbusd chain, and a
+// nibble load serving both quads it holds.
+template <class F>
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Rows& x, int64_t row,
+                                                                    const uint8_t* panel, float* y, int64_t cols) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  const int64_t k = x.cols;
+  const int8_t* q = x.q.data() + row * k;
+  const float* d = x.d.data() + row * (k / kGroupK);
+  const int32_t* sums = x.sums.data() + row * (k / 16);
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < k / kGroupK; ++b) {
+    const uint8_t* group = panel + b * L::kBytes;
+    const uint8_t* codes = group + L::kScaleBytes;
+    const int8_t* qb = q + b * kGroupK;
+    for (int sub = 0; sub < G::kSubs; ++sub) {
+      __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
+        __m512i u0, u1;
+        if constexpr (L::kNibbles) {
+          const __m512i both = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
+          u0 = _mm512_and_si512(both, low4);
+          u1 = _mm512_and_si512(_mm512_srli_epi16(both, 4), low4);
+        } else {
+          u0 = _mm512_loadu_si512(codes + t * kQuadBytes);
+          u1 = _mm512_loadu_si512(codes + (t + 1) * kQuadBytes);
+        }
+        even = _mm512_dpbusd_epi32(even, u0, _mm512_set1_epi32(load_quad(qb + 4 * t)));
+        odd = _mm512_dpbusd_epi32(odd, u1, _mm512_set1_epi32(load_quad(qb + 4 * t + 4)));
+      }
+      const int32_t sum_q = sub_sum<F>(sums, b, sub);
+      const int s = sub * G::kSubFloats;
+      const __m512i isum = _mm512_add_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(L::kBias * sum_q));
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(group, s), _mm512_set1_ps(d[b])), _mm512_cvtepi32_ps(isum),
+                            acc);
+      if constexpr (G::kHasOffset) {
+        acc = _mm512_fmadd_ps(int8_scales16<F>(group, s + kLanes), _mm512_set1_ps(d[b] * static_cast<float>(sum_q)),
+                              acc);
+      }
+    }
+  }
+  const int64_t valid = std::min<int64_t>(16, cols);
+  _mm512_mask_storeu_ps(y, valid == 16 ? 0xFFFF : static_cast<__mmask16>((1u << valid) - 1), acc);
 }
 
 constexpr int kVnniRows = 4;    // a VNNI tile: up to 4 rows x 3 panels, 24 accumulators of 32 registers
@@ -268,6 +395,12 @@ template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
                 size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy, int64_t n) {
 #if defined(CBATCH_INT8_X86)
+  if (isa == Int8Isa::kAvx512Vnni && kLanes == 16 && row_end - row_begin == 1) {
+    for (int64_t p = panel_begin; p < panel_end; ++p) {
+      row_vnni<F>(x, row_begin, panels + p * panel_bytes, y + row_begin * ldy + p * kLanes, n - p * kLanes);
+    }
+    return;
+  }
   if (isa == Int8Isa::kAvx512Vnni && kLanes == 16) {
     for (int64_t p = panel_begin; p < panel_end; p += kVnniPanels) {
       const int nv = static_cast<int>(std::min<int64_t>(kVnniPanels, panel_end - p));
@@ -301,7 +434,9 @@ Int8Isa detect_isa() {
       __builtin_cpu_supports("avx512vnni")) {
     return Int8Isa::kAvx512Vnni;
   }
-  const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? Int8Isa::kAvx2 : Int8Isa::kScalar;
+  const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")
+                          ? Int8Isa::kAvx2
+                          : Int8Isa::kScalar;
   std::fprintf(stderr, "[cbatch] %s: 8-bit products run on %s\n",
                kLanes == 16 ? "this CPU has no AVX-512 VNNI" : "built without AVX-512 (8-lane panels)",
                int8_isa_name(isa));
@@ -346,7 +481,9 @@ bool can_run(Int8Isa isa) {
     return kLanes == 16 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
   }
-  if (isa == Int8Isa::kAvx2) return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (isa == Int8Isa::kAvx2) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  }
 #endif
   return isa == Int8Isa::kScalar;
 }

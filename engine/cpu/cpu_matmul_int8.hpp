@@ -1,7 +1,8 @@
 // Internal to the CPU matmul: the 8-bit integer path for weights in a GGUF block type (--cpu-precision
 // fast). Each activation row is quantized on its own to blocks of 32 int8 with an fp32 scale (llama.cpp's
 // q8_0), so a row's result depends only on that row. Each int8 panel is a blocked panel (cpu_matmul_blocks.hpp)
-// whose codes are reordered for the integer dot product: per group of 32 k, the same scale arrays, then
+// whose codes are reordered for the integer dot product: per group of 32 k, the same scale arrays (as
+// fp16, exactly, for the types whose scales are fp16 numbers: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), then
 // per 4 k ("quad") kLanes x 4 unsigned bytes u, lane l's 4 k side by side, where the weight's value is
 // u + kBias (bytes: u = value + 128; 4-bit types whose values are linear in the code: the nibble itself,
 // two quads per byte, the low nibble the even quad). A lane's product over a sub-block is one exact int32

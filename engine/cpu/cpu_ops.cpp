@@ -79,27 +79,31 @@ void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, A
   }
 }
 
-void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
+void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu) {
   if (glu.kind == Activation::kGeluTanh) {
-    for (int i = 0; i < hidden; ++i) out[i] = gelu_tanh(gate_up[i]) * gate_up[hidden + i];
+    for (int i = 0; i < count; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
     return;
   }
   if (glu.kind == Activation::kGeluErf) {
-    for (int i = 0; i < hidden; ++i) out[i] = gelu_erf(gate_up[i]) * gate_up[hidden + i];
+    for (int i = 0; i < count; ++i) out[i] = gelu_erf(gate[i]) * up[i];
     return;
   }
   if (glu.kind == Activation::kSwigluClamped) {
-    for (int i = 0; i < hidden; ++i) {
-      const float g = std::min(gate_up[i], glu.limit);
-      const float u = std::clamp(gate_up[hidden + i], -glu.limit, glu.limit);
+    for (int i = 0; i < count; ++i) {
+      const float g = std::min(gate[i], glu.limit);
+      const float u = std::clamp(up[i], -glu.limit, glu.limit);
       out[i] = (u + 1.0f) * (g / (1.0f + std::exp(-glu.alpha * g)));
     }
     return;
   }
-  for (int i = 0; i < hidden; ++i) {
-    const float g = gate_up[i];
-    out[i] = g / (1.0f + std::exp(-g)) * gate_up[hidden + i];
+  for (int i = 0; i < count; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
+  gated_ffn_cols(gate_up, gate_up + hidden, out, hidden, glu);
 }
 
 void softcap_row(float* values, int n, float cap) {
@@ -121,6 +125,28 @@ inline float dot_fixed_order(const float* a, const float* b, int n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
+// Output elements of attend_head accumulated at once (in registers).
+constexpr int kOutChunk = 64;
+
+// The cache rows (offsets in floats) of a sequence's positions first, first + 1, ..., walked block by
+// block without a division per position.
+class PagedRows {
+ public:
+  PagedRows(const PagedKv& cache, const int32_t* block_table, int first)
+      : table_(block_table), block_size_(cache.block_size), kv_dim_(cache.kv_dim), block_(first / cache.block_size),
+        offset_(first % cache.block_size) {}
+  int64_t next() {
+    const int64_t slot = static_cast<int64_t>(table_[block_]) * block_size_ + offset_;
+    if (++offset_ == block_size_) offset_ = 0, ++block_;
+    return slot * kv_dim_;
+  }
+
+ private:
+  const int32_t* table_;
+  int block_size_, kv_dim_;
+  int block_, offset_;
+};
+
 inline float capped(float score, float softcap) {
   return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
 }
@@ -133,26 +159,37 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
   const float scale = params.scale;
   const int first = params.first_key(pos);
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
-  auto slot_of = [&](int p) {
-    return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
-  };
   float max_score = sink;
-  for (int p = first; p <= pos; ++p) {
-    const float* k = cache.k + slot_of(p) * cache.kv_dim + head_offset;
-    scratch[p] = capped(dot_fixed_order(q, k, head_dim) * scale, params.softcap);
+  PagedRows rows(cache, block_table, first);
+  int p = first;
+  for (; p <= pos; ++p) {
+    scratch[p] = capped(dot_fixed_order(q, cache.k + rows.next() + head_offset, head_dim) * scale, params.softcap);
     max_score = std::max(max_score, scratch[p]);
   }
   float sum = 0.0f;
-  for (int p = first; p <= pos; ++p) {
+  for (p = first; p <= pos; ++p) {
     scratch[p] = std::exp(scratch[p] - max_score);
     sum += scratch[p];
   }
   sum += std::exp(sink - max_score);  // 0 without a sink
-  for (int i = 0; i < head_dim; ++i) out[i] = 0.0f;
-  for (int p = first; p <= pos; ++p) {
-    const float* v = cache.v + slot_of(p) * cache.kv_dim + head_offset;
-    const float weight = scratch[p] / sum;
-    for (int i = 0; i < head_dim; ++i) out[i] += weight * v[i];
+  for (p = first; p <= pos; ++p) scratch[p] = scratch[p] / sum;
+  // out chunk by chunk, each chunk held while every position's V passes: per element the same sum of
+  // weight * v in position order as a whole row at a time.
+  for (int i0 = 0; i0 < head_dim; i0 += kOutChunk) {
+    float acc[kOutChunk];
+    const int width = std::min(kOutChunk, head_dim - i0);
+    for (int i = 0; i < kOutChunk; ++i) acc[i] = 0.0f;
+    PagedRows v_rows(cache, block_table, first);
+    for (p = first; p <= pos; ++p) {
+      const float* v = cache.v + v_rows.next() + head_offset + i0;
+      const float weight = scratch[p];
+      if (width == kOutChunk) {
+        for (int i = 0; i < kOutChunk; ++i) acc[i] += weight * v[i];
+      } else {
+        for (int i = 0; i < width; ++i) acc[i] += weight * v[i];
+      }
+    }
+    for (int i = 0; i < width; ++i) out[i0 + i] = acc[i];
   }
 }
 

@@ -32,6 +32,9 @@ inline GluParams glu_params(const ModelConfig& c) { return {c.activation, c.swig
 // gate_up: (2 * hidden) = [gate | up]; out (hidden) = act(gate) * up, act silu (SwiGLU) or tanh-GELU (GeGLU);
 // clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
 void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu);
+// The same, elementwise, on `count` columns of one row: out[i] = act(gate[i]) * up[i] (a row's columns can
+// be split across threads, each element computed as gated_ffn_row computes it).
+void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu);
 float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
 float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
 // A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.

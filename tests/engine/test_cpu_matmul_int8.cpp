@@ -79,7 +79,8 @@ TEST_CASE("quantize_rows_q8: each 32-block within half a step of its scale, sums
   CHECK(q8.d[1] == 0.0f);
 }
 
-TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar reference's bits, every block type") {
+TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar reference's bits, every block type, "
+          "several rows per call or one") {
   ThreadPool pool(2);
   const int64_t m = 7;  // one 4-row VNNI tile and a 3-row edge
   for (DType dtype : testing::kBlockTypes) {
@@ -108,6 +109,12 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
           std::vector<float> got(want.size(), NAN);
           matmul_int8_panels(isa, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n, n);
           CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
+          std::vector<float> one_by_one(want.size(), NAN);  // one row per call: the decode kernels
+          for (int64_t i = 0; i < m; ++i) {
+            matmul_int8_panels(isa, dtype, q8, i, i + 1, w.blocked_panel(0), w.panel_bytes(), 0, panels,
+                               one_by_one.data(), n, n);
+          }
+          CHECK(std::memcmp(want.data(), one_by_one.data(), one_by_one.size() * sizeof(float)) == 0);
         }
         // The reference itself against a double-precision sum of the dequantized activations times the
         // exact weights: only fp32 rounding apart (a wrong scale, offset or code order is far off).
