@@ -75,9 +75,11 @@ int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const Mo
   s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
   matmul(h, w.router, s.logits.data(), num_rows, pool);
   add_bias_rows(s.logits.data(), num_rows, &w.router_bias);
-  for (int row = 0; row < num_rows; ++row) {
-    route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
-  }
+  pool.parallel_for(num_rows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
+    }
+  }, 1, min_parallel_items(8.0 * r.num_experts));  // an exp and a comparison or two per expert
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
   const int num_touched = run_experts(h, num_rows, dim, groups, k, w, glu, pool, s.products, s.picks.data());
   if (w.shared_gate.empty()) {
