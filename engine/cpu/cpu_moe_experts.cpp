@@ -14,12 +14,12 @@ using matmul_detail::Q8Rows;
 
 // Rows `rows` (n) of the quantized from into to's rows [0, n).
 void gather_q8(const Q8Rows& from, const int32_t* rows, int n, Q8Rows& to) {
-  const int64_t k = from.cols, blocks = k / 32, halves = k / 16;
+  const int64_t k = from.cols, blocks = k / matmul_detail::kGroupK, halves = k / 16;
   to.rows = n;
   to.cols = k;
   const auto need = static_cast<size_t>(n * k);
   if (to.q.size() < need) to.q.resize(need);
-  if (to.d.size() < need / 32) to.d.resize(need / 32);
+  if (to.d.size() < need / matmul_detail::kGroupK) to.d.resize(need / matmul_detail::kGroupK);
   if (to.sums.size() < need / 16) to.sums.resize(need / 16);
   for (int i = 0; i < n; ++i) {
     const int64_t r = rows[i];
@@ -65,7 +65,9 @@ void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
     gather_q8(v.s.h_q8, rows, n, t.q_in);
   } else {
     t.rows_in.resize(static_cast<size_t>(n) * dim);
-    for (int i = 0; i < n; ++i) std::copy_n(v.h + static_cast<int64_t>(rows[i]) * dim, dim, &t.rows_in[static_cast<size_t>(i) * dim]);
+    for (int i = 0; i < n; ++i) {
+      std::copy_n(v.h + static_cast<int64_t>(rows[i]) * dim, dim, &t.rows_in[static_cast<size_t>(i) * dim]);
+    }
   }
   t.gate_up.resize(static_cast<size_t>(n * 2 * width));
   t.hidden.resize(static_cast<size_t>(n * width));

@@ -41,14 +41,15 @@ struct ExpertScratch {
   std::vector<int32_t> slot_rows;          // (T * top_k) input row of each sorted pick
   std::vector<ExpertUnit> units;           // the step's units, in sorted-pick order
   std::vector<double> unit_cost_ns;        // (units) one-core cost of each
-  std::vector<int32_t> thread_units;       // (num_threads + 1) units [thread_units[t], thread_units[t + 1]) run on thread t
+  std::vector<int32_t> thread_units;       // (num_threads + 1) thread t runs units [thread_units[t], [t + 1])
   std::vector<ExpertThreadScratch> threads;  // (num_threads)
 };
 
 // rows (n, cols) += bias (cols), when there is one.
 void add_bias_rows(float* rows, int64_t n, const std::vector<float>* bias);
 
-// out (T, top_k, dim): each (row, k) pick's expert output for its row of h (T, dim). Returns the number of distinct experts picked (the experts whose weights were read).
+// out (T, top_k, dim): each (row, k) pick's expert output for its row of h (T, dim). Returns the number
+// of distinct experts picked (the experts whose weights were read).
 int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& groups, int top_k, const MoeWeights& w,
                 const GluParams& glu, ThreadPool& pool, ExpertScratch& s, float* out);
 
