@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -283,6 +284,18 @@ void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPo
   pool.parallel_for(panels, [&](int64_t begin, int64_t end) { matmul_panels(x, w, y, m, begin, end); },
                     /*align=*/tile_panels,
                     /*min_parallel=*/std::max<int64_t>(2 * tile_panels, min_parallel_items(panel_ns)));
+}
+
+void matmul_on_thread(const float* x, const Q8Rows* xq, const PackedMatrix& w, float* y, int64_t m) {
+  if (!w.is_int8()) return matmul_panels(x, w, y, m, 0, num_panels(w.rows()));
+  const Int8Isa isa = int8_isa();
+  const std::span<const PackedMatrix> parts = w.parts().empty() ? std::span(&w, 1) : std::span(w.parts());
+  int64_t first = 0;  // the part's first column of Y (every part but the last fills whole panels)
+  for (const PackedMatrix& part : parts) {
+    matmul_int8_panels(isa, part.dtype(), *xq, 0, m, part.blocked_panel(0), part.panel_bytes(), 0,
+                       num_panels(part.rows()), y + first, w.rows(), part.rows());
+    first += part.rows();
+  }
 }
 
 void matmul_ref(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k) {

@@ -26,6 +26,9 @@
 namespace cbatch {
 
 class ThreadPool;
+namespace matmul_detail {
+struct Q8Rows;
+}
 
 // Output columns per panel (the SIMD width this binary was built for: 16, or 8 without AVX-512).
 int matmul_panel_width();
@@ -83,6 +86,12 @@ class PackedMatrix {
 };
 
 void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool);
+
+// matmul's product on the calling thread alone, for a caller that splits many small products across the
+// pool itself (the picked experts of a mixture of experts, cpu_moe_experts.hpp). An int8 matrix reads xq's
+// rows [0, m) (x's rows quantized by quantize_rows_q8, cpu_matmul_int8.hpp) and not x; the others read
+// x (m, K). The same bits as matmul.
+void matmul_on_thread(const float* x, const matmul_detail::Q8Rows* xq, const PackedMatrix& w, float* y, int64_t m);
 
 // The same function one element at a time: y[i][j] = fma chain over k of x[i][k] * w[j][k] (for tests).
 void matmul_ref(const float* x, const float* w, float* y, int64_t m, int64_t n, int64_t k);

@@ -10,13 +10,14 @@
 namespace cbatch {
 
 void route_row(const float* logits, const MoeRouting& r, int32_t* experts, float* weights) {
-  for (int k = 0; k < r.top_k; ++k) {
-    int best = -1;
-    for (int e = 0; e < r.num_experts; ++e) {
-      if (std::find(experts, experts + k, e) != experts + k) continue;
-      if (best < 0 || logits[e] > logits[best]) best = e;  // strict: a tie keeps the lower id
-    }
-    experts[k] = best;
+  // Experts in id order, each inserted after every chosen one with a logit at least as large (so a tie
+  // keeps the lower id ahead); once k are chosen, one enters only above the last, which drops out.
+  int count = 0;
+  for (int e = 0; e < r.num_experts; ++e) {
+    if (count == r.top_k && !(logits[e] > logits[experts[count - 1]])) continue;
+    int pos = count < r.top_k ? count++ : count - 1;
+    for (; pos > 0 && logits[e] > logits[experts[pos - 1]]; --pos) experts[pos] = experts[pos - 1];
+    experts[pos] = e;
   }
   const float max_logit = logits[experts[0]];  // the largest logit of all, and of the chosen
   float sum = 0.0f;
@@ -46,15 +47,6 @@ ExpertGroups group_by_expert(const int32_t* experts, int num_rows, const MoeRout
 
 namespace {
 
-// rows (n, cols) += bias (cols), when there is one.
-void add_bias(float* rows, int64_t n, const std::vector<float>* bias) {
-  if (bias == nullptr || bias->empty()) return;
-  const int64_t cols = static_cast<int64_t>(bias->size());
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t i = 0; i < cols; ++i) rows[r * cols + i] += (*bias)[static_cast<size_t>(i)];
-  }
-}
-
 // out (n, dim) = down(act(gate(x)) * up(x)) for x (n, dim), one gated FFN over n gathered rows; the
 // biases (or nullptr) are added to each product.
 void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const PackedMatrix& down,
@@ -64,12 +56,12 @@ void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const Packe
   s.gate_up.resize(static_cast<size_t>(n * 2 * width));
   s.hidden.resize(static_cast<size_t>(n * width));
   matmul(x, gate_up, s.gate_up.data(), n, pool);
-  add_bias(s.gate_up.data(), n, gate_up_bias);
+  add_bias_rows(s.gate_up.data(), n, gate_up_bias);
   for (int r = 0; r < n; ++r) {
     gated_ffn_row(&s.gate_up[r * 2 * width], &s.hidden[r * width], static_cast<int>(width), glu);
   }
   matmul(s.hidden.data(), down, out, n, pool);
-  add_bias(out, n, down_bias);
+  add_bias_rows(out, n, down_bias);
 }
 
 }  // namespace
@@ -82,30 +74,14 @@ int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const Mo
   s.weights.resize(static_cast<size_t>(num_rows) * k);
   s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
   matmul(h, w.router, s.logits.data(), num_rows, pool);
-  add_bias(s.logits.data(), num_rows, &w.router_bias);
-  for (int row = 0; row < num_rows; ++row) {
-    route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
-  }
+  add_bias_rows(s.logits.data(), num_rows, &w.router_bias);
+  pool.parallel_for(num_rows, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
+    }
+  }, 1, min_parallel_items(8.0 * r.num_experts));  // an exp and a comparison or two per expert
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
-  int num_touched = 0;
-  for (int e = 0; e < r.num_experts; ++e) {
-    const int begin = groups.offsets[e], n = groups.offsets[e + 1] - begin;
-    if (n == 0) continue;  // no row picked it: its weights are not read
-    ++num_touched;
-    s.rows_in.resize(static_cast<size_t>(n) * dim);
-    s.rows_out.resize(static_cast<size_t>(n) * dim);
-    for (int i = 0; i < n; ++i) {
-      const int row = groups.entries[begin + i] / k;
-      std::copy_n(h + static_cast<int64_t>(row) * dim, dim, &s.rows_in[static_cast<size_t>(i) * dim]);
-    }
-    const bool biased = !w.gate_up_bias.empty();
-    expert_rows(s.rows_in.data(), n, w.gate_up[e], w.down[e], biased ? &w.gate_up_bias[e] : nullptr,
-                biased ? &w.down_bias[e] : nullptr, glu, pool, s, s.rows_out.data());
-    for (int i = 0; i < n; ++i) {
-      const int pick = groups.entries[begin + i];
-      std::copy_n(&s.rows_out[static_cast<size_t>(i) * dim], dim, &s.picks[static_cast<size_t>(pick) * dim]);
-    }
-  }
+  const int num_touched = run_experts(h, num_rows, dim, groups, k, w, glu, pool, s.products, s.picks.data());
   if (w.shared_gate.empty()) {
     std::fill_n(out, static_cast<int64_t>(num_rows) * dim, 0.0f);
   } else {  // the shared expert over every row, scaled by its sigmoid gate

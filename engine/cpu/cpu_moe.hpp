@@ -1,8 +1,8 @@
 // The CPU backend's mixture-of-experts FFN, grouped by expert: route every row of the step (one router
 // product plus its bias, then the family's rule per row: softmax then top-k, or top-k then softmax), group
-// the (row, k) picks by expert, run each picked expert's gate|up and down products (and their biases) once
-// over its gathered rows with the batch-invariant matmul, scatter the results to a (row, k) buffer, and sum
-// each row's k contributions in k order (plus the shared expert).
+// the (row, k) picks by expert, run the picked experts' gate|up and down products (and their biases) over
+// their gathered rows in one pass over the thread pool (cpu_moe_experts.hpp), each result to a (row, k)
+// buffer, and sum each row's k contributions in k order (plus the shared expert).
 // A row's output depends only on that row (matmul's per-element order is fixed), so batching never
 // changes the bits. Experts no row picked are not touched.
 #pragma once
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_moe_experts.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/model_config.hpp"
 
@@ -55,11 +56,10 @@ struct MoeScratch {
   std::vector<float> logits;    // (T, num_experts)
   std::vector<int32_t> experts;  // (T, top_k)
   std::vector<float> weights;   // (T, top_k)
-  std::vector<float> rows_in;   // (rows of an expert, dim) gathered input
-  std::vector<float> gate_up;   // (rows, 2 * width)
-  std::vector<float> hidden;    // (rows, width)
-  std::vector<float> rows_out;  // (rows, dim)
   std::vector<float> picks;     // (T, top_k, dim) each pick's expert output
+  std::vector<float> gate_up;   // (T, 2 * shared width) the shared expert's
+  std::vector<float> hidden;    // (T, shared width)
+  ExpertScratch products;       // the routed experts' products
 };
 
 // out (num_rows, dim) = the MoE FFN of h (num_rows, dim). Returns the number of distinct experts the rows

@@ -16,6 +16,7 @@
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/model.hpp"
+#include "engine/model/quant_blocks.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {
@@ -205,6 +206,66 @@ TEST_CASE("moe: a batch grouped by expert gives every row the bits of that row a
       for (int u : used) num_used += u;
       CHECK(num_used >= 4);  // the rows really spread over the experts
       CHECK(touched == num_used);  // the distinct experts the batch's rows picked
+    }
+  }
+}
+
+namespace {
+
+// Random experts stored as Q8_0 blocks, packed three ways: int8 panels (--cpu-precision fast), blocked
+// panels (exact), and fp32 panels of the blocks' values.
+struct QuantizedExperts {
+  static constexpr int kDim = 64, kWidth = 64;
+  MoeRouting routing{6, 2, true};
+  MoeWeights int8, blocked, f32;
+
+  QuantizedExperts(ThreadPool& pool, uint32_t seed) {
+    std::mt19937 rng(seed);
+    const int e = routing.num_experts;
+    const std::vector<float> router = random_floats(rng, static_cast<size_t>(e * kDim), 1.0f);
+    for (MoeWeights* w : {&int8, &blocked, &f32}) w->router = pack(router, e, kDim, pool);
+    for (int i = 0; i < e; ++i) {
+      add(random_floats(rng, static_cast<size_t>(2 * kWidth * kDim), 0.4f), 2 * kWidth, kDim, pool, true);
+      add(random_floats(rng, static_cast<size_t>(kDim * kWidth), 0.3f), kDim, kWidth, pool, false);
+    }
+  }
+
+  // One expert matrix (n, k) quantized to Q8_0, appended to each form's gate_up or down.
+  void add(const std::vector<float>& w, int64_t n, int64_t k, ThreadPool& pool, bool gate_up) {
+    const int64_t row_bytes = k / 32 * 34;
+    std::vector<uint8_t> blocks(static_cast<size_t>(n * row_bytes));
+    std::vector<float> values(w.size());
+    for (int64_t r = 0; r < n; ++r) {
+      quantize_q8_0(&w[static_cast<size_t>(r * k)], k, &blocks[static_cast<size_t>(r * row_bytes)]);
+      dequantize_blocks(DType::kQ8_0, &blocks[static_cast<size_t>(r * row_bytes)], k / 32, &values[static_cast<size_t>(r * k)]);
+    }
+    auto rows = [&](int64_t r) { return &blocks[static_cast<size_t>(r * row_bytes)]; };
+    (gate_up ? int8.gate_up : int8.down).emplace_back(n, k, DType::kQ8_0, rows, pool, true);
+    (gate_up ? blocked.gate_up : blocked.down).emplace_back(n, k, DType::kQ8_0, rows, pool, false);
+    (gate_up ? f32.gate_up : f32.down).push_back(pack(values, n, k, pool));
+  }
+};
+
+}  // namespace
+
+TEST_CASE("moe: quantized experts, an expert's rows split across threads, give every row the bits of that row alone") {
+  ThreadPool pool(2);
+  QuantizedExperts q(pool, 29);
+  const int rows = 64, dim = QuantizedExperts::kDim;  // 128 picks over 6 experts: more than one unit each
+  std::mt19937 rng(7);
+  const std::vector<float> h = random_floats(rng, static_cast<size_t>(rows * dim), 1.0f);
+  std::vector<float> exact(h.size()), f32(h.size());
+  MoeScratch scratch;
+  moe_ffn(h.data(), rows, dim, q.blocked, q.routing, Activation::kSilu, pool, scratch, exact.data());
+  moe_ffn(h.data(), rows, dim, q.f32, q.routing, Activation::kSilu, pool, scratch, f32.data());
+  CHECK(std::memcmp(exact.data(), f32.data(), exact.size() * sizeof(float)) == 0);  // the blocks' fp32 values
+  for (const MoeWeights* w : {&q.int8, &q.blocked}) {
+    std::vector<float> batch(h.size()), alone(static_cast<size_t>(dim));
+    CHECK(moe_ffn(h.data(), rows, dim, *w, q.routing, Activation::kSilu, pool, scratch, batch.data()) == 6);
+    for (int r = 0; r < rows; ++r) {
+      moe_ffn(&h[r * dim], 1, dim, *w, q.routing, Activation::kSilu, pool, scratch, alone.data());
+      CHECK(std::memcmp(alone.data(), &batch[r * dim], dim * sizeof(float)) == 0);
+      for (int i = 0; i < dim; ++i) CHECK(batch[r * dim + i] == doctest::Approx(exact[r * dim + i]).epsilon(0.05).scale(1.0));
     }
   }
 }
