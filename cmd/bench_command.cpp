@@ -1,15 +1,19 @@
 // `cbatch bench`: one workload through each mode on one loaded model and backend; a table on stdout,
 // JSON with --json, and exit status 3 when --baseline shows a throughput regression.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
 
+#include <unistd.h>
+
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
 #include "engine/bench/bench_dataset.hpp"
 #include "engine/bench/bench_report.hpp"
+#include "engine/bench/passages_synthetic.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/base/error.hpp"
 #include "engine/io/jsonl_source.hpp"
@@ -56,16 +60,22 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Be
     }
     return items;
   }
+  std::string path = o.dataset;
+  if (o.dataset == "passages-synthetic") {  // written out, then read as any prompts file
+    path = (std::filesystem::temp_directory_path() / ("cbatch-passages-" + std::to_string(::getpid()) + ".jsonl")).string();
+    std::ofstream(path) << passages_synthetic_jsonl(o.num_prompts, o.engine.seed);
+  }
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
   defaults.max_logprobs = o.engine.max_logprobs;
   defaults.pooling = pooling_from_name(o.engine.pooling);
   defaults.embed_task = o.engine.task == "embed";
   const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
-  JsonlRequestSource source(o.dataset, model, &chat, defaults, o.engine.seed);
+  JsonlRequestSource source(path, model, &chat, defaults, o.engine.seed);
   source.set_shard(shard);
   SourceItem item;
   while (static_cast<int>(items.size()) < o.num_prompts && source.next(item)) items.push_back(std::move(item));
+  if (path != o.dataset) std::filesystem::remove(path);
   spec.num_prompts = static_cast<int>(items.size());
   return items;
 }
@@ -168,7 +178,8 @@ Command add_bench_command(CLI::App& app) {
   auto o = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "measure throughput and latency of each scheduling mode");
   sub->add_option("--dataset", o->dataset,
-                  "random, sharegpt-synthetic, sharegpt:FILE (a ShareGPT JSON file), or a JSONL prompts file");
+                  "random, sharegpt-synthetic, sharegpt:FILE (a ShareGPT JSON file), passages-synthetic (embedding "
+                  "lines of MS MARCO-like passages), or a JSONL prompts file");
   sub->add_option("--num-prompts", o->num_prompts, "requests in the workload")->check(CLI::Range(1, 10000000));
   CLI::Option* input_len =
       sub->add_option("--input-len", o->input_len, "prompt length A or range A:B (random dataset)");

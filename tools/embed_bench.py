@@ -2,18 +2,19 @@
 """CPU embedding throughput of cbatch and onnxruntime side by side, on the same BERT sentence-transformers
 directory (all-MiniLM-L6-v2 by default) and the same passages, in one run.
 
-The passages: --num-passages texts of MS MARCO-like lengths (words drawn log-normally, median about 55
-words, clipped to 8..400; MS MARCO's passages average about 56 words), made of common English words with
-a seed, written as /v1/embeddings lines. cbatch runs them through `cbatch bench --dataset FILE` (one
-token-budgeted ragged batch a step, no padding). onnxruntime runs the same encoder as a graph this script
+The passages: `cbatch bench --dataset passages-synthetic`'s (MS MARCO-like lengths: words drawn
+log-normally, median 55, clipped to 8..400; common English words; Python's Mersenne twister from --seed),
+made here by the same draws, so both engines embed the same texts (checked: cbatch's token count must
+equal the one counted here). cbatch runs them as one token-budgeted ragged batch a step, no padding. onnxruntime runs the same encoder as a graph this script
 builds from the model's safetensors (standard ONNX operators; the tokens from the `tokenizers` package),
 as sentence-transformers feeds it: passages sorted by length, batches of --batch-size padded to their
 longest, mean pooling under the attention mask, then L2 normalisation. Before timing, the two engines'
 embeddings of the first 64 passages are compared (cosine; both must compute the same function).
 
 Reported for each engine: tokens/s (real tokens, the padding not counted), the GFLOP/s those tokens need
-(2 x the encoder layers' parameters a token, plus attention), and that rate as a fraction of --peak-gflops
-when given (the machine's fp32 GEMM peak, e.g. what `cbatch bench` reports as gemm_flops_per_s).
+(2 x the encoder layers' parameters a token, plus attention), and that rate as a fraction of the fp32
+GEMM peak (--peak-gflops, else the one `cbatch bench` measured in the same run: cbatch's own matmul on a
+1024^3 product, so onnxruntime's MLAS can exceed 1.0).
 
     pip install onnx onnxruntime tokenizers numpy
     tools/embed_bench.py --cbatch build/cbatch [--model models/all-MiniLM-L6-v2] [--threads 2] \\
@@ -38,6 +39,7 @@ WORDS = ("the of and to in a is that for it as was with be by on not he this are
 
 
 def make_passages(path, count, seed):
+    """engine/bench/passages_synthetic.cpp's lines, draw for draw."""
     rng = random.Random(seed)
     with open(path, "w") as f:
         for i in range(count):
@@ -163,7 +165,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--peak-gflops", type=float, default=0.0)
+    ap.add_argument("--peak-gflops", type=float, default=0.0,
+                    help="the fp32 GEMM peak to compare with (default: the one cbatch bench measures)")
     ap.add_argument("--json")
     args = ap.parse_args()
     try:
@@ -220,27 +223,35 @@ def main():
     if min(cosines) < 0.9999:
         sys.exit("embed_bench: the two engines disagree; the timing would compare different work")
 
-    rows = []
+    rows, peak = [], 0.0
     for _ in range(args.repeat):
         bench_json = os.path.join(work, "bench.json")
-        subprocess.run([args.cbatch, "bench", "--model", args.model, "--dataset", passages, "--num-prompts",
-                        str(args.num_passages), "--modes", "continuous", "--threads", str(args.threads), "--quiet",
-                        "--json", bench_json], check=True, stdout=subprocess.DEVNULL)
-        result = json.load(open(bench_json))["results"][0]
+        subprocess.run([args.cbatch, "bench", "--model", args.model, "--dataset", "passages-synthetic", "--seed",
+                        str(args.seed), "--num-prompts", str(args.num_passages), "--modes", "continuous", "--threads",
+                        str(args.threads), "--quiet", "--json", bench_json], check=True, stdout=subprocess.DEVNULL)
+        bench = json.load(open(bench_json))
+        result = bench["results"][0]
+        if result["prompt_tokens"] != real_tokens:
+            sys.exit(f"embed_bench: cbatch embedded {result['prompt_tokens']} tokens, {real_tokens} counted here: "
+                     "the two generators of passages-synthetic differ")
+        peak = bench.get("peaks", {}).get("gemm_flops_per_s", 0) * 1e-9
         rows.append(("cbatch", result["prompt_tokens"] / result["wall_s"]))
         start = time.perf_counter()
         ort_embed(order)
         rows.append(("onnxruntime", real_tokens / (time.perf_counter() - start)))
     flops = flops_per_token(config, mean_len)
+    peak_gflops = args.peak_gflops or peak
     report = {"model": args.model, "threads": args.threads, "passages": len(ids), "mean_tokens": mean_len,
+              "peak_gflops": peak_gflops,
               "batch_size": args.batch_size, "least_cosine": min(cosines), "gflop_per_token": flops * 1e-9,
               "load_average": os.getloadavg()[0], "engines": {}}
-    print(f"{len(ids)} passages, mean {mean_len:.1f} tokens, {flops * 1e-6:.1f} MFLOP a token, {args.threads} threads")
+    print(f"{len(ids)} passages, mean {mean_len:.1f} tokens, {flops * 1e-6:.1f} MFLOP a token, {args.threads} threads, "
+          f"fp32 GEMM peak {peak_gflops:.1f} GFLOP/s")
     print(f"{'engine':12} {'tokens/s':>10} {'GFLOP/s':>9} {'of peak':>8}")
     for engine in ("cbatch", "onnxruntime"):
         best = max(v for e, v in rows if e == engine)
         gflops = best * flops * 1e-9
-        frac = gflops / args.peak_gflops if args.peak_gflops > 0 else None
+        frac = gflops / peak_gflops if peak_gflops > 0 else None
         report["engines"][engine] = {"tokens_per_s": best, "gflops": gflops, "of_peak": frac}
         print(f"{engine:12} {best:10.0f} {gflops:9.1f} {'' if frac is None else f'{frac:8.2f}'}")
     if args.json:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <cmath>
 
 namespace cbatch {
 
@@ -71,6 +72,24 @@ uint32_t PythonRandom::next_u32() {
 uint32_t PythonRandom::getrandbits(int k) {
   assert(k >= 1 && k <= 32);
   return next_u32() >> (32 - k);
+}
+
+double PythonRandom::random() {
+  const uint32_t a = next_u32() >> 5;
+  const uint32_t b = next_u32() >> 6;
+  return (a * 67108864.0 + b) * (1.0 / 9007199254740992.0);
+}
+
+double PythonRandom::normalvariate(double mu, double sigma) {
+  const double magic = 4 * std::exp(-0.5) / std::sqrt(2.0);
+  double z = 0;
+  while (true) {
+    const double u1 = random();
+    const double u2 = 1.0 - random();
+    z = magic * (u1 - 0.5) / u2;
+    if (z * z / 4.0 <= -std::log(u2)) break;
+  }
+  return mu + z * sigma;
 }
 
 uint32_t PythonRandom::randbelow(uint32_t n) {

@@ -7,6 +7,7 @@ the same file under other token budgets, sequence caps, sequential mode and thre
 bit-identical vectors. A mixed file of bad and good lines gives an error line for each bad one and the
 right vector for each good one."""
 import base64
+import json
 import os
 import shutil
 
@@ -209,5 +210,16 @@ for key in ("dimensions", "format", "empty-list", "empty-text", "mixed", "vocab"
     if r.get("error"):
         print(f"  {key}: {r['error']['message']}")
 print(f"OpenAI form: {len(expected)} good and {len(openai_lines) - len(expected)} bad lines checked")
+
+# The embedding workload of cbatch bench: every passage embedded, its tokens counted, the flops reported.
+bench_json = os.path.join(work, "bench.json")
+run(["bench", "--model", model, "--dataset", "passages-synthetic", "--num-prompts", "24", "--modes", "continuous",
+     "--threads", "2", "--quiet", "--json", bench_json])
+bench = json.load(open(bench_json))
+result = bench["results"][0]
+c.check(result["requests"] == 24 and result["output_tokens"] == 0 and result["prompt_tokens"] > 24 * 10,
+        f"bench passages-synthetic: {result}")
+c.check(bench.get("peaks", {}).get("gemm_flops_per_s", 0) > 0 and result.get("gflops_per_s", 0) > 0,
+        f"bench passages-synthetic: no GEMM peak or GFLOP/s ({bench.get('peaks')}, {result.get('gflops_per_s')})")
 shutil.rmtree(work, ignore_errors=True)
 c.done()

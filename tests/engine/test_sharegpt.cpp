@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/bench/bench_dataset.hpp"
+#include "engine/bench/passages_synthetic.hpp"
 #include "engine/bench/python_random.hpp"
 #include "engine/bench/sharegpt_dataset.hpp"
 #include "engine/bench/sharegpt_synthetic.hpp"
@@ -207,6 +208,24 @@ TEST_CASE("sharegpt-synthetic: the same seed gives the same workload") {
   spec.prefix_len = 0;
   model.config.max_context = 6;  // no pair of at least 4 + 4 tokens fits
   CHECK(error_of([&] { make_synthetic_sharegpt_workload(spec, model); }).find("context of 6") != std::string::npos);
+}
+
+TEST_CASE("PythonRandom: random() and normalvariate() draw CPython's values") {
+  PythonRandom a(0);  // random.Random(0).random() three times
+  CHECK(a.random() == 0.8444218515250481);
+  CHECK(a.random() == 0.7579544029403025);
+  CHECK(a.random() == 0.420571580830845);
+  PythonRandom b(7);  // random.Random(7).normalvariate(1.5, 0.3), then (0, 1)
+  CHECK(b.normalvariate(1.5, 0.3) == doctest::Approx(1.3932275251468287).epsilon(1e-15));
+  CHECK(b.normalvariate(0.0, 1.0) == doctest::Approx(0.27915309343878736).epsilon(1e-15));
+}
+
+TEST_CASE("passages-synthetic: the lines tools/embed_bench.py makes from the same seed") {
+  const std::string text = passages_synthetic_jsonl(40, 5);  // make_passages(path, 40, 5) in Python
+  CHECK(text.size() == 13965);
+  CHECK(text.rfind("{\"id\": 0, \"input\": \"example student question science these to its change her science is", 0) == 0);
+  CHECK(text.find("\n{\"id\": 39, \"input\": \"as music will has student by energy her") != std::string::npos);
+  CHECK(passages_synthetic_jsonl(40, 6) != text);
 }
 
 }  // namespace cbatch
