@@ -14,6 +14,10 @@
 
 #include "engine/base/error.hpp"
 
+#if defined(__x86_64__)
+#include <cpuid.h>  // __get_cpuid, bit_F16C
+#endif
+
 // GCC 12's false positive on the AVX-512 conversions' undefined pass-through operand (cpu_matmul_blocks.hpp),
 // reported where the kernels are inlined.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -427,6 +431,14 @@ void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end
   }
 }
 
+#if defined(CBATCH_INT8_X86)
+// F16C (the fp16 scales' conversions) from CPUID leaf 1: clang's __builtin_cpu_supports has no "f16c".
+bool has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
+}
+#endif
+
 Int8Isa detect_isa() {
 #if defined(CBATCH_INT8_X86)
   __builtin_cpu_init();
@@ -434,7 +446,7 @@ Int8Isa detect_isa() {
       __builtin_cpu_supports("avx512vnni")) {
     return Int8Isa::kAvx512Vnni;
   }
-  const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")
+  const Int8Isa isa = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c()
                           ? Int8Isa::kAvx2
                           : Int8Isa::kScalar;
   std::fprintf(stderr, "[cbatch] %s: 8-bit products run on %s\n",
@@ -482,7 +494,7 @@ bool can_run(Int8Isa isa) {
            __builtin_cpu_supports("avx512vnni");
   }
   if (isa == Int8Isa::kAvx2) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   }
 #endif
   return isa == Int8Isa::kScalar;
