@@ -16,6 +16,7 @@ need_cuda_device()
 need_modules("numpy", "gguf")
 import family_reference as reference  # noqa: E402
 import tiny_models  # noqa: E402
+from gpu_moe_common import leading_agreement  # noqa: E402
 
 MARGIN = 1e-3
 NUM_TOKENS = 16
@@ -39,13 +40,6 @@ def outputs(model, options=None):
     flags = [x for k, v in dict(BASE, **(options or {})).items() for x in (k, v)]
     run(["run", os.path.join(work, "prompts.jsonl"), "-o", out, "--model", model, "--quiet"] + flags)
     return [r.get("output_token_ids") or [] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def check_model(label, path, expected):
