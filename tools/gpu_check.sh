@@ -29,9 +29,6 @@
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
 #   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (the 16-key split
 #             kernel, the fallback where the stream kernel's shared memory does not fit)
-#   1b-stream, 8b-short-stream, 8b-long-stream  the same workloads with CBATCH_DECODE_ATTENTION=stream (the
-#             stream-scheduled decode kernel, the default since 2026-11-26: these equal 1b, 8b-short, 8b-long);
-#             e2e-stream: test_gpu.py with it
 #   fp8       --quantization fp8 (needs compute capability 8.9): the FP8 unit cases of test_cuda (device
 #             quantization vs the host bit for bit, the cuBLASLt FP8 GEMM vs a reference on the 1B/8B shapes,
 #             fp8 vs bf16 logit statistics on a small and the 1B dummy model, the refusals),
@@ -252,18 +249,11 @@ for s in "${@:-info unit sanitize e2e}"; do
                 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 ;;
-      e2e-stream) CBATCH_DECODE_ATTENTION=stream stage e2e-stream 400 python3 tests/e2e/test_gpu.py ;;
       fp8-kv)
         stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'
         stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;
       8b-long-fp8kv) bench 8b-long-fp8kv 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 \
                        --kv-cache-dtype fp8 ;;
-      1b-stream) CBATCH_DECODE_ATTENTION=stream bench 1b-stream 500 llama-3.2-1b.json 128:1024 128:1024 \
-                   continuous,static --max-num-batched-tokens 8192 ;;
-      8b-short-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-short-stream 500 llama-3.1-8b.json 128 128 \
-                         continuous,static --max-num-batched-tokens 8192 ;;
-      8b-long-stream) CBATCH_DECODE_ATTENTION=stream bench 8b-long-stream 550 llama-3.1-8b.json 1000 1000 \
-                        continuous --max-num-batched-tokens 8192 ;;
       profile) profile profile llama-3.2-1b.json 128:1024 128:1024 ;;
       profile-8b) profile profile-8b llama-3.1-8b.json 1000 1000 ;;
       profile-sampled) CBATCH_SAMPLING=device profile profile-sampled llama-3.2-1b.json 128:1024 128:1024 \
