@@ -12,20 +12,6 @@
 namespace cbatch {
 namespace {
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
-
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t pos = 0;;) {
-    const size_t at = text.find(from, pos);
-    out.append(text.substr(pos, at == std::string_view::npos ? std::string_view::npos : at - pos));
-    if (at == std::string_view::npos) return out;
-    out.append(to);
-    pos = at + from.size();
-  }
-}
-
 void check_id(int32_t id, size_t vocab, const char* what, const std::string& source) {
   if (id < -1 || id >= static_cast<int64_t>(vocab)) {
     throw Error("'" + source + "': " + what + " id " + std::to_string(id) + " is outside the vocabulary (" +
@@ -34,6 +20,18 @@ void check_id(int32_t id, size_t vocab, const char* what, const std::string& sou
 }
 
 }  // namespace
+
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t pos = 0;;) {
+    const size_t at = from.empty() ? std::string_view::npos : text.find(from, pos);
+    out.append(text.substr(pos, at == std::string_view::npos ? std::string_view::npos : at - pos));
+    if (at == std::string_view::npos) return out;
+    out.append(to);
+    pos = at + from.size();
+  }
+}
 
 BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
     : is_byte_level_(spec.is_byte_level),

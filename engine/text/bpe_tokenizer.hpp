@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,12 @@
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {
+
+// SentencePiece's word-boundary marker, U+2581 "▁", which stands for a space in token texts.
+inline constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
+
+// text with every occurrence of `from` (non-empty; empty: text unchanged) replaced by `to`.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
 
 enum class SpacePrefix : uint8_t {
   kNone,    // no "▁" before the text

@@ -15,7 +15,6 @@ namespace {
 
 using simdjson::dom::element;
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 
 struct Components {
   bool byte_level = false;
@@ -69,17 +68,6 @@ void read_normalizer(const JsonFields& n, BpeTokenizerSpec& spec, Components& pa
   }
 }
 
-void read_metaspace(const JsonFields& p, BpeTokenizerSpec& spec, Components& parts) {
-  if (p.get_string("replacement", std::string(kSpaceMarker)) != kSpaceMarker) p.fail("replacement", "must be \"▁\"");
-  std::string scheme = p.get_bool("add_prefix_space", true) ? "always" : "never";
-  scheme = p.get_string("prepend_scheme", scheme);
-  if (scheme != "always" && scheme != "first" && scheme != "never") p.fail("prepend_scheme", "'" + scheme + "' is unknown");
-  spec.space_prefix = scheme == "always" ? SpacePrefix::kAlways : scheme == "first" ? SpacePrefix::kFirst : SpacePrefix::kNone;
-  spec.split_on_space_marker = p.get_bool("split", true);
-  spec.prefix_unless_space = true;
-  parts.spaces_to_marker = true;
-}
-
 void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components& parts, bool is_first) {
   const std::string type = p.get_string("type");
   std::vector<SplitRule> rules = spec.pre_tokenizer.rules();
@@ -109,7 +97,11 @@ void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components&
   } else if (type == "Digits") {
     rules.push_back(p.get_bool("individual_digits", false) ? SplitRule::kIsolateDigits : SplitRule::kIsolateDigitRuns);
   } else if (type == "Metaspace") {
-    read_metaspace(p, spec, parts);
+    const MetaspaceSpec m = read_metaspace(p);
+    spec.space_prefix = m.space_prefix;
+    spec.split_on_space_marker = m.split;
+    spec.prefix_unless_space = true;
+    parts.spaces_to_marker = true;
   } else {
     p.fail("type", "'" + type + "' is not a pre-tokenizer cbatch supports (ByteLevel, Split, Digits, Metaspace, Sequence)");
   }

@@ -45,4 +45,15 @@ void read_json_added_tokens(const JsonFields& root, std::vector<std::string>& to
   }
 }
 
+MetaspaceSpec read_metaspace(const JsonFields& p) {
+  if (p.get_string("replacement", std::string(kSpaceMarker)) != kSpaceMarker) p.fail("replacement", "must be \"▁\"");
+  std::string scheme = p.get_bool("add_prefix_space", true) ? "always" : "never";
+  scheme = p.get_string("prepend_scheme", scheme);
+  if (scheme != "always" && scheme != "first" && scheme != "never") p.fail("prepend_scheme", "'" + scheme + "' is unknown");
+  MetaspaceSpec out;
+  out.space_prefix = scheme == "always" ? SpacePrefix::kAlways : scheme == "first" ? SpacePrefix::kFirst : SpacePrefix::kNone;
+  out.split = p.get_bool("split", true);
+  return out;
+}
+
 }  // namespace cbatch

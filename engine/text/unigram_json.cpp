@@ -14,7 +14,6 @@ namespace {
 
 using simdjson::dom::element;
 
-constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581
 constexpr int64_t kMaxPieces = 1 << 22;
 
 void read_vocab(const JsonFields& model, UnigramTokenizerSpec& spec) {
@@ -93,12 +92,9 @@ void read_pre_tokenizer(const JsonFields& p, UnigramTokenizerSpec& spec) {
   } else if (type == "WhitespaceSplit" && !spec.metaspace) {
     spec.whitespace_split = true;
   } else if (type == "Metaspace") {
-    if (p.get_string("replacement", std::string(kSpaceMarker)) != kSpaceMarker) p.fail("replacement", "must be \"▁\"");
-    std::string scheme = p.get_bool("add_prefix_space", true) ? "always" : "never";
-    scheme = p.get_string("prepend_scheme", scheme);
-    if (scheme != "always" && scheme != "first" && scheme != "never") p.fail("prepend_scheme", "'" + scheme + "' is unknown");
-    spec.space_prefix = scheme == "always" ? SpacePrefix::kAlways : scheme == "first" ? SpacePrefix::kFirst : SpacePrefix::kNone;
-    spec.split_on_space_marker = p.get_bool("split", true);
+    const MetaspaceSpec m = read_metaspace(p);
+    spec.space_prefix = m.space_prefix;
+    spec.split_on_space_marker = m.split;
     spec.metaspace = true;
   } else {
     p.fail("type", "'" + type + "' is not a Unigram pre-tokenizer cbatch supports (Metaspace, a WhitespaceSplit "

@@ -87,21 +87,7 @@ def write_weights():
     put("bert.embeddings.token_type_embeddings.weight", 2, DIM, scale=0.5)  # type 1 differs: the types matter
     put("bert.embeddings.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
     put("bert.embeddings.LayerNorm.bias", DIM, scale=0.1)
-    for i in range(LAYERS):
-        p = f"bert.encoder.layer.{i}."
-        for m in ("query", "key", "value"):
-            put(p + f"attention.self.{m}.weight", DIM, DIM, scale=0.3)
-            put(p + f"attention.self.{m}.bias", DIM, scale=0.1)
-        put(p + "attention.output.dense.weight", DIM, DIM, scale=0.2)
-        put(p + "attention.output.dense.bias", DIM, scale=0.1)
-        put(p + "attention.output.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
-        put(p + "attention.output.LayerNorm.bias", DIM, scale=0.1)
-        put(p + "intermediate.dense.weight", HIDDEN, DIM, scale=0.2)
-        put(p + "intermediate.dense.bias", HIDDEN, scale=0.1)
-        put(p + "output.dense.weight", DIM, HIDDEN, scale=0.2)
-        put(p + "output.dense.bias", DIM, scale=0.1)
-        put(p + "output.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
-        put(p + "output.LayerNorm.bias", DIM, scale=0.1)
+    tiny_models.put_encoder_layers(put, "bert.encoder.layer.", LAYERS, DIM, HIDDEN)
     put("bert.pooler.dense.weight", DIM, DIM, scale=0.3)
     put("bert.pooler.dense.bias", DIM, scale=0.1)
     put("classifier.weight", 1, DIM, scale=0.6)  # logits of a few units: sigmoids spread over (0, 1)

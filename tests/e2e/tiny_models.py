@@ -299,6 +299,26 @@ def byte_tokens():
     return [chr(table[b]) for b in range(256)] + ["<s>", "</s>", "Ġt"] + [f"<extra_{i}>" for i in range(VOCAB - 259)]
 
 
+def put_encoder_layers(put, prefix, layers, dim, hidden):
+    """A BERT-style encoder's layers (BERT, XLM-RoBERTa; Hugging Face's names under prefix, e.g.
+    "bert.encoder.layer."), each tensor drawn by put(name, *shape, scale=, offset=) in a fixed order."""
+    for i in range(layers):
+        p = f"{prefix}{i}."
+        for m in ("query", "key", "value"):
+            put(p + f"attention.self.{m}.weight", dim, dim, scale=0.3)
+            put(p + f"attention.self.{m}.bias", dim, scale=0.1)
+        put(p + "attention.output.dense.weight", dim, dim, scale=0.2)
+        put(p + "attention.output.dense.bias", dim, scale=0.1)
+        put(p + "attention.output.LayerNorm.weight", dim, scale=0.1, offset=1.0)
+        put(p + "attention.output.LayerNorm.bias", dim, scale=0.1)
+        put(p + "intermediate.dense.weight", hidden, dim, scale=0.2)
+        put(p + "intermediate.dense.bias", hidden, scale=0.1)
+        put(p + "output.dense.weight", dim, hidden, scale=0.2)
+        put(p + "output.dense.bias", dim, scale=0.1)
+        put(p + "output.LayerNorm.weight", dim, scale=0.1, offset=1.0)
+        put(p + "output.LayerNorm.bias", dim, scale=0.1)
+
+
 def write_safetensors(path, tensors, dtype="F32"):
     header, offset, blobs = {}, 0, []
     for name, t in tensors.items():

@@ -147,21 +147,7 @@ def weights(vocab, classifier=False, seed=25):
     put(prefix + "embeddings.token_type_embeddings.weight", 1, DIM, scale=0.2)
     put(prefix + "embeddings.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
     put(prefix + "embeddings.LayerNorm.bias", DIM, scale=0.1)
-    for i in range(LAYERS):
-        p = prefix + f"encoder.layer.{i}."
-        for m in ("query", "key", "value"):
-            put(p + f"attention.self.{m}.weight", DIM, DIM, scale=0.3)
-            put(p + f"attention.self.{m}.bias", DIM, scale=0.1)
-        put(p + "attention.output.dense.weight", DIM, DIM, scale=0.2)
-        put(p + "attention.output.dense.bias", DIM, scale=0.1)
-        put(p + "attention.output.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
-        put(p + "attention.output.LayerNorm.bias", DIM, scale=0.1)
-        put(p + "intermediate.dense.weight", HIDDEN, DIM, scale=0.2)
-        put(p + "intermediate.dense.bias", HIDDEN, scale=0.1)
-        put(p + "output.dense.weight", DIM, HIDDEN, scale=0.2)
-        put(p + "output.dense.bias", DIM, scale=0.1)
-        put(p + "output.LayerNorm.weight", DIM, scale=0.1, offset=1.0)
-        put(p + "output.LayerNorm.bias", DIM, scale=0.1)
+    tiny_models.put_encoder_layers(put, prefix + "encoder.layer.", LAYERS, DIM, HIDDEN)
     if classifier:
         put("classifier.dense.weight", DIM, DIM, scale=0.3)
         put("classifier.dense.bias", DIM, scale=0.1)
