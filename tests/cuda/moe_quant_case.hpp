@@ -51,7 +51,9 @@ struct QuantExperts {
   std::vector<float> dequant;
 };
 
-inline QuantExperts make_quant_experts(QuantFormat format, int num_experts, int n, int k, uint32_t seed) {
+// MXFP4 block exponents are drawn from [exponent_lo, exponent_lo + 8] (scales 2^(e - 127)).
+inline QuantExperts make_quant_experts(QuantFormat format, int num_experts, int n, int k, uint32_t seed,
+                                       int exponent_lo = 121) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> byte(0, 255);
   QuantExperts q{format, {}, {}, {}};
@@ -72,7 +74,7 @@ inline QuantExperts make_quant_experts(QuantFormat format, int num_experts, int 
   }
   const size_t blocks = elems / 32;
   if (format == QuantFormat::kMxfp4) {
-    std::uniform_int_distribution<int> exponent(121, 129);  // scales 2^-7 .. 2^1: fp16 holds every value
+    std::uniform_int_distribution<int> exponent(exponent_lo, exponent_lo + 8);  // 121: values 2^-7 .. 24 in fp16
     q.bytes.resize(blocks * 17);
     for (size_t b = 0; b < blocks; ++b) {
       q.bytes[b * 17] = static_cast<uint8_t>(exponent(rng));
