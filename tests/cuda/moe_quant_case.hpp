@@ -51,9 +51,9 @@ struct QuantExperts {
   std::vector<float> dequant;
 };
 
-// MXFP4 block exponents are drawn from [exponent_lo, exponent_lo + 8] (scales 2^(e - 127)).
+// MXFP4 block exponents are drawn from [exponent_lo, exponent_lo + exponent_span] (scales 2^(e - 127)).
 inline QuantExperts make_quant_experts(QuantFormat format, int num_experts, int n, int k, uint32_t seed,
-                                       int exponent_lo = 121) {
+                                       int exponent_lo = 121, int exponent_span = 8) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> byte(0, 255);
   QuantExperts q{format, {}, {}, {}};
@@ -74,7 +74,7 @@ inline QuantExperts make_quant_experts(QuantFormat format, int num_experts, int 
   }
   const size_t blocks = elems / 32;
   if (format == QuantFormat::kMxfp4) {
-    std::uniform_int_distribution<int> exponent(exponent_lo, exponent_lo + 8);  // 121: values 2^-7 .. 24 in fp16
+    std::uniform_int_distribution<int> exponent(exponent_lo, exponent_lo + exponent_span);  // 121: values 2^-7 .. 24 in fp16
     q.bytes.resize(blocks * 17);
     for (size_t b = 0; b < blocks; ++b) {
       q.bytes[b * 17] = static_cast<uint8_t>(exponent(rng));
