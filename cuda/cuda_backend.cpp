@@ -364,10 +364,11 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
     profiler_.phase("embedding", stream);
     experts_touched_ = 0;
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
-    out.experts_touched = config_.is_moe() ? experts_touched_ : -1;
-    run_head(batch, idx, out);
+    run_head(batch, idx, out);  // synchronizes: the offsets of the layers that did not wait are on the host
+    out.experts_touched = config_.is_moe() ? experts_touched_ + moe_.take_touched() : -1;
   } catch (...) {
     cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
+    moe_.take_touched();
     throw;
   }
 }
@@ -636,10 +637,6 @@ const uint64_t* CudaBackend<T>::upload_token_mask(const StepOutput& out) {
 }  // namespace
 
 std::unique_ptr<Backend> make_cuda_backend(const Model& model, const CudaBackendOptions& options) {
-  if (options.fp8_weights && model.config.is_moe()) {  // before check_options asks the device
-    unsupported("--quantization fp8 with a mixture-of-experts model (its experts have no FP8 path yet; use --dtype "
-                "bf16 or fp16)");
-  }
   if (options.loras) check_cuda_lora(*options.loras, model.config, options.fp8_weights);  // before the device
   check_options(options);
   switch (options.dtype) {

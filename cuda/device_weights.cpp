@@ -7,13 +7,20 @@
 // backend adds it.
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
 // (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
+// Experts (T bf16 or fp16): MXFP4 tensors are copied as their blocks and stay so (moe_quant_gemm reads
+// them); with fp8 weights each expert is uploaded in T into one expert-sized scratch buffer and quantized
+// on the device, a scale per row (on the device: every source format goes through the decoders above, and
+// the host does no per-weight work).
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -96,6 +103,21 @@ class WeightUploader {
     return buffer;
   }
 
+  // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
+  void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
+    expect_shape(t, rows, cols);
+    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
+    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
+    const int64_t chunk_rows = chunk_bytes / row;
+    auto* host = reinterpret_cast<uint8_t*>(host_.get());
+    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, t.rows - r0);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
+      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
+      CUDA_CHECK(cudaMemcpyAsync(dst + r0 * row, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
+    }
+  }
+
   void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
   cudaStream_t stream() const { return stream_; }
 
@@ -152,9 +174,88 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
   return w;
 }
 
+// One part of an expert's stacked matrix: a model tensor of `rows` rows.
+struct ExpertSource {
+  const TensorView* tensor;
+  int64_t rows;
+};
+
+// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights, MXFP4 where every
+// expert's tensors are MXFP4 blocks, else T; always T for fp32 or when kept_quantized is false.
+template <typename T>
+ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts, bool fp8, bool keep_quantized) {
+  if (std::is_same_v<T, float> || !keep_quantized) return ExpertFormat::kT;
+  if (fp8) return ExpertFormat::kFp8Row;
+  for (const auto& parts : experts) {
+    for (const ExpertSource& p : parts) {
+      if (p.tensor->is_random || p.tensor->dtype != DType::kMXFP4) return ExpertFormat::kT;
+    }
+  }
+  return ExpertFormat::kMxfp4;
+}
+
+// Every expert's (n, k) matrix, stacked from its parts, in `format`.
+template <typename T>
+ExpertMatrix<T> upload_experts(WeightUploader& up, const std::vector<std::vector<ExpertSource>>& experts, int64_t n,
+                               int64_t k, ExpertFormat format) {
+  const size_t num = experts.size(), size = static_cast<size_t>(n * k);
+  ExpertMatrix<T> m;
+  m.format = format;
+  if (format == ExpertFormat::kT) {
+    m.dense = DeviceBuffer<T>(num * size);
+    for (size_t e = 0; e < num; ++e) {
+      int64_t row = 0;
+      for (const ExpertSource& p : experts[e]) {
+        up.upload(*p.tensor, p.rows, k, m.dense.get() + e * size + static_cast<size_t>(row * k));
+        row += p.rows;
+      }
+    }
+    return m;
+  }
+  if (format == ExpertFormat::kMxfp4) {
+    const int64_t row_bytes = k / 32 * BlockFormat<DType::kMXFP4>::kBytes;
+    m.quant = DeviceBuffer<uint8_t>(num * static_cast<size_t>(n * row_bytes));
+    for (size_t e = 0; e < num; ++e) {
+      int64_t row = static_cast<int64_t>(e) * n;
+      for (const ExpertSource& p : experts[e]) {
+        up.upload_raw_blocks(*p.tensor, p.rows, k, m.quant.get() + row * row_bytes);
+        row += p.rows;
+      }
+    }
+    return m;
+  }
+  if (k % 32 != 0) {
+    throw Error("--quantization fp8: tensor '" + experts[0][0].tensor->name + "' has " + std::to_string(k) +
+                " columns; the FP8 expert GEMM takes a multiple of 32");
+  }
+  DeviceBuffer<T> scratch(size);  // one expert in T, quantized before the next is uploaded (stream order)
+  m.quant = DeviceBuffer<uint8_t>(num * size);
+  m.scales = DeviceBuffer<float>(num * static_cast<size_t>(n));
+  for (size_t e = 0; e < num; ++e) {
+    int64_t row = 0;
+    for (const ExpertSource& p : experts[e]) {
+      up.upload(*p.tensor, p.rows, k, scratch.get() + static_cast<size_t>(row * k));
+      row += p.rows;
+    }
+    quantize_rows_fp8<T>(m.quant.get() + e * size, m.scales.get() + e * static_cast<size_t>(n), scratch.get(), n, k,
+                         up.stream());
+  }
+  std::vector<float> scales(m.scales.size());
+  CUDA_CHECK(cudaMemcpyAsync(scales.data(), m.scales.get(), m.scales.bytes(), cudaMemcpyDeviceToHost, up.stream()));
+  up.finish();  // also: scratch is no longer read
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (std::isfinite(scales[i])) continue;
+    const size_t e = i / static_cast<size_t>(n);
+    throw Error("--quantization fp8: tensor '" + experts[e][0].tensor->name + "' (or the tensor stacked with it) "
+                "holds a NaN or an infinity, which no FP8 scale represents");
+  }
+  return m;
+}
+
 // A sparse layer's router and experts, each expert's tensors written at its place in the stacked buffers.
 template <typename T>
-MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const ModelConfig& c) {
+MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8,
+                              bool keep_quantized) {
   const int64_t dim = c.dim, width = c.expert_hidden_dim, shared = c.shared_expert_hidden_dim;
   if (static_cast<int>(t.experts.size()) != c.num_experts) {
     throw Error("a sparse layer has " + std::to_string(t.experts.size()) + " experts' tensors, num_experts is " +
@@ -162,14 +263,13 @@ MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const M
   }
   MoeLayerWeights<T> w;
   w.router = up.upload<T>(t.router, c.num_experts, dim);
-  w.gate_up = DeviceBuffer<T>(static_cast<size_t>(c.num_experts) * 2 * width * dim);
-  w.down = DeviceBuffer<T>(static_cast<size_t>(c.num_experts) * dim * width);
-  for (size_t e = 0; e < t.experts.size(); ++e) {
-    T* gate_up = w.gate_up.get() + e * 2 * width * dim;
-    up.upload(t.experts[e].gate, width, dim, gate_up);
-    up.upload(t.experts[e].up, width, dim, gate_up + width * dim);
-    up.upload(t.experts[e].down, dim, width, w.down.get() + e * dim * width);
+  std::vector<std::vector<ExpertSource>> gate_up, down;
+  for (const auto& e : t.experts) {
+    gate_up.push_back({{&e.gate, width}, {&e.up, width}});
+    down.push_back({{&e.down, dim}});
   }
+  w.gate_up = upload_experts<T>(up, gate_up, 2 * width, dim, expert_format<T>(gate_up, fp8, keep_quantized));
+  w.down = upload_experts<T>(up, down, dim, width, expert_format<T>(down, fp8, keep_quantized));
   if (c.router_bias) w.router_bias = up.upload_norm(t.router_bias, c.num_experts, 0.0f);
   if (c.expert_bias) {  // each expert's [gate | up] bias row, and its down bias
     w.gate_up_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * 2 * width);
@@ -189,8 +289,20 @@ MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const M
   return w;
 }
 
+// Whether experts may stay quantized: CBATCH_MOE_EXPERTS=dequant keeps them in T (the cuBLAS path).
+bool keep_experts_quantized() {
+  const char* value = std::getenv("CBATCH_MOE_EXPERTS");
+  const std::string env = value != nullptr ? value : "";
+  if (!env.empty() && env != "dequant") {
+    throw Error("CBATCH_MOE_EXPERTS=" + env + " is not a mode (dequant, or unset to keep MXFP4 and FP8 experts "
+                "quantized)");
+  }
+  return env.empty();
+}
+
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool sparse, bool fp8) {
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool sparse, bool fp8,
+                             bool keep_quantized) {
   const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
   const float offset = c.norm_offset;
   LayerWeights<T> w;
@@ -210,7 +322,7 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
   w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
   w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
   if (sparse) {
-    w.moe = upload_moe<T>(up, t, c);
+    w.moe = upload_moe<T>(up, t, c, fp8, keep_quantized);
   } else {
     w.w_gate_up = upload_linear<T>(up, {{t.w_gate, hidden}, {t.w_up, hidden}}, dim, fp8);
     w.w_down = upload_linear<T>(up, {{t.w_down, dim}}, hidden, fp8);
@@ -240,11 +352,13 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
     throw Error("model has " + std::to_string(t.layers.size()) + " layers of tensors, config says " +
                 std::to_string(c.num_layers));
   }
+  const bool keep_quantized = keep_experts_quantized();
   WeightUploader up(stream);
   DeviceWeights<T> w;
   w.embedding = up.upload<T>(t.embedding, c.vocab_size, c.dim);
   for (int l = 0; l < c.num_layers; ++l) {
-    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, c.is_sparse(l), fp8_weights));
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, c.is_sparse(l), fp8_weights,
+                                      keep_quantized));
   }
   w.final_norm = up.upload_norm(t.final_norm, c.dim, c.norm_offset);
   if (!c.tied_embeddings) w.untied_lm_head = up.upload<T>(t.lm_head, c.vocab_size, c.dim);

@@ -4,7 +4,7 @@
 // matrix, so each needs one GEMM. A tied lm_head is the embedding buffer itself. The family's optional
 // tensors are empty buffers where the model has none. With fp8 weights the four linear weights of each layer
 // are FP8 E4M3 with one scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM. A sparse
-// layer has its router and experts (MoeLayerWeights, always in T) instead of the dense gate|up and down.
+// layer has its router and experts (MoeLayerWeights) instead of the dense gate|up and down.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -13,17 +13,20 @@
 
 #include "cuda/device_buffer.hpp"
 #include "cuda/linear.hpp"
+#include "cuda/moe_quant_gemm.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
 
-// A sparse layer's FFN: the router and every expert stacked in one buffer per product, in T (GGUF blocks
-// decoded at load, like the dense weights), so that expert e's matrix is at e * its size. Biases fp32.
+// A sparse layer's FFN: the router and every expert stacked in one buffer per product, so that expert e's
+// matrix is at e * its size. The experts stay quantized where moe_quant_gemm multiplies them (T bf16 or
+// fp16): in MXFP4 where the model ships them so, in FP8 with a scale per row with fp8 weights; else (other
+// GGUF blocks decoded at load like the dense weights, fp32, CBATCH_MOE_EXPERTS=dequant) in T. Biases fp32.
 template <typename T>
 struct MoeLayerWeights {
   DeviceBuffer<T> router;               // (num_experts, dim)
-  DeviceBuffer<T> gate_up;              // (num_experts, 2 * expert_hidden, dim): each expert's gate rows, then up
-  DeviceBuffer<T> down;                 // (num_experts, dim, expert_hidden)
+  ExpertMatrix<T> gate_up;              // (num_experts, 2 * expert_hidden, dim): each expert's gate rows, then up
+  ExpertMatrix<T> down;                 // (num_experts, dim, expert_hidden)
   LinearWeight<T> shared_gate_up;       // (2 * shared_hidden, dim); empty without a shared expert
   LinearWeight<T> shared_down;          // (dim, shared_hidden)
   DeviceBuffer<float> shared_gate;      // (dim) the shared expert's sigmoid gate; empty without one
@@ -80,8 +83,9 @@ struct DeviceWeights {
 // Converts and uploads every tensor (host tensors in bounded chunks through fp32, random tensors
 // generated on the device). Checks each tensor's shape against the config; throws cbatch::Error.
 // Returns after the stream is idle. fp8_weights: the layers' linear weights quantized to FP8 (T bf16 or
-// fp16); a weight whose shape cuBLASLt's FP8 GEMM cannot take, or that holds a NaN or an infinity, is
-// refused with its tensor's name.
+// fp16), the experts to FP8 with a scale per row; a weight whose shape cuBLASLt's FP8 GEMM (an expert's:
+// moe_quant_gemm, k a multiple of 32) cannot take, or that holds a NaN or an infinity, is refused with its
+// tensor's name. CBATCH_MOE_EXPERTS=dequant keeps every expert in T (the cuBLAS path, to compare).
 template <typename T>
 DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights = false);
 

@@ -1,15 +1,18 @@
-// MoeFfn::forward, a sparse layer in eleven launches and one wait: the router GEMM (fp32 logits), routing,
-// the permutation, then the copy of the expert offsets to the host and a stream sync. This copy is the
-// cost of cuBLAS's host-side GEMM shapes (grouped or not): one small copy and one pipeline drain per
-// sparse layer, a cost to measure on the GPU (docs/cuda.md). Then gather, grouped gate|up GEMMs over the
-// non-empty experts, the activation, grouped down GEMMs back into the gathered rows' buffer, the shared
-// expert's dense FFN, and the combine into out. The offsets on the host also count the touched experts.
+// MoeFfn::forward, a sparse layer in eleven launches: the router GEMM (fp32 logits), routing, the
+// permutation, gather, grouped gate|up GEMMs over the non-empty experts, the activation, grouped down GEMMs
+// back into the gathered rows' buffer, the shared expert's dense FFN, and the combine into out.
+// Experts in T go through cuBLAS, whose GEMM shapes are on the host: the expert offsets are copied there
+// and the stream synced, one small copy and one pipeline drain per sparse layer (docs/cuda.md). When both
+// products of a layer take moe_quant_gemm (quantized experts), which reads the offsets on the device, the
+// layer does not wait: its offsets go to a pinned slot of their own, counted as touched experts after the
+// step's own sync (take_touched). Otherwise the offsets on the host count them at once.
 #include "cuda/moe_ffn.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/gemm.hpp"
@@ -32,6 +35,7 @@ MoeFfn<T>::MoeFfn(const ModelConfig& c, int max_tokens)
       weights_(sized(c, num_picks_max_)),
       offsets_(sized(c, c.num_experts + 1)),
       host_offsets_(sized(c, c.num_experts + 1)),
+      pending_offsets_(sized(c, int64_t{c.num_layers} * (c.num_experts + 1))),
       entries_(sized(c, num_picks_max_)),
       pick_slot_(sized(c, num_picks_max_)),
       slot_expert_(sized(c, num_picks_max_)),
@@ -65,20 +69,28 @@ int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_ou
             MoeRouteRule{num_experts, k, c.norm_topk_prob, c.moe_router}, stream);
   moe_permute(offsets_.get(), entries_.get(), pick_slot_.get(), slot_expert_.get(), experts_.get(), picks, num_experts,
               stream);
-  CUDA_CHECK(cudaMemcpyAsync(host_offsets_.get(), offsets_.get(), offsets_.bytes(), cudaMemcpyDeviceToHost, stream));
-  moe_gather<T>(rows_.get(), d_h, entries_.get(), picks, k, dim, stream);
-  CUDA_CHECK(cudaStreamSynchronize(stream));  // the offsets: the GEMMs' row counts
-  profiler.phase("moe_route", stream);
-  const int32_t* offsets = host_offsets_.get();
+  const bool wait = !(w.gate_up.is_quantized() && w.down.is_quantized());
   int touched = 0;
-  for (int e = 0; e < num_experts; ++e) touched += offsets[e + 1] > offsets[e];
+  if (wait) {
+    CUDA_CHECK(cudaMemcpyAsync(host_offsets_.get(), offsets_.get(), offsets_.bytes(), cudaMemcpyDeviceToHost, stream));
+  } else {
+    if (pending_layers_ == c.num_layers) throw Error("moe: more sparse layers in a step than the model has");
+    int32_t* slot = pending_offsets_.get() + static_cast<size_t>(pending_layers_++) * (num_experts + 1);
+    CUDA_CHECK(cudaMemcpyAsync(slot, offsets_.get(), offsets_.bytes(), cudaMemcpyDeviceToHost, stream));
+  }
+  moe_gather<T>(rows_.get(), d_h, entries_.get(), picks, k, dim, stream);
+  if (wait) {
+    CUDA_CHECK(cudaStreamSynchronize(stream));  // the offsets: cuBLAS's row counts
+    touched = count_touched(host_offsets_.get());
+  }
+  profiler.phase("moe_route", stream);
 
-  gemm_.run(context.cublas(), stream, offsets, gate_up_.get(), rows_.get(), w.gate_up.get(), 2 * width, dim, 0);
+  expert_product(w.gate_up, gate_up_.get(), rows_.get(), picks, 2 * width, dim, 0, context);
   profiler.phase("moe_gemm_gate_up", stream);
   const GatedParams params{c.swiglu_limit, c.swiglu_alpha, w.gate_up_bias.get(), slot_expert_.get()};
   swiglu<T>(hidden_.get(), gate_up_.get(), picks, width, stream, c.activation, params);
   profiler.phase("moe_swiglu", stream);
-  gemm_.run(context.cublas(), stream, offsets, rows_.get(), hidden_.get(), w.down.get(), dim, width, 1);
+  expert_product(w.down, rows_.get(), hidden_.get(), picks, dim, width, 1, context);
   profiler.phase("moe_gemm_down", stream);
 
   MoeShared<T> shared;
@@ -95,6 +107,34 @@ int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_ou
   moe_combine<T>(d_out, rows_.get(), pick_slot_.get(), experts_.get(), weights_.get(), w.down_bias.get(), shared, n, k,
                  dim, stream);
   profiler.phase("moe_combine", stream);
+  return touched;
+}
+
+template <typename T>
+void MoeFfn<T>::expert_product(const ExpertMatrix<T>& w, T* d_y, const T* d_x, int picks, int n, int k, int table,
+                               const CudaContext& context) {
+  if constexpr (!std::is_same_v<T, float>) {
+    if (w.is_quantized()) {
+      return moe_quant_gemm<T>(d_y, d_x, w, offsets_.get(), picks, config_.num_experts, n, k, context.stream());
+    }
+  }
+  gemm_.run(context.cublas(), context.stream(), host_offsets_.get(), d_y, d_x, w.dense.get(), n, k, table);
+}
+
+template <typename T>
+int MoeFfn<T>::count_touched(const int32_t* offsets) const {
+  int touched = 0;
+  for (int e = 0; e < config_.num_experts; ++e) touched += offsets[e + 1] > offsets[e];
+  return touched;
+}
+
+template <typename T>
+int MoeFfn<T>::take_touched() {
+  int touched = 0;
+  for (int l = 0; l < pending_layers_; ++l) {
+    touched += count_touched(pending_offsets_.get() + static_cast<size_t>(l) * (config_.num_experts + 1));
+  }
+  pending_layers_ = 0;
   return touched;
 }
 

@@ -10,6 +10,7 @@
 #include "cuda/device_buffer.hpp"
 #include "cuda/device_weights.hpp"
 #include "cuda/moe_gemm.hpp"
+#include "cuda/moe_quant_gemm.hpp"
 #include "cuda/step_profiler.hpp"
 #include "engine/model/model_config.hpp"
 
@@ -22,14 +23,25 @@ class MoeFfn {
   MoeFfn(const ModelConfig& c, int max_tokens);
 
   // out (n, dim) T = the MoE FFN of h (n, dim) T with layer weights w, on the context's stream. Returns the
-  // distinct experts the rows picked. Waits for the stream once: the expert offsets are copied to the host,
-  // since cuBLAS takes the GEMMs' row counts there.
+  // distinct experts the rows picked. Waits for the stream once where an expert product is in T: the
+  // expert offsets are copied to the host, since cuBLAS takes the GEMMs' row counts there. A layer whose
+  // experts are all quantized does not wait and returns 0: its count comes from take_touched.
   int forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
               StepProfiler& profiler);
+
+  // The distinct experts picked in the layers that did not wait since the last call; call it after the
+  // stream is synced (the step's end).
+  int take_touched();
 
   size_t device_bytes() const;
 
  private:
+  // y (picks, n) = the rows' products with their experts' w (n, k): moe_quant_gemm for quantized experts,
+  // else cuBLAS over host_offsets_ (pointer table `table`).
+  void expert_product(const ExpertMatrix<T>& w, T* d_y, const T* d_x, int picks, int n, int k, int table,
+                      const CudaContext& context);
+  int count_touched(const int32_t* offsets) const;
+
   ModelConfig config_;
   int num_picks_max_ = 0;
   DeviceBuffer<float> logits_;          // (max_tokens, num_experts) router output
@@ -37,6 +49,8 @@ class MoeFfn {
   DeviceBuffer<float> weights_;         // (max_tokens, top_k) their weights
   DeviceBuffer<int32_t> offsets_;       // (num_experts + 1) each expert's first slot
   PinnedBuffer<int32_t> host_offsets_;  // (num_experts + 1) their host copy
+  PinnedBuffer<int32_t> pending_offsets_;  // (num_layers, num_experts + 1) copies of the layers that did not wait
+  int pending_layers_ = 0;              // of those, this step's
   DeviceBuffer<int32_t> entries_;       // (max_tokens * top_k) the pick at each slot
   DeviceBuffer<int32_t> pick_slot_;     // (max_tokens * top_k) each pick's slot
   DeviceBuffer<int32_t> slot_expert_;   // (max_tokens * top_k) each slot's expert

@@ -1,0 +1,97 @@
+// The grouped GEMM over quantized expert weights (moe_quant_gemm.hpp) around its block code
+// (moe_quant_gemm_block.cuh, whose header gives the tiling), and the per-row FP8 quantization of expert
+// weights at load: one warp per row, its largest magnitude then its codes.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "cuda/cuda_check.hpp"
+#include "cuda/cuda_dtype.cuh"
+#include "cuda/decode_kernels.cuh"
+#include "cuda/fp8_quantize_block.cuh"
+#include "cuda/moe_quant_gemm.hpp"
+#include "cuda/moe_quant_gemm_block.cuh"
+
+namespace cbatch {
+namespace {
+
+using namespace moe_quant_detail;
+
+constexpr int kQuantRowsWarps = 8;
+
+template <typename T, class W>
+__global__ void __launch_bounds__(kQgThreads) moe_quant_gemm_kernel(const QuantGemmArgs<T, W> a) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  moe_quant_gemm_block<T, W>(a, smem);
+}
+
+template <typename T>
+__global__ void quantize_rows_fp8_kernel(uint8_t* __restrict__ codes, float* __restrict__ scales,
+                                         const T* __restrict__ x, int64_t rows, int64_t cols) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kQuantRowsWarps + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;  // whole warps
+  const T* xr = x + row * cols;
+  float amax = 0.0f;
+  for (int64_t i = lane; i < cols; i += 32) {
+    const float a = fabsf(to_float(xr[i]));
+    amax = a <= amax ? amax : (a == a ? a : INFINITY);  // a NaN counts as +infinity
+  }
+  amax = warp_max(amax);
+  const float scale = amax == INFINITY ? INFINITY : fp8_detail::fp8_scale_from_amax(amax);
+  if (lane == 0) scales[row] = scale;
+  for (int64_t i = lane; i < cols; i += 32) codes[row * cols + i] = fp8_e4m3_from_float(to_float(xr[i]) / scale);
+}
+
+template <typename T, class W>
+void launch(T* d_y, const T* d_x, const W& w, const int32_t* d_offsets, int num_picks, int num_experts, int n, int k,
+            cudaStream_t stream) {
+  const int64_t tiles = moe_quant_gemm_tiles(num_picks, num_experts);
+  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>((n + kQgBn - 1) / kQgBn));
+  moe_quant_gemm_kernel<T, W><<<grid, kQgThreads, moe_quant_gemm_smem_bytes<T>(), stream>>>(
+      QuantGemmArgs<T, W>{d_y, d_x, w, d_offsets, num_experts, n, k});
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace
+
+template <typename T>
+void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,
+                    int num_experts, int n, int k, cudaStream_t stream) {
+  if (n <= 0 || k <= 0 || k % 32 != 0 || num_picks < 0 || num_experts <= 0 || n > 65535 * kQgBn) {
+    throw Error("moe_quant_gemm: bad sizes n=" + std::to_string(n) + " k=" + std::to_string(k) + " (a multiple of 32)");
+  }
+  if (num_picks == 0) return;
+  const size_t rows = static_cast<size_t>(num_experts) * static_cast<size_t>(n);
+  if (w.format == ExpertFormat::kMxfp4 && w.quant.size() == rows * static_cast<size_t>(k / 32) * 17) {
+    launch(d_y, d_x, BlockWeights<BlockFormat<DType::kMXFP4>>{w.quant.get()}, d_offsets, num_picks, num_experts, n,
+           k, stream);
+  } else if (w.format == ExpertFormat::kFp8Row && w.quant.size() == rows * static_cast<size_t>(k) &&
+             w.scales.size() == rows) {
+    launch(d_y, d_x, Fp8RowWeights{w.quant.get(), w.scales.get()}, d_offsets, num_picks, num_experts, n, k, stream);
+  } else {
+    throw Error("moe_quant_gemm: the expert weights are not quantized (" + std::to_string(num_experts) + ", " +
+                std::to_string(n) + ", " + std::to_string(k) + ") MXFP4 or FP8 rows");
+  }
+}
+
+template <typename T>
+void quantize_rows_fp8(uint8_t* d_codes, float* d_scales, const T* d_x, int64_t rows, int64_t cols,
+                       cudaStream_t stream) {
+  if (rows <= 0) return;
+  const auto blocks = static_cast<unsigned>((rows + kQuantRowsWarps - 1) / kQuantRowsWarps);
+  quantize_rows_fp8_kernel<T><<<blocks, kQuantRowsWarps * 32, 0, stream>>>(d_codes, d_scales, d_x, rows, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
+template void moe_quant_gemm<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, const ExpertMatrix<__nv_bfloat16>&,
+                                            const int32_t*, int, int, int, int, cudaStream_t);
+template void moe_quant_gemm<__half>(__half*, const __half*, const ExpertMatrix<__half>&, const int32_t*, int, int,
+                                     int, int, cudaStream_t);
+template void quantize_rows_fp8<float>(uint8_t*, float*, const float*, int64_t, int64_t, cudaStream_t);
+template void quantize_rows_fp8<__nv_bfloat16>(uint8_t*, float*, const __nv_bfloat16*, int64_t, int64_t,
+                                               cudaStream_t);
+template void quantize_rows_fp8<__half>(uint8_t*, float*, const __half*, int64_t, int64_t, cudaStream_t);
+
+}  // namespace cbatch
