@@ -111,8 +111,9 @@ PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, i
       }
       uint8_t* out = &blocks[static_cast<size_t>(r * stride)];
       if (dtype == DType::kMXFP4) {
-        random_mxfp4_blocks(t->random.seed, t->random.scale, static_cast<uint64_t>((r - first) * (cols / 32)), cols / 32,
-                            out);
+        const int64_t row_blocks = cols / 32;
+        random_mxfp4_blocks(t->random.seed, t->random.scale, static_cast<uint64_t>((r - first) * row_blocks),
+                            row_blocks, out);
         continue;
       }
       tensor_rows_to_f32(*t, r - first, 1, row.data());
@@ -283,7 +284,8 @@ class CpuBackend final : public Backend {
     if (!w.parts().empty()) return;
     const double params = static_cast<double>(w.rows() * w.cols());
     const DType dtype = w.is_blocked() ? w.dtype() : DType::kF32;
-    expert_bytes_ += params * static_cast<double>(dtype_block_bytes(dtype)) / static_cast<double>(dtype_block_elems(dtype));
+    expert_bytes_ += params * static_cast<double>(dtype_block_bytes(dtype)) /
+                     static_cast<double>(dtype_block_elems(dtype));
     expert_params_ += params;
   }
 

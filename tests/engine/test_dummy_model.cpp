@@ -155,7 +155,9 @@ TEST_CASE("dummy model: --dummy-dtype mxfp4 makes gpt-oss's routed experts MXFP4
   CHECK(model.weight_dtype == "random mxfp4");
   const LayerTensors& l = model.tensors.layers[0];
   REQUIRE(l.experts.size() == 32);
-  for (const TensorView* t : {&l.experts[3].gate, &l.experts[3].up, &l.experts[31].down}) CHECK(t->dtype == DType::kMXFP4);
+  for (const TensorView* t : {&l.experts[3].gate, &l.experts[3].up, &l.experts[31].down}) {
+    CHECK(t->dtype == DType::kMXFP4);
+  }
   for (const TensorView* t : {&l.wq, &l.wo, &l.router, &model.tensors.lm_head}) CHECK(t->dtype == DType::kF32);
   // The same seeds as the f32 model: only the experts' encoding differs.
   source.dummy_dtype = DType::kF32;
