@@ -74,8 +74,9 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->check(CLI::IsMember({"auto", "generate", "embed"}));
   app.add_option("--seed", o.seed, "base seed of per-request sampling");
   app.add_option("--dummy-dtype", o.dummy_dtype,
-                 "dummy: models' linear weights on the CPU: f32 or q8_0 (random values quantized, a quarter of the memory)")
-      ->check(CLI::IsMember({"f32", "q8_0"}));
+                 "dummy: models' linear weights: f32, q8_0 (random values quantized on the CPU, a quarter of the "
+                 "memory), or mxfp4 (a mixture of experts' routed experts as MXFP4 blocks, as gpt-oss ships them)")
+      ->check(CLI::IsMember({"f32", "q8_0", "mxfp4"}));
   app.add_option("--dummy-layers", o.dummy_layers, "dummy: models: only the config's first N layers (0: all)")
       ->check(CLI::Range(0, 1 << 16));
   app.add_option("--threads", o.threads, "CPU threads (default: all cores)")->check(CLI::Range(0, 1024));
@@ -154,7 +155,7 @@ Model load_model_for(const EngineOptions& o) {
   source.path = o.model;
   source.tokenizer_path = o.tokenizer;
   source.dummy_seed = o.seed;
-  source.dummy_dtype = o.dummy_dtype == "q8_0" ? DType::kQ8_0 : DType::kF32;
+  source.dummy_dtype = o.dummy_dtype == "q8_0" ? DType::kQ8_0 : o.dummy_dtype == "mxfp4" ? DType::kMXFP4 : DType::kF32;
   source.dummy_layers = o.dummy_layers;
   const bool is_dummy = o.model.rfind("dummy:", 0) == 0;
   if (!is_dummy && (o.dummy_dtype != "f32" || o.dummy_layers != 0)) {

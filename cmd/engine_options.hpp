@@ -40,7 +40,7 @@ struct EngineOptions {
   std::string pooling;             // --pooling mean | cls | last: embedding lines' pooling ("" = the model's)
   std::string task = "auto";       // --task auto | generate | embed
   uint64_t seed = 0;
-  std::string dummy_dtype = "f32";  // --dummy-dtype: f32 or q8_0 (dummy: models' linear weights, CPU)
+  std::string dummy_dtype = "f32";  // --dummy-dtype: f32, q8_0 (dummy: linear weights, CPU) or mxfp4 (experts)
   int dummy_layers = 0;            // --dummy-layers: the first N layers of a dummy: config; 0 = all
   int threads = 0;
   bool quiet = false;

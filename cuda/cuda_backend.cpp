@@ -99,6 +99,16 @@ class CudaBackend final : public Backend {
   void forward(const RaggedBatch& batch, StepOutput& out) override;
   // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
   double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
+  // Routed experts as kept (device_weights.hpp): MXFP4 17/32, FP8 1 + the row scales' 4 / k, else T.
+  double expert_bytes_per_param() const override {
+    double bytes = 0, params = 0;
+    for (const LayerWeights<T>& w : weights_.layers) {
+      if (w.moe.gate_up.bytes() == 0) continue;  // a dense layer
+      bytes += static_cast<double>(w.moe.gate_up.bytes() + w.moe.down.bytes());
+      params += 3.0 * config_.num_experts * config_.dim * config_.expert_hidden_dim;
+    }
+    return params > 0 ? bytes / params : weight_bytes_per_param();
+  }
   double kv_bytes_per_elem() const override { return static_cast<double>(kv_elem_bytes()); }
   // With fp8 weights the compute ceiling is the FP8 GEMM's (the roofline then errs low: the lm_head and
   // attention run in T, slower).

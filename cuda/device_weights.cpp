@@ -8,9 +8,10 @@
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
 // (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
 // Experts (T bf16 or fp16): MXFP4 tensors are copied as their blocks and stay so (moe_quant_gemm reads
-// them); with fp8 weights each expert is uploaded in T into one expert-sized scratch buffer and quantized
-// on the device, a scale per row (on the device: every source format goes through the decoders above, and
-// the host does no per-weight work).
+// them; dummy MXFP4 experts, --dummy-dtype mxfp4, are generated as their blocks on the device, and decoded
+// to T like uploaded blocks where they take the T path); with fp8 weights each expert is uploaded in T into
+// one expert-sized scratch buffer and quantized on the device, a scale per row (on the device: every
+// source format goes through the decoders above, and the host does no per-weight work).
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
@@ -56,6 +57,10 @@ class WeightUploader {
   void upload(const TensorView& t, int64_t rows, int64_t cols, T* dst) {
     expect_shape(t, rows, cols);
     const size_t numel = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    if (t.is_random && t.dtype == DType::kMXFP4) {
+      upload_random_blocks(t, dst);
+      return;
+    }
     if (t.is_random) {
       fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
       return;
@@ -106,6 +111,10 @@ class WeightUploader {
   // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
   void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
     expect_shape(t, rows, cols);
+    if (t.is_random) {  // a dummy MXFP4 tensor: its blocks generated in place
+      fill_random_mxfp4(dst, static_cast<size_t>(rows * cols / 32), t.random.seed, t.random.scale, 0, stream_);
+      return;
+    }
     const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
     if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
     const int64_t chunk_rows = chunk_bytes / row;
@@ -138,6 +147,22 @@ class WeightUploader {
       CUDA_CHECK(cudaMemcpyAsync(device, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
       decode_blocks<T>(dst + static_cast<size_t>(r0 * t.cols), device, t.dtype, static_cast<size_t>(n * blocks_per_row),
                        stream_);
+    }
+  }
+
+  // A random MXFP4 tensor (t.rows, t.cols) to dst in T: its blocks generated on the device a chunk at a
+  // time and decoded as uploaded blocks are.
+  template <typename T>
+  void upload_random_blocks(const TensorView& t, T* dst) {
+    constexpr int64_t kBlockBytes = BlockFormat<DType::kMXFP4>::kBytes;
+    const int64_t chunk_blocks = kChunkFloats * int64_t{sizeof(float)} / kBlockBytes;
+    const int64_t num_blocks = t.numel() / 32;
+    auto* device = reinterpret_cast<uint8_t*>(device_.get());
+    for (int64_t b0 = 0; b0 < num_blocks; b0 += chunk_blocks) {
+      const int64_t n = std::min(chunk_blocks, num_blocks - b0);  // stream order: the last decode is done
+      fill_random_mxfp4(device, static_cast<size_t>(n), t.random.seed, t.random.scale, static_cast<uint64_t>(b0),
+                        stream_);
+      decode_blocks<T>(dst + static_cast<size_t>(b0 * 32), device, DType::kMXFP4, static_cast<size_t>(n), stream_);
     }
   }
 
@@ -188,7 +213,7 @@ ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts
   if (fp8) return ExpertFormat::kFp8Row;
   for (const auto& parts : experts) {
     for (const ExpertSource& p : parts) {
-      if (p.tensor->is_random || p.tensor->dtype != DType::kMXFP4) return ExpertFormat::kT;
+      if (p.tensor->dtype != DType::kMXFP4) return ExpertFormat::kT;  // random MXFP4 ones too: dummy mxfp4
     }
   }
   return ExpertFormat::kMxfp4;

@@ -27,6 +27,15 @@ __global__ void fill_random_kernel(T* __restrict__ out, size_t n, uint64_t seed,
   }
 }
 
+// One thread per block: the host's own block generator.
+__global__ void fill_random_mxfp4_kernel(uint8_t* __restrict__ out, size_t num_blocks, uint64_t seed, int e0,
+                                         uint64_t first_block) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t b = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < num_blocks; b += stride) {
+    random_mxfp4_block(seed, e0, first_block + b, out + b * BlockFormat<DType::kMXFP4>::kBytes);
+  }
+}
+
 template <typename T>
 __global__ void convert_f32_kernel(T* __restrict__ out, const float* __restrict__ in, size_t n) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -54,6 +63,14 @@ template <typename T>
 void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, cudaStream_t stream) {
   if (n == 0) return;
   fill_random_kernel<T><<<grid_for(n), kConvertThreads, 0, stream>>>(d_out, n, seed, scale, offset);
+  CUDA_CHECK_LAUNCH();
+}
+
+void fill_random_mxfp4(uint8_t* d_out, size_t num_blocks, uint64_t seed, float scale, uint64_t first_block,
+                       cudaStream_t stream) {
+  if (num_blocks == 0) return;
+  fill_random_mxfp4_kernel<<<grid_for(num_blocks), kConvertThreads, 0, stream>>>(
+      d_out, num_blocks, seed, random_mxfp4_exponent(scale), first_block);
   CUDA_CHECK_LAUNCH();
 }
 

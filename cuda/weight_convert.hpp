@@ -1,6 +1,6 @@
 // Host launchers that materialize weights on the device (weight_convert.cu): random dummy weights
-// generated in place, fp32 rows converted to the compute dtype after upload, and GGUF blocks decoded
-// after upload.
+// generated in place (values, or MXFP4 blocks), fp32 rows converted to the compute dtype after upload, and
+// GGUF blocks decoded after upload.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -15,6 +15,11 @@ namespace cbatch {
 // (engine/model/random_weights.hpp) in fp32, and its round-to-nearest-even in bf16/fp16. out (n) T.
 template <typename T>
 void fill_random(T* d_out, size_t n, uint64_t seed, float scale, float offset, cudaStream_t stream);
+
+// Blocks [first_block, first_block + num_blocks) of a random MXFP4 tensor with this seed and scale, as
+// random_mxfp4_block writes them on the host (engine/model/random_weights.hpp). out (num_blocks * 17) bytes.
+void fill_random_mxfp4(uint8_t* d_out, size_t num_blocks, uint64_t seed, float scale, uint64_t first_block,
+                       cudaStream_t stream);
 
 // out[i] = T(in[i]) for i < n, round to nearest even. in (n) fp32, out (n) T.
 template <typename T>

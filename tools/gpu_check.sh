@@ -67,6 +67,10 @@
 #             tokens on CUDA fp32 vs the CPU for its bf16, MXFP4 and GGUF files, modes, experts_touched)
 #   gpt-oss-20b  bench, dummy gpt-oss-20b shape (24 layers, 32 experts, top-4, sinks, 128-key windows on
 #             half the layers), bf16, $NUM_PROMPTS requests 128 / 128, continuous (42 GB of bf16 weights)
+#   gpt-oss-mxfp4  the gpt-oss-20b workload with --dummy-dtype mxfp4 (experts as MXFP4 blocks, about 10 GB,
+#             kept so and multiplied by moe_quant_gemm; the rest bf16), then the same with
+#             CBATCH_MOE_EXPERTS=dequant (the experts decoded to bf16, cuBLAS): bench-gpt-oss-mxfp4.json and
+#             bench-gpt-oss-mxfp4-dequant.json
 #   qwen3-30b-a3b  bench, dummy Qwen3-30B-A3B shape (48 layers, 128 experts, top-8, width 768), bf16,
 #             $NUM_PROMPTS requests 128 / 128, continuous (61 GB of bf16 weights: an 80 GB GPU);
 #             qwen3-30b-a3b-loop the same with CBATCH_MOE_GEMM=loop
@@ -92,7 +96,9 @@
 # 1b-sampled-device 8. From the H100 (2026-11-23, NUM_PROMPTS=1000): sanitize on the attention tests 5
 # (memcheck) and 45 (racecheck), profile 10, ncu-decode about 60 a shape. Never run to the end: fp8 (about
 # 90 guessed), the FP8-weights benches, qwen3-30b-a3b (150-300 guessed, most of it the 61 GB of weights
-# generated on the device), gpt-oss-20b (120-250), qwen2.5-7b and gemma-3-4b (2-5 minutes at 1000).
+# generated on the device), gpt-oss-20b (120-250), gpt-oss-mxfp4 (150-400 for its two benches, guessed from
+# gpt-oss-20b's: less weight memory to generate, the same workload twice), qwen2.5-7b and gemma-3-4b (2-5
+# minutes at 1000).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN_DIR=${BIN_DIR:-build}
@@ -214,6 +220,11 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage gpt-oss-e2e 400 python3 tests/e2e/test_gpu_gpt_oss.py ;;
       gpt-oss-20b) bench gpt-oss-20b 550 gpt-oss-20b.json 128 128 continuous --max-num-batched-tokens 8192 \
                      --dtype bf16 ;;
+      gpt-oss-mxfp4)
+        bench gpt-oss-mxfp4 550 gpt-oss-20b.json 128 128 continuous --max-num-batched-tokens 8192 --dtype bf16 \
+          --dummy-dtype mxfp4
+        CBATCH_MOE_EXPERTS=dequant bench gpt-oss-mxfp4-dequant 550 gpt-oss-20b.json 128 128 continuous \
+          --max-num-batched-tokens 8192 --dtype bf16 --dummy-dtype mxfp4 ;;
       qwen3-30b-a3b) bench qwen3-30b-a3b 550 qwen3-30b-a3b.json 128 128 continuous --max-num-batched-tokens 8192 \
                        --dtype bf16 ;;
       qwen3-30b-a3b-loop) CBATCH_MOE_GEMM=loop bench qwen3-30b-a3b-loop 550 qwen3-30b-a3b.json 128 128 continuous \

@@ -65,6 +65,8 @@ class Backend {
   virtual bool pools_embeddings() const { return false; }
   // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
   virtual double weight_bytes_per_param() const { return 4.0; }
+  // The same for routed experts (stored apart: MXFP4 or FP8 experts beside T weights).
+  virtual double expert_bytes_per_param() const { return weight_bytes_per_param(); }
   virtual double kv_bytes_per_elem() const { return 4.0; }
   // Measured copy bandwidth and matrix throughput (bench's roofline); invalid where not measured.
   virtual DevicePeaks measure_peaks() { return {}; }

@@ -4,7 +4,8 @@
 
 namespace cbatch {
 
-CostModel::CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem)
+CostModel::CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem,
+                     double expert_bytes_per_param)
     : config_(config) {
   const double embed = static_cast<double>(config.vocab_size) * config.dim;
   layer_params_ = static_cast<double>(config.layer_parameters());
@@ -12,7 +13,7 @@ CostModel::CostModel(const ModelConfig& config, double weight_bytes_per_param, d
   expert_params_ = 3.0 * config.dim * config.expert_hidden_dim;
   const double all_experts = expert_params_ * config.num_experts * num_sparse_layers_;
   row_params_ = layer_params_ - expert_params_ * (config.num_experts - config.experts_per_token) * num_sparse_layers_;
-  bytes_per_param_ = weight_bytes_per_param;
+  expert_bytes_per_param_ = expert_bytes_per_param >= 0 ? expert_bytes_per_param : weight_bytes_per_param;
   weight_bytes_ = (layer_params_ - all_experts + config.dim) * weight_bytes_per_param;
   lm_head_bytes_ = config.has_lm_head ? embed * weight_bytes_per_param : 0;
   kv_bytes_per_token_ = 2.0 * config.num_layers * config.kv_dim() * kv_bytes_per_elem;
@@ -37,7 +38,8 @@ StepCost CostModel::step_cost(const RaggedBatch& batch, int experts_touched) con
   StepCost cost;
   const double experts =
       experts_touched >= 0 ? experts_touched : static_cast<double>(config_.num_experts) * num_sparse_layers_;
-  cost.bytes = weight_bytes_ + experts * expert_params_ * bytes_per_param_ + (logits > 0 ? lm_head_bytes_ : 0) +
+  cost.expert_bytes = experts * expert_params_ * expert_bytes_per_param_;
+  cost.bytes = weight_bytes_ + cost.expert_bytes + (logits > 0 ? lm_head_bytes_ : 0) +
                kv_read_tokens * kv_bytes_per_token_ + useful_rows * kv_bytes_per_token_;
   const double attention_flops = 4.0 * config_.num_layers * config_.num_heads * config_.head_dim * attention_positions;
   cost.flops = 2.0 * row_params_ * useful_rows + 2.0 * config_.vocab_size * config_.dim * logits + attention_flops;

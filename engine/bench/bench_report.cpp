@@ -1,5 +1,6 @@
 #include "engine/bench/bench_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include <simdjson.h>
@@ -81,6 +82,12 @@ std::string format_bench_json(const BenchReport& report) {
     if (r.roofline_fraction >= 0) {
       w.key("roofline_fraction").number(r.roofline_fraction, 4);
       w.key("gflops_per_s").number(r.summary.wall_s > 0 ? r.summary.flops * 1e-9 / r.summary.wall_s : 0, 2);
+      const double steps = static_cast<double>(std::max<int64_t>(1, s.steps));
+      w.key("bytes_per_step").number(s.bytes / steps);
+      if (s.experts_touched > 0) {
+        w.key("expert_bytes_per_step").number(s.expert_bytes / steps);
+        w.key("experts_touched_per_step").number(static_cast<double>(s.experts_touched) / steps);
+      }
     }
     if (r.device_idle_fraction >= 0) w.key("gpu_idle_fraction").number(r.device_idle_fraction, 4);
     w.end_object();

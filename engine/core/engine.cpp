@@ -46,7 +46,8 @@ class EngineRun {
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), hooks_(hooks), results_(sink, stats_),
         blocks_(cache.num_blocks, cache.block_size, config.scheduler.enable_prefix_caching), scheduler_(make_scheduler(config.scheduler, blocks_)),
-        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem()) {
+        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem(),
+                    backend.expert_bytes_per_param()) {
     if (!config.reasoning_parser.empty()) {
       reasoning_ = std::make_unique<ReasoningParser>(config.reasoning_parser, *model.tokenizer);
       results_.set_reasoning_parser(reasoning_.get());
@@ -560,6 +561,8 @@ class EngineRun {
       const StepCost cost = cost_model_.step_cost(batch_, output_.experts_touched);
       r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost, hooks_.peaks);
       r.flops = cost.flops;
+      r.bytes = cost.bytes;
+      r.expert_bytes = cost.expert_bytes;
     }
     stats_.add_step(r);
     if (hooks_.on_step) hooks_.on_step(r);

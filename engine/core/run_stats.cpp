@@ -21,6 +21,9 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.kv_blocks_total = r.kv_blocks_total;
   summary_.roofline_s += r.roofline_ms * 1e-3;
   summary_.flops += r.flops;
+  summary_.bytes += r.bytes;
+  summary_.expert_bytes += r.expert_bytes;
+  if (r.experts_touched > 0) summary_.experts_touched += r.experts_touched;
   summary_.schedule_s += r.schedule_ms * 1e-3;
   summary_.forward_s += r.forward_ms * 1e-3;
   summary_.update_s += r.update_ms * 1e-3;

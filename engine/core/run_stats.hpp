@@ -35,6 +35,8 @@ struct StepRecord {
   int embedding_tokens = 0;    // their tokens (part of prefill_tokens)
   double roofline_ms = 0;      // the step's hardware limit (0 when the device peaks are not measured)
   double flops = 0;            // the step's useful flops (the cost model's; 0 without device peaks)
+  double bytes = 0;            // the bytes it must move (the cost model's; 0 without device peaks)
+  double expert_bytes = 0;     // their routed experts' part
   double schedule_ms = 0;      // host: schedule + pack
   double forward_ms = 0;       // the backend's forward() call
   double update_ms = 0;        // host: sampling, stop checks, bookkeeping, output
@@ -61,6 +63,9 @@ struct RunSummary {
   bool interrupted = false;
   double roofline_s = 0;       // sum of the steps' roofline times
   double flops = 0;            // sum of the steps' useful flops
+  double bytes = 0;            // sum of the steps' bytes to move (the cost model's)
+  double expert_bytes = 0;     // their routed experts' part
+  int64_t experts_touched = 0;  // MoE: the steps' experts_touched summed (0 for a dense model)
   double schedule_s = 0;       // host time in schedule + pack, summed
   double forward_s = 0;        // time in the backend's forward(), summed
   double update_s = 0;         // host time sampling and updating, summed

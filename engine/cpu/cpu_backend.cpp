@@ -24,6 +24,7 @@
 #include "engine/cpu/cpu_pooling.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/model/quant_blocks.hpp"
+#include "engine/model/random_weights.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/sample/sampler.hpp"
@@ -89,11 +90,12 @@ struct Packing {
   bool int8 = false;
 };
 
-// Random (dummy) tensors that ask for Q8_0 blocks: each row generated in fp32, quantized, then packed.
+// Random (dummy) tensors kept in blocks: Q8_0 rows generated in fp32 and quantized, MXFP4 rows generated as
+// their blocks (random_weights.hpp); then packed.
 PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols,
                                 ThreadPool& pool, bool int8) {
   const DType dtype = tensors.front()->dtype;
-  if (dtype != DType::kQ8_0) {
+  if (dtype != DType::kQ8_0 && dtype != DType::kMXFP4) {
     throw Error("internal error: dummy weights cannot be generated as " + std::string(dtype_name(dtype)));
   }
   const int64_t stride = row_bytes(dtype, cols);
@@ -107,8 +109,15 @@ PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, i
         if (r < first + part->rows) { t = part; break; }
         first += part->rows;
       }
+      uint8_t* out = &blocks[static_cast<size_t>(r * stride)];
+      if (dtype == DType::kMXFP4) {
+        const int64_t row_blocks = cols / 32;
+        random_mxfp4_blocks(t->random.seed, t->random.scale, static_cast<uint64_t>((r - first) * row_blocks),
+                            row_blocks, out);
+        continue;
+      }
       tensor_rows_to_f32(*t, r - first, 1, row.data());
-      quantize_q8_0(row.data(), cols, &blocks[static_cast<size_t>(r * stride)]);
+      quantize_q8_0(row.data(), cols, out);
     }
   }, 1, std::max<int64_t>(2, (1 << 16) / std::max<int64_t>(cols, 1)));
   return PackedMatrix(rows, cols, dtype, [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; }, pool,
@@ -215,9 +224,15 @@ class CpuBackend final : public Backend {
 
   std::string device_name() const override { return "cpu"; }
 
-  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones).
+  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones), routed experts
+  // aside.
   double weight_bytes_per_param() const override {
     return matrix_params_ > 0 ? static_cast<double>(matrix_bytes_) / static_cast<double>(matrix_params_) : 4.0;
+  }
+  // A routed expert's bytes per parameter as stored: its block type's (MXFP4 17/32, Q8_0 34/32) where the
+  // experts keep their blocks, else 4 (fp32).
+  double expert_bytes_per_param() const override {
+    return expert_params_ > 0 ? expert_bytes_ / expert_params_ : weight_bytes_per_param();
   }
 
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
@@ -264,6 +279,15 @@ class CpuBackend final : public Backend {
     matrix_bytes_ += static_cast<int64_t>(w.bytes());
     matrix_params_ += w.rows() * w.cols();
   }
+  void count_expert_weights(const PackedMatrix& w) {
+    for (const PackedMatrix& part : w.parts()) count_expert_weights(part);
+    if (!w.parts().empty()) return;
+    const double params = static_cast<double>(w.rows() * w.cols());
+    const DType dtype = w.is_blocked() ? w.dtype() : DType::kF32;
+    expert_bytes_ += params * static_cast<double>(dtype_block_bytes(dtype)) /
+                     static_cast<double>(dtype_block_elems(dtype));
+    expert_params_ += params;
+  }
 
   ModelConfig config_;
   CpuBackendOptions options_;
@@ -288,6 +312,8 @@ class CpuBackend final : public Backend {
   std::vector<float> inv_freq_[kRopeSets];  // (head_dim / 2) each
   int64_t matrix_bytes_ = 0;       // memory of the packed matrices
   int64_t matrix_params_ = 0;      // their parameters
+  double expert_bytes_ = 0;        // the routed experts' bytes as stored (not the panels' memory)
+  double expert_params_ = 0;       // their parameters
 
   KvCacheSpec spec_;
   ZeroedFloats k_cache_;           // (layers, num_blocks * block_size, kv_dim)
@@ -389,8 +415,8 @@ void CpuBackend::load_experts(const LayerTensors& l, MoeWeights& moe) {
       moe.gate_up_bias.push_back(std::move(gate_up));
       moe.down_bias.push_back(f32({&e.down_bias}));
     }
-    count_weights(moe.gate_up.back());
-    count_weights(moe.down.back());
+    count_expert_weights(moe.gate_up.back());
+    count_expert_weights(moe.down.back());
   }
   if (l.shared_expert_gate.empty()) return;
   const ExpertTensors& shared = l.shared_expert;

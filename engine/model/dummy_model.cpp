@@ -3,9 +3,11 @@
 // wo, ffn_norm, gate, up, down (a sparse layer: router (and its bias), experts' gate, up, down (and their
 // biases), shared expert), the family's extras (biases, q/k and sandwich norms, output bias, sinks), then
 // final_norm, lm_head) draws from seed f(dummy_seed, k); --dummy-dtype q8_0 marks the linear ones for a backend
-// to keep quantized in Q8_0 blocks, --dummy-layers keeps the config's first layers. Scales give
-// unit-variance activations: linear weights uniform with scale sqrt(3 / in_features), embeddings
-// scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends generate the values.
+// to keep quantized in Q8_0 blocks, --dummy-dtype mxfp4 makes the routed experts' gate, up and down MXFP4
+// blocks (as gpt-oss ships them; random_weights.hpp), --dummy-layers keeps the config's first layers. Scales
+// give unit-variance activations: linear weights uniform with scale sqrt(3 / in_features) (MXFP4 experts:
+// about the same rms), embeddings scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends
+// generate the values.
 #include <cmath>
 
 #include "engine/base/error.hpp"
@@ -29,8 +31,11 @@ std::string config_path(const ModelSource& source) {
 
 class RandomTensors {
  public:
-  RandomTensors(uint64_t dummy_seed, DType linear_dtype)
-      : base_seed_(splitmix64(dummy_seed)), linear_dtype_(linear_dtype) {}
+  // --dummy-dtype: mxfp4 keeps the other linear weights in fp32
+  RandomTensors(uint64_t dummy_seed, DType dummy_dtype)
+      : base_seed_(splitmix64(dummy_seed)),
+        linear_dtype_(dummy_dtype == DType::kMXFP4 ? DType::kF32 : dummy_dtype),
+        expert_dtype_(dummy_dtype) {}
 
   TensorView make(std::string name, int64_t rows, int64_t cols, float scale, float offset) {
     TensorView v;
@@ -47,6 +52,12 @@ class RandomTensors {
     v.dtype = linear_dtype_;
     return v;
   }
+  // A routed expert's gate, up or down weight.
+  TensorView expert(std::string name, int64_t out_features, int64_t in_features) {
+    TensorView v = linear(std::move(name), out_features, in_features);
+    v.dtype = expert_dtype_;
+    return v;
+  }
   // Norm weights multiply by about 1 whatever the family's offset (Gemma's (1 + w) gets w near 0).
   TensorView norm(std::string name, int64_t dim, float norm_offset) {
     return make(std::move(name), 1, dim, 0.1f, 1.0f - norm_offset);
@@ -56,6 +67,7 @@ class RandomTensors {
  private:
   uint64_t base_seed_;
   DType linear_dtype_;  // the block type a backend keeps linear weights in, or kF32
+  DType expert_dtype_;  // the same for routed experts; kMXFP4: generated as MXFP4 blocks
   uint64_t next_index_ = 0;
 };
 
@@ -82,8 +94,8 @@ void add_family_tensors(RandomTensors& r, const ModelConfig& c, const std::strin
 void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
   l.router = r.linear(p + "mlp.gate.weight", c.num_experts, c.dim);
   auto expert = [&](const std::string& e, int width) {
-    return ExpertTensors{r.linear(e + "gate_proj.weight", width, c.dim), r.linear(e + "up_proj.weight", width, c.dim),
-                         r.linear(e + "down_proj.weight", c.dim, width), {}, {}, {}};
+    return ExpertTensors{r.expert(e + "gate_proj.weight", width, c.dim), r.expert(e + "up_proj.weight", width, c.dim),
+                         r.expert(e + "down_proj.weight", c.dim, width), {}, {}, {}};
   };
   if (c.router_bias) l.router_bias = r.bias(p + "mlp.gate.bias", c.num_experts);
   for (int e = 0; e < c.num_experts; ++e) {
@@ -95,8 +107,11 @@ void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, L
     x.up_bias = r.bias(name + "up_proj.bias", c.expert_hidden_dim);
     x.down_bias = r.bias(name + "down_proj.bias", c.dim);
   }
-  if (c.shared_expert_hidden_dim > 0) {
-    l.shared_expert = expert(p + "mlp.shared_expert.", c.shared_expert_hidden_dim);
+  if (c.shared_expert_hidden_dim > 0) {  // not routed: a plain linear weight
+    const std::string e = p + "mlp.shared_expert.";
+    const int width = c.shared_expert_hidden_dim;
+    l.shared_expert = {r.linear(e + "gate_proj.weight", width, c.dim), r.linear(e + "up_proj.weight", width, c.dim),
+                       r.linear(e + "down_proj.weight", c.dim, width), {}, {}, {}};
     l.shared_expert_gate = r.linear(p + "mlp.shared_expert_gate.weight", 1, c.dim);
   }
 }
@@ -144,6 +159,19 @@ ModelConfig keep_layers(ModelConfig c, const ModelSource& source) {
   return c;
 }
 
+// --dummy-dtype mxfp4 makes routed experts of 32-element blocks along their input features.
+void check_mxfp4_experts(const ModelConfig& c, const ModelSource& source) {
+  if (source.dummy_dtype != DType::kMXFP4) return;
+  if (!c.is_moe()) {
+    throw Error("--dummy-dtype mxfp4: '" + source.path + "' has no experts (mxfp4 applies to routed expert weights)");
+  }
+  for (int in_features : {c.dim, c.expert_hidden_dim}) {
+    if (in_features % 32 == 0) continue;
+    throw Error("--dummy-dtype mxfp4: '" + source.path + "' has experts with " + std::to_string(in_features) +
+                " input features, not a multiple of the 32 of an MXFP4 block");
+  }
+}
+
 }  // namespace
 
 Model load_dummy_model(const ModelSource& source) {
@@ -154,6 +182,7 @@ Model load_dummy_model(const ModelSource& source) {
   model.weight_dtype = "random";
   if (source.dummy_dtype != DType::kF32) model.weight_dtype.append(" ").append(dtype_name(source.dummy_dtype));
   model.config = keep_layers(hf.config, source);
+  check_mxfp4_experts(model.config, source);
   model.tensors = make_tensors(model.config, source);
   model.tokenizer = make_byte_tokenizer(hf.config.vocab_size, hf.bos_id, hf.eos_ids);
   return model;

@@ -99,7 +99,7 @@ struct ModelSource {
   std::string path;                // file, directory, or "dummy:CONFIG.json"
   std::string tokenizer_path;      // llama2.c tokenizer.bin (needed for .bin models)
   uint64_t dummy_seed = 0;         // seed of dummy weights
-  DType dummy_dtype = DType::kF32;  // dummy linear weights: kept as fp32, or quantized into Q8_0 blocks (CPU)
+  DType dummy_dtype = DType::kF32;  // dummy linear weights: fp32, Q8_0 blocks (CPU), or MXFP4 experts
   int dummy_layers = 0;            // dummy: the first N layers of the config only; 0 = all
 };
 

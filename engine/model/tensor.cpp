@@ -3,6 +3,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <vector>
 
 #if defined(__F16C__)
 #include <immintrin.h>
@@ -110,6 +111,14 @@ int64_t row_bytes(DType dtype, int64_t cols) {
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out) {
   assert(row_begin >= 0 && row_begin + num_rows <= tensor.rows);
   const int64_t cols = tensor.cols;
+  if (tensor.is_random && tensor.dtype == DType::kMXFP4) {  // generated as blocks: their decoded values
+    const RandomInit& r = tensor.random;
+    const int64_t num_blocks = num_rows * cols / 32;
+    std::vector<uint8_t> blocks(static_cast<size_t>(num_blocks * 17));
+    random_mxfp4_blocks(r.seed, r.scale, static_cast<uint64_t>(row_begin * cols / 32), num_blocks, blocks.data());
+    dequantize_blocks(DType::kMXFP4, blocks.data(), num_blocks, out);
+    return;
+  }
   if (tensor.is_random) {
     const RandomInit& r = tensor.random;
     for (int64_t i = 0; i < num_rows * cols; ++i) {

@@ -39,7 +39,8 @@ struct TensorView {
   int64_t cols = 1;
   const void* data = nullptr;   // bytes of rows * row_bytes(dtype, cols); nullptr for random tensors
   // dummy weights: generated from `random`, never stored in a file; a block `dtype` asks a backend to keep
-  // the generated values quantized in that block type
+  // the generated values quantized in that block type (Q8_0), or, for kMXFP4, says that the tensor's
+  // values are blocks generated as such (random_weights.hpp random_mxfp4_block)
   bool is_random = false;
   RandomInit random;
 

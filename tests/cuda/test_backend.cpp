@@ -12,11 +12,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cuda/cuda_backend.hpp"
 #include "engine/base/error.hpp"
@@ -611,6 +615,38 @@ TEST_CASE("CUDA backend runs gpt-oss's MXFP4 experts in MXFP4 (and decoded, CBAT
       cpu_backend->forward(batch, cpu_out);
       CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
     }
+  }
+}
+
+// --dummy-dtype mxfp4 on a tiny gpt-oss-like dummy config: the experts' blocks generated on the device are the
+// CPU's (random_weights.hpp), kept MXFP4 (moe_quant_gemm) or, with CBATCH_MOE_EXPERTS=dequant or in fp32,
+// decoded to T; logits against the CPU backend as the MXFP4 case above (fp32 tightly: the same values), and
+// the cost model's expert bytes per weight as kept (17/32 in MXFP4, 2 in bf16, 4 in fp32).
+TEST_CASE("CUDA backend runs a dummy model's MXFP4 experts (--dummy-dtype mxfp4) as the CPU backend does") {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("cbatch_dummy_mxfp4_" + std::to_string(::getpid()) + ".json")).string();
+  {
+    std::ofstream config(path);
+    config << R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 8, "num_experts_per_tok": 2,
+      "experts_per_token": 2, "sliding_window": 8, "num_hidden_layers": 3, "swiglu_limit": 7.0,
+      "layer_types": ["sliding_attention", "full_attention", "sliding_attention"], "attention_bias": true,
+      "vocab_size": 320, "max_position_embeddings": 1024, "bos_token_id": 1, "eos_token_id": 2})";
+  }
+  ModelSource source{"dummy:" + path, "", 4};
+  source.dummy_dtype = DType::kMXFP4;
+  const Model model = load_model(source);
+  std::filesystem::remove(path);
+  check_scenario(model, ComputeDType::kF32, 1e-4, true);
+  CHECK(make_cuda_backend(model, small_options(ComputeDType::kF32))->expert_bytes_per_param() == 4.0);
+  for (const char* mode : {"", "dequant"}) {
+    CAPTURE(mode);
+    std::unique_ptr<ScopedEnv> env;
+    if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
+    check_scenario(model, ComputeDType::kBF16, 0.1, true);
+    check_scenario(model, ComputeDType::kF16, 0.1, true);
+    const double bytes = make_cuda_backend(model, small_options(ComputeDType::kBF16))->expert_bytes_per_param();
+    CHECK(bytes == (*mode != '\0' ? 2.0 : 17.0 / 32.0));
   }
 }
 

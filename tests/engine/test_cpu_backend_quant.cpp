@@ -1,7 +1,7 @@
 // The CPU backend on a tiny model whose matrices are stored in the K-quants, Q5_0/Q5_1, IQ4 and MXFP4 types
 // (dim 256: whole super-blocks): kept in blocks, its logits are bit for bit those of the same weights
 // expanded to fp32, over a prefill step of two prompts and a one-row decode step. (Every type's blocked
-// matmul against matmul_ref: test_cpu_matmul.cpp.)
+// matmul against matmul_ref: test_cpu_matmul.cpp.) Dummy MXFP4 experts (--dummy-dtype mxfp4) likewise.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +11,7 @@
 
 #include "engine/cpu/cpu_backend.hpp"
 #include "test_blocks.hpp"
+#include "test_files.hpp"
 #include "test_model_fixture.hpp"
 
 using namespace cbatch;
@@ -108,4 +109,57 @@ TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give 
     for (float v : logits[0]) finite = finite && std::isfinite(v);
     CHECK(finite);
   }
+}
+
+// --dummy-dtype mxfp4 on a tiny gpt-oss-like dummy: the experts' generated blocks kept in MXFP4 panels give the
+// logits of the same blocks expanded to fp32 (tensor_rows_to_f32 decodes them), bit for bit, and differ from
+// the f32 dummy's; the cost model reads the experts at 17/32 byte a weight, the fp32 ones at 4.
+TEST_CASE("CPU backend: dummy MXFP4 experts kept in blocks give the logits of their fp32 expansion") {
+  const test::TempFile config(R"({"model_type": "gpt_oss", "hidden_size": 64, "intermediate_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_local_experts": 8,
+    "num_experts_per_tok": 2, "experts_per_token": 2, "sliding_window": 8, "num_hidden_layers": 2,
+    "layer_types": ["sliding_attention", "full_attention"], "swiglu_limit": 7.0, "attention_bias": true,
+    "vocab_size": 320, "max_position_embeddings": 1024, "bos_token_id": 1, "eos_token_id": 2})", ".json");
+  ModelSource source{"dummy:" + config.path(), "", 3};
+  source.dummy_dtype = DType::kMXFP4;
+  const Model model = load_model(source);
+  source.dummy_dtype = DType::kF32;
+  const Model f32 = load_model(source);
+  CpuBackendOptions dense_options;
+  dense_options.keep_blocks = false;
+  auto blocked = make_cpu_backend(model, {});
+  auto dense = make_cpu_backend(model, dense_options);
+  auto f32_backend = make_cpu_backend(f32, {});
+  CHECK(blocked->expert_bytes_per_param() == 17.0 / 32.0);
+  CHECK(dense->expert_bytes_per_param() == 4.0);
+  CHECK(f32_backend->expert_bytes_per_param() == 4.0);
+  CHECK(blocked->weight_bytes_per_param() >= 4.0);  // everything else is fp32
+  const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
+  const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
+  std::vector<float> logits[3];
+  int i = 0;
+  for (Backend* backend : {blocked.get(), dense.get(), f32_backend.get()}) {
+    backend->allocate_kv_cache({32, 4});
+    StepOutput out;
+    RaggedBatch prefill;
+    add_sequence(prefill, a, table_a, 0, 6);
+    add_sequence(prefill, b, table_b, 0, 5);
+    set_tables(prefill, {&table_a, &table_b});
+    backend->forward(prefill, out);
+    CHECK(out.experts_touched > 2);
+    logits[i] = out.logits;
+    RaggedBatch decode;
+    add_sequence(decode, a, table_a, 6, 7);
+    set_tables(decode, {&table_a});
+    backend->forward(decode, out);
+    logits[i].insert(logits[i].end(), out.logits.begin(), out.logits.end());
+    ++i;
+  }
+  REQUIRE(logits[0].size() == 3 * 320u);
+  REQUIRE(logits[1].size() == logits[0].size());
+  CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);
+  CHECK(logits[2] != logits[0]);
+  bool finite = true;
+  for (float v : logits[0]) finite = finite && std::isfinite(v);
+  CHECK(finite);
 }

@@ -2,9 +2,13 @@
 // per seed, errors that name the config field, and the byte tokenizer they come with.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "engine/model/model.hpp"
+#include "engine/model/quant_blocks.hpp"
+#include "engine/model/random_weights.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {
@@ -139,6 +143,84 @@ TEST_CASE("dummy model: the gpt-oss-20b shape has its family's sinks, biases, ro
   CHECK(l.experts[31].down_bias.cols == 2880);
   source.dummy_layers = 0;
   CHECK(load_model(source).config.num_parameters() / 100000000 == 209);  // 20.9 B, as published
+}
+
+// --dummy-dtype mxfp4: the routed experts are MXFP4 blocks generated from their tensor's seed (the function the
+// CUDA generator calls per block), with about the f32 dummy's spread; every other weight stays as with f32.
+TEST_CASE("dummy model: --dummy-dtype mxfp4 makes gpt-oss's routed experts MXFP4 blocks of the f32 spread") {
+  ModelSource source{"dummy:" + test::source_path("examples/models/gpt-oss-20b.json"), "", 5};
+  source.dummy_layers = 1;
+  source.dummy_dtype = DType::kMXFP4;
+  const Model model = load_model(source);
+  CHECK(model.weight_dtype == "random mxfp4");
+  const LayerTensors& l = model.tensors.layers[0];
+  REQUIRE(l.experts.size() == 32);
+  for (const TensorView* t : {&l.experts[3].gate, &l.experts[3].up, &l.experts[31].down}) {
+    CHECK(t->dtype == DType::kMXFP4);
+  }
+  for (const TensorView* t : {&l.wq, &l.wo, &l.router, &model.tensors.lm_head}) CHECK(t->dtype == DType::kF32);
+  // The same seeds as the f32 model: only the experts' encoding differs.
+  source.dummy_dtype = DType::kF32;
+  const Model f32 = load_model(source);
+  CHECK(l.experts[3].gate.random.seed == f32.tensors.layers[0].experts[3].gate.random.seed);
+  CHECK(first_row(l.wq) == first_row(f32.tensors.layers[0].wq));
+  CHECK(first_row(l.experts[3].gate) != first_row(f32.tensors.layers[0].experts[3].gate));
+
+  // scale sqrt(3 / 2880) = 2^-4.95: e0 = 125 - 5, values 2^(e - 128) * {0, +-1, .., +-12}, e in {e0 - 1, e0}.
+  const TensorView& gate = l.experts[3].gate;
+  const int e0 = random_mxfp4_exponent(gate.random.scale);
+  CHECK(e0 == 120);
+  const int64_t rows = 16, blocks = rows * gate.cols / 32;
+  std::vector<float> values(static_cast<size_t>(rows * gate.cols));
+  tensor_rows_to_f32(gate, 0, rows, values.data());
+  double sum_sq = 0;
+  float max_abs = 0;
+  for (float v : values) {
+    sum_sq += static_cast<double>(v) * v;
+    max_abs = std::max(max_abs, std::fabs(v));
+  }
+  const double rms = std::sqrt(sum_sq / static_cast<double>(values.size()));
+  const double f32_rms = gate.random.scale / std::sqrt(3.0);  // the uniform dummy's
+  CHECK(rms == doctest::Approx(4.627 * std::ldexp(1.0, e0 - 128)).epsilon(0.03));
+  CHECK(rms > f32_rms / std::sqrt(2.0));
+  CHECK(rms < f32_rms * std::sqrt(2.0));
+  CHECK(max_abs == std::ldexp(12.0f, e0 - 128));
+  // The CUDA generator's shared function, block by block: the same blocks, both exponents and every code.
+  std::set<int> exponents, codes;
+  std::vector<uint8_t> block(17);
+  std::vector<float> decoded(32);
+  for (int64_t b = 0; b < blocks; ++b) {
+    random_mxfp4_block(gate.random.seed, e0, static_cast<uint64_t>(b), block.data());
+    decode_block<BlockFormat<DType::kMXFP4>>(block.data(), decoded.data());
+    REQUIRE(std::equal(decoded.begin(), decoded.end(), values.begin() + b * 32));
+    exponents.insert(block[0]);
+    for (int e = 0; e < 32; ++e) codes.insert(BlockFormat<DType::kMXFP4>::code(block.data(), e));
+  }
+  CHECK(exponents == std::set<int>{e0 - 1, e0});
+  CHECK(codes.size() == 16);
+  // Rows from the middle of the tensor: block indices continue row after row.
+  std::vector<float> row(static_cast<size_t>(gate.cols));
+  tensor_rows_to_f32(gate, 5, 1, row.data());
+  CHECK(std::equal(row.begin(), row.end(), values.begin() + 5 * gate.cols));
+}
+
+TEST_CASE("dummy model: --dummy-dtype mxfp4 refuses a model without experts, or experts not of whole blocks") {
+  ModelSource dense{"dummy:" + test::source_path("examples/models/smollm2-135m.json"), "", 0};
+  dense.dummy_dtype = DType::kMXFP4;
+  std::string message = error_of([&] { load_model(dense); });
+  CHECK(message.find("--dummy-dtype mxfp4") != std::string::npos);
+  CHECK(message.find("no experts") != std::string::npos);
+  std::string text = test::read_bytes(test::source_path("examples/models/gpt-oss-20b.json"));
+  text.replace(text.find("\"intermediate_size\": 2880"), 25, "\"intermediate_size\": 2888");
+  const TempFile file(text, ".json");
+  ModelSource odd{"dummy:" + file.path(), "", 0};
+  odd.dummy_layers = 1;
+  odd.dummy_dtype = DType::kMXFP4;
+  message = error_of([&] { load_model(odd); });
+  CHECK(message.find("--dummy-dtype mxfp4") != std::string::npos);
+  CHECK(message.find("2888") != std::string::npos);
+  odd.dummy_dtype = DType::kF32;
+  CHECK(load_model(odd).config.expert_hidden_dim == 2888);  // the shape itself is fine
 }
 
 TEST_CASE("dummy model: config errors name the file and the field") {

@@ -63,6 +63,12 @@ TEST_CASE("cost model reads only the experts a step touched, and a row multiplie
   CHECK(model.step_cost(b, 3).bytes == doctest::Approx((always + 3 * 144) * 2 + rest));
   CHECK(model.step_cost(b, 0).bytes == doctest::Approx(always * 2 + rest));
   CHECK(model.step_cost(b).bytes == doctest::Approx((always + 4 * 144) * 2 + rest));  // unknown: every expert
+  CHECK(model.step_cost(b, 3).expert_bytes == doctest::Approx(3 * 144 * 2.0));
+  // Experts stored apart (MXFP4 blocks beside 2-byte weights): the expert part only at 17/32 byte a weight.
+  CostModel mxfp4(c, 2.0, 2.0, 17.0 / 32.0);
+  CHECK(mxfp4.step_cost(b, 3).expert_bytes == doctest::Approx(3 * 144 * 17.0 / 32.0));
+  CHECK(mxfp4.step_cost(b, 3).bytes == doctest::Approx(always * 2 + 3 * 144 * 17.0 / 32.0 + rest));
+  CHECK(mxfp4.step_cost(b, 3).flops == model.step_cost(b, 3).flops);
   const double attention = 4.0 * 2 * 2 * 4 * (1 + 2 + 3);
   const double row_params = always - 8 + 2 * 144;
   CHECK(model.step_cost(b, 3).flops == doctest::Approx(2 * row_params * 3 + 2 * 10 * 8 + attention));
