@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cpu/cpu_attention_avx512.hpp"
+
 namespace cbatch {
 
 void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps) {
@@ -195,6 +197,9 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
 
 void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
                 int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  if (attention_detail::can_attend_row_avx512(params.head_dim)) {
+    return attention_detail::attend_row_avx512(q, cache, block_table, pos, num_heads, num_kv_heads, params, scratch, out);
+  }
   const int head_dim = params.head_dim;
   const float scale = params.scale;
   const int first = params.first_key(pos);

@@ -252,8 +252,10 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
   }
 }
 
-TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
-  const int num_heads = 6, num_kv_heads = 2, head_dim = 20, block_size = 5, num_blocks = 12;
+static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
+  CAPTURE(num_heads);
+  CAPTURE(head_dim);
+  const int block_size = 5, num_blocks = 12;
   const int kv_dim = num_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
   std::vector<float> v(k.size());
@@ -270,7 +272,7 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
   const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
   const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
   const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
-  const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head
+  const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head (up to 6)
   const AttentionParams sunk{head_dim, 0.25f, 0.0f, 7, sinks.data()};
   for (const AttentionParams& params : {plain, windowed, sunk}) {
     for (int pos : {0, 4, 5, 6, 7, 23, 59}) {
@@ -313,6 +315,16 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
       }
     }
   }
+}
+
+// Shapes: the portable loop (head_dim 20 and 64), and the AVX-512 kernel's (head_dim a multiple of 128):
+// head pairs across kv heads (6 heads of 2 kv heads), an odd head count (5), and Gemma 3's.
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
+  check_attend_row(6, 2, 20);
+  check_attend_row(6, 2, 64);
+  check_attend_row(6, 2, 128);
+  check_attend_row(5, 1, 128);
+  check_attend_row(4, 1, 256);
 }
 
 TEST_CASE("gelu_erf's rational erf stays within 5e-7 of erf, GELU within 1e-6 (relative past 1) of a double one") {
