@@ -108,6 +108,30 @@ void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams
   gated_ffn_cols(gate_up, gate_up + hidden, out, hidden, glu);
 }
 
+int32_t first_argmax(const float* values, int n) {
+  constexpr int kLanes = 16;
+  if (n <= 0 || std::isnan(values[0])) return 0;
+  float lane_max[kLanes];  // lane j: the largest of values[j], values[j + 16], ... (NaNs skipped)
+  std::fill_n(lane_max, kLanes, -INFINITY);
+  const int whole = n / kLanes * kLanes;
+  for (int i = 0; i < whole; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane_max[j] = values[i + j] > lane_max[j] ? values[i + j] : lane_max[j];
+  }
+  float best = values[0];  // not NaN: the answer's value is at least this
+  for (float m : lane_max) best = m > best ? m : best;
+  for (int i = whole; i < n; ++i) best = values[i] > best ? values[i] : best;
+  for (int i = 0; i < whole; i += kLanes) {  // the first block holding best (0 and -0 are equal, as in argmax_row)
+    bool found = false;
+    for (int j = 0; j < kLanes; ++j) found |= values[i + j] == best;
+    if (!found) continue;
+    for (int j = 0; j < kLanes; ++j)
+      if (values[i + j] == best) return i + j;
+  }
+  for (int i = whole; i < n; ++i)
+    if (values[i] == best) return i;
+  return 0;  // not reached: best is one of the values
+}
+
 void softcap_row(float* values, int n, float cap) {
   for (int i = 0; i < n; ++i) values[i] = cap * std::tanh(values[i] / cap);
 }

@@ -40,6 +40,10 @@ float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
 // A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation);
 
+// argmax_row's answer (sampler.hpp: the first index of the largest value, NaNs never winning, 0 when
+// values[0] is NaN) in two passes the compiler vectorizes: the largest value, then its first index.
+int32_t first_argmax(const float* values, int n);
+
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
 void softcap_row(float* values, int n, float cap);
 

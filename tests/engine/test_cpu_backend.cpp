@@ -327,6 +327,34 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
   check_attend_row(4, 1, 256);
 }
 
+TEST_CASE("first_argmax gives argmax_row's index: ties, NaNs (first or later), signed zeros, infinities, every length") {
+  uint32_t state = 777;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  const float specials[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 3.0f, -3.0f};
+  int checked = 0, nonzero = 0;
+  for (int n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 1000, 4099}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> v(static_cast<size_t>(n));
+      const int pool = 1 + static_cast<int>(next() % 9);  // few distinct values: ties are common
+      for (float& x : v) {
+        const uint32_t r = next();
+        x = r % 5 == 0 ? specials[r / 5 % 7] : static_cast<float>(static_cast<int>(r / 5 % pool) - pool / 2);
+      }
+      if (trial % 3 == 0) v[next() % static_cast<uint32_t>(n)] = 9.0f;  // one clear winner somewhere
+      const int32_t want = argmax_row(v.data(), n);
+      CAPTURE(n);
+      CAPTURE(trial);
+      CHECK(first_argmax(v.data(), n) == want);
+      ++checked;
+      nonzero += want != 0;
+    }
+  }
+  CHECK(nonzero > checked / 2);  // the cases reach past index 0
+}
+
 TEST_CASE("gelu_erf's rational erf stays within 5e-7 of erf, GELU within 1e-6 (relative past 1) of a double one") {
   double worst_erf = 0, worst_gelu = 0;
   for (int i = -600000; i <= 600000; ++i) {
