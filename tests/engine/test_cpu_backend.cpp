@@ -355,6 +355,50 @@ TEST_CASE("first_argmax gives argmax_row's index: ties, NaNs (first or later), s
   CHECK(nonzero > checked / 2);  // the cases reach past index 0
 }
 
+TEST_CASE("tanh_rational is tanh rounded to fp32 across the whole range, and GeGLU's vector code gives gelu_tanh's bits") {
+  // Every 61st fp32 bit pattern of [0, 16) and its negative (about 18 million), plus the ends.
+  int64_t checked = 0, wrong = 0;
+  auto check = [&](float x) {
+    const auto want = static_cast<float>(std::tanh(static_cast<double>(x)));
+    const float got = tanh_rational(x);
+    ++checked;
+    wrong += std::memcmp(&got, &want, sizeof(float)) != 0;
+  };
+  for (uint32_t bits = 0; bits < 0x41800000u; bits += 61) {
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    check(x);
+    check(-x);
+  }
+  for (float x : {0.0f, -0.0f, 1e-30f, 9.0109f, 9.011f, 20.0f, -20.0f, INFINITY, -INFINITY}) check(x);
+  CHECK(wrong == 0);
+  CHECK(checked > 10000000);
+  CHECK(std::isnan(tanh_rational(NAN)));
+  CHECK(std::signbit(tanh_rational(-0.0f)));
+  // GeGLU through gated_ffn_cols (vector code where the CPU has it, any start and length) against the scalar.
+  std::vector<float> gate(1000), up(1000), out(1000);
+  uint32_t state = 99;
+  for (size_t i = 0; i < gate.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    gate[i] = (static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f) * (i % 3 == 0 ? 40.0f : 6.0f);
+    up[i] = static_cast<float>(i % 17) - 8.0f;
+  }
+  gate[5] = NAN, gate[6] = INFINITY, gate[7] = -INFINITY, gate[8] = -0.0f, gate[9] = 1e-20f;
+  const GluParams geglu(Activation::kGeluTanh);
+  for (int begin : {0, 1, 5, 16, 33}) {
+    for (int count : {1, 7, 16, 17, 500, 967 - begin}) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      gated_ffn_cols(&gate[static_cast<size_t>(begin)], &up[static_cast<size_t>(begin)], &out[0], count, geglu);
+      for (int i = 0; i < count; ++i) {
+        const float want = gelu_tanh(gate[static_cast<size_t>(begin + i)]) * up[static_cast<size_t>(begin + i)];
+        CAPTURE(begin + i);
+        CHECK(std::memcmp(&out[static_cast<size_t>(i)], &want, sizeof(float)) == 0);
+      }
+      CHECK(out[static_cast<size_t>(count)] == -1.0f);  // nothing written past count
+    }
+  }
+}
+
 TEST_CASE("gelu_erf's rational erf stays within 5e-7 of erf, GELU within 1e-6 (relative past 1) of a double one") {
   double worst_erf = 0, worst_gelu = 0;
   for (int i = -600000; i <= 600000; ++i) {
