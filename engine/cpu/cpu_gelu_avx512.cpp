@@ -24,11 +24,15 @@ constexpr double kDen[] = {0x1p+0, 0x1.ed99131b0ebeap-2, 0x1.0d27ed6c95a69p-5, 0
                            0x1.b4e60b892578ep-18, 0x1.a6f707c5c71abp-26, 0x1.35a8b6e2cd94cp-35, 0x1.ca8230677aa01p-47};
 constexpr float kOne = 0x1.205966p+3f;  // tanh_rational's: from here on tanh rounds to +-1
 
+// c[i] + z2 c[i + 1]
+CBATCH_AVX512 inline __m512d pair(const double* c, int i, __m512d z2) {
+  return _mm512_fmadd_pd(z2, _mm512_set1_pd(c[i + 1]), _mm512_set1_pd(c[i]));
+}
+
 // c0 + z2 c1 + z4 (c2 + z2 c3) + z8 (c4 + z2 c5 + z4 (c6 + z2 c7)), nested as tanh_rational nests it.
 CBATCH_AVX512 inline __m512d poly(const double* c, __m512d z2, __m512d z4, __m512d z8) {
-  auto pair = [&](int i) { return _mm512_fmadd_pd(z2, _mm512_set1_pd(c[i + 1]), _mm512_set1_pd(c[i])); };
-  const __m512d high = _mm512_fmadd_pd(z4, pair(6), pair(4));
-  const __m512d low = _mm512_fmadd_pd(z4, pair(2), pair(0));
+  const __m512d high = _mm512_fmadd_pd(z4, pair(c, 6, z2), pair(c, 4, z2));
+  const __m512d low = _mm512_fmadd_pd(z4, pair(c, 2, z2), pair(c, 0, z2));
   return _mm512_fmadd_pd(z8, high, low);
 }
 
