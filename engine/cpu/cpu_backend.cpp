@@ -27,7 +27,6 @@
 #include "engine/model/random_weights.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
-#include "engine/sample/sampler.hpp"
 
 namespace cbatch {
 namespace {
@@ -761,7 +760,9 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
   head_rows(batch.logits_rows.data(), n, out.logits.data());
   if (!out.want_logits) {
     out.token_ids.resize(n);
-    for (int i = 0; i < n; ++i) out.token_ids[i] = argmax_row(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+    pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out.token_ids[i] = first_argmax(&out.logits[static_cast<size_t>(i) * vocab], vocab);
+    }, 1, min_parallel_items(0.2 * vocab));
   }
   if (out.logprob_queries.empty()) return;
   const LogitsHead head = [this](const int32_t* rows, int count, float* logits) { head_rows(rows, count, logits); };

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "engine/cpu/cpu_attention_avx512.hpp"
+#include "engine/cpu/cpu_gelu_avx512.hpp"
+
 namespace cbatch {
 
 void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps) {
@@ -44,10 +47,39 @@ void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeL
   }
 }
 
-float gelu_tanh(float x) {
-  const float kSqrt2OverPi = 0.7978845608028654f;
-  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
+namespace {
+
+// tanh_rational and gelu_tanh, inline for the loops over them (cpu_gelu_avx512.cpp repeats them on 16 lanes).
+inline float tanh_rational_inline(float x) {
+  // tanh z = z N(z^2) / D(z^2), degree 7 each, in double (CORE-MATH's binary32 tanh); past kOne it rounds to 1.
+  constexpr double cn[] = {0x1p+0, 0x1.30877b8b72d33p-3, 0x1.694aa09ae9e5ep-8, 0x1.4101377abb729p-14,
+                           0x1.e0392b1db0018p-22, 0x1.2533756e546f7p-30, 0x1.d62e5abe6ae8ap-41, 0x1.b06be534182dep-54};
+  constexpr double cd[] = {0x1p+0, 0x1.ed99131b0ebeap-2, 0x1.0d27ed6c95a69p-5, 0x1.7cbdaca0e9fccp-11,
+                           0x1.b4e60b892578ep-18, 0x1.a6f707c5c71abp-26, 0x1.35a8b6e2cd94cp-35, 0x1.ca8230677aa01p-47};
+  constexpr float kOne = 0x1.205966p+3f;  // 9.0109...: from here on tanh rounds to +-1
+  const float low = x < -kOne ? -kOne : x;  // clamped to +-kOne, NaN staying NaN
+  const double z = low > kOne ? kOne : low;
+  const double z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
+  // Explicit fused multiply-adds, never a contraction the compiler may or may not make: cpu_gelu_avx512.cpp
+  // does the same operations.
+  const double n = std::fma(z8, std::fma(z4, std::fma(z2, cn[7], cn[6]), std::fma(z2, cn[5], cn[4])),
+                            std::fma(z4, std::fma(z2, cn[3], cn[2]), std::fma(z2, cn[1], cn[0])));
+  const double d = std::fma(z8, std::fma(z4, std::fma(z2, cd[7], cd[6]), std::fma(z2, cd[5], cd[4])),
+                            std::fma(z4, std::fma(z2, cd[3], cd[2]), std::fma(z2, cd[1], cd[0])));
+  const auto r = static_cast<float>(z * n / d);
+  return std::fabs(x) > kOne ? std::copysign(1.0f, x) : r;
 }
+
+inline float gelu_tanh_inline(float x) {
+  const float kSqrt2OverPi = 0.7978845608028654f;
+  const float inner = std::fma(0.044715f * x * x, x, x);  // x + 0.044715 x^3
+  return 0.5f * x * (1.0f + tanh_rational_inline(kSqrt2OverPi * inner));
+}
+
+}  // namespace
+
+float tanh_rational(float x) { return tanh_rational_inline(x); }
+float gelu_tanh(float x) { return gelu_tanh_inline(x); }
 
 // erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (outside, erf is +-1 in fp32): a rational fit of this project's
 // (least squares reweighted towards the largest error, on 6,000 points of [0, 4]); at most 3.4e-7 from
@@ -81,7 +113,8 @@ void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, A
 
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu) {
   if (glu.kind == Activation::kGeluTanh) {
-    for (int i = 0; i < count; ++i) out[i] = gelu_tanh(gate[i]) * up[i];
+    if (gelu_detail::can_geglu_avx512()) return gelu_detail::geglu_avx512(gate, up, out, count);
+    for (int i = 0; i < count; ++i) out[i] = gelu_tanh_inline(gate[i]) * up[i];
     return;
   }
   if (glu.kind == Activation::kGeluErf) {
@@ -104,6 +137,30 @@ void gated_ffn_cols(const float* gate, const float* up, float* out, int count, c
 
 void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams& glu) {
   gated_ffn_cols(gate_up, gate_up + hidden, out, hidden, glu);
+}
+
+int32_t first_argmax(const float* values, int n) {
+  constexpr int kLanes = 16;
+  if (n <= 0 || std::isnan(values[0])) return 0;
+  float lane_max[kLanes];  // lane j: the largest of values[j], values[j + 16], ... (NaNs skipped)
+  std::fill_n(lane_max, kLanes, -INFINITY);
+  const int whole = n / kLanes * kLanes;
+  for (int i = 0; i < whole; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane_max[j] = values[i + j] > lane_max[j] ? values[i + j] : lane_max[j];
+  }
+  float best = values[0];  // not NaN: the answer's value is at least this
+  for (float m : lane_max) best = m > best ? m : best;
+  for (int i = whole; i < n; ++i) best = values[i] > best ? values[i] : best;
+  for (int i = 0; i < whole; i += kLanes) {  // the first block holding best (0 and -0 are equal, as in argmax_row)
+    bool found = false;
+    for (int j = 0; j < kLanes; ++j) found |= values[i + j] == best;
+    if (!found) continue;
+    for (int j = 0; j < kLanes; ++j)
+      if (values[i + j] == best) return i + j;
+  }
+  for (int i = whole; i < n; ++i)
+    if (values[i] == best) return i;
+  return 0;  // not reached: best is one of the values
 }
 
 void softcap_row(float* values, int n, float cap) {
@@ -195,6 +252,9 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
 
 void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
                 int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  if (attention_detail::can_attend_row_avx512(params.head_dim)) {
+    return attention_detail::attend_row_avx512(q, cache, block_table, pos, num_heads, num_kv_heads, params, scratch, out);
+  }
   const int head_dim = params.head_dim;
   const float scale = params.scale;
   const int first = params.first_key(pos);

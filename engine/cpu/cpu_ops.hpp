@@ -35,10 +35,17 @@ void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams
 // The same, elementwise, on `count` columns of one row: out[i] = act(gate[i]) * up[i] (a row's columns can
 // be split across threads, each element computed as gated_ffn_row computes it).
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu);
-float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh by tanh_rational
+// tanh x in fp32, correctly rounded in practice (a rational function in double, +-1 from |x| > 9.0109),
+// the same bits on every C library; branch-free, so loops over it vectorize (libm's tanhf does not).
+float tanh_rational(float x);
 float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
 // A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation);
+
+// argmax_row's answer (sampler.hpp: the first index of the largest value, NaNs never winning, 0 when
+// values[0] is NaN) in two passes the compiler vectorizes: the largest value, then its first index.
+int32_t first_argmax(const float* values, int n);
 
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
 void softcap_row(float* values, int n, float cap);

@@ -252,8 +252,10 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
   }
 }
 
-TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
-  const int num_heads = 6, num_kv_heads = 2, head_dim = 20, block_size = 5, num_blocks = 12;
+static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
+  CAPTURE(num_heads);
+  CAPTURE(head_dim);
+  const int block_size = 5, num_blocks = 12;
   const int kv_dim = num_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
   std::vector<float> v(k.size());
@@ -270,7 +272,7 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
   const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
   const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
   const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
-  const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head
+  const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head (up to 6)
   const AttentionParams sunk{head_dim, 0.25f, 0.0f, 7, sinks.data()};
   for (const AttentionParams& params : {plain, windowed, sunk}) {
     for (int pos : {0, 4, 5, 6, 7, 23, 59}) {
@@ -311,6 +313,88 @@ TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, conte
           CHECK(std::fabs(one[static_cast<size_t>(i)] - expect) < 1e-5);
         }
       }
+    }
+  }
+}
+
+// Shapes: the portable loop (head_dim 20 and 64), and the AVX-512 kernel's (head_dim a multiple of 128):
+// head pairs across kv heads (6 heads of 2 kv heads), an odd head count (5), and Gemma 3's.
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
+  check_attend_row(6, 2, 20);
+  check_attend_row(6, 2, 64);
+  check_attend_row(6, 2, 128);
+  check_attend_row(5, 1, 128);
+  check_attend_row(4, 1, 256);
+}
+
+TEST_CASE("first_argmax gives argmax_row's index: ties, NaNs (first or later), signed zeros, infinities, every length") {
+  uint32_t state = 777;
+  auto next = [&state] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  const float specials[] = {NAN, -0.0f, 0.0f, INFINITY, -INFINITY, 3.0f, -3.0f};
+  int checked = 0, nonzero = 0;
+  for (int n : {1, 2, 15, 16, 17, 31, 32, 33, 100, 1000, 4099}) {
+    for (int trial = 0; trial < 200; ++trial) {
+      std::vector<float> v(static_cast<size_t>(n));
+      const int pool = 1 + static_cast<int>(next() % 9);  // few distinct values: ties are common
+      for (float& x : v) {
+        const uint32_t r = next();
+        x = r % 5 == 0 ? specials[r / 5 % 7] : static_cast<float>(static_cast<int>(r / 5 % pool) - pool / 2);
+      }
+      if (trial % 3 == 0) v[next() % static_cast<uint32_t>(n)] = 9.0f;  // one clear winner somewhere
+      const int32_t want = argmax_row(v.data(), n);
+      CAPTURE(n);
+      CAPTURE(trial);
+      CHECK(first_argmax(v.data(), n) == want);
+      ++checked;
+      nonzero += want != 0;
+    }
+  }
+  CHECK(nonzero > checked / 2);  // the cases reach past index 0
+}
+
+TEST_CASE("tanh_rational is tanh rounded to fp32 across the whole range, and GeGLU's vector code gives gelu_tanh's bits") {
+  // Every 61st fp32 bit pattern of [0, 16) and its negative (about 18 million), plus the ends.
+  int64_t checked = 0, wrong = 0;
+  auto check = [&](float x) {
+    const auto want = static_cast<float>(std::tanh(static_cast<double>(x)));
+    const float got = tanh_rational(x);
+    ++checked;
+    wrong += std::memcmp(&got, &want, sizeof(float)) != 0;
+  };
+  for (uint32_t bits = 0; bits < 0x41800000u; bits += 61) {
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    check(x);
+    check(-x);
+  }
+  for (float x : {0.0f, -0.0f, 1e-30f, 9.0109f, 9.011f, 20.0f, -20.0f, INFINITY, -INFINITY}) check(x);
+  CHECK(wrong == 0);
+  CHECK(checked > 10000000);
+  CHECK(std::isnan(tanh_rational(NAN)));
+  CHECK(std::signbit(tanh_rational(-0.0f)));
+  // GeGLU through gated_ffn_cols (vector code where the CPU has it, any start and length) against the scalar.
+  std::vector<float> gate(1000), up(1000), out(1000);
+  uint32_t state = 99;
+  for (size_t i = 0; i < gate.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    gate[i] = (static_cast<float>(state >> 8) / static_cast<float>(1u << 24) - 0.5f) * (i % 3 == 0 ? 40.0f : 6.0f);
+    up[i] = static_cast<float>(i % 17) - 8.0f;
+  }
+  gate[5] = NAN, gate[6] = INFINITY, gate[7] = -INFINITY, gate[8] = -0.0f, gate[9] = 1e-20f;
+  const GluParams geglu(Activation::kGeluTanh);
+  for (int begin : {0, 1, 5, 16, 33}) {
+    for (int count : {1, 7, 16, 17, 500, 967 - begin}) {
+      std::fill(out.begin(), out.end(), -1.0f);
+      gated_ffn_cols(&gate[static_cast<size_t>(begin)], &up[static_cast<size_t>(begin)], &out[0], count, geglu);
+      for (int i = 0; i < count; ++i) {
+        const float want = gelu_tanh(gate[static_cast<size_t>(begin + i)]) * up[static_cast<size_t>(begin + i)];
+        CAPTURE(begin + i);
+        CHECK(std::memcmp(&out[static_cast<size_t>(i)], &want, sizeof(float)) == 0);
+      }
+      CHECK(out[static_cast<size_t>(count)] == -1.0f);  // nothing written past count
     }
   }
 }

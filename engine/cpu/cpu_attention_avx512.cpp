@@ -1,0 +1,201 @@
+// attend_row's AVX-512 kernel (cpu_attention_avx512.hpp), compiled for AVX-512 with target attributes and
+// chosen at run time. Scores: two q heads per register (lanes 0-7 head h, 8-15 head h + 1), each lane an
+// 8-lane slice of dot_fixed_order's partial sums, so one K row load serves both; values: up to 4 q heads
+// of one kv head at once, each V row loaded once for them, 64 output elements per head held in registers.
+#include "engine/cpu/cpu_attention_avx512.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+// GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operand (as in the int8 kernels).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace cbatch::attention_detail {
+
+#if defined(__x86_64__)
+namespace {
+
+#define CBATCH_AVX512 __attribute__((target("avx512f,avx512dq")))
+
+constexpr int kOutRegisters = 4;  // output registers per head in weighted_values: 64 elements
+
+// x, unchanged, out of the compiler's sight: a product passed through it is not fused into the add that
+// follows (GCC contracts mul + add intrinsics into an FMA), as attend_head's scores are not.
+CBATCH_AVX512 inline __m512 opaque(__m512 x) {
+  asm("" : "+v"(x));
+  return x;
+}
+
+// dot_fixed_order's tree over each 8-lane half of acc: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)),
+// plus its (empty) tail.
+CBATCH_AVX512 inline void reduce_halves(__m512 acc, float& lo, float& hi) {
+  const __m512 s1 = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));  // lane j ^ 4
+  const __m512 s2 = _mm512_add_ps(s1, _mm512_permute_ps(s1, _MM_SHUFFLE(2, 3, 0, 1)));           // lane j ^ 1
+  const __m512 s3 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(1, 0, 3, 2)));           // lane j ^ 2
+  lo = _mm512_cvtss_f32(s3) + 0.0f;
+  hi = _mm_cvtss_f32(_mm512_extractf32x4_ps(s3, 2)) + 0.0f;
+}
+
+inline float capped(float score, float softcap) {
+  return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
+}
+
+// q . k for heads h0 (lanes 0-7) and h1 (lanes 8-15): qp (head_dim / 8, 16) the two heads' q interleaved by
+// 8-lane slices, k0 and k1 their K rows (the same row when they share a kv head).
+CBATCH_AVX512 inline void dot_pair(const float* qp, const float* k0, const float* k1, int head_dim, float& d0,
+                                   float& d1) {
+  __m512 acc = _mm512_setzero_ps();
+  if (k0 == k1) {
+    for (int i = 0; i < head_dim; i += 8) {
+      const __m512 k = _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + i));
+      acc = _mm512_add_ps(acc, opaque(_mm512_mul_ps(_mm512_loadu_ps(qp + 2 * i), k)));
+    }
+  } else {
+    for (int i = 0; i < head_dim; i += 8) {
+      const __m512 k = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(k0 + i)), _mm256_loadu_ps(k1 + i), 1);
+      acc = _mm512_add_ps(acc, opaque(_mm512_mul_ps(_mm512_loadu_ps(qp + 2 * i), k)));
+    }
+  }
+  reduce_halves(acc, d0, d1);
+}
+
+// out (NH, head_dim) of NH consecutive q heads reading one kv head: per element fma(weight, v, acc) over
+// positions first..n - 1 in order, from zero. weights (NH, stride) by position; rows: each position's
+// offset of its cache row, plus the kv head's.
+template <int NH, int NZ>
+CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int first, int n, const float* weights,
+                                   int stride, int head_dim, float* out) {
+  for (int i0 = 0; i0 < head_dim; i0 += 16 * NZ) {
+    __m512 acc[NH][NZ];
+    for (auto& head : acc)
+      for (auto& a : head) a = _mm512_setzero_ps();
+    for (int p = first; p < n; ++p) {
+      const float* v = v_base + rows[p] + i0;
+      __m512 vz[NZ];
+      for (int z = 0; z < NZ; ++z) vz[z] = _mm512_loadu_ps(v + 16 * z);
+      for (int h = 0; h < NH; ++h) {
+        const __m512 w = _mm512_set1_ps(weights[h * stride + p]);
+        for (int z = 0; z < NZ; ++z) acc[h][z] = _mm512_fmadd_ps(w, vz[z], acc[h][z]);
+      }
+    }
+    for (int h = 0; h < NH; ++h)
+      for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(out + h * head_dim + i0 + 16 * z, acc[h][z]);
+  }
+}
+
+template <int NZ>
+void weighted_values_of(int num, const float* v_base, const int64_t* rows, int first, int n, const float* weights,
+                        int stride, int head_dim, float* out) {
+  switch (num) {
+    case 1: return weighted_values<1, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
+    case 2: return weighted_values<2, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
+    case 3: return weighted_values<3, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
+    default: return weighted_values<4, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
+  }
+}
+
+// Scores of every head (scores: (num_heads, n)) and each head's running max.
+CBATCH_AVX512 void score_rows(const float* q, const PagedKv& cache, const int64_t* rows, int first, int n,
+                              int num_heads, int group, const AttentionParams& params, float* scores,
+                              float* max_score) {
+  const int hd = params.head_dim;
+  const int num_pairs = (num_heads + 1) / 2;
+  thread_local std::vector<float> pairs;  // (num_pairs, hd / 8, 16): q of heads 2i and 2i + 1 by 8-lane slices
+  pairs.resize(static_cast<size_t>(num_pairs) * 2 * hd);
+  for (int pr = 0; pr < num_pairs; ++pr) {
+    const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);  // an odd last head pairs with itself
+    for (int i = 0; i < hd; i += 8) {
+      std::copy_n(q + h0 * hd + i, 8, &pairs[static_cast<size_t>(pr * 2 * hd + 2 * i)]);
+      std::copy_n(q + h1 * hd + i, 8, &pairs[static_cast<size_t>(pr * 2 * hd + 2 * i + 8)]);
+    }
+  }
+  constexpr int kAhead = 4;  // K and V rows fetched a few positions ahead (a block is often a page)
+  const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
+  for (int p = first; p < n; ++p) {
+    if (p + kAhead < n) {
+      for (int64_t b = 0; b < row_bytes; b += 64) {
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.k + rows[p + kAhead]) + b);
+        __builtin_prefetch(reinterpret_cast<const char*>(cache.v + rows[p + kAhead]) + b);
+      }
+    }
+    const float* k_row = cache.k + rows[p];
+    for (int pr = 0; pr < num_pairs; ++pr) {
+      const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);
+      float d[2];
+      dot_pair(&pairs[static_cast<size_t>(pr * 2 * hd)], k_row + (h0 / group) * hd, k_row + (h1 / group) * hd, hd, d[0],
+               d[1]);
+      for (int j = 0; j < (h1 != h0 ? 2 : 1); ++j) {
+        const int h = h0 + j;
+        const float s = capped(d[j] * params.scale, params.softcap);
+        scores[h * n + p] = s;
+        max_score[h] = std::max(max_score[h], s);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool can_attend_row_avx512(int head_dim) {
+  static const bool has_avx512 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  }();
+  return has_avx512 && head_dim > 0 && head_dim % kHeadDimMultiple == 0;
+}
+
+void attend_row_avx512(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                       int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  const int hd = params.head_dim;
+  const int first = params.first_key(pos);
+  const int n = pos + 1;
+  const int group = num_heads / num_kv_heads;
+  float* scores = scratch;                                          // (num_heads, n)
+  float* max_score = scores + static_cast<int64_t>(num_heads) * n;  // (num_heads)
+  float* sum = max_score + num_heads;                               // (num_heads)
+  thread_local std::vector<int64_t> rows;                           // (n) each position's cache row offset
+  rows.resize(static_cast<size_t>(n));
+  for (int p = first; p < n; ++p) {
+    rows[p] = (static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size) *
+              cache.kv_dim;
+  }
+  for (int h = 0; h < num_heads; ++h) {
+    max_score[h] = params.sink(h);
+    sum[h] = 0.0f;
+  }
+  score_rows(q, cache, rows.data(), first, n, num_heads, group, params, scores, max_score);
+  for (int h = 0; h < num_heads; ++h) {
+    float* s = scores + static_cast<int64_t>(h) * n;
+    for (int p = first; p < n; ++p) {
+      s[p] = std::exp(s[p] - max_score[h]);
+      sum[h] += s[p];
+    }
+    sum[h] += std::exp(params.sink(h) - max_score[h]);  // attend_head's order; 0 without a sink
+    for (int p = first; p < n; ++p) s[p] = s[p] / sum[h];
+  }
+  for (int kv = 0; kv < num_kv_heads; ++kv) {
+    for (int h = kv * group; h < (kv + 1) * group; h += 4) {
+      const int num = std::min(4, (kv + 1) * group - h);
+      const float* v_base = cache.v + static_cast<int64_t>(kv) * hd;
+      const float* weights = scores + static_cast<int64_t>(h) * n;
+      weighted_values_of<kOutRegisters>(num, v_base, rows.data(), first, n, weights, n, hd, out + h * hd);
+    }
+  }
+}
+
+#else  // not x86-64: attend_row keeps its portable loop
+
+bool can_attend_row_avx512(int) { return false; }
+void attend_row_avx512(const float*, const PagedKv&, const int32_t*, int, int, int, const AttentionParams&, float*,
+                       float*) {}
+
+#endif
+
+}  // namespace cbatch::attention_detail
