@@ -378,34 +378,41 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
       __m512i isum[MR][NV];
       for (auto& row_sum : isum)
         for (auto& v : row_sum) v = _mm512_setzero_si512();
-      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
-        __m512i u[NV];
+      // Two quads a step: a nibble load serves both, and each activation quad is broadcast from memory
+      // into the vpdpbusd that uses it, leaving the registers to the MR x NV integer and fp32 sums.
+      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
         for (int v = 0; v < NV; ++v) {
-          const uint8_t* codes = group_codes[v];
+          __m512i u0, u1;
           if constexpr (L::kNibbles) {
-            u[v] = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
-            u[v] = _mm512_and_si512(t % 2 == 0 ? u[v] : _mm512_srli_epi16(u[v], 4), low4);
+            const __m512i both = _mm512_loadu_si512(group_codes[v] + (t / 2) * kQuadBytes);
+            u0 = _mm512_and_si512(both, low4);
+            u1 = _mm512_and_si512(_mm512_srli_epi16(both, 4), low4);
           } else {
-            u[v] = _mm512_loadu_si512(codes + t * kQuadBytes);
+            u0 = _mm512_loadu_si512(group_codes[v] + t * kQuadBytes);
+            u1 = _mm512_loadu_si512(group_codes[v] + (t + 1) * kQuadBytes);
+          }
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* qt = x.q.data() + (row + r) * k + b * kGroupK + 4 * t;
+            isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u0, _mm512_set1_epi32(load_quad(qt)));
+            isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u1, _mm512_set1_epi32(load_quad(qt + 4)));
           }
         }
-        for (int r = 0; r < MR; ++r) {
-          const __m512i qv = _mm512_set1_epi32(load_quad(x.q.data() + (row + r) * k + b * kGroupK + 4 * t));
-          for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u[v], qv);
-        }
+      }
+      const int s = sub * G::kSubFloats;
+      __m512 scale[NV], offset[NV];
+      for (int v = 0; v < NV; ++v) {
+        scale[v] = int8_scales16<F>(panels + v * panel_bytes, b, s);
+        if constexpr (G::kHasOffset) offset[v] = int8_scales16<F>(panels + v * panel_bytes, b, s + kLanes);
       }
       for (int r = 0; r < MR; ++r) {
         const int32_t sum_q = sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub);
         const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
         const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
         for (int v = 0; v < NV; ++v) {
-          const int s = sub * G::kSubFloats;
           const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
-          const uint8_t* panel = panels + v * panel_bytes;
-          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(panel, b, s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(scale[v], _mm512_set1_ps(dr)), isum_f, acc[r][v]);
           if constexpr (G::kHasOffset) {
-            acc[r][v] = _mm512_fmadd_ps(int8_scales16<F>(panel, b, s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
-                                        acc[r][v]);
+            acc[r][v] = _mm512_fmadd_ps(offset[v], _mm512_set1_ps(dr * static_cast<float>(sum_q)), acc[r][v]);
           }
         }
       }
