@@ -18,10 +18,11 @@
 #include <cpuid.h>  // __get_cpuid, bit_F16C
 #endif
 
-// GCC 12's false positive on the AVX-512 conversions' undefined pass-through operand (cpu_matmul_blocks.hpp),
-// reported where the kernels are inlined.
+// GCC 12's false positive on the AVX-512 conversions' and reductions' undefined pass-through operand
+// (cpu_matmul_blocks.hpp), reported where the kernels are inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace cbatch::matmul_detail {
@@ -492,7 +493,42 @@ constexpr std::array<std::array<VnniTileFn, kVnniPanels>, kVnniRows> vnni_tile_t
 }
 template <class F>
 constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, kVnniRows>{});
+
+// quantize_block's arithmetic on 32 floats: the same products, roundings and clamps, so the same bytes.
+__attribute__((target("avx512f,avx512bw"))) void quantize_block_avx512(const float* xb, int8_t* q, float* d_out,
+                                                                       int32_t* sums) {
+  const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+  const float d = amax / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  *d_out = d;
+  for (int half = 0; half < 2; ++half) {
+    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(half == 0 ? x0 : x1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * half), _mm512_cvtepi32_epi8(v));
+    sums[half] = _mm512_reduce_add_epi32(v);
+  }
+}
 #endif  // __x86_64__
+
+// One 32-block of an activation row: d = max |x| / 127, q = round(x / d) (ties to even), sums per 16.
+void quantize_block(const float* xb, int8_t* q, float* d_out, int32_t* sums) {
+  float amax = 0.0f;
+  for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  *d_out = d;
+  for (int half = 0; half < 2; ++half) {
+    int32_t sum = 0;
+    for (int i = 16 * half; i < 16 * (half + 1); ++i) {
+      const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
+      q[i] = v;
+      sum += v;
+    }
+    sums[half] = sum;
+  }
+}
 
 template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
@@ -566,22 +602,12 @@ void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out) {
   if (out.q.size() < need) out.q.resize(need);
   if (out.d.size() < need / kGroupK) out.d.resize(need / kGroupK);
   if (out.sums.size() < need / 16) out.sums.resize(need / 16);
+  auto* quantize = &quantize_block;
+#if defined(CBATCH_INT8_X86)
+  if (int8_isa() == Int8Isa::kAvx512Vnni) quantize = &quantize_block_avx512;
+#endif
   for (int64_t b = 0; b < m * (k / kGroupK); ++b) {
-    const float* xb = x + b * kGroupK;
-    float amax = 0.0f;
-    for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out.d[static_cast<size_t>(b)] = d;
-    for (int half = 0; half < 2; ++half) {
-      int32_t sum = 0;
-      for (int i = 16 * half; i < 16 * (half + 1); ++i) {
-        const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
-        out.q[static_cast<size_t>(b * kGroupK + i)] = v;
-        sum += v;
-      }
-      out.sums[static_cast<size_t>(2 * b + half)] = sum;
-    }
+    quantize(x + b * kGroupK, out.q.data() + b * kGroupK, out.d.data() + b, out.sums.data() + 2 * b);
   }
 }
 
