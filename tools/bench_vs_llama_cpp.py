@@ -15,7 +15,10 @@ machine, other work slows llama.cpp, whose threads spin at their barriers, more 
         [--repeat R] [--llama-cpp build-llama-cpp] [--json OUT.json]
 
 --llama-cpp is the folder tools/llama_cpp/build.sh builds into (it runs the script, which does nothing
-when the binaries exist)."""
+when the binaries exist). The files of the CPU table (docs/benchmarks/README.md): SmolLM2-135M-Instruct
+Q4_1, Gemma 3 270M Q4_K_M, and random-weight models made by tools/make_random_gguf.py and llama.cpp's
+llama-quantize (its docstring has the commands): the Qwen3-30B-A3B-shaped MoE in Q8_0 and Q4_K_M, and the
+dense Llama-shaped dense-1b-Q8_0.gguf (991 MB) and dense-1.7b-Q4_K_M.gguf (1.02 GB)."""
 import argparse
 import json
 import os

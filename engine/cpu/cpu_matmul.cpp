@@ -197,7 +197,7 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& r
       for (int l = 0; l < kLanes; ++l) rows[l] = p * kLanes + l < n ? row_blocks(p * kLanes + l) : nullptr;
       uint8_t* panel = static_cast<uint8_t*>(data_.get()) + p * panel_bytes_;
       pack_blocked_panel(dtype, rows, k, int8 ? blocked.data() : panel);
-      if (int8) pack_int8_panel(dtype, blocked.data(), k, panel);
+      if (int8) pack_int8_panel(dtype, rows, blocked.data(), k, panel);
     }
   });
 }

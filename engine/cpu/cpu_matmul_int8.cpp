@@ -18,10 +18,11 @@
 #include <cpuid.h>  // __get_cpuid, bit_F16C
 #endif
 
-// GCC 12's false positive on the AVX-512 conversions' undefined pass-through operand (cpu_matmul_blocks.hpp),
-// reported where the kernels are inlined.
+// GCC 12's false positive on the AVX-512 conversions' and reductions' undefined pass-through operand
+// (cpu_matmul_blocks.hpp), reported where the kernels are inlined.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace cbatch::matmul_detail {
@@ -47,8 +48,15 @@ constexpr bool has_half_scales() {
          std::is_same_v<F, BlockFormat<DType::kQ5_1>> || std::is_same_v<F, BlockFormat<DType::kIQ4_NL>>;
 }
 
+// The types whose int8 groups come in superblocks of their 256-k blocks (see the header): Q4_K.
+template <class F>
+constexpr bool has_super_scales() {
+  return std::is_same_v<F, BlockFormat<DType::kQ4_K>>;
+}
+
 // The int8 group of format F: the blocked group's scale arrays (as fp16 where has_half_scales), then the
-// codes (see the header).
+// codes; or (has_super_scales) superblocks of kSuperGroups groups: a header, then the groups' codes (see
+// the header).
 template <class F>
 struct Int8Layout {
   using G = GroupLayout<F>;
@@ -56,10 +64,40 @@ struct Int8Layout {
   static constexpr int kBias = kNibbles ? F::value(0) : -128;  // value = u + kBias
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
   static constexpr bool kHalfScales = has_half_scales<F>();
-  static constexpr size_t kScaleBytes = static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
+  static constexpr bool kSuper = has_super_scales<F>();
+  static constexpr int kSuperGroups = kSuper ? F::kElems / kGroupK : 1;
+  // A superblock's header: d[kLanes], -dmin[kLanes] (fp16), sc[kSuperGroups][kLanes], m[kSuperGroups][kLanes]
+  static constexpr size_t kHeaderBytes = kSuper ? static_cast<size_t>(4 * kLanes + 2 * kSuperGroups * kLanes) : 0;
+  static constexpr size_t kScaleBytes =
+      kSuper ? 0 : static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
   static constexpr size_t kCodeBytes = static_cast<size_t>((kNibbles ? kQuads / 2 : kQuads) * kQuadBytes);
-  static constexpr size_t kBytes = kScaleBytes + kCodeBytes;
+  static constexpr size_t kSuperBytes = kHeaderBytes + kSuperGroups * (kScaleBytes + kCodeBytes);
+  static constexpr size_t kBytes = kSuperBytes / kSuperGroups;  // per group, on average
+  static_assert(kSuperBytes % kSuperGroups == 0);
 };
+
+// The codes of int8 group b of a panel.
+template <class F, class Byte>
+Byte* int8_codes(Byte* panel, int64_t b) {
+  using L = Int8Layout<F>;
+  if constexpr (L::kSuper) {
+    return panel + (b / L::kSuperGroups) * L::kSuperBytes + L::kHeaderBytes + (b % L::kSuperGroups) * L::kCodeBytes;
+  }
+  return panel + b * L::kBytes + L::kScaleBytes;
+}
+
+// A superblock header's fp16 d (offset: -dmin) of lane `lane`, and the byte of sc (offset: m).
+template <class F, class Byte>
+Byte* super_half(Byte* panel, int64_t b, bool offset, int lane) {
+  using L = Int8Layout<F>;
+  return panel + (b / L::kSuperGroups) * L::kSuperBytes + (offset ? 2 * kLanes : 0) + 2 * lane;
+}
+template <class F, class Byte>
+Byte* super_byte(Byte* panel, int64_t b, bool offset, int lane) {
+  using L = Int8Layout<F>;
+  return panel + (b / L::kSuperGroups) * L::kSuperBytes + 4 * kLanes + (offset ? L::kSuperGroups * kLanes : 0) +
+         (b % L::kSuperGroups) * kLanes + lane;
+}
 
 // An fp32 number that is an fp16 value (a scale read by load_half) as its fp16 bits; anything else is an
 // internal error (the int8 group would not hold it exactly).
@@ -83,11 +121,18 @@ uint16_t exact_half(float f) {
   return h;
 }
 
-// Scale array entry i of an int8 group (s[l] of sub-block j: i = j * kSubFloats + l; its offset b[l]:
-// i + kLanes).
+// Scale array entry i of int8 group b (s[l] of sub-block j: i = j * kSubFloats + l; its offset b[l]:
+// i + kLanes). A superblock's d * sc and -dmin * m are exact fp32 products: the blocked group's values.
 template <class F>
-float int8_scale(const uint8_t* group, int i) {
-  if constexpr (Int8Layout<F>::kHalfScales) return load_half(group + 2 * i);
+float int8_scale(const uint8_t* panel, int64_t b, int i) {
+  using L = Int8Layout<F>;
+  if constexpr (L::kSuper) {
+    const bool offset = i >= kLanes;
+    return load_half(super_half<F>(panel, b, offset, i % kLanes)) *
+           static_cast<float>(*super_byte<F>(panel, b, offset, i % kLanes));
+  }
+  const uint8_t* group = panel + b * L::kBytes;
+  if constexpr (L::kHalfScales) return load_half(group + 2 * i);
   float v;
   std::memcpy(&v, group + 4 * i, sizeof(v));
   return v;
@@ -104,14 +149,48 @@ int blocked_value(const uint8_t* codes, int i, int l) {
   }
 }
 
+// A superblock's header from the lanes' GGUF blocks (Q4_K: d, dmin, 12 bytes of 6-bit sc and m), checked
+// against the blocked groups' scales (zeros past the last row).
 template <class F>
-void pack_panel(const uint8_t* blocked, int64_t k, uint8_t* out) {
+void pack_super_header(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t super, uint8_t* panel) {
+  using L = Int8Layout<F>;
+  using G = GroupLayout<F>;
+  const int64_t first = super * L::kSuperGroups;
+  for (int l = 0; l < kLanes; ++l) {
+    const uint8_t* block = rows[l] ? rows[l] + super * F::kBytes : nullptr;
+    uint8_t* d = super_half<F>(panel, first, false, l);
+    uint8_t* neg_dmin = super_half<F>(panel, first, true, l);
+    d[0] = block ? block[0] : 0;
+    d[1] = block ? block[1] : 0;
+    neg_dmin[0] = block ? block[2] : 0;
+    neg_dmin[1] = block ? static_cast<uint8_t>(block[3] ^ 0x80) : 0;
+    for (int g = 0; g < L::kSuperGroups; ++g) {
+      int sc = 0, m = 0;
+      if (block) kquant_scale_min(block + 4, g, sc, m);
+      *super_byte<F>(panel, first + g, false, l) = static_cast<uint8_t>(sc);
+      *super_byte<F>(panel, first + g, true, l) = static_cast<uint8_t>(m);
+      for (int i : {l, kLanes + l}) {
+        float want;
+        std::memcpy(&want, blocked + (first + g) * G::kBytes + 4 * i, sizeof(want));
+        const float got = int8_scale<F>(static_cast<const uint8_t*>(panel), first + g, i);
+        if (block && std::memcmp(&want, &got, sizeof(got)) != 0) {
+          throw Error("internal error: an int8 superblock scale differs from its blocked group's");
+        }
+      }
+    }
+  }
+}
+
+template <class F>
+void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t k, uint8_t* out) {
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* src = blocked + b * G::kBytes;
-    uint8_t* dst = out + b * L::kBytes;
-    if constexpr (L::kHalfScales) {
+    uint8_t* dst = int8_codes<F>(out, b) - L::kScaleBytes;
+    if constexpr (L::kSuper) {
+      if (b % L::kSuperGroups == 0) pack_super_header<F>(rows, blocked, b / L::kSuperGroups, out);
+    } else if constexpr (L::kHalfScales) {
       for (int i = 0; i < G::kSubs * G::kSubFloats; ++i) {
         float scale;
         std::memcpy(&scale, src + 4 * i, sizeof(scale));
@@ -154,8 +233,7 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
   const int32_t* sums = x.sums.data() + row * (k / 16);
   float acc[kLanes] = {};
   for (int64_t b = 0; b < k / kGroupK; ++b) {
-    const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + L::kScaleBytes;
+    const uint8_t* codes = int8_codes<F>(panel, b);
     for (int sub = 0; sub < G::kSubs; ++sub) {
       const int s = sub * G::kSubFloats;  // the sub-block's scales in the group's array
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
@@ -173,9 +251,9 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
             isum += u * q[b * kGroupK + 4 * t + j];
           }
         }
-        acc[l] = std::fma(int8_scale<F>(group, s + l) * d[b], static_cast<float>(isum), acc[l]);
+        acc[l] = std::fma(int8_scale<F>(panel, b, s + l) * d[b], static_cast<float>(isum), acc[l]);
         if constexpr (G::kHasOffset) {
-          acc[l] = std::fma(int8_scale<F>(group, s + kLanes + l), d[b] * static_cast<float>(sum_q), acc[l]);
+          acc[l] = std::fma(int8_scale<F>(panel, b, s + kLanes + l), d[b] * static_cast<float>(sum_q), acc[l]);
         }
       }
     }
@@ -192,19 +270,35 @@ int32_t load_quad(const int8_t* q) {
   return v;
 }
 
-// Scale array entries i..i + 7 of an int8 group (int8_scale's values).
+// Scale array entries i..i + 7 of int8 group b (int8_scale's values).
 template <class F>
-__attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* group, int i) {
-  if constexpr (Int8Layout<F>::kHalfScales) {
+__attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* panel, int64_t b, int i) {
+  using L = Int8Layout<F>;
+  if constexpr (L::kSuper) {
+    const bool offset = i >= kLanes;
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super_half<F>(panel, b, offset, i % kLanes))));
+    const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(super_byte<F>(panel, b, offset, i % kLanes)));
+    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(c)));
+  }
+  const uint8_t* group = panel + b * L::kBytes;
+  if constexpr (L::kHalfScales) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 * i)));
   }
   return _mm256_loadu_ps(reinterpret_cast<const float*>(group) + i);
 }
 
-// Scale array entries i..i + 15 of an int8 group.
+// Scale array entries i..i + 15 of int8 group b.
 template <class F>
-__attribute__((target("avx512f"))) __m512 int8_scales16(const uint8_t* group, int i) {
-  if constexpr (Int8Layout<F>::kHalfScales) {
+__attribute__((target("avx512f"))) __m512 int8_scales16(const uint8_t* panel, int64_t b, int i) {
+  using L = Int8Layout<F>;
+  if constexpr (L::kSuper) {
+    const bool offset = i >= kLanes;
+    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_half<F>(panel, b, offset, i % kLanes))));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(super_byte<F>(panel, b, offset, i % kLanes)));
+    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(c)));
+  }
+  const uint8_t* group = panel + b * L::kBytes;
+  if constexpr (L::kHalfScales) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 2 * i)));
   }
   return _mm512_loadu_ps(reinterpret_cast<const float*>(group) + i);
@@ -226,8 +320,7 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
   __m256 acc[kChunks];
   for (auto& a : acc) a = _mm256_setzero_ps();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
-    const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + L::kScaleBytes;
+    const uint8_t* codes = int8_codes<F>(panel, b);
     for (int sub = 0; sub < G::kSubs; ++sub) {
       const int s = sub * G::kSubFloats;
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
@@ -251,10 +344,10 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
         // hadd leaves lanes 0 1 4 5 | 2 3 6 7; the permute puts them in order.
         __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(pairs0, pairs1), 0xD8);
         isum = _mm256_add_epi32(isum, _mm256_set1_epi32(L::kBias * sum_q));
-        const __m256 scale = _mm256_mul_ps(int8_scales8<F>(group, s + c * 8), ds);
+        const __m256 scale = _mm256_mul_ps(int8_scales8<F>(panel, b, s + c * 8), ds);
         acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
         if constexpr (G::kHasOffset) {
-          acc[c] = _mm256_fmadd_ps(int8_scales8<F>(group, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
+          acc[c] = _mm256_fmadd_ps(int8_scales8<F>(panel, b, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
                                    acc[c]);
         }
       }
@@ -280,39 +373,47 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
   for (auto& row_acc : acc)
     for (auto& a : row_acc) a = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
-    const uint8_t* group[NV];
-    for (int v = 0; v < NV; ++v) group[v] = panels + v * panel_bytes + b * L::kBytes;
+    const uint8_t* group_codes[NV];
+    for (int v = 0; v < NV; ++v) group_codes[v] = int8_codes<F>(panels + v * panel_bytes, b);
     for (int sub = 0; sub < G::kSubs; ++sub) {
       __m512i isum[MR][NV];
       for (auto& row_sum : isum)
         for (auto& v : row_sum) v = _mm512_setzero_si512();
-      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
-        __m512i u[NV];
+      // Two quads a step: a nibble load serves both, and each activation quad is broadcast from memory
+      // into the vpdpbusd that uses it, leaving the registers to the MR x NV integer and fp32 sums.
+      for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
         for (int v = 0; v < NV; ++v) {
-          const uint8_t* codes = group[v] + L::kScaleBytes;
+          __m512i u0, u1;
           if constexpr (L::kNibbles) {
-            u[v] = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
-            u[v] = _mm512_and_si512(t % 2 == 0 ? u[v] : _mm512_srli_epi16(u[v], 4), low4);
+            const __m512i both = _mm512_loadu_si512(group_codes[v] + (t / 2) * kQuadBytes);
+            u0 = _mm512_and_si512(both, low4);
+            u1 = _mm512_and_si512(_mm512_srli_epi16(both, 4), low4);
           } else {
-            u[v] = _mm512_loadu_si512(codes + t * kQuadBytes);
+            u0 = _mm512_loadu_si512(group_codes[v] + t * kQuadBytes);
+            u1 = _mm512_loadu_si512(group_codes[v] + (t + 1) * kQuadBytes);
+          }
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* qt = x.q.data() + (row + r) * k + b * kGroupK + 4 * t;
+            isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u0, _mm512_set1_epi32(load_quad(qt)));
+            isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u1, _mm512_set1_epi32(load_quad(qt + 4)));
           }
         }
-        for (int r = 0; r < MR; ++r) {
-          const __m512i qv = _mm512_set1_epi32(load_quad(x.q.data() + (row + r) * k + b * kGroupK + 4 * t));
-          for (int v = 0; v < NV; ++v) isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u[v], qv);
-        }
+      }
+      const int s = sub * G::kSubFloats;
+      __m512 scale[NV], offset[NV];
+      for (int v = 0; v < NV; ++v) {
+        scale[v] = int8_scales16<F>(panels + v * panel_bytes, b, s);
+        if constexpr (G::kHasOffset) offset[v] = int8_scales16<F>(panels + v * panel_bytes, b, s + kLanes);
       }
       for (int r = 0; r < MR; ++r) {
         const int32_t sum_q = sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub);
         const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
         const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
         for (int v = 0; v < NV; ++v) {
-          const int s = sub * G::kSubFloats;
           const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
-          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(group[v], s), _mm512_set1_ps(dr)), isum_f, acc[r][v]);
+          acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(scale[v], _mm512_set1_ps(dr)), isum_f, acc[r][v]);
           if constexpr (G::kHasOffset) {
-            acc[r][v] = _mm512_fmadd_ps(int8_scales16<F>(group[v], s + kLanes), _mm512_set1_ps(dr * static_cast<float>(sum_q)),
-                                        acc[r][v]);
+            acc[r][v] = _mm512_fmadd_ps(offset[v], _mm512_set1_ps(dr * static_cast<float>(sum_q)), acc[r][v]);
           }
         }
       }
@@ -343,8 +444,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
-    const uint8_t* group = panel + b * L::kBytes;
-    const uint8_t* codes = group + L::kScaleBytes;
+    const uint8_t* codes = int8_codes<F>(panel, b);
     const int8_t* qb = q + b * kGroupK;
     for (int sub = 0; sub < G::kSubs; ++sub) {
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
@@ -364,10 +464,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
       const int s = sub * G::kSubFloats;
       const __m512i isum = _mm512_add_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(L::kBias * sum_q));
-      acc = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(group, s), _mm512_set1_ps(d[b])), _mm512_cvtepi32_ps(isum),
+      acc = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(panel, b, s), _mm512_set1_ps(d[b])), _mm512_cvtepi32_ps(isum),
                             acc);
       if constexpr (G::kHasOffset) {
-        acc = _mm512_fmadd_ps(int8_scales16<F>(group, s + kLanes), _mm512_set1_ps(d[b] * static_cast<float>(sum_q)),
+        acc = _mm512_fmadd_ps(int8_scales16<F>(panel, b, s + kLanes), _mm512_set1_ps(d[b] * static_cast<float>(sum_q)),
                               acc);
       }
     }
@@ -393,7 +493,42 @@ constexpr std::array<std::array<VnniTileFn, kVnniPanels>, kVnniRows> vnni_tile_t
 }
 template <class F>
 constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, kVnniRows>{});
+
+// quantize_block's arithmetic on 32 floats: the same products, roundings and clamps, so the same bytes.
+__attribute__((target("avx512f,avx512bw"))) void quantize_block_avx512(const float* xb, int8_t* q, float* d_out,
+                                                                       int32_t* sums) {
+  const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+  const float d = amax / 127.0f;
+  const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
+  const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
+  *d_out = d;
+  for (int half = 0; half < 2; ++half) {
+    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(half == 0 ? x0 : x1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * half), _mm512_cvtepi32_epi8(v));
+    sums[half] = _mm512_reduce_add_epi32(v);
+  }
+}
 #endif  // __x86_64__
+
+// One 32-block of an activation row: d = max |x| / 127, q = round(x / d) (ties to even), sums per 16.
+void quantize_block(const float* xb, int8_t* q, float* d_out, int32_t* sums) {
+  float amax = 0.0f;
+  for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  *d_out = d;
+  for (int half = 0; half < 2; ++half) {
+    int32_t sum = 0;
+    for (int i = 16 * half; i < 16 * (half + 1); ++i) {
+      const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
+      q[i] = v;
+      sum += v;
+    }
+    sums[half] = sum;
+  }
+}
 
 template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
@@ -467,22 +602,12 @@ void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out) {
   if (out.q.size() < need) out.q.resize(need);
   if (out.d.size() < need / kGroupK) out.d.resize(need / kGroupK);
   if (out.sums.size() < need / 16) out.sums.resize(need / 16);
+  auto* quantize = &quantize_block;
+#if defined(CBATCH_INT8_X86)
+  if (int8_isa() == Int8Isa::kAvx512Vnni) quantize = &quantize_block_avx512;
+#endif
   for (int64_t b = 0; b < m * (k / kGroupK); ++b) {
-    const float* xb = x + b * kGroupK;
-    float amax = 0.0f;
-    for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
-    const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    out.d[static_cast<size_t>(b)] = d;
-    for (int half = 0; half < 2; ++half) {
-      int32_t sum = 0;
-      for (int i = 16 * half; i < 16 * (half + 1); ++i) {
-        const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
-        out.q[static_cast<size_t>(b * kGroupK + i)] = v;
-        sum += v;
-      }
-      out.sums[static_cast<size_t>(2 * b + half)] = sum;
-    }
+    quantize(x + b * kGroupK, out.q.data() + b * kGroupK, out.d.data() + b, out.sums.data() + 2 * b);
   }
 }
 
@@ -518,8 +643,9 @@ size_t int8_group_bytes(DType dtype) {
   return with_block_format(dtype, [](auto format) { return Int8Layout<decltype(format)>::kBytes; });
 }
 
-void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* out) {
-  with_block_format(dtype, [&](auto format) { pack_panel<decltype(format)>(blocked, k, out); });
+void pack_int8_panel(DType dtype, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t k,
+                     uint8_t* out) {
+  with_block_format(dtype, [&](auto format) { pack_panel<decltype(format)>(rows, blocked, k, out); });
 }
 
 void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,

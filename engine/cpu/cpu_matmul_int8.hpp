@@ -8,6 +8,9 @@
 // two quads per byte, the low nibble the even quad). A lane's product over a sub-block is one exact int32
 // sum, then two fp32 steps in a fixed order: acc = fma(s * d, isum, acc) (+ fma(b, d * sum(q), acc) with an
 // offset). The integer sums are exact, so every instruction set gives the same bits, as the scalar reference.
+// Q4_K keeps its 256-k blocks' scales: its int8 groups come in superblocks of 8, a header (per lane: d and
+// -dmin as fp16, then each group's 6-bit sc and m as bytes) before the 8 groups' codes, 4.625 bits a weight
+// (fp32 s and b per group: 6); a group's s = d * sc and b = -dmin * m are exact products, the same fp32.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -35,10 +38,12 @@ Int8Isa int8_isa();
 bool can_run(Int8Isa isa);
 const char* int8_isa_name(Int8Isa isa);
 
-// Bytes of one int8 group of `dtype` (a block type).
+// Bytes of one int8 group of `dtype` (a block type); Q4_K's: an eighth of a superblock.
 size_t int8_group_bytes(DType dtype);
-// A blocked panel (K / 32 groups of blocked_group_bytes) rewritten as an int8 panel (K / 32 int8 groups).
-void pack_int8_panel(DType dtype, const uint8_t* blocked, int64_t k, uint8_t* out);
+// A blocked panel (K / 32 groups of blocked_group_bytes) rewritten as an int8 panel (K / 32 int8 groups);
+// rows: the panel's lanes' GGUF blocks, as pack_blocked_panel's (null past the last row).
+void pack_int8_panel(DType dtype, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t k,
+                     uint8_t* out);
 
 // Y rows [row_begin, row_end), panels [panel_begin, panel_end) (panel p: columns p * kLanes...) of an
 // (N, K) int8-panel matrix; panels: panel 0, panel_bytes apart; y (rows, ldy), its first N columns written.

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -56,18 +57,27 @@ double relative_error(const std::vector<float>& got, const std::vector<double>& 
 
 }  // namespace
 
-TEST_CASE("quantize_rows_q8: each 32-block within half a step of its scale, sums of q per 16") {
-  const int64_t m = 3, k = 96;
+TEST_CASE("quantize_rows_q8: each 32-block within half a step of its scale, sums of q per 16, ties to even, "
+          "the bits of the scalar formula") {
+  const int64_t m = 3, k = 128;
   auto x = random_activations(static_cast<size_t>(m * k), 7);
   for (int i = 32; i < 64; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero block: d = 0, q = 0
+  for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = static_cast<float>(i % 8) - 3.5f;  // halves
+  x[96 + 31] = 127.0f;  // d = 1: the halves are ties, rounded to even
   Q8Rows q8;
   quantize_rows_q8(x.data(), m, k, q8);
+  for (int i = 0; i < 8; ++i) CHECK(q8.q[static_cast<size_t>(96 + i)] == std::array{-4, -2, -2, 0, 0, 2, 2, 4}[i]);
   for (int64_t b = 0; b < m * k / 32; ++b) {
     const float d = q8.d[static_cast<size_t>(b)];
+    float amax = 0.0f;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[static_cast<size_t>(b * 32 + i)]));
+    CHECK(d == amax / 127.0f);
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
     int32_t sums[2] = {0, 0};
     int max_q = 0;
     for (int i = 0; i < 32; ++i) {
       const int q = q8.q[static_cast<size_t>(b * 32 + i)];
+      CHECK(q == static_cast<int>(std::clamp(std::nearbyint(x[static_cast<size_t>(b * 32 + i)] * id), -127.0f, 127.0f)));
       sums[i / 16] += q;
       max_q = std::max(max_q, std::abs(q));
       CHECK(std::fabs(x[static_cast<size_t>(b * 32 + i)] - d * static_cast<float>(q)) <= 0.5001f * d);
