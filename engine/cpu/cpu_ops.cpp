@@ -49,36 +49,32 @@ void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeL
 
 namespace {
 
-// tanh_rational and gelu_tanh, inline for the loops over them (cpu_gelu_avx512.cpp repeats them on 16 lanes).
-inline float tanh_rational_inline(float x) {
-  // tanh z = z N(z^2) / D(z^2), degree 7 each, in double (CORE-MATH's binary32 tanh); past kOne it rounds to 1.
-  constexpr double cn[] = {0x1p+0, 0x1.30877b8b72d33p-3, 0x1.694aa09ae9e5ep-8, 0x1.4101377abb729p-14,
-                           0x1.e0392b1db0018p-22, 0x1.2533756e546f7p-30, 0x1.d62e5abe6ae8ap-41, 0x1.b06be534182dep-54};
-  constexpr double cd[] = {0x1p+0, 0x1.ed99131b0ebeap-2, 0x1.0d27ed6c95a69p-5, 0x1.7cbdaca0e9fccp-11,
-                           0x1.b4e60b892578ep-18, 0x1.a6f707c5c71abp-26, 0x1.35a8b6e2cd94cp-35, 0x1.ca8230677aa01p-47};
-  constexpr float kOne = 0x1.205966p+3f;  // 9.0109...: from here on tanh rounds to +-1
-  const float low = x < -kOne ? -kOne : x;  // clamped to +-kOne, NaN staying NaN
-  const double z = low > kOne ? kOne : low;
-  const double z2 = z * z, z4 = z2 * z2, z8 = z4 * z4;
-  // Explicit fused multiply-adds, never a contraction the compiler may or may not make: cpu_gelu_avx512.cpp
-  // does the same operations.
-  const double n = std::fma(z8, std::fma(z4, std::fma(z2, cn[7], cn[6]), std::fma(z2, cn[5], cn[4])),
-                            std::fma(z4, std::fma(z2, cn[3], cn[2]), std::fma(z2, cn[1], cn[0])));
-  const double d = std::fma(z8, std::fma(z4, std::fma(z2, cd[7], cd[6]), std::fma(z2, cd[5], cd[4])),
-                            std::fma(z4, std::fma(z2, cd[3], cd[2]), std::fma(z2, cd[1], cd[0])));
-  const auto r = static_cast<float>(z * n / d);
-  return std::fabs(x) > kOne ? std::copysign(1.0f, x) : r;
+// tanh_fp32 and gelu_tanh, inline for the loops over them (cpu_gelu_avx512.cpp repeats them on 16 lanes).
+inline float tanh_fp32_inline(float x) {
+  using namespace gelu_detail;
+  const float abs_x = std::fabs(x);
+  const double a = abs_x < kTanhCap ? abs_x : kTanhCap;  // NaN too becomes the cap (its result is replaced)
+  const double t = 2.0 * a;
+  const double k = std::nearbyint(t * kInvLn2);  // t = k ln2 + r, |r| <= ln2 / 2
+  double r = std::fma(-k, kLn2High, t);
+  r = std::fma(-k, kLn2Low, r);
+  double q = kExpm1Taylor[kExpm1Terms - 1];
+  for (int i = kExpm1Terms - 2; i >= 0; --i) q = std::fma(q, r, kExpm1Taylor[static_cast<size_t>(i)]);
+  const double s = std::ldexp(1.0, static_cast<int>(k));
+  const double e = std::fma(s, r * q, s - 1.0);  // expm1(t) = 2^k expm1(r) + 2^k - 1, one rounding
+  const auto y = static_cast<float>(e / (e + 2.0));
+  return std::isnan(x) ? x : std::copysign(y, x);
 }
 
 inline float gelu_tanh_inline(float x) {
   const float kSqrt2OverPi = 0.7978845608028654f;
   const float inner = std::fma(0.044715f * x * x, x, x);  // x + 0.044715 x^3
-  return 0.5f * x * (1.0f + tanh_rational_inline(kSqrt2OverPi * inner));
+  return 0.5f * x * (1.0f + tanh_fp32_inline(kSqrt2OverPi * inner));
 }
 
 }  // namespace
 
-float tanh_rational(float x) { return tanh_rational_inline(x); }
+float tanh_fp32(float x) { return tanh_fp32_inline(x); }
 float gelu_tanh(float x) { return gelu_tanh_inline(x); }
 
 // erf(x) as x P(x^2) / Q(x^2) on [-4, 4] (outside, erf is +-1 in fp32): a rational fit of this project's

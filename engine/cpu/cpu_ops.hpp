@@ -35,10 +35,12 @@ void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams
 // The same, elementwise, on `count` columns of one row: out[i] = act(gate[i]) * up[i] (a row's columns can
 // be split across threads, each element computed as gated_ffn_row computes it).
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu);
-float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh by tanh_rational
-// tanh x in fp32, correctly rounded in practice (a rational function in double, +-1 from |x| > 9.0109),
-// the same bits on every C library; branch-free, so loops over it vectorize (libm's tanhf does not).
-float tanh_rational(float x);
+float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh by tanh_fp32
+// tanh x rounded to fp32, the same bits on every C library and instruction set (cpu_gelu_avx512.hpp: expm1
+// in double by range reduction and its Taylor series), within about 1e-16 of tanh before the rounding, so
+// correctly rounded but where tanh x lies that close to a midpoint of two floats; no libm call, so loops
+// over it vectorize (libm's tanhf does not).
+float tanh_fp32(float x);
 float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
 // A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation);
