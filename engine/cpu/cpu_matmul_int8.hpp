@@ -8,9 +8,11 @@
 // two quads per byte, the low nibble the even quad). A lane's product over a sub-block is one exact int32
 // sum, then two fp32 steps in a fixed order: acc = fma(s * d, isum, acc) (+ fma(b, d * sum(q), acc) with an
 // offset). The integer sums are exact, so every instruction set gives the same bits, as the scalar reference.
-// Q4_K keeps its 256-k blocks' scales: its int8 groups come in superblocks of 8, a header (per lane: d and
-// -dmin as fp16, then each group's 6-bit sc and m as bytes) before the 8 groups' codes, 4.625 bits a weight
-// (fp32 s and b per group: 6); a group's s = d * sc and b = -dmin * m are exact products, the same fp32.
+// Q4_K and Q6_K keep their 256-k blocks' scales: their int8 groups come in superblocks of 8, a header (per
+// lane: d (Q4_K: and -dmin) as fp16, then each sub-block's sc (Q4_K: 6-bit sc and m; Q6_K: 16 int8 sc) as
+// bytes, padded to a whole quad) before the 8 groups' codes: Q4_K 4.625 bits a weight (fp32 s and b per
+// group: 6), Q6_K 8.625 (fp32 s per 16 k: 10). s = d * sc and b = -dmin * m are exact products, the same
+// fp32 as the blocked groups' (checked at pack time), so the same bits.
 #pragma once
 #include <cstdint>
 #include <vector>
