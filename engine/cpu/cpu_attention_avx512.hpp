@@ -3,7 +3,8 @@
 // slice of k in order (no fused multiply-add: the compiler vectorizes dot_fixed_order that way when head_dim
 // is whole 128-element steps; shorter heads run its scalar remainder, fused, hence the limit), reduced by
 // the same fixed tree; each output element one fused multiply-add chain of weight * v over the positions in
-// order, from zero. test_cpu_backend checks the bits against attend_head.
+// order, from zero. That is how GCC compiles attend_head; clang contracts the scores' products too, so
+// clang builds never choose this kernel. test_cpu_backend checks the bits against attend_head.
 #pragma once
 #include <cstdint>
 
