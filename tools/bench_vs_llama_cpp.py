@@ -12,7 +12,12 @@ N * output / the same wall time. Each run records the 1-minute load average when
 machine, other work slows llama.cpp, whose threads spin at their barriers, more than cbatch).
 
     tools/bench_vs_llama_cpp.py --cbatch build/cbatch A.gguf B.gguf [--seqs 1,16,64] [--threads 2] \\
-        [--repeat R] [--llama-cpp build-llama-cpp] [--json OUT.json]
+        [--repeat R] [--llama-cpp build-llama-cpp] [--json OUT.json] [--agreement [--agreement-only]]
+
+--agreement adds, per model, the greedy agreement of cbatch's fast CPU path (8-bit activations, the
+default) with `--cpu-precision exact` (fp32): 8 prompts x 32 tokens, the share of tokens before each
+request's first difference. Outputs do not depend on the batch, so one figure serves every row of a model.
+--agreement-only measures that and no speed.
 
 --llama-cpp is the folder tools/llama_cpp/build.sh builds into (it runs the script, which does nothing
 when the binaries exist). The files of the CPU table (docs/benchmarks/README.md): SmolLM2-135M-Instruct
@@ -66,15 +71,47 @@ def run_llama_cpp(args, model, num_seqs):
     return measure(num_seqs, r["pl"] * r["pp"], r["pl"] * r["tg"], r["t"])
 
 
+AGREEMENT_PROMPTS = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
+                     "Once upon a time", "The quick brown fox", "In 1969, astronauts", "Water boils at",
+                     "My favourite book is"]
+
+
+def agreement(args, model):
+    """cbatch's fast-path greedy tokens against the exact path's: {"agreed", "total", "identical", "requests"}."""
+    with tempfile.TemporaryDirectory() as work:
+        prompts = os.path.join(work, "prompts.jsonl")
+        with open(prompts, "w") as f:
+            for i, text in enumerate(AGREEMENT_PROMPTS):
+                f.write(json.dumps({"id": str(i), "prompt": text, "max_tokens": 32, "temperature": 0,
+                                    "ignore_eos": True}) + "\n")
+        got = {}
+        for precision in ("fast", "exact"):
+            out = os.path.join(work, f"{precision}.jsonl")
+            subprocess.run([args.cbatch, "run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet",
+                            "--threads", str(args.threads), "--cpu-precision", precision], check=True)
+            with open(out) as f:
+                got[precision] = {r["id"]: r["output_token_ids"] for r in map(json.loads, f)}
+    agreed = total = identical = 0
+    for key, exact in got["exact"].items():
+        fast = got["fast"][key]
+        prefix = next((j for j, (x, y) in enumerate(zip(fast, exact)) if x != y), min(len(fast), len(exact)))
+        agreed, total, identical = agreed + prefix, total + len(exact), identical + (fast == exact)
+    return {"agreed": agreed, "total": total, "identical": identical, "requests": len(got["exact"])}
+
+
+def agreement_text(a):
+    return f"{100.0 * a['agreed'] / a['total']:.0f}% ({a['identical']}/{a['requests']})" if a else "-"
+
+
 def print_table(rows):
     print("| model | seqs | cbatch total tok/s | llama.cpp total tok/s | ratio | cbatch output tok/s "
-          "| llama.cpp output tok/s | load (cbatch / llama.cpp) |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
+          "| llama.cpp output tok/s | load (cbatch / llama.cpp) | fast = exact, greedy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         c, l = r["cbatch"], r["llama_cpp"]
         print(f"| {r['model']} | {r['num_seqs']} | {c['total_tok_s']:.1f} | {l['total_tok_s']:.1f} "
               f"| {r['ratio']:.2f}x | {c['output_tok_s']:.1f} | {l['output_tok_s']:.1f} "
-              f"| {c['load_before']:.1f} / {l['load_before']:.1f} |")
+              f"| {c['load_before']:.1f} / {l['load_before']:.1f} | {agreement_text(r.get('agreement'))} |")
 
 
 def main():
@@ -88,6 +125,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1, help="runs of each engine per row, the fastest kept")
     ap.add_argument("--json", help="write the rows as JSON")
+    ap.add_argument("--agreement", action="store_true", help="add each model's fast-vs-exact greedy agreement")
+    ap.add_argument("--agreement-only", action="store_true", help="measure only that agreement, no speed")
     args = ap.parse_args()
     seqs = [int(s) for s in args.seqs.split(",")]
     if args.repeat < 1 or min(seqs) < 1:
@@ -95,9 +134,15 @@ def main():
     for path in args.models + [args.cbatch]:
         if not os.path.exists(path):
             sys.exit(f"error: {path}: no such file")
+    if args.agreement_only:
+        for model in args.models:
+            print(f"{os.path.basename(model)}: fast = exact, greedy: {agreement_text(agreement(args, model))} "
+                  "(tokens before the first difference; requests identical)")
+        return
     args.llama_cpp_bin = llama_cpp_bin(args.llama_cpp)
     rows = []
     for model in args.models:
+        model_agreement = agreement(args, model) if args.agreement else None
         for num_seqs in seqs:
             engines = [("cbatch", run_cbatch), ("llama_cpp", run_llama_cpp)]
             if len(rows) % 2:
@@ -111,6 +156,8 @@ def main():
             for name, samples in runs.items():  # other work only slows a run down: keep the fastest
                 row[name] = dict(max(samples, key=lambda m: m["total_tok_s"]), runs=samples)
             row["ratio"] = row["cbatch"]["total_tok_s"] / row["llama_cpp"]["total_tok_s"]
+            if model_agreement:
+                row["agreement"] = model_agreement
             rows.append(row)
             print(f"{row['model']} {num_seqs} seqs: cbatch {row['cbatch']['total_tok_s']:.1f}, llama.cpp "
                   f"{row['llama_cpp']['total_tok_s']:.1f} total tok/s ({row['ratio']:.2f}x)", file=sys.stderr)
