@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -590,6 +591,25 @@ Model make_gpt_oss_mxfp4_model() {
   return m;
 }
 
+// Runs scenario()'s steps on a CUDA backend (dtype) and a CPU backend of the same model, and hands each
+// step's two outputs to check.
+void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
+                            const std::function<void(const StepOutput& gpu, const StepOutput& cpu)>& check) {
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  CpuBackendOptions options;
+  options.num_threads = 2;
+  options.max_batch_tokens = 64;
+  std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
+  cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
+    StepOutput gpu_out, cpu_out;
+    backend->forward(batch, gpu_out);
+    cpu_backend->forward(batch, cpu_out);
+    check(gpu_out, cpu_out);
+  }
+}
+
 // The MXFP4 experts stay MXFP4 on the device (moe_quant_gemm, no host wait) and, with CBATCH_MOE_EXPERTS=
 // dequant, are decoded to T for cuBLAS; both against the CPU backend on the same blocks, loosely in 16 bits
 // as the gpt-oss test above (a near-tie in the router may flip), and experts_touched as the CPU counts it.
@@ -602,19 +622,9 @@ TEST_CASE("CUDA backend runs gpt-oss's MXFP4 experts in MXFP4 (and decoded, CBAT
     if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
     check_scenario(model, ComputeDType::kBF16, 0.1, true);
     check_scenario(model, ComputeDType::kF16, 0.1, true);
-    std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
-    backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-    CpuBackendOptions options;
-    options.num_threads = 2;
-    options.max_batch_tokens = 64;
-    std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
-    cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-    for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
-      StepOutput gpu_out, cpu_out;
-      backend->forward(batch, gpu_out);
-      cpu_backend->forward(batch, cpu_out);
+    for_each_step_with_cpu(model, ComputeDType::kBF16, [](const StepOutput& gpu_out, const StepOutput& cpu_out) {
       CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
-    }
+    });
   }
 }
 
@@ -687,21 +697,11 @@ TEST_CASE("the gpt-oss test model's sinks and o bias change its logits (its CUDA
 
 TEST_CASE("CUDA backend fills experts_touched: the distinct experts a step's rows picked, per sparse layer") {
   const Model model = make_moe_model(false);
-  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kF32));
-  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  CpuBackendOptions options;
-  options.num_threads = 2;
-  options.max_batch_tokens = 64;
-  std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
-  cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
-    StepOutput gpu_out, cpu_out;
-    backend->forward(batch, gpu_out);
-    cpu_backend->forward(batch, cpu_out);
+  for_each_step_with_cpu(model, ComputeDType::kF32, [](const StepOutput& gpu_out, const StepOutput& cpu_out) {
     CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
     CHECK(gpu_out.experts_touched >= 2 * 2);  // two sparse layers, at least top_k each
     CHECK(gpu_out.experts_touched <= 2 * 8);
-  }
+  });
 }
 
 TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (CBATCH_PREFILL_ATTENTION=0)") {
