@@ -18,6 +18,7 @@
 
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_matmul_int8.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/cpu_peaks.hpp"
@@ -124,12 +125,13 @@ PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, i
 }
 
 // Parts of different block types (Gemma 3's Q5_0 Q and K with a Q8_0 V) can still be int8 panels, one
-// matrix per part, when each part but the last fills whole panels.
+// matrix per part, when each part but the last fills whole panels and all take the same activation block.
 bool can_stack_int8(const std::vector<const TensorView*>& tensors, Packing packing) {
   if (!packing.int8 || !packing.keep_blocks || tensors.size() < 2) return false;
   for (size_t i = 0; i < tensors.size(); ++i) {
     const TensorView* t = tensors[i];
     if (t->is_random || !PackedMatrix::keeps_blocks(t->dtype, t->cols) || t->cols != tensors.front()->cols) return false;
+    if (matmul_detail::q8_block(t->dtype) != matmul_detail::q8_block(tensors.front()->dtype)) return false;
     if (i + 1 < tensors.size() && t->rows % matmul_panel_width() != 0) return false;
   }
   return true;

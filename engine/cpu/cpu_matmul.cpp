@@ -205,8 +205,9 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& r
 PackedMatrix::PackedMatrix(std::vector<PackedMatrix> parts)
     : dtype_(parts.front().dtype()), int8_(true), k_(parts.front().cols()) {
   for (size_t i = 0; i < parts.size(); ++i) {
-    if (!parts[i].is_int8() || parts[i].cols() != k_ || (i + 1 < parts.size() && parts[i].rows() % kLanes != 0)) {
-      throw Error("internal error: stacked int8 parts must share K and fill whole panels");
+    if (!parts[i].is_int8() || parts[i].cols() != k_ || (i + 1 < parts.size() && parts[i].rows() % kLanes != 0) ||
+        q8_block(parts[i].dtype()) != q8_block(dtype_)) {
+      throw Error("internal error: stacked int8 parts must share K and the activation block, and fill whole panels");
     }
     n_ += parts[i].rows();
     bytes_ += parts[i].bytes();
@@ -252,7 +253,7 @@ namespace {
 void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
   thread_local Q8Rows buffer;  // grows to the largest batch, then reused
   Q8Rows& rows = buffer;       // the caller's: a worker naming `buffer` would get its own
-  quantize_rows_q8(x, m, w.cols(), rows);
+  quantize_rows_q8(x, m, w.cols(), q8_block(w.dtype()), rows);
   const Int8Isa isa = int8_isa();
   // Panels [begin, end) of the whole, as far as they fall in the part whose first panel is `first`.
   auto run_part = [&](const PackedMatrix& part, int64_t first, int64_t begin, int64_t end) {

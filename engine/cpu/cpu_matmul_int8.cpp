@@ -51,7 +51,8 @@ constexpr bool has_half_scales() {
 // The types whose int8 groups come in superblocks of their 256-k blocks (see the header): Q4_K, Q6_K.
 template <class F>
 constexpr bool has_super_scales() {
-  return std::is_same_v<F, BlockFormat<DType::kQ4_K>> || std::is_same_v<F, BlockFormat<DType::kQ6_K>>;
+  return std::is_same_v<F, BlockFormat<DType::kQ4_K>> || std::is_same_v<F, BlockFormat<DType::kQ5_K>> ||
+         std::is_same_v<F, BlockFormat<DType::kQ6_K>>;
 }
 
 // The int8 group of format F: the blocked group's scale arrays (as fp16 where has_half_scales), then the
@@ -71,8 +72,9 @@ struct Int8Layout {
   // Q6_K's sub-scales are int8; Q4_K's sc and m unsigned 6-bit codes.
   static constexpr bool kSignedSubScales = std::is_same_v<F, BlockFormat<DType::kQ6_K>>;
   // A superblock's header: d[kLanes] (, -dmin[kLanes]) as fp16, then sc[kSuperSubs][kLanes]
-  // (, m[kSuperSubs][kLanes]) as bytes, padded to a whole quad (Q6_K: 288 + 32 bytes) so that every
-  // quad's codes start on a vector (and cache line) boundary: split loads measured 5% slower in the tile.
+  // (, m[kSuperSubs / 4][kLanes][4]: lane l's four m of sub-blocks 4i..4i + 3 side by side, a quad for
+  // vpdpbusd) as bytes, padded to a whole quad (Q6_K: 288 + 32 bytes) so that every quad's codes start on
+  // a vector (and cache line) boundary: split loads measured 5% slower in the tile.
   static constexpr size_t kHeaderBytes =
       kSuper ? (static_cast<size_t>(kHeaderHalves * (2 * kLanes + kSuperSubs * kLanes)) + kQuadBytes - 1) /
                    kQuadBytes * kQuadBytes
@@ -83,6 +85,7 @@ struct Int8Layout {
   static constexpr size_t kSuperBytes = kHeaderBytes + kSuperGroups * (kScaleBytes + kCodeBytes);
   static constexpr size_t kBytes = kSuperBytes / kSuperGroups;  // per group, on average
   static_assert(kSuperBytes % kSuperGroups == 0);
+  static_assert(!kSuper || (F::kElems == kSuperK && (!G::kHasOffset || kSuperSubs == 8)));  // m: two quads
 };
 
 // The codes of int8 group b of a panel.
@@ -107,9 +110,11 @@ template <class F, class Byte>
 Byte* super_byte(Byte* panel, int64_t b, int i) {
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
-  const int sub = i / G::kSubFloats, r = i % G::kSubFloats;
-  return panel + (b / L::kSuperGroups) * L::kSuperBytes + L::kHeaderHalves * 2 * kLanes +
-         (r >= kLanes ? L::kSuperSubs * kLanes : 0) + ((b % L::kSuperGroups) * G::kSubs + sub) * kLanes + r % kLanes;
+  const int r = i % G::kSubFloats;
+  const int j = static_cast<int>(b % L::kSuperGroups) * G::kSubs + i / G::kSubFloats;  // sub-block of the superblock
+  Byte* sc = panel + (b / L::kSuperGroups) * L::kSuperBytes + L::kHeaderHalves * 2 * kLanes;
+  if (r < kLanes) return sc + j * kLanes + r;
+  return sc + L::kSuperSubs * kLanes + (j / 4) * kQuadBytes + (r - kLanes) * 4 + j % 4;
 }
 
 // An fp32 number that is an fp16 value (a scale read by load_half) as its fp16 bits; anything else is an
@@ -258,6 +263,25 @@ int32_t sub_sum(const int32_t* sums, int64_t b, int sub) {
   return sums[2 * b + sub];
 }
 
+// A superblock type's integer sub-scale (sc) of lane l, sub-block `sub` of group b; its m.
+template <class F>
+int super_sc(const uint8_t* panel, int64_t b, int sub, int l) {
+  const uint8_t code = *super_byte<F>(panel, b, sub * GroupLayout<F>::kSubFloats + l);
+  return Int8Layout<F>::kSignedSubScales ? static_cast<int8_t>(code) : code;
+}
+template <class F>
+int super_m(const uint8_t* panel, int64_t b, int sub, int l) {
+  return *super_byte<F>(panel, b, sub * GroupLayout<F>::kSubFloats + kLanes + l);
+}
+
+// The activation block x must have been quantized with for format F's panels.
+template <class F>
+void check_q8_block(const Q8Rows& x) {
+  if (x.block != (Int8Layout<F>::kSuper ? kSuperK : kGroupK)) {
+    throw Error("internal error: activations quantized per " + std::to_string(x.block) + " k for these int8 panels");
+  }
+}
+
 // One row, one panel, lane by lane: the reference the vector kernels match bit for bit.
 template <class F>
 void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float* y, int64_t cols) {
@@ -265,9 +289,10 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
   using G = GroupLayout<F>;
   const int64_t k = x.cols;
   const int8_t* q = x.q.data() + row * k;
-  const float* d = x.d.data() + row * (k / kGroupK);
+  const float* d = x.d.data() + row * (k / x.block);
   const int32_t* sums = x.sums.data() + row * (k / 16);
   float acc[kLanes] = {};
+  int32_t tot[kLanes] = {}, mins[kLanes] = {};  // a superblock's integer sums
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* codes = int8_codes<F>(panel, b);
     for (int sub = 0; sub < G::kSubs; ++sub) {
@@ -287,10 +312,27 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
             isum += u * q[b * kGroupK + 4 * t + j];
           }
         }
+        if constexpr (L::kSuper) {
+          tot[l] += super_sc<F>(panel, b, sub, l) * isum;
+          if constexpr (G::kHasOffset) mins[l] += super_m<F>(panel, b, sub, l) * sum_q;
+          continue;
+        }
         acc[l] = std::fma(int8_scale<F>(panel, b, s + l) * d[b], static_cast<float>(isum), acc[l]);
         if constexpr (G::kHasOffset) {
           acc[l] = std::fma(int8_scale<F>(panel, b, s + kLanes + l), d[b] * static_cast<float>(sum_q), acc[l]);
         }
+      }
+    }
+    if constexpr (L::kSuper) {
+      if (b % L::kSuperGroups != L::kSuperGroups - 1) continue;
+      const float dx = d[b / L::kSuperGroups];
+      for (int l = 0; l < kLanes; ++l) {
+        float sum = load_half(super_half<F>(panel, b, l)) * static_cast<float>(tot[l]);
+        if constexpr (G::kHasOffset) {
+          sum = std::fma(load_half(super_half<F>(panel, b, kLanes + l)), static_cast<float>(mins[l]), sum);
+        }
+        acc[l] = std::fma(sum, dx, acc[l]);
+        tot[l] = mins[l] = 0;
       }
     }
   }
@@ -306,16 +348,10 @@ int32_t load_quad(const int8_t* q) {
   return v;
 }
 
-// Scale array entries i..i + 7 of int8 group b (int8_scale's values).
+// Scale array entries i..i + 7 of int8 group b (int8_scale's values; not a superblock type's).
 template <class F>
 __attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* panel, int64_t b, int i) {
   using L = Int8Layout<F>;
-  if constexpr (L::kSuper) {
-    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super_half<F>(panel, b, i))));
-    const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(super_byte<F>(panel, b, i)));
-    const __m256i sc = L::kSignedSubScales ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c);
-    return _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc));
-  }
   const uint8_t* group = panel + b * L::kBytes;
   if constexpr (L::kHalfScales) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 * i)));
@@ -323,21 +359,68 @@ __attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* pane
   return _mm256_loadu_ps(reinterpret_cast<const float*>(group) + i);
 }
 
-// Scale array entries i..i + 15 of int8 group b.
+// Scale array entries i..i + 15 of int8 group b (not a superblock type's).
 template <class F>
 __attribute__((target("avx512f"))) __m512 int8_scales16(const uint8_t* panel, int64_t b, int i) {
   using L = Int8Layout<F>;
-  if constexpr (L::kSuper) {
-    const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_half<F>(panel, b, i))));
-    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(super_byte<F>(panel, b, i)));
-    const __m512i sc = L::kSignedSubScales ? _mm512_cvtepi8_epi32(c) : _mm512_cvtepu8_epi32(c);
-    return _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
-  }
   const uint8_t* group = panel + b * L::kBytes;
   if constexpr (L::kHalfScales) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 2 * i)));
   }
   return _mm512_loadu_ps(reinterpret_cast<const float*>(group) + i);
+}
+
+// A superblock type's header, read by the vector kernels: lanes i..i + 7 (16: all) of the integer
+// sub-scales of sub-block `sub` of group b, of the fp16 d (h = i) or -dmin (h = kLanes + i) as fp32, and
+// the sum over the superblock's sub-blocks of m * sum(q) (sums: the row's sums per 16 k of the superblock;
+// split: its split_sums).
+template <class F>
+__attribute__((target("avx2"))) __m256i super_sc8(const uint8_t* panel, int64_t b, int sub, int i) {
+  const uint8_t* sc = super_byte<F>(panel, b, sub * GroupLayout<F>::kSubFloats + i);
+  const __m128i c = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc));
+  return Int8Layout<F>::kSignedSubScales ? _mm256_cvtepi8_epi32(c) : _mm256_cvtepu8_epi32(c);
+}
+template <class F>
+__attribute__((target("avx512f"))) __m512i super_sc16(const uint8_t* panel, int64_t b, int sub) {
+  const uint8_t* sc = super_byte<F>(panel, b, sub * GroupLayout<F>::kSubFloats);
+  const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sc));
+  return Int8Layout<F>::kSignedSubScales ? _mm512_cvtepi8_epi32(c) : _mm512_cvtepu8_epi32(c);
+}
+template <class F>
+__attribute__((target("avx2,f16c"))) __m256 super_half8(const uint8_t* panel, int64_t b, int h) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(super_half<F>(panel, b, h))));
+}
+template <class F>
+__attribute__((target("avx512f"))) __m512 super_half16(const uint8_t* panel, int64_t b, int h) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super_half<F>(panel, b, h))));
+}
+// Where the m quads of group b's superblock start.
+template <class F>
+const uint8_t* super_m_quads(const uint8_t* panel, int64_t b) {
+  return super_byte<F>(panel, b - b % Int8Layout<F>::kSuperGroups, kLanes);
+}
+template <class F>
+__attribute__((target("avx2"))) __m256i super_mins8(const uint8_t* panel, int64_t b, int i, const int32_t* sums) {
+  const uint8_t* m = super_m_quads<F>(panel, b);
+  __m256i mins = _mm256_setzero_si256();
+  for (int quad = 0; quad < Int8Layout<F>::kSuperSubs / 4; ++quad) {
+    const __m256i m4 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + quad * kQuadBytes + 4 * i));
+    for (int j = 0; j < 4; ++j) {
+      const int sub = 4 * quad + j;
+      const __m256i mj = _mm256_and_si256(_mm256_srli_epi32(m4, 8 * j), _mm256_set1_epi32(0xFF));
+      mins = _mm256_add_epi32(mins, _mm256_mullo_epi32(mj, _mm256_set1_epi32(sums[2 * sub] + sums[2 * sub + 1])));
+    }
+  }
+  return mins;
+}
+// m's two quads (m0, m1) times the split sums: 128 * (m . h) + m . l, exactly sum(m * s).
+__attribute__((target("avx512f,avx512vnni"))) __m512i super_mins16(__m512i m0, __m512i m1, const int32_t* split) {
+  __m512i piece[2];
+  for (int i = 0; i < 2; ++i) {
+    piece[i] = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), m0, _mm512_set1_epi32(split[2 * i])), m1,
+                                   _mm512_set1_epi32(split[2 * i + 1]));
+  }
+  return _mm512_add_epi32(_mm512_slli_epi32(piece[0], 7), piece[1]);
 }
 
 // One row, one panel, 8 lanes at a time: u widened to 16 bits, _mm256_madd_epi16 sums pairs of k exactly,
@@ -350,17 +433,19 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
   constexpr int kChunks = kLanes / 8;
   const int64_t k = x.cols;
   const int8_t* q = x.q.data() + row * k;
-  const float* d = x.d.data() + row * (k / kGroupK);
+  const float* d = x.d.data() + row * (k / x.block);
   const int32_t* sums = x.sums.data() + row * (k / 16);
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[kChunks];
+  __m256i tot[kChunks];  // a superblock's integer sums
   for (auto& a : acc) a = _mm256_setzero_ps();
+  for (auto& t : tot) t = _mm256_setzero_si256();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* codes = int8_codes<F>(panel, b);
     for (int sub = 0; sub < G::kSubs; ++sub) {
       const int s = sub * G::kSubFloats;
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
-      const __m256 ds = _mm256_set1_ps(d[b]);
+      const __m256 ds = _mm256_set1_ps(d[b / L::kSuperGroups]);
       for (int c = 0; c < kChunks; ++c) {
         __m256i pairs0 = _mm256_setzero_si256(), pairs1 = _mm256_setzero_si256();
         for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
@@ -380,12 +465,30 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
         // hadd leaves lanes 0 1 4 5 | 2 3 6 7; the permute puts them in order.
         __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(pairs0, pairs1), 0xD8);
         isum = _mm256_add_epi32(isum, _mm256_set1_epi32(L::kBias * sum_q));
+        if constexpr (L::kSuper) {
+          tot[c] = _mm256_add_epi32(tot[c], _mm256_mullo_epi32(isum, super_sc8<F>(panel, b, sub, c * 8)));
+          continue;
+        }
         const __m256 scale = _mm256_mul_ps(int8_scales8<F>(panel, b, s + c * 8), ds);
         acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
         if constexpr (G::kHasOffset) {
           acc[c] = _mm256_fmadd_ps(int8_scales8<F>(panel, b, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
                                    acc[c]);
         }
+      }
+    }
+    if constexpr (L::kSuper) {
+      if (b % L::kSuperGroups != L::kSuperGroups - 1) continue;
+      const __m256 dx = _mm256_set1_ps(d[b / L::kSuperGroups]);
+      for (int c = 0; c < kChunks; ++c) {
+        __m256 sum = _mm256_mul_ps(super_half8<F>(panel, b, c * 8), _mm256_cvtepi32_ps(tot[c]));
+        if constexpr (G::kHasOffset) {
+          const int64_t first = b - (L::kSuperGroups - 1);  // the superblock's first group
+          const __m256i mins = super_mins8<F>(panel, b, c * 8, sums + first * 2);
+          sum = _mm256_fmadd_ps(super_half8<F>(panel, b, kLanes + c * 8), _mm256_cvtepi32_ps(mins), sum);
+        }
+        acc[c] = _mm256_fmadd_ps(sum, dx, acc[c]);
+        tot[c] = _mm256_setzero_si256();
       }
     }
   }
@@ -396,7 +499,8 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
 
 // MR rows x NV panels of 16 lanes: each quad of weights is loaded once and multiplied into every row
 // with vpdpbusd (u8 weights x s8 activations, 4 k summed into each int32 lane); MR x NV independent
-// accumulator chains hide its latency (integer sums: their order changes no bit).
+// accumulator chains hide its latency (integer sums: their order changes no bit). A superblock type's
+// sub-block sums are scaled by their sc in int32 (vpmulld) and go to fp32 once per superblock.
 template <class F, int MR, int NV>
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Rows& x, int64_t row,
                                                                      const uint8_t* panels, size_t panel_bytes,
@@ -406,8 +510,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
   const int64_t k = x.cols;
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[MR][NV];
+  __m512i tot[MR][NV];  // a superblock type's integer sums over the superblock
   for (auto& row_acc : acc)
     for (auto& a : row_acc) a = _mm512_setzero_ps();
+  for (auto& row_tot : tot)
+    for (auto& t : row_tot) t = _mm512_setzero_si512();
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* group_codes[NV];
     for (int v = 0; v < NV; ++v) group_codes[v] = int8_codes<F>(panels + v * panel_bytes, b);
@@ -416,7 +523,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
       for (auto& row_sum : isum)
         for (auto& v : row_sum) v = _mm512_setzero_si512();
       // Two quads a step: a nibble load serves both, and each activation quad is broadcast from memory
-      // into the vpdpbusd that uses it, leaving the registers to the MR x NV integer and fp32 sums.
+      // into the vpdpbusd that uses it, leaving the registers to the integer and fp32 sums.
       for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
         for (int v = 0; v < NV; ++v) {
           __m512i u0, u1;
@@ -435,6 +542,18 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
           }
         }
       }
+      if constexpr (L::kSuper) {
+        __m512i sc[NV];
+        for (int v = 0; v < NV; ++v) sc[v] = super_sc16<F>(panels + v * panel_bytes, b, sub);
+        for (int r = 0; r < MR; ++r) {
+          const __m512i bias = _mm512_set1_epi32(L::kBias * sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub));
+          for (int v = 0; v < NV; ++v) {
+            const __m512i biased = L::kBias == 0 ? isum[r][v] : _mm512_add_epi32(isum[r][v], bias);
+            tot[r][v] = _mm512_add_epi32(tot[r][v], _mm512_mullo_epi32(biased, sc[v]));
+          }
+        }
+        continue;
+      }
       const int s = sub * G::kSubFloats;
       __m512 scale[NV], offset[NV];
       for (int v = 0; v < NV; ++v) {
@@ -451,6 +570,33 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
           if constexpr (G::kHasOffset) {
             acc[r][v] = _mm512_fmadd_ps(offset[v], _mm512_set1_ps(dr * static_cast<float>(sum_q)), acc[r][v]);
           }
+        }
+      }
+    }
+    if constexpr (L::kSuper) {
+      if (b % L::kSuperGroups != L::kSuperGroups - 1) continue;
+      const int64_t supers = k / kSuperK, sb = b / L::kSuperGroups;
+      __m512 dv[NV], neg_dmin[NV];
+      __m512i m0[NV], m1[NV];
+      for (int v = 0; v < NV; ++v) {
+        const uint8_t* panel = panels + v * panel_bytes;
+        dv[v] = super_half16<F>(panel, b, 0);
+        if constexpr (G::kHasOffset) {
+          neg_dmin[v] = super_half16<F>(panel, b, kLanes);
+          m0[v] = _mm512_loadu_si512(super_m_quads<F>(panel, b));
+          m1[v] = _mm512_loadu_si512(super_m_quads<F>(panel, b) + kQuadBytes);
+        }
+      }
+      for (int r = 0; r < MR; ++r) {
+        const __m512 dx = _mm512_set1_ps(x.d[static_cast<size_t>((row + r) * supers + sb)]);
+        const int32_t* split = &x.split_sums[static_cast<size_t>(((row + r) * supers + sb) * 4)];
+        for (int v = 0; v < NV; ++v) {
+          __m512 sum = _mm512_mul_ps(dv[v], _mm512_cvtepi32_ps(tot[r][v]));
+          if constexpr (G::kHasOffset) {
+            sum = _mm512_fmadd_ps(neg_dmin[v], _mm512_cvtepi32_ps(super_mins16(m0[v], m1[v], split)), sum);
+          }
+          acc[r][v] = _mm512_fmadd_ps(sum, dx, acc[r][v]);
+          tot[r][v] = _mm512_setzero_si512();
         }
       }
     }
@@ -475,10 +621,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
   using G = GroupLayout<F>;
   const int64_t k = x.cols;
   const int8_t* q = x.q.data() + row * k;
-  const float* d = x.d.data() + row * (k / kGroupK);
+  const float* d = x.d.data() + row * (k / x.block);
   const int32_t* sums = x.sums.data() + row * (k / 16);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc = _mm512_setzero_ps();
+  __m512i tot = _mm512_setzero_si512();  // a superblock's integer sum
   for (int64_t b = 0; b < k / kGroupK; ++b) {
     const uint8_t* codes = int8_codes<F>(panel, b);
     const int8_t* qb = q + b * kGroupK;
@@ -498,14 +645,32 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
         odd = _mm512_dpbusd_epi32(odd, u1, _mm512_set1_epi32(load_quad(qb + 4 * t + 4)));
       }
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
-      const int s = sub * G::kSubFloats;
       const __m512i isum = _mm512_add_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(L::kBias * sum_q));
+      if constexpr (L::kSuper) {
+        tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(isum, super_sc16<F>(panel, b, sub)));
+        continue;
+      }
+      const int s = sub * G::kSubFloats;
       acc = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(panel, b, s), _mm512_set1_ps(d[b])), _mm512_cvtepi32_ps(isum),
                             acc);
       if constexpr (G::kHasOffset) {
         acc = _mm512_fmadd_ps(int8_scales16<F>(panel, b, s + kLanes), _mm512_set1_ps(d[b] * static_cast<float>(sum_q)),
                               acc);
       }
+    }
+    if constexpr (L::kSuper) {
+      if (b % L::kSuperGroups != L::kSuperGroups - 1) continue;
+      const int64_t sb = b / L::kSuperGroups;
+      const __m512 dx = _mm512_set1_ps(d[sb]);
+      __m512 sum = _mm512_mul_ps(super_half16<F>(panel, b, 0), _mm512_cvtepi32_ps(tot));
+      if constexpr (G::kHasOffset) {
+        const uint8_t* m = super_m_quads<F>(panel, b);
+        const __m512i mins = super_mins16(_mm512_loadu_si512(m), _mm512_loadu_si512(m + kQuadBytes),
+                                          &x.split_sums[static_cast<size_t>((row * (k / kSuperK) + sb) * 4)]);
+        sum = _mm512_fmadd_ps(super_half16<F>(panel, b, kLanes), _mm512_cvtepi32_ps(mins), sum);
+      }
+      acc = _mm512_fmadd_ps(sum, dx, acc);
+      tot = _mm512_setzero_si512();
     }
   }
   const int64_t valid = std::min<int64_t>(16, cols);
@@ -530,45 +695,62 @@ constexpr std::array<std::array<VnniTileFn, kVnniPanels>, kVnniRows> vnni_tile_t
 template <class F>
 constexpr auto vnni_tiles = vnni_tile_table<F>(std::make_integer_sequence<int, kVnniRows>{});
 
-// quantize_block's arithmetic on 32 floats: the same products, roundings and clamps, so the same bytes.
-__attribute__((target("avx512f,avx512bw"))) void quantize_block_avx512(const float* xb, int8_t* q, float* d_out,
+// quantize_block's arithmetic on n floats (a multiple of 16): the same products, roundings and clamps, so
+// the same bytes.
+__attribute__((target("avx512f,avx512bw"))) void quantize_block_avx512(const float* xb, int n, float d, int8_t* q,
                                                                        int32_t* sums) {
-  const __m512 x0 = _mm512_loadu_ps(xb), x1 = _mm512_loadu_ps(xb + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
-  const float d = amax / 127.0f;
   const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
   const __m512 lo = _mm512_set1_ps(-127.0f), hi = _mm512_set1_ps(127.0f);
-  *d_out = d;
-  for (int half = 0; half < 2; ++half) {
-    const __m512 r = _mm512_roundscale_ps(_mm512_mul_ps(half == 0 ? x0 : x1, id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  for (int i = 0; i < n; i += 16) {
+    const __m512 r =
+        _mm512_roundscale_ps(_mm512_mul_ps(_mm512_loadu_ps(xb + i), id), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512i v = _mm512_cvtps_epi32(_mm512_min_ps(_mm512_max_ps(r, lo), hi));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * half), _mm512_cvtepi32_epi8(v));
-    sums[half] = _mm512_reduce_add_epi32(v);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i), _mm512_cvtepi32_epi8(v));
+    sums[i / 16] = _mm512_reduce_add_epi32(v);
   }
+}
+__attribute__((target("avx512f"))) float abs_max_avx512(const float* x, int n) {
+  __m512 amax = _mm512_setzero_ps();
+  for (int i = 0; i < n; i += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+  return _mm512_reduce_max_ps(amax);
 }
 #endif  // __x86_64__
 
-// One 32-block of an activation row: d = max |x| / 127, q = round(x / d) (ties to even), sums per 16.
-void quantize_block(const float* xb, int8_t* q, float* d_out, int32_t* sums) {
-  float amax = 0.0f;
-  for (int i = 0; i < kGroupK; ++i) amax = std::max(amax, std::fabs(xb[i]));
-  const float d = amax / 127.0f;
+// n k of an activation row in steps of d: q = round(x / d) (ties to even) within +-127, sums of q per 16.
+void quantize_block(const float* xb, int n, float d, int8_t* q, int32_t* sums) {
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
-  *d_out = d;
-  for (int half = 0; half < 2; ++half) {
+  for (int i = 0; i < n; i += 16) {
     int32_t sum = 0;
-    for (int i = 16 * half; i < 16 * (half + 1); ++i) {
-      const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[i] * id), -127.0f, 127.0f));
-      q[i] = v;
+    for (int j = i; j < i + 16; ++j) {
+      const auto v = static_cast<int8_t>(std::clamp(std::nearbyint(xb[j] * id), -127.0f, 127.0f));
+      q[j] = v;
       sum += v;
     }
-    sums[half] = sum;
+    sums[i / 16] = sum;
   }
+}
+
+float abs_max(const float* x, int n) {
+  float amax = 0.0f;
+  for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
+  return amax;
+}
+
+// A 256-block's sums of q per 32 k, split as Q8Rows::split_sums says.
+void split_block_sums(const int32_t* sums, int32_t* split) {
+  uint8_t bytes[16];
+  for (int j = 0; j < 8; ++j) {
+    const int32_t s = sums[2 * j] + sums[2 * j + 1];
+    bytes[j] = static_cast<uint8_t>(s >> 7);  // in [-32, 31]
+    bytes[8 + j] = static_cast<uint8_t>(s & 127);
+  }
+  std::memcpy(split, bytes, sizeof(bytes));
 }
 
 template <class F>
 void run_panels(Int8Isa isa, const Q8Rows& x, int64_t row_begin, int64_t row_end, const uint8_t* panels,
                 size_t panel_bytes, int64_t panel_begin, int64_t panel_end, float* y, int64_t ldy, int64_t n) {
+  check_q8_block<F>(x);
 #if defined(CBATCH_INT8_X86)
   if (isa == Int8Isa::kAvx512Vnni && kLanes == 16 && row_end - row_begin == 1) {
     for (int64_t p = panel_begin; p < panel_end; ++p) {
@@ -631,20 +813,34 @@ Int8Isa detect_isa() {
 
 }  // namespace
 
-void quantize_rows_q8(const float* x, int64_t m, int64_t k, Q8Rows& out) {
+void quantize_rows_q8(const float* x, int64_t m, int64_t k, int block, Q8Rows& out) {
+  if (block != kGroupK && block != kSuperK) throw Error("internal error: activation blocks are of 32 or 256");
   out.rows = m;
   out.cols = k;
+  out.block = block;
   const auto need = static_cast<size_t>(m * k);
   if (out.q.size() < need) out.q.resize(need);
-  if (out.d.size() < need / kGroupK) out.d.resize(need / kGroupK);
+  if (out.d.size() < need / block) out.d.resize(need / block);
   if (out.sums.size() < need / 16) out.sums.resize(need / 16);
+  if (block == kSuperK && out.split_sums.size() < need / kSuperK * 4) out.split_sums.resize(need / kSuperK * 4);
   auto* quantize = &quantize_block;
+  auto* amax = &abs_max;
 #if defined(CBATCH_INT8_X86)
-  if (int8_isa() == Int8Isa::kAvx512Vnni) quantize = &quantize_block_avx512;
-#endif
-  for (int64_t b = 0; b < m * (k / kGroupK); ++b) {
-    quantize(x + b * kGroupK, out.q.data() + b * kGroupK, out.d.data() + b, out.sums.data() + 2 * b);
+  if (int8_isa() == Int8Isa::kAvx512Vnni) {
+    quantize = &quantize_block_avx512;
+    amax = &abs_max_avx512;
   }
+#endif
+  for (int64_t b = 0; b < m * (k / block); ++b) {
+    out.d[static_cast<size_t>(b)] = amax(x + b * block, block) / 127.0f;
+    int32_t* sums = out.sums.data() + b * (block / 16);
+    quantize(x + b * block, block, out.d[static_cast<size_t>(b)], out.q.data() + b * block, sums);
+    if (block == kSuperK) split_block_sums(sums, out.split_sums.data() + 4 * b);
+  }
+}
+
+int q8_block(DType dtype) {
+  return with_block_format(dtype, [](auto format) { return Int8Layout<decltype(format)>::kSuper ? kSuperK : kGroupK; });
 }
 
 bool can_run(Int8Isa isa) {

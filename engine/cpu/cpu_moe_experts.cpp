@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 
@@ -14,18 +15,22 @@ using matmul_detail::Q8Rows;
 
 // Rows `rows` (n) of the quantized from into to's rows [0, n).
 void gather_q8(const Q8Rows& from, const int32_t* rows, int n, Q8Rows& to) {
-  const int64_t k = from.cols, blocks = k / matmul_detail::kGroupK, halves = k / 16;
+  const int64_t k = from.cols, blocks = k / from.block, halves = k / 16;
+  const int64_t split = from.block == matmul_detail::kSuperK ? 4 * blocks : 0;
   to.rows = n;
   to.cols = k;
+  to.block = from.block;
   const auto need = static_cast<size_t>(n * k);
   if (to.q.size() < need) to.q.resize(need);
-  if (to.d.size() < need / matmul_detail::kGroupK) to.d.resize(need / matmul_detail::kGroupK);
+  if (to.d.size() < need / from.block) to.d.resize(need / from.block);
   if (to.sums.size() < need / 16) to.sums.resize(need / 16);
+  if (to.split_sums.size() < static_cast<size_t>(n * split)) to.split_sums.resize(static_cast<size_t>(n * split));
   for (int i = 0; i < n; ++i) {
     const int64_t r = rows[i];
     std::memcpy(&to.q[static_cast<size_t>(i * k)], &from.q[static_cast<size_t>(r * k)], static_cast<size_t>(k));
     std::copy_n(&from.d[static_cast<size_t>(r * blocks)], blocks, &to.d[static_cast<size_t>(i * blocks)]);
     std::copy_n(&from.sums[static_cast<size_t>(r * halves)], halves, &to.sums[static_cast<size_t>(i * halves)]);
+    std::copy_n(from.split_sums.data() + r * split, split, to.split_sums.data() + i * split);
   }
 }
 
@@ -77,7 +82,9 @@ void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
   for (int r = 0; r < n; ++r) {
     gated_ffn_row(&t.gate_up[r * 2 * width], &t.hidden[r * width], static_cast<int>(width), v.glu);
   }
-  if (down.is_int8()) matmul_detail::quantize_rows_q8(t.hidden.data(), n, width, t.q_hidden);
+  if (down.is_int8()) {
+    matmul_detail::quantize_rows_q8(t.hidden.data(), n, width, matmul_detail::q8_block(down.dtype()), t.q_hidden);
+  }
   t.rows_out.resize(static_cast<size_t>(n) * dim);
   matmul_on_thread(t.hidden.data(), &t.q_hidden, down, t.rows_out.data(), n);
   add_bias_rows(t.rows_out.data(), n, biased ? &v.w.down_bias[u.expert] : nullptr);
@@ -133,14 +140,18 @@ int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& group
   // expert's weights about once.
   const int max_rows = std::max(16, (picks + 4 * num_threads - 1) / (4 * num_threads));
   const double total_ns = plan_units(groups, w, max_rows, num_threads, s);
-  bool any_int8 = false;
+  int q8_block = 0;  // the activation block of the int8 experts' gate|up (one tensor's: the same for all)
   int num_touched = 0;
   for (size_t i = 0; i < s.units.size(); ++i) {
     const ExpertUnit& u = s.units[i];
-    any_int8 = any_int8 || w.gate_up[u.expert].is_int8();
+    const PackedMatrix& gate_up = w.gate_up[u.expert];
+    if (gate_up.is_int8() && q8_block != 0 && matmul_detail::q8_block(gate_up.dtype()) != q8_block) {
+      throw Error("internal error: experts whose int8 weights take different activation blocks");
+    }
+    if (gate_up.is_int8()) q8_block = matmul_detail::q8_block(gate_up.dtype());
     num_touched += i == 0 || s.units[i - 1].expert != u.expert;
   }
-  if (any_int8) matmul_detail::quantize_rows_q8(h, num_rows, dim, s.h_q8);  // once per row, not per pick
+  if (q8_block != 0) matmul_detail::quantize_rows_q8(h, num_rows, dim, q8_block, s.h_q8);  // once per row, not per pick
   if (s.threads.size() < static_cast<size_t>(num_threads)) s.threads.resize(static_cast<size_t>(num_threads));
   const StepView view{h, dim, w, glu, s, groups.entries.data(), out};
   pool.parallel_for(num_threads, [&](int64_t begin, int64_t end) {
