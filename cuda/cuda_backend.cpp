@@ -99,7 +99,8 @@ class CudaBackend final : public Backend {
   void forward(const RaggedBatch& batch, StepOutput& out) override;
   // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
   double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
-  // Routed experts as kept (device_weights.hpp): MXFP4 17/32, FP8 1 + the row scales' 4 / k, else T.
+  // Routed experts as kept (device_weights.hpp): MXFP4 17/32, Q8_0 34/32, FP8 1 + the row scales' 4 / k,
+  // else T.
   double expert_bytes_per_param() const override {
     double bytes = 0, params = 0;
     for (const LayerWeights<T>& w : weights_.layers) {

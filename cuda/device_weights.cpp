@@ -205,18 +205,22 @@ struct ExpertSource {
   int64_t rows;
 };
 
-// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights, MXFP4 where every
-// expert's tensors are MXFP4 blocks, else T; always T for fp32 or when kept_quantized is false.
+// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights, MXFP4 (Q8_0) where
+// every expert's tensors are MXFP4 (Q8_0) blocks, else T; always T for fp32 or when kept_quantized is false.
+// Random MXFP4 tensors (--dummy-dtype mxfp4) are generated as blocks on the device; random Q8_0 ones are not
+// (they stay T).
 template <typename T>
 ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts, bool fp8, bool keep_quantized) {
   if (std::is_same_v<T, float> || !keep_quantized) return ExpertFormat::kT;
   if (fp8) return ExpertFormat::kFp8Row;
+  const TensorView& first = *experts.front().front().tensor;
+  if (first.dtype != DType::kMXFP4 && (first.dtype != DType::kQ8_0 || first.is_random)) return ExpertFormat::kT;
   for (const auto& parts : experts) {
     for (const ExpertSource& p : parts) {
-      if (p.tensor->dtype != DType::kMXFP4) return ExpertFormat::kT;  // random MXFP4 ones too: dummy mxfp4
+      if (p.tensor->dtype != first.dtype || p.tensor->is_random != first.is_random) return ExpertFormat::kT;
     }
   }
-  return ExpertFormat::kMxfp4;
+  return first.dtype == DType::kMXFP4 ? ExpertFormat::kMxfp4 : ExpertFormat::kQ8_0;
 }
 
 // Every expert's (n, k) matrix, stacked from its parts, in `format`.
@@ -237,13 +241,13 @@ ExpertMatrix<T> upload_experts(WeightUploader& up, const std::vector<std::vector
     }
     return m;
   }
-  if (format == ExpertFormat::kMxfp4) {
-    const int64_t row_bytes = k / 32 * BlockFormat<DType::kMXFP4>::kBytes;
-    m.quant = DeviceBuffer<uint8_t>(num * static_cast<size_t>(n * row_bytes));
+  if (format == ExpertFormat::kMxfp4 || format == ExpertFormat::kQ8_0) {
+    const int64_t stride = row_bytes(format == ExpertFormat::kMxfp4 ? DType::kMXFP4 : DType::kQ8_0, k);
+    m.quant = DeviceBuffer<uint8_t>(num * static_cast<size_t>(n * stride));
     for (size_t e = 0; e < num; ++e) {
       int64_t row = static_cast<int64_t>(e) * n;
       for (const ExpertSource& p : experts[e]) {
-        up.upload_raw_blocks(*p.tensor, p.rows, k, m.quant.get() + row * row_bytes);
+        up.upload_raw_blocks(*p.tensor, p.rows, k, m.quant.get() + row * stride);
         row += p.rows;
       }
     }

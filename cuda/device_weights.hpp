@@ -20,8 +20,9 @@ namespace cbatch {
 
 // A sparse layer's FFN: the router and every expert stacked in one buffer per product, so that expert e's
 // matrix is at e * its size. The experts stay quantized where moe_quant_gemm multiplies them (T bf16 or
-// fp16): in MXFP4 where the model ships them so, in FP8 with a scale per row with fp8 weights; else (other
-// GGUF blocks decoded at load like the dense weights, fp32, CBATCH_MOE_EXPERTS=dequant) in T. Biases fp32.
+// fp16): in MXFP4 or Q8_0 blocks where the model ships them so, in FP8 with a scale per row with fp8
+// weights; else (other GGUF blocks decoded at load like the dense weights, fp32, CBATCH_MOE_EXPERTS=dequant)
+// in T. Biases fp32.
 template <typename T>
 struct MoeLayerWeights {
   DeviceBuffer<T> router;               // (num_experts, dim)

@@ -64,15 +64,19 @@ void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_
   }
   if (num_picks == 0) return;
   const size_t rows = static_cast<size_t>(num_experts) * static_cast<size_t>(n);
-  if (w.format == ExpertFormat::kMxfp4 && w.quant.size() == rows * static_cast<size_t>(k / 32) * 17) {
+  const size_t blocks = rows * static_cast<size_t>(k / 32);
+  if (w.format == ExpertFormat::kMxfp4 && w.quant.size() == blocks * BlockFormat<DType::kMXFP4>::kBytes) {
     launch(d_y, d_x, BlockWeights<BlockFormat<DType::kMXFP4>>{w.quant.get()}, d_offsets, num_picks, num_experts, n,
            k, stream);
+  } else if (w.format == ExpertFormat::kQ8_0 && w.quant.size() == blocks * BlockFormat<DType::kQ8_0>::kBytes) {
+    launch(d_y, d_x, BlockWeights<BlockFormat<DType::kQ8_0>>{w.quant.get()}, d_offsets, num_picks, num_experts, n, k,
+           stream);
   } else if (w.format == ExpertFormat::kFp8Row && w.quant.size() == rows * static_cast<size_t>(k) &&
              w.scales.size() == rows) {
     launch(d_y, d_x, Fp8RowWeights{w.quant.get(), w.scales.get()}, d_offsets, num_picks, num_experts, n, k, stream);
   } else {
     throw Error("moe_quant_gemm: the expert weights are not quantized (" + std::to_string(num_experts) + ", " +
-                std::to_string(n) + ", " + std::to_string(k) + ") MXFP4 or FP8 rows");
+                std::to_string(n) + ", " + std::to_string(k) + ") MXFP4 or Q8_0 blocks or FP8 rows");
   }
 }
 

@@ -1,7 +1,7 @@
 // The experts of a sparse layer kept quantized on the device, and the grouped GEMM that dequantises them in
-// its load path (moe_quant_gemm.cu, block code in moe_quant_gemm_block.cuh): MXFP4 blocks as the model ships
-// them (about 4.25 bits a weight), or FP8 E4M3 codes with one fp32 scale per output row (--quantization
-// fp8). The GEMM reads the expert offsets on the device, so a layer whose products all take it needs no
+// its load path (moe_quant_gemm.cu, block code in moe_quant_gemm_block.cuh): MXFP4 or Q8_0 blocks as the
+// model ships them (4.25 and 8.5 bits a weight), or FP8 E4M3 codes with one fp32 scale per output row
+// (--quantization fp8). The GEMM reads the expert offsets on the device, so a layer whose products all take it needs no
 // host copy of them (moe_ffn.cpp). Compute types bf16 and fp16; fp32 keeps the experts in T.
 #pragma once
 #include <cuda_runtime.h>
@@ -16,6 +16,7 @@ namespace cbatch {
 enum class ExpertFormat {
   kT,       // in the compute type, multiplied by cuBLAS (moe_gemm.hpp)
   kMxfp4,   // ggml MXFP4 blocks, k / 32 of 17 bytes a row
+  kQ8_0,    // ggml Q8_0 blocks, k / 32 of 34 bytes a row
   kFp8Row,  // FP8 E4M3 codes with a scale per row
 };
 
@@ -24,7 +25,7 @@ template <typename T>
 struct ExpertMatrix {
   ExpertFormat format = ExpertFormat::kT;
   DeviceBuffer<T> dense;        // (num_experts, n, k) in T; empty when quantized
-  DeviceBuffer<uint8_t> quant;  // MXFP4: (num_experts, n, k / 32 blocks of 17 bytes); FP8: (num_experts, n, k)
+  DeviceBuffer<uint8_t> quant;  // MXFP4, Q8_0: (num_experts, n, k / 32 blocks); FP8: (num_experts, n, k)
   DeviceBuffer<float> scales;   // (num_experts, n) FP8 row scales; else empty
 
   bool is_quantized() const { return format != ExpertFormat::kT; }
@@ -32,7 +33,7 @@ struct ExpertMatrix {
 };
 
 // For each expert e: y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) W_e^T, W_e dequantised
-// from w (MXFP4 or FP8 rows; k a multiple of 32). d_offsets (num_experts + 1) on the device, its last entry
+// from w (MXFP4 or Q8_0 blocks or FP8 rows; k a multiple of 32). d_offsets (num_experts + 1) on the device, its last entry
 // at most num_picks (the grid's bound, on the host). T bf16 or fp16.
 template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,

@@ -4,7 +4,10 @@ tiny_models.py (the prompts test_moe.py checks the float64 reference on, whose r
   bf16's leading agreement with them is printed;
 - per step, the trace's experts_touched on CUDA equals the CPU's (one sequence at a time, so the steps match);
 - the outputs are the same across --mode continuous/static/sequential and token budgets on CUDA (fp32);
-- OLMoE's q/k norms over the whole projections run as the other families do."""
+- OLMoE's q/k norms over the whole projections run as the other families do;
+- Mixtral's GGUF with Q8_0 experts: the experts stay Q8_0 blocks on the device (the quantized expert GEMM)
+  and its bf16 and fp16 tokens lead as CBATCH_MOE_EXPERTS=dequant's do (the experts decoded to T at load,
+  cuBLAS) for at least half of each request; the leading agreements are printed."""
 import os
 import random
 
@@ -12,6 +15,7 @@ from common import Checks, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
+import gguf  # noqa: E402
 import tiny_models  # noqa: E402
 from gpu_moe_common import leading_agreement, outputs, touched_per_step  # noqa: E402
 
@@ -55,4 +59,21 @@ for name in tiny_models.MOE_MODELS:
     cpu_touched = touched_per_step(work, hf_dir, prompts, "cpu")
     c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),
             f"{name}: experts_touched per step differs\n  cuda {gpu_touched}\n  cpu  {cpu_touched}")
+
+prompts, _, _ = write_model("mixtral")
+q8_gguf = os.path.join(work, "mixtral-q8_0.gguf")
+tiny_models.write_gguf(q8_gguf, "mixtral", tiny_models.random_weights("mixtral"),
+                       ffn_qtype=gguf.GGMLQuantizationType.Q8_0)
+types = {t.name: t.tensor_type for t in gguf.GGUFReader(q8_gguf).tensors}
+c.check(types["blk.0.ffn_down_exps.weight"] == gguf.GGMLQuantizationType.Q8_0,
+        f"the Q8_0 model's expert tensors are not Q8_0: {types}")
+for dtype in ("bf16", "fp16"):
+    quant = outputs(work, q8_gguf, prompts, ["--device", "cuda", "--dtype", dtype])
+    dequant = outputs(work, q8_gguf, prompts, ["--device", "cuda", "--dtype", dtype],
+                      env={"CBATCH_MOE_EXPERTS": "dequant"})
+    lead = [leading_agreement(a, b) for a, b in zip(quant, dequant)]
+    print(f"mixtral Q8_0 experts {dtype}: leading tokens equal to the dequantised experts' per prompt:", lead,
+          f"of {NUM_TOKENS}")
+    c.check(len(lead) == len(PROMPT_LENGTHS) and min(lead) >= NUM_TOKENS // 2,
+            f"mixtral Q8_0 experts {dtype}: the quantized expert GEMM leaves the dequantised path early: {lead}")
 c.done()

@@ -498,9 +498,9 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
                tokenizer=write_byte_tokenizer, matrix_dtype=np.float32, legacy_experts=False):
     """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
     tensor name -> its replacement, or None to leave it out) are given; ffn_qtype (a
-    gguf.GGMLQuantizationType) quantizes the FFN matrices with the gguf package, the rest stays float32
-    (matrices: matrix_dtype, np.float32 or np.float16). spec as in config_of; tokenizer(writer) writes the
-    tokenizer keys; legacy_experts: one tensor per expert (put_moe)."""
+    gguf.GGMLQuantizationType) quantizes the FFN matrices (the experts' too) with the gguf package, the rest
+    stays float32 (matrices: matrix_dtype, np.float32 or np.float16). spec as in config_of; tokenizer(writer)
+    writes the tokenizer keys; legacy_experts: one tensor per expert (put_moe)."""
     import gguf
     from gguf.quants import quantize
     spec = spec or MODELS[name]
@@ -518,7 +518,8 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
         if gemma and gguf_name.endswith("norm.weight"):
             t = t + np.float32(1.0)
         t = np.ascontiguousarray(t, dtype=np.float32)
-        if ffn_qtype is not None and gguf_name.split(".")[-2] in ("ffn_gate", "ffn_up", "ffn_down"):
+        ffn = gguf_name.split(".")[-2].removesuffix("_exps") in ("ffn_gate", "ffn_up", "ffn_down")
+        if ffn_qtype is not None and ffn:
             writer.add_tensor(gguf_name, quantize(t, ffn_qtype), raw_dtype=ffn_qtype)
         else:
             writer.add_tensor(gguf_name, t.astype(matrix_dtype, copy=False) if t.ndim > 1 else t)
