@@ -17,6 +17,7 @@
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/model.hpp"
 #include "engine/model/quant_blocks.hpp"
+#include "test_blocks.hpp"
 #include "test_files.hpp"
 
 namespace cbatch {
@@ -212,61 +213,76 @@ TEST_CASE("moe: a batch grouped by expert gives every row the bits of that row a
 
 namespace {
 
-// Random experts stored as Q8_0 blocks, packed three ways: int8 panels (--cpu-precision fast), blocked
-// panels (exact), and fp32 panels of the blocks' values.
+// Random experts stored in `dtype` blocks, packed three ways: int8 panels (--cpu-precision fast), blocked
+// panels (exact), and fp32 panels of the blocks' values. Q8_0 quantizes random floats; another type's
+// blocks are random bytes with sane scales (test_blocks.hpp), Q4_K's at 256 values a row (its block).
 struct QuantizedExperts {
-  static constexpr int kDim = 64, kWidth = 64;
   MoeRouting routing{6, 2, true};
+  DType dtype;
+  int dim, width;
   MoeWeights int8, blocked, f32;
 
-  QuantizedExperts(ThreadPool& pool, uint32_t seed) {
+  QuantizedExperts(ThreadPool& pool, uint32_t seed, DType type = DType::kQ8_0)
+      : dtype(type), dim(static_cast<int>(dtype_block_elems(type)) * 2), width(dim) {
     std::mt19937 rng(seed);
     const int e = routing.num_experts;
-    const std::vector<float> router = random_floats(rng, static_cast<size_t>(e * kDim), 1.0f);
-    for (MoeWeights* w : {&int8, &blocked, &f32}) w->router = pack(router, e, kDim, pool);
+    const std::vector<float> router = random_floats(rng, static_cast<size_t>(e * dim), 1.0f);
+    for (MoeWeights* w : {&int8, &blocked, &f32}) w->router = pack(router, e, dim, pool);
     for (int i = 0; i < e; ++i) {
-      add(random_floats(rng, static_cast<size_t>(2 * kWidth * kDim), 0.4f), 2 * kWidth, kDim, pool, true);
-      add(random_floats(rng, static_cast<size_t>(kDim * kWidth), 0.3f), kDim, kWidth, pool, false);
+      add(rng, 2 * width, dim, 0.4f, pool, true);
+      add(rng, dim, width, 0.3f, pool, false);
     }
   }
 
-  // One expert matrix (n, k) quantized to Q8_0, appended to each form's gate_up or down.
-  void add(const std::vector<float>& w, int64_t n, int64_t k, ThreadPool& pool, bool gate_up) {
-    const int64_t row_bytes = k / 32 * 34;
-    std::vector<uint8_t> blocks(static_cast<size_t>(n * row_bytes));
-    std::vector<float> values(w.size());
+  // One expert matrix (n, k) in dtype blocks, appended to each form's gate_up or down.
+  void add(std::mt19937& rng, int64_t n, int64_t k, float scale, ThreadPool& pool, bool gate_up) {
+    const int64_t stride = row_bytes(dtype, k);
+    std::vector<uint8_t> blocks = testing::random_blocks(dtype, n, k, static_cast<unsigned>(rng()));
+    std::vector<float> values(static_cast<size_t>(n * k));
     for (int64_t r = 0; r < n; ++r) {
-      quantize_q8_0(&w[static_cast<size_t>(r * k)], k, &blocks[static_cast<size_t>(r * row_bytes)]);
-      dequantize_blocks(DType::kQ8_0, &blocks[static_cast<size_t>(r * row_bytes)], k / 32, &values[static_cast<size_t>(r * k)]);
+      uint8_t* row = &blocks[static_cast<size_t>(r * stride)];
+      if (dtype == DType::kQ8_0) quantize_q8_0(random_floats(rng, static_cast<size_t>(k), scale).data(), k, row);
+      dequantize_blocks(dtype, row, k / dtype_block_elems(dtype), &values[static_cast<size_t>(r * k)]);
     }
-    auto rows = [&](int64_t r) { return &blocks[static_cast<size_t>(r * row_bytes)]; };
-    (gate_up ? int8.gate_up : int8.down).emplace_back(n, k, DType::kQ8_0, rows, pool, true);
-    (gate_up ? blocked.gate_up : blocked.down).emplace_back(n, k, DType::kQ8_0, rows, pool, false);
+    auto rows = [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; };
+    (gate_up ? int8.gate_up : int8.down).emplace_back(n, k, dtype, rows, pool, true);
+    (gate_up ? blocked.gate_up : blocked.down).emplace_back(n, k, dtype, rows, pool, false);
     (gate_up ? f32.gate_up : f32.down).push_back(pack(values, n, k, pool));
   }
 };
 
 }  // namespace
 
-TEST_CASE("moe: quantized experts, an expert's rows split across threads, give every row the bits of that row alone") {
+TEST_CASE("moe: quantized experts (Q8_0; Q4_K, whose activations go in 256-blocks), an expert's rows split "
+          "across threads, give every row the bits of that row alone") {
   ThreadPool pool(2);
-  QuantizedExperts q(pool, 29);
-  const int rows = 64, dim = QuantizedExperts::kDim;  // 128 picks over 6 experts: more than one unit each
-  std::mt19937 rng(7);
-  const std::vector<float> h = random_floats(rng, static_cast<size_t>(rows * dim), 1.0f);
-  std::vector<float> exact(h.size()), f32(h.size());
-  MoeScratch scratch;
-  moe_ffn(h.data(), rows, dim, q.blocked, q.routing, Activation::kSilu, pool, scratch, exact.data());
-  moe_ffn(h.data(), rows, dim, q.f32, q.routing, Activation::kSilu, pool, scratch, f32.data());
-  CHECK(std::memcmp(exact.data(), f32.data(), exact.size() * sizeof(float)) == 0);  // the blocks' fp32 values
-  for (const MoeWeights* w : {&q.int8, &q.blocked}) {
-    std::vector<float> batch(h.size()), alone(static_cast<size_t>(dim));
-    CHECK(moe_ffn(h.data(), rows, dim, *w, q.routing, Activation::kSilu, pool, scratch, batch.data()) == 6);
-    for (int r = 0; r < rows; ++r) {
-      moe_ffn(&h[r * dim], 1, dim, *w, q.routing, Activation::kSilu, pool, scratch, alone.data());
-      CHECK(std::memcmp(alone.data(), &batch[r * dim], dim * sizeof(float)) == 0);
-      for (int i = 0; i < dim; ++i) CHECK(batch[r * dim + i] == doctest::Approx(exact[r * dim + i]).epsilon(0.05).scale(1.0));
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_K}) {
+    CAPTURE(dtype_name(dtype));
+    QuantizedExperts q(pool, 29, dtype);
+    const int rows = 64, dim = q.dim;  // 128 picks over 6 experts: more than one unit each
+    std::mt19937 rng(7);
+    const std::vector<float> h = random_floats(rng, static_cast<size_t>(rows * dim), 1.0f);
+    std::vector<float> exact(h.size()), f32(h.size());
+    MoeScratch scratch;
+    moe_ffn(h.data(), rows, dim, q.blocked, q.routing, Activation::kSilu, pool, scratch, exact.data());
+    moe_ffn(h.data(), rows, dim, q.f32, q.routing, Activation::kSilu, pool, scratch, f32.data());
+    CHECK(std::memcmp(exact.data(), f32.data(), exact.size() * sizeof(float)) == 0);  // the blocks' fp32 values
+    double err = 0, norm = 0;
+    for (const MoeWeights* w : {&q.int8, &q.blocked}) {
+      std::vector<float> batch(h.size()), alone(static_cast<size_t>(dim));
+      CHECK(moe_ffn(h.data(), rows, dim, *w, q.routing, Activation::kSilu, pool, scratch, batch.data()) == 6);
+      for (int r = 0; r < rows; ++r) {
+        moe_ffn(&h[r * dim], 1, dim, *w, q.routing, Activation::kSilu, pool, scratch, alone.data());
+        CHECK(std::memcmp(alone.data(), &batch[r * dim], dim * sizeof(float)) == 0);
+      }
+      for (size_t i = 0; i < h.size(); ++i) {
+        err += (batch[i] - exact[i]) * (batch[i] - exact[i]);
+        norm += static_cast<double>(exact[i]) * exact[i];
+      }
     }
+    MESSAGE(dtype_name(dtype) << ": int8 experts vs exact, normwise relative error " << std::sqrt(err / norm));
+    CHECK(norm > 0);
+    CHECK(std::sqrt(err / norm) < 0.05);  // 8-bit activations (the blocked path adds nothing)
   }
 }
 
