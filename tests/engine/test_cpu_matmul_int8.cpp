@@ -196,7 +196,8 @@ TEST_CASE("int8 parts of different block types stacked by rows give each part's 
   ThreadPool pool(2);
   const int64_t k = 256, width = matmul_panel_width();
   // Gemma 3's Q5_0 Q and K with a Q8_0 V (32-blocks); a Q4_K_M file's Q4_K Q and K with a Q6_K V (256).
-  for (auto [first_type, last_type] : {std::pair{DType::kQ5_0, DType::kQ8_0}, std::pair{DType::kQ4_K, DType::kQ6_K}}) {
+  for (const auto& types : {std::pair{DType::kQ5_0, DType::kQ8_0}, std::pair{DType::kQ4_K, DType::kQ6_K}}) {
+    const DType first_type = types.first, last_type = types.second;  // (clang captures no structured binding)
     CAPTURE(dtype_name(first_type));
     const Case q(first_type, 2 * width, k, 1), v(last_type, 20, k, 2), d(first_type, 3 * width, k, 3);
     std::vector<PackedMatrix> parts;
