@@ -1,8 +1,8 @@
 // The experts of a sparse layer kept quantized on the device, and the grouped GEMM that dequantises them in
 // its load path (moe_quant_gemm.cu, block code in moe_quant_gemm_block.cuh): MXFP4 or Q8_0 blocks as the
 // model ships them (4.25 and 8.5 bits a weight), or FP8 E4M3 codes with one fp32 scale per output row
-// (--quantization fp8). The GEMM reads the expert offsets on the device, so a layer whose products all take it needs no
-// host copy of them (moe_ffn.cpp). Compute types bf16 and fp16; fp32 keeps the experts in T.
+// (--quantization fp8). The GEMM reads the expert offsets on the device, so a layer whose products all take
+// it needs no host copy of them (moe_ffn.cpp). Compute types bf16 and fp16; fp32 keeps the experts in T.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -33,8 +33,8 @@ struct ExpertMatrix {
 };
 
 // For each expert e: y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) W_e^T, W_e dequantised
-// from w (MXFP4 or Q8_0 blocks or FP8 rows; k a multiple of 32). d_offsets (num_experts + 1) on the device, its last entry
-// at most num_picks (the grid's bound, on the host). T bf16 or fp16.
+// from w (MXFP4 or Q8_0 blocks or FP8 rows; k a multiple of 32). d_offsets (num_experts + 1) on the
+// device, its last entry at most num_picks (the grid's bound, on the host). T bf16 or fp16.
 template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,
                     int num_experts, int n, int k, cudaStream_t stream);
