@@ -445,7 +445,6 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
     for (int sub = 0; sub < G::kSubs; ++sub) {
       const int s = sub * G::kSubFloats;
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
-      const __m256 ds = _mm256_set1_ps(d[b / L::kSuperGroups]);
       for (int c = 0; c < kChunks; ++c) {
         __m256i pairs0 = _mm256_setzero_si256(), pairs1 = _mm256_setzero_si256();
         for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
@@ -469,7 +468,7 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
           tot[c] = _mm256_add_epi32(tot[c], _mm256_mullo_epi32(isum, super_sc8<F>(panel, b, sub, c * 8)));
           continue;
         }
-        const __m256 scale = _mm256_mul_ps(int8_scales8<F>(panel, b, s + c * 8), ds);
+        const __m256 scale = _mm256_mul_ps(int8_scales8<F>(panel, b, s + c * 8), _mm256_set1_ps(d[b]));
         acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
         if constexpr (G::kHasOffset) {
           acc[c] = _mm256_fmadd_ps(int8_scales8<F>(panel, b, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
