@@ -7,11 +7,11 @@
 // backend adds it.
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
 // (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
-// Experts (T bf16 or fp16): MXFP4 tensors are copied as their blocks and stay so (moe_quant_gemm reads
-// them; dummy MXFP4 experts, --dummy-dtype mxfp4, are generated as their blocks on the device, and decoded
-// to T like uploaded blocks where they take the T path); with fp8 weights each expert is uploaded in T into
-// one expert-sized scratch buffer and quantized on the device, a scale per row (on the device: every
-// source format goes through the decoders above, and the host does no per-weight work).
+// Experts (T bf16 or fp16): tensors in a block type that moe_quant_gemm reads (MXFP4, Q8_0, Q4_K, ...) are copied
+// as their blocks and stay so (dummy MXFP4 experts, --dummy-dtype mxfp4, are generated as their blocks on the
+// device, and decoded to T like uploaded blocks where they take the T path); with fp8 weights each expert is
+// uploaded in T into one expert-sized scratch buffer and quantized on the device, a scale per row (on the device:
+// every source format goes through the decoders above, and the host does no per-weight work).
 #include "cuda/device_weights.hpp"
 
 #include <cuda_bf16.h>
@@ -205,22 +205,25 @@ struct ExpertSource {
   int64_t rows;
 };
 
-// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights, MXFP4 (Q8_0) where
-// every expert's tensors are MXFP4 (Q8_0) blocks, else T; always T for fp32 or when kept_quantized is false.
-// Random MXFP4 tensors (--dummy-dtype mxfp4) are generated as blocks on the device; random Q8_0 ones are not
-// (they stay T).
+// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights; GGUF blocks where
+// every expert's tensors are blocks of one type that moe_quant_gemm reads (expert_blocks_supported), else T;
+// always T for fp32 or when kept_quantized is false. Random MXFP4 tensors (--dummy-dtype mxfp4) are
+// generated as blocks on the device; random tensors of other block types are not (they stay T).
 template <typename T>
-ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts, bool fp8, bool keep_quantized) {
+ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts, int64_t k, bool fp8,
+                           bool keep_quantized) {
   if (std::is_same_v<T, float> || !keep_quantized) return ExpertFormat::kT;
   if (fp8) return ExpertFormat::kFp8Row;
   const TensorView& first = *experts.front().front().tensor;
-  if (first.dtype != DType::kMXFP4 && (first.dtype != DType::kQ8_0 || first.is_random)) return ExpertFormat::kT;
+  if (!expert_blocks_supported(first.dtype, k) || (first.is_random && first.dtype != DType::kMXFP4)) {
+    return ExpertFormat::kT;
+  }
   for (const auto& parts : experts) {
     for (const ExpertSource& p : parts) {
       if (p.tensor->dtype != first.dtype || p.tensor->is_random != first.is_random) return ExpertFormat::kT;
     }
   }
-  return first.dtype == DType::kMXFP4 ? ExpertFormat::kMxfp4 : ExpertFormat::kQ8_0;
+  return ExpertFormat::kBlocks;
 }
 
 // Every expert's (n, k) matrix, stacked from its parts, in `format`.
@@ -241,8 +244,9 @@ ExpertMatrix<T> upload_experts(WeightUploader& up, const std::vector<std::vector
     }
     return m;
   }
-  if (format == ExpertFormat::kMxfp4 || format == ExpertFormat::kQ8_0) {
-    const int64_t stride = row_bytes(format == ExpertFormat::kMxfp4 ? DType::kMXFP4 : DType::kQ8_0, k);
+  if (format == ExpertFormat::kBlocks) {
+    m.blocks = experts.front().front().tensor->dtype;
+    const int64_t stride = row_bytes(m.blocks, k);
     m.quant = DeviceBuffer<uint8_t>(num * static_cast<size_t>(n * stride));
     for (size_t e = 0; e < num; ++e) {
       int64_t row = static_cast<int64_t>(e) * n;
@@ -297,8 +301,8 @@ MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const M
     gate_up.push_back({{&e.gate, width}, {&e.up, width}});
     down.push_back({{&e.down, dim}});
   }
-  w.gate_up = upload_experts<T>(up, gate_up, 2 * width, dim, expert_format<T>(gate_up, fp8, keep_quantized));
-  w.down = upload_experts<T>(up, down, dim, width, expert_format<T>(down, fp8, keep_quantized));
+  w.gate_up = upload_experts<T>(up, gate_up, 2 * width, dim, expert_format<T>(gate_up, dim, fp8, keep_quantized));
+  w.down = upload_experts<T>(up, down, dim, width, expert_format<T>(down, width, fp8, keep_quantized));
   if (c.router_bias) w.router_bias = up.upload_norm(t.router_bias, c.num_experts, 0.0f);
   if (c.expert_bias) {  // each expert's [gate | up] bias row, and its down bias
     w.gate_up_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * 2 * width);

@@ -56,6 +56,15 @@ void launch(T* d_y, const T* d_x, const W& w, const int32_t* d_offsets, int num_
 
 }  // namespace
 
+bool expert_blocks_supported(DType dtype, int64_t k) {
+  switch (dtype) {
+    case DType::kMXFP4: case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0:
+    case DType::kQ5_1: case DType::kIQ4_NL: return k % 32 == 0;
+    case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: return k % 256 == 0;
+    default: return false;
+  }
+}
+
 template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,
                     int num_experts, int n, int k, cudaStream_t stream) {
@@ -64,20 +73,27 @@ void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_
   }
   if (num_picks == 0) return;
   const size_t rows = static_cast<size_t>(num_experts) * static_cast<size_t>(n);
-  const size_t blocks = rows * static_cast<size_t>(k / 32);
-  if (w.format == ExpertFormat::kMxfp4 && w.quant.size() == blocks * BlockFormat<DType::kMXFP4>::kBytes) {
-    launch(d_y, d_x, BlockWeights<BlockFormat<DType::kMXFP4>>{w.quant.get()}, d_offsets, num_picks, num_experts, n,
-           k, stream);
-  } else if (w.format == ExpertFormat::kQ8_0 && w.quant.size() == blocks * BlockFormat<DType::kQ8_0>::kBytes) {
-    launch(d_y, d_x, BlockWeights<BlockFormat<DType::kQ8_0>>{w.quant.get()}, d_offsets, num_picks, num_experts, n, k,
-           stream);
-  } else if (w.format == ExpertFormat::kFp8Row && w.quant.size() == rows * static_cast<size_t>(k) &&
-             w.scales.size() == rows) {
-    launch(d_y, d_x, Fp8RowWeights{w.quant.get(), w.scales.get()}, d_offsets, num_picks, num_experts, n, k, stream);
-  } else {
-    throw Error("moe_quant_gemm: the expert weights are not quantized (" + std::to_string(num_experts) + ", " +
-                std::to_string(n) + ", " + std::to_string(k) + ") MXFP4 or Q8_0 blocks or FP8 rows");
+  if (w.format == ExpertFormat::kBlocks && expert_blocks_supported(w.blocks, k) &&
+      w.quant.size() == rows * static_cast<size_t>(row_bytes(w.blocks, k))) {
+    const uint8_t* q = w.quant.get();
+    auto run = [&](const auto& weights) { launch(d_y, d_x, weights, d_offsets, num_picks, num_experts, n, k, stream); };
+    switch (w.blocks) {
+      case DType::kQ4_K: return run(KQuant45Weights<false>{q});
+      case DType::kQ5_K: return run(KQuant45Weights<true>{q});
+      case DType::kQ6_K: return run(Q6KWeights{q});
+      default:
+        return with_block_format(w.blocks, [&](auto format) {
+          if constexpr (decltype(format)::kElems == 32) run(BlockWeights<decltype(format)>{q});
+        });
+    }
   }
+  if (w.format == ExpertFormat::kFp8Row && w.quant.size() == rows * static_cast<size_t>(k) &&
+      w.scales.size() == rows) {
+    return launch(d_y, d_x, Fp8RowWeights{w.quant.get(), w.scales.get()}, d_offsets, num_picks, num_experts, n, k,
+                  stream);
+  }
+  throw Error("moe_quant_gemm: the expert weights (" + std::to_string(num_experts) + ", " + std::to_string(n) +
+              ", " + std::to_string(k) + ") are not in a block type it reads, nor FP8 rows");
 }
 
 template <typename T>

@@ -1,8 +1,9 @@
-// The experts of a sparse layer kept quantized on the device, and the grouped GEMM that dequantises them in
-// its load path (moe_quant_gemm.cu, block code in moe_quant_gemm_block.cuh): MXFP4 or Q8_0 blocks as the
-// model ships them (4.25 and 8.5 bits a weight), or FP8 E4M3 codes with one fp32 scale per output row
-// (--quantization fp8). The GEMM reads the expert offsets on the device, so a layer whose products all take
-// it needs no host copy of them (moe_ffn.cpp). Compute types bf16 and fp16; fp32 keeps the experts in T.
+// The experts of a sparse layer kept quantized on the device, and the grouped GEMM that dequantises them in its
+// load path (moe_quant_gemm.cu, block code in moe_quant_gemm_block.cuh): GGUF blocks as the model ships them
+// (MXFP4, the 32-element types, Q4_K, Q5_K and Q6_K: expert_blocks_supported), or FP8 E4M3 codes with one fp32
+// scale per output row (--quantization fp8). The GEMM reads the expert offsets on the device, so a layer whose
+// products all take it needs no host copy of them (moe_ffn.cpp). Compute types bf16 and fp16; fp32 keeps the
+// experts in T.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -10,30 +11,36 @@
 #include <cstdint>
 
 #include "cuda/device_buffer.hpp"
+#include "engine/model/tensor.hpp"
 
 namespace cbatch {
 
 enum class ExpertFormat {
   kT,       // in the compute type, multiplied by cuBLAS (moe_gemm.hpp)
-  kMxfp4,   // ggml MXFP4 blocks, k / 32 of 17 bytes a row
-  kQ8_0,    // ggml Q8_0 blocks, k / 32 of 34 bytes a row
+  kBlocks,  // GGUF blocks of one type (ExpertMatrix::blocks), as the file stores them
   kFp8Row,  // FP8 E4M3 codes with a scale per row
 };
+
+// Whether moe_quant_gemm reads experts in blocks of `dtype`: MXFP4, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
+// (32-element blocks, k a multiple of 32), Q4_K, Q5_K, Q6_K (256-element superblocks, k a multiple of 256).
+// Q2_K, Q3_K and IQ4_XS experts are decoded to T at load.
+bool expert_blocks_supported(DType dtype, int64_t k);
 
 // One stacked expert product, (num_experts, n, k) in `format`: expert e's matrix at e times its size.
 template <typename T>
 struct ExpertMatrix {
   ExpertFormat format = ExpertFormat::kT;
+  DType blocks = DType::kF32;   // kBlocks: the block type
   DeviceBuffer<T> dense;        // (num_experts, n, k) in T; empty when quantized
-  DeviceBuffer<uint8_t> quant;  // MXFP4, Q8_0: (num_experts, n, k / 32 blocks); FP8: (num_experts, n, k)
+  DeviceBuffer<uint8_t> quant;  // blocks: (num_experts, n, row_bytes(blocks, k)); FP8: (num_experts, n, k)
   DeviceBuffer<float> scales;   // (num_experts, n) FP8 row scales; else empty
 
   bool is_quantized() const { return format != ExpertFormat::kT; }
   size_t bytes() const { return dense.bytes() + quant.bytes() + scales.bytes(); }
 };
 
-// For each expert e: y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) W_e^T, W_e dequantised
-// from w (MXFP4 or Q8_0 blocks or FP8 rows; k a multiple of 32). d_offsets (num_experts + 1) on the
+// For each expert e: y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) W_e^T, W_e dequantised from w
+// (blocks that expert_blocks_supported takes, or FP8 rows, k a multiple of 32). d_offsets (num_experts + 1) on the
 // device, its last entry at most num_picks (the grid's bound, on the host). T bf16 or fp16.
 template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,

@@ -1,6 +1,7 @@
 // The block code of the grouped expert GEMM over quantized weights (moe_quant_gemm.cu): for every expert e,
 // y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) T . dequant(W_e)^T, W_e (n, k) held
-// either in ggml's 32-element blocks along k (BlockWeights<F>: MXFP4, Q8_0) or as FP8 E4M3 codes with one
+// in ggml's 32-element blocks along k (BlockWeights<F>: MXFP4, Q8_0, Q4_0, ...), in its 256-element
+// superblocks (SuperBlockWeights: Q4_K, Q5_K, Q6_K, read as pieces of 32), or as FP8 E4M3 codes with one
 // fp32 scale per output row (Fp8RowWeights). The offsets are read from device memory: the grid's m extent is
 // an upper bound on the tiles (moe_quant_gemm_tiles), each CTA finds its (expert, row tile) from the offsets
 // and surplus CTAs return, so the caller needs no host copy of the offsets.
@@ -16,6 +17,8 @@
 // m16 tile is skipped when the expert's tile has at most 16 rows). BK = 64 is two ggml blocks per row,
 // divides gpt-oss's 2880 (128 would not), and keeps a CTA at 27 KB of shared memory, so several CTAs share
 // an SM to hide the loads' latency. k must be a multiple of 32 (whole blocks; 16-byte x pieces).
+// A weight is decoded by the same formula as quant_blocks.hpp's decoders (so the GEMM multiplies exactly the
+// values the CPU and the decode-to-T path use), then rounded to T.
 // FP8 codes become T exactly (E4M3 is a subset of bf16 and of fp16); their row scale multiplies the fp32
 // accumulator in the epilogue. A block's value scale * code is rounded to T once, as the decode-to-T path
 // rounds it. fp32 activations keep that decode-to-T path (no fp32 tensor-core product here).
@@ -111,6 +114,157 @@ struct BlockWeights {
   }
   __device__ __forceinline__ float column_scale(int, int, int) const { return 1.0f; }
 };
+
+// The 16 bytes of 4 words, read by index (kquant_scale_min's accessor) with a select and a shift: a word
+// array indexed by a value the compiler cannot fold (or a select chain it turns into one) goes to local
+// memory.
+struct HeadBytes {
+  uint32_t w[4];
+  __device__ __forceinline__ int operator[](int i) const {
+    const uint64_t half = i < 8 ? (uint64_t{w[1]} << 32 | w[0]) : (uint64_t{w[3]} << 32 | w[2]);
+    return static_cast<int>((half >> (8 * (i % 8))) & 0xFF);
+  }
+};
+
+// Byte l (a constant after unrolling) of words w.
+template <int N>
+__device__ __forceinline__ int byte_at(const uint32_t (&w)[N], int l) {
+  return static_cast<int>((w[l / 4] >> (8 * (l % 4))) & 0xFF);
+}
+
+// A 32-element piece of a Q4_K or Q5_K superblock (sub-block j = piece): the 16-byte head (d, dmin, the 12
+// bytes of 6-bit scales and mins), Q5_K's 32 fifth-bit bytes and the 32 nibble bytes of the sub-block pair
+// j / 2. Blocks of 144 and 176 bytes keep 16-byte alignment, so all of it comes in 16-byte loads.
+template <bool kFifthBit>
+struct KQuant45Piece {
+  using F = KQuant45Format<kFifthBit>;
+  static constexpr int kHighWords = kFifthBit ? 8 : 0;
+  struct ScaleBytes {  // the head's bytes from 4 on
+    HeadBytes head;
+    __device__ __forceinline__ int operator[](int i) const { return head[i + 4]; }
+  };
+  struct Raw {
+    HeadBytes head;
+    uint32_t qh[kHighWords == 0 ? 1 : kHighWords];
+    uint32_t qs[8];
+  };
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* block, int j) {
+    const auto* head = reinterpret_cast<const Bytes16*>(block);
+    const auto* qs = reinterpret_cast<const Bytes16*>(block + (kFifthBit ? 48 : 16) + (j / 2) * 32);
+    words(r.head.w, head[0]);
+    words(r.qs, qs[0]);
+    words(r.qs + 4, qs[1]);
+    if constexpr (kFifthBit) {
+      words(r.qh, head[1]);
+      words(r.qh + 4, head[2]);
+    }
+  }
+  __device__ __forceinline__ static void words(uint32_t* out, const Bytes16& v) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = v.w[i];
+  }
+  // Element l of the piece as F decodes it (the same formula, the same roundings).
+  template <class Out>
+  __device__ __forceinline__ static void decode(const Raw& r, int j, Out&& out) {
+    int sc = 0, m = 0;
+    kquant_scale_min(ScaleBytes{r.head}, j, sc, m);
+    const ScaleOffset so{half_to_float(static_cast<uint16_t>(r.head.w[0])) * static_cast<float>(sc),
+                         -product_rounded(half_to_float(static_cast<uint16_t>(r.head.w[0] >> 16)),
+                                          static_cast<float>(m))};
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      int code = (byte_at(r.qs, l) >> (4 * (j % 2))) & 0x0F;
+      if constexpr (kFifthBit) code |= ((byte_at(r.qh, l) >> j) & 1) << 4;
+      out(l, weight_value<F::kFormula>(so, code));
+    }
+  }
+};
+
+// A 32-element piece p of a Q6_K superblock (sub-blocks 2p and 2p + 1 of 16): the 32 low-nibble bytes of
+// half p / 4 at (p % 2) * 32, the 32 high-crumb bytes of that half, the two int8 scales and d. A 210-byte
+// block is only 2-byte aligned: 16-bit loads.
+struct Q6KPiece {
+  struct Raw {
+    uint32_t ql[8], qh[8];
+    uint32_t tail;  // scales 2p, 2p + 1 (low half), d (high half)
+  };
+  __device__ __forceinline__ static uint32_t load2(const uint8_t* p, int i) {
+    const auto* h = reinterpret_cast<const uint16_t*>(p);
+    return static_cast<uint32_t>(h[2 * i]) | static_cast<uint32_t>(h[2 * i + 1]) << 16;
+  }
+  __device__ __forceinline__ static void load(Raw& r, const uint8_t* block, int p) {
+    const int h = p / 4;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      r.ql[i] = load2(block + h * 64 + (p % 2) * 32, i);
+      r.qh[i] = load2(block + 128 + h * 32, i);
+    }
+    r.tail = static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(block + 192 + 2 * p)) |
+             static_cast<uint32_t>(*reinterpret_cast<const uint16_t*>(block + 208)) << 16;
+  }
+  template <class Out>
+  __device__ __forceinline__ static void decode(const Raw& r, int p, Out&& out) {
+    const float d = half_to_float(static_cast<uint16_t>(r.tail >> 16));
+    const ScaleOffset so[2] = {{d * static_cast<float>(static_cast<int8_t>(r.tail & 0xFF)), 0.0f},
+                               {d * static_cast<float>(static_cast<int8_t>((r.tail >> 8) & 0xFF)), 0.0f}};
+#pragma unroll
+    for (int l = 0; l < 32; ++l) {
+      const int low = (byte_at(r.ql, l) >> (4 * ((p % 4) / 2))) & 0x0F;
+      const int high = (byte_at(r.qh, l) >> (2 * (p % 4))) & 3;
+      out(l, weight_value<Formula::kScaled>(so[l / 16], (low | high << 4) - 32));
+    }
+  }
+};
+
+// Weights in a 256-element superblock format, read a piece at a time: w (experts, n, k / 256 blocks of
+// F::kBytes), k a multiple of 256, so a k tile (64) lies in one superblock and is two pieces of 32.
+// Thread tid takes piece tid % 2 of tile row tid / 2.
+template <class F, class Piece>
+struct SuperBlockWeights {
+  static_assert(F::kElems == 256 && 256 % kQgBk == 0, "a k tile inside one superblock");
+  static_assert(kQgBn * (kQgBk / 32) == kQgThreads, "one piece per thread");
+  const uint8_t* w = nullptr;
+
+  struct Regs {
+    typename Piece::Raw raw;
+    int piece;
+    bool valid;
+  };
+  __device__ __forceinline__ void load(Regs& r, int e, int n, int k, int n0, int k0, int tid) const {
+    const int row = tid / 2;
+    r.piece = (k0 % 256) / 32 + tid % 2;
+    r.valid = n0 + row < n && k0 < k;
+    if (!r.valid) {
+      r.raw = {};  // unread (store writes zeros); set so that no compiler sees it used uninitialised
+      return;
+    }
+    const size_t blocks_per_row = static_cast<size_t>(k / 256);
+    Piece::load(r.raw, w + ((static_cast<size_t>(e) * n + n0 + row) * blocks_per_row + k0 / 256) * F::kBytes,
+                r.piece);
+  }
+  template <typename T>
+  __device__ __forceinline__ void store(const Regs& r, T* s_w, int tid) const {
+    float v[32];
+    if (r.valid) {
+      Piece::decode(r.raw, r.piece, [&](int l, float x) { v[l] = x; });
+    } else {
+#pragma unroll
+      for (int l = 0; l < 32; ++l) v[l] = 0.0f;
+    }
+    Bytes16* dst = reinterpret_cast<Bytes16*>(s_w + (tid / 2) * kQgLd + (tid % 2) * 32);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      Bytes16 piece;
+#pragma unroll
+      for (int h = 0; h < 4; ++h) piece.w[h] = pack2<T>(v[p * 8 + 2 * h], v[p * 8 + 2 * h + 1]);
+      dst[p] = piece;
+    }
+  }
+  __device__ __forceinline__ float column_scale(int, int, int) const { return 1.0f; }
+};
+template <bool kFifthBit>
+using KQuant45Weights = SuperBlockWeights<KQuant45Format<kFifthBit>, KQuant45Piece<kFifthBit>>;
+using Q6KWeights = SuperBlockWeights<BlockFormat<DType::kQ6_K>, Q6KPiece>;
 
 // FP8 E4M3 weights with a scale per output row: codes (experts, n, k), scales (experts, n).
 struct Fp8RowWeights {

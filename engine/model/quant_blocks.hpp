@@ -130,8 +130,10 @@ CBATCH_HOST_DEVICE inline float e8m0_half(uint8_t e) {
   const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
   return float_from_bits(bits);
 }
-// Q4_K/Q5_K: the 6-bit scale and minimum of sub-block j (< 8), packed in 12 bytes.
-CBATCH_HOST_DEVICE inline void kquant_scale_min(const uint8_t* s, int j, int& scale, int& min) {
+// Q4_K/Q5_K: the 6-bit scale and minimum of sub-block j (< 8), packed in 12 bytes; s[i] is byte i (a
+// pointer, or a register copy that reads its bytes by value: moe_quant_gemm_block.cuh).
+template <class Bytes>
+CBATCH_HOST_DEVICE inline void kquant_scale_min(const Bytes& s, int j, int& scale, int& min) {
   if (j < 4) {
     scale = s[j] & 63;
     min = s[j + 4] & 63;

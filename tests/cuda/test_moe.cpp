@@ -43,7 +43,7 @@ DeviceBuffer<uint8_t> to_device_u8(const std::vector<uint8_t>& host) {
   return d;
 }
 
-// q's experts on the device: quantized as q holds them (MXFP4 or Q8_0 blocks, FP8 codes and row scales), or in T
+// q's experts on the device: quantized as q holds them (GGUF blocks, FP8 codes and row scales), or in T
 // holding q's dequantised values.
 template <typename T>
 ExpertMatrix<T> device_experts(const QuantExperts& q, bool quantized) {
@@ -52,9 +52,8 @@ ExpertMatrix<T> device_experts(const QuantExperts& q, bool quantized) {
     m.dense = to_device<T>(q.dequant);
     return m;
   }
-  m.format = q.format == QuantFormat::kMxfp4  ? ExpertFormat::kMxfp4
-             : q.format == QuantFormat::kQ8_0 ? ExpertFormat::kQ8_0
-                                              : ExpertFormat::kFp8Row;
+  m.format = q.format == QuantFormat::kFp8Row ? ExpertFormat::kFp8Row : ExpertFormat::kBlocks;
+  m.blocks = quant_format_dtype(q.format);
   m.quant = to_device_u8(q.bytes);
   if (!q.scales.empty()) m.scales = to_device<float>(q.scales);
   return m;
@@ -207,11 +206,12 @@ TEST_CASE_TEMPLATE("moe_combine: un-permute and weighted sum in k order, down bi
   }
 }
 
-TEST_CASE_TEMPLATE("moe_quant_gemm: MXFP4, Q8_0 and per-row FP8 experts against the float64 reference, uneven and "
-                   "empty experts, surplus CTAs writing nothing", T, __nv_bfloat16, __half) {
+TEST_CASE_TEMPLATE("moe_quant_gemm: GGUF-block (MXFP4, Q8_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K) and per-row FP8 experts "
+                   "against the float64 reference, uneven and empty experts, surplus CTAs writing nothing", T,
+                   __nv_bfloat16, __half) {
   constexpr int kPoisonRows = 3;
-  for (QuantFormat format : {QuantFormat::kMxfp4, QuantFormat::kQ8_0, QuantFormat::kFp8Row}) {
-    for (const QuantGemmCase& qc : quant_gemm_cases()) {
+  for (QuantFormat format : kQuantFormats) {
+    for (const QuantGemmCase& qc : quant_gemm_cases(format)) {
       const std::string name = quant_format_name(format);
       CAPTURE(name);
       CAPTURE(qc.num_experts);

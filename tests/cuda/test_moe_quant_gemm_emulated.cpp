@@ -1,6 +1,7 @@
 // The block code of the grouped GEMM over quantized expert weights (moe_quant_gemm_block.cuh) run on the CPU
 // by the block emulator and the emulated cp.async / ldmatrix / mma, against moe_quant_case.hpp's float64
-// reference on the dequantised weights: bf16 and fp16; MXFP4, Q8_0 and per-row FP8 weights; uneven expert
+// reference on the dequantised weights: bf16 and fp16; MXFP4, Q8_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K and
+// per-row FP8 weights (and the K-quant pieces bit for bit against the host decoders); uneven expert
 // segments (empty experts, segments past one tile and not a multiple of it, more experts than one warp's
 // scan chunk); n and k past whole tiles; the grid's upper bound of row tiles, whose surplus CTAs must write
 // nothing (rows past the picks stay poisoned). The emulator must see no misuse of cp.async.
@@ -11,6 +12,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <type_traits>
@@ -60,13 +62,18 @@ void check_quant_gemm_emulated(const QuantGemmCase& qc, QuantFormat format) {
   const std::vector<float> x = round_to<T>(random_vector(static_cast<size_t>(num_picks) * qc.k, 5));
   std::vector<T> x_t(x.size());
   for (size_t i = 0; i < x.size(); ++i) x_t[i] = from_f32<T>(x[i]);
+  const uint8_t* bytes = q.bytes.data();
+  auto run = [&](const auto& w) { return emulate_quant_gemm<T>(qc, x_t, w, offsets); };
   std::vector<T> y;
-  if (format == QuantFormat::kMxfp4) {
-    y = emulate_quant_gemm<T>(qc, x_t, BlockWeights<BlockFormat<DType::kMXFP4>>{q.bytes.data()}, offsets);
-  } else if (format == QuantFormat::kQ8_0) {
-    y = emulate_quant_gemm<T>(qc, x_t, BlockWeights<BlockFormat<DType::kQ8_0>>{q.bytes.data()}, offsets);
-  } else {
-    y = emulate_quant_gemm<T>(qc, x_t, Fp8RowWeights{q.bytes.data(), q.scales.data()}, offsets);
+  switch (format) {  // the launcher's choice (moe_quant_gemm.cu)
+    case QuantFormat::kMxfp4: y = run(BlockWeights<BlockFormat<DType::kMXFP4>>{bytes}); break;
+    case QuantFormat::kQ8_0: y = run(BlockWeights<BlockFormat<DType::kQ8_0>>{bytes}); break;
+    case QuantFormat::kQ4_1: y = run(BlockWeights<BlockFormat<DType::kQ4_1>>{bytes}); break;
+    case QuantFormat::kQ5_0: y = run(BlockWeights<BlockFormat<DType::kQ5_0>>{bytes}); break;
+    case QuantFormat::kQ4_K: y = run(KQuant45Weights<false>{bytes}); break;
+    case QuantFormat::kQ5_K: y = run(KQuant45Weights<true>{bytes}); break;
+    case QuantFormat::kQ6_K: y = run(Q6KWeights{bytes}); break;
+    case QuantFormat::kFp8Row: y = run(Fp8RowWeights{bytes, q.scales.data()}); break;
   }
   const std::vector<double> want = quant_gemm_ref(x, q, offsets, qc.n, qc.k);
   const size_t out = want.size();
@@ -78,13 +85,40 @@ void check_quant_gemm_emulated(const QuantGemmCase& qc, QuantFormat format) {
   if (out > 0) CHECK(rel_error(got, want) < quant_gemm_tolerance(std::is_same_v<T, __nv_bfloat16>));
 }
 
+// Every 32-element piece of random superblocks, decoded by the GEMM's Piece, equals the host decoder's
+// value bit for bit.
+template <class F, class Piece>
+void check_pieces(QuantFormat format) {
+  const QuantExperts q = make_quant_experts(format, 1, 16, 256, 3);
+  size_t mismatches = 0;
+  for (int b = 0; b < 16; ++b) {
+    const uint8_t* block = q.bytes.data() + static_cast<size_t>(b) * F::kBytes;
+    for (int p = 0; p < 8; ++p) {
+      typename Piece::Raw raw;
+      Piece::load(raw, block, p);
+      Piece::decode(raw, p, [&](int l, float v) {
+        const float want = block_element<F>(block, 32 * p + l);
+        mismatches += std::memcmp(&v, &want, sizeof(float)) != 0;
+      });
+    }
+  }
+  CHECK(mismatches == 0);
+}
+
 }  // namespace
 
 TEST_SUITE("host") {
-  TEST_CASE_TEMPLATE("moe quantized expert GEMM's block code: MXFP4, Q8_0 and per-row FP8 weights dequantised in "
-                     "the load path, uneven and empty experts, surplus CTAs (emulated)", T, __nv_bfloat16, __half) {
-    for (QuantFormat format : {QuantFormat::kMxfp4, QuantFormat::kQ8_0, QuantFormat::kFp8Row}) {
-      for (const QuantGemmCase& qc : quant_gemm_cases()) {
+  TEST_CASE("moe quantized expert GEMM: the Q4_K, Q5_K and Q6_K pieces decode as the host's decoders do") {
+    check_pieces<BlockFormat<DType::kQ4_K>, KQuant45Piece<false>>(QuantFormat::kQ4_K);
+    check_pieces<BlockFormat<DType::kQ5_K>, KQuant45Piece<true>>(QuantFormat::kQ5_K);
+    check_pieces<BlockFormat<DType::kQ6_K>, Q6KPiece>(QuantFormat::kQ6_K);
+  }
+
+  TEST_CASE_TEMPLATE("moe quantized expert GEMM's block code: GGUF blocks (32-element, K-quant superblocks) and "
+                     "per-row FP8 weights dequantised in the load path, uneven and empty experts, surplus CTAs "
+                     "(emulated)", T, __nv_bfloat16, __half) {
+    for (QuantFormat format : kQuantFormats) {
+      for (const QuantGemmCase& qc : quant_gemm_cases(format)) {
         const std::string name = quant_format_name(format);
         CAPTURE(name);
         CAPTURE(qc.num_experts);

@@ -5,9 +5,9 @@ tiny_models.py (the prompts test_moe.py checks the float64 reference on, whose r
 - per step, the trace's experts_touched on CUDA equals the CPU's (one sequence at a time, so the steps match);
 - the outputs are the same across --mode continuous/static/sequential and token budgets on CUDA (fp32);
 - OLMoE's q/k norms over the whole projections run as the other families do;
-- Mixtral's GGUF with Q8_0 experts: the experts stay Q8_0 blocks on the device (the quantized expert GEMM)
-  and its bf16 and fp16 tokens lead as CBATCH_MOE_EXPERTS=dequant's do (the experts decoded to T at load,
-  cuBLAS) for at least half of each request; the leading agreements are printed."""
+- Mixtral's GGUF with Q8_0, Q4_0, and Q4_K + Q6_K experts: the experts stay blocks on the device (the
+  quantized expert GEMM) and its bf16 and fp16 tokens lead as CBATCH_MOE_EXPERTS=dequant's do (the experts
+  decoded to T at load, cuBLAS) for at least half of each request; the leading agreements are printed."""
 import os
 import random
 
@@ -60,20 +60,28 @@ for name in tiny_models.MOE_MODELS:
     c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),
             f"{name}: experts_touched per step differs\n  cuda {gpu_touched}\n  cpu  {cpu_touched}")
 
+# Mixtral's GGUF with quantized experts, as files ship them: 32-element blocks (Q8_0, Q4_0), and a Q4_K_M-like
+# mix (Q4_K gate and up, Q6_K down) on a copy 256 wide, since K-quant rows are whole 256-element superblocks.
 prompts, _, _ = write_model("mixtral")
-q8_gguf = os.path.join(work, "mixtral-q8_0.gguf")
-tiny_models.write_gguf(q8_gguf, "mixtral", tiny_models.random_weights("mixtral"),
-                       ffn_qtype=gguf.GGMLQuantizationType.Q8_0)
-types = {t.name: t.tensor_type for t in gguf.GGUFReader(q8_gguf).tensors}
-c.check(types["blk.0.ffn_down_exps.weight"] == gguf.GGMLQuantizationType.Q8_0,
-        f"the Q8_0 model's expert tensors are not Q8_0: {types}")
-for dtype in ("bf16", "fp16"):
-    quant = outputs(work, q8_gguf, prompts, ["--device", "cuda", "--dtype", dtype])
-    dequant = outputs(work, q8_gguf, prompts, ["--device", "cuda", "--dtype", dtype],
-                      env={"CBATCH_MOE_EXPERTS": "dequant"})
-    lead = [leading_agreement(a, b) for a, b in zip(quant, dequant)]
-    print(f"mixtral Q8_0 experts {dtype}: leading tokens equal to the dequantised experts' per prompt:", lead,
-          f"of {NUM_TOKENS}")
-    c.check(len(lead) == len(PROMPT_LENGTHS) and min(lead) >= NUM_TOKENS // 2,
-            f"mixtral Q8_0 experts {dtype}: the quantized expert GEMM leaves the dequantised path early: {lead}")
+Q = gguf.GGMLQuantizationType
+WIDE = dict(tiny_models.MODELS["mixtral"])
+WIDE["config"] = dict(WIDE["config"], hidden_size=256, intermediate_size=256)
+for label, spec, qtype in (("Q8_0", None, Q.Q8_0), ("Q4_0", None, Q.Q4_0),
+                           ("Q4_K/Q6_K", WIDE, {"ffn_gate": Q.Q4_K, "ffn_up": Q.Q4_K, "ffn_down": Q.Q6_K})):
+    path = os.path.join(work, f"mixtral-{label.replace('/', '-')}.gguf")
+    tiny_models.write_gguf(path, "mixtral", tiny_models.random_weights("mixtral", spec), ffn_qtype=qtype, spec=spec)
+    types = {t.name: t.tensor_type for t in gguf.GGUFReader(path).tensors}
+    want = qtype if isinstance(qtype, dict) else {"ffn_gate": qtype, "ffn_up": qtype, "ffn_down": qtype}
+    c.check(all(types[f"blk.0.{f}_exps.weight"] == t for f, t in want.items()),
+            f"the {label} model's expert tensors are not {label}: {types}")
+    for dtype in ("bf16", "fp16"):
+        quant = outputs(work, path, prompts, ["--device", "cuda", "--dtype", dtype])
+        dequant = outputs(work, path, prompts, ["--device", "cuda", "--dtype", dtype],
+                          env={"CBATCH_MOE_EXPERTS": "dequant"})
+        lead = [leading_agreement(a, b) for a, b in zip(quant, dequant)]
+        print(f"mixtral {label} experts {dtype}: leading tokens equal to the dequantised experts' per prompt:",
+              lead, f"of {NUM_TOKENS}")
+        c.check(len(lead) == len(PROMPT_LENGTHS) and min(lead) >= NUM_TOKENS // 2,
+                f"mixtral {label} experts {dtype}: the quantized expert GEMM leaves the dequantised path early: "
+                f"{lead}")
 c.done()

@@ -11,7 +11,8 @@ Then a greedy run: the tiny Llama of tiny_models.py with its FFN matrices quanti
 package gives the tokens of the float64 reference (family_reference.py) on the gguf package's dequantized
 weights, up to each request's first step whose top-2 margin is at most 1e-3. And bad MXFP4 files: tiny-spm's
 GGUF with one float32 tensor's type set to MXFP4 (its size then disagrees with its shape), or one with rows of
-172 (not whole blocks): `cbatch run` exits 1 naming the tensor, before any request runs."""
+172 (not whole blocks): `cbatch run` exits 1 naming the tensor, before any request runs. Last, the test
+tooling's own Q4_K and Q6_K quantizers against the gguf package's decoder."""
 import os
 import subprocess
 import sys
@@ -124,6 +125,21 @@ def check_bad_mxfp4():
         c.check(not os.path.exists(out) or not read_jsonl(out), f"MXFP4 {tensor}: results were written")
 
 
+def check_own_kquant_quantizers():
+    """tiny_models' Q4_K and Q6_K quantizers (the gguf package has none; test_gpu_moe.py's experts use them)
+    write blocks that the gguf package's decoder reads back as the input, within 4- and 6-bit steps."""
+    import tiny_models
+    x = rng.standard_normal((5, 512)).astype(np.float32) * np.float32(0.1)
+    x[0, :256] = 0.0  # an all-zero superblock: zero scales, no division by zero
+    for quantize, qtype, bound in ((tiny_models.quantize_q4_k, Q.Q4_K, 0.1),
+                                   (tiny_models.quantize_q6_k, Q.Q6_K, 0.03)):
+        back = dequantize(quantize(x), qtype)
+        err = float(np.linalg.norm(back - x) / np.linalg.norm(x))
+        c.check(back.shape == x.shape and err < bound and not back[0, :256].any(),
+                f"{qtype.name} quantizer: relative error {err:.4f} (bound {bound}), shape {back.shape}")
+
+
 check_mxfp4_greedy()
 check_bad_mxfp4()
+check_own_kquant_quantizers()
 c.done()

@@ -494,11 +494,54 @@ def put_gpt_oss_moe(put, b, layer):
     put(b + "ffn_down_exps.bias", layer["mlp.experts.down_proj_bias"])
 
 
+def _f16_bytes(x):
+    return np.asarray(x, dtype=np.float16).reshape(-1, 1).view(np.uint8)
+
+
+def quantize_q4_k(t):
+    """t (rows, cols; cols a multiple of 256) as Q4_K blocks, uint8 (rows, cols / 256 * 144): per 32-element
+    sub-block a 6-bit scale and minimum under the superblock's f16 d and dmin, nibbles x = d sc q - dmin m
+    (ggml's layout; a plain quantizer, not llama.cpp's search: the tests need valid blocks, not the best)."""
+    x = np.asarray(t, dtype=np.float32).reshape(-1, 8, 32)                        # (blocks, sub-block, 32)
+    lo = np.minimum(x.min(axis=2), 0.0)
+    scale, mins = (x.max(axis=2) - lo) / 15.0, -lo                               # (blocks, 8)
+    d = np.float16(scale.max(axis=1) / 63.0).astype(np.float32)
+    dmin = np.float16(mins.max(axis=1) / 63.0).astype(np.float32)
+    sc = np.clip(np.rint(scale / np.where(d > 0, d, 1)[:, None]), 0, 63).astype(np.uint8)
+    m = np.clip(np.rint(mins / np.where(dmin > 0, dmin, 1)[:, None]), 0, 63).astype(np.uint8)
+    step = (d[:, None] * sc)[:, :, None]
+    q = np.clip(np.rint((x + (dmin[:, None] * m)[:, :, None]) / np.where(step > 0, step, 1)), 0, 15).astype(np.uint8)
+    packed = np.empty((x.shape[0], 12), dtype=np.uint8)                          # the 6-bit pairs
+    packed[:, 0:4] = sc[:, :4] | (sc[:, 4:] >> 4) << 6
+    packed[:, 4:8] = m[:, :4] | (m[:, 4:] >> 4) << 6
+    packed[:, 8:12] = (sc[:, 4:] & 15) | (m[:, 4:] & 15) << 4
+    qs = (q[:, 0::2] | q[:, 1::2] << 4).reshape(-1, 128)                         # sub-blocks 2i, 2i + 1
+    blocks = np.concatenate([_f16_bytes(d), _f16_bytes(dmin), packed, qs], axis=1)
+    return blocks.reshape(np.asarray(t).shape[0], -1)
+
+
+def quantize_q6_k(t):
+    """t (rows, cols; cols a multiple of 256) as Q6_K blocks, uint8 (rows, cols / 256 * 210): per 16-element
+    sub-block an int8 scale under the superblock's f16 d, x = d sc (q - 32) (ggml's layout)."""
+    x = np.asarray(t, dtype=np.float32).reshape(-1, 16, 16)                       # (blocks, sub-block, 16)
+    scale = np.abs(x).max(axis=2) / 31.0
+    d = np.float16(scale.max(axis=1) / 127.0).astype(np.float32)
+    sc = np.clip(np.rint(scale / np.where(d > 0, d, 1)[:, None]), 0, 127).astype(np.int8)
+    step = (d[:, None] * sc)[:, :, None]
+    q = (np.clip(np.rint(x / np.where(step > 0, step, 1)), -32, 31) + 32).astype(np.uint8).reshape(-1, 2, 128)
+    ql = (q[:, :, :64] & 15) | (q[:, :, 64:] & 15) << 4                          # (blocks, half, 64)
+    hi = q >> 4
+    qh = hi[:, :, 0:32] | hi[:, :, 32:64] << 2 | hi[:, :, 64:96] << 4 | hi[:, :, 96:128] << 6
+    blocks = np.concatenate([ql.reshape(-1, 128), qh.reshape(-1, 64), sc.view(np.uint8), _f16_bytes(d)], axis=1)
+    return blocks.reshape(np.asarray(t).shape[0], -1)
+
+
 def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spec=None,
                tokenizer=write_byte_tokenizer, matrix_dtype=np.float32, legacy_experts=False):
     """The GGUF of model `name`; a bad file for a test when config (the config with changes) or edits (GGUF
     tensor name -> its replacement, or None to leave it out) are given; ffn_qtype (a
-    gguf.GGMLQuantizationType) quantizes the FFN matrices (the experts' too) with the gguf package, the rest
+    gguf.GGMLQuantizationType, or a dict of them by ffn_gate / ffn_up / ffn_down) quantizes the FFN matrices
+    (the experts' too) with the gguf package (Q4_K and Q6_K: quantize_q4_k, quantize_q6_k), the rest
     stays float32 (matrices: matrix_dtype, np.float32 or np.float16). spec as in config_of; tokenizer(writer)
     writes the tokenizer keys; legacy_experts: one tensor per expert (put_moe)."""
     import gguf
@@ -518,9 +561,16 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
         if gemma and gguf_name.endswith("norm.weight"):
             t = t + np.float32(1.0)
         t = np.ascontiguousarray(t, dtype=np.float32)
-        ffn = gguf_name.split(".")[-2].removesuffix("_exps") in ("ffn_gate", "ffn_up", "ffn_down")
-        if ffn_qtype is not None and ffn:
-            writer.add_tensor(gguf_name, quantize(t, ffn_qtype), raw_dtype=ffn_qtype)
+        ffn = gguf_name.split(".")[-2].removesuffix("_exps")
+        qtype = ffn_qtype.get(ffn) if isinstance(ffn_qtype, dict) else ffn_qtype
+        if qtype is not None and ffn in ("ffn_gate", "ffn_up", "ffn_down"):
+            own = {gguf.GGMLQuantizationType.Q4_K: quantize_q4_k, gguf.GGMLQuantizationType.Q6_K: quantize_q6_k}
+            if qtype in own:  # the gguf package has no K-quant quantizer
+                rows = t.reshape(-1, t.shape[-1])
+                q = own[qtype](rows).reshape(t.shape[:-1] + (-1,))
+            else:
+                q = quantize(t, qtype)
+            writer.add_tensor(gguf_name, q, raw_dtype=qtype)
         else:
             writer.add_tensor(gguf_name, t.astype(matrix_dtype, copy=False) if t.ndim > 1 else t)
 
