@@ -26,11 +26,16 @@ namespace {
 
 constexpr int kOutRegisters = 4;  // output registers per head in weighted_values: 64 elements
 
-// x, unchanged, out of the compiler's sight: a product passed through it is not fused into the add that
-// follows (GCC contracts mul + add intrinsics into an FMA), as attend_head's scores are not.
-CBATCH_AVX512 inline __m512 opaque(__m512 x) {
-  asm("" : "+v"(x));
-  return x;
+// attention_mul_add (cpu_ops.hpp) on 16 lanes: a * b + c, fused where the build's CPU has FMA, else the
+// product (out of the compiler's sight, so that it is not contracted) then the add.
+CBATCH_AVX512 inline __m512 mul_add(__m512 a, __m512 b, __m512 c) {
+#if defined(CBATCH_ATTENTION_FMA)
+  return _mm512_fmadd_ps(a, b, c);
+#else
+  __m512 p = _mm512_mul_ps(a, b);
+  asm("" : "+v"(p));
+  return _mm512_add_ps(p, c);
+#endif
 }
 
 // dot_fixed_order's tree over each 8-lane half of acc: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)),
@@ -55,18 +60,18 @@ CBATCH_AVX512 inline void dot_pair(const float* qp, const float* k0, const float
   if (k0 == k1) {
     for (int i = 0; i < head_dim; i += 8) {
       const __m512 k = _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + i));
-      acc = _mm512_add_ps(acc, opaque(_mm512_mul_ps(_mm512_loadu_ps(qp + 2 * i), k)));
+      acc = mul_add(_mm512_loadu_ps(qp + 2 * i), k, acc);
     }
   } else {
     for (int i = 0; i < head_dim; i += 8) {
       const __m512 k = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(k0 + i)), _mm256_loadu_ps(k1 + i), 1);
-      acc = _mm512_add_ps(acc, opaque(_mm512_mul_ps(_mm512_loadu_ps(qp + 2 * i), k)));
+      acc = mul_add(_mm512_loadu_ps(qp + 2 * i), k, acc);
     }
   }
   reduce_halves(acc, d0, d1);
 }
 
-// out (NH, head_dim) of NH consecutive q heads reading one kv head: per element fma(weight, v, acc) over
+// out (NH, head_dim) of NH consecutive q heads reading one kv head: per element mul_add(weight, v, acc) over
 // positions first..n - 1 in order, from zero. weights (NH, stride) by position; rows: each position's
 // offset of its cache row, plus the kv head's.
 template <int NH, int NZ>
@@ -82,7 +87,7 @@ CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int
       for (int z = 0; z < NZ; ++z) vz[z] = _mm512_loadu_ps(v + 16 * z);
       for (int h = 0; h < NH; ++h) {
         const __m512 w = _mm512_set1_ps(weights[h * stride + p]);
-        for (int z = 0; z < NZ; ++z) acc[h][z] = _mm512_fmadd_ps(w, vz[z], acc[h][z]);
+        for (int z = 0; z < NZ; ++z) acc[h][z] = mul_add(w, vz[z], acc[h][z]);
       }
     }
     for (int h = 0; h < NH; ++h)
@@ -144,12 +149,6 @@ CBATCH_AVX512 void score_rows(const float* q, const PagedKv& cache, const int64_
 }  // namespace
 
 bool can_attend_row_avx512(int head_dim) {
-#if defined(__clang__)
-  // clang fuses dot_fixed_order's products into its adds (its default contraction), so attend_head's bits
-  // are not this kernel's there: clang builds keep attend_row's portable loop.
-  (void)head_dim;
-  return false;
-#endif
   static const bool has_avx512 = [] {
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");

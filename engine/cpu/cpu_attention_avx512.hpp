@@ -1,10 +1,8 @@
-// Internal to cpu_ops.cpp: attend_row's AVX-512 kernel (chosen at run time), for head_dim a multiple of 128.
-// Its arithmetic is attend_head's as compiled, bit for bit: each score a product-then-add chain per 8-lane
-// slice of k in order (no fused multiply-add: the compiler vectorizes dot_fixed_order that way when head_dim
-// is whole 128-element steps; shorter heads run its scalar remainder, fused, hence the limit), reduced by
-// the same fixed tree; each output element one fused multiply-add chain of weight * v over the positions in
-// order, from zero. That is how GCC compiles attend_head; clang contracts the scores' products too, so
-// clang builds never choose this kernel. test_cpu_backend checks the bits against attend_head.
+// Internal to cpu_ops.cpp: attend_row's AVX-512 kernel (chosen at run time), for head_dim a multiple of 64.
+// Its arithmetic is attend_head's, bit for bit: each score a chain of attention_mul_add per 8-lane slice of
+// k in order, reduced by dot_fixed_order's fixed tree; each output element one attention_mul_add chain of
+// weight * v over the positions in order, from zero. attend_head spells out its multiply-adds, so this holds
+// whatever the compiler and its contraction setting. test_cpu_backend checks the bits against attend_head.
 #pragma once
 #include <cstdint>
 
@@ -12,7 +10,7 @@
 
 namespace cbatch::attention_detail {
 
-constexpr int kHeadDimMultiple = 128;
+constexpr int kHeadDimMultiple = 64;  // weighted_values' 64 output elements at a time
 
 // Whether this CPU and head_dim can run attend_row_avx512.
 bool can_attend_row_avx512(int head_dim);

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "engine/cpu/cpu_attention_avx512.hpp"
 #include "engine/cpu/cpu_gelu_avx512.hpp"
 
@@ -167,14 +171,21 @@ namespace {
 
 // q . k with eight independent partial sums (the compiler vectorizes them) added in a fixed tree: the same
 // order for every call, so a score never depends on what else is in the batch.
+// (GCC does not vectorize the fused lanes by itself: with FMA and AVX, one 8-lane register holds them.)
 inline float dot_fixed_order(const float* a, const float* b, int n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int i = 0;
+#if defined(CBATCH_ATTENTION_FMA) && defined(__AVX__) && defined(__FMA__)
+  __m256 lanes = _mm256_setzero_ps();
+  for (; i + 8 <= n; i += 8) lanes = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), lanes);
+  _mm256_storeu_ps(acc, lanes);
+#else
   for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+    for (int j = 0; j < 8; ++j) acc[j] = attention_mul_add(a[i + j], b[i + j], acc[j]);
   }
+#endif
   float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
+  for (; i < n; ++i) tail = attention_mul_add(a[i], b[i], tail);
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
@@ -237,9 +248,9 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
       const float* v = cache.v + v_rows.next() + head_offset + i0;
       const float weight = scratch[p];
       if (width == kOutChunk) {
-        for (int i = 0; i < kOutChunk; ++i) acc[i] += weight * v[i];
+        for (int i = 0; i < kOutChunk; ++i) acc[i] = attention_mul_add(weight, v[i], acc[i]);
       } else {
-        for (int i = 0; i < width; ++i) acc[i] += weight * v[i];
+        for (int i = 0; i < width; ++i) acc[i] = attention_mul_add(weight, v[i], acc[i]);
       }
     }
     for (int i = 0; i < width; ++i) out[i0 + i] = acc[i];
@@ -300,7 +311,7 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
       const float weight = scores[h * n + p] / sum[h];
       const float* v = v_row + (h / group) * head_dim;
       float* o = out + h * head_dim;
-      for (int i = 0; i < head_dim; ++i) o[i] += weight * v[i];
+      for (int i = 0; i < head_dim; ++i) o[i] = attention_mul_add(weight, v[i], o[i]);
     }
   }
 }

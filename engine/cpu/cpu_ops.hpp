@@ -79,6 +79,26 @@ struct AttentionParams {
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
                  const AttentionParams& params, float* scratch, float* out, float sink = -INFINITY);
 
+// a * b + c as attention computes it: one fused multiply-add where the build's CPU has one
+// (CBATCH_ATTENTION_FMA), else the product rounded and then added. Written out, so that neither the
+// compiler's contraction setting nor whether it vectorizes a loop (its vector body and scalar remainder used
+// to differ) changes the bits; the AVX-512 kernel (cpu_attention_avx512.cpp) does the same.
+#if defined(__FP_FAST_FMAF) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define CBATCH_ATTENTION_FMA 1
+#endif
+inline float attention_mul_add(float a, float b, float c) {
+#if defined(CBATCH_ATTENTION_FMA)
+  return std::fma(a, b, c);
+#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+  float p = a * b;
+  __asm__("" : "+x"(p));  // not fused into the add below by a compiler that would
+  return p + c;
+#else
+  volatile float p = a * b;
+  return p + c;
+#endif
+}
+
 // All num_heads query heads of one row (q: num_heads * head_dim) at once: each cached position's K and
 // V rows are read once for every head (kv head h / (num_heads / num_kv_heads)). Per head the arithmetic
 // and its order are attend_head's, so out (num_heads * head_dim) is bit-identical to calling attend_head
