@@ -80,7 +80,8 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
                  const AttentionParams& params, float* scratch, float* out, float sink = -INFINITY);
 
 // a * b + c as attention computes it: one fused multiply-add where the build's CPU has one
-// (CBATCH_ATTENTION_FMA), else the product rounded and then added. Written out, so that neither the
+// (CBATCH_ATTENTION_FMA), else the product rounded and then added (the AVX-512 kernel, compiled for a CPU
+// with FMA, then hides its products from the compiler's contraction). Written out, so that neither the
 // compiler's contraction setting nor whether it vectorizes a loop (its vector body and scalar remainder used
 // to differ) changes the bits; the AVX-512 kernel (cpu_attention_avx512.cpp) does the same.
 #if defined(__FP_FAST_FMAF) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
@@ -89,13 +90,8 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
 inline float attention_mul_add(float a, float b, float c) {
 #if defined(CBATCH_ATTENTION_FMA)
   return std::fma(a, b, c);
-#elif defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  float p = a * b;
-  __asm__("" : "+x"(p));  // not fused into the add below by a compiler that would
-  return p + c;
 #else
-  volatile float p = a * b;
-  return p + c;
+  return a * b + c;  // no fused multiply-add in this build's instruction set: nothing to contract
 #endif
 }
 
