@@ -7,9 +7,10 @@ super-scales set to finite values of both signs and many magnitudes (subnormals 
 E8M0 scale bytes to 2^-28..2^22 and the subnormal 2^-128 and 2^-127 (no infinities, which the identity
 product would turn into NaN); 19 rows (a whole panel of lanes and a partial one) of 4 blocks.
 
-Then a greedy run: the tiny Llama of tiny_models.py with its FFN matrices quantized to MXFP4 by the gguf
-package gives the tokens of the float64 reference (family_reference.py) on the gguf package's dequantized
-weights, up to each request's first step whose top-2 margin is at most 1e-3. And bad MXFP4 files: tiny-spm's
+Then greedy runs: the tiny Llama of tiny_models.py with its FFN matrices quantized to MXFP4 by the gguf
+package, and a 256-wide tiny Mixtral with Q4_K gate/up and Q6_K down experts (tiny_models' own K-quant
+quantizers), give the tokens of the float64 reference (family_reference.py) on the gguf package's
+dequantized weights, up to each request's first step whose top-2 margin is at most 1e-3. And bad MXFP4 files: tiny-spm's
 GGUF with one float32 tensor's type set to MXFP4 (its size then disagrees with its shape), or one with rows of
 172 (not whole blocks): `cbatch run` exits 1 naming the tensor, before any request runs. Last, the test
 tooling's own Q4_K and Q6_K quantizers against the gguf package's decoder."""
@@ -21,6 +22,7 @@ from common import EXACT, Checks, need_modules, read_jsonl, run, tiny_spm_gguf, 
 
 np, gguf = need_modules("numpy", "gguf")
 from gguf.quants import dequantize  # noqa: E402
+import tiny_models  # noqa: E402
 
 DUMP = os.environ.get("CBATCH_DUMP_TENSOR")
 if not DUMP or not os.path.exists(DUMP):
@@ -77,16 +79,22 @@ for name, want in expected.items():
                                f"{got[bad[:3]]} vs {ref[bad[:3]]}")
 
 
-def check_mxfp4_greedy():
+def check_quantized_greedy(label, name, ffn_qtype, spec=None, prompt_seed=10):
+    """The tiny model `name` (spec: a changed row of tiny_models.MODELS) with its FFN matrices quantized
+    (ffn_qtype as tiny_models.write_gguf takes it) gives, on the exact path, the tokens of the float64
+    reference on the gguf package's dequantized weights, up to each request's first step whose top-2 margin
+    is at most 1e-3."""
     import family_reference as reference
-    import tiny_models
-    name, num_tokens, margin = "llama", 16, 1e-3
-    model_path = os.path.join(work, "llama-mxfp4.gguf")
-    tiny_models.write_gguf(model_path, name, tiny_models.random_weights(name), ffn_qtype=Q.MXFP4)
+    num_tokens, margin = 16, 1e-3
+    model_path = os.path.join(work, f"{label}.gguf")
+    tiny_models.write_gguf(model_path, name, tiny_models.random_weights(name, spec), ffn_qtype=ffn_qtype, spec=spec)
     types = {t.name: t.tensor_type for t in gguf.GGUFReader(model_path).tensors}
-    c.check(types["blk.0.ffn_down.weight"] == Q.MXFP4 and types["blk.0.attn_q.weight"] == Q.F32,
-            f"the model's tensor types are not as meant: {types}")
-    prng = np.random.default_rng(10)  # prompts whose reference margins are all clear (the smallest 0.07)
+    want = ffn_qtype if isinstance(ffn_qtype, dict) else {"ffn_gate": ffn_qtype, "ffn_up": ffn_qtype,
+                                                           "ffn_down": ffn_qtype}
+    suffix = "_exps" if (spec or tiny_models.MODELS[name]).get("moe") else ""
+    c.check(all(types[f"blk.0.{f}{suffix}.weight"] == t for f, t in want.items()) and
+            types["blk.0.attn_q.weight"] == Q.F32, f"{label}: the model's tensor types are not as meant: {types}")
+    prng = np.random.default_rng(prompt_seed)
     prompts = [[int(t) for t in prng.integers(3, 256, n)] for n in (12, 25, 40)]
     rows = [{"id": i, "prompt_token_ids": p, "max_tokens": num_tokens, "temperature": 0, "ignore_eos": True}
             for i, p in enumerate(prompts)]
@@ -97,12 +105,12 @@ def check_mxfp4_greedy():
     expected = reference.greedy(reference.load_gguf(model_path), prompts, num_tokens)
     compared = 0
     for i, (ids, margins) in enumerate(expected):
-        want = ids[:reference.agreed_prefix(ids, margins, margin)]
-        compared += len(want)
-        c.check(got[i][:len(want)] == want, f"MXFP4 FFN model, prompt {i}: got {got[i][:len(want)]}, "
-                                            f"reference {want}")
-    c.check(compared >= 0.8 * len(prompts) * num_tokens, f"MXFP4 FFN model: only {compared} decisive tokens")
-
+        want_ids = ids[:reference.agreed_prefix(ids, margins, margin)]
+        compared += len(want_ids)
+        c.check(got[i][:len(want_ids)] == want_ids, f"{label}, prompt {i}: got {got[i][:len(want_ids)]}, "
+                                                    f"reference {want_ids}")
+    c.check(compared >= 0.8 * len(prompts) * num_tokens, f"{label}: only {compared} decisive tokens")
+    print(f"{label}: {compared} of {len(prompts) * num_tokens} tokens decisive, all equal to the reference")
 
 
 def check_bad_mxfp4():
@@ -128,7 +136,6 @@ def check_bad_mxfp4():
 def check_own_kquant_quantizers():
     """tiny_models' Q4_K and Q6_K quantizers (the gguf package has none; test_gpu_moe.py's experts use them)
     write blocks that the gguf package's decoder reads back as the input, within 4- and 6-bit steps."""
-    import tiny_models
     x = rng.standard_normal((5, 512)).astype(np.float32) * np.float32(0.1)
     x[0, :256] = 0.0  # an all-zero superblock: zero scales, no division by zero
     for quantize, qtype, bound in ((tiny_models.quantize_q4_k, Q.Q4_K, 0.1),
@@ -139,7 +146,14 @@ def check_own_kquant_quantizers():
                 f"{qtype.name} quantizer: relative error {err:.4f} (bound {bound}), shape {back.shape}")
 
 
-check_mxfp4_greedy()
+# The tiny Llama with MXFP4 FFN matrices (prompts whose reference margins are all clear, the smallest 0.07),
+# and a 256-wide tiny Mixtral with Q4_K_M-like experts (Q4_K gate and up, Q6_K down), the K-quant experts
+# through the CPU's expert gather.
+check_quantized_greedy("llama-mxfp4", "llama", Q.MXFP4)
+WIDE_MIXTRAL = dict(tiny_models.MODELS["mixtral"])
+WIDE_MIXTRAL["config"] = dict(WIDE_MIXTRAL["config"], hidden_size=256, intermediate_size=256)
+check_quantized_greedy("mixtral-q4_k-q6_k", "mixtral", {"ffn_gate": Q.Q4_K, "ffn_up": Q.Q4_K, "ffn_down": Q.Q6_K},
+                       spec=WIDE_MIXTRAL)
 check_bad_mxfp4()
 check_own_kquant_quantizers()
 c.done()
