@@ -225,6 +225,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
   cpu.int8_products = o.cpu_precision != "exact";
+  cpu.int8_planes = cpu.int8_products && o.max_num_seqs <= kInt8PlanesMaxSeqs;
   cpu.loras = std::move(loras);
   return make_cpu_backend(model, cpu);
 }

@@ -84,10 +84,11 @@ Weights stack_f32(std::initializer_list<const TensorView*> parts, ThreadPool& po
 }
 
 // How block-type weights are packed: kept in their blocks (else expanded to fp32), and then as int8 panels
-// for the 8-bit product (--cpu-precision fast).
+// for the 8-bit product (--cpu-precision fast), a 5- or 6-bit type's in planes or not (int8_planes).
 struct Packing {
   bool keep_blocks = true;
   bool int8 = false;
+  bool planes = false;
 };
 
 // Random (dummy) tensors kept in blocks: Q8_0 rows generated in fp32 and quantized, MXFP4 rows generated as
@@ -169,7 +170,7 @@ PackedMatrix pack_stacked(std::initializer_list<const TensorView*> parts, Thread
       }
       throw Error("internal error: row " + std::to_string(row) + " past the stacked tensors");
     };
-    return PackedMatrix(rows, cols, dtype, row_blocks, pool, packing.int8);
+    return PackedMatrix(rows, cols, dtype, row_blocks, pool, packing.int8, packing.planes);
   }
   auto fill = [&](int64_t row, int64_t count, float* out) {
     int64_t first = 0;  // global row of the current tensor's row 0
@@ -338,7 +339,7 @@ class CpuBackend final : public Backend {
 };
 
 void CpuBackend::load_weights(const ModelTensors& t) {
-  const Packing keep{options_.keep_blocks, options_.int8_products};
+  const Packing keep{options_.keep_blocks, options_.int8_products, options_.int8_planes};
   embedding_ = t.embedding;
   for (const LayerTensors& l : t.layers) {
     CpuLayer layer;
@@ -397,7 +398,7 @@ void CpuBackend::load_weights(const ModelTensors& t) {
 
 // A sparse layer's router, experts (gate|up stacked per expert, as the dense FFN) and shared expert.
 void CpuBackend::load_experts(const LayerTensors& l, MoeWeights& moe) {
-  const Packing keep{options_.keep_blocks, options_.int8_products};
+  const Packing keep{options_.keep_blocks, options_.int8_products, options_.int8_planes};
   // The router stays exact: an expert choice flipped by rounding would change the output far more.
   moe.router = pack_stacked({&l.router}, pool_, {keep.keep_blocks, false});
   count_weights(moe.router);

@@ -24,9 +24,20 @@ struct CpuBackendOptions {
   // Block-type weights multiply as 8-bit integers against each activation row quantized to 8 bits
   // (--cpu-precision fast; still batch-invariant); false: the fp32 values, exactly (cpu_matmul.hpp).
   bool int8_products = false;
+  // With int8_products: the 5- and 6-bit types (Q5_0, Q5_1, Q5_K, Q6_K) keep their codes in planes, 5.5-6.6
+  // bits a weight instead of 8.5-9, for runs whose steps carry few sequences (kInt8PlanesMaxSeqs): a
+  // product of a few rows streams its weights, one of many is bound by the arithmetic, which planes add to.
+  // The products' bits are the same either way.
+  bool int8_planes = false;
   // LoRA adapters (id i + 1 = loras[i]), packed at load; RaggedBatch::lora_ids picks them per sequence.
   std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };
+
+// The most sequences a step may carry for int8_planes to pay. Measured on the 2-core AVX-512 VNNI
+// development machine: one thread's 4-row tile of Q6_K runs about 255 GOP/s in planes against 320 in
+// bytes (Q5_K 308 against 347), while two threads stream about 30 GB/s; so a product is bound by memory up
+// to about 7 rows in planes and 11 in bytes, and planes are faster up to about 9 rows (Q5_K: 11).
+constexpr int kInt8PlanesMaxSeqs = 8;
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options);
 

@@ -181,12 +181,12 @@ bool PackedMatrix::keeps_blocks(DType dtype, int64_t k) {
 }
 
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool,
-                           bool int8)
-    : dtype_(dtype), int8_(int8), n_(n), k_(k) {
+                           bool int8, bool planes)
+    : dtype_(dtype), int8_(int8), planes_(int8 && planes && has_int8_planes(dtype)), n_(n), k_(k) {
   if (!keeps_blocks(dtype, k)) throw Error("internal error: weights of this type cannot stay in blocks");
   const int64_t panels = num_panels(n);
   const size_t blocked_bytes = static_cast<size_t>(k / kGroupK) * blocked_group_bytes(dtype);
-  panel_bytes_ = int8 ? static_cast<size_t>(k / kGroupK) * int8_group_bytes(dtype) : blocked_bytes;
+  panel_bytes_ = int8 ? static_cast<size_t>(k / kGroupK) * int8_group_bytes(dtype, planes_) : blocked_bytes;
   bytes_ = std::max<size_t>(1, static_cast<size_t>(panels) * panel_bytes_);
   data_.reset(std::malloc(bytes_));
   if (!data_) throw Error("cannot allocate " + std::to_string(bytes_) + " bytes of weights");
@@ -197,7 +197,7 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& r
       for (int l = 0; l < kLanes; ++l) rows[l] = p * kLanes + l < n ? row_blocks(p * kLanes + l) : nullptr;
       uint8_t* panel = static_cast<uint8_t*>(data_.get()) + p * panel_bytes_;
       pack_blocked_panel(dtype, rows, k, int8 ? blocked.data() : panel);
-      if (int8) pack_int8_panel(dtype, rows, blocked.data(), k, panel);
+      if (int8) pack_int8_panel(dtype, planes_, rows, blocked.data(), k, panel);
     }
   });
 }
@@ -259,8 +259,8 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
   auto run_part = [&](const PackedMatrix& part, int64_t first, int64_t begin, int64_t end) {
     const int64_t b = std::max(begin, first), e = std::min(end, first + num_panels(part.rows()));
     if (b >= e) return;
-    matmul_int8_panels(isa, part.dtype(), rows, 0, m, part.blocked_panel(0), part.panel_bytes(), b - first, e - first,
-                       y + first * kLanes, w.rows(), part.rows());
+    matmul_int8_panels(isa, part.dtype(), part.has_planes(), rows, 0, m, part.blocked_panel(0), part.panel_bytes(),
+                       b - first, e - first, y + first * kLanes, w.rows(), part.rows());
   };
   const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
@@ -293,7 +293,7 @@ void matmul_on_thread(const float* x, const Q8Rows* xq, const PackedMatrix& w, f
   const std::span<const PackedMatrix> parts = w.parts().empty() ? std::span(&w, 1) : std::span(w.parts());
   int64_t first = 0;  // the part's first column of Y (every part but the last fills whole panels)
   for (const PackedMatrix& part : parts) {
-    matmul_int8_panels(isa, part.dtype(), *xq, 0, m, part.blocked_panel(0), part.panel_bytes(), 0,
+    matmul_int8_panels(isa, part.dtype(), part.has_planes(), *xq, 0, m, part.blocked_panel(0), part.panel_bytes(), 0,
                        num_panels(part.rows()), y + first, w.rows(), part.rows());
     first += part.rows();
   }

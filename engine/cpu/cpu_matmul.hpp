@@ -44,8 +44,11 @@ class PackedMatrix {
   PackedMatrix() = default;
   PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPool& pool);
   // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel;
-  // int8: as int8 panels, for the 8-bit integer product.
-  PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool, bool int8 = false);
+  // int8: as int8 panels, for the 8-bit integer product; planes: a 5- or 6-bit type's panels hold its codes
+  // in planes (cpu_matmul_int8.cpp), fewer bytes but more work a weight than whole bytes (for products of
+  // a few rows, which stream the weights).
+  PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool, bool int8 = false,
+               bool planes = false);
 
   // int8 matrices of different block types stacked by rows (a fused QKV of Q5_0, Q5_0 and Q8_0): each
   // part keeps its own panels; every part but the last a whole number of panels.
@@ -59,6 +62,7 @@ class PackedMatrix {
   bool is_blocked() const { return dtype_ != DType::kF32; }
   DType dtype() const { return dtype_; }
   bool is_int8() const { return int8_; }
+  bool has_planes() const { return planes_; }  // int8 panels of a 5- or 6-bit type, in planes
   const std::vector<PackedMatrix>& parts() const { return parts_; }  // stacked parts, or none
   size_t bytes() const { return bytes_; }  // memory held
   // fp32 panels: the whole (ceil(N / width), K, width) array. Blocked: nullptr.
@@ -78,6 +82,7 @@ class PackedMatrix {
   std::unique_ptr<void, FreeDeleter> data_;  // fp32: (ceil(N / width), K, width), zero-padded past N
   DType dtype_ = DType::kF32;
   bool int8_ = false;  // int8 panels (cpu_matmul_int8.hpp) instead of blocked ones
+  bool planes_ = false;
   std::vector<PackedMatrix> parts_;  // stacked parts (then data_ is empty)
   size_t bytes_ = 0;
   size_t panel_bytes_ = 0;  // blocked: bytes of one panel

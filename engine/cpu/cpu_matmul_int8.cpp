@@ -39,20 +39,60 @@ constexpr bool has_linear_nibbles() {
   return true;
 }
 
+// A 5- or 6-bit type whose int8 panels hold their codes in planes (Int8Layout): Planes<BlockFormat<D>>
+// is D's format (every member inherited) with the planes layout; BlockFormat<D> itself keeps whole bytes.
+template <class F>
+struct Planes : F {};
+template <class F>
+struct BaseFormat {
+  using type = F;
+};
+template <class F>
+struct BaseFormat<Planes<F>> {
+  using type = F;
+};
+template <class F, DType D>
+constexpr bool is_format = std::is_same_v<typename BaseFormat<F>::type, BlockFormat<D>>;
+template <class F>
+constexpr bool is_planes = !std::is_same_v<typename BaseFormat<F>::type, F>;
+
 // The types whose scales (and offsets) are fp16 numbers as stored (the 32-element blocks with an fp16 d
 // and m): their int8 groups keep them as fp16, exactly, in half the bytes (a Q4_1 group: 320 bytes, not 384).
 template <class F>
 constexpr bool has_half_scales() {
-  return std::is_same_v<F, BlockFormat<DType::kQ8_0>> || std::is_same_v<F, BlockFormat<DType::kQ4_0>> ||
-         std::is_same_v<F, BlockFormat<DType::kQ4_1>> || std::is_same_v<F, BlockFormat<DType::kQ5_0>> ||
-         std::is_same_v<F, BlockFormat<DType::kQ5_1>> || std::is_same_v<F, BlockFormat<DType::kIQ4_NL>>;
+  return is_format<F, DType::kQ8_0> || is_format<F, DType::kQ4_0> || is_format<F, DType::kQ4_1> ||
+         is_format<F, DType::kQ5_0> || is_format<F, DType::kQ5_1> || is_format<F, DType::kIQ4_NL>;
 }
 
-// The types whose int8 groups come in superblocks of their 256-k blocks (see the header): Q4_K, Q6_K.
+// The types whose int8 groups come in superblocks of their 256-k blocks (see the header): Q4_K, Q5_K, Q6_K.
 template <class F>
 constexpr bool has_super_scales() {
-  return std::is_same_v<F, BlockFormat<DType::kQ4_K>> || std::is_same_v<F, BlockFormat<DType::kQ5_K>> ||
-         std::is_same_v<F, BlockFormat<DType::kQ6_K>>;
+  return is_format<F, DType::kQ4_K> || is_format<F, DType::kQ5_K> || is_format<F, DType::kQ6_K>;
+}
+
+// The high bits above a nibble of the 5- and 6-bit types (Q5_0, Q5_1, Q5_K: 1; Q6_K: 2), and their least
+// value; 0 for the rest.
+template <class F>
+constexpr int wide_code_high_bits() {
+  if constexpr (is_format<F, DType::kQ5_0> || is_format<F, DType::kQ5_1> || is_format<F, DType::kQ5_K>) return 1;
+  return is_format<F, DType::kQ6_K> ? 2 : 0;
+}
+template <class F>
+constexpr int wide_code_min() {
+  if constexpr (is_format<F, DType::kQ5_0>) return -16;
+  return is_format<F, DType::kQ6_K> ? -32 : 0;
+}
+
+// Calls fn(format) with D's format, or with Planes of it when `planes` and D is a 5- or 6-bit type.
+template <class Fn>
+decltype(auto) with_int8_format(DType dtype, bool planes, Fn&& fn) {
+  return with_block_format(dtype, [&](auto format) {
+    using F = decltype(format);
+    if constexpr (wide_code_high_bits<F>() > 0) {
+      if (planes) return fn(Planes<F>{});
+    }
+    return fn(format);
+  });
 }
 
 // The int8 group of format F: the blocked group's scale arrays (as fp16 where has_half_scales), then the
@@ -62,7 +102,10 @@ template <class F>
 struct Int8Layout {
   using G = GroupLayout<F>;
   static constexpr bool kNibbles = has_linear_nibbles<F>();
-  static constexpr int kBias = kNibbles ? F::value(0) : -128;  // value = u + kBias
+  static constexpr int kHighBits = is_planes<F> ? wide_code_high_bits<F>() : 0;
+  static constexpr bool kPlanes = kNibbles || kHighBits > 0;   // a nibble plane (and a high-bit plane)
+  static constexpr int kQuadsPerHighByte = kHighBits > 0 ? 8 / kHighBits : 1;
+  static constexpr int kBias = kNibbles ? F::value(0) : kHighBits > 0 ? wide_code_min<F>() : -128;  // value = u + kBias
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
   static constexpr bool kHalfScales = has_half_scales<F>();
   static constexpr bool kSuper = has_super_scales<F>();
@@ -70,7 +113,7 @@ struct Int8Layout {
   static constexpr int kSuperSubs = kSuperGroups * G::kSubs;  // sub-blocks of a superblock
   static constexpr int kHeaderHalves = G::kHasOffset ? 2 : 1;
   // Q6_K's sub-scales are int8; Q4_K's sc and m unsigned 6-bit codes.
-  static constexpr bool kSignedSubScales = std::is_same_v<F, BlockFormat<DType::kQ6_K>>;
+  static constexpr bool kSignedSubScales = is_format<F, DType::kQ6_K>;
   // A superblock's header: d[kLanes] (, -dmin[kLanes]) as fp16, then sc[kSuperSubs][kLanes]
   // (, m[kSuperSubs / 4][kLanes][4]: lane l's four m of sub-blocks 4i..4i + 3 side by side, a quad for
   // vpdpbusd) as bytes, padded to a whole quad (Q6_K: 288 + 32 bytes) so that every quad's codes start on
@@ -81,7 +124,7 @@ struct Int8Layout {
              : 0;
   static constexpr size_t kScaleBytes =
       kSuper ? 0 : static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
-  static constexpr size_t kCodeBytes = static_cast<size_t>((kNibbles ? kQuads / 2 : kQuads) * kQuadBytes);
+  static constexpr size_t kCodeBytes = static_cast<size_t>((kPlanes ? kQuads / 2 + kHighBits : kQuads) * kQuadBytes);
   static constexpr size_t kSuperBytes = kHeaderBytes + kSuperGroups * (kScaleBytes + kCodeBytes);
   static constexpr size_t kBytes = kSuperBytes / kSuperGroups;  // per group, on average
   static_assert(kSuperBytes % kSuperGroups == 0);
@@ -244,16 +287,44 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
     }
     const uint8_t* codes = src + G::kScaleBytes;
     uint8_t* u = dst + L::kScaleBytes;
-    auto code = [&](int i, int l) { return static_cast<uint8_t>(blocked_value<F>(codes, i, l) - L::kBias); };
-    for (int t = 0; t < (L::kNibbles ? kQuads / 2 : kQuads); ++t) {
+    std::memset(u, 0, L::kCodeBytes);
+    for (int t = 0; t < kQuads; ++t) {
       for (int l = 0; l < kLanes; ++l) {
         for (int j = 0; j < 4; ++j) {
-          u[t * kQuadBytes + l * 4 + j] = L::kNibbles ? static_cast<uint8_t>(code(8 * t + j, l) | code(8 * t + 4 + j, l) << 4)
-                                                      : code(4 * t + j, l);
+          const int p = l * 4 + j, code = blocked_value<F>(codes, 4 * t + j, l) - L::kBias;
+          if (code < 0 || code >= (L::kPlanes ? 16 << L::kHighBits : 256)) {
+            throw Error("internal error: a code outside its int8 group's range");
+          }
+          if constexpr (!L::kPlanes) {
+            u[t * kQuadBytes + p] = static_cast<uint8_t>(code);
+            continue;
+          }
+          u[(t / 2) * kQuadBytes + p] |= static_cast<uint8_t>((code & 0x0F) << (4 * (t % 2)));
+          if constexpr (L::kHighBits > 0) {
+            const int per = L::kQuadsPerHighByte;
+            u[(kQuads / 2 + t / per) * kQuadBytes + p] |=
+                static_cast<uint8_t>((code >> 4) << (L::kHighBits * (t % per)));
+          }
         }
       }
     }
   }
+}
+
+// u of lane position p (l * 4 + j) of quad t of an int8 group's codes (see Int8Layout): a byte, or a
+// nibble (the low one in even quads) with the high plane's bits above it.
+template <class F>
+int panel_code(const uint8_t* codes, int t, int p) {
+  using L = Int8Layout<F>;
+  if constexpr (!L::kPlanes) return codes[t * kQuadBytes + p];
+  const uint8_t pair = codes[(t / 2) * kQuadBytes + p];
+  int u = (pair >> (4 * (t % 2))) & 0x0F;
+  if constexpr (L::kHighBits > 0) {
+    const int per = L::kQuadsPerHighByte;
+    const uint8_t high = codes[(kQuads / 2 + t / per) * kQuadBytes + p];
+    u |= ((high >> (L::kHighBits * (t % per))) & ((1 << L::kHighBits) - 1)) << 4;
+  }
+  return u;
 }
 
 // Sum of q over sub-block `sub` of group b (sums per 16 k).
@@ -301,16 +372,7 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
       for (int l = 0; l < kLanes; ++l) {
         int32_t isum = L::kBias * sum_q;
         for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
-          for (int j = 0; j < 4; ++j) {
-            int u;
-            if constexpr (L::kNibbles) {
-              const uint8_t byte = codes[(t / 2) * kQuadBytes + l * 4 + j];
-              u = t % 2 == 0 ? byte & 0x0F : byte >> 4;
-            } else {
-              u = codes[t * kQuadBytes + l * 4 + j];
-            }
-            isum += u * q[b * kGroupK + 4 * t + j];
-          }
+          for (int j = 0; j < 4; ++j) isum += panel_code<F>(codes, t, l * 4 + j) * q[b * kGroupK + 4 * t + j];
         }
         if constexpr (L::kSuper) {
           tot[l] += super_sc<F>(panel, b, sub, l) * isum;
@@ -341,6 +403,10 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
 
 #if defined(__x86_64__)
 #define CBATCH_INT8_X86 1
+
+// The vector kernels' loops over a sub-block's quads, unrolled whole: the planes' high-bit shifts then
+// take constant counts (as a loop, with its counts in registers, the Q6_K planes tile ran about 20% slower).
+#define CBATCH_UNROLL_QUADS _Pragma("GCC unroll 8")
 
 int32_t load_quad(const int8_t* q) {
   int32_t v;
@@ -423,6 +489,67 @@ __attribute__((target("avx512f,avx512vnni"))) __m512i super_mins16(__m512i m0, _
   return _mm512_add_epi32(_mm512_slli_epi32(piece[0], 7), piece[1]);
 }
 
+// A high-bit plane moved so that quad i of its bytes (i * kBits up) sits at bit 4, where its u's high bits
+// go. The 16-bit shifts move no wanted bit across a byte: the caller keeps only those bits.
+template <int kBits>
+__attribute__((target("avx2"))) __m256i high_at_bit4(__m256i high, int i) {
+  const int shift = 4 - kBits * i;
+  if (shift == 0) return high;
+  return shift > 0 ? _mm256_sll_epi16(high, _mm_cvtsi32_si128(shift))
+                   : _mm256_srl_epi16(high, _mm_cvtsi32_si128(-shift));
+}
+template <int kBits>
+__attribute__((target("avx512f,avx512bw"))) __m512i high_at_bit4(__m512i high, int i) {
+  const int shift = 4 - kBits * i;
+  if (shift == 0) return high;
+  return shift > 0 ? _mm512_sll_epi16(high, _mm_cvtsi32_si128(shift))
+                   : _mm512_srl_epi16(high, _mm_cvtsi32_si128(-shift));
+}
+
+// Quad t of an int8 group's codes, 8 lanes from lane 8c (panel_code's u, a vector at a time).
+template <class F>
+__attribute__((target("avx2"))) __m256i quad8(const uint8_t* codes, int t, int c) {
+  using L = Int8Layout<F>;
+  if constexpr (!L::kPlanes) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + t * kQuadBytes + c * 32));
+  }
+  const __m256i pair = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t / 2) * kQuadBytes + c * 32));
+  const __m256i low = _mm256_and_si256(t % 2 == 0 ? pair : _mm256_srli_epi16(pair, 4), _mm256_set1_epi8(0x0F));
+  if constexpr (L::kHighBits == 0) return low;
+  const int per = L::kQuadsPerHighByte;
+  const __m256i high =
+      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (kQuads / 2 + t / per) * kQuadBytes + c * 32));
+  const __m256i mask = _mm256_set1_epi8(static_cast<char>(((1 << L::kHighBits) - 1) << 4));
+  return _mm256_or_si256(low, _mm256_and_si256(high_at_bit4<L::kHighBits>(high, t % per), mask));
+}
+
+// Quads t and t + 1 (t even) of an int8 group's codes, all 16 lanes: a nibble load serves both, and a
+// wide type's high bits join with one ternary-logic step each.
+template <class F>
+__attribute__((target("avx512f,avx512bw"))) void quad_pair16(const uint8_t* codes, int t, __m512i& u0, __m512i& u1) {
+  using L = Int8Layout<F>;
+  if constexpr (!L::kPlanes) {
+    u0 = _mm512_loadu_si512(codes + t * kQuadBytes);
+    u1 = _mm512_loadu_si512(codes + (t + 1) * kQuadBytes);
+    return;
+  }
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const __m512i pair = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
+  if constexpr (L::kHighBits == 0) {
+    u0 = _mm512_and_si512(pair, low4);
+    u1 = _mm512_and_si512(_mm512_srli_epi16(pair, 4), low4);
+    return;
+  }
+  const int per = L::kQuadsPerHighByte;
+  const __m512i high = _mm512_loadu_si512(codes + (kQuads / 2 + t / per) * kQuadBytes);
+  const __m512i mask = _mm512_set1_epi8(static_cast<char>(((1 << L::kHighBits) - 1) << 4));
+  const __m512i high0 = _mm512_and_si512(high_at_bit4<L::kHighBits>(high, t % per), mask);
+  const __m512i high1 = _mm512_and_si512(high_at_bit4<L::kHighBits>(high, (t + 1) % per), mask);
+  constexpr int kLowOrHigh = 0xEC;  // (a & c) | b
+  u0 = _mm512_ternarylogic_epi32(pair, high0, low4, kLowOrHigh);
+  u1 = _mm512_ternarylogic_epi32(_mm512_srli_epi16(pair, 4), high1, low4, kLowOrHigh);
+}
+
 // One row, one panel, 8 lanes at a time: u widened to 16 bits, _mm256_madd_epi16 sums pairs of k exactly,
 // a horizontal add finishes each lane's quad.
 template <class F>
@@ -435,7 +562,6 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
   const int8_t* q = x.q.data() + row * k;
   const float* d = x.d.data() + row * (k / x.block);
   const int32_t* sums = x.sums.data() + row * (k / 16);
-  const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256 acc[kChunks];
   __m256i tot[kChunks];  // a superblock's integer sums
   for (auto& a : acc) a = _mm256_setzero_ps();
@@ -447,14 +573,9 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
       for (int c = 0; c < kChunks; ++c) {
         __m256i pairs0 = _mm256_setzero_si256(), pairs1 = _mm256_setzero_si256();
+        CBATCH_UNROLL_QUADS
         for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
-          __m256i u;
-          if constexpr (L::kNibbles) {
-            u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t / 2) * kQuadBytes + c * 32));
-            u = _mm256_and_si256(t % 2 == 0 ? u : _mm256_srli_epi16(u, 4), low4);
-          } else {
-            u = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + t * kQuadBytes + c * 32));
-          }
+          const __m256i u = quad8<F>(codes, t, c);
           const int8_t* qt = q + b * kGroupK + 4 * t;
           const __m256i qv = _mm256_setr_epi16(qt[0], qt[1], qt[2], qt[3], qt[0], qt[1], qt[2], qt[3], qt[0], qt[1],
                                                qt[2], qt[3], qt[0], qt[1], qt[2], qt[3]);
@@ -507,7 +628,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
   const int64_t k = x.cols;
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc[MR][NV];
   __m512i tot[MR][NV];  // a superblock type's integer sums over the superblock
   for (auto& row_acc : acc)
@@ -523,17 +643,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
         for (auto& v : row_sum) v = _mm512_setzero_si512();
       // Two quads a step: a nibble load serves both, and each activation quad is broadcast from memory
       // into the vpdpbusd that uses it, leaving the registers to the integer and fp32 sums.
+      CBATCH_UNROLL_QUADS
       for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
         for (int v = 0; v < NV; ++v) {
           __m512i u0, u1;
-          if constexpr (L::kNibbles) {
-            const __m512i both = _mm512_loadu_si512(group_codes[v] + (t / 2) * kQuadBytes);
-            u0 = _mm512_and_si512(both, low4);
-            u1 = _mm512_and_si512(_mm512_srli_epi16(both, 4), low4);
-          } else {
-            u0 = _mm512_loadu_si512(group_codes[v] + t * kQuadBytes);
-            u1 = _mm512_loadu_si512(group_codes[v] + (t + 1) * kQuadBytes);
-          }
+          quad_pair16<F>(group_codes[v], t, u0, u1);
           for (int r = 0; r < MR; ++r) {
             const int8_t* qt = x.q.data() + (row + r) * k + b * kGroupK + 4 * t;
             isum[r][v] = _mm512_dpbusd_epi32(isum[r][v], u0, _mm512_set1_epi32(load_quad(qt)));
@@ -622,7 +736,6 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
   const int8_t* q = x.q.data() + row * k;
   const float* d = x.d.data() + row * (k / x.block);
   const int32_t* sums = x.sums.data() + row * (k / 16);
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
   __m512 acc = _mm512_setzero_ps();
   __m512i tot = _mm512_setzero_si512();  // a superblock's integer sum
   for (int64_t b = 0; b < k / kGroupK; ++b) {
@@ -630,16 +743,10 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
     const int8_t* qb = q + b * kGroupK;
     for (int sub = 0; sub < G::kSubs; ++sub) {
       __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+      CBATCH_UNROLL_QUADS
       for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; t += 2) {
         __m512i u0, u1;
-        if constexpr (L::kNibbles) {
-          const __m512i both = _mm512_loadu_si512(codes + (t / 2) * kQuadBytes);
-          u0 = _mm512_and_si512(both, low4);
-          u1 = _mm512_and_si512(_mm512_srli_epi16(both, 4), low4);
-        } else {
-          u0 = _mm512_loadu_si512(codes + t * kQuadBytes);
-          u1 = _mm512_loadu_si512(codes + (t + 1) * kQuadBytes);
-        }
+        quad_pair16<F>(codes, t, u0, u1);
         even = _mm512_dpbusd_epi32(even, u0, _mm512_set1_epi32(load_quad(qb + 4 * t)));
         odd = _mm512_dpbusd_epi32(odd, u1, _mm512_set1_epi32(load_quad(qb + 4 * t + 4)));
       }
@@ -870,19 +977,23 @@ const char* int8_isa_name(Int8Isa isa) {
   return "scalar code";
 }
 
-size_t int8_group_bytes(DType dtype) {
-  return with_block_format(dtype, [](auto format) { return Int8Layout<decltype(format)>::kBytes; });
+bool has_int8_planes(DType dtype) {
+  return with_block_format(dtype, [](auto format) { return wide_code_high_bits<decltype(format)>() > 0; });
 }
 
-void pack_int8_panel(DType dtype, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t k,
-                     uint8_t* out) {
-  with_block_format(dtype, [&](auto format) { pack_panel<decltype(format)>(rows, blocked, k, out); });
+size_t int8_group_bytes(DType dtype, bool planes) {
+  return with_int8_format(dtype, planes, [](auto format) { return Int8Layout<decltype(format)>::kBytes; });
 }
 
-void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
+void pack_int8_panel(DType dtype, bool planes, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked,
+                     int64_t k, uint8_t* out) {
+  with_int8_format(dtype, planes, [&](auto format) { pack_panel<decltype(format)>(rows, blocked, k, out); });
+}
+
+void matmul_int8_panels(Int8Isa isa, DType dtype, bool planes, const Q8Rows& x, int64_t row_begin, int64_t row_end,
                         const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
                         float* y, int64_t ldy, int64_t n) {
-  with_block_format(dtype, [&](auto format) {
+  with_int8_format(dtype, planes, [&](auto format) {
     run_panels<decltype(format)>(isa, x, row_begin, row_end, panels, panel_bytes, panel_begin, panel_end, y, ldy, n);
   });
 }

@@ -16,6 +16,10 @@
 // 256-blocks (Q8Rows), so a lane's superblock is integer all through: tot = sum over sub-blocks of
 // sc * isum (isum with the bias), mins = sum of m * sum(q) over the 32-k sub-blocks, then
 // acc = fma(d * tot (+ -dmin * mins, fused), dx, acc): fp32 once per 256 k instead of per 32 or 16.
+// The 5- and 6-bit types (Q5_0, Q5_1, Q5_K, Q6_K) can also hold their codes in planes, chosen per matrix:
+// u = the value less the type's least value, its low nibble in a nibble plane (as the 4-bit types') and
+// its 1 or 2 high bits in a plane of their own, 8 or 4 quads a byte (Q5_K 5.625 bits a weight, Q6_K
+// 6.625, Q5_0 5.5, Q5_1 6): fewer bytes to stream, a few more instructions to decode, the same sums.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -55,16 +59,19 @@ Int8Isa int8_isa();
 bool can_run(Int8Isa isa);
 const char* int8_isa_name(Int8Isa isa);
 
-// Bytes of one int8 group of `dtype` (a block type); Q4_K's: an eighth of a superblock.
-size_t int8_group_bytes(DType dtype);
+// Whether `dtype` has a planes layout (its codes are 5 or 6 bits: Q5_0, Q5_1, Q5_K, Q6_K); `planes` below
+// is ignored for the other types.
+bool has_int8_planes(DType dtype);
+// Bytes of one int8 group of `dtype` (a block type) in bytes or planes; Q4_K's: an eighth of a superblock.
+size_t int8_group_bytes(DType dtype, bool planes);
 // A blocked panel (K / 32 groups of blocked_group_bytes) rewritten as an int8 panel (K / 32 int8 groups);
 // rows: the panel's lanes' GGUF blocks, as pack_blocked_panel's (null past the last row).
-void pack_int8_panel(DType dtype, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, int64_t k,
-                     uint8_t* out);
+void pack_int8_panel(DType dtype, bool planes, const uint8_t* const (&rows)[kLanes], const uint8_t* blocked,
+                     int64_t k, uint8_t* out);
 
 // Y rows [row_begin, row_end), panels [panel_begin, panel_end) (panel p: columns p * kLanes...) of an
 // (N, K) int8-panel matrix; panels: panel 0, panel_bytes apart; y (rows, ldy), its first N columns written.
-void matmul_int8_panels(Int8Isa isa, DType dtype, const Q8Rows& x, int64_t row_begin, int64_t row_end,
+void matmul_int8_panels(Int8Isa isa, DType dtype, bool planes, const Q8Rows& x, int64_t row_begin, int64_t row_end,
                         const uint8_t* panels, size_t panel_bytes, int64_t panel_begin, int64_t panel_end,
                         float* y, int64_t ldy, int64_t n);
 

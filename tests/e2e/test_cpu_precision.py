@@ -1,14 +1,19 @@
 """--cpu-precision: the fast path (quantized weights times 8-bit activations, integer dot products) is
 batch-invariant like the exact one: greedy and seeded outputs and their logprobs are bit-identical across
-modes, token budgets and sequence caps, on a tiny random Llama with Q8_0 linear weights; its logprobs are
-not the exact path's (it is a different product). Bad values: an unknown precision, or one with
---device cuda, exit 1 naming the flag. Then, where the real models are present, the fast path's greedy
-agreement with the exact one on SmolLM2 Q4_1 and Gemma 3 270M Q4_K_M is printed (not asserted to be
-100%: 8-bit activations flip near-ties)."""
+modes, token budgets and sequence caps, on a tiny random Llama with Q8_0 linear weights, and on one with
+Q5_0 and Q6_K ones whose panels hold planes at small sequence caps; its logprobs are not the exact path's
+(it is a different product). Bad values: an unknown precision, or one with --device cuda, exit 1 naming
+the flag. Then, where the real models are present, the fast path's greedy agreement with the exact one on
+SmolLM2 Q4_1 and Gemma 3 270M Q4_K_M is printed (not asserted to be 100%: 8-bit activations flip
+near-ties)."""
 import os
 import random
 
-from common import GEMMA3, SMOLLM2, Checks, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+from common import GEMMA3, SMOLLM2, Checks, need_modules, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+
+need_modules("numpy", "gguf")
+from gguf import GGMLQuantizationType as Q  # noqa: E402
+import tiny_models  # noqa: E402
 
 work = tmpdir()
 c = Checks()
@@ -54,6 +59,31 @@ for args, says in ((["--cpu-precision", "fastest"], "fastest"),
     proc = run(argv, check=False)
     c.check(proc.returncode == 1 and says in proc.stderr,
             f"{' '.join(args)}: exit {proc.returncode}, expected 1 with a message naming {says!r}: {proc.stderr[-300:]}")
+
+# The 5- and 6-bit types' int8 panels hold their codes in planes in a run of at most 8 sequences a step and
+# in whole bytes above; the integer sums are the same, so every output bit is too. A 256-wide tiny Llama
+# (K-quants need it) with Q5_0 gate and up and Q6_K down matrices, greedy and seeded, with logprobs.
+wide = dict(tiny_models.MODELS["llama"])
+wide["config"] = dict(wide["config"], hidden_size=256, intermediate_size=256)
+wide_path = os.path.join(work, "llama-q5_0-q6_k.gguf")
+tiny_models.write_gguf(wide_path, "llama", tiny_models.random_weights("llama", wide), spec=wide,
+                       ffn_qtype={"ffn_gate": Q.Q5_0, "ffn_up": Q.Q5_0, "ffn_down": Q.Q6_K})
+wide_rows = [dict(r, prompt_token_ids=[t % 250 + 3 for t in r["prompt_token_ids"]]) for r in rows[:24]]
+wide_prompts = os.path.join(work, "wide-prompts.jsonl")
+write_jsonl(wide_prompts, wide_rows)
+layouts = {}
+for extra in (["--max-num-seqs", "64"], ["--max-num-seqs", "1"], ["--max-num-seqs", "8", "--mode", "static"],
+              ["--max-num-seqs", "9", "--max-num-batched-tokens", "16"]):
+    out = os.path.join(work, "wide.jsonl")
+    run(["run", wide_prompts, "-o", out, "--model", wide_path, "--device", "cpu", "--quiet"] + extra)
+    layouts[" ".join(extra)] = {r["id"]: (r["output_token_ids"], r["logprobs"]) for r in read_jsonl(out)}
+first_layout = next(iter(layouts.values()))
+c.check(len(first_layout) == len(wide_rows), f"Q5_0/Q6_K model: {len(first_layout)} results for {len(wide_rows)}")
+for extra, got in layouts.items():
+    diff = [k for k in first_layout if got.get(k) != first_layout[k]]
+    c.check(not diff, f"Q5_0/Q6_K model, {extra}: {len(diff)} outputs differ from --max-num-seqs 64, e.g. {diff[:3]}")
+print(f"Q5_0/Q6_K tiny Llama: {len(wide_rows)} outputs bit-identical in planes (at most 8 sequences a step) "
+      "and in bytes")
 
 
 def agreement(model, name):

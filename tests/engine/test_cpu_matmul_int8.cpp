@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "engine/base/thread_pool.hpp"
@@ -41,8 +42,9 @@ struct Case {
         w(static_cast<size_t>(rows * cols)) {
     tensor_rows_to_f32(testing::blocks_view(bytes, dtype, n, k), 0, n, w.data());
   }
-  PackedMatrix pack(ThreadPool& pool, bool int8) const {
-    return PackedMatrix(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool, int8);
+  PackedMatrix pack(ThreadPool& pool, bool int8, bool planes = false) const {
+    return PackedMatrix(n, k, dtype, [&](int64_t row) { return bytes.data() + row * row_bytes(dtype, k); }, pool, int8,
+                        planes);
   }
 };
 
@@ -108,26 +110,35 @@ TEST_CASE("quantize_rows_q8: each block (32 or 256 k) within half a step of its 
   CHECK(q8.sums[2 * k / 16] + q8.sums[2 * k / 16 + 1] == -4064);  // the extreme 32-k sum, split exactly above
 }
 
-TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar reference's bits, every block type, "
-          "several rows per call or one") {
+TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar reference's bits, every block type "
+          "(5- and 6-bit ones in bytes and in planes), several rows per call or one") {
   ThreadPool pool(2);
   const int64_t m = 7;  // one 4-row VNNI tile and a 3-row edge
+  std::vector<std::pair<DType, bool>> variants;  // (type, planes)
   for (DType dtype : testing::kBlockTypes) {
+    variants.emplace_back(dtype, false);
+    if (has_int8_planes(dtype)) variants.emplace_back(dtype, true);
+  }
+  for (const auto& variant : variants) {
+    const DType dtype = variant.first;  // not structured bindings: CAPTURE's lambdas take these
+    const bool planes = variant.second;
     const int64_t block = dtype_block_elems(dtype);
     for (int64_t k : {block, 3 * block}) {
       for (int64_t n : {int64_t{37}, int64_t{20}, int64_t{5}}) {  // 3, 2 and 1 panels, the last partial
         CAPTURE(dtype_name(dtype));
+        CAPTURE(planes);
         CAPTURE(k);
         CAPTURE(n);
         const Case c(dtype, n, k, static_cast<unsigned>(k + n));
-        const PackedMatrix w = c.pack(pool, true);
+        const PackedMatrix w = c.pack(pool, true, planes);
         REQUIRE(w.is_int8());
+        REQUIRE(w.has_planes() == planes);
         const auto x = random_activations(static_cast<size_t>(m * k), 3);
         Q8Rows q8;
         quantize_rows_q8(x.data(), m, k, q8_block(dtype), q8);
         const int64_t panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
         std::vector<float> want(static_cast<size_t>(m * n), NAN);
-        matmul_int8_panels(Int8Isa::kScalar, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels,
+        matmul_int8_panels(Int8Isa::kScalar, dtype, planes, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels,
                            want.data(), n, n);
         for (Int8Isa isa : {Int8Isa::kAvx2, Int8Isa::kAvx512Vnni}) {
           if (!can_run(isa)) {
@@ -136,11 +147,12 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
           }
           CAPTURE(int8_isa_name(isa));
           std::vector<float> got(want.size(), NAN);
-          matmul_int8_panels(isa, dtype, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n, n);
+          matmul_int8_panels(isa, dtype, planes, q8, 0, m, w.blocked_panel(0), w.panel_bytes(), 0, panels, got.data(), n,
+                             n);
           CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
           std::vector<float> one_by_one(want.size(), NAN);  // one row per call: the decode kernels
           for (int64_t i = 0; i < m; ++i) {
-            matmul_int8_panels(isa, dtype, q8, i, i + 1, w.blocked_panel(0), w.panel_bytes(), 0, panels,
+            matmul_int8_panels(isa, dtype, planes, q8, i, i + 1, w.blocked_panel(0), w.panel_bytes(), 0, panels,
                                one_by_one.data(), n, n);
           }
           CHECK(std::memcmp(want.data(), one_by_one.data(), one_by_one.size() * sizeof(float)) == 0);
@@ -158,6 +170,41 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
         CHECK(relative_error(want, sum) < 1e-5);
       }
     }
+  }
+}
+
+TEST_CASE("int8 planes: the 5- and 6-bit types' planes give the whole-byte panels' bits in fewer bytes") {
+  ThreadPool pool(2);
+  // Bits a weight in bytes and in planes (a superblock's header included).
+  const std::array<std::tuple<DType, double, double>, 4> types = {
+      {{DType::kQ5_0, 8.5, 5.5}, {DType::kQ5_1, 9.0, 6.0}, {DType::kQ5_K, 8.625, 5.625}, {DType::kQ6_K, 8.625, 6.625}}};
+  for (const auto& type : types) {
+    const DType dtype = std::get<0>(type);
+    const double byte_bits = std::get<1>(type), plane_bits = std::get<2>(type);
+    CAPTURE(dtype_name(dtype));
+    REQUIRE(has_int8_planes(dtype));
+    const int64_t n = 40, k = 512;
+    const Case c(dtype, n, k, 11);
+    const PackedMatrix bytes = c.pack(pool, true), planes = c.pack(pool, true, true);
+    CHECK_FALSE(bytes.has_planes());
+    CHECK(planes.has_planes());
+    const double weights = static_cast<double>((n + matmul_panel_width() - 1) / matmul_panel_width() *
+                                               matmul_panel_width() * k);  // whole panels
+    CHECK(static_cast<double>(bytes.bytes()) * 8 / weights == byte_bits);
+    CHECK(static_cast<double>(planes.bytes()) * 8 / weights == plane_bits);
+    for (int64_t m : {1, 2, 7}) {  // the one-row kernel, and the tiles
+      CAPTURE(m);
+      const auto x = random_activations(static_cast<size_t>(m * k), 5);
+      std::vector<float> want(static_cast<size_t>(m * n), NAN), got(want.size(), NAN);
+      matmul(x.data(), bytes, want.data(), m, pool);
+      matmul(x.data(), planes, got.data(), m, pool);
+      CHECK(std::memcmp(want.data(), got.data(), got.size() * sizeof(float)) == 0);
+    }
+  }
+  for (DType dtype : {DType::kQ4_K, DType::kQ8_0, DType::kIQ4_NL}) {  // no planes: the flag changes nothing
+    CAPTURE(dtype_name(dtype));
+    CHECK_FALSE(has_int8_planes(dtype));
+    CHECK_FALSE(Case(dtype, 16, 256, 1).pack(pool, true, true).has_planes());
   }
 }
 
