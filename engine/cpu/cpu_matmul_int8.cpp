@@ -103,7 +103,7 @@ struct Int8Layout {
   using G = GroupLayout<F>;
   static constexpr bool kNibbles = has_linear_nibbles<F>();
   static constexpr int kHighBits = is_planes<F> ? wide_code_high_bits<F>() : 0;
-  static constexpr bool kPlanes = kNibbles || kHighBits > 0;   // a nibble plane (and a high-bit plane)
+  static constexpr bool kNibblePlane = kNibbles || kHighBits > 0;  // codes as a nibble plane (+ high bits)
   static constexpr int kQuadsPerHighByte = kHighBits > 0 ? 8 / kHighBits : 1;
   static constexpr int kBias = kNibbles ? F::value(0) : kHighBits > 0 ? wide_code_min<F>() : -128;  // value = u + kBias
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
@@ -124,7 +124,8 @@ struct Int8Layout {
              : 0;
   static constexpr size_t kScaleBytes =
       kSuper ? 0 : static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
-  static constexpr size_t kCodeBytes = static_cast<size_t>((kPlanes ? kQuads / 2 + kHighBits : kQuads) * kQuadBytes);
+  static constexpr size_t kCodeBytes =
+      static_cast<size_t>((kNibblePlane ? kQuads / 2 + kHighBits : kQuads) * kQuadBytes);
   static constexpr size_t kSuperBytes = kHeaderBytes + kSuperGroups * (kScaleBytes + kCodeBytes);
   static constexpr size_t kBytes = kSuperBytes / kSuperGroups;  // per group, on average
   static_assert(kSuperBytes % kSuperGroups == 0);
@@ -292,10 +293,10 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
       for (int l = 0; l < kLanes; ++l) {
         for (int j = 0; j < 4; ++j) {
           const int p = l * 4 + j, code = blocked_value<F>(codes, 4 * t + j, l) - L::kBias;
-          if (code < 0 || code >= (L::kPlanes ? 16 << L::kHighBits : 256)) {
+          if (code < 0 || code >= (L::kNibblePlane ? 16 << L::kHighBits : 256)) {
             throw Error("internal error: a code outside its int8 group's range");
           }
-          if constexpr (!L::kPlanes) {
+          if constexpr (!L::kNibblePlane) {
             u[t * kQuadBytes + p] = static_cast<uint8_t>(code);
             continue;
           }
@@ -316,7 +317,7 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
 template <class F>
 int panel_code(const uint8_t* codes, int t, int p) {
   using L = Int8Layout<F>;
-  if constexpr (!L::kPlanes) return codes[t * kQuadBytes + p];
+  if constexpr (!L::kNibblePlane) return codes[t * kQuadBytes + p];
   const uint8_t pair = codes[(t / 2) * kQuadBytes + p];
   int u = (pair >> (4 * (t % 2))) & 0x0F;
   if constexpr (L::kHighBits > 0) {
@@ -510,7 +511,7 @@ __attribute__((target("avx512f,avx512bw"))) __m512i high_at_bit4(__m512i high, i
 template <class F>
 __attribute__((target("avx2"))) __m256i quad8(const uint8_t* codes, int t, int c) {
   using L = Int8Layout<F>;
-  if constexpr (!L::kPlanes) {
+  if constexpr (!L::kNibblePlane) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + t * kQuadBytes + c * 32));
   }
   const __m256i pair = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t / 2) * kQuadBytes + c * 32));
@@ -528,7 +529,7 @@ __attribute__((target("avx2"))) __m256i quad8(const uint8_t* codes, int t, int c
 template <class F>
 __attribute__((target("avx512f,avx512bw"))) void quad_pair16(const uint8_t* codes, int t, __m512i& u0, __m512i& u1) {
   using L = Int8Layout<F>;
-  if constexpr (!L::kPlanes) {
+  if constexpr (!L::kNibblePlane) {
     u0 = _mm512_loadu_si512(codes + t * kQuadBytes);
     u1 = _mm512_loadu_si512(codes + (t + 1) * kQuadBytes);
     return;
