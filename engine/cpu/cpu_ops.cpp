@@ -1,14 +1,16 @@
 #include "engine/cpu/cpu_ops.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
 #include "engine/cpu/cpu_attention_avx512.hpp"
-#include "engine/cpu/cpu_gelu_avx512.hpp"
+#include "engine/cpu/cpu_glu_avx512.hpp"
 
 namespace cbatch {
 
@@ -53,19 +55,37 @@ void rope_head(float* v, int head_dim, const float* cos, const float* sin, RopeL
 
 namespace {
 
-// tanh_fp32 and gelu_tanh, inline for the loops over them (cpu_gelu_avx512.cpp repeats them on 16 lanes).
-inline float tanh_fp32_inline(float x) {
-  using namespace gelu_detail;
-  const float abs_x = std::fabs(x);
-  const double a = abs_x < kTanhCap ? abs_x : kTanhCap;  // NaN too becomes the cap (its result is replaced)
-  const double t = 2.0 * a;
-  const double k = std::nearbyint(t * kInvLn2);  // t = k ln2 + r, |r| <= ln2 / 2
+// exp_fp32, tanh_fp32 and gelu_tanh, inline for the loops over them (cpu_glu_avx512.cpp repeats them on 16
+// lanes).
+
+// e^t = s (expm1(r) + 1): s = 2^k, exact, and rq = expm1(r), for t = k ln2 + r, |r| <= ln2 / 2 (|t| below
+// 700, where 2^k is a normal double).
+inline void exp_parts(double t, double& s, double& rq) {
+  using namespace glu_detail;
+  const double k = std::nearbyint(t * kInvLn2);
   double r = std::fma(-k, kLn2High, t);
   r = std::fma(-k, kLn2Low, r);
   double q = kExpm1Taylor[kExpm1Terms - 1];
   for (int i = kExpm1Terms - 2; i >= 0; --i) q = std::fma(q, r, kExpm1Taylor[static_cast<size_t>(i)]);
-  const double s = std::ldexp(1.0, static_cast<int>(k));
-  const double e = std::fma(s, r * q, s - 1.0);  // expm1(t) = 2^k expm1(r) + 2^k - 1, one rounding
+  s = std::bit_cast<double>(static_cast<uint64_t>(static_cast<int64_t>(k) + 1023) << 52);
+  rq = r * q;
+}
+
+inline float exp_fp32_inline(float x) {
+  using namespace glu_detail;
+  if (std::isnan(x)) return x;
+  double s, rq;
+  exp_parts(std::clamp(x, kExpMin, kExpMax), s, rq);
+  return static_cast<float>(std::fma(s, rq, s));  // 2^k expm1(r) + 2^k, one rounding
+}
+
+inline float tanh_fp32_inline(float x) {
+  using namespace glu_detail;
+  const float abs_x = std::fabs(x);
+  const double a = abs_x < kTanhCap ? abs_x : kTanhCap;  // NaN too becomes the cap (its result is replaced)
+  double s, rq;
+  exp_parts(2.0 * a, s, rq);
+  const double e = std::fma(s, rq, s - 1.0);  // expm1(2a) = 2^k expm1(r) + 2^k - 1, one rounding
   const auto y = static_cast<float>(e / (e + 2.0));
   return std::isnan(x) ? x : std::copysign(y, x);
 }
@@ -78,6 +98,7 @@ inline float gelu_tanh_inline(float x) {
 
 }  // namespace
 
+float exp_fp32(float x) { return exp_fp32_inline(x); }
 float tanh_fp32(float x) { return tanh_fp32_inline(x); }
 float gelu_tanh(float x) { return gelu_tanh_inline(x); }
 
@@ -107,13 +128,13 @@ void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, A
   }
   for (int i = 0; i < hidden; ++i) {
     const float u = up[i] + bias[i];
-    out[i] = activation == Activation::kGeluTanh ? gelu_tanh(u) : u / (1.0f + std::exp(-u));
+    out[i] = activation == Activation::kGeluTanh ? gelu_tanh(u) : u / (1.0f + exp_fp32_inline(-u));
   }
 }
 
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu) {
   if (glu.kind == Activation::kGeluTanh) {
-    if (gelu_detail::can_geglu_avx512()) return gelu_detail::geglu_avx512(gate, up, out, count);
+    if (glu_detail::can_glu_avx512()) return glu_detail::geglu_avx512(gate, up, out, count);
     for (int i = 0; i < count; ++i) out[i] = gelu_tanh_inline(gate[i]) * up[i];
     return;
   }
@@ -125,13 +146,14 @@ void gated_ffn_cols(const float* gate, const float* up, float* out, int count, c
     for (int i = 0; i < count; ++i) {
       const float g = std::min(gate[i], glu.limit);
       const float u = std::clamp(up[i], -glu.limit, glu.limit);
-      out[i] = (u + 1.0f) * (g / (1.0f + std::exp(-glu.alpha * g)));
+      out[i] = (u + 1.0f) * (g / (1.0f + exp_fp32_inline(-glu.alpha * g)));
     }
     return;
   }
+  if (glu_detail::can_glu_avx512()) return glu_detail::swiglu_avx512(gate, up, out, count);
   for (int i = 0; i < count; ++i) {
     const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    out[i] = g / (1.0f + exp_fp32_inline(-g)) * up[i];
   }
 }
 

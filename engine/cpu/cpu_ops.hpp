@@ -36,7 +36,11 @@ void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams
 // be split across threads, each element computed as gated_ffn_row computes it).
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu);
 float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh by tanh_fp32
-// tanh x rounded to fp32, the same bits on every C library and instruction set (cpu_gelu_avx512.hpp: expm1
+// e^x rounded to fp32, the same bits on every C library and instruction set (cpu_glu_avx512.hpp: in double
+// by range reduction and the Taylor series of expm1), within about 1e-16 of e^x before the rounding, so
+// correctly rounded but where e^x lies that close to a midpoint of two floats; SiLU's exponential.
+float exp_fp32(float x);
+// tanh x rounded to fp32, the same bits on every C library and instruction set (cpu_glu_avx512.hpp: expm1
 // in double by range reduction and its Taylor series), within about 1e-16 of tanh before the rounding, so
 // correctly rounded but where tanh x lies that close to a midpoint of two floats; no libm call, so loops
 // over it vectorize (libm's tanhf does not).

@@ -2,8 +2,10 @@
 // sequences), through chunked prefill, mixed decode steps and padding rows, for both RoPE layouts and GQA.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -274,8 +276,9 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
   const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
   const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head (up to 6)
   const AttentionParams sunk{head_dim, 0.25f, 0.0f, 7, sinks.data()};
-  for (const AttentionParams& params : {plain, windowed, sunk}) {
-    for (int pos : {0, 4, 5, 6, 7, 23, 59}) {
+  const AttentionParams wide_window{head_dim, 0.2f, 0.0f, 19};  // blocks of 8 keys starting past 0
+  for (const AttentionParams& params : {plain, windowed, sunk, wide_window}) {
+    for (int pos : {0, 4, 5, 6, 7, 8, 16, 23, 30, 59}) {
       CAPTURE(pos);
       CAPTURE(params.window);
       std::vector<float> scratch(static_cast<size_t>(attend_row_scratch(num_heads, pos)));
@@ -355,15 +358,18 @@ TEST_CASE("first_argmax gives argmax_row's index: ties, NaNs (first or later), s
   CHECK(nonzero > checked / 2);  // the cases reach past index 0
 }
 
-TEST_CASE("tanh_fp32 is tanh correctly rounded to fp32 but within 1e-15 of a midpoint, and GeGLU's vector code gives gelu_tanh's bits") {
-  // Every 61st fp32 bit pattern of [0, 16) and its negative (about 18 million), plus the ends, against tanh
-  // in long double: a result other than the rounding of that tanh is allowed only where tanh lies within
-  // 1e-15 (relative) of the midpoint between the two floats (none was seen; the count is printed).
+namespace {
+
+// Counts how often got(x) differs from want(x) (a long double) rounded to fp32: `wrong` where the two are
+// not adjacent floats or the exact value lies farther than 1e-15 (relative) from their midpoint,
+// `near_midpoint` where it lies that close (the rounding is allowed to go either way there).
+struct RoundingCheck {
   int64_t checked = 0, wrong = 0, near_midpoint = 0;
-  auto check = [&](float x) {
-    const long double exact = std::tanh(static_cast<long double>(x));
+  template <typename Got, typename Want>
+  void operator()(float x, Got got_of, Want want_of) {
+    const long double exact = want_of(static_cast<long double>(x));
     const auto want = static_cast<float>(exact);
-    const float got = tanh_fp32(x);
+    const float got = got_of(x);
     ++checked;
     if (std::memcmp(&got, &want, sizeof(float)) == 0) return;
     const long double midpoint = (static_cast<long double>(got) + static_cast<long double>(want)) / 2;
@@ -372,23 +378,15 @@ TEST_CASE("tanh_fp32 is tanh correctly rounded to fp32 but within 1e-15 of a mid
       ++near_midpoint;
     } else {
       ++wrong;
-      if (wrong <= 5) MESSAGE("x " << x << ": tanh_fp32 " << got << ", want " << want);
+      if (wrong <= 5) MESSAGE("x " << x << ": got " << got << ", want " << want);
     }
-  };
-  for (uint32_t bits = 0; bits < 0x41800000u; bits += 61) {
-    float x;
-    std::memcpy(&x, &bits, sizeof(x));
-    check(x);
-    check(-x);
   }
-  for (float x : {0.0f, -0.0f, 1e-30f, 1e-45f, 9.0109f, 9.011f, 10.0f, 20.0f, -20.0f, INFINITY, -INFINITY}) check(x);
-  MESSAGE(checked << " values, " << near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
-  CHECK(wrong == 0);
-  CHECK(near_midpoint <= 4);
-  CHECK(checked > 10000000);
-  CHECK(std::isnan(tanh_fp32(NAN)));
-  CHECK(std::signbit(tanh_fp32(-0.0f)));
-  // GeGLU through gated_ffn_cols (vector code where the CPU has it, any start and length) against the scalar.
+};
+
+// A gated activation through gated_ffn_cols (vector code where the CPU has it, any start and length) gives
+// the bits of `scalar` (gate, up) on every element, specials included, and writes nothing past count.
+template <typename Scalar>
+void check_glu_cols(const GluParams& glu, Scalar scalar) {
   std::vector<float> gate(1000), up(1000), out(1000);
   uint32_t state = 99;
   for (size_t i = 0; i < gate.size(); ++i) {
@@ -397,19 +395,70 @@ TEST_CASE("tanh_fp32 is tanh correctly rounded to fp32 but within 1e-15 of a mid
     up[i] = static_cast<float>(i % 17) - 8.0f;
   }
   gate[5] = NAN, gate[6] = INFINITY, gate[7] = -INFINITY, gate[8] = -0.0f, gate[9] = 1e-20f;
-  const GluParams geglu(Activation::kGeluTanh);
+  gate[10] = -200.0f, gate[11] = 200.0f, gate[12] = -88.9f, gate[13] = 103.99f, gate[14] = 1e-40f;
   for (int begin : {0, 1, 5, 16, 33}) {
     for (int count : {1, 7, 16, 17, 500, 967 - begin}) {
       std::fill(out.begin(), out.end(), -1.0f);
-      gated_ffn_cols(&gate[static_cast<size_t>(begin)], &up[static_cast<size_t>(begin)], &out[0], count, geglu);
+      gated_ffn_cols(&gate[static_cast<size_t>(begin)], &up[static_cast<size_t>(begin)], &out[0], count, glu);
       for (int i = 0; i < count; ++i) {
-        const float want = gelu_tanh(gate[static_cast<size_t>(begin + i)]) * up[static_cast<size_t>(begin + i)];
+        const float want = scalar(gate[static_cast<size_t>(begin + i)], up[static_cast<size_t>(begin + i)]);
         CAPTURE(begin + i);
         CHECK(std::memcmp(&out[static_cast<size_t>(i)], &want, sizeof(float)) == 0);
       }
       CHECK(out[static_cast<size_t>(count)] == -1.0f);  // nothing written past count
     }
   }
+}
+
+}  // namespace
+
+TEST_CASE("tanh_fp32 is tanh correctly rounded to fp32 but within 1e-15 of a midpoint, and GeGLU's vector code gives gelu_tanh's bits") {
+  // Every 61st fp32 bit pattern of [0, 16) and its negative (about 18 million), plus the ends, against tanh
+  // in long double (none was seen near a midpoint; the count is printed).
+  RoundingCheck check;
+  auto tanh_ld = [](long double x) { return std::tanh(x); };
+  for (uint32_t bits = 0; bits < 0x41800000u; bits += 61) {
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    check(x, tanh_fp32, tanh_ld);
+    check(-x, tanh_fp32, tanh_ld);
+  }
+  for (float x : {0.0f, -0.0f, 1e-30f, 1e-45f, 9.0109f, 9.011f, 10.0f, 20.0f, -20.0f, INFINITY, -INFINITY}) {
+    check(x, tanh_fp32, tanh_ld);
+  }
+  MESSAGE(check.checked << " values, " << check.near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
+  CHECK(check.wrong == 0);
+  CHECK(check.near_midpoint <= 4);
+  CHECK(check.checked > 10000000);
+  CHECK(std::isnan(tanh_fp32(NAN)));
+  CHECK(std::signbit(tanh_fp32(-0.0f)));
+  check_glu_cols(GluParams(Activation::kGeluTanh), [](float g, float u) { return gelu_tanh(g) * u; });
+}
+
+TEST_CASE("exp_fp32 is e^x correctly rounded to fp32 but within 1e-15 of a midpoint, and SwiGLU's vector code gives the scalar bits") {
+  // Every 53rd fp32 bit pattern of [0, 104) and its negative (about 41 million: e^x from 0 through the
+  // subnormals to overflow), plus the ends, against e^x in long double.
+  RoundingCheck check;
+  auto exp_ld = [](long double x) { return std::exp(x); };
+  for (uint32_t bits = 0; bits < 0x42D00000u; bits += 53) {
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    check(x, exp_fp32, exp_ld);
+    check(-x, exp_fp32, exp_ld);
+  }
+  for (float x : {0.0f, -0.0f, 1e-45f, 88.72283f, 88.72284f, 89.0f, 1000.0f, -87.33655f, -103.27893f, -103.97208f,
+                  -104.0f, -1000.0f, INFINITY, -INFINITY}) {
+    check(x, exp_fp32, exp_ld);
+  }
+  MESSAGE(check.checked << " values, " << check.near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
+  CHECK(check.wrong == 0);
+  CHECK(check.near_midpoint <= 4);
+  CHECK(check.checked > 40000000);
+  CHECK(std::isnan(exp_fp32(NAN)));
+  CHECK(exp_fp32(-104.0f) == 0.0f);
+  CHECK(exp_fp32(-103.9f) == std::numeric_limits<float>::denorm_min());
+  CHECK(std::isinf(exp_fp32(89.0f)));
+  check_glu_cols(GluParams(Activation::kSilu), [](float g, float u) { return g / (1.0f + exp_fp32(-g)) * u; });
 }
 
 TEST_CASE("gelu_erf's rational erf stays within 5e-7 of erf, GELU within 1e-6 (relative past 1) of a double one") {
