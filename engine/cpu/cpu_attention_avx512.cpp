@@ -12,6 +12,8 @@
 #include <immintrin.h>
 #endif
 
+#include "engine/cpu/cpu_exp.hpp"
+
 // GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operand (as in the int8 kernels).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -106,6 +108,30 @@ void weighted_values_of(int num, const float* v_base, const int64_t* rows, int f
   }
 }
 
+// exp_weights (cpu_ops.hpp) 16 at a time: lane i of the accumulator is exp_weights' lane i.
+static_assert(kExpWeightLanes == 16);
+CBATCH_AVX512 float exp_weights16(float* s, int count, float max) {
+  const __m512 m = _mm512_set1_ps(max);
+  __m512 acc = _mm512_setzero_ps();
+  int i = 0;
+  for (; i + 16 <= count; i += 16) {
+    const __m512 e = exp_detail::exp16(_mm512_sub_ps(_mm512_loadu_ps(s + i), m));
+    _mm512_storeu_ps(s + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < count) {
+    const auto mask = static_cast<__mmask16>((1u << (count - i)) - 1);
+    const __m512 e = exp_detail::exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + i), m));
+    _mm512_mask_storeu_ps(s + i, mask, e);
+    acc = _mm512_mask_add_ps(acc, mask, acc, e);
+  }
+  acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(1, 0, 3, 2)));  // lane j += lane j + 8
+  acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));  // j += j + 4
+  acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, _MM_SHUFFLE(1, 0, 3, 2)));          // j += j + 2
+  acc = _mm512_add_ps(acc, _mm512_permute_ps(acc, _MM_SHUFFLE(2, 3, 0, 1)));          // j += j + 1
+  return _mm512_cvtss_f32(acc);
+}
+
 // Scores of every head (scores: (num_heads, n)) and each head's running max.
 CBATCH_AVX512 void score_rows(const float* q, const PagedKv& cache, const int64_t* rows, int first, int n,
                               int num_heads, int group, const AttentionParams& params, float* scores,
@@ -171,18 +197,12 @@ void attend_row_avx512(const float* q, const PagedKv& cache, const int32_t* bloc
     rows[p] = (static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size) *
               cache.kv_dim;
   }
-  for (int h = 0; h < num_heads; ++h) {
-    max_score[h] = params.sink(h);
-    sum[h] = 0.0f;
-  }
+  for (int h = 0; h < num_heads; ++h) max_score[h] = params.sink(h);
   score_rows(q, cache, rows.data(), first, n, num_heads, group, params, scores, max_score);
   for (int h = 0; h < num_heads; ++h) {
     float* s = scores + static_cast<int64_t>(h) * n;
-    for (int p = first; p < n; ++p) {
-      s[p] = std::exp(s[p] - max_score[h]);
-      sum[h] += s[p];
-    }
-    sum[h] += std::exp(params.sink(h) - max_score[h]);  // attend_head's order; 0 without a sink
+    // attend_head's sum; the sink adds 0 without one
+    sum[h] = exp_weights16(s + first, n - first, max_score[h]) + exp_fp32(params.sink(h) - max_score[h]);
     for (int p = first; p < n; ++p) s[p] = s[p] / sum[h];
   }
   for (int kv = 0; kv < num_kv_heads; ++kv) {

@@ -1,10 +1,12 @@
 // GeGLU and SwiGLU with AVX-512 (cpu_glu_avx512.hpp): gelu_tanh, tanh_fp32 and exp_fp32 of cpu_ops.cpp,
-// operation for operation, on 16 lanes (tanh and exp in double, 8 lanes at a time).
+// operation for operation, on 16 lanes (tanh and exp in double, 8 lanes at a time: cpu_exp.hpp).
 #include "engine/cpu/cpu_glu_avx512.hpp"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
+
+#include "engine/cpu/cpu_exp.hpp"
 
 // GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operand (as in the int8 kernels).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -16,20 +18,9 @@ namespace cbatch::glu_detail {
 #if defined(__x86_64__)
 namespace {
 
-#define CBATCH_AVX512 __attribute__((target("avx512f,avx512dq")))
+using namespace exp_detail;
 
-// e^t = s (expm1(r) + 1) for 8 lanes of t (|t| small enough that 2^k is a normal double): s = 2^k, exact,
-// and rq = expm1(r), as exp_parts in cpu_ops.cpp computes them.
-CBATCH_AVX512 inline void exp_parts8(__m512d t, __m512d& s, __m512d& rq) {
-  const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(t, _mm512_set1_pd(kInvLn2)),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2High), t);  // fma(-k, high, t)
-  r = _mm512_fnmadd_pd(k, _mm512_set1_pd(kLn2Low), r);
-  __m512d q = _mm512_set1_pd(kExpm1Taylor[kExpm1Terms - 1]);
-  for (int i = kExpm1Terms - 2; i >= 0; --i) q = _mm512_fmadd_pd(q, r, _mm512_set1_pd(kExpm1Taylor[static_cast<size_t>(i)]));
-  s = _mm512_scalef_pd(_mm512_set1_pd(1.0), k);
-  rq = _mm512_mul_pd(r, q);
-}
+#define CBATCH_AVX512 __attribute__((target("avx512f,avx512dq")))
 
 // tanh |z| for 8 lanes of a = |z| capped (cpu_glu_avx512.hpp), as tanh_fp32_inline computes it.
 CBATCH_AVX512 inline __m512d tanh_abs8(__m512d a) {
@@ -37,23 +28,6 @@ CBATCH_AVX512 inline __m512d tanh_abs8(__m512d a) {
   exp_parts8(_mm512_add_pd(a, a), s, rq);
   const __m512d e = _mm512_fmadd_pd(s, rq, _mm512_sub_pd(s, _mm512_set1_pd(1.0)));  // expm1(2a)
   return _mm512_div_pd(e, _mm512_add_pd(e, _mm512_set1_pd(2.0)));
-}
-
-// e^t for 8 lanes of t already clamped to [kExpMin, kExpMax], as exp_fp32_inline computes it before the
-// rounding to fp32.
-CBATCH_AVX512 inline __m512d exp8(__m512d t) {
-  __m512d s, rq;
-  exp_parts8(t, s, rq);
-  return _mm512_fmadd_pd(s, rq, s);
-}
-
-// exp_fp32 on 16 lanes.
-CBATCH_AVX512 inline __m512 exp16(__m512 x) {
-  const __m512 t = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpMin)), _mm512_set1_ps(kExpMax));  // NaN: kExpMin
-  const __m256 low = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_castps512_ps256(t))));
-  const __m256 high = _mm512_cvtpd_ps(exp8(_mm512_cvtps_pd(_mm512_extractf32x8_ps(t, 1))));
-  const __m512 y = _mm512_insertf32x8(_mm512_castps256_ps512(low), high, 1);
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), y, x);
 }
 
 CBATCH_AVX512 inline __m512 tanh16(__m512 x) {

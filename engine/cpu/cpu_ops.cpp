@@ -10,6 +10,7 @@
 #endif
 
 #include "engine/cpu/cpu_attention_avx512.hpp"
+#include "engine/cpu/cpu_exp.hpp"
 #include "engine/cpu/cpu_glu_avx512.hpp"
 
 namespace cbatch {
@@ -61,7 +62,7 @@ namespace {
 // e^t = s (expm1(r) + 1): s = 2^k, exact, and rq = expm1(r), for t = k ln2 + r, |r| <= ln2 / 2 (|t| below
 // 700, where 2^k is a normal double).
 inline void exp_parts(double t, double& s, double& rq) {
-  using namespace glu_detail;
+  using namespace exp_detail;
   const double k = std::nearbyint(t * kInvLn2);
   double r = std::fma(-k, kLn2High, t);
   r = std::fma(-k, kLn2Low, r);
@@ -72,7 +73,7 @@ inline void exp_parts(double t, double& s, double& rq) {
 }
 
 inline float exp_fp32_inline(float x) {
-  using namespace glu_detail;
+  using namespace exp_detail;
   if (std::isnan(x)) return x;
   double s, rq;
   exp_parts(std::clamp(x, kExpMin, kExpMax), s, rq);
@@ -239,6 +240,18 @@ inline float capped(float score, float softcap) {
 
 }  // namespace
 
+float exp_weights(float* s, int count, float max) {
+  float lane[kExpWeightLanes] = {};
+  for (int i = 0; i < count; ++i) {
+    s[i] = exp_fp32_inline(s[i] - max);
+    lane[i % kExpWeightLanes] += s[i];
+  }
+  for (int width = kExpWeightLanes / 2; width >= 1; width /= 2) {
+    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
+  }
+  return lane[0];
+}
+
 void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
                  const AttentionParams& params, float* scratch, float* out, float sink) {
   const int head_dim = params.head_dim;
@@ -252,12 +265,7 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
     scratch[p] = capped(dot_fixed_order(q, cache.k + rows.next() + head_offset, head_dim) * scale, params.softcap);
     max_score = std::max(max_score, scratch[p]);
   }
-  float sum = 0.0f;
-  for (p = first; p <= pos; ++p) {
-    scratch[p] = std::exp(scratch[p] - max_score);
-    sum += scratch[p];
-  }
-  sum += std::exp(sink - max_score);  // 0 without a sink
+  const float sum = exp_weights(scratch + first, pos + 1 - first, max_score) + exp_fp32_inline(sink - max_score);
   for (p = first; p <= pos; ++p) scratch[p] = scratch[p] / sum;
   // out chunk by chunk, each chunk held while every position's V passes: per element the same sum of
   // weight * v in position order as a whole row at a time.
@@ -295,10 +303,7 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
   auto slot_of = [&](int p) {
     return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
   };
-  for (int h = 0; h < num_heads; ++h) {
-    max_score[h] = params.sink(h);
-    sum[h] = 0.0f;
-  }
+  for (int h = 0; h < num_heads; ++h) max_score[h] = params.sink(h);
   // A block is usually one page per layer, where hardware prefetchers stop: fetch the K and V rows a few
   // positions ahead by hand (V is read in the third pass; it waits in cache).
   constexpr int kAhead = 4;
@@ -319,12 +324,9 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
       max_score[h] = std::max(max_score[h], s);
     }
   }
-  for (int h = 0; h < num_heads; ++h) {
-    for (int p = first; p < n; ++p) {
-      scores[h * n + p] = std::exp(scores[h * n + p] - max_score[h]);
-      sum[h] += scores[h * n + p];
-    }
-    sum[h] += std::exp(params.sink(h) - max_score[h]);  // attend_head's order; 0 without a sink
+  for (int h = 0; h < num_heads; ++h) {  // attend_head's sum; the sink adds 0 without one
+    sum[h] = exp_weights(scores + h * n + first, n - first, max_score[h]) +
+             exp_fp32_inline(params.sink(h) - max_score[h]);
   }
   for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
   for (int p = first; p < n; ++p) {

@@ -36,11 +36,12 @@ void gated_ffn_row(const float* gate_up, float* out, int hidden, const GluParams
 // be split across threads, each element computed as gated_ffn_row computes it).
 void gated_ffn_cols(const float* gate, const float* up, float* out, int count, const GluParams& glu);
 float gelu_tanh(float x);  // 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), tanh by tanh_fp32
-// e^x rounded to fp32, the same bits on every C library and instruction set (cpu_glu_avx512.hpp: in double
-// by range reduction and the Taylor series of expm1), within about 1e-16 of e^x before the rounding, so
-// correctly rounded but where e^x lies that close to a midpoint of two floats; SiLU's exponential.
+// e^x rounded to fp32, the same bits on every C library and instruction set (cpu_exp.hpp: in double by
+// range reduction and the Taylor series of expm1), within about 1e-16 of e^x before the rounding, so
+// correctly rounded but where e^x lies that close to a midpoint of two floats; SiLU's and attention's
+// exponential (libm's expf is not correctly rounded everywhere, nor the same on every C library).
 float exp_fp32(float x);
-// tanh x rounded to fp32, the same bits on every C library and instruction set (cpu_glu_avx512.hpp: expm1
+// tanh x rounded to fp32, the same bits on every C library and instruction set (cpu_exp.hpp: expm1
 // in double by range reduction and its Taylor series), within about 1e-16 of tanh before the rounding, so
 // correctly rounded but where tanh x lies that close to a midpoint of two floats; no libm call, so loops
 // over it vectorize (libm's tanhf does not).
@@ -76,6 +77,13 @@ struct AttentionParams {
   float sink(int head) const { return sinks != nullptr ? sinks[head] : -INFINITY; }
   int first_key(int pos) const { return window > 0 && pos >= window ? pos - window + 1 : 0; }
 };
+
+// Attention's softmax numerators of `count` scores: s[i] = exp_fp32(s[i] - max); returns their sum, taken
+// in kExpWeightLanes lanes (s[i] added to lane i % 16 in order), the lanes then added by halves (lane j +=
+// lane j + 8, then + 4, + 2, + 1), so that it vectorizes with its bits fixed (attend_row's AVX-512 kernel
+// computes the same, 16 at a time).
+constexpr int kExpWeightLanes = 16;
+float exp_weights(float* s, int count, float max);
 
 // Attention of one query head vector q (head_dim) over the keys it sees (AttentionParams) of a sequence
 // whose blocks are block_table; reads kv head `kv_head`; `sink` is the head's sink logit (-inf: none, the
