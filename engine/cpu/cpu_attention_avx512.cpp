@@ -73,13 +73,13 @@ CBATCH_AVX512 inline void dot_pair(const float* qp, const float* k0, const float
   reduce_halves(acc, d0, d1);
 }
 
-// out (NH, head_dim) of NH consecutive q heads reading one kv head: per element mul_add(weight, v, acc) over
-// positions first..n - 1 in order, from zero. weights (NH, stride) by position; rows: each position's
-// offset of its cache row, plus the kv head's.
+// out[h * out_stride + i] for i < width of NH consecutive q heads reading one kv head: per element
+// mul_add(weight, v, acc) over positions first..n - 1 in order, from zero. weights (NH, stride) by position;
+// rows: each position's offset of its cache row, plus the kv head's (and the first element's).
 template <int NH, int NZ>
 CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int first, int n, const float* weights,
-                                   int stride, int head_dim, float* out) {
-  for (int i0 = 0; i0 < head_dim; i0 += 16 * NZ) {
+                                   int stride, int width, float* out, int out_stride) {
+  for (int i0 = 0; i0 < width; i0 += 16 * NZ) {
     __m512 acc[NH][NZ];
     for (auto& head : acc)
       for (auto& a : head) a = _mm512_setzero_ps();
@@ -93,18 +93,18 @@ CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int
       }
     }
     for (int h = 0; h < NH; ++h)
-      for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(out + h * head_dim + i0 + 16 * z, acc[h][z]);
+      for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(out + h * out_stride + i0 + 16 * z, acc[h][z]);
   }
 }
 
 template <int NZ>
 void weighted_values_of(int num, const float* v_base, const int64_t* rows, int first, int n, const float* weights,
-                        int stride, int head_dim, float* out) {
+                        int stride, int width, float* out, int out_stride) {
   switch (num) {
-    case 1: return weighted_values<1, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
-    case 2: return weighted_values<2, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
-    case 3: return weighted_values<3, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
-    default: return weighted_values<4, NZ>(v_base, rows, first, n, weights, stride, head_dim, out);
+    case 1: return weighted_values<1, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    case 2: return weighted_values<2, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    case 3: return weighted_values<3, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    default: return weighted_values<4, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
   }
 }
 
@@ -132,19 +132,41 @@ CBATCH_AVX512 float exp_weights16(float* s, int count, float max) {
   return _mm512_cvtss_f32(acc);
 }
 
-// Scores of every head (scores: (num_heads, n)) and each head's running max.
-CBATCH_AVX512 void score_rows(const float* q, const PagedKv& cache, const int64_t* rows, int first, int n,
-                              int num_heads, int group, const AttentionParams& params, float* scores,
-                              float* max_score) {
+// The rows attend_rows_avx512 computes: row t's query heads q + t * q_stride at position pos[t] (keys
+// first[t]..pos[t]), its scores (num_heads, stride) at scores + t * scratch_stride, then its max and its
+// sum (num_heads each); all of them read one sequence's cache through offsets (each position's cache row).
+struct RowTile {
+  const float* q;
+  int64_t q_stride;
+  const int* pos;
+  const int* first;
+  int count;
+  float* scores;
+  int64_t scratch_stride;
+  int stride;  // positions a score row holds: the last row's pos + 1
+  float* scores_of(int t) const { return scores + t * scratch_stride; }
+  float* max_of(int t, int num_heads) const { return scores_of(t) + static_cast<int64_t>(num_heads) * stride; }
+  float* sum_of(int t, int num_heads) const { return max_of(t, num_heads) + num_heads; }
+};
+
+// Scores of every head of every row and each head's running max: each position's K row is loaded once for
+// all the rows that see it.
+CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const int64_t* rows, int first, int n,
+                              int num_heads, int group, const AttentionParams& params) {
   const int hd = params.head_dim;
   const int num_pairs = (num_heads + 1) / 2;
-  thread_local std::vector<float> pairs;  // (num_pairs, hd / 8, 16): q of heads 2i and 2i + 1 by 8-lane slices
-  pairs.resize(static_cast<size_t>(num_pairs) * 2 * hd);
-  for (int pr = 0; pr < num_pairs; ++pr) {
-    const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);  // an odd last head pairs with itself
-    for (int i = 0; i < hd; i += 8) {
-      std::copy_n(q + h0 * hd + i, 8, &pairs[static_cast<size_t>(pr * 2 * hd + 2 * i)]);
-      std::copy_n(q + h1 * hd + i, 8, &pairs[static_cast<size_t>(pr * 2 * hd + 2 * i + 8)]);
+  const int64_t pairs_size = static_cast<int64_t>(num_pairs) * 2 * hd;
+  thread_local std::vector<float> pairs;  // per row (num_pairs, hd / 8, 16): heads 2i and 2i + 1 by 8-lane slices
+  pairs.resize(static_cast<size_t>(tile.count * pairs_size));
+  for (int t = 0; t < tile.count; ++t) {
+    const float* q = tile.q + t * tile.q_stride;
+    float* row_pairs = &pairs[static_cast<size_t>(t * pairs_size)];
+    for (int pr = 0; pr < num_pairs; ++pr) {
+      const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);  // an odd last head pairs with itself
+      for (int i = 0; i < hd; i += 8) {
+        std::copy_n(q + h0 * hd + i, 8, row_pairs + pr * 2 * hd + 2 * i);
+        std::copy_n(q + h1 * hd + i, 8, row_pairs + pr * 2 * hd + 2 * i + 8);
+      }
     }
   }
   constexpr int kAhead = 4;  // K and V rows fetched a few positions ahead (a block is often a page)
@@ -157,16 +179,21 @@ CBATCH_AVX512 void score_rows(const float* q, const PagedKv& cache, const int64_
       }
     }
     const float* k_row = cache.k + rows[p];
-    for (int pr = 0; pr < num_pairs; ++pr) {
-      const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);
-      float d[2];
-      dot_pair(&pairs[static_cast<size_t>(pr * 2 * hd)], k_row + (h0 / group) * hd, k_row + (h1 / group) * hd, hd, d[0],
-               d[1]);
-      for (int j = 0; j < (h1 != h0 ? 2 : 1); ++j) {
-        const int h = h0 + j;
-        const float s = capped(d[j] * params.scale, params.softcap);
-        scores[h * n + p] = s;
-        max_score[h] = std::max(max_score[h], s);
+    for (int t = 0; t < tile.count; ++t) {
+      if (p < tile.first[t] || p > tile.pos[t]) continue;
+      float* scores = tile.scores_of(t);
+      float* max_score = tile.max_of(t, num_heads);
+      const float* row_pairs = &pairs[static_cast<size_t>(t * pairs_size)];
+      for (int pr = 0; pr < num_pairs; ++pr) {
+        const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);
+        float d[2];
+        dot_pair(row_pairs + pr * 2 * hd, k_row + (h0 / group) * hd, k_row + (h1 / group) * hd, hd, d[0], d[1]);
+        for (int j = 0; j < (h1 != h0 ? 2 : 1); ++j) {
+          const int h = h0 + j;
+          const float s = capped(d[j] * params.scale, params.softcap);
+          scores[h * tile.stride + p] = s;
+          max_score[h] = std::max(max_score[h], s);
+        }
       }
     }
   }
@@ -182,35 +209,54 @@ bool can_attend_row_avx512(int head_dim) {
   return has_avx512 && head_dim > 0 && head_dim % kHeadDimMultiple == 0;
 }
 
-void attend_row_avx512(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
-                       int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table,
+                        const int* pos, int count, int num_heads, int num_kv_heads, const AttentionParams& params,
+                        float* scratch, float* out, int64_t out_stride) {
   const int hd = params.head_dim;
-  const int first = params.first_key(pos);
-  const int n = pos + 1;
   const int group = num_heads / num_kv_heads;
-  float* scores = scratch;                                          // (num_heads, n)
-  float* max_score = scores + static_cast<int64_t>(num_heads) * n;  // (num_heads)
-  float* sum = max_score + num_heads;                               // (num_heads)
-  thread_local std::vector<int64_t> rows;                           // (n) each position's cache row offset
+  int first_key[kMaxAttendRows];
+  int first = pos[0], n = 0;  // the keys any row sees: first..n - 1
+  for (int t = 0; t < count; ++t) {
+    first_key[t] = params.first_key(pos[t]);
+    first = std::min(first, first_key[t]);
+    n = std::max(n, pos[t] + 1);
+  }
+  const RowTile tile{q, q_stride, pos, first_key, count, scratch, attend_row_scratch(num_heads, n - 1), n};
+  thread_local std::vector<int64_t> rows;  // (n) each position's cache row offset
   rows.resize(static_cast<size_t>(n));
   for (int p = first; p < n; ++p) {
     rows[p] = (static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size) *
               cache.kv_dim;
   }
-  for (int h = 0; h < num_heads; ++h) max_score[h] = params.sink(h);
-  score_rows(q, cache, rows.data(), first, n, num_heads, group, params, scores, max_score);
-  for (int h = 0; h < num_heads; ++h) {
-    float* s = scores + static_cast<int64_t>(h) * n;
-    // attend_head's sum; the sink adds 0 without one
-    sum[h] = exp_weights16(s + first, n - first, max_score[h]) + exp_fp32(params.sink(h) - max_score[h]);
-    for (int p = first; p < n; ++p) s[p] = s[p] / sum[h];
+  for (int t = 0; t < count; ++t) {
+    for (int h = 0; h < num_heads; ++h) tile.max_of(t, num_heads)[h] = params.sink(h);
   }
+  score_rows(tile, cache, rows.data(), first, n, num_heads, group, params);
+  for (int t = 0; t < count; ++t) {
+    float* max_score = tile.max_of(t, num_heads);
+    float* sum = tile.sum_of(t, num_heads);
+    for (int h = 0; h < num_heads; ++h) {
+      float* s = tile.scores_of(t) + static_cast<int64_t>(h) * n;
+      // attend_head's sum; the sink adds 0 without one
+      sum[h] = exp_weights16(s + first_key[t], pos[t] + 1 - first_key[t], max_score[h]) +
+               exp_fp32(params.sink(h) - max_score[h]);
+      for (int p = first_key[t]; p <= pos[t]; ++p) s[p] = s[p] / sum[h];
+    }
+  }
+  // 64 output elements of up to 4 heads at a time, row after row: the V rows of those elements stay in
+  // cache for the next row.
+  constexpr int kWidth = 16 * kOutRegisters;
   for (int kv = 0; kv < num_kv_heads; ++kv) {
     for (int h = kv * group; h < (kv + 1) * group; h += 4) {
       const int num = std::min(4, (kv + 1) * group - h);
-      const float* v_base = cache.v + static_cast<int64_t>(kv) * hd;
-      const float* weights = scores + static_cast<int64_t>(h) * n;
-      weighted_values_of<kOutRegisters>(num, v_base, rows.data(), first, n, weights, n, hd, out + h * hd);
+      for (int i0 = 0; i0 < hd; i0 += kWidth) {
+        const float* v_base = cache.v + static_cast<int64_t>(kv) * hd + i0;
+        for (int t = 0; t < count; ++t) {
+          const float* weights = tile.scores_of(t) + static_cast<int64_t>(h) * n;
+          weighted_values_of<kOutRegisters>(num, v_base, rows.data(), first_key[t], pos[t] + 1, weights, n, kWidth,
+                                            out + t * out_stride + h * hd + i0, hd);
+        }
+      }
     }
   }
 }
@@ -218,8 +264,8 @@ void attend_row_avx512(const float* q, const PagedKv& cache, const int32_t* bloc
 #else  // not x86-64: attend_row keeps its portable loop
 
 bool can_attend_row_avx512(int) { return false; }
-void attend_row_avx512(const float*, const PagedKv&, const int32_t*, int, int, int, const AttentionParams&, float*,
-                       float*) {}
+void attend_rows_avx512(const float*, int64_t, const PagedKv&, const int32_t*, const int*, int, int, int,
+                        const AttentionParams&, float*, float*, int64_t) {}
 
 #endif
 

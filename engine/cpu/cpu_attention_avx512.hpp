@@ -1,4 +1,5 @@
-// Internal to cpu_ops.cpp: attend_row's AVX-512 kernel (chosen at run time), for head_dim a multiple of 64.
+// Internal to cpu_ops.cpp: attend_row's and attend_rows' AVX-512 kernel (chosen at run time), for head_dim a
+// multiple of 64.
 // Its arithmetic is attend_head's, bit for bit: each score a chain of attention_mul_add per 8-lane slice of
 // k in order, reduced by dot_fixed_order's fixed tree; each weight exp_fp32 of the score less the head's
 // max (16 at a time), summed in position order; each output element one attention_mul_add chain of
@@ -13,11 +14,13 @@ namespace cbatch::attention_detail {
 
 constexpr int kHeadDimMultiple = 64;  // weighted_values' 64 output elements at a time
 
-// Whether this CPU and head_dim can run attend_row_avx512.
+// Whether this CPU and head_dim can run attend_rows_avx512.
 bool can_attend_row_avx512(int head_dim);
 
-// attend_row's contract (cpu_ops.hpp), same scratch. Caller checks can_attend_row_avx512 first.
-void attend_row_avx512(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
-                       int num_kv_heads, const AttentionParams& params, float* scratch, float* out);
+// attend_rows' contract (cpu_ops.hpp), same scratch; count 1 is attend_row. Caller checks
+// can_attend_row_avx512 first.
+void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table,
+                        const int* pos, int count, int num_heads, int num_kv_heads, const AttentionParams& params,
+                        float* scratch, float* out, int64_t out_stride);
 
 }  // namespace cbatch::attention_detail

@@ -640,12 +640,20 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
   const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;
   if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
-    // Enough rows for every thread: a row's heads together, each K/V row of its context read once.
+    // Enough rows for every thread: a row's heads together, and up to kMaxAttendRows rows of one sequence
+    // (a prompt chunk's) together, each K/V row of their contexts read once for them.
     pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-      float* scratch = attention_scratch(attend_row_scratch(num_heads, batch.max_seq_len));
-      for (int64_t r = begin; r < end; ++r) {
-        attend_row(&qkv_[r * qkv_dim], cache, table_of(r), attention_extent(batch, r), num_heads, config_.num_kv_heads, params,
-                   scratch, &att_[r * q_dim]);
+      float* scratch = attention_scratch(kMaxAttendRows * attend_row_scratch(num_heads, batch.max_seq_len));
+      int pos[kMaxAttendRows];
+      for (int64_t r = begin; r < end;) {
+        int count = 0;
+        do {
+          pos[count] = attention_extent(batch, r + count);
+          ++count;
+        } while (count < kMaxAttendRows && r + count < end && row_seq_[r + count] == row_seq_[r]);
+        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, config_.num_kv_heads, params,
+                    scratch, &att_[r * q_dim], q_dim);
+        r += count;
       }
     }, 1, min_parallel_items(num_heads * head_ns));
   } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)

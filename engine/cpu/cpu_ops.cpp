@@ -4,11 +4,13 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
+#include "engine/base/error.hpp"
 #include "engine/cpu/cpu_attention_avx512.hpp"
 #include "engine/cpu/cpu_exp.hpp"
 #include "engine/cpu/cpu_glu_avx512.hpp"
@@ -290,7 +292,8 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
 void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
                 int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
   if (attention_detail::can_attend_row_avx512(params.head_dim)) {
-    return attention_detail::attend_row_avx512(q, cache, block_table, pos, num_heads, num_kv_heads, params, scratch, out);
+    return attention_detail::attend_rows_avx512(q, 0, cache, block_table, &pos, 1, num_heads, num_kv_heads, params,
+                                                scratch, out, 0);
   }
   const int head_dim = params.head_dim;
   const float scale = params.scale;
@@ -337,6 +340,19 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
       float* o = out + h * head_dim;
       for (int i = 0; i < head_dim; ++i) o[i] = attention_mul_add(weight, v[i], o[i]);
     }
+  }
+}
+
+void attend_rows(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table, const int* pos,
+                 int count, int num_heads, int num_kv_heads, const AttentionParams& params, float* scratch, float* out,
+                 int64_t out_stride) {
+  if (count < 1 || count > kMaxAttendRows) throw Error("internal error: attend_rows of " + std::to_string(count) + " rows");
+  if (attention_detail::can_attend_row_avx512(params.head_dim)) {
+    return attention_detail::attend_rows_avx512(q, q_stride, cache, block_table, pos, count, num_heads, num_kv_heads,
+                                                params, scratch, out, out_stride);
+  }
+  for (int t = 0; t < count; ++t) {
+    attend_row(q + t * q_stride, cache, block_table, pos[t], num_heads, num_kv_heads, params, scratch, out + t * out_stride);
   }
 }
 

@@ -115,4 +115,13 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
                 int num_kv_heads, const AttentionParams& params, float* scratch, float* out);
 inline int64_t attend_row_scratch(int num_heads, int pos) { return static_cast<int64_t>(num_heads) * (pos + 3); }
 
+// attend_row of up to kMaxAttendRows rows of one sequence (one block table) at once: row t's query heads at
+// q + t * q_stride and position pos[t], its out at out + t * out_stride, each bit-identical to attend_row's.
+// The rows share each K and V row's reads (a prompt's rows of a chunk: the keys one reads are the next's).
+// scratch: count * attend_row_scratch(num_heads, the largest pos) floats.
+constexpr int kMaxAttendRows = 2;
+void attend_rows(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table, const int* pos,
+                 int count, int num_heads, int num_kv_heads, const AttentionParams& params, float* scratch, float* out,
+                 int64_t out_stride);
+
 }  // namespace cbatch

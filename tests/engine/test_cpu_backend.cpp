@@ -317,12 +317,41 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
         }
       }
     }
+    // attend_rows: each row's bits are attend_row's, for a prompt chunk's consecutive positions, rows that
+    // share one position (an encoder's), and scattered ones; q rows strided, out rows strided.
+    const int q_dim = num_heads * head_dim, q_stride = q_dim + 3, out_stride = q_dim + 5;
+    std::vector<float> qs(static_cast<size_t>(8) * q_stride);  // the longest set below
+    for (float& x : qs) x = next();
+    for (const std::vector<int>& positions : std::vector<std::vector<int>>{
+             {20, 21, 22, 23, 24, 25, 26, 27}, {0, 1, 2}, {59, 59, 59, 59}, {5, 30, 59}, {30, 5}, {44}}) {
+      CAPTURE(positions[0]);
+      const int count = static_cast<int>(positions.size());
+      const int last = *std::max_element(positions.begin(), positions.end());
+      std::vector<float> scratch(static_cast<size_t>(kMaxAttendRows * attend_row_scratch(num_heads, last)), NAN);
+      std::vector<float> rows_out(static_cast<size_t>(count) * out_stride, NAN);
+      for (int t = 0; t < count; t += kMaxAttendRows) {  // scratch of any content
+        attend_rows(&qs[static_cast<size_t>(t * q_stride)], q_stride, cache, table.data(), &positions[static_cast<size_t>(t)],
+                    std::min(kMaxAttendRows, count - t), num_heads, num_kv_heads, params, scratch.data(),
+                    &rows_out[static_cast<size_t>(t * out_stride)], out_stride);
+      }
+      for (int t = 0; t < count; ++t) {
+        std::vector<float> row_scratch(static_cast<size_t>(attend_row_scratch(num_heads, positions[static_cast<size_t>(t)])));
+        std::vector<float> want(static_cast<size_t>(q_dim));
+        attend_row(&qs[static_cast<size_t>(t * q_stride)], cache, table.data(), positions[static_cast<size_t>(t)], num_heads,
+                   num_kv_heads, params, row_scratch.data(), want.data());
+        CHECK(std::memcmp(&rows_out[static_cast<size_t>(t * out_stride)], want.data(), want.size() * sizeof(float)) == 0);
+      }
+    }
+    const std::vector<int> too_many(kMaxAttendRows + 1, 10);
+    CHECK_THROWS_WITH(attend_rows(qs.data(), q_stride, cache, table.data(), too_many.data(), kMaxAttendRows + 1, num_heads,
+                                  num_kv_heads, params, nullptr, nullptr, out_stride),
+                      doctest::Contains("attend_rows of 3 rows"));
   }
 }
 
 // Shapes: the portable loop (head_dim 20 and 64), and the AVX-512 kernel's (head_dim a multiple of 128):
 // head pairs across kv heads (6 heads of 2 kv heads), an odd head count (5), and Gemma 3's.
-TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too") {
+TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too; attend_rows gives attend_row's") {
   check_attend_row(6, 2, 20);
   check_attend_row(6, 2, 64);
   check_attend_row(6, 2, 128);
