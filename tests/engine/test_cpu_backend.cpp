@@ -410,6 +410,22 @@ struct RoundingCheck {
       if (wrong <= 5) MESSAGE("x " << x << ": got " << got << ", want " << want);
     }
   }
+  // Every step-th fp32 bit pattern below end_bits, and its negative.
+  template <typename Got, typename Want>
+  void sweep(uint32_t end_bits, uint32_t step, Got got_of, Want want_of) {
+    for (uint32_t bits = 0; bits < end_bits; bits += step) {
+      float x;
+      std::memcpy(&x, &bits, sizeof(x));
+      (*this)(x, got_of, want_of);
+      (*this)(-x, got_of, want_of);
+    }
+  }
+  void report(int64_t at_least) const {
+    MESSAGE(checked << " values, " << near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
+    CHECK(wrong == 0);
+    CHECK(near_midpoint <= 4);
+    CHECK(checked > at_least);
+  }
 };
 
 // A gated activation through gated_ffn_cols (vector code where the CPU has it, any start and length) gives
@@ -446,19 +462,11 @@ TEST_CASE("tanh_fp32 is tanh correctly rounded to fp32 but within 1e-15 of a mid
   // in long double (none was seen near a midpoint; the count is printed).
   RoundingCheck check;
   auto tanh_ld = [](long double x) { return std::tanh(x); };
-  for (uint32_t bits = 0; bits < 0x41800000u; bits += 61) {
-    float x;
-    std::memcpy(&x, &bits, sizeof(x));
-    check(x, tanh_fp32, tanh_ld);
-    check(-x, tanh_fp32, tanh_ld);
-  }
+  check.sweep(0x41800000u, 61, tanh_fp32, tanh_ld);
   for (float x : {0.0f, -0.0f, 1e-30f, 1e-45f, 9.0109f, 9.011f, 10.0f, 20.0f, -20.0f, INFINITY, -INFINITY}) {
     check(x, tanh_fp32, tanh_ld);
   }
-  MESSAGE(check.checked << " values, " << check.near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
-  CHECK(check.wrong == 0);
-  CHECK(check.near_midpoint <= 4);
-  CHECK(check.checked > 10000000);
+  check.report(10000000);
   CHECK(std::isnan(tanh_fp32(NAN)));
   CHECK(std::signbit(tanh_fp32(-0.0f)));
   check_glu_cols(GluParams(Activation::kGeluTanh), [](float g, float u) { return gelu_tanh(g) * u; });
@@ -469,20 +477,12 @@ TEST_CASE("exp_fp32 is e^x correctly rounded to fp32 but within 1e-15 of a midpo
   // subnormals to overflow), plus the ends, against e^x in long double.
   RoundingCheck check;
   auto exp_ld = [](long double x) { return std::exp(x); };
-  for (uint32_t bits = 0; bits < 0x42D00000u; bits += 53) {
-    float x;
-    std::memcpy(&x, &bits, sizeof(x));
-    check(x, exp_fp32, exp_ld);
-    check(-x, exp_fp32, exp_ld);
-  }
+  check.sweep(0x42D00000u, 53, exp_fp32, exp_ld);
   for (float x : {0.0f, -0.0f, 1e-45f, 88.72283f, 88.72284f, 89.0f, 1000.0f, -87.33655f, -103.27893f, -103.97208f,
                   -104.0f, -1000.0f, INFINITY, -INFINITY}) {
     check(x, exp_fp32, exp_ld);
   }
-  MESSAGE(check.checked << " values, " << check.near_midpoint << " within 1e-15 of a midpoint and rounded the other way");
-  CHECK(check.wrong == 0);
-  CHECK(check.near_midpoint <= 4);
-  CHECK(check.checked > 40000000);
+  check.report(40000000);
   CHECK(std::isnan(exp_fp32(NAN)));
   CHECK(exp_fp32(-104.0f) == 0.0f);
   CHECK(exp_fp32(-103.9f) == std::numeric_limits<float>::denorm_min());
