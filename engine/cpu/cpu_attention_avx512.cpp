@@ -17,6 +17,7 @@
 // GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operand (as in the int8 kernels).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace cbatch::attention_detail {
