@@ -2,6 +2,7 @@
 // chosen at run time. Scores: two q heads per register (lanes 0-7 head h, 8-15 head h + 1), each lane an
 // 8-lane slice of dot_fixed_order's partial sums, so one K row load serves both; values: up to 4 q heads
 // of one kv head at once, each V row loaded once for them, 64 output elements per head held in registers.
+// attend_rows' rows of one sequence share each K row load, and each 64-element pass over V.
 #include "engine/cpu/cpu_attention_avx512.hpp"
 
 #include <algorithm>
