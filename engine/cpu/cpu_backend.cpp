@@ -651,8 +651,8 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
           pos[count] = attention_extent(batch, r + count);
           ++count;
         } while (count < kMaxAttendRows && r + count < end && row_seq_[r + count] == row_seq_[r]);
-        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, config_.num_kv_heads, params,
-                    scratch, &att_[r * q_dim], q_dim);
+        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, config_.num_kv_heads,
+                    params, scratch, &att_[r * q_dim], q_dim);
         r += count;
       }
     }, 1, min_parallel_items(num_heads * head_ns));

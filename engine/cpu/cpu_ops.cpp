@@ -346,13 +346,16 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
 void attend_rows(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table, const int* pos,
                  int count, int num_heads, int num_kv_heads, const AttentionParams& params, float* scratch, float* out,
                  int64_t out_stride) {
-  if (count < 1 || count > kMaxAttendRows) throw Error("internal error: attend_rows of " + std::to_string(count) + " rows");
+  if (count < 1 || count > kMaxAttendRows) {
+    throw Error("internal error: attend_rows of " + std::to_string(count) + " rows");
+  }
   if (attention_detail::can_attend_row_avx512(params.head_dim)) {
     return attention_detail::attend_rows_avx512(q, q_stride, cache, block_table, pos, count, num_heads, num_kv_heads,
                                                 params, scratch, out, out_stride);
   }
   for (int t = 0; t < count; ++t) {
-    attend_row(q + t * q_stride, cache, block_table, pos[t], num_heads, num_kv_heads, params, scratch, out + t * out_stride);
+    attend_row(q + t * q_stride, cache, block_table, pos[t], num_heads, num_kv_heads, params, scratch,
+               out + t * out_stride);
   }
 }
 
