@@ -44,8 +44,9 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
                  "fp8: weights quantized at load to FP8 E4M3 (CUDA, compute capability 8.9 or newer)")
       ->check(CLI::IsMember({"fp8"}));
   app.add_option("--kv-cache-dtype", o.kv_cache_dtype,
-                 "auto (the compute dtype) or fp8 (E4M3; CUDA, compute capability 8.9 or newer)")
-      ->check(CLI::IsMember({"auto", "fp8", "fp8_e4m3"}));
+                 "auto (CUDA: the compute dtype; CPU: bfloat16 where the weights' products are 8-bit, else "
+                 "float32), bfloat16 or float32 (CPU), fp8 (E4M3; CUDA, compute capability 8.9 or newer)")
+      ->check(CLI::IsMember({"auto", "bfloat16", "float32", "fp8", "fp8_e4m3"}));
   app.add_option("--cpu-precision", o.cpu_precision,
                  "CPU products with quantized weights: fast (8-bit activations, integer dot products; the default) "
                  "or exact (the weights' fp32 values in fp32)")
@@ -208,12 +209,16 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
     cuda.max_context = model.config.max_context;
     cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
     cuda.fp8_weights = o.quantization == "fp8";
+    if (o.kv_cache_dtype == "bfloat16" || o.kv_cache_dtype == "float32") {
+      throw Error("--kv-cache-dtype " + o.kv_cache_dtype + ": applies to the CPU backend (add --device cpu); on CUDA "
+                  "the KV cache holds the compute dtype (--dtype) or fp8");
+    }
     cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
     cuda.loras = std::move(loras);
     return make_cuda_backend(model, cuda);
 #endif
   }
-  if (!o.quantization.empty() || o.kv_cache_dtype != "auto") {
+  if (!o.quantization.empty() || o.kv_cache_dtype.starts_with("fp8")) {
     throw Error(std::string(o.quantization.empty() ? "--kv-cache-dtype " + o.kv_cache_dtype : "--quantization " + o.quantization) +
                 ": FP8 runs on CUDA GPUs of compute capability 8.9 or newer (use --device cuda); the CPU backend "
                 "computes in fp32");
@@ -226,6 +231,7 @@ std::unique_ptr<Backend> make_backend(const EngineOptions& o, const Model& model
   cpu.max_batch_tokens = o.max_num_batched_tokens;
   cpu.int8_products = o.cpu_precision != "exact";
   cpu.int8_planes = cpu.int8_products && o.max_num_seqs <= kInt8PlanesMaxSeqs;
+  if (o.kv_cache_dtype != "auto") cpu.kv_element = o.kv_cache_dtype == "bfloat16" ? KvElement::kBf16 : KvElement::kF32;
   cpu.loras = std::move(loras);
   return make_cpu_backend(model, cpu);
 }

@@ -28,7 +28,7 @@ struct EngineOptions {
   std::string mode = "continuous";
   std::string dtype = "auto";
   std::string quantization;              // --quantization: "" (the model's weights as they are) or fp8
-  std::string kv_cache_dtype = "auto";   // --kv-cache-dtype: auto (the compute dtype) or fp8
+  std::string kv_cache_dtype = "auto";   // --kv-cache-dtype: auto, bfloat16, float32 (CPU) or fp8 (CUDA)
   std::string cpu_precision;             // --cpu-precision: fast or exact; "" = fast (CPU backend only)
   int max_num_batched_tokens = 2048;
   int max_num_seqs = 256;

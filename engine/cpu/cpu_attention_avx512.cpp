@@ -1,12 +1,15 @@
 // attend_row's AVX-512 kernel (cpu_attention_avx512.hpp), compiled for AVX-512 with target attributes and
-// chosen at run time. Scores: two q heads per register (lanes 0-7 head h, 8-15 head h + 1), each lane an
-// 8-lane slice of dot_fixed_order's partial sums, so one K row load serves both; values: up to 4 q heads
-// of one kv head at once, each V row loaded once for them, 64 output elements per head held in registers.
-// attend_rows' rows of one sequence share each K row load, and each 64-element pass over V.
+// chosen at run time. Scores: 16 positions of a block per register (K is stored by element, its block's
+// positions side by side: k_cache_index), 8 accumulators per query head for score_positions' 8-lane
+// chains, up to 3 query heads (of all the rows) sharing each K load; values: up to 4 q heads of one kv head
+// at once, each V row loaded once for them, 64 output elements per head held in registers. attend_rows'
+// rows of one sequence share each K load, and each 64-element pass over V. A bf16 cache is widened to fp32
+// as it is read (exactly), so the arithmetic is the fp32 cache's.
 #include "engine/cpu/cpu_attention_avx512.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -26,7 +29,7 @@ namespace cbatch::attention_detail {
 #if defined(__x86_64__)
 namespace {
 
-#define CBATCH_AVX512 __attribute__((target("avx512f,avx512dq")))
+#define CBATCH_AVX512 __attribute__((target("avx512f,avx512dq,avx512bw,avx512vl")))
 
 constexpr int kOutRegisters = 4;  // output registers per head in weighted_values: 64 elements
 
@@ -42,53 +45,62 @@ CBATCH_AVX512 inline __m512 mul_add(__m512 a, __m512 b, __m512 c) {
 #endif
 }
 
-// dot_fixed_order's tree over each 8-lane half of acc: ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)),
-// plus its (empty) tail.
-CBATCH_AVX512 inline void reduce_halves(__m512 acc, float& lo, float& hi) {
-  const __m512 s1 = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, _MM_SHUFFLE(2, 3, 0, 1)));  // lane j ^ 4
-  const __m512 s2 = _mm512_add_ps(s1, _mm512_permute_ps(s1, _MM_SHUFFLE(2, 3, 0, 1)));           // lane j ^ 1
-  const __m512 s3 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(1, 0, 3, 2)));           // lane j ^ 2
-  lo = _mm512_cvtss_f32(s3) + 0.0f;
-  hi = _mm_cvtss_f32(_mm512_extractf32x4_ps(s3, 2)) + 0.0f;
+// 16 cache elements from p as fp32: floats, or bf16 widened exactly (its bits the upper half of an fp32's).
+CBATCH_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+CBATCH_AVX512 inline __m512 load16(const uint16_t* p) {
+  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
 }
 
 inline float capped(float score, float softcap) {
   return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
 }
 
-// q . k for heads h0 (lanes 0-7) and h1 (lanes 8-15): qp (head_dim / 8, 16) the two heads' q interleaved by
-// 8-lane slices, k0 and k1 their K rows (the same row when they share a kv head).
-CBATCH_AVX512 inline void dot_pair(const float* qp, const float* k0, const float* k1, int head_dim, float& d0,
-                                   float& d1) {
-  __m512 acc = _mm512_setzero_ps();
-  if (k0 == k1) {
-    for (int i = 0; i < head_dim; i += 8) {
-      const __m512 k = _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + i));
-      acc = mul_add(_mm512_loadu_ps(qp + 2 * i), k, acc);
-    }
-  } else {
-    for (int i = 0; i < head_dim; i += 8) {
-      const __m512 k = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(k0 + i)), _mm256_loadu_ps(k1 + i), 1);
-      acc = mul_add(_mm512_loadu_ps(qp + 2 * i), k, acc);
+// Scores of NC query heads (q[c], head_dim each) against the keys of one run of up to 16 positions of a
+// block (lane l: the run's l-th position), out[c][l] = q[c] . k_l * scale for the lanes in mask; k: the kv
+// head's first element of the run, element i of lane l at k + i * k_stride + l. Lane l of acc[c][j] is
+// score_positions' acc[j][l] (cpu_ops.cpp), and the tree is its tree, so the bits are attend_head's
+// (before its softcap, which the caller applies).
+template <int NC>
+CBATCH_AVX512 void score_run(const float* const* q, float* const* out, const float* k, int64_t k_stride,
+                             __mmask16 mask, int head_dim, float scale) {
+  __m512 acc[NC][8];
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) acc[c][j] = _mm512_setzero_ps();
+  }
+  for (int i = 0; i < head_dim; i += 8) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      const __m512 kv = _mm512_maskz_loadu_ps(mask, k + (i + j) * k_stride);
+#pragma GCC unroll 8
+      for (int c = 0; c < NC; ++c) acc[c][j] = mul_add(_mm512_set1_ps(q[c][i + j]), kv, acc[c][j]);
     }
   }
-  reduce_halves(acc, d0, d1);
+#pragma GCC unroll 8
+  for (int c = 0; c < NC; ++c) {
+    const __m512 lo = _mm512_add_ps(_mm512_add_ps(acc[c][0], acc[c][4]), _mm512_add_ps(acc[c][1], acc[c][5]));
+    const __m512 hi = _mm512_add_ps(_mm512_add_ps(acc[c][2], acc[c][6]), _mm512_add_ps(acc[c][3], acc[c][7]));
+    const __m512 dot = _mm512_add_ps(_mm512_add_ps(lo, hi), _mm512_setzero_ps());  // + the empty tail
+    _mm512_mask_storeu_ps(out[c], mask, _mm512_mul_ps(dot, _mm512_set1_ps(scale)));
+  }
 }
 
 // out[h * out_stride + i] for i < width of NH consecutive q heads reading one kv head: per element
 // mul_add(weight, v, acc) over positions first..n - 1 in order, from zero. weights (NH, stride) by position;
 // rows: each position's offset of its cache row, plus the kv head's (and the first element's).
-template <int NH, int NZ>
-CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int first, int n, const float* weights,
+template <int NH, int NZ, typename T>
+CBATCH_AVX512 void weighted_values(const T* v_base, const int64_t* rows, int first, int n, const float* weights,
                                    int stride, int width, float* out, int out_stride) {
   for (int i0 = 0; i0 < width; i0 += 16 * NZ) {
     __m512 acc[NH][NZ];
     for (auto& head : acc)
       for (auto& a : head) a = _mm512_setzero_ps();
     for (int p = first; p < n; ++p) {
-      const float* v = v_base + rows[p] + i0;
+      const T* v = v_base + rows[p] + i0;
       __m512 vz[NZ];
-      for (int z = 0; z < NZ; ++z) vz[z] = _mm512_loadu_ps(v + 16 * z);
+      for (int z = 0; z < NZ; ++z) vz[z] = load16(v + 16 * z);
       for (int h = 0; h < NH; ++h) {
         const __m512 w = _mm512_set1_ps(weights[h * stride + p]);
         for (int z = 0; z < NZ; ++z) acc[h][z] = mul_add(w, vz[z], acc[h][z]);
@@ -99,14 +111,14 @@ CBATCH_AVX512 void weighted_values(const float* v_base, const int64_t* rows, int
   }
 }
 
-template <int NZ>
-void weighted_values_of(int num, const float* v_base, const int64_t* rows, int first, int n, const float* weights,
+template <int NZ, typename T>
+void weighted_values_of(int num, const T* v_base, const int64_t* rows, int first, int n, const float* weights,
                         int stride, int width, float* out, int out_stride) {
   switch (num) {
-    case 1: return weighted_values<1, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
-    case 2: return weighted_values<2, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
-    case 3: return weighted_values<3, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
-    default: return weighted_values<4, NZ>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    case 1: return weighted_values<1, NZ, T>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    case 2: return weighted_values<2, NZ, T>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    case 3: return weighted_values<3, NZ, T>(v_base, rows, first, n, weights, stride, width, out, out_stride);
+    default: return weighted_values<4, NZ, T>(v_base, rows, first, n, weights, stride, width, out, out_stride);
   }
 }
 
@@ -151,52 +163,78 @@ struct RowTile {
   float* sum_of(int t, int num_heads) const { return max_of(t, num_heads) + num_heads; }
 };
 
-// Scores of every head of every row and each head's running max: each position's K row is loaded once for
-// all the rows that see it.
-CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const int64_t* rows, int first, int n,
-                              int num_heads, int group, const AttentionParams& params) {
-  const int hd = params.head_dim;
-  const int num_pairs = (num_heads + 1) / 2;
-  const int64_t pairs_size = static_cast<int64_t>(num_pairs) * 2 * hd;
-  thread_local std::vector<float> pairs;  // per row (num_pairs, hd / 8, 16): heads 2i and 2i + 1 by 8-lane slices
-  pairs.resize(static_cast<size_t>(tile.count * pairs_size));
-  for (int t = 0; t < tile.count; ++t) {
-    const float* q = tile.q + t * tile.q_stride;
-    float* row_pairs = &pairs[static_cast<size_t>(t * pairs_size)];
-    for (int pr = 0; pr < num_pairs; ++pr) {
-      const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);  // an odd last head pairs with itself
-      for (int i = 0; i < hd; i += 8) {
-        std::copy_n(q + h0 * hd + i, 8, row_pairs + pr * 2 * hd + 2 * i);
-        std::copy_n(q + h1 * hd + i, 8, row_pairs + pr * 2 * hd + 2 * i + 8);
-      }
-    }
+// score_run of `count` (row, q head) pairs, three at a time (two and two for four): up to 24 accumulators.
+CBATCH_AVX512 void score_runs(const float* const* q, float* const* out, int count, const float* k, int64_t k_stride,
+                              __mmask16 mask, int head_dim, float scale) {
+  for (int c = 0; c < count;) {
+    const int left = count - c;
+    const int take = left == 4 ? 2 : std::min(3, left);
+    if (take == 3) score_run<3>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    if (take == 2) score_run<2>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    if (take == 1) score_run<1>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    c += take;
   }
-  constexpr int kAhead = 4;  // K and V rows fetched a few positions ahead (a block is often a page)
-  const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
-  for (int p = first; p < n; ++p) {
-    if (p + kAhead < n) {
-      for (int64_t b = 0; b < row_bytes; b += 64) {
-        __builtin_prefetch(reinterpret_cast<const char*>(cache.k + rows[p + kAhead]) + b);
-        __builtin_prefetch(reinterpret_cast<const char*>(cache.v + rows[p + kAhead]) + b);
-      }
-    }
-    const float* k_row = cache.k + rows[p];
-    for (int t = 0; t < tile.count; ++t) {
-      if (p < tile.first[t] || p > tile.pos[t]) continue;
-      float* scores = tile.scores_of(t);
-      float* max_score = tile.max_of(t, num_heads);
-      const float* row_pairs = &pairs[static_cast<size_t>(t * pairs_size)];
-      for (int pr = 0; pr < num_pairs; ++pr) {
-        const int h0 = 2 * pr, h1 = std::min(2 * pr + 1, num_heads - 1);
-        float d[2];
-        dot_pair(row_pairs + pr * 2 * hd, k_row + (h0 / group) * hd, k_row + (h1 / group) * hd, hd, d[0], d[1]);
-        for (int j = 0; j < (h1 != h0 ? 2 : 1); ++j) {
-          const int h = h0 + j;
-          const float s = capped(d[j] * params.scale, params.softcap);
-          scores[h * tile.stride + p] = s;
-          max_score[h] = std::max(max_score[h], s);
+}
+
+// The largest of init and s[0..count - 1] (not NaN).
+CBATCH_AVX512 float max_of(const float* s, int count, float init) {
+  __m512 m = _mm512_set1_ps(init);
+  int i = 0;
+  for (; i + 16 <= count; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + i));
+  if (i < count) m = _mm512_mask_max_ps(m, static_cast<__mmask16>((1u << (count - i)) - 1), m, _mm512_loadu_ps(s + i));
+  return _mm512_reduce_max_ps(m);
+}
+
+// Every row's scores of every head, then each head's max: the keys of each run of up to 16 positions of a
+// block are loaded once for all the (row, q head) pairs that see them (a bf16 run widened to fp32 once).
+template <typename T>
+CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const int32_t* block_table, int first, int n,
+                              int num_heads, int group, const AttentionParams& params) {
+  const T* k_cache = static_cast<const T*>(cache.k);
+  const int hd = params.head_dim, bs = cache.block_size;
+  const int num_kv_heads = num_heads / group;
+  thread_local std::vector<float> widened;  // a bf16 run of one kv head in fp32: (hd, 16)
+  thread_local std::vector<const float*> q;  // the pairs that see a run: their q heads and score rows
+  thread_local std::vector<float*> out;
+  if constexpr (!std::is_same_v<T, float>) widened.resize(static_cast<size_t>(hd) * 16);
+  q.resize(static_cast<size_t>(tile.count * group));
+  out.resize(q.size());
+  for (int p = first; p < n;) {
+    const int offset = p % bs;
+    const int count = std::min({16, bs - offset, n - p});
+    const auto mask = static_cast<__mmask16>((1u << count) - 1);
+    const int64_t block_start = static_cast<int64_t>(block_table[p / bs]) * bs;
+    for (int g = 0; g < num_kv_heads; ++g) {
+      int pairs = 0;
+      for (int t = 0; t < tile.count; ++t) {
+        if (p + count <= tile.first[t] || p > tile.pos[t]) continue;  // lanes outside a row's keys: never read
+        for (int h = g * group; h < (g + 1) * group; ++h) {
+          q[pairs] = tile.q + t * tile.q_stride + h * hd;
+          out[pairs++] = tile.scores_of(t) + static_cast<int64_t>(h) * tile.stride + p;
         }
       }
+      if (pairs == 0) continue;
+      const T* k = k_cache + k_cache_index(block_start + offset, g * hd, cache.kv_dim, bs);
+      if constexpr (std::is_same_v<T, float>) {
+        score_runs(q.data(), out.data(), pairs, k, bs, mask, hd, params.scale);
+      } else {
+        for (int i = 0; i < hd; ++i) {
+          const __m256i bits = _mm256_maskz_loadu_epi16(mask, k + static_cast<int64_t>(i) * bs);
+          _mm512_storeu_ps(&widened[16 * i], _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)));
+        }
+        score_runs(q.data(), out.data(), pairs, widened.data(), 16, mask, hd, params.scale);
+      }
+    }
+    p += count;
+  }
+  for (int t = 0; t < tile.count; ++t) {
+    for (int h = 0; h < num_heads; ++h) {
+      float* s = tile.scores_of(t) + static_cast<int64_t>(h) * tile.stride;
+      const int from = tile.first[t], to = tile.pos[t];
+      if (params.softcap > 0.0f) {
+        for (int i = from; i <= to; ++i) s[i] = capped(s[i], params.softcap);
+      }
+      tile.max_of(t, num_heads)[h] = max_of(s + from, to + 1 - from, params.sink(h));
     }
   }
 }
@@ -206,14 +244,18 @@ CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const i
 bool can_attend_row_avx512(int head_dim) {
   static const bool has_avx512 = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
   }();
   return has_avx512 && head_dim > 0 && head_dim % kHeadDimMultiple == 0;
 }
 
-void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table,
-                        const int* pos, int count, int num_heads, int num_kv_heads, const AttentionParams& params,
-                        float* scratch, float* out, int64_t out_stride) {
+namespace {
+
+template <typename T>
+void attend_rows_of(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table,
+                    const int* pos, int count, int num_heads, int num_kv_heads, const AttentionParams& params,
+                    float* scratch, float* out, int64_t out_stride) {
   const int hd = params.head_dim;
   const int group = num_heads / num_kv_heads;
   int first_key[kMaxAttendRows];
@@ -230,10 +272,7 @@ void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, 
     rows[p] = (static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size) *
               cache.kv_dim;
   }
-  for (int t = 0; t < count; ++t) {
-    for (int h = 0; h < num_heads; ++h) tile.max_of(t, num_heads)[h] = params.sink(h);
-  }
-  score_rows(tile, cache, rows.data(), first, n, num_heads, group, params);
+  score_rows<T>(tile, cache, block_table, first, n, num_heads, group, params);
   for (int t = 0; t < count; ++t) {
     float* max_score = tile.max_of(t, num_heads);
     float* sum = tile.sum_of(t, num_heads);
@@ -252,7 +291,7 @@ void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, 
     for (int h = kv * group; h < (kv + 1) * group; h += 4) {
       const int num = std::min(4, (kv + 1) * group - h);
       for (int i0 = 0; i0 < hd; i0 += kWidth) {
-        const float* v_base = cache.v + static_cast<int64_t>(kv) * hd + i0;
+        const T* v_base = static_cast<const T*>(cache.v) + static_cast<int64_t>(kv) * hd + i0;
         for (int t = 0; t < count; ++t) {
           const float* weights = tile.scores_of(t) + static_cast<int64_t>(h) * n;
           weighted_values_of<kOutRegisters>(num, v_base, rows.data(), first_key[t], pos[t] + 1, weights, n, kWidth,
@@ -261,6 +300,19 @@ void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, 
       }
     }
   }
+}
+
+}  // namespace
+
+void attend_rows_avx512(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table,
+                        const int* pos, int count, int num_heads, int num_kv_heads, const AttentionParams& params,
+                        float* scratch, float* out, int64_t out_stride) {
+  if (cache.element == KvElement::kBf16) {
+    return attend_rows_of<uint16_t>(q, q_stride, cache, block_table, pos, count, num_heads, num_kv_heads, params,
+                                    scratch, out, out_stride);
+  }
+  attend_rows_of<float>(q, q_stride, cache, block_table, pos, count, num_heads, num_kv_heads, params, scratch, out,
+                        out_stride);
 }
 
 #else  // not x86-64: attend_row keeps its portable loop

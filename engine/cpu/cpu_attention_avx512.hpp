@@ -1,7 +1,7 @@
 // Internal to cpu_ops.cpp: attend_row's and attend_rows' AVX-512 kernel (chosen at run time), for head_dim a
-// multiple of 64. Its arithmetic is attend_head's, bit for bit: each score a chain of attention_mul_add per
-// 8-lane slice of k in order, reduced by dot_fixed_order's fixed tree; each weight exp_fp32 of the score
-// less the head's max, their sum exp_weights' (16 lanes, then halves), both 16 at a time; each output
+// multiple of 64. Its arithmetic is attend_head's, bit for bit: each score score_positions' chains of
+// attention_mul_add per 8-lane slice of k in order, reduced by its fixed tree; each weight exp_fp32 of the
+// score less the head's max, their sum exp_weights' (16 lanes, then halves), both 16 at a time; each output
 // element one attention_mul_add chain of weight * v over the positions in order, from zero. attend_head
 // spells out its multiply-adds, so this holds whatever the compiler and its contraction setting.
 // test_cpu_backend checks the bits against attend_head.

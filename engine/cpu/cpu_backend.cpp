@@ -1,6 +1,6 @@
 // The CPU backend: weights converted once to fp32 (QKV and gate|up fused into one matrix each, matrices
 // packed into matmul panels; embedding rows converted when looked up; norm weights with the family's
-// offset added), an fp32 paged KV cache of layout (layer, slot, kv_dim), and one forward pass over a
+// offset added), an fp32 or bf16 paged KV cache (PagedKv's layout per layer), and one forward pass over a
 // RaggedBatch for every family, driven by ModelConfig's description (biases, q/k norms, sandwich norms,
 // GeGLU and clamped SwiGLU, embedding scale, softcaps, attention sinks, per-layer windows and RoPE bases;
 // sparse layers' experts: cpu_moe.hpp; LoRA adapters: cpu_lora.hpp; encoders: learned positions, token
@@ -14,6 +14,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "engine/cpu/cpu_lora.hpp"
@@ -51,17 +52,17 @@ struct NoInitAllocator : std::allocator<T> {
 };
 using Weights = std::vector<float, NoInitAllocator<float>>;
 
-// A zeroed float array from calloc: large ones are fresh zero pages that become resident only when
-// written, so the KV cache costs memory for the blocks in use, not for the whole reservation.
+// A zeroed array from calloc: large ones are fresh zero pages that become resident only when written, so
+// the KV cache costs memory for the blocks in use, not for the whole reservation.
 struct FreeDeleter {
-  void operator()(float* p) const { std::free(p); }
+  void operator()(uint8_t* p) const { std::free(p); }
 };
-using ZeroedFloats = std::unique_ptr<float[], FreeDeleter>;
+using ZeroedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 
-ZeroedFloats calloc_floats(size_t n) {
-  auto* p = static_cast<float*>(std::calloc(std::max<size_t>(n, 1), sizeof(float)));
-  if (p == nullptr) throw Error("cannot allocate " + std::to_string(n * sizeof(float)) + " bytes for the KV cache");
-  return ZeroedFloats(p);
+ZeroedBytes calloc_bytes(size_t n) {
+  auto* p = static_cast<uint8_t*>(std::calloc(std::max<size_t>(n, 1), 1));
+  if (p == nullptr) throw Error("cannot allocate " + std::to_string(n) + " bytes for the KV cache");
+  return ZeroedBytes(p);
 }
 
 // Rows of several tensors stacked into one fp32 matrix (rows summed, cols shared). Each tensor is
@@ -217,6 +218,9 @@ class CpuBackend final : public Backend {
   CpuBackend(const Model& model, const CpuBackendOptions& options)
       : config_(model.config), options_(options), pool_(options.num_threads, kDecodeSpinNs), storage_(model.storage) {
     load_weights(model.tensors);
+    // auto: bf16 where K and V come out of 8-bit products (its rounding is well under theirs), else fp32
+    kv_element_ = options.kv_element.value_or(layers_.empty() || !layers_.front().wqkv.is_int8() ? KvElement::kF32
+                                                                                                   : KvElement::kBf16);
     if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
     for (int set = 0; set < kRopeSets; ++set) {
       inv_freq_[set].resize(config_.head_dim / 2);
@@ -241,7 +245,7 @@ class CpuBackend final : public Backend {
   DevicePeaks measure_peaks() override { return measure_cpu_peaks(pool_); }
 
   int64_t kv_block_bytes(int block_size) const override {
-    return 2LL * config_.num_layers * block_size * config_.kv_dim() * static_cast<int64_t>(sizeof(float));
+    return 2LL * config_.num_layers * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
   }
 
   int64_t max_kv_blocks(int block_size) const override {
@@ -251,8 +255,8 @@ class CpuBackend final : public Backend {
   void allocate_kv_cache(const KvCacheSpec& spec) override {
     spec_ = spec;
     const size_t n = static_cast<size_t>(config_.num_layers) * spec.num_blocks * spec.block_size * config_.kv_dim();
-    k_cache_ = calloc_floats(n);
-    v_cache_ = calloc_floats(n);
+    k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_));
+    v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_));
   }
 
   void forward(const RaggedBatch& batch, StepOutput& out) override;
@@ -266,6 +270,7 @@ class CpuBackend final : public Backend {
   void group_rows_by_adapter(const RaggedBatch& batch);
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
+  void store_kv(const float* kv, int64_t layer_offset, int32_t slot);
   void add_sublayer_output(int num_tokens, const Weights& post_norm, const Weights& norm, const Weights& norm_bias);
   void norm_row(const float* x, const Weights& weight, const Weights& bias, float* out) const;
   void embed_rows(const RaggedBatch& batch);
@@ -318,8 +323,11 @@ class CpuBackend final : public Backend {
   double expert_params_ = 0;       // their parameters
 
   KvCacheSpec spec_;
-  ZeroedFloats k_cache_;           // (layers, num_blocks * block_size, kv_dim)
-  ZeroedFloats v_cache_;           // (layers, num_blocks * block_size, kv_dim)
+  KvElement kv_element_ = KvElement::kF32;
+  // Elements of kv_element_: K (layers, num_blocks, kv_dim, block_size), V (layers, num_blocks *
+  // block_size, kv_dim) (PagedKv).
+  ZeroedBytes k_cache_;
+  ZeroedBytes v_cache_;
 
   // Activations, resized to the batch: T = rows of the batch.
   std::vector<float> x_;           // (T, dim) residual stream
@@ -555,17 +563,17 @@ void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
 
 // Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
 void CpuBackend::copy_blocks(const RaggedBatch& batch) {
-  const size_t block_elems = static_cast<size_t>(spec_.block_size) * config_.kv_dim();
-  const size_t layer_elems = block_elems * spec_.num_blocks;
+  const size_t block_bytes = static_cast<size_t>(spec_.block_size) * config_.kv_dim() * kv_element_bytes(kv_element_);
+  const size_t layer_bytes = block_bytes * spec_.num_blocks;
   for (int c = 0; c < batch.num_block_copies(); ++c) {
     const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
     if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
       throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
     }
     for (int l = 0; l < config_.num_layers; ++l) {
-      for (float* cache : {k_cache_.get(), v_cache_.get()}) {
-        float* layer = cache + l * layer_elems;
-        std::copy_n(layer + src * block_elems, block_elems, layer + dst * block_elems);
+      for (uint8_t* cache : {k_cache_.get(), v_cache_.get()}) {
+        uint8_t* layer = cache + l * layer_bytes;
+        std::memcpy(layer + dst * block_bytes, layer + src * block_bytes, block_bytes);
       }
     }
   }
@@ -617,8 +625,24 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     }
     const int32_t slot = batch.slot_mapping[r];
     if (slot < 0) continue;
-    std::copy_n(q + q_dim, kv_dim, &k_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
-    std::copy_n(q + q_dim + kv_dim, kv_dim, &v_cache_[layer_offset + static_cast<int64_t>(slot) * kv_dim]);
+    store_kv(q + q_dim, layer_offset, slot);
+  }
+}
+
+// One row's K and V (kv_dim each, end to end at kv) into the cache at slot of the layer at layer_offset
+// (elements): V as the slot's row, K spread over its block's element rows (k_cache_index).
+void CpuBackend::store_kv(const float* kv, int64_t layer_offset, int32_t slot) {
+  const int kv_dim = config_.kv_dim(), bs = spec_.block_size;
+  const int64_t v_at = layer_offset + static_cast<int64_t>(slot) * kv_dim;
+  if (kv_element_ == KvElement::kBf16) {
+    auto* k = reinterpret_cast<uint16_t*>(k_cache_.get()) + layer_offset;
+    auto* v = reinterpret_cast<uint16_t*>(v_cache_.get()) + v_at;
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = bf16_from_fp32(kv[i]);
+    for (int i = 0; i < kv_dim; ++i) v[i] = bf16_from_fp32(kv[kv_dim + i]);
+  } else {
+    auto* k = reinterpret_cast<float*>(k_cache_.get()) + layer_offset;
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = kv[i];
+    std::copy_n(kv + kv_dim, kv_dim, reinterpret_cast<float*>(v_cache_.get()) + v_at);
   }
 }
 
@@ -629,7 +653,9 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int qkv_dim = q_dim + 2 * kv_dim;
   const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
   qkv_projection(batch, l);
-  const PagedKv cache{k_cache_.get() + layer_offset, v_cache_.get() + layer_offset, kv_dim, spec_.block_size};
+  const int element_bytes = kv_element_bytes(kv_element_);
+  const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
+                      kv_dim, spec_.block_size, kv_element_};
   const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l),
                                layer.sinks.empty() ? nullptr : layer.sinks.data()};
   const int num_heads = config_.num_heads;

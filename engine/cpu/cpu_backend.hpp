@@ -1,6 +1,6 @@
 // The CPU backend: fp32 weights (matrices stored in GGUF blocks stay in them and are decoded during each
 // product, to the same fp32 values; or, with int8_products, multiplied as 8-bit integers against each
-// activation row quantized on its own), a paged fp32 KV cache, and a Llama forward pass over ragged
+// activation row quantized on its own), a paged fp32 or bf16 KV cache, and a Llama forward pass over ragged
 // batches.
 // Batch-invariant by construction: every output element is reduced in a fixed order that does not
 // depend on which other rows share the batch, so greedy outputs are identical across modes, budgets,
@@ -8,9 +8,11 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/backend/backend.hpp"
+#include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
 
@@ -29,6 +31,10 @@ struct CpuBackendOptions {
   // product of a few rows streams its weights, one of many is bound by the arithmetic, which planes add to.
   // The products' bits are the same either way.
   bool int8_planes = false;
+  // What the KV cache holds (cpu_ops.hpp; --kv-cache-dtype): fp32, or bf16 (half the memory and the bytes
+  // attention reads). Unset: bf16 where the QKV product is 8-bit (int8_products and quantized weights),
+  // else fp32.
+  std::optional<KvElement> kv_element;
   // LoRA adapters (id i + 1 = loras[i]), packed at load; RaggedBatch::lora_ids picks them per sequence.
   std::shared_ptr<const std::vector<LoraAdapter>> loras;
 };

@@ -197,21 +197,56 @@ namespace {
 // q . k with eight independent partial sums (the compiler vectorizes them) added in a fixed tree: the same
 // order for every call, so a score never depends on what else is in the batch.
 // (GCC does not vectorize the fused lanes by itself: with FMA and AVX, one 8-lane register holds them.)
-inline float dot_fixed_order(const float* a, const float* b, int n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+inline float widen(float x) { return x; }
+inline float widen(uint16_t x) { return fp32_from_bf16(x); }
+
+inline float capped(float score, float softcap) {
+  return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
+}
+
+// One q head's scores of `count` consecutive positions of one block (count <= kScoreLanes): out[l] is
+// capped(q . k_l * scale), k_l the cached key of the l-th position, element i at k + i * block_size + l
+// (k: the kv head's first element of the first position, in its block; k_cache_index). Each dot product is
+// a chain of attention_mul_add per 8-lane slice (lane j: elements i + j, i = 0, 8, ...), then the fixed
+// tree ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) plus the tail's chain (head_dim % 8 elements),
+// so that a vector kernel holding positions in its lanes (cpu_attention_avx512.cpp) gets the same bits.
+constexpr int kScoreLanes = 16;
+template <typename T>
+void score_positions(const float* q, const T* k, int block_size, int count, const AttentionParams& params,
+                     float* out) {
+  float acc[8][kScoreLanes] = {};
+  float tail[kScoreLanes] = {};
+  const int head_dim = params.head_dim;
   int i = 0;
-#if defined(CBATCH_ATTENTION_FMA) && defined(__AVX__) && defined(__FMA__)
-  __m256 lanes = _mm256_setzero_ps();
-  for (; i + 8 <= n; i += 8) lanes = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), lanes);
-  _mm256_storeu_ps(acc, lanes);
-#else
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] = attention_mul_add(a[i + j], b[i + j], acc[j]);
+  for (; i + 8 <= head_dim; i += 8) {
+    for (int j = 0; j < 8; ++j) {
+      const float qv = q[i + j];
+      const T* kr = k + static_cast<int64_t>(i + j) * block_size;
+      for (int l = 0; l < count; ++l) acc[j][l] = attention_mul_add(qv, widen(kr[l]), acc[j][l]);
+    }
   }
-#endif
-  float tail = 0.0f;
-  for (; i < n; ++i) tail = attention_mul_add(a[i], b[i], tail);
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  for (; i < head_dim; ++i) {
+    const T* kr = k + static_cast<int64_t>(i) * block_size;
+    for (int l = 0; l < count; ++l) tail[l] = attention_mul_add(q[i], widen(kr[l]), tail[l]);
+  }
+  for (int l = 0; l < count; ++l) {
+    const float dot = ((acc[0][l] + acc[4][l]) + (acc[1][l] + acc[5][l])) +
+                      ((acc[2][l] + acc[6][l]) + (acc[3][l] + acc[7][l])) + tail[l];
+    out[l] = capped(dot * params.scale, params.softcap);
+  }
+}
+
+// Calls f(p, count, block_start, offset) for the positions first..last in runs of at most kScoreLanes
+// within one block: positions p..p + count - 1, block_start the slot of their block's first position, p's
+// slot block_start + offset.
+template <typename F>
+void for_each_key_run(const int32_t* block_table, int block_size, int first, int last, F&& f) {
+  for (int p = first; p <= last;) {
+    const int offset = p % block_size;
+    const int count = std::min({kScoreLanes, block_size - offset, last + 1 - p});
+    f(p, count, static_cast<int64_t>(block_table[p / block_size]) * block_size, offset);
+    p += count;
+  }
 }
 
 // Output elements of attend_head accumulated at once (in registers).
@@ -236,10 +271,6 @@ class PagedRows {
   int block_, offset_;
 };
 
-inline float capped(float score, float softcap) {
-  return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;
-}
-
 }  // namespace
 
 float exp_weights(float* s, int count, float max) {
@@ -254,19 +285,24 @@ float exp_weights(float* s, int count, float max) {
   return lane[0];
 }
 
-void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
-                 const AttentionParams& params, float* scratch, float* out, float sink) {
+namespace {
+
+template <typename T>
+void attend_head_of(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
+                    const AttentionParams& params, float* scratch, float* out, float sink) {
+  const T* k_cache = static_cast<const T*>(cache.k);
+  const T* v_cache = static_cast<const T*>(cache.v);
   const int head_dim = params.head_dim;
-  const float scale = params.scale;
   const int first = params.first_key(pos);
   const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
   float max_score = sink;
-  PagedRows rows(cache, block_table, first);
-  int p = first;
-  for (; p <= pos; ++p) {
-    scratch[p] = capped(dot_fixed_order(q, cache.k + rows.next() + head_offset, head_dim) * scale, params.softcap);
-    max_score = std::max(max_score, scratch[p]);
-  }
+  for_each_key_run(block_table, cache.block_size, first, pos, [&](int p, int count, int64_t block_start, int offset) {
+    score_positions(q, k_cache + k_cache_index(block_start + offset, static_cast<int>(head_offset), cache.kv_dim,
+                                               cache.block_size),
+                    cache.block_size, count, params, scratch + p);
+    for (int l = 0; l < count; ++l) max_score = std::max(max_score, scratch[p + l]);
+  });
+  int p;
   const float sum = exp_weights(scratch + first, pos + 1 - first, max_score) + exp_fp32_inline(sink - max_score);
   for (p = first; p <= pos; ++p) scratch[p] = scratch[p] / sum;
   // out chunk by chunk, each chunk held while every position's V passes: per element the same sum of
@@ -277,26 +313,25 @@ void attend_head(const float* q, const PagedKv& cache, const int32_t* block_tabl
     for (int i = 0; i < kOutChunk; ++i) acc[i] = 0.0f;
     PagedRows v_rows(cache, block_table, first);
     for (p = first; p <= pos; ++p) {
-      const float* v = cache.v + v_rows.next() + head_offset + i0;
+      const T* v = v_cache + v_rows.next() + head_offset + i0;
       const float weight = scratch[p];
       if (width == kOutChunk) {
-        for (int i = 0; i < kOutChunk; ++i) acc[i] = attention_mul_add(weight, v[i], acc[i]);
+        for (int i = 0; i < kOutChunk; ++i) acc[i] = attention_mul_add(weight, widen(v[i]), acc[i]);
       } else {
-        for (int i = 0; i < width; ++i) acc[i] = attention_mul_add(weight, v[i], acc[i]);
+        for (int i = 0; i < width; ++i) acc[i] = attention_mul_add(weight, widen(v[i]), acc[i]);
       }
     }
     for (int i = 0; i < width; ++i) out[i0 + i] = acc[i];
   }
 }
 
-void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
-                int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
-  if (attention_detail::can_attend_row_avx512(params.head_dim)) {
-    return attention_detail::attend_rows_avx512(q, 0, cache, block_table, &pos, 1, num_heads, num_kv_heads, params,
-                                                scratch, out, 0);
-  }
+// attend_row's portable loop.
+template <typename T>
+void attend_row_of(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                   int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  const T* k_cache = static_cast<const T*>(cache.k);
+  const T* v_cache = static_cast<const T*>(cache.v);
   const int head_dim = params.head_dim;
-  const float scale = params.scale;
   const int first = params.first_key(pos);
   const int n = pos + 1;
   const int group = num_heads / num_kv_heads;
@@ -307,40 +342,51 @@ void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table
     return static_cast<int64_t>(block_table[p / cache.block_size]) * cache.block_size + p % cache.block_size;
   };
   for (int h = 0; h < num_heads; ++h) max_score[h] = params.sink(h);
-  // A block is usually one page per layer, where hardware prefetchers stop: fetch the K and V rows a few
-  // positions ahead by hand (V is read in the third pass; it waits in cache).
-  constexpr int kAhead = 4;
-  const int64_t row_bytes = static_cast<int64_t>(cache.kv_dim) * sizeof(float);
-  for (int p = first; p < n; ++p) {
-    if (p + kAhead < n) {
-      const int64_t ahead = slot_of(p + kAhead) * cache.kv_dim;
-      for (int64_t b = 0; b < row_bytes; b += 64) {
-        __builtin_prefetch(reinterpret_cast<const char*>(cache.k + ahead) + b);
-        __builtin_prefetch(reinterpret_cast<const char*>(cache.v + ahead) + b);
-      }
-    }
-    const float* k_row = cache.k + slot_of(p) * cache.kv_dim;
+  for_each_key_run(block_table, cache.block_size, first, pos, [&](int p, int count, int64_t block_start, int offset) {
     for (int h = 0; h < num_heads; ++h) {
-      const float s = capped(dot_fixed_order(q + h * head_dim, k_row + (h / group) * head_dim, head_dim) * scale,
-                             params.softcap);
-      scores[h * n + p] = s;
-      max_score[h] = std::max(max_score[h], s);
+      float* s = scores + static_cast<int64_t>(h) * n + p;
+      score_positions(q + h * head_dim, k_cache + k_cache_index(block_start + offset, (h / group) * head_dim,
+                                                                cache.kv_dim, cache.block_size),
+                      cache.block_size, count, params, s);
+      for (int l = 0; l < count; ++l) max_score[h] = std::max(max_score[h], s[l]);
     }
-  }
+  });
   for (int h = 0; h < num_heads; ++h) {  // attend_head's sum; the sink adds 0 without one
     sum[h] = exp_weights(scores + h * n + first, n - first, max_score[h]) +
              exp_fp32_inline(params.sink(h) - max_score[h]);
   }
   for (int i = 0; i < num_heads * head_dim; ++i) out[i] = 0.0f;
   for (int p = first; p < n; ++p) {
-    const float* v_row = cache.v + slot_of(p) * cache.kv_dim;
+    const T* v_row = v_cache + slot_of(p) * cache.kv_dim;
     for (int h = 0; h < num_heads; ++h) {
       const float weight = scores[h * n + p] / sum[h];
-      const float* v = v_row + (h / group) * head_dim;
+      const T* v = v_row + (h / group) * head_dim;
       float* o = out + h * head_dim;
-      for (int i = 0; i < head_dim; ++i) o[i] = attention_mul_add(weight, v[i], o[i]);
+      for (int i = 0; i < head_dim; ++i) o[i] = attention_mul_add(weight, widen(v[i]), o[i]);
     }
   }
+}
+
+}  // namespace
+
+void attend_head(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int kv_head,
+                 const AttentionParams& params, float* scratch, float* out, float sink) {
+  if (cache.element == KvElement::kBf16) {
+    return attend_head_of<uint16_t>(q, cache, block_table, pos, kv_head, params, scratch, out, sink);
+  }
+  attend_head_of<float>(q, cache, block_table, pos, kv_head, params, scratch, out, sink);
+}
+
+void attend_row(const float* q, const PagedKv& cache, const int32_t* block_table, int pos, int num_heads,
+                int num_kv_heads, const AttentionParams& params, float* scratch, float* out) {
+  if (attention_detail::can_attend_row_avx512(params.head_dim)) {
+    return attention_detail::attend_rows_avx512(q, 0, cache, block_table, &pos, 1, num_heads, num_kv_heads, params,
+                                                scratch, out, 0);
+  }
+  if (cache.element == KvElement::kBf16) {
+    return attend_row_of<uint16_t>(q, cache, block_table, pos, num_heads, num_kv_heads, params, scratch, out);
+  }
+  attend_row_of<float>(q, cache, block_table, pos, num_heads, num_kv_heads, params, scratch, out);
 }
 
 void attend_rows(const float* q, int64_t q_stride, const PagedKv& cache, const int32_t* block_table, const int* pos,

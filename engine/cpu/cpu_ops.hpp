@@ -4,6 +4,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 
 #include "engine/model/model_config.hpp"
 
@@ -57,12 +58,39 @@ int32_t first_argmax(const float* values, int n);
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
 void softcap_row(float* values, int n, float cap);
 
-// The paged KV cache of one layer: (num_slots, kv_dim) for K and for V, slot = block * block_size + offset.
+// What the CPU's KV cache holds per element: fp32, or bf16 (an fp32's upper 16 bits, rounded to nearest
+// even), which halves the bytes attention reads and the cache's memory; attention then computes in fp32 on
+// the bf16 values widened exactly, so that with either type the arithmetic is the same.
+enum class KvElement : uint8_t { kF32, kBf16 };
+inline int kv_element_bytes(KvElement e) { return e == KvElement::kBf16 ? 2 : 4; }
+
+// x rounded to bf16, to nearest even; a NaN stays a (quiet) NaN, infinities stay infinite.
+inline uint16_t bf16_from_fp32(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+inline float fp32_from_bf16(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float x;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+// The paged KV cache of one layer, slot = block * block_size + offset, each element a float or a bf16
+// (uint16_t) as `element` says. V is (num_slots, kv_dim), a slot's row whole; K is (num_blocks, kv_dim,
+// block_size), each block's positions side by side per element (k_cache_index), so that a query's scores
+// of consecutive positions are one vector's lanes.
+inline int64_t k_cache_index(int64_t slot, int element, int kv_dim, int block_size) {
+  return (slot - slot % block_size) * kv_dim + static_cast<int64_t>(element) * block_size + slot % block_size;
+}
 struct PagedKv {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int kv_dim = 0;
   int block_size = 0;
+  KvElement element = KvElement::kF32;
 };
 
 // How a layer attends: scores are q.k * scale, softcapped when softcap > 0; a query at position pos sees

@@ -189,6 +189,45 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
   }
 }
 
+TEST_CASE("CPU backend with a bf16 KV cache: half the bytes a block, near the double reference, the same bits chunked or whole") {
+  TestModelShape shape;
+  const Model model = make_test_model(shape);
+  CpuBackendOptions bf16_options, f32_options;
+  bf16_options.kv_element = KvElement::kBf16;
+  f32_options.kv_element = KvElement::kF32;
+  CHECK(2 * make_cpu_backend(model, bf16_options)->kv_block_bytes(4) == make_cpu_backend(model, f32_options)->kv_block_bytes(4));
+  CHECK(make_cpu_backend(model, {})->kv_block_bytes(4) == make_cpu_backend(model, f32_options)->kv_block_bytes(4));  // fp32 weights: fp32
+
+  std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3, 8, 61, 77, 12};
+  const std::vector<int32_t> table_a = {5, 2, 9};
+  const auto ref = reference_logits(model, a);
+  std::vector<float> got[2];  // a's prompt in chunks of 6 and 5, then whole
+  for (int whole = 0; whole < 2; ++whole) {
+    auto backend = make_cpu_backend(model, bf16_options);
+    backend->allocate_kv_cache({32, 4});
+    StepOutput out;
+    RaggedBatch s1;
+    s1.query_start.push_back(0);
+    add_rows(s1, a, table_a, 0, whole ? 11 : 6, 0, whole == 1);
+    set_tables(s1, {&table_a});
+    backend->forward(s1, out);
+    if (!whole) {
+      RaggedBatch s2;
+      s2.query_start.push_back(0);
+      add_rows(s2, a, table_a, 6, 11, 0, true);
+      set_tables(s2, {&table_a});
+      backend->forward(s2, out);
+    }
+    REQUIRE(out.logits.size() == static_cast<size_t>(model.config.vocab_size));
+    got[whole] = out.logits;
+  }
+  CHECK(std::memcmp(got[0].data(), got[1].data(), got[0].size() * sizeof(float)) == 0);
+  const double err = rel_error(got[0].data(), ref[10]);
+  CHECK(err < 2e-2);   // bf16 keeps 8 bits of K and V
+  CHECK(err > 1e-6);   // but it does round them: not the fp32 cache's 1e-5 agreement by accident
+  MESSAGE("bf16 KV cache: relative logit error " << err << " against the double reference");
+}
+
 TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of their fp32 expansion, bit for bit") {
   for (bool tied : {false, true}) {
     TestModelShape shape;  // dim 64, hidden 96, kv_dim 32: whole blocks of 32
@@ -223,6 +262,9 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
     auto blocked = make_cpu_backend(model, {});
     auto dense = make_cpu_backend(model, dense_options);
     CHECK(blocked->weight_bytes_per_param() < 1.5);
+    CpuBackendOptions int8_options;
+    int8_options.int8_products = true;  // K and V out of 8-bit products: the cache defaults to bf16
+    CHECK(2 * make_cpu_backend(model, int8_options)->kv_block_bytes(4) == blocked->kv_block_bytes(4));
     CHECK(dense->weight_bytes_per_param() >= 4.0);  // fp32, and the panels' padding
     std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
     const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
@@ -254,10 +296,12 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
   }
 }
 
-static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
+static void check_attend_row(int num_heads, int num_kv_heads, int head_dim, int block_size, KvElement element) {
   CAPTURE(num_heads);
   CAPTURE(head_dim);
-  const int block_size = 5, num_blocks = 12;
+  CAPTURE(block_size);
+  CAPTURE(static_cast<int>(element));
+  const int num_blocks = 12;
   const int kv_dim = num_kv_heads * head_dim;
   std::vector<float> k(static_cast<size_t>(num_blocks) * block_size * kv_dim);
   std::vector<float> v(k.size());
@@ -267,11 +311,26 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
     state = state * 1664525u + 1013904223u;
     return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
   };
-  for (float& x : k) x = next();
-  for (float& x : v) x = next();
+  const bool bf16 = element == KvElement::kBf16;
+  auto stored = [bf16](float x) { return bf16 ? fp32_from_bf16(bf16_from_fp32(x)) : x; };  // what the cache holds
+  for (float& x : k) x = stored(next());
+  for (float& x : v) x = stored(next());
   for (float& x : q) x = next();
   const std::vector<int32_t> table = {7, 2, 11, 0, 5, 9, 1, 3, 10, 4, 8, 6};  // scattered blocks
-  const PagedKv cache{k.data(), v.data(), kv_dim, block_size};
+  // k and v: (slot, kv_dim); the cache holds K in its blocks' layout (k_cache_index), V as is.
+  std::vector<float> k_f32(k.size());
+  std::vector<uint16_t> k_bf16(k.size()), v_bf16(v.size());
+  for (int64_t slot = 0; slot < static_cast<int64_t>(num_blocks) * block_size; ++slot) {
+    for (int e = 0; e < kv_dim; ++e) {
+      const size_t from = static_cast<size_t>(slot * kv_dim + e);
+      const auto to = static_cast<size_t>(k_cache_index(slot, e, kv_dim, block_size));
+      k_f32[to] = k[from];
+      k_bf16[to] = bf16_from_fp32(k[from]);
+    }
+  }
+  for (size_t i = 0; i < v.size(); ++i) v_bf16[i] = bf16_from_fp32(v[i]);
+  const PagedKv cache = bf16 ? PagedKv{k_bf16.data(), v_bf16.data(), kv_dim, block_size, element}
+                             : PagedKv{k_f32.data(), v.data(), kv_dim, block_size, element};
   const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
   const AttentionParams windowed{head_dim, 0.3f, 5.0f, 7};  // Gemma 2-like: own scale, softcap, window
   const std::vector<float> sinks = {1.5f, -0.5f, 3.0f, 0.0f, 2.0f, 6.0f};  // gpt-oss: a logit per q head (up to 6)
@@ -349,14 +408,19 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim) {
   }
 }
 
-// Shapes: the portable loop (head_dim 20 and 64), and the AVX-512 kernel's (head_dim a multiple of 128):
-// head pairs across kv heads (6 heads of 2 kv heads), an odd head count (5), and Gemma 3's.
+// Shapes: the portable loop (head_dim 20), and the AVX-512 kernel's (head_dim a multiple of 64): 6 heads
+// of 2 kv heads, an odd head count (5), and Gemma 3's; blocks of 5 keys (runs shorter than a vector) and of
+// 16 (whole vectors); fp32 and bf16 caches.
 TEST_CASE("attend_row gives attend_head's bits for every head (GQA, paged, contexts across blocks), both equal a double reference, windowed, softcapped and with sinks too; attend_rows gives attend_row's") {
-  check_attend_row(6, 2, 20);
-  check_attend_row(6, 2, 64);
-  check_attend_row(6, 2, 128);
-  check_attend_row(5, 1, 128);
-  check_attend_row(4, 1, 256);
+  for (KvElement element : {KvElement::kF32, KvElement::kBf16}) {
+    for (int block_size : {5, 16}) {
+      check_attend_row(6, 2, 20, block_size, element);
+      check_attend_row(6, 2, 64, block_size, element);
+      check_attend_row(6, 2, 128, block_size, element);
+      check_attend_row(5, 1, 128, block_size, element);
+      check_attend_row(4, 1, 256, block_size, element);
+    }
+  }
 }
 
 TEST_CASE("first_argmax gives argmax_row's index: ties, NaNs (first or later), signed zeros, infinities, every length") {
