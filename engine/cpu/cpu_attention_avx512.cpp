@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -45,11 +44,18 @@ CBATCH_AVX512 inline __m512 mul_add(__m512 a, __m512 b, __m512 c) {
 #endif
 }
 
-// 16 cache elements from p as fp32: floats, or bf16 widened exactly (its bits the upper half of an fp32's).
+// 16 cache elements from p as fp32: floats, or bf16 widened exactly (its bits the upper half of an fp32's);
+// load16 masked: the lanes outside mask are zero and not read.
+CBATCH_AVX512 inline __m512 widen16(__m256i bits) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+}
 CBATCH_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 CBATCH_AVX512 inline __m512 load16(const uint16_t* p) {
-  const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+CBATCH_AVX512 inline __m512 load16(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+CBATCH_AVX512 inline __m512 load16(const uint16_t* p, __mmask16 mask) {
+  return widen16(_mm256_maskz_loadu_epi16(mask, p));
 }
 
 inline float capped(float score, float softcap) {
@@ -61,8 +67,8 @@ inline float capped(float score, float softcap) {
 // head's first element of the run, element i of lane l at k + i * k_stride + l. Lane l of acc[c][j] is
 // score_positions' acc[j][l] (cpu_ops.cpp), and the tree is its tree, so the bits are attend_head's
 // (before its softcap, which the caller applies).
-template <int NC>
-CBATCH_AVX512 void score_run(const float* const* q, float* const* out, const float* k, int64_t k_stride,
+template <int NC, typename T>
+CBATCH_AVX512 void score_run(const float* const* q, float* const* out, const T* k, int64_t k_stride,
                              __mmask16 mask, int head_dim, float scale) {
   __m512 acc[NC][8];
 #pragma GCC unroll 8
@@ -73,7 +79,7 @@ CBATCH_AVX512 void score_run(const float* const* q, float* const* out, const flo
   for (int i = 0; i < head_dim; i += 8) {
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const __m512 kv = _mm512_maskz_loadu_ps(mask, k + (i + j) * k_stride);
+      const __m512 kv = load16(k + (i + j) * k_stride, mask);
 #pragma GCC unroll 8
       for (int c = 0; c < NC; ++c) acc[c][j] = mul_add(_mm512_set1_ps(q[c][i + j]), kv, acc[c][j]);
     }
@@ -164,14 +170,15 @@ struct RowTile {
 };
 
 // score_run of `count` (row, q head) pairs, three at a time (two and two for four): up to 24 accumulators.
-CBATCH_AVX512 void score_runs(const float* const* q, float* const* out, int count, const float* k, int64_t k_stride,
+template <typename T>
+CBATCH_AVX512 void score_runs(const float* const* q, float* const* out, int count, const T* k, int64_t k_stride,
                               __mmask16 mask, int head_dim, float scale) {
   for (int c = 0; c < count;) {
     const int left = count - c;
     const int take = left == 4 ? 2 : std::min(3, left);
-    if (take == 3) score_run<3>(q + c, out + c, k, k_stride, mask, head_dim, scale);
-    if (take == 2) score_run<2>(q + c, out + c, k, k_stride, mask, head_dim, scale);
-    if (take == 1) score_run<1>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    if (take == 3) score_run<3, T>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    if (take == 2) score_run<2, T>(q + c, out + c, k, k_stride, mask, head_dim, scale);
+    if (take == 1) score_run<1, T>(q + c, out + c, k, k_stride, mask, head_dim, scale);
     c += take;
   }
 }
@@ -181,22 +188,24 @@ CBATCH_AVX512 float max_of(const float* s, int count, float init) {
   __m512 m = _mm512_set1_ps(init);
   int i = 0;
   for (; i + 16 <= count; i += 16) m = _mm512_max_ps(m, _mm512_loadu_ps(s + i));
-  if (i < count) m = _mm512_mask_max_ps(m, static_cast<__mmask16>((1u << (count - i)) - 1), m, _mm512_loadu_ps(s + i));
+  if (i < count) {
+    const auto mask = static_cast<__mmask16>((1u << (count - i)) - 1);
+    m = _mm512_mask_max_ps(m, mask, m, _mm512_maskz_loadu_ps(mask, s + i));
+  }
   return _mm512_reduce_max_ps(m);
 }
 
 // Every row's scores of every head, then each head's max: the keys of each run of up to 16 positions of a
-// block are loaded once for all the (row, q head) pairs that see them (a bf16 run widened to fp32 once).
+// block are loaded once for all the (row, q head) pairs that see them, three at a time (bf16 widened as it is
+// loaded: cheaper than widening a run into a buffer once, measured).
 template <typename T>
 CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const int32_t* block_table, int first, int n,
                               int num_heads, int group, const AttentionParams& params) {
   const T* k_cache = static_cast<const T*>(cache.k);
   const int hd = params.head_dim, bs = cache.block_size;
   const int num_kv_heads = num_heads / group;
-  thread_local std::vector<float> widened;  // a bf16 run of one kv head in fp32: (hd, 16)
   thread_local std::vector<const float*> q;  // the pairs that see a run: their q heads and score rows
   thread_local std::vector<float*> out;
-  if constexpr (!std::is_same_v<T, float>) widened.resize(static_cast<size_t>(hd) * 16);
   q.resize(static_cast<size_t>(tile.count * group));
   out.resize(q.size());
   for (int p = first; p < n;) {
@@ -215,15 +224,7 @@ CBATCH_AVX512 void score_rows(const RowTile& tile, const PagedKv& cache, const i
       }
       if (pairs == 0) continue;
       const T* k = k_cache + k_cache_index(block_start + offset, g * hd, cache.kv_dim, bs);
-      if constexpr (std::is_same_v<T, float>) {
-        score_runs(q.data(), out.data(), pairs, k, bs, mask, hd, params.scale);
-      } else {
-        for (int i = 0; i < hd; ++i) {
-          const __m256i bits = _mm256_maskz_loadu_epi16(mask, k + static_cast<int64_t>(i) * bs);
-          _mm512_storeu_ps(&widened[16 * i], _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)));
-        }
-        score_runs(q.data(), out.data(), pairs, widened.data(), 16, mask, hd, params.scale);
-      }
+      score_runs(q.data(), out.data(), pairs, k, bs, mask, hd, params.scale);
     }
     p += count;
   }

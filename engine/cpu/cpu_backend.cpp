@@ -218,7 +218,7 @@ class CpuBackend final : public Backend {
   CpuBackend(const Model& model, const CpuBackendOptions& options)
       : config_(model.config), options_(options), pool_(options.num_threads, kDecodeSpinNs), storage_(model.storage) {
     load_weights(model.tensors);
-    // auto: bf16 where K and V come out of 8-bit products (its rounding is well under theirs), else fp32
+    // auto: bf16 where K and V come out of 8-bit products (the activations are rounded already), else fp32
     kv_element_ = options.kv_element.value_or(layers_.empty() || !layers_.front().wqkv.is_int8() ? KvElement::kF32
                                                                                                    : KvElement::kBf16);
     if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);

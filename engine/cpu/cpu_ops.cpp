@@ -194,9 +194,7 @@ void softcap_row(float* values, int n, float cap) {
 
 namespace {
 
-// q . k with eight independent partial sums (the compiler vectorizes them) added in a fixed tree: the same
-// order for every call, so a score never depends on what else is in the batch.
-// (GCC does not vectorize the fused lanes by itself: with FMA and AVX, one 8-lane register holds them.)
+// A cache element as fp32 (a bf16's widening is exact).
 inline float widen(float x) { return x; }
 inline float widen(uint16_t x) { return fp32_from_bf16(x); }
 
@@ -208,8 +206,10 @@ inline float capped(float score, float softcap) {
 // capped(q . k_l * scale), k_l the cached key of the l-th position, element i at k + i * block_size + l
 // (k: the kv head's first element of the first position, in its block; k_cache_index). Each dot product is
 // a chain of attention_mul_add per 8-lane slice (lane j: elements i + j, i = 0, 8, ...), then the fixed
-// tree ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) plus the tail's chain (head_dim % 8 elements),
-// so that a vector kernel holding positions in its lanes (cpu_attention_avx512.cpp) gets the same bits.
+// tree ((a0 + a4) + (a1 + a5)) + ((a2 + a6) + (a3 + a7)) plus the tail's chain (head_dim % 8 elements):
+// the same order for every call, so a score never depends on what else is in the batch, and a vector
+// kernel holding positions in its lanes (cpu_attention_avx512.cpp) gets the same bits. The compiler
+// vectorizes the loops over positions.
 constexpr int kScoreLanes = 16;
 template <typename T>
 void score_positions(const float* q, const T* k, int block_size, int count, const AttentionParams& params,
@@ -252,7 +252,7 @@ void for_each_key_run(const int32_t* block_table, int block_size, int first, int
 // Output elements of attend_head accumulated at once (in registers).
 constexpr int kOutChunk = 64;
 
-// The cache rows (offsets in floats) of a sequence's positions first, first + 1, ..., walked block by
+// The V cache rows (offsets in elements) of a sequence's positions first, first + 1, ..., walked block by
 // block without a division per position.
 class PagedRows {
  public:
@@ -302,9 +302,8 @@ void attend_head_of(const float* q, const PagedKv& cache, const int32_t* block_t
                     cache.block_size, count, params, scratch + p);
     for (int l = 0; l < count; ++l) max_score = std::max(max_score, scratch[p + l]);
   });
-  int p;
   const float sum = exp_weights(scratch + first, pos + 1 - first, max_score) + exp_fp32_inline(sink - max_score);
-  for (p = first; p <= pos; ++p) scratch[p] = scratch[p] / sum;
+  for (int p = first; p <= pos; ++p) scratch[p] = scratch[p] / sum;
   // out chunk by chunk, each chunk held while every position's V passes: per element the same sum of
   // weight * v in position order as a whole row at a time.
   for (int i0 = 0; i0 < head_dim; i0 += kOutChunk) {
@@ -312,7 +311,7 @@ void attend_head_of(const float* q, const PagedKv& cache, const int32_t* block_t
     const int width = std::min(kOutChunk, head_dim - i0);
     for (int i = 0; i < kOutChunk; ++i) acc[i] = 0.0f;
     PagedRows v_rows(cache, block_table, first);
-    for (p = first; p <= pos; ++p) {
+    for (int p = first; p <= pos; ++p) {
       const T* v = v_cache + v_rows.next() + head_offset + i0;
       const float weight = scratch[p];
       if (width == kOutChunk) {
