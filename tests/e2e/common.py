@@ -139,6 +139,28 @@ def by_id(rows):
     return {row["id"]: row for row in rows}
 
 
+def greedy_agreement(model, work, args_a, args_b):
+    """Greedy outputs of two runs of `model` on the CPU (extra arguments args_a, args_b) over eight prompts of
+    32 tokens: (tokens of a before each request's first difference, tokens of b, requests identical)."""
+    texts = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
+             "Once upon a time", "The quick brown fox", "In 1969, astronauts", "Water boils at",
+             "My favourite book is"]
+    path = os.path.join(work, "agree.jsonl")
+    write_jsonl(path, [{"id": i, "prompt": t, "max_tokens": 32, "temperature": 0, "ignore_eos": True}
+                       for i, t in enumerate(texts)])
+    got = []
+    for args in (args_a, args_b):
+        out = os.path.join(work, "agree-out.jsonl")
+        run(["run", path, "-o", out, "--model", model, "--device", "cpu", "--quiet"] + list(args))
+        got.append({r["id"]: r["output_token_ids"] for r in read_jsonl(out)})
+    agreed = total = identical = 0
+    for i in range(len(texts)):
+        a, b = got[0][i], got[1][i]
+        prefix = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        agreed, total, identical = agreed + prefix, total + len(b), identical + (a == b)
+    return agreed, total, identical
+
+
 class Checks:
     """Counts checks so every test prints one 'N passed, N failed' line and exits non-zero on failure."""
 

@@ -9,7 +9,8 @@ near-ties)."""
 import os
 import random
 
-from common import GEMMA3, SMOLLM2, Checks, need_modules, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+from common import (GEMMA3, SMOLLM2, Checks, greedy_agreement, need_modules, read_jsonl, run, tiny_dummy_model,
+                    tmpdir, write_jsonl)
 
 need_modules("numpy", "gguf")
 from gguf import GGMLQuantizationType as Q  # noqa: E402
@@ -91,24 +92,9 @@ def agreement(model, name):
     if not os.path.exists(model):
         print(f"{name}: {model} not present, agreement not measured")
         return
-    texts = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
-             "Once upon a time", "The quick brown fox", "In 1969, astronauts", "Water boils at",
-             "My favourite book is"]
-    path = os.path.join(work, "agree.jsonl")
-    write_jsonl(path, [{"id": i, "prompt": t, "max_tokens": 32, "temperature": 0, "ignore_eos": True}
-                       for i, t in enumerate(texts)])
-    got = {}
-    for precision in ("fast", "exact"):
-        out = os.path.join(work, f"agree-{precision}.jsonl")
-        run(["run", path, "-o", out, "--model", model, "--device", "cpu", "--quiet", "--cpu-precision", precision])
-        got[precision] = {r["id"]: r["output_token_ids"] for r in read_jsonl(out)}
-    agreed = total = identical = 0
-    for i in range(len(texts)):
-        a, b = got["fast"][i], got["exact"][i]
-        prefix = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        agreed, total, identical = agreed + prefix, total + len(b), identical + (a == b)
+    agreed, total, identical = greedy_agreement(model, work, ["--cpu-precision", "fast"], ["--cpu-precision", "exact"])
     print(f"{name}: fast vs exact greedy agreement {agreed}/{total} tokens before the first difference "
-          f"({100.0 * agreed / total:.1f}%), {identical}/{len(texts)} requests identical")
+          f"({100.0 * agreed / total:.1f}%), {identical}/8 requests identical")
     c.check(agreed >= total // 4, f"{name}: the fast path agrees on only {agreed}/{total} tokens")
 
 

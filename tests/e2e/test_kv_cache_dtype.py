@@ -11,7 +11,7 @@ import json
 import os
 import random
 
-from common import GEMMA3, SMOLLM2, Checks, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
+from common import GEMMA3, SMOLLM2, Checks, greedy_agreement, read_jsonl, run, tiny_dummy_model, tmpdir, write_jsonl
 
 work = tmpdir()
 c = Checks()
@@ -55,7 +55,8 @@ def token_logprobs(result):
 for head_dim in (64, 16):
     q8 = tiny_dummy_model(work, hidden_size=4 * head_dim) + ["--dummy-dtype", "q8_0"]
     name = f"head_dim {head_dim}"
-    auto, bf16, f32 = outputs(q8), outputs(q8, "--kv-cache-dtype", "bfloat16"), outputs(q8, "--kv-cache-dtype", "float32")
+    auto = outputs(q8)
+    bf16, f32 = outputs(q8, "--kv-cache-dtype", "bfloat16"), outputs(q8, "--kv-cache-dtype", "float32")
     c.check(auto == bf16, f"{name}: auto with 8-bit products is not the bfloat16 cache")
     long_dir = os.path.join(work, f"long-{head_dim}")  # its own config file beside q8's
     os.makedirs(long_dir)
@@ -98,24 +99,10 @@ for args, says in ((["--kv-cache-dtype", "float16"], "float16"),
 
 def agreement(model, name):
     """Greedy tokens with a bf16 cache vs an fp32 one: the share before each request's first difference."""
-    texts = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
-             "Once upon a time", "The quick brown fox", "In 1969, astronauts", "Water boils at",
-             "My favourite book is"]
-    path = os.path.join(work, "agree.jsonl")
-    write_jsonl(path, [{"id": i, "prompt": t, "max_tokens": 32, "temperature": 0, "ignore_eos": True}
-                       for i, t in enumerate(texts)])
-    got = {}
-    for dtype in ("bfloat16", "float32"):
-        out = os.path.join(work, f"agree-{dtype}.jsonl")
-        run(["run", path, "-o", out, "--model", model, "--device", "cpu", "--quiet", "--kv-cache-dtype", dtype])
-        got[dtype] = {r["id"]: r["output_token_ids"] for r in read_jsonl(out)}
-    agreed = total = identical = 0
-    for i in range(len(texts)):
-        a, b = got["bfloat16"][i], got["float32"][i]
-        prefix = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        agreed, total, identical = agreed + prefix, total + len(b), identical + (a == b)
+    agreed, total, identical = greedy_agreement(model, work, ["--kv-cache-dtype", "bfloat16"],
+                                                ["--kv-cache-dtype", "float32"])
     print(f"{name}: bf16 vs fp32 KV cache greedy agreement {agreed}/{total} tokens before the first difference "
-          f"({100.0 * agreed / total:.1f}%), {identical}/{len(texts)} requests identical")
+          f"({100.0 * agreed / total:.1f}%), {identical}/8 requests identical")
     c.check(agreed >= total // 4, f"{name}: the bf16 cache agrees on only {agreed}/{total} tokens")
 
 
