@@ -637,8 +637,8 @@ void CpuBackend::store_kv(const float* kv, int64_t layer_offset, int32_t slot) {
   if (kv_element_ == KvElement::kBf16) {
     auto* k = reinterpret_cast<uint16_t*>(k_cache_.get()) + layer_offset;
     auto* v = reinterpret_cast<uint16_t*>(v_cache_.get()) + v_at;
-    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = bf16_from_fp32(kv[i]);
-    for (int i = 0; i < kv_dim; ++i) v[i] = bf16_from_fp32(kv[kv_dim + i]);
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = f32_to_bf16(kv[i]);
+    for (int i = 0; i < kv_dim; ++i) v[i] = f32_to_bf16(kv[kv_dim + i]);
   } else {
     auto* k = reinterpret_cast<float*>(k_cache_.get()) + layer_offset;
     for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = kv[i];

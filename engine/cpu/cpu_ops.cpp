@@ -196,7 +196,7 @@ namespace {
 
 // A cache element as fp32 (a bf16's widening is exact).
 inline float widen(float x) { return x; }
-inline float widen(uint16_t x) { return fp32_from_bf16(x); }
+inline float widen(uint16_t x) { return bf16_to_f32(x); }
 
 inline float capped(float score, float softcap) {
   return softcap > 0.0f ? softcap * std::tanh(score / softcap) : score;

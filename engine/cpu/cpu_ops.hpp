@@ -4,9 +4,9 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 
 #include "engine/model/model_config.hpp"
+#include "engine/model/tensor.hpp"
 
 namespace cbatch {
 
@@ -58,25 +58,11 @@ int32_t first_argmax(const float* values, int n);
 // values (n) become cap * tanh(values / cap): Gemma 2's softcapping of scores and logits.
 void softcap_row(float* values, int n, float cap);
 
-// What the CPU's KV cache holds per element: fp32, or bf16 (an fp32's upper 16 bits, rounded to nearest
-// even), which halves the bytes attention reads and the cache's memory; attention then computes in fp32 on
-// the bf16 values widened exactly, so that with either type the arithmetic is the same.
+// What the CPU's KV cache holds per element: fp32, or bf16 (f32_to_bf16, tensor.hpp), which halves the
+// bytes attention reads and the cache's memory; attention then computes in fp32 on the bf16 values widened
+// exactly (bf16_to_f32), so that with either type the arithmetic is the same.
 enum class KvElement : uint8_t { kF32, kBf16 };
 inline int kv_element_bytes(KvElement e) { return e == KvElement::kBf16 ? 2 : 4; }
-
-// x rounded to bf16, to nearest even; a NaN stays a (quiet) NaN, infinities stay infinite.
-inline uint16_t bf16_from_fp32(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
-  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
-inline float fp32_from_bf16(uint16_t b) {
-  const uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float x;
-  std::memcpy(&x, &bits, 4);
-  return x;
-}
 
 // The paged KV cache of one layer, slot = block * block_size + offset, each element a float or a bf16
 // (uint16_t) as `element` says. V is (num_slots, kv_dim), a slot's row whole; K is (num_blocks, kv_dim,

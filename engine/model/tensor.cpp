@@ -48,13 +48,6 @@ float f16_to_f32(uint16_t h) {
 
 namespace {
 
-float bf16_to_f32(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float out;
-  std::memcpy(&out, &bits, 4);
-  return out;
-}
-
 uint16_t load_u16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, 2);

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -52,5 +53,21 @@ struct TensorView {
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out);
 
 float f16_to_f32(uint16_t h);  // exact
+
+// bf16 (an fp32's upper 16 bits) to fp32, exactly.
+inline float bf16_to_f32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float out;
+  std::memcpy(&out, &bits, 4);
+  return out;
+}
+
+// x rounded to bf16, to nearest even; a NaN stays a (quiet) NaN, infinities stay infinite.
+inline uint16_t f32_to_bf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
 
 }  // namespace cbatch

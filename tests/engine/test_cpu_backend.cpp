@@ -312,7 +312,7 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim, int 
     return static_cast<float>(state >> 8) / static_cast<float>(1u << 24) * 4.0f - 2.0f;
   };
   const bool bf16 = element == KvElement::kBf16;
-  auto stored = [bf16](float x) { return bf16 ? fp32_from_bf16(bf16_from_fp32(x)) : x; };  // what the cache holds
+  auto stored = [bf16](float x) { return bf16 ? bf16_to_f32(f32_to_bf16(x)) : x; };  // what the cache holds
   for (float& x : k) x = stored(next());
   for (float& x : v) x = stored(next());
   for (float& x : q) x = next();
@@ -325,10 +325,10 @@ static void check_attend_row(int num_heads, int num_kv_heads, int head_dim, int 
       const size_t from = static_cast<size_t>(slot * kv_dim + e);
       const auto to = static_cast<size_t>(k_cache_index(slot, e, kv_dim, block_size));
       k_f32[to] = k[from];
-      k_bf16[to] = bf16_from_fp32(k[from]);
+      k_bf16[to] = f32_to_bf16(k[from]);
     }
   }
-  for (size_t i = 0; i < v.size(); ++i) v_bf16[i] = bf16_from_fp32(v[i]);
+  for (size_t i = 0; i < v.size(); ++i) v_bf16[i] = f32_to_bf16(v[i]);
   const PagedKv cache = bf16 ? PagedKv{k_bf16.data(), v_bf16.data(), kv_dim, block_size, element}
                              : PagedKv{k_f32.data(), v.data(), kv_dim, block_size, element};
   const AttentionParams plain{head_dim, 1.0f / std::sqrt(static_cast<float>(head_dim)), 0.0f, 0};
