@@ -11,6 +11,11 @@ two shapes (--shape):
   rope theta 500,000) but an untied head, the vocabulary of the tokenizer given (SmolLM2's: 49,152) and
   12 layers (Llama 3.2 1B: 16): 60.8M parameters a layer, 0.93B in all, 0.99 GB in Q8_0. With --layers 24
   (1.66B parameters) Q4_K_M is about 1 GB.
+- qwen3-30b-a3b: Qwen3-30B-A3B's own shape (examples/models/qwen3-30b-a3b.json, 48 layers, 30.2B
+  parameters with SmolLM2's vocabulary) written straight in Q4_K_M's types with random codes (no f16 file:
+  that would take 61 GB): Q4_K matrices, Q6_K output.weight and attn_v / ffn_down_exps on llama.cpp's
+  Q4_K_M layers, f32 norms and routers. About 17 GB, written one tensor at a time (under 1 GB of memory).
+  For the memory and speed of a full-size mixture of experts; llama-quantize is not needed.
 
 The weights and the GGUF come from the tiny test models' writer (tests/e2e/tiny_models.py: llama.cpp's
 tensor and key names, arch qwen3moe), the matrices in f16; the tokenizer keys are copied from a GGUF given
@@ -32,8 +37,10 @@ Q4_K_M leaves most matrices Q4_K and makes output.weight and, in about half of t
 last eighth and every third between), attn_v and ffn_down Q6_K. The dense model in f16 takes about 4
 bytes a parameter of memory while it is made (7 GB at 24 layers)."""
 import argparse
+import json
 import os
 import sys
+import zlib
 
 import numpy as np
 
@@ -62,7 +69,94 @@ def dense_spec(num_layers, vocab_size):
 
 
 # --shape: (the seed's name, its spec, its default layer count)
-SHAPES = {"moe": ("qwen3-30b-a3b-proportions", moe_spec, 12), "dense": ("llama-3.2-1b-proportions", dense_spec, 12)}
+SHAPES = {"moe": ("qwen3-30b-a3b-proportions", moe_spec, 12), "dense": ("llama-3.2-1b-proportions", dense_spec, 12),
+          "qwen3-30b-a3b": ("qwen3-30b-a3b", None, 48)}
+
+
+def full_moe_spec(num_layers, vocab_size):
+    """Qwen3-30B-A3B's config with the tokenizer's vocabulary and num_layers layers."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "models",
+                           "qwen3-30b-a3b.json")) as f:
+        config = json.load(f)
+    config.update(num_hidden_layers=num_layers, vocab_size=vocab_size, max_position_embeddings=4096)
+    return dict(family="qwen3_moe", moe=True, config=config)
+
+
+def more_bits(layer, num_layers):
+    """Whether llama-quantize's Q4_K_M gives this layer's attn_v and ffn_down Q6_K (its use_more_bits)."""
+    return layer < num_layers // 8 or layer >= 7 * num_layers // 8 or (layer - num_layers // 8) % 3 == 2
+
+
+def random_blocks(rng, rows, cols, qtype, std):
+    """(rows, cols) weights as random Q4_K or Q6_K blocks (uint8 (rows, cols / 256 * block bytes)): random
+    codes and sub-block scales under one superblock scale per tensor chosen for about `std` and mean 0."""
+    import gguf
+    n = rows * cols // 256
+    if qtype == gguf.GGMLQuantizationType.Q4_K:  # d, dmin, 12 bytes of 6-bit sc and m, 128 bytes of nibbles
+        b = rng.integers(0, 256, (n, 144), dtype=np.uint8)
+        d = std / 258.0  # x = d sc q - dmin m: sd about 258 d for uniform codes, mean 0 when dmin = 7.5 d
+        b[:, 0:2] = np.frombuffer(np.float16(d).tobytes(), np.uint8)
+        b[:, 2:4] = np.frombuffer(np.float16(7.5 * d).tobytes(), np.uint8)
+    else:  # Q6_K: 128 bytes of low nibbles, 64 of high bits, 16 int8 sc, d: x = d sc (q - 32), sd 1367 d
+        b = rng.integers(0, 256, (n, 210), dtype=np.uint8)
+        b[:, 208:210] = np.frombuffer(np.float16(std / 1367.0).tobytes(), np.uint8)
+    return b.reshape(rows, -1)
+
+
+def write_full_moe(path, name, layers, vocab, write_tokenizer):
+    """The qwen3-30b-a3b shape, one tensor at a time (gguf's streaming writer: every tensor's info first)."""
+    import gguf
+    Q4, Q6 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K
+    spec = full_moe_spec(layers, vocab)
+    c = tiny_models.config_of(name, spec)
+    dim, hd, experts, width = c["hidden_size"], c["head_dim"], c["num_experts"], c["moe_intermediate_size"]
+    q_dim, kv_dim = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+
+    def norm(n):
+        return lambda: (1.0 + rng.uniform(-0.4, 0.4, n)).astype(np.float32)
+
+    def blocks(shape, qtype):  # shape (..., rows, cols) of weights; std 1 / sqrt(cols), as tiny_models' linear
+        rows = int(np.prod(shape[:-1]))
+        return lambda: random_blocks(rng, rows, shape[-1], qtype, 1.0 / np.sqrt(shape[-1])).reshape(
+            shape[:-1] + (-1,))
+
+    tensors = [("token_embd.weight", (vocab, dim), blocks((vocab, dim), Q4), Q4)]  # (name, shape, make, type)
+    for i in range(layers):
+        b, wide = f"blk.{i}.", Q6 if more_bits(i, layers) else Q4
+        tensors += [(b + "attn_norm.weight", (dim,), norm(dim), None),
+                    (b + "attn_q.weight", (q_dim, dim), blocks((q_dim, dim), Q4), Q4),
+                    (b + "attn_k.weight", (kv_dim, dim), blocks((kv_dim, dim), Q4), Q4),
+                    (b + "attn_v.weight", (kv_dim, dim), blocks((kv_dim, dim), wide), wide),
+                    (b + "attn_q_norm.weight", (hd,), norm(hd), None),
+                    (b + "attn_k_norm.weight", (hd,), norm(hd), None),
+                    (b + "attn_output.weight", (dim, q_dim), blocks((dim, q_dim), Q4), Q4),
+                    (b + "ffn_norm.weight", (dim,), norm(dim), None),
+                    (b + "ffn_gate_inp.weight", (experts, dim), lambda: (rng.uniform(-1, 1, (experts, dim)) * np.sqrt(
+                        3.0 / dim) * tiny_models.ROUTER_SCALE).astype(np.float32), None),
+                    (b + "ffn_gate_exps.weight", (experts, width, dim), blocks((experts, width, dim), Q4), Q4),
+                    (b + "ffn_up_exps.weight", (experts, width, dim), blocks((experts, width, dim), Q4), Q4),
+                    (b + "ffn_down_exps.weight", (experts, dim, width), blocks((experts, dim, width), wide), wide)]
+    tensors += [("output_norm.weight", (dim,), norm(dim), None),
+                ("output.weight", (vocab, dim), blocks((vocab, dim), Q6), Q6)]
+    writer = gguf.GGUFWriter(path, "qwen3moe")
+    tiny_models.write_gguf_metadata(writer, spec, "qwen3moe", c, write_tokenizer)
+    num_params = 0
+    for tname, shape, _, qtype in tensors:
+        num_params += int(np.prod(shape))
+        if qtype is None:
+            writer.add_tensor_info(tname, shape, np.dtype(np.float32), int(np.prod(shape)) * 4)
+        else:
+            size = gguf.GGML_QUANT_SIZES[qtype]
+            byte_shape = shape[:-1] + (shape[-1] // size[0] * size[1],)
+            writer.add_tensor_info(tname, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    for _, _, make, _ in tensors:
+        writer.write_tensor_data(make())
+    writer.close()
+    return num_params
 
 
 class ReadOnce(dict):
@@ -86,17 +180,21 @@ def tokenizer_of(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", help="the GGUF to write (f16 matrices, f32 norms)")
+    ap.add_argument("out", help="the GGUF to write (f16 matrices, f32 norms; qwen3-30b-a3b: Q4_K_M's types)")
     ap.add_argument("--tokenizer-from", required=True, help="a GGUF whose tokenizer keys are copied")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="moe", help="the model's shape (default moe)")
     ap.add_argument("--layers", type=int, help="number of layers (default 12: moe about 0.5 GB, dense about "
-                    "1 GB in Q8_0)")
+                    "1 GB in Q8_0; qwen3-30b-a3b: 48)")
     args = ap.parse_args()
     name, spec, default_layers = SHAPES[args.shape]
     layers = default_layers if args.layers is None else args.layers
     if layers < 1:
         sys.exit(f"error: --layers {layers}: must be at least 1")
     vocab, write_tokenizer = tokenizer_of(args.tokenizer_from)
+    if spec is None:
+        num_params = write_full_moe(args.out, name, layers, vocab, write_tokenizer)
+        print(f"{args.out}: {num_params / 1e9:.2f}B parameters, {os.path.getsize(args.out) / 1e9:.2f} GB")
+        return
     model = spec(layers, vocab)
     weights = tiny_models.random_weights(name, spec=model)
     num_params = sum(t.size for t in weights.values())
