@@ -200,17 +200,6 @@ float int8_scale(const uint8_t* panel, int64_t b, int i) {
   return v;
 }
 
-// The value of lane l at k i of a blocked group's codes (the scalar decode of BlockedGroup).
-template <class F>
-int blocked_value(const uint8_t* codes, int i, int l) {
-  if constexpr (GroupLayout<F>::kNibbles) {
-    const uint8_t b = codes[i * kHalf + l % kHalf];
-    return F::value(l < kHalf ? b & 0x0F : b >> 4);
-  } else {
-    return static_cast<int8_t>(codes[i * kLanes + l]);
-  }
-}
-
 // Lane l's header entries of superblock `super` from its GGUF block (zeros past the last row): Q4_K's d,
 // -dmin and 6-bit sc, m; Q6_K's d and int8 sub-scales.
 template <class F>
@@ -247,6 +236,7 @@ void pack_super_header(const uint8_t* const (&rows)[kLanes], const uint8_t* bloc
   using L = Int8Layout<F>;
   using G = GroupLayout<F>;
   const int64_t first = super * L::kSuperGroups;
+  std::memset(panel + super * L::kSuperBytes, 0, L::kHeaderBytes);  // its padding too: packing is deterministic
   for (int l = 0; l < kLanes; ++l) {
     const uint8_t* block = rows[l] ? rows[l] + super * F::kBytes : nullptr;
     pack_super_lane<F>(block, super, l, panel);
@@ -288,25 +278,54 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
     }
     const uint8_t* codes = src + G::kScaleBytes;
     uint8_t* u = dst + L::kScaleBytes;
-    std::memset(u, 0, L::kCodeBytes);
-    for (int t = 0; t < kQuads; ++t) {
-      for (int l = 0; l < kLanes; ++l) {
-        for (int j = 0; j < 4; ++j) {
-          const int p = l * 4 + j, code = blocked_value<F>(codes, 4 * t + j, l) - L::kBias;
-          if (code < 0 || code >= (L::kNibblePlane ? 16 << L::kHighBits : 256)) {
-            throw Error("internal error: a code outside its int8 group's range");
-          }
-          if constexpr (!L::kNibblePlane) {
-            u[t * kQuadBytes + p] = static_cast<uint8_t>(code);
-            continue;
-          }
-          u[(t / 2) * kQuadBytes + p] |= static_cast<uint8_t>((code & 0x0F) << (4 * (t % 2)));
-          if constexpr (L::kHighBits > 0) {
-            const int per = L::kQuadsPerHighByte;
-            u[(kQuads / 2 + t / per) * kQuadBytes + p] |=
-                static_cast<uint8_t>((code >> 4) << (L::kHighBits * (t % per)));
-          }
+    // The group's u (value less the bias), k-major as the blocked codes, checked once: loops the compiler
+    // vectorizes, then the quads' transpose.
+    int16_t values[kGroupK * kLanes];
+    if constexpr (G::kNibbles) {  // the blocked codes' nibbles: lane l < kHalf low, l + kHalf high
+      for (int i = 0; i < kGroupK; ++i) {
+        for (int l = 0; l < kHalf; ++l) {
+          const uint8_t pair = codes[i * kHalf + l];
+          values[i * kLanes + l] = static_cast<int16_t>(F::value(pair & 0x0F) - L::kBias);
+          values[i * kLanes + kHalf + l] = static_cast<int16_t>(F::value(pair >> 4) - L::kBias);
         }
+      }
+    } else {
+      for (int e = 0; e < kGroupK * kLanes; ++e) {
+        values[e] = static_cast<int16_t>(static_cast<int8_t>(codes[e]) - L::kBias);
+      }
+    }
+    int lowest = 0, highest = 0;
+    for (const int16_t v : values) {
+      lowest = std::min<int>(lowest, v);
+      highest = std::max<int>(highest, v);
+    }
+    if (lowest < 0 || highest >= (L::kNibblePlane ? 16 << L::kHighBits : 256)) {
+      throw Error("internal error: a code outside its int8 group's range");
+    }
+    // u of lane position p = l * 4 + j of quad t: values[(4 t + j) kLanes + l], a byte, or its nibble (the
+    // low one in even quads) with its high bits in the high plane, kQuadsPerHighByte quads a byte.
+    if constexpr (!L::kNibblePlane) {
+      for (int t = 0; t < kQuads; ++t)
+        for (int l = 0; l < kLanes; ++l)
+          for (int j = 0; j < 4; ++j)
+            u[t * kQuadBytes + l * 4 + j] = static_cast<uint8_t>(values[(4 * t + j) * kLanes + l]);
+    } else {
+      for (int t = 0; t < kQuads; t += 2)
+        for (int l = 0; l < kLanes; ++l)
+          for (int j = 0; j < 4; ++j) {
+            const int even = values[(4 * t + j) * kLanes + l], odd = values[(4 * t + 4 + j) * kLanes + l];
+            u[(t / 2) * kQuadBytes + l * 4 + j] = static_cast<uint8_t>((even & 0x0F) | (odd & 0x0F) << 4);
+          }
+      if constexpr (L::kHighBits > 0) {
+        constexpr int kPer = L::kQuadsPerHighByte;
+        for (int h = 0; h < kQuads / kPer; ++h)
+          for (int l = 0; l < kLanes; ++l)
+            for (int j = 0; j < 4; ++j) {
+              int high = 0;
+              for (int q = 0; q < kPer; ++q)
+                high |= (values[(4 * (h * kPer + q) + j) * kLanes + l] >> 4) << (L::kHighBits * q);
+              u[(kQuads / 2 + h) * kQuadBytes + l * 4 + j] = static_cast<uint8_t>(high);
+            }
       }
     }
   }
