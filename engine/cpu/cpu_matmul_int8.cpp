@@ -83,6 +83,14 @@ constexpr int wide_code_min() {
   return is_format<F, DType::kQ6_K> ? -32 : 0;
 }
 
+// The least value of a 4-bit type's 16 codes.
+template <class F>
+constexpr int least_value() {
+  int least = F::value(0);
+  for (int c = 1; c < 16; ++c) least = std::min(least, F::value(c));
+  return least;
+}
+
 // Calls fn(format) with D's format, or with Planes of it when `planes` and D is a 5- or 6-bit type.
 template <class Fn>
 decltype(auto) with_int8_format(DType dtype, bool planes, Fn&& fn) {
@@ -102,10 +110,19 @@ template <class F>
 struct Int8Layout {
   using G = GroupLayout<F>;
   static constexpr bool kNibbles = has_linear_nibbles<F>();
+  // The 4-bit types whose values are not linear in the code (IQ4_NL, IQ4_XS, MXFP4): the nibble plane holds
+  // their codes, and the kernels map each code to its u through a 16-byte table (one byte shuffle), so
+  // they stream 4 bits a weight, not 8.
+  static constexpr bool kTableNibbles = F::kCodeBits == 4 && !kNibbles;
   static constexpr int kHighBits = is_planes<F> ? wide_code_high_bits<F>() : 0;
-  static constexpr bool kNibblePlane = kNibbles || kHighBits > 0;  // codes as a nibble plane (+ high bits)
+  // codes as a nibble plane (+ high bits)
+  static constexpr bool kNibblePlane = kNibbles || kTableNibbles || kHighBits > 0;
   static constexpr int kQuadsPerHighByte = kHighBits > 0 ? 8 / kHighBits : 1;
-  static constexpr int kBias = kNibbles ? F::value(0) : kHighBits > 0 ? wide_code_min<F>() : -128;  // value = u + kBias
+  // value = u + kBias
+  static constexpr int kBias = kNibbles         ? F::value(0)
+                               : kTableNibbles  ? least_value<F>()
+                               : kHighBits > 0  ? wide_code_min<F>()
+                                                : -128;
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
   static constexpr bool kHalfScales = has_half_scales<F>();
   static constexpr bool kSuper = has_super_scales<F>();
@@ -130,6 +147,16 @@ struct Int8Layout {
   static constexpr size_t kBytes = kSuperBytes / kSuperGroups;  // per group, on average
   static_assert(kSuperBytes % kSuperGroups == 0);
   static_assert(!kSuper || (F::kElems == kSuperK && (!G::kHasOffset || kSuperSubs == 8)));  // m: two quads
+};
+
+// A table-nibble type's u of each code (Int8Layout::kTableNibbles), 16 bytes for a byte shuffle.
+template <class F>
+struct NibbleTable {
+  alignas(16) static constexpr std::array<uint8_t, 16> kU = [] {
+    std::array<uint8_t, 16> u{};
+    for (int c = 0; c < 16; ++c) u[c] = static_cast<uint8_t>(F::value(c) - Int8Layout<F>::kBias);
+    return u;
+  }();
 };
 
 // The codes of int8 group b of a panel.
@@ -285,6 +312,11 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
       for (int i = 0; i < kGroupK; ++i) {
         for (int l = 0; l < kHalf; ++l) {
           const uint8_t pair = codes[i * kHalf + l];
+          if constexpr (L::kTableNibbles) {  // the code itself
+            values[i * kLanes + l] = static_cast<int16_t>(pair & 0x0F);
+            values[i * kLanes + kHalf + l] = static_cast<int16_t>(pair >> 4);
+            continue;
+          }
           values[i * kLanes + l] = static_cast<int16_t>(F::value(pair & 0x0F) - L::kBias);
           values[i * kLanes + kHalf + l] = static_cast<int16_t>(F::value(pair >> 4) - L::kBias);
         }
@@ -339,6 +371,7 @@ int panel_code(const uint8_t* codes, int t, int p) {
   if constexpr (!L::kNibblePlane) return codes[t * kQuadBytes + p];
   const uint8_t pair = codes[(t / 2) * kQuadBytes + p];
   int u = (pair >> (4 * (t % 2))) & 0x0F;
+  if constexpr (L::kTableNibbles) return NibbleTable<F>::kU[u];
   if constexpr (L::kHighBits > 0) {
     const int per = L::kQuadsPerHighByte;
     const uint8_t high = codes[(kQuads / 2 + t / per) * kQuadBytes + p];
@@ -535,6 +568,10 @@ __attribute__((target("avx2"))) __m256i quad8(const uint8_t* codes, int t, int c
   }
   const __m256i pair = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + (t / 2) * kQuadBytes + c * 32));
   const __m256i low = _mm256_and_si256(t % 2 == 0 ? pair : _mm256_srli_epi16(pair, 4), _mm256_set1_epi8(0x0F));
+  if constexpr (L::kTableNibbles) {
+    const __m128i table = _mm_load_si128(reinterpret_cast<const __m128i*>(NibbleTable<F>::kU.data()));
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(table), low);
+  }
   if constexpr (L::kHighBits == 0) return low;
   const int per = L::kQuadsPerHighByte;
   const __m256i high =
@@ -558,6 +595,12 @@ __attribute__((target("avx512f,avx512bw"))) void quad_pair16(const uint8_t* code
   if constexpr (L::kHighBits == 0) {
     u0 = _mm512_and_si512(pair, low4);
     u1 = _mm512_and_si512(_mm512_srli_epi16(pair, 4), low4);
+    if constexpr (L::kTableNibbles) {
+      const __m512i table = _mm512_broadcast_i32x4(
+          _mm_load_si128(reinterpret_cast<const __m128i*>(NibbleTable<F>::kU.data())));
+      u0 = _mm512_shuffle_epi8(table, u0);
+      u1 = _mm512_shuffle_epi8(table, u1);
+    }
     return;
   }
   const int per = L::kQuadsPerHighByte;

@@ -5,7 +5,9 @@
 // product: per group of 32 k, the same scale arrays (as fp16, exactly, for the types whose scales are fp16
 // numbers: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), then per 4 k ("quad") kLanes x 4 unsigned bytes u, lane
 // l's 4 k side by side, where the weight's value is u + kBias (bytes: u = value + 128; 4-bit types whose
-// values are linear in the code: the nibble itself, two quads per byte, the low nibble the even quad). A
+// values are linear in the code: the nibble itself, two quads per byte, the low nibble the even quad; the
+// other 4-bit types, IQ4_NL, IQ4_XS and MXFP4: their code in the nibble, which the kernels turn into u
+// with a 16-byte table, value - the type's least value, by one byte shuffle). A
 // lane's product over a sub-block is one exact int32 sum, then two fp32 steps in a fixed order:
 // acc = fma(s * d, isum, acc) (+ fma(b, d * sum(q), acc) with an offset). The integer sums are exact, so
 // every instruction set gives the same bits, as the scalar reference.
