@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Seeded random-weight models for CPU speed comparisons with llama.cpp (tools/bench_vs_llama_cpp.py), in
-two shapes (--shape):
+four shapes (--shape):
 
 - moe (the default): a mixture of experts with Qwen3-30B-A3B's proportions, about 0.5 GB in Q8_0.
   Qwen3-30B-A3B (48 layers, hidden 2048, 32 query / 4 KV heads of 128, 128 experts, top-8, expert width
@@ -14,8 +14,12 @@ two shapes (--shape):
 - qwen3-30b-a3b: Qwen3-30B-A3B's own shape (examples/models/qwen3-30b-a3b.json, 48 layers, 30.2B
   parameters with SmolLM2's vocabulary) written straight in Q4_K_M's types with random codes (no f16 file:
   that would take 61 GB): Q4_K matrices, Q6_K output.weight and attn_v / ffn_down_exps on llama.cpp's
-  Q4_K_M layers, f32 norms and routers. About 17 GB, written one tensor at a time (under 1 GB of memory).
+  Q4_K_M layers, f32 norms and routers. About 18 GB, written one tensor at a time (under 1 GB of memory).
   For the memory and speed of a full-size mixture of experts; llama-quantize is not needed.
+- gpt-oss-20b: gpt-oss-20b's own shape (examples/models/gpt-oss-20b.json: 24 layers, hidden 2880, 64 / 8
+  heads of 64 with sinks and biases, 32 experts of width 2880, top-4, windows of 128 on even layers) as
+  ggml-org ships it, MXFP4 experts and Q8_0 for the other matrices, random codes likewise: 20.0B parameters
+  with SmolLM2's vocabulary, about 11 GB.
 
 The weights and the GGUF come from the tiny test models' writer (tests/e2e/tiny_models.py: llama.cpp's
 tensor and key names, arch qwen3moe), the matrices in f16; the tokenizer keys are copied from a GGUF given
@@ -70,16 +74,18 @@ def dense_spec(num_layers, vocab_size):
 
 # --shape: (the seed's name, its spec, its default layer count)
 SHAPES = {"moe": ("qwen3-30b-a3b-proportions", moe_spec, 12), "dense": ("llama-3.2-1b-proportions", dense_spec, 12),
-          "qwen3-30b-a3b": ("qwen3-30b-a3b", None, 48)}
+          "qwen3-30b-a3b": ("qwen3-30b-a3b", None, 48), "gpt-oss-20b": ("gpt-oss-20b", None, 24)}
 
 
-def full_moe_spec(num_layers, vocab_size):
-    """Qwen3-30B-A3B's config with the tokenizer's vocabulary and num_layers layers."""
+def example_spec(name, family, num_layers, vocab_size):
+    """The config examples/models/NAME.json with the tokenizer's vocabulary and num_layers layers."""
     with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "models",
-                           "qwen3-30b-a3b.json")) as f:
+                           name + ".json")) as f:
         config = json.load(f)
     config.update(num_hidden_layers=num_layers, vocab_size=vocab_size, max_position_embeddings=4096)
-    return dict(family="qwen3_moe", moe=True, config=config)
+    if "layer_types" in config:
+        config["layer_types"] = config["layer_types"][:num_layers]
+    return dict(family=family, moe=True, config=config)
 
 
 def more_bits(layer, num_layers):
@@ -88,67 +94,95 @@ def more_bits(layer, num_layers):
 
 
 def random_blocks(rng, rows, cols, qtype, std):
-    """(rows, cols) weights as random Q4_K or Q6_K blocks (uint8 (rows, cols / 256 * block bytes)): random
-    codes and sub-block scales under one superblock scale per tensor chosen for about `std` and mean 0."""
+    """(rows, cols) weights as random blocks of qtype (Q4_K, Q6_K, Q8_0 or MXFP4), uint8 (rows, cols / block
+    elements * block bytes): random codes and sub-block scales under one scale per tensor chosen for about
+    `std` and mean 0."""
     import gguf
-    n = rows * cols // 256
-    if qtype == gguf.GGMLQuantizationType.Q4_K:  # d, dmin, 12 bytes of 6-bit sc and m, 128 bytes of nibbles
-        b = rng.integers(0, 256, (n, 144), dtype=np.uint8)
+    T = gguf.GGMLQuantizationType
+    elems, size = gguf.GGML_QUANT_SIZES[qtype]
+    b = rng.integers(0, 256, (rows * cols // elems, size), dtype=np.uint8)
+
+    def f16(x):
+        return np.frombuffer(np.float16(x).tobytes(), np.uint8)
+    if qtype == T.Q4_K:  # d, dmin, 12 bytes of 6-bit sc and m, 128 bytes of nibbles
         d = std / 258.0  # x = d sc q - dmin m: sd about 258 d for uniform codes, mean 0 when dmin = 7.5 d
-        b[:, 0:2] = np.frombuffer(np.float16(d).tobytes(), np.uint8)
-        b[:, 2:4] = np.frombuffer(np.float16(7.5 * d).tobytes(), np.uint8)
-    else:  # Q6_K: 128 bytes of low nibbles, 64 of high bits, 16 int8 sc, d: x = d sc (q - 32), sd 1367 d
-        b = rng.integers(0, 256, (n, 210), dtype=np.uint8)
-        b[:, 208:210] = np.frombuffer(np.float16(std / 1367.0).tobytes(), np.uint8)
+        b[:, 0:2], b[:, 2:4] = f16(d), f16(7.5 * d)
+    elif qtype == T.Q6_K:  # 128 bytes of low nibbles, 64 of high bits, 16 int8 sc, d: x = d sc (q - 32)
+        b[:, 208:210] = f16(std / 1367.0)
+    elif qtype == T.Q8_0:  # d, 32 int8: sd 73.9 d
+        b[:, 0:2] = f16(std / 73.9)
+    elif qtype == T.MXFP4:  # E8M0 e, 16 bytes of E2M1 nibbles: x = 2^(e - 128) * doubled E2M1, sd 5.85 2^(e - 128)
+        b[:, 0] = np.uint8(128 + round(np.log2(std / 5.85)))
+    else:
+        raise ValueError(f"no random blocks of {qtype.name}")
     return b.reshape(rows, -1)
 
 
-def write_full_moe(path, name, layers, vocab, write_tokenizer):
-    """The qwen3-30b-a3b shape, one tensor at a time (gguf's streaming writer: every tensor's info first)."""
+def full_shape_tensors(name, c, rng):
+    """(GGUF name, shape, make(), type or None for f32) of each tensor of a full-size shape, in file order:
+    gpt-oss-20b as ggml-org ships it (MXFP4 experts, Q8_0 for the other matrices), Qwen3-30B-A3B as Q4_K_M."""
     import gguf
-    Q4, Q6 = gguf.GGMLQuantizationType.Q4_K, gguf.GGMLQuantizationType.Q6_K
-    spec = full_moe_spec(layers, vocab)
-    c = tiny_models.config_of(name, spec)
-    dim, hd, experts, width = c["hidden_size"], c["head_dim"], c["num_experts"], c["moe_intermediate_size"]
+    T = gguf.GGMLQuantizationType
+    dim, hd, vocab, layers = c["hidden_size"], c["head_dim"], c["vocab_size"], c["num_hidden_layers"]
     q_dim, kv_dim = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
-    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    experts = tiny_models.num_experts(c)
+    width = c.get("moe_intermediate_size", c["intermediate_size"])
+    gpt_oss = name == "gpt-oss-20b"
 
-    def norm(n):
-        return lambda: (1.0 + rng.uniform(-0.4, 0.4, n)).astype(np.float32)
+    def f32(gguf_name, shape, lo, hi):
+        return gguf_name, shape, lambda: rng.uniform(lo, hi, shape).astype(np.float32), None
 
-    def blocks(shape, qtype):  # shape (..., rows, cols) of weights; std 1 / sqrt(cols), as tiny_models' linear
-        rows = int(np.prod(shape[:-1]))
-        return lambda: random_blocks(rng, rows, shape[-1], qtype, 1.0 / np.sqrt(shape[-1])).reshape(
-            shape[:-1] + (-1,))
+    def blocks(gguf_name, shape, qtype, std=None):  # shape (..., rows, cols); std 1 / sqrt(cols) as tiny_models
+        rows, sd = int(np.prod(shape[:-1])), 1.0 / np.sqrt(shape[-1]) if std is None else std
+        return gguf_name, shape, lambda: random_blocks(rng, rows, shape[-1], qtype, sd).reshape(shape[:-1] + (-1,)), qtype
 
-    tensors = [("token_embd.weight", (vocab, dim), blocks((vocab, dim), Q4), Q4)]  # (name, shape, make, type)
+    main, head = (T.Q8_0, T.Q8_0) if gpt_oss else (T.Q4_K, T.Q6_K)
+    router = np.sqrt(3.0 / dim) * tiny_models.ROUTER_SCALE  # uniform(-router, router), as tiny_models' routers
+    tensors = [blocks("token_embd.weight", (vocab, dim), main, std=1.0)]
     for i in range(layers):
-        b, wide = f"blk.{i}.", Q6 if more_bits(i, layers) else Q4
-        tensors += [(b + "attn_norm.weight", (dim,), norm(dim), None),
-                    (b + "attn_q.weight", (q_dim, dim), blocks((q_dim, dim), Q4), Q4),
-                    (b + "attn_k.weight", (kv_dim, dim), blocks((kv_dim, dim), Q4), Q4),
-                    (b + "attn_v.weight", (kv_dim, dim), blocks((kv_dim, dim), wide), wide),
-                    (b + "attn_q_norm.weight", (hd,), norm(hd), None),
-                    (b + "attn_k_norm.weight", (hd,), norm(hd), None),
-                    (b + "attn_output.weight", (dim, q_dim), blocks((dim, q_dim), Q4), Q4),
-                    (b + "ffn_norm.weight", (dim,), norm(dim), None),
-                    (b + "ffn_gate_inp.weight", (experts, dim), lambda: (rng.uniform(-1, 1, (experts, dim)) * np.sqrt(
-                        3.0 / dim) * tiny_models.ROUTER_SCALE).astype(np.float32), None),
-                    (b + "ffn_gate_exps.weight", (experts, width, dim), blocks((experts, width, dim), Q4), Q4),
-                    (b + "ffn_up_exps.weight", (experts, width, dim), blocks((experts, width, dim), Q4), Q4),
-                    (b + "ffn_down_exps.weight", (experts, dim, width), blocks((experts, dim, width), wide), wide)]
-    tensors += [("output_norm.weight", (dim,), norm(dim), None),
-                ("output.weight", (vocab, dim), blocks((vocab, dim), Q6), Q6)]
-    writer = gguf.GGUFWriter(path, "qwen3moe")
-    tiny_models.write_gguf_metadata(writer, spec, "qwen3moe", c, write_tokenizer)
+        b = f"blk.{i}."
+        wide = main if gpt_oss or not more_bits(i, layers) else T.Q6_K
+        tensors += [f32(b + "attn_norm.weight", (dim,), 0.6, 1.4),
+                    blocks(b + "attn_q.weight", (q_dim, dim), main),
+                    blocks(b + "attn_k.weight", (kv_dim, dim), main),
+                    blocks(b + "attn_v.weight", (kv_dim, dim), wide),
+                    blocks(b + "attn_output.weight", (dim, q_dim), main)]
+        if gpt_oss:
+            tensors += [f32(b + f"attn_{x}.bias", (n,), -0.1, 0.1)
+                        for x, n in (("q", q_dim), ("k", kv_dim), ("v", kv_dim), ("output", dim))]
+            tensors += [f32(b + "attn_sinks.weight", (c["num_attention_heads"],), 0.5, 3.0),
+                        f32(b + "post_attention_norm.weight", (dim,), 0.6, 1.4),
+                        f32(b + "ffn_gate_inp.bias", (experts,), -1.0, 1.0)]
+        else:
+            tensors += [f32(b + "attn_q_norm.weight", (hd,), 0.6, 1.4), f32(b + "attn_k_norm.weight", (hd,), 0.6, 1.4),
+                        f32(b + "ffn_norm.weight", (dim,), 0.6, 1.4)]
+        tensors += [f32(b + "ffn_gate_inp.weight", (experts, dim), -router, router),
+                    blocks(b + "ffn_gate_exps.weight", (experts, width, dim), T.MXFP4 if gpt_oss else T.Q4_K),
+                    blocks(b + "ffn_up_exps.weight", (experts, width, dim), T.MXFP4 if gpt_oss else T.Q4_K),
+                    blocks(b + "ffn_down_exps.weight", (experts, dim, width), T.MXFP4 if gpt_oss else wide)]
+        if gpt_oss:
+            tensors += [f32(b + f"ffn_{x}_exps.bias", (experts, n), -0.1, 0.1)
+                        for x, n in (("gate", width), ("up", width), ("down", dim))]
+    return tensors + [f32("output_norm.weight", (dim,), 0.6, 1.4), blocks("output.weight", (vocab, dim), head)]
+
+
+def write_full_shape(path, name, family, layers, vocab, write_tokenizer):
+    """A full-size shape, one tensor at a time (gguf's streaming writer: every tensor's info first)."""
+    import gguf
+    spec = example_spec(name, family, layers, vocab)
+    c = tiny_models.config_of(name, spec)
+    arch = tiny_models.GGUF_ARCH[family]
+    tensors = full_shape_tensors(name, c, np.random.default_rng(zlib.crc32(name.encode())))
+    writer = gguf.GGUFWriter(path, arch)
+    tiny_models.write_gguf_metadata(writer, spec, arch, c, write_tokenizer)
     num_params = 0
     for tname, shape, _, qtype in tensors:
         num_params += int(np.prod(shape))
         if qtype is None:
             writer.add_tensor_info(tname, shape, np.dtype(np.float32), int(np.prod(shape)) * 4)
         else:
-            size = gguf.GGML_QUANT_SIZES[qtype]
-            byte_shape = shape[:-1] + (shape[-1] // size[0] * size[1],)
+            elems, size = gguf.GGML_QUANT_SIZES[qtype]
+            byte_shape = shape[:-1] + (shape[-1] // elems * size,)
             writer.add_tensor_info(tname, byte_shape, np.dtype(np.uint8), int(np.prod(byte_shape)), raw_dtype=qtype)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -192,7 +226,8 @@ def main():
         sys.exit(f"error: --layers {layers}: must be at least 1")
     vocab, write_tokenizer = tokenizer_of(args.tokenizer_from)
     if spec is None:
-        num_params = write_full_moe(args.out, name, layers, vocab, write_tokenizer)
+        family = "gpt_oss" if name == "gpt-oss-20b" else "qwen3_moe"
+        num_params = write_full_shape(args.out, name, family, layers, vocab, write_tokenizer)
         print(f"{args.out}: {num_params / 1e9:.2f}B parameters, {os.path.getsize(args.out) / 1e9:.2f} GB")
         return
     model = spec(layers, vocab)
