@@ -305,8 +305,8 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
     }
     const uint8_t* codes = src + G::kScaleBytes;
     uint8_t* u = dst + L::kScaleBytes;
-    // The group's u (value less the bias), k-major as the blocked codes, checked once: loops the compiler
-    // vectorizes, then the quads' transpose.
+    // The group's u (value less the bias; a table-nibble type's code), k-major as the blocked codes, checked
+    // once: loops the compiler vectorizes, then the quads' transpose.
     int16_t values[kGroupK * kLanes];
     if constexpr (G::kNibbles) {  // the blocked codes' nibbles: lane l < kHalf low, l + kHalf high
       for (int i = 0; i < kGroupK; ++i) {
