@@ -83,6 +83,17 @@ constexpr int wide_code_min() {
   return is_format<F, DType::kQ6_K> ? -32 : 0;
 }
 
+// The E8M0 byte whose e8m0_half is `scale` (0, a lane past the matrix's rows: byte 0, whose codes are 0).
+inline uint8_t e8m0_of(float scale) {
+  uint32_t bits;
+  std::memcpy(&bits, &scale, sizeof(bits));
+  const uint32_t e = bits >= 0x00800000u ? (bits >> 23) + 1 : bits == 0x00400000u ? 1 : 0;
+  if (e > 255 || (scale != 0.0f && e8m0_half(static_cast<uint8_t>(e)) != scale)) {
+    throw Error("internal error: an MXFP4 scale that is not an E8M0 power of two");
+  }
+  return static_cast<uint8_t>(e);
+}
+
 // The least value of a 4-bit type's 16 codes.
 template <class F>
 constexpr int least_value() {
@@ -125,6 +136,8 @@ struct Int8Layout {
                                                 : -128;
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
   static constexpr bool kHalfScales = has_half_scales<F>();
+  // MXFP4's scales are powers of two: its int8 groups keep their E8M0 bytes (a quarter of fp32's).
+  static constexpr bool kByteScales = is_format<F, DType::kMXFP4>;
   static constexpr bool kSuper = has_super_scales<F>();
   static constexpr int kSuperGroups = kSuper ? F::kElems / kGroupK : 1;
   static constexpr int kSuperSubs = kSuperGroups * G::kSubs;  // sub-blocks of a superblock
@@ -140,7 +153,7 @@ struct Int8Layout {
                    kQuadBytes * kQuadBytes
              : 0;
   static constexpr size_t kScaleBytes =
-      kSuper ? 0 : static_cast<size_t>(G::kSubs * G::kSubFloats) * (kHalfScales ? 2 : 4);
+      kSuper ? 0 : static_cast<size_t>(G::kSubs * G::kSubFloats) * (kByteScales ? 1 : kHalfScales ? 2 : 4);
   static constexpr size_t kCodeBytes =
       static_cast<size_t>((kNibblePlane ? kQuads / 2 + kHighBits : kQuads) * kQuadBytes);
   static constexpr size_t kSuperBytes = kHeaderBytes + kSuperGroups * (kScaleBytes + kCodeBytes);
@@ -222,6 +235,7 @@ float int8_scale(const uint8_t* panel, int64_t b, int i) {
   }
   const uint8_t* group = panel + b * L::kBytes;
   if constexpr (L::kHalfScales) return load_half(group + 2 * i);
+  if constexpr (L::kByteScales) return e8m0_half(group[i]);
   float v;
   std::memcpy(&v, group + 4 * i, sizeof(v));
   return v;
@@ -292,6 +306,12 @@ void pack_panel(const uint8_t* const (&rows)[kLanes], const uint8_t* blocked, in
     uint8_t* dst = int8_codes<F>(out, b) - L::kScaleBytes;
     if constexpr (L::kSuper) {
       if (b % L::kSuperGroups == 0) pack_super_header<F>(rows, blocked, b / L::kSuperGroups, out);
+    } else if constexpr (L::kByteScales) {
+      for (int i = 0; i < G::kSubs * G::kSubFloats; ++i) {
+        float scale;
+        std::memcpy(&scale, src + 4 * i, sizeof(scale));
+        dst[i] = e8m0_of(scale);
+      }
     } else if constexpr (L::kHalfScales) {
       for (int i = 0; i < G::kSubs * G::kSubFloats; ++i) {
         float scale;
@@ -475,6 +495,12 @@ __attribute__((target("avx2,fma,f16c"))) __m256 int8_scales8(const uint8_t* pane
   if constexpr (L::kHalfScales) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + 2 * i)));
   }
+  if constexpr (L::kByteScales) {  // e8m0_half: (e - 1) << 23, or the subnormals 2^-128, 2^-127 for e < 2
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + i)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i subnormal = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(subnormal, normal, _mm256_cmpgt_epi32(e, _mm256_set1_epi32(1))));
+  }
   return _mm256_loadu_ps(reinterpret_cast<const float*>(group) + i);
 }
 
@@ -485,6 +511,13 @@ __attribute__((target("avx512f"))) __m512 int8_scales16(const uint8_t* panel, in
   const uint8_t* group = panel + b * L::kBytes;
   if constexpr (L::kHalfScales) {
     return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 2 * i)));
+  }
+  if constexpr (L::kByteScales) {  // as int8_scales8
+    const __m512i e = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(group + i)));
+    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+    const __mmask16 is_normal = _mm512_cmpgt_epi32_mask(e, _mm512_set1_epi32(1));
+    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(is_normal, subnormal, normal));
   }
   return _mm512_loadu_ps(reinterpret_cast<const float*>(group) + i);
 }
