@@ -3,7 +3,8 @@
 // q8_0; for the superblock types, blocks of 256: q8_K), so a row's result depends only on that row. Each
 // int8 panel is a blocked panel (cpu_matmul_blocks.hpp) whose codes are reordered for the integer dot
 // product: per group of 32 k, the same scale arrays (as fp16, exactly, for the types whose scales are fp16
-// numbers: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL), then per 4 k ("quad") kLanes x 4 unsigned bytes u, lane
+// numbers: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL; MXFP4's as its E8M0 bytes), then per 4 k ("quad") kLanes x 4
+// unsigned bytes u, lane
 // l's 4 k side by side, where the weight's value is u + kBias (bytes: u = value + 128; 4-bit types whose
 // values are linear in the code: the nibble itself, two quads per byte, the low nibble the even quad; the
 // other 4-bit types, IQ4_NL, IQ4_XS and MXFP4: their code in the nibble, which the kernels turn into u
