@@ -5,8 +5,6 @@
 // into k-major order.
 #include "engine/cpu/cpu_matmul_blocks.hpp"
 
-#include <type_traits>
-
 namespace cbatch::matmul_detail {
 namespace {
 
@@ -85,36 +83,19 @@ void put_nibble_codes(const uint8_t* const (&src)[kLanes], uint8_t* codes) {
 #endif
 }
 
-// out[e] = F::code(block, e) as a byte, for the whole block. The K-quants spell their layouts out a 32-element
-// row at a time, so that the compiler vectorizes them (the element-wise code() was most of a load); the
-// other types go through code(), one 32-element row at a time.
+// out[e] = F::code(block, e) as a byte, for the whole block, one 32-element row at a time: through the
+// format's row_code where it has one (the K-quants: a loop the compiler vectorizes; the element-wise code()
+// was most of a load), else code().
 template <class F>
 void block_codes(const uint8_t* block, uint8_t* out) {
-  if constexpr (std::is_base_of_v<KQuant45Format<false>, F> || std::is_base_of_v<KQuant45Format<true>, F>) {
-    constexpr bool kFifthBit = F::kCodeBits == 8;
-    for (int j = 0; j < F::kElems / kGroupK; ++j) {
-      const uint8_t* low = block + (kFifthBit ? 48 : 16) + (j / 2) * 32;
-      const int shift = 4 * (j % 2);
-      for (int i = 0; i < kGroupK; ++i) {
-        uint8_t c = static_cast<uint8_t>((low[i] >> shift) & 0x0F);
-        if constexpr (kFifthBit) c = static_cast<uint8_t>(c | ((block[16 + i] >> j) & 1) << 4);
-        out[j * kGroupK + i] = c;
+  for (int j = 0; j < F::kElems / kGroupK; ++j) {
+    for (int i = 0; i < kGroupK; ++i) {
+      if constexpr (requires { F::row_code(block, j, i); }) {
+        out[j * kGroupK + i] = static_cast<uint8_t>(F::row_code(block, j, i));
+      } else {
+        out[j * kGroupK + i] = static_cast<uint8_t>(F::code(block, j * kGroupK + i));
       }
     }
-  } else if constexpr (std::is_same_v<F, BlockFormat<DType::kQ6_K>>) {
-    for (int h = 0; h < 2; ++h) {
-      for (int q = 0; q < 4; ++q) {  // 32 elements: low nibbles of ql, 2 high bits of qh
-        const uint8_t* ql = block + h * 64 + (q % 2) * 32;
-        const uint8_t* qh = block + 128 + h * 32;
-        for (int i = 0; i < kGroupK; ++i) {
-          const int c = (((ql[i] >> (4 * (q / 2))) & 0x0F) | ((qh[i] >> (2 * q)) & 3) << 4) - 32;
-          out[h * 128 + q * kGroupK + i] = static_cast<uint8_t>(c);
-        }
-      }
-    }
-  } else {
-    for (int j = 0; j < F::kElems / kGroupK; ++j)
-      for (int i = 0; i < kGroupK; ++i) out[j * kGroupK + i] = static_cast<uint8_t>(F::code(block, j * kGroupK + i));
   }
 }
 

@@ -241,11 +241,12 @@ struct KQuant45Format {
   static constexpr int kElems = 256, kBytes = kFifthBit ? 176 : 144, kSubElems = 32, kRawCodes = -1;
   static constexpr int kCodeBits = kFifthBit ? 8 : 4;
   static constexpr Formula kFormula = Formula::kScaledOffset;
-  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
-    const int j = e / 32, l = e % 32;
-    const int low = (b[(kFifthBit ? 48 : 16) + (j / 2) * 32 + l] >> (4 * (j % 2))) & 0x0F;
-    return kFifthBit ? low | ((b[16 + l] >> j) & 1) << 4 : low;
+  // Element i (< 32) of the block's 32-element row j: the layout row by row, which a loop over i vectorizes.
+  CBATCH_HOST_DEVICE static int row_code(const uint8_t* b, int j, int i) {
+    const int low = (b[(kFifthBit ? 48 : 16) + (j / 2) * 32 + i] >> (4 * (j % 2))) & 0x0F;
+    return kFifthBit ? low | ((b[16 + i] >> j) & 1) << 4 : low;
   }
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return row_code(b, e / 32, e % 32); }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
     int sc = 0, m = 0;
@@ -262,12 +263,15 @@ template <>
 struct BlockFormat<DType::kQ6_K> {  // ql[128], qh[64], scales[16] (int8), d; x = d * sc * (q - 32)
   static constexpr int kElems = 256, kBytes = 210, kSubElems = 16, kCodeBits = 8, kRawCodes = -1;
   static constexpr Formula kFormula = Formula::kScaled;
-  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) {
-    const int h = e / 128, r = e % 128;
-    const int low = (b[h * 64 + r % 64] >> (4 * (r / 64))) & 0x0F;
-    const int high = (b[128 + h * 32 + r % 32] >> (2 * (r / 32))) & 3;
+  // Element i (< 32) of row j (as KQuant45Format's): half j / 4, whose quarter q = j % 4 takes the low or high
+  // nibbles of 32 ql bytes and bits 2q, 2q + 1 of its 32 qh bytes.
+  CBATCH_HOST_DEVICE static int row_code(const uint8_t* b, int j, int i) {
+    const int h = j / 4, q = j % 4;
+    const int low = (b[h * 64 + (q % 2) * 32 + i] >> (4 * (q / 2))) & 0x0F;
+    const int high = (b[128 + h * 32 + i] >> (2 * q)) & 3;
     return (low | high << 4) - 32;
   }
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return row_code(b, e / 32, e % 32); }
   CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
     return {load_half(b + 208) * static_cast<float>(static_cast<int8_t>(b[192 + j])), 0.0f};
