@@ -1,5 +1,5 @@
 // load_model: picks the format from the path (dummy: prefix, a directory is Hugging Face, GGUF magic,
-// else a llama2.c checkpoint), runs its loader and checks every tensor shape against the config
+// else a llama2.c checkpoint, unless the name ends in .gguf or the file is shorter than its header), runs its loader and checks every tensor shape against the config
 // (model_checks.cpp). The loaders never call back into this file.
 #include <cstring>
 #include <filesystem>
@@ -14,6 +14,8 @@ namespace {
 
 enum class Format { kDummy, kGguf, kLlama2c, kHf };
 
+constexpr uintmax_t kLlama2cHeaderBytes = 7 * 4;  // seven int32: dim, hidden, layers, heads, kv heads, vocab, seq
+
 Format detect_format(const std::string& path) {
   if (path.rfind("dummy:", 0) == 0) return Format::kDummy;
   std::error_code ec;
@@ -24,7 +26,17 @@ Format detect_format(const std::string& path) {
   if (!in) throw Error("cannot open model '" + elide(path) + "'");
   char magic[4] = {};
   in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0 ? Format::kGguf : Format::kLlama2c;
+  if (in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0) return Format::kGguf;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (ec || size == 0) throw Error("model '" + elide(path) + "' is an empty file");
+  if (std::filesystem::path(path).extension() == ".gguf") {
+    throw Error("model '" + elide(path) + "' is not a GGUF file: it does not start with the GGUF magic bytes");
+  }
+  if (size < kLlama2cHeaderBytes) {
+    throw Error("model '" + elide(path) + "' (" + std::to_string(size) +
+                " bytes) is neither a GGUF file, a Hugging Face directory nor a llama2.c checkpoint");
+  }
+  return Format::kLlama2c;
 }
 
 }  // namespace

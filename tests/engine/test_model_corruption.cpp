@@ -101,4 +101,16 @@ TEST_CASE("GGUF cut anywhere in its header is an error naming the file") {
   }
 }
 
+TEST_CASE("an empty file, a .gguf without the magic and a file shorter than a llama2.c header say what they are") {
+  const TempFile gguf("", ".gguf");
+  CHECK(load_message(gguf, "") == "model '" + gguf.path() + "' is an empty file");
+  CHECK(load_message(gguf, "GGU") == "model '" + gguf.path() + "' is not a GGUF file: it does not start with the GGUF magic bytes");
+  CHECK(load_message(gguf, std::string(64, 'x')) ==
+        "model '" + gguf.path() + "' is not a GGUF file: it does not start with the GGUF magic bytes");
+  const TempFile bin("", ".bin");
+  CHECK(load_message(bin, "") == "model '" + bin.path() + "' is an empty file");
+  CHECK(load_message(bin, "abcd") == "model '" + bin.path() +
+                                         "' (4 bytes) is neither a GGUF file, a Hugging Face directory nor a llama2.c checkpoint");
+}
+
 }  // namespace cbatch
