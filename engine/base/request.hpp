@@ -90,9 +90,8 @@ struct Request {
   RequestForm form = RequestForm::kSimple;
   std::vector<int32_t> prompt_ids;
   // A line of several prompts: each one's ids (prompt_ids is then empty). The engine runs each prompt as
-  // its own sequence (prompt_index p) and writes their n samples each as one line, sample p * n + i.
+  // its own sequence (its prompt_index p) and writes their n samples each as one line, sample p * n + i.
   std::vector<std::vector<int32_t>> prompt_list;
-  int prompt_index = 0;
   // A score or rerank request (prefill only, max_tokens 0): {yes, no} token ids whose two logits at the
   // last prompt position give its score, softmax(yes, no)[yes]; -1: a generation request.
   std::array<int32_t, 2> score_token_ids = {-1, -1};
@@ -111,10 +110,14 @@ struct Request {
   std::optional<EmbeddingParams> embedding;
   std::vector<std::vector<int32_t>> embedding_inputs;  // (inputs) token ids
   std::vector<int32_t> embedding_segments;  // (inputs) a cross-encoder pair's second_segment; empty: none
-  int second_segment = 0;            // first prompt position of token type 1; 0: one segment (all type 0)
 
   bool is_score() const { return score_token_ids[0] >= 0; }
   bool is_score_form() const { return form == RequestForm::kOpenAIScore || form == RequestForm::kOpenAIRerank; }
 };
+
+// The input field the input `i` of an embedding or pooled score request (of `num_inputs`) came from, for
+// messages: "input", "body.input[2]", "body.query", "body.documents[0]", "body.text_1", "body.text_2[3]".
+// A cross-encoder's input i is the pair of text_1 and text_2[i] (or documents[i]): named by the latter.
+std::string embedding_input_field(RequestForm form, const EmbeddingParams& params, size_t num_inputs, size_t i);
 
 }  // namespace cbatch

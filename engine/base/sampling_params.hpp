@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/base/constraint_spec.hpp"
@@ -10,6 +11,9 @@
 namespace cbatch {
 
 inline constexpr int kMaxSamplesPerRequest = 1024;
+// The sequences one line may become (a list's prompts times n, an embedding line's inputs, score pairs):
+// each holds its own tokens and state, so a line's memory stays bounded; the request itself is shared.
+inline constexpr int64_t kMaxSequencesPerLine = 100'000;
 
 struct SamplingParams {
   int n = 1;                       // completions of the prompt, prefilled once (1..kMaxSamplesPerRequest)
@@ -25,6 +29,9 @@ struct SamplingParams {
   float repetition_penalty = 1.0f;   // > 0
   float presence_penalty = 0.0f;     // in [-2, 2]
   float frequency_penalty = 0.0f;    // in [-2, 2]
+  // OpenAI's logit_bias: added to the token's logit before penalties and sampling (greedy included).
+  // (entries) token id (inside the vocabulary) and bias in [-100, 100], ids ascending and distinct.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   // Structured output: the completion must be a string of this constraint's language (a regex, choice
   // lists and most JSON schemas as one; grammars, json_object and recursive schemas as rules). kNone:
   // unconstrained.
@@ -37,6 +44,7 @@ struct SamplingParams {
 
   bool is_greedy() const { return temperature < 1e-5f; }
   bool is_constrained() const { return constraint.is_set(); }
+  bool has_logit_bias() const { return !logit_bias.empty(); }
   bool wants_logprobs() const { return logprobs >= 0; }
   bool wants_prompt_logprobs() const { return prompt_logprobs >= 0; }
   bool has_penalties() const {

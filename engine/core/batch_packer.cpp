@@ -19,9 +19,9 @@ void pack_sequence(const ScheduledSeq& s, int block_size, RaggedBatch& batch) {
     batch.slot_mapping.push_back(seq.block_table[p / block_size] * block_size + p % block_size);
   }
   if (s.samples) batch.logits_rows.push_back(batch.num_tokens() - 1);
-  if (seq.request.embedding && end == seq.num_tokens()) {  // an embedding request is scheduled whole
+  if (seq.request->embedding && end == seq.num_tokens()) {  // an embedding request is scheduled whole
     batch.pooled_seqs.push_back(batch.num_seqs());
-    batch.pooling.push_back(seq.request.embedding->pooling);
+    batch.pooling.push_back(seq.request->embedding->pooling);
   }
   // Padding rows attend to the cached prefix [0, end) as if they were its last token again.
   assert(s.num_padding == 0 || end > 0);
@@ -32,8 +32,8 @@ void pack_sequence(const ScheduledSeq& s, int block_size, RaggedBatch& batch) {
   }
   batch.query_start.push_back(batch.num_tokens());
   batch.seq_lens.push_back(end);
-  batch.lora_ids.push_back(seq.request.lora_id);
-  batch.second_segment.push_back(seq.request.second_segment > 0 ? seq.request.second_segment : INT32_MAX);
+  batch.lora_ids.push_back(seq.request->lora_id);
+  batch.second_segment.push_back(seq.second_segment > 0 ? seq.second_segment : INT32_MAX);
   batch.max_seq_len = std::max(batch.max_seq_len, end);
   batch.max_query_len = std::max(batch.max_query_len, s.num_tokens + s.num_padding);
 }

@@ -6,13 +6,13 @@
 namespace cbatch {
 
 int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
-  if (seq.num_computed != 0 || !seq.block_table.empty() || seq.request.embedding) return 0;
+  if (seq.num_computed != 0 || !seq.block_table.empty() || seq.request->embedding) return 0;
   // Prompt logprobs need the rows of every prompt position not scored yet: no cached block may cover one.
-  const int limit = seq.request.sampling.wants_prompt_logprobs()
+  const int limit = seq.request->sampling.wants_prompt_logprobs()
                         ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
                         : seq.num_tokens() - 1;
   const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_table, seq.block_hashes,
-                                          root_block_hash(seq.request.lora_id));
+                                          root_block_hash(seq.request->lora_id));
   seq.num_computed = cached;
   return cached;
 }
@@ -27,7 +27,7 @@ namespace {
 const std::vector<BlockHash>& prompt_hashes(Sequence& seq, const BlockManager& blocks) {
   const int num_full = (seq.num_prompt_tokens - 1) / blocks.block_size();
   if (seq.prompt_hashes.empty() && num_full > 0) {
-    BlockHash parent = root_block_hash(seq.request.lora_id);
+    BlockHash parent = root_block_hash(seq.request->lora_id);
     for (int i = 0; i < num_full; ++i) {
       parent = chain_block_hash(parent, seq.tokens.data() + static_cast<size_t>(i) * blocks.block_size(), blocks.block_size());
       seq.prompt_hashes.push_back(parent);
@@ -39,7 +39,7 @@ const std::vector<BlockHash>& prompt_hashes(Sequence& seq, const BlockManager& b
 }  // namespace
 
 bool prefix_in_flight(Sequence& seq, const std::vector<Sequence*>& running, const BlockManager& blocks) {
-  if (!blocks.caching() || seq.request.embedding) return false;
+  if (!blocks.caching() || seq.request->embedding) return false;
   const size_t missing = static_cast<size_t>(seq.num_computed / blocks.block_size());
   const std::vector<BlockHash>& mine = prompt_hashes(seq, blocks);
   if (missing >= mine.size()) return false;

@@ -62,9 +62,9 @@ class ContinuousScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
-      if (s.seq->request.embedding) continue;
+      if (s.seq->request->embedding) continue;
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
-                                 root_block_hash(s.seq->request.lora_id));
+                                 root_block_hash(s.seq->request->lora_id));
     }
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
       if (!seq->is_finished()) continue;
@@ -81,7 +81,7 @@ class ContinuousScheduler final : public Scheduler {
     s.seq = seq;
     s.num_tokens = n;
     s.is_prefill = !(n == 1 && seq->num_generated() > 0 && seq->num_uncomputed() == 1);
-    s.samples = seq->num_computed + n == seq->num_tokens() && !seq->request.embedding;
+    s.samples = seq->num_computed + n == seq->num_tokens() && !seq->request->embedding;
     return s;
   }
 
@@ -132,25 +132,25 @@ class ContinuousScheduler final : public Scheduler {
   // the others go on (lora_rotation.hpp keeps that fair).
   void admit_waiting(StepPlan& plan, int& budget) {
     std::vector<int> running_loras;
-    for (const Sequence* s : running_) running_loras.push_back(s->request.lora_id);
+    for (const Sequence* s : running_) running_loras.push_back(s->request->lora_id);
     loras_.set_running(running_loras);
     // A waiting adapter without a slot starts the rotation even while the sequence slots are all taken.
     for (const Sequence* s : waiting_) {
-      if (loras_.is_blocked(s->request.lora_id)) {
-        loras_.note_blocked(s->request.lora_id);
+      if (loras_.is_blocked(s->request->lora_id)) {
+        loras_.note_blocked(s->request->lora_id);
         break;
       }
     }
     size_t i = 0;
     while (budget > 0 && i < waiting_.size() && has_room(*waiting_[i])) {
       Sequence* seq = waiting_[i];
-      if (!loras_.may_admit(seq->request.lora_id)) {
+      if (!loras_.may_admit(seq->request->lora_id)) {
         ++i;
         continue;
       }
       const int cached = match_cached_prefix(*seq, blocks_);
       const int n = std::min(seq->num_uncomputed(), budget);
-      if (seq->request.embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
+      if (seq->request->embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
       if (prefix_in_flight(*seq, running_, blocks_) ||
           !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
         unmatch_cached_prefix(*seq, blocks_);

@@ -99,7 +99,7 @@ class EngineRun {
     if (n == 0) return "the request has no input";
     for (size_t i = 0; i < n; ++i) {
       const int64_t tokens = static_cast<int64_t>(request.embedding_inputs[i].size());
-      const std::string which = n > 1 ? "input " + std::to_string(i) + " has " : "the input has ";
+      const std::string which = embedding_input_field(request.form, *request.embedding, n, i) + " has ";
       if (tokens > sc.max_num_batched_tokens) {
         return which + std::to_string(tokens) + " tokens, more than the step's budget (--max-num-batched-tokens " +
                std::to_string(sc.max_num_batched_tokens) + "); an embedding input is computed whole in one step";
@@ -112,25 +112,22 @@ class EngineRun {
   }
 
   // Each input of an embedding request becomes a sequence of its own (its prompt only), gathered by
-  // their EmbeddingGroup when done.
+  // their EmbeddingGroup when done; the request itself is shared by them.
   void admit_embedding(Request&& request) {
-    if (const std::string why = embedding_refusal(request); !why.empty()) {
-      Sequence rejected;
-      rejected.request = std::move(request);
-      return results_.reject(rejected, why);
-    }
+    if (const std::string why = embedding_refusal(request); !why.empty()) return results_.reject(request, why);
     std::vector<std::vector<int32_t>> inputs = std::move(request.embedding_inputs);
     std::vector<int32_t> segments = std::move(request.embedding_segments);
     request.embedding_inputs.clear();
     request.embedding_segments.clear();
+    const auto shared = std::make_shared<const Request>(std::move(request));
     auto group = std::make_shared<EmbeddingGroup>(static_cast<int>(inputs.size()));
     for (size_t i = 0; i < inputs.size(); ++i) {
       auto seq = std::make_unique<Sequence>();
-      seq->request = request;
-      seq->request.prompt_ids = std::move(inputs[i]);
-      if (!segments.empty()) seq->request.second_segment = segments[i];
-      seq->num_prompt_tokens = static_cast<int>(seq->request.prompt_ids.size());
-      seq->tokens = seq->request.prompt_ids;
+      seq->request = shared;
+      seq->rng_seed = shared->rng_seed;
+      if (!segments.empty()) seq->second_segment = segments[i];
+      seq->num_prompt_tokens = static_cast<int>(inputs[i].size());
+      seq->tokens = std::move(inputs[i]);
       seq->max_total_tokens = seq->num_prompt_tokens;
       seq->arrival_ns = engine_now_ns();
       seq->embedding_group = group;
@@ -143,54 +140,57 @@ class EngineRun {
 
   // A request becomes its sequences (one per prompt of a list), which run only if every one can.
   void admit_request(Request&& request) {
+    if (std::string error = resolve_lora(request, config_.lora_names, model_.path); !error.empty()) {
+      return results_.reject(request, error);
+    }
     if (request.embedding) return admit_embedding(std::move(request));
     std::vector<std::unique_ptr<Sequence>> seqs = split_prompts(std::move(request));
     for (auto& seq : seqs) {
       if (std::string error = prepare(*seq); !error.empty()) {
-        if (seqs.size() > 1) error = "body.prompt[" + std::to_string(seq->request.prompt_index) + "]: " + error;
-        results_.reject(*seq, error);
+        if (seqs.size() > 1) error = "body.prompt[" + std::to_string(seq->prompt_index) + "]: " + error;
+        results_.reject(*seq->request, error);
         return;
       }
     }
     for (auto& seq : seqs) start(std::move(seq));
   }
 
-  // One sequence per prompt; a list's sequences share one group of (prompts * n) samples, prompt p's
-  // samples being p * n .. p * n + n - 1 (OpenAI's and vLLM's choice index). With a seed every prompt draws
-  // as its own line with that seed would (vLLM's per-prompt requests); without one, sample p * n + i's
-  // seed is derived from (--seed, id, p * n + i), so the prompts of a list draw apart.
+  // One sequence per prompt, all sharing the request; a list's sequences share one group of (prompts * n)
+  // samples, prompt p's samples being p * n .. p * n + n - 1 (OpenAI's and vLLM's choice index). With a
+  // seed every prompt draws as its own line with that seed would (vLLM's per-prompt requests); without
+  // one, sample p * n + i's seed is derived from (--seed, id, p * n + i), so the prompts of a list draw apart.
   std::vector<std::unique_ptr<Sequence>> split_prompts(Request&& request) {
-    std::vector<std::unique_ptr<Sequence>> seqs;
-    if (request.prompt_list.empty()) {
-      seqs.push_back(make_sequence(std::move(request)));
-      return seqs;
-    }
     std::vector<std::vector<int32_t>> list = std::move(request.prompt_list);
     request.prompt_list.clear();
-    const int n = request.sampling.n;
-    auto group = std::make_shared<SampleGroup>(static_cast<int>(list.size()) * n);
+    const bool is_list = !list.empty();
+    if (!is_list) list.push_back(std::move(request.prompt_ids));
+    request.prompt_ids.clear();
+    const auto shared = std::make_shared<const Request>(std::move(request));
+    const int n = shared->sampling.n;
+    std::vector<std::unique_ptr<Sequence>> seqs;
+    auto group = is_list ? std::make_shared<SampleGroup>(static_cast<int>(list.size()) * n) : nullptr;
     for (size_t p = 0; p < list.size(); ++p) {
-      Request one = request;
-      one.prompt_ids = std::move(list[p]);
-      one.prompt_index = static_cast<int>(p);
-      if (!one.sampling.seed) {
-        one.rng_seed = sample_rng_seed(std::nullopt, config_.seed, one.id_json, static_cast<int>(p) * n);
+      std::unique_ptr<Sequence> seq = make_sequence(shared, std::move(list[p]));
+      seq->prompt_index = static_cast<int>(p);
+      if (is_list && !shared->sampling.seed) {
+        seq->rng_seed = sample_rng_seed(std::nullopt, config_.seed, shared->id_json, static_cast<int>(p) * n);
       }
-      seqs.push_back(make_sequence(std::move(one)));
-      seqs.back()->group = group;
-      seqs.back()->sample_index = static_cast<int>(p) * n;
+      seq->group = group;
+      seq->sample_index = static_cast<int>(p) * n;
+      seqs.push_back(std::move(seq));
     }
     return seqs;
   }
 
-  std::unique_ptr<Sequence> make_sequence(Request&& request) {
+  std::unique_ptr<Sequence> make_sequence(std::shared_ptr<const Request> request, std::vector<int32_t> prompt) {
     auto seq = std::make_unique<Sequence>();
-    seq->num_prompt_tokens = static_cast<int>(request.prompt_ids.size());
-    seq->tokens = request.prompt_ids;
-    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request.sampling.max_tokens, model_.config.max_context);
+    seq->num_prompt_tokens = static_cast<int>(prompt.size());
+    seq->tokens = std::move(prompt);
+    seq->max_total_tokens = std::min(seq->num_prompt_tokens + request->sampling.max_tokens, model_.config.max_context);
     seq->arrival_ns = engine_now_ns();
+    seq->rng_seed = request->rng_seed;
+    seq->pending_samples = request->sampling.n;
     seq->request = std::move(request);
-    seq->pending_samples = seq->request.sampling.n;
     return seq;
   }
 
@@ -199,11 +199,10 @@ class EngineRun {
     if (model_.config.is_encoder()) {
       return "the model is an encoder (" + model_.config.architecture + "): it computes embeddings, it cannot generate text";
     }
-    const int n = seq.request.sampling.n;
-    if (std::string error = resolve_lora(seq.request, config_.lora_names, model_.path); !error.empty()) return error;
-    if (seq.request.sampling.is_constrained()) {
+    const int n = seq.request->sampling.n;
+    if (seq.request->sampling.is_constrained()) {
       try {
-        seq.constraint = constraints().get(seq.request.sampling.constraint);
+        seq.constraint = constraints().get(seq.request->sampling.constraint);
       } catch (const Error& e) {
         return e.what();
       }
@@ -227,7 +226,7 @@ class EngineRun {
              " sequences a step may hold (--max-num-seqs" +
              (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")");
     }
-    if (seq.request.sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
+    if (seq.request->sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
       return "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them";
     }
     return "";
@@ -238,9 +237,9 @@ class EngineRun {
     live_.emplace(raw, std::move(seq));
     // Nothing to generate: done without computing, unless the prompt is to be scored (prompt_logprobs, or
     // a score request: prefill only, its score read from the last position's logits, no token kept).
-    if (raw->request.sampling.max_tokens == 0 && !raw->request.sampling.wants_prompt_logprobs() &&
-        !raw->request.is_score()) {
-      const int n = raw->request.sampling.n;
+    if (raw->request->sampling.max_tokens == 0 && !raw->request->sampling.wants_prompt_logprobs() &&
+        !raw->request->is_score()) {
+      const int n = raw->request->sampling.n;
       if (n > 1 && !raw->group) raw->group = std::make_shared<SampleGroup>(n);
       const int first = raw->sample_index;
       for (int i = 0; i < n; ++i) {
@@ -256,17 +255,20 @@ class EngineRun {
 
   // What the backend returns for the step's sampling rows: argmax ids when every row is greedy without
   // penalties or constraint; the draws themselves when the backend samples on its device (each row's
-  // parameters, penalty tokens and constraint mask); else the logits, for the host's Sampler.
+  // parameters, penalty tokens and constraint mask); else the logits, for the host's Sampler (which alone
+  // applies a logit_bias).
   void request_output(const StepPlan& plan) {
     step_constrained_rows_ = 0;
     step_mask_ms_ = 0;
     constrained_blocked_.clear();
     bool plain_greedy = true;
     bool constrained = false;
+    bool biased = false;
     for (const ScheduledSeq& s : plan.seqs) {
-      const SamplingParams& p = s.seq->request.sampling;
+      const SamplingParams& p = s.seq->request->sampling;
       plain_greedy = plain_greedy && (!s.samples || (p.is_greedy() && !p.has_penalties()));
       constrained = constrained || (s.samples && s.seq->constraint);
+      biased = biased || (s.samples && p.has_logit_bias());
     }
     plain_greedy = plain_greedy && !constrained;
     output_.sampling.clear();
@@ -278,16 +280,17 @@ class EngineRun {
     // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
     const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
     const bool scores = std::any_of(plan.seqs.begin(), plan.seqs.end(),
-                                    [](const ScheduledSeq& s) { return s.samples && s.seq->request.is_score(); });
-    output_.want_logits = scores || host_logprobs || (!plain_greedy && (!backend_.samples_on_device() || forks));
+                                    [](const ScheduledSeq& s) { return s.samples && s.seq->request->is_score(); });
+    output_.want_logits =
+        scores || host_logprobs || biased || (!plain_greedy && (!backend_.samples_on_device() || forks));
     if (output_.want_logits || plain_greedy) return;
     int64_t mask_ns = 0;
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
       if (!s.samples) continue;
-      const SamplingParams& p = seq.request.sampling;
+      const SamplingParams& p = seq.request->sampling;
       RowSampling row =
-          row_sampling(p, seq.request.rng_seed, static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens);
+          row_sampling(p, seq.rng_seed, static_cast<int64_t>(seq.tokens.size()) - seq.num_prompt_tokens);
       constrained_blocked_.push_back(false);
       if (seq.constraint) {
         ++step_constrained_rows_;
@@ -377,7 +380,7 @@ class EngineRun {
     logprob_steps_.keep_raw_rows(sampling_rows_, row_logits_);  // before masks and penalties change them
     for (int64_t i = 0; i < n; ++i) {
       Sequence& seq = *sampling_rows_[static_cast<size_t>(i)];
-      if (seq.request.is_score()) seq.score = yes_probability(row_logits_[static_cast<size_t>(i)], seq.request.score_token_ids);
+      if (seq.request->is_score()) seq.score = yes_probability(row_logits_[static_cast<size_t>(i)], seq.request->score_token_ids);
     }
     const int64_t mask_start = engine_now_ns();
     step_constrained_rows_ = 0;
@@ -393,8 +396,8 @@ class EngineRun {
       for (int64_t row = begin; row < end; ++row) {
         Sequence& seq = *sampling_rows_[static_cast<size_t>(row)];
         sampled_[static_cast<size_t>(row)] = sampler.sample(row_logits_[static_cast<size_t>(row)], vocab,
-                                                            seq.request.sampling, seq.tokens, seq.num_prompt_tokens,
-                                                            seq.request.rng_seed);
+                                                            seq.request->sampling, seq.tokens, seq.num_prompt_tokens,
+                                                            seq.rng_seed);
       }
     };
     if (n < 2 || config_.sampling_threads == 1) return sample_range(0, n);
@@ -412,11 +415,11 @@ class EngineRun {
     int pooled = 0;
     for (const ScheduledSeq& s : plan.seqs) {
       Sequence& seq = *s.seq;
-      if (!seq.request.embedding) continue;
+      if (!seq.request->embedding) continue;
       if (static_cast<size_t>(pooled + 1) * dim > output_.pooled.size()) {
         throw Error("internal error: the backend pooled fewer sequences than the step computed whole");
       }
-      seq.embedding = finish_embedding(&output_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request.embedding);
+      seq.embedding = finish_embedding(&output_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request->embedding);
       seq.finish_reason = FinishReason::kStop;
       seq.finish_step = step_;
       seq.first_token_ns = engine_now_ns();
@@ -437,7 +440,7 @@ class EngineRun {
       if (seq.first_token_ns == 0) seq.first_token_ns = engine_now_ns();
       if (row < constrained_blocked_.size() && constrained_blocked_[row]) {
         seq.finish_reason = FinishReason::kLength;  // no token can continue the constraint: cut, like max_tokens
-      } else if (seq.request.sampling.max_tokens == 0) {
+      } else if (seq.request->sampling.max_tokens == 0) {
         seq.finish_reason = FinishReason::kLength;  // a prompt scored for its prompt_logprobs only
       } else {
         logprob_steps_.append_generated(row, seq);
@@ -445,7 +448,7 @@ class EngineRun {
           seq.constraint_state = seq.constraint->advance(seq.constraint_state, sampled_[row]);
           if (seq.constraint_state == ByteDfa::kDead) {  // a backend that drew outside the step's mask
             throw Error("internal error: token " + std::to_string(sampled_[row]) + " drawn for line " +
-                        std::to_string(seq.request.line) + " is outside its structured-output constraint");
+                        std::to_string(seq.request->line) + " is outside its structured-output constraint");
           }
         }
         const size_t old_text_size = seq.text.size();
@@ -464,7 +467,7 @@ class EngineRun {
   // Under a reasoning parser a chat's structured output applies to the answer only: its constraint waits
   // until the thinking ends, unless the prompt already closed it (Qwen3 with enable_thinking false).
   void defer_constraint_while_thinking(Sequence& seq) {
-    if (!reasoning_ || !seq.request.is_chat || reasoning_->prompt_closes_thinking(seq.request.prompt_ids)) return;
+    if (!reasoning_ || !seq.request->is_chat || reasoning_->prompt_closes_thinking(seq.prompt())) return;
     seq.constraint_after_thinking = std::move(seq.constraint);
     seq.constraint = nullptr;
   }
@@ -512,9 +515,9 @@ class EngineRun {
         for (int i = 1; i < n; ++i) {
           auto child = std::make_unique<Sequence>(parent);
           child->sample_index = parent.sample_index + i;
-          const Request& r = parent.request;
+          const Request& r = *parent.request;
           const int seed_index = r.sampling.seed ? i : child->sample_index;  // see split_prompts
-          child->request.rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, seed_index);
+          child->rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, seed_index);
           blocks_.share(child->block_table);
           scheduler_->add_forked(child.get());
           forked_.emplace_back(child.get(), logits_row);

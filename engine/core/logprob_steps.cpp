@@ -8,7 +8,7 @@ namespace cbatch {
 
 bool LogprobSteps::any_sampling_row(const StepPlan& plan) {
   return std::any_of(plan.seqs.begin(), plan.seqs.end(),
-                     [](const ScheduledSeq& s) { return s.samples && s.seq->request.sampling.wants_logprobs(); });
+                     [](const ScheduledSeq& s) { return s.samples && s.seq->request->sampling.wants_logprobs(); });
 }
 
 void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
@@ -25,7 +25,7 @@ void LogprobSteps::add_prompt_queries(const StepPlan& plan, const RaggedBatch& b
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
     const Sequence& seq = *s.seq;
-    const int k = seq.request.sampling.prompt_logprobs;
+    const int k = seq.request->sampling.prompt_logprobs;
     if (k < 0) continue;
     const int begin = std::max(seq.num_computed, seq.num_prompt_logprobs());
     const int end = std::min(seq.num_computed + s.num_tokens, seq.num_prompt_tokens - 1);
@@ -44,7 +44,7 @@ void LogprobSteps::add_sampling_queries(const StepPlan& plan, const RaggedBatch&
   int logits_row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
     if (!s.samples) continue;
-    const int k = s.seq->request.sampling.logprobs;
+    const int k = s.seq->request->sampling.logprobs;
     const bool ask = k >= 0 && !out.want_logits;
     sampling_query_.push_back(ask ? static_cast<int32_t>(out.logprob_queries.size()) : -1);
     if (ask) out.logprob_queries.push_back({batch.logits_rows[static_cast<size_t>(logits_row)], k, -1});
@@ -77,7 +77,7 @@ void LogprobSteps::keep_raw_rows(const std::vector<Sequence*>& rows, const std::
   raw_index_.assign(rows.size(), -1);
   size_t kept = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i]->request.sampling.wants_logprobs()) raw_index_[i] = static_cast<int32_t>(kept++);
+    if (rows[i]->request->sampling.wants_logprobs()) raw_index_[i] = static_cast<int32_t>(kept++);
   }
   raw_rows_.resize(kept * static_cast<size_t>(vocab_));
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -92,7 +92,7 @@ void LogprobSteps::make_generated(const std::vector<Sequence*>& rows, const std:
   const LogprobAnswers& a = out.logprobs;
   for (size_t i = 0; i < rows.size(); ++i) {
     const Sequence& seq = *rows[i];
-    const int k = seq.request.sampling.logprobs;
+    const int k = seq.request->sampling.logprobs;
     if (k < 0) continue;
     const int32_t prev = seq.tokens.back();
     if (out.want_logits) {

@@ -28,14 +28,14 @@ void ResultEmitter::fail(const RequestError& error) {
   sink_.on_error(error);
 }
 
-void ResultEmitter::reject(const Sequence& seq, const std::string& message) {
+void ResultEmitter::reject(const Request& request, const std::string& message) {
   RequestError error;
-  error.index = seq.request.index;
-  error.line = seq.request.line;
-  error.id_json = seq.request.id_json;
-  error.custom_id = seq.request.custom_id;
-  error.form = seq.request.form;
-  error.message = "line " + std::to_string(seq.request.line) + ": " + message;
+  error.index = request.index;
+  error.line = request.line;
+  error.id_json = request.id_json;
+  error.custom_id = request.custom_id;
+  error.form = request.form;
+  error.message = "line " + std::to_string(request.line) + ": " + message;
   fail(error);
 }
 
@@ -67,8 +67,8 @@ void ResultEmitter::emit_embedding(const Sequence& seq) {
   group.prompt_tokens += seq.num_prompt_tokens;
   if (--group.remaining > 0) return;
   RequestResult result;
-  if (seq.request.is_score_form()) {  // a cross-encoder's or bi-encoder's pairs: their scores, as samples
-    const std::vector<double> scores = pair_scores(group.vectors, *seq.request.embedding);
+  if (seq.request->is_score_form()) {  // a cross-encoder's or bi-encoder's pairs: their scores, as samples
+    const std::vector<double> scores = pair_scores(group.vectors, *seq.request->embedding);
     for (size_t i = 0; i < scores.size(); ++i) {
       result.samples.emplace_back().index = static_cast<int>(i);
       result.samples.back().score = scores[i];
@@ -91,7 +91,7 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
   out.logprobs = seq.logprobs;
   out.score = seq.score;
   group.completion_tokens += seq.num_generated();
-  if (seq.sample_index % seq.request.sampling.n == 0) {  // the first sample of its prompt
+  if (seq.sample_index % seq.request->sampling.n == 0) {  // the first sample of its prompt
     group.prompt_tokens += seq.num_prompt_tokens;
     group.cached_tokens += std::max(seq.num_cached_tokens, 0);
   }
@@ -110,7 +110,7 @@ void ResultEmitter::emit_sample(const Sequence& seq) {
 void ResultEmitter::finish_result(const Sequence& seq, int64_t first_token_ns, RequestResult& result,
                                   std::pair<int, int> prompt_and_cached) {
   const int64_t end_ns = engine_now_ns();
-  result.request = &seq.request;
+  result.request = seq.request.get();
   if (seq.prompt_logprobs) result.prompt_logprobs = *seq.prompt_logprobs;
   result.prompt_tokens = prompt_and_cached.first;
   result.cached_tokens = prompt_and_cached.second;

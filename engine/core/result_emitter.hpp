@@ -23,8 +23,8 @@ class ResultEmitter {
 
   // The sequence has finished (finish_reason set): its line, or for one sample of n > 1 its part of one.
   void emit(const Sequence& seq);
-  // The request of `seq` cannot run: an error line "line L: message".
-  void reject(const Sequence& seq, const std::string& message);
+  // The request cannot run: an error line "line L: message".
+  void reject(const Request& request, const std::string& message);
   // A line the source could not turn into a request.
   void fail(const RequestError& error);
 
@@ -37,7 +37,7 @@ class ResultEmitter {
 
   // The sequence's output as answer text and thinking (nullopt), or unsplit when no parser applies.
   std::pair<std::string, std::optional<std::string>> split_output(const Sequence& seq) const;
-  bool splits(const Sequence& seq) const { return reasoning_ != nullptr && seq.request.is_chat; }
+  bool splits(const Sequence& seq) const { return reasoning_ != nullptr && seq.request->is_chat; }
 
   ResultSink& sink_;
   RunStats& stats_;

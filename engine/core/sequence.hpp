@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,13 @@ struct EmbeddingGroup {
 };
 
 struct Sequence {
-  Request request;
+  // The request, shared by all its sequences (a list's prompts, the n samples, an embedding line's inputs):
+  // its sampling parameters, stops, constraint and documents are held once per line, not per sequence.
+  // Its prompt_ids, prompt_list and embedding_inputs are empty: each sequence's prompt is in `tokens`.
+  std::shared_ptr<const Request> request;
+  uint64_t rng_seed = 0;              // this sample's draws (the request's seed, or one derived per sample)
+  int prompt_index = 0;               // which prompt of a list of prompts this sequence is
+  int second_segment = 0;             // first prompt position of token type 1; 0: one segment (all type 0)
   std::vector<int32_t> tokens;        // (num_prompt_tokens + generated)
   int num_prompt_tokens = 0;
   int max_total_tokens = 0;           // min(prompt + max_tokens, model context)
@@ -76,6 +83,7 @@ struct Sequence {
   int64_t finish_step = -1;
 
   int num_tokens() const { return static_cast<int>(tokens.size()); }
+  std::span<const int32_t> prompt() const { return std::span<const int32_t>(tokens).first(static_cast<size_t>(num_prompt_tokens)); }
   int num_generated() const { return num_tokens() - num_prompt_tokens; }
   int num_uncomputed() const { return num_tokens() - num_computed; }
   bool is_finished() const { return finish_reason != FinishReason::kNone; }

@@ -48,7 +48,7 @@ class StaticScheduler final : public Scheduler {
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     for (const ScheduledSeq& s : plan.seqs) {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
-                                 root_block_hash(s.seq->request.lora_id));
+                                 root_block_hash(s.seq->request->lora_id));
     }
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
@@ -68,7 +68,7 @@ class StaticScheduler final : public Scheduler {
     size_t i = 0;
     while (i < waiting_.size() && slots + waiting_[i]->pending_samples <= batch_capacity()) {
       Sequence* seq = waiting_[i];
-      const int lora = seq->request.lora_id;
+      const int lora = seq->request->lora_id;
       if (lora != 0 && std::find(loras.begin(), loras.end(), lora) == loras.end()) {
         if (static_cast<int>(loras.size()) >= config_.max_loras) {
           ++i;

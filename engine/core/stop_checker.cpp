@@ -6,7 +6,7 @@ namespace cbatch {
 namespace {
 
 bool is_stop_token(const Sequence& seq, int32_t token, const Tokenizer& tokenizer) {
-  const SamplingParams& p = seq.request.sampling;
+  const SamplingParams& p = seq.request->sampling;
   if (!p.ignore_eos && tokenizer.is_eos(token)) return true;
   return std::find(p.stop_token_ids.begin(), p.stop_token_ids.end(), token) != p.stop_token_ids.end();
 }
@@ -33,7 +33,7 @@ void append_token(Sequence& seq, int32_t token, const Tokenizer& tokenizer) {
   }
   const size_t old_len = seq.text.size();
   seq.text += tokenizer.decode_piece(prev, token);
-  const size_t stop_at = find_stop_string(seq.text, old_len, seq.request.sampling.stop);
+  const size_t stop_at = find_stop_string(seq.text, old_len, seq.request->sampling.stop);
   if (stop_at != std::string::npos) {
     seq.text.resize(stop_at);
     seq.finish_reason = FinishReason::kStop;

@@ -5,9 +5,11 @@
 namespace cbatch {
 namespace {
 
-// ids (with the special tokens) cut to `limit` tokens: the text's own tokens are dropped from its end.
-std::vector<int32_t> truncate_text(const Tokenizer& tokenizer, const std::string& text, std::vector<int32_t> ids,
-                                   int limit) {
+// ids (with the special tokens) cut to `limit` tokens, the special tokens counted and kept (as a Hugging
+// Face tokenizer's max_length counts them): the text's own tokens are dropped from its end. The error
+// message when the limit leaves none of them.
+std::variant<std::vector<int32_t>, std::string> truncate_text(const Tokenizer& tokenizer, const std::string& text,
+                                                              std::vector<int32_t> ids, int limit) {
   const std::vector<int32_t> plain = tokenizer.encode(text, /*add_special=*/false);
   const size_t num_special = ids.size() - plain.size();  // the post-processor's, before and after the text
   size_t prefix = 0;
@@ -15,7 +17,12 @@ std::vector<int32_t> truncate_text(const Tokenizer& tokenizer, const std::string
     ++prefix;
   }
   const size_t suffix = num_special - prefix;
-  const size_t keep = static_cast<size_t>(std::max<int64_t>(0, int64_t{limit} - int64_t(prefix + suffix)));
+  if (int64_t{limit} <= static_cast<int64_t>(num_special)) {
+    return "truncate_prompt_tokens " + std::to_string(limit) + " keeps none of the text: it counts the " +
+           std::to_string(num_special) + " special tokens the model adds, so it must be at least " +
+           std::to_string(num_special + 1);
+  }
+  const size_t keep = static_cast<size_t>(limit) - num_special;
   std::vector<int32_t> out(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prefix));
   out.insert(out.end(), plain.begin(), plain.begin() + static_cast<std::ptrdiff_t>(std::min(keep, plain.size())));
   out.insert(out.end(), ids.end() - static_cast<std::ptrdiff_t>(suffix), ids.end());
@@ -64,7 +71,11 @@ std::variant<std::vector<int32_t>, std::string> input_ids(const Model& model, co
   if (text != nullptr) {
     ids = model.tokenizer->encode(*text, /*add_special=*/true);
     const size_t before = ids.size();
-    if (static_cast<int>(ids.size()) > limit) ids = truncate_text(*model.tokenizer, *text, std::move(ids), limit);
+    if (static_cast<int>(ids.size()) > limit) {
+      auto cut = truncate_text(*model.tokenizer, *text, std::move(ids), limit);
+      if (auto* message = std::get_if<std::string>(&cut)) return *message;
+      ids = std::move(std::get<std::vector<int32_t>>(cut));
+    }
     *dropped = static_cast<int>(before - ids.size());
   } else {
     ids = *ids_in;
@@ -98,7 +109,9 @@ std::string embedding_inputs(const RequestInput& input, const Model& model, Embe
     int dropped = 0;
     auto ids = i < e.texts.size() ? input_ids(model, &e.texts[i], nullptr, limit, &dropped)
                                   : input_ids(model, nullptr, &e.token_ids[i - e.texts.size()], limit, &dropped);
-    if (auto* message = std::get_if<std::string>(&ids)) return n > 1 ? "input " + std::to_string(i) + ": " + *message : *message;
+    if (auto* message = std::get_if<std::string>(&ids)) {
+      return n > 1 ? embedding_input_field(input.form, params, n, i) + ": " + *message : *message;
+    }
     inputs.push_back(std::move(std::get<std::vector<int32_t>>(ids)));
     params.truncated_tokens.push_back(dropped);
   }

@@ -57,6 +57,7 @@ std::string format_simple_embedding(const RequestResult& r, const ResultFormatOp
   write_floats(w.key("embedding"), r.embeddings.empty() ? std::vector<float>{} : r.embeddings[0]);
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("truncated_tokens").int64(total_truncated(r));
+  if (!r.request->lora_name.empty()) w.key("lora").string(r.request->lora_name);
   write_simple_metrics(w, r, options);
   w.end_object();
   return w.take() + "\n";
@@ -78,7 +79,7 @@ void write_embedding_body(JsonWriter& w, const RequestResult& r, const ResultFor
     w.end_object();
   }
   w.end_array();
-  w.key("model").string(options.model);
+  w.key("model").string(result_model(r, options));
   w.key("usage").begin_object();
   w.key("prompt_tokens").int64(r.prompt_tokens);
   w.key("total_tokens").int64(r.prompt_tokens);

@@ -66,7 +66,6 @@ void parse_openai_embedding(const FieldSet& body, const RequestDefaults& default
   if (auto v = body.find("dimensions")) {
     e.dimensions = static_cast<int>(get_int(*v, body.name("dimensions"), 1, 1 << 20, "a positive integer"));
   }
-  if (auto v = body.find("model"); v && !v->is_string()) fail_field(body.name("model"), "a string", *v);
   e.pooling = defaults.pooling;
   e.decoder_allowed = defaults.embed_task;
   read_truncation(body, e);

@@ -46,10 +46,15 @@ int64_t get_int(simdjson::dom::element v, const std::string& field, int64_t lo, 
                 std::string_view expectation) {
   int64_t x = 0;
   // get_int64 refuses doubles (5.0) and integers above INT64_MAX.
-  if (v.get_int64().get(x) != simdjson::SUCCESS || x < lo || x > hi) {
-    fail_field(field, expectation, v);
+  const bool is_integer = v.get_int64().get(x) == simdjson::SUCCESS;
+  if (is_integer && x >= lo && x <= hi) return x;
+  uint64_t big = 0;
+  const bool too_big = (is_integer && x > hi) || (!is_integer && v.get_uint64().get(big) == simdjson::SUCCESS);
+  const std::string bound = std::to_string(hi);
+  if (too_big && expectation.find(bound) == std::string_view::npos) {
+    fail_field(field, std::string(expectation) + ", at most " + bound, v);  // the message names the bound
   }
-  return x;
+  fail_field(field, expectation, v);
 }
 
 float get_float(simdjson::dom::element v, const std::string& field, bool (*is_in_range)(double),

@@ -37,7 +37,8 @@ struct FieldSet {
 
 std::string_view get_string(simdjson::dom::element v, const std::string& field);
 bool get_bool(simdjson::dom::element v, const std::string& field);
-// A JSON integer in [lo, hi]; anything else fails with `expectation`.
+// A JSON integer in [lo, hi]; anything else fails with `expectation` (an integer above hi: "EXPECTATION,
+// at most HI" unless the expectation names hi already).
 int64_t get_int(simdjson::dom::element v, const std::string& field, int64_t lo, int64_t hi,
                 std::string_view expectation);
 // A JSON number for which `is_in_range` holds and that stays finite as a float.

@@ -204,18 +204,19 @@ std::variant<Request, RequestError> build_bi_encoder_request(RequestInput&& inpu
   const ScoreInput& pairs = *input.scoring;
   RequestInput texts;
   texts.line = input.line;
+  texts.form = input.form;
   EmbeddingInput& e = texts.embedding.emplace();
   e.texts = pairs.text_1;
   e.texts.insert(e.texts.end(), pairs.text_2.begin(), pairs.text_2.end());
   e.pooling = pairs.pooling;
   e.decoder_allowed = true;  // build_score_request let a decoder through only under --task embed
   EmbeddingParams params;
+  params.pair_scoring = PairScoring::kCosine;
+  params.num_queries = static_cast<int>(pairs.text_1.size());
   std::vector<std::vector<int32_t>> inputs;
   if (std::string why = embedding_inputs(texts, model, params, inputs); !why.empty()) {
     return make_input_error(input, index, why);
   }
-  params.pair_scoring = PairScoring::kCosine;
-  params.num_queries = static_cast<int>(pairs.text_1.size());
   return pooled_score_request(std::move(input), index, global_seed, std::move(params), std::move(inputs));
 }
 
@@ -252,6 +253,11 @@ std::variant<Request, RequestError> build_request(RequestInput&& input, int64_t 
                                                   const RerankFormat* rerank) {
   if (input.embedding) return build_embedding_request(std::move(input), index, model, global_seed);
   if (input.scoring) return build_score_request(std::move(input), index, model, global_seed, rerank);
+  if (const auto& bias = input.sampling.logit_bias; !bias.empty() && bias.back().first >= model.config.vocab_size) {
+    const std::string field = input.form == RequestForm::kSimple ? "logit_bias" : "body.logit_bias";
+    return make_input_error(input, index, "field '" + field + "' names token " + std::to_string(bias.back().first) +
+                                              ", outside the vocabulary [0, " + std::to_string(model.config.vocab_size) + ")");
+  }
   if (!input.prompt_list.empty()) {
     auto list = listed_prompt_ids(input, model);
     if (auto* message = std::get_if<std::string>(&list)) return make_input_error(input, index, *message);

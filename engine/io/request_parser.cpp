@@ -7,6 +7,7 @@
 
 #include "engine/io/embedding_parser.hpp"
 #include "engine/io/json_field.hpp"
+#include "engine/io/json_number_locator.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/sampling_parser.hpp"
 #include "engine/io/score_parser.hpp"
@@ -125,10 +126,10 @@ void read_model(const FieldSet& f, RequestInput& in) {
 void parse_simple(simdjson::dom::object obj, const RequestDefaults& defaults, RequestInput& in) {
   const FieldSet f{obj, ""};
   read_simple_id(f, in);
+  read_model(f, in);
   if (parse_simple_embedding(f, defaults, in)) return;
   read_simple_prompt(f, in);
   read_chat_options(f, in.chat_options);
-  read_model(f, in);
   parse_sampling_fields(f, defaults, in.sampling);
   parse_logprob_fields(f, in.form, defaults.max_logprobs, in.sampling);
 }
@@ -206,12 +207,12 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
     fail_field("body", "an object", body_value);
   }
   const FieldSet body{body_obj, "body."};
+  read_model(body, in);
   if (in.form == RequestForm::kOpenAIEmbeddings) return parse_openai_embedding(body, defaults, in);
   if (in.form == RequestForm::kOpenAIScore || in.form == RequestForm::kOpenAIRerank) {
     in.scoring = in.form == RequestForm::kOpenAIScore ? read_score_body(body) : read_rerank_body(body);
     in.scoring->pooling = defaults.pooling;
     in.scoring->decoder_allowed = defaults.embed_task;
-    read_model(body, in);
     return;  // no sampling: a score is computed, not generated
   }
   if (in.form == RequestForm::kOpenAIChat) {
@@ -222,7 +223,6 @@ void parse_openai(simdjson::dom::object obj, const RequestDefaults& defaults, Re
   } else {
     read_completion_prompt(body, in);
   }
-  read_model(body, in);
   parse_sampling_fields(body, defaults, in.sampling);
   parse_logprob_fields(body, in.form, defaults.max_logprobs, in.sampling);
 }
@@ -244,10 +244,29 @@ RequestError make_error(const RequestInput& in, const std::string& message) {
 }
 
 // unterminated: the input's last line, without its newline (a file cut short ends like this).
-std::string describe_parse_error(simdjson::error_code code, bool unterminated) {
+std::string describe_parse_error(simdjson::error_code code, std::string_view text, bool unterminated) {
   if (code == simdjson::UTF8_ERROR) return "invalid UTF-8: the line must be UTF-8 encoded JSON";
+  if (code == simdjson::NUMBER_ERROR || code == simdjson::NUMBER_OUT_OF_RANGE) {
+    if (const std::optional<BadNumber> bad = find_bad_number(text)) return "invalid JSON: " + describe_bad_number(*bad);
+  }
   const std::string hint = unterminated ? " (the last line has no newline: is the file truncated?)" : "";
   return std::string("invalid JSON") + hint + ": " + simdjson::error_message(code);
+}
+
+// A line that would become more sequences than kMaxSequencesPerLine is refused (split it into lines).
+void check_line_sequences(const RequestInput& in) {
+  int64_t count = 0;
+  std::string what;
+  if (!in.prompt_list.empty()) {
+    count = static_cast<int64_t>(in.prompt_list.size()) * in.sampling.n;
+    what = std::to_string(in.prompt_list.size()) + " prompts x n = " + std::to_string(in.sampling.n);
+  } else if (in.embedding) {
+    count = static_cast<int64_t>(in.embedding->texts.size() + in.embedding->token_ids.size());
+    what = std::to_string(count) + " inputs";
+  }
+  if (count <= kMaxSequencesPerLine) return;
+  throw FieldError("the line asks for " + std::to_string(count) + " sequences (" + what + "), more than the " +
+                   std::to_string(kMaxSequencesPerLine) + " one line may run; split it into several lines");
 }
 
 ParsedRequest parse_padded(simdjson::dom::parser& parser, const RequestDefaults& defaults,
@@ -258,7 +277,7 @@ ParsedRequest parse_padded(simdjson::dom::parser& parser, const RequestDefaults&
   in.sampling.max_tokens = defaults.max_tokens;
   simdjson::dom::element root;
   const auto code = parser.parse(text.data(), text.size(), /*realloc_if_needed=*/false).get(root);
-  if (code != simdjson::SUCCESS) return make_error(in, describe_parse_error(code, unterminated));
+  if (code != simdjson::SUCCESS) return make_error(in, describe_parse_error(code, text, unterminated));
   simdjson::dom::object obj;
   if (root.get_object().get(obj) != simdjson::SUCCESS) {
     return make_error(in, "the line must be a JSON object (got " + show_value(root) + ")");
@@ -269,6 +288,7 @@ ParsedRequest parse_padded(simdjson::dom::parser& parser, const RequestDefaults&
     } else {
       parse_simple(obj, defaults, in);
     }
+    check_line_sequences(in);
   } catch (const FieldError& e) {
     return make_error(in, e.what());
   }

@@ -97,7 +97,7 @@ void write_openai_body(JsonWriter& w, const RequestResult& r, const ResultFormat
   w.key("id").string((is_chat ? "chatcmpl-" : "cmpl-") + batch_id(r.request->line));
   w.key("object").string(is_chat ? "chat.completion" : "text_completion");
   w.key("created").int64(created_time(options));
-  w.key("model").string(r.request->lora_name.empty() ? options.model : r.request->lora_name);
+  w.key("model").string(result_model(r, options));
   w.key("choices").begin_array();
   if (r.samples.empty()) write_choice(w, r, 0, r.text, r.reasoning, r.finish_reason, r.logprobs);
   for (const SampleOutput& s : r.samples) write_choice(w, r, s.index, s.text, s.reasoning, s.finish_reason, s.logprobs);
@@ -124,7 +124,7 @@ std::string format_openai_result(const RequestResult& r, const ResultFormatOptio
   w.key("request_id").string(id);
   w.key("body");
   if (r.request->is_score_form()) {
-    write_score_body(w, r, id, created_time(options), r.request->lora_name.empty() ? options.model : r.request->lora_name);
+    write_score_body(w, r, id, created_time(options), result_model(r, options));
   } else if (r.request->embedding) {
     write_embedding_body(w, r, options);
   } else {
@@ -179,6 +179,10 @@ std::string format_openai_error(const RequestError& e) {
 }
 
 }  // namespace
+
+const std::string& result_model(const RequestResult& r, const ResultFormatOptions& options) {
+  return r.request->lora_name.empty() ? options.model : r.request->lora_name;
+}
 
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options) {
   assert(result.request != nullptr);

@@ -23,6 +23,9 @@ std::string format_result_line(const RequestResult& result, const ResultFormatOp
 // embedding (it generates no token). Written as the next member of w's open object.
 void write_simple_metrics(JsonWriter& w, const RequestResult& result, const ResultFormatOptions& options);
 
+// The model an OpenAI body names: the request's LoRA adapter, else the run's model.
+const std::string& result_model(const RequestResult& result, const ResultFormatOptions& options);
+
 // An OpenAI-form error needs the custom_id; the parser leaves form kSimple when it could not read one.
 std::string format_error_line(const RequestError& error);
 

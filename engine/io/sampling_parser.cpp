@@ -1,7 +1,11 @@
 // One small reader per sampling field; the accepted ranges follow vLLM's SamplingParams checks.
 #include "engine/io/sampling_parser.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <limits>
+
+#include "engine/base/elide.hpp"
 
 namespace cbatch {
 namespace {
@@ -79,6 +83,45 @@ void read_stops(const FieldSet& f, SamplingParams& out) {
   if (auto v = f.find("ignore_eos")) out.ignore_eos = get_bool(*v, f.name("ignore_eos"));
 }
 
+// logit_bias: {"token id": bias, ...} (OpenAI's form: the ids are the object's keys), bias in [-100, 100].
+// The ids are checked against the vocabulary when the request is built (check_logit_bias).
+std::vector<std::pair<int32_t, float>> read_logit_bias(simdjson::dom::element v, const std::string& name) {
+  simdjson::dom::object obj;
+  if (v.get_object().get(obj) != simdjson::SUCCESS) {
+    fail_field(name, "an object of token ids (as strings) to biases in [-100, 100]", v);
+  }
+  std::vector<std::pair<int32_t, float>> bias;
+  for (const auto field : obj) {
+    const std::string_view key = field.key;
+    const std::string entry = name + "[\"" + elide(key, 24) + "\"]";
+    int32_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (key.empty() || ec != std::errc() || end != key.data() + key.size() || id < 0) {
+      throw FieldError("field '" + name + "' has the key \"" + elide(key, 24) +
+                       "\": its keys must be token ids, non-negative integers written as strings");
+    }
+    const float b = get_float(field.value, entry, [](double x) { return x >= -100 && x <= 100; }, "a number in [-100, 100]");
+    bias.emplace_back(id, b);
+  }
+  std::sort(bias.begin(), bias.end());
+  for (size_t i = 1; i < bias.size(); ++i) {
+    if (bias[i].first == bias[i - 1].first) {
+      throw FieldError("field '" + name + "' names token " + std::to_string(bias[i].first) + " twice");
+    }
+  }
+  return bias;
+}
+
+// best_of: vLLM V1 dropped it (n samples are all returned); 1 is accepted as the no-op it is.
+void refuse_best_of(const FieldSet& f) {
+  const auto v = f.find("best_of");
+  if (!v) return;
+  int64_t best_of = 0;
+  if (v->get_int64().get(best_of) == simdjson::SUCCESS && best_of == 1) return;
+  throw FieldError("field '" + f.name("best_of") + "' is not supported (got " + show_value(*v) +
+                   "): as in vLLM V1, every sample is returned; ask for them with 'n'");
+}
+
 }  // namespace
 
 void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaults,
@@ -98,8 +141,10 @@ void parse_sampling_fields(const FieldSet& fields, const RequestDefaults& defaul
     }
     out.seed = seed;
   }
+  refuse_best_of(fields);
   read_stops(fields, out);
   read_penalties(fields, out);
+  if (auto v = fields.find("logit_bias")) out.logit_bias = read_logit_bias(*v, fields.name("logit_bias"));
   parse_constraint_fields(fields, out);
 }
 

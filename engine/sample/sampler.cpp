@@ -119,6 +119,7 @@ int Sampler::nucleus_size(float top_p, double sum, int& sorted) {
 
 int32_t Sampler::sample(float* logits, int vocab, const SamplingParams& params, const std::vector<int32_t>& tokens,
                         int num_prompt_tokens, uint64_t rng_seed) {
+  for (const auto& [id, bias] : params.logit_bias) logits[id] += bias;
   if (params.has_penalties()) apply_penalties(logits, vocab, params, tokens, num_prompt_tokens);
   if (params.is_greedy()) return argmax_row(logits, vocab);
 

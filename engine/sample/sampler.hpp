@@ -1,4 +1,4 @@
-// Token sampling from one row of logits with vLLM's SamplingParams semantics: penalties, then greedy
+// Token sampling from one row of logits with vLLM's SamplingParams semantics: logit_bias, penalties, then greedy
 // argmax or temperature -> top-k -> top-p -> min-p -> one draw (inverse CDF over the kept tokens in id
 // order). The draw is a pure function of the request's seed and the index of the token being generated,
 // so a request's output never depends on what else shared its batch. O(vocab) per row plus a sort of the

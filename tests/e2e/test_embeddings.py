@@ -95,6 +95,20 @@ short = [{"id": "t", "input": SENTENCES[2], "truncate_prompt_tokens": 8},
 rows = cbatch_rows(short)
 check_against_reference("truncate_prompt_tokens / ids", rows,
                         [("t",) + truncated_ids(SENTENCES[2], 8), ("ids", tokenizer.encode(SENTENCES[1]).ids, 0)])
+# truncate_prompt_tokens counts the special tokens, which are kept, as a Hugging Face tokenizer's max_length
+# does (vLLM passes it as that): 3 keeps [CLS], one token of the text and [SEP]; 1 and 2 keep none of the
+# text and are error lines that say so.
+tokenizer.enable_truncation(3)
+hf_ids = tokenizer.encode(SENTENCES[2]).ids
+tokenizer.no_truncation()
+rows = cbatch_rows([{"id": f"t{k}", "input": SENTENCES[2], "truncate_prompt_tokens": k} for k in (1, 2, 3)],
+                   expect_rc=2)
+check_against_reference("truncate_prompt_tokens 3", [r for r in rows if r["id"] == "t3"],
+                        [("t3", hf_ids, len(tokenizer.encode(SENTENCES[2]).ids) - 3)])
+for r in rows[:2]:
+    message = (r.get("error") or {}).get("message", "")
+    c.check(f"truncate_prompt_tokens {r['id'][1:]} keeps none of the text" in message and "at least 3" in message,
+            f"{r['id']}: {message!r}")
 
 # Invariance: other budgets, caps, modes and threads give the same bits.
 for extra in (["--max-num-batched-tokens", "300"], ["--max-num-batched-tokens", "256", "--max-num-seqs", "2"],

@@ -117,4 +117,14 @@ device = run_outputs(prompts, SMOL, ["--device", "cuda"])
 del os.environ["CBATCH_SAMPLING"]
 same = sum(device.get(k) == v for k, v in host.items())
 c.check(len(host) == len(rows) and device == host, f"device sampling: {same}/{len(rows)} outputs equal to host sampling")
+
+# logit_bias on CUDA: the steps with a biased row return logits and the host sampler applies the bias;
+# biased rows get their token (+100) or lose it (-100), the unbiased rows of the same steps are unchanged.
+biased = [dict(r, id="b" + r["id"], logit_bias={"4242": 100}) for r in rows[:8]] + \
+         [dict(r, id="d" + r["id"], temperature=0, logit_bias={str(device[r["id"]][0]): -100}) for r in rows[8:16]]
+write_jsonl(prompts, rows[16:] + biased)
+mixed = run_outputs(prompts, SMOL, ["--device", "cuda"])
+c.check(all(mixed["b" + r["id"]] == [4242] * 24 for r in rows[:8]), "logit_bias +100 on CUDA: not every token forced")
+c.check(all(mixed["d" + r["id"]][0] != device[r["id"]][0] for r in rows[8:16]), "logit_bias -100 on CUDA: token kept")
+c.check(all(mixed[r["id"]] == device[r["id"]] for r in rows[16:]), "logit_bias on CUDA changed unbiased rows")
 c.done()

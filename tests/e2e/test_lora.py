@@ -146,6 +146,38 @@ c.check("line 2" in err.get("message", "") and "'nope'" in err.get("message", ""
 c.check(tokens(results["P-0"]) == tokens(refs["P"]["P-0"]) and "output_token_ids" in results["None-2"],
         "the other lines ran")
 
+# Embedding lines (--task embed) apply their adapter: P's vectors equal the merged model's, the base's the
+# base model's; an unknown name is an error line there too.
+EMBED = ["--task", "embed", "--pooling", "last"]
+emb_rows = [{"id": f"{a}-{i}", "input": p, **({"model": a} if a else {})}
+            for i, p in enumerate(PROMPTS[:4]) for a in (None, "P", "nope")]
+emb_rows.append({"custom_id": "P-openai", "method": "POST", "url": "/v1/embeddings",
+                 "body": {"model": "P", "input": PROMPTS[:2]}})
+emb_path, emb_out = os.path.join(work, "embed.jsonl"), os.path.join(work, "embed-out.jsonl")
+write_jsonl(emb_path, emb_rows)
+run(["run", emb_path, "-o", emb_out, "--model", BASE] + COMMON + LORAS + EMBED, expect_rc=2)
+emb = {key(r): r for r in read_jsonl(emb_out)}
+
+
+def vectors(model, prompts):
+    path, out = os.path.join(work, "embed-ref.jsonl"), os.path.join(work, "embed-ref-out.jsonl")
+    write_jsonl(path, [{"id": i, "input": p} for i, p in enumerate(prompts)])
+    run(["run", path, "-o", out, "--model", model] + COMMON + EMBED)
+    return [np.array(r["embedding"]) for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+
+
+want_p, want_base = vectors(MERGED["P"], PROMPTS[:4]), vectors(BASE, PROMPTS[:4])
+for i in range(4):
+    got_p, got_base = np.array(emb[f"P-{i}"]["embedding"]), np.array(emb[f"None-{i}"]["embedding"])
+    c.check(np.abs(got_p - want_p[i]).max() < 1e-4, f"embedding P-{i} differs from the merged model's")
+    c.check(emb[f"P-{i}"].get("lora") == "P" and "lora" not in emb[f"None-{i}"], f"the lines name their adapter: {emb[f'P-{i}']}")
+    c.check(np.abs(got_p - want_base[i]).max() > 1e-2, f"embedding P-{i} is the base model's: the adapter was ignored")
+    c.check(np.abs(got_base - want_base[i]).max() < 1e-4, f"embedding None-{i} differs from the base model's")
+    message = emb[f"nope-{i}"].get("error", {}).get("message", "")
+    c.check("'nope' is neither a LoRA adapter" in message, f"embedding with an unknown adapter: {emb[f'nope-{i}']}")
+openai_p = emb["P-openai"]["response"]["body"]
+c.check(openai_p["model"] == "P" and all(np.abs(np.array(d["embedding"]) - want_p[d["index"]]).max() < 1e-4
+                                         for d in openai_p["data"]), f"OpenAI embeddings under P: {openai_p}")
 
 # Bad adapters: exit 1 at start, naming the adapter and the problem.
 def bad_start(name, lora_args, *needles, extra=(), device="cpu"):

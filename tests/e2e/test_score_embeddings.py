@@ -83,5 +83,21 @@ print(f"rerank by cosine: order {order}")
 for key, words in [("no-docs", "documents"), ("unequal", "text_1")]:
     c.check(got[key]["error"] is not None and words in got[key]["error"]["message"], f"{key}: {got[key]['error']}")
 
+# A text too long for the step names its field (the query, documents[i], text_1 or text_2[i]), never an
+# input index of the pairs' embeddings.
+long_text = " ".join(["word"] * 40)
+rows = [line("doc0", "/v1/rerank", {"query": "q", "documents": [long_text, "b"]}),
+        line("query", "/v1/rerank", {"query": long_text, "documents": ["a"]}),
+        line("text_2", "/v1/score", {"text_1": "q", "text_2": ["a", long_text]}),
+        line("text_1", "/v1/score", {"text_1": ["a", long_text], "text_2": ["b", "c"]})]
+write_jsonl(prompts, rows)
+run(["run", prompts, "-o", out, "--model", model, "--device", "cpu", "--quiet", "--max-num-batched-tokens", "16"],
+    expect_rc=2)
+got = {r["custom_id"]: r for r in read_jsonl(out)}
+for key, field in [("doc0", "body.documents[0] has 42 tokens"), ("query", "body.query has 42 tokens"),
+                   ("text_2", "body.text_2[1] has 42 tokens"), ("text_1", "body.text_1[1] has 42 tokens")]:
+    message = (got[key]["error"] or {}).get("message", "")
+    c.check(field in message and "--max-num-batched-tokens 16" in message, f"{key}: {message!r} lacks {field!r}")
+
 shutil.rmtree(work, ignore_errors=True)
 c.done()

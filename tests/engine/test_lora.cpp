@@ -236,8 +236,10 @@ std::vector<int> run_adapters(const std::vector<int>& loras, int max_loras, int 
     seq->tokens.assign(6, 1);
     seq->num_prompt_tokens = 6;
     seq->max_total_tokens = 10;
-    seq->request.index = static_cast<int64_t>(i);
-    seq->request.lora_id = loras[i];
+    auto request = std::make_shared<Request>();
+    request->index = static_cast<int64_t>(i);
+    request->lora_id = loras[i];
+    seq->request = request;
     scheduler->add(seq.get());
     seqs.push_back(std::move(seq));
   }
@@ -247,13 +249,13 @@ std::vector<int> run_adapters(const std::vector<int>& loras, int max_loras, int 
     StepPlan plan = scheduler->schedule();
     std::set<int> adapters;
     for (const ScheduledSeq& s : plan.seqs) {
-      if (s.seq->request.lora_id != 0) adapters.insert(s.seq->request.lora_id);
+      if (s.seq->request->lora_id != 0) adapters.insert(s.seq->request->lora_id);
       s.seq->num_computed += s.num_tokens;
       if (!s.samples) continue;
       s.seq->tokens.push_back(7);
       if (s.seq->num_tokens() >= s.seq->max_total_tokens) {
         s.seq->finish_reason = FinishReason::kLength;
-        finish[static_cast<size_t>(s.seq->request.index)] = step;
+        finish[static_cast<size_t>(s.seq->request->index)] = step;
       }
     }
     CHECK(static_cast<int>(adapters.size()) <= max_loras);

@@ -199,6 +199,30 @@ TEST_CASE("request parser: sampling field type and range errors name the field a
        "line 12: field 'presence_penalty' must be a number in [-2, 2] (got 2.5)"},
       {R"({"prompt": "x", "frequency_penalty": -3})",
        "line 12: field 'frequency_penalty' must be a number in [-2, 2] (got -3)"},
+      {R"({"prompt": "x", "top_k": 3000000000})",
+       "line 12: field 'top_k' must be an integer >= 1, or -1 or 0 for no limit, at most 2147483647 (got 3000000000)"},
+      {R"({"prompt": "x", "logit_bias": [1, 2]})",
+       "line 12: field 'logit_bias' must be an object of token ids (as strings) to biases in [-100, 100] (got [1,2])"},
+      {R"({"prompt": "x", "logit_bias": {"7": 100.5}})",
+       "line 12: field 'logit_bias[\"7\"]' must be a number in [-100, 100] (got 100.5)"},
+      {R"({"prompt": "x", "logit_bias": {"7": "up"}})",
+       "line 12: field 'logit_bias[\"7\"]' must be a number in [-100, 100] (got \"up\")"},
+      {R"({"prompt": "x", "logit_bias": {"the": 1}})",
+       "line 12: field 'logit_bias' has the key \"the\": its keys must be token ids, non-negative integers written "
+       "as strings"},
+      {R"({"prompt": "x", "logit_bias": {"-4": 1}})",
+       "line 12: field 'logit_bias' has the key \"-4\": its keys must be token ids, non-negative integers written "
+       "as strings"},
+      {R"({"prompt": "x", "logit_bias": {"99999999999": 1}})",
+       "line 12: field 'logit_bias' has the key \"99999999999\": its keys must be token ids, non-negative integers "
+       "written as strings"},
+      {R"({"prompt": "x", "logit_bias": {"5": 1, "05": 2}})", "line 12: field 'logit_bias' names token 5 twice"},
+      {R"({"prompt": "x", "best_of": 2, "n": 2})",
+       "line 12: field 'best_of' is not supported (got 2): as in vLLM V1, every sample is returned; ask for them with "
+       "'n'"},
+      {R"({"prompt": "x", "best_of": "1"})",
+       "line 12: field 'best_of' is not supported (got \"1\"): as in vLLM V1, every sample is returned; ask for them "
+       "with 'n'"},
   };
   for (const ErrorCase& c : cases) {
     CAPTURE(c.line);
@@ -207,6 +231,49 @@ TEST_CASE("request parser: sampling field type and range errors name the field a
     CHECK(err.line == 12);
     CHECK(err.type == "invalid_request");
   }
+}
+
+TEST_CASE("request parser: logit_bias is read sorted by token id; best_of 1 is the no-op it is") {
+  const RequestInput in = parse_ok(R"({"prompt": "x", "logit_bias": {"30": -100, "2": 100, "7": 0.5}, "best_of": 1})");
+  const std::vector<std::pair<int32_t, float>> expected = {{2, 100.0f}, {7, 0.5f}, {30, -100.0f}};
+  CHECK(in.sampling.logit_bias == expected);
+  CHECK(parse_ok(R"({"prompt": "x", "logit_bias": {}})").sampling.logit_bias.empty());
+  CHECK(parse_ok(R"({"prompt": "x", "logit_bias": null, "best_of": null})").sampling.logit_bias.empty());
+}
+
+TEST_CASE("request parser: a number simdjson cannot read names its field") {
+  CHECK(parse_bad(R"({"prompt": "x", "seed": 18446744073709551616})").message ==
+        "line 12: invalid JSON: field 'seed' holds the number 18446744073709551616, which is out of range: integers "
+        "must lie in [-2^63, 2^64 - 1], other numbers within +-1.8e308");
+  CHECK(parse_bad(R"({"custom_id": "c", "method": "POST", "url": "/v1/completions",
+                      "body": {"prompt": [1, 2, -99999999999999999999]}})").message.starts_with(
+        "line 12: invalid JSON: field 'body.prompt[2]' holds the number -99999999999999999999, which is out of range"));
+  CHECK(parse_bad(R"({"prompt": "x", "temperature": 1e999})").message.starts_with(
+        "line 12: invalid JSON: field 'temperature' holds the number 1e999"));
+  CHECK(parse_bad(R"({"prompt": "x\"y", "stop": ["a", {"k": [0, 012]}]})").message ==
+        "line 12: invalid JSON: field 'stop[1].k[1]' holds 012, which is not a JSON number");
+  CHECK(parse_bad(R"({"prompt": "x", "temperature": -})").message ==
+        "line 12: invalid JSON: field 'temperature' holds -, which is not a JSON number");
+  // The largest integers simdjson reads are not flagged (boundary values are accepted below).
+  CHECK(parse_ok(R"({"prompt": "x", "seed": 18446744073709551615, "x": -9223372036854775808})").sampling.seed ==
+        18446744073709551615ull);
+}
+
+TEST_CASE("request parser: a line that would run more sequences than a line may is refused") {
+  std::string prompts;
+  for (int i = 0; i < 101; ++i) prompts += std::string(i ? ", " : "") + "\"p\"";
+  CHECK(parse_bad(R"({"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": [)" + prompts +
+                  R"(], "n": 1000}})").message ==
+        "line 12: the line asks for 101000 sequences (101 prompts x n = 1000), more than the 100000 one line may run; "
+        "split it into several lines");
+  std::string inputs;
+  for (int i = 0; i < 100001; ++i) inputs += std::string(i ? "," : "") + "[1]";
+  CHECK(parse_bad(R"({"custom_id": "c", "method": "POST", "url": "/v1/embeddings", "body": {"input": [)" + inputs +
+                  "]}}").message.starts_with("line 12: the line asks for 100001 sequences (100001 inputs)"));
+  prompts.clear();
+  for (int i = 0; i < 100; ++i) prompts += std::string(i ? ", " : "") + "\"p\"";
+  CHECK(parse_ok(R"({"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": [)" + prompts +
+                 R"(], "n": 1000}})").prompt_list.size() == 100);
 }
 
 TEST_CASE("request parser: boundary values are accepted") {
@@ -358,6 +425,11 @@ TEST_CASE("request parser: OpenAI form errors") {
        "line 12: field 'body.encoding_format' must be \"float\" or \"base64\" (got \"int8\")"},
       {R"("url": "/v1/embeddings", "body": {"input": "a", "dimensions": 0}})",
        "line 12: field 'body.dimensions' must be a positive integer (got 0)"},
+      {R"("url": "/v1/embeddings", "body": {"input": "a", "dimensions": 2147483648}})",
+       "line 12: field 'body.dimensions' must be a positive integer, at most 1048576 (got 2147483648)"},
+      {R"("url": "/v1/embeddings", "body": {"input": "a", "truncate_prompt_tokens": 18446744073709551615}})",
+       "line 12: field 'body.truncate_prompt_tokens' must be a positive integer, at most 16777216 (got "
+       "18446744073709551615)"},
       {R"("url": "/v1/completions", "body": {"prompt": 3}})",
        "line 12: field 'body.prompt' must be a string, a list of token ids or a list of prompts (got 3)"},
       {R"("url": "/v1/completions", "body": {"messages": []}})", "line 12: no prompt: give 'body.prompt'"},

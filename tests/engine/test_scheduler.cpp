@@ -13,12 +13,16 @@ namespace {
 
 struct Workload {
   std::vector<std::unique_ptr<Sequence>> seqs;
-  void add(int prompt_len, int max_tokens) {
+  // embedding: the sequence is an embedding input (computed whole, nothing sampled).
+  void add(int prompt_len, int max_tokens, bool embedding = false) {
     auto seq = std::make_unique<Sequence>();
     seq->tokens.assign(prompt_len, 1);
     seq->num_prompt_tokens = prompt_len;
     seq->max_total_tokens = prompt_len + max_tokens;
-    seq->request.index = static_cast<int64_t>(seqs.size());
+    auto request = std::make_shared<Request>();
+    request->index = static_cast<int64_t>(seqs.size());
+    if (embedding) request->embedding = EmbeddingParams{};
+    seq->request = request;
     seqs.push_back(std::move(seq));
   }
 };
@@ -56,7 +60,7 @@ RunResult run_to_completion(Workload& w, const SchedulerConfig& config, int num_
       seq.tokens.push_back(7);
       if (seq.num_tokens() >= seq.max_total_tokens) {
         seq.finish_reason = FinishReason::kLength;
-        result.finish_step[seq.request.index] = result.steps;
+        result.finish_step[seq.request->index] = result.steps;
       }
     }
     for (Sequence* seq : scheduler->on_step_done(plan)) CHECK(seq->block_table.empty());
@@ -140,10 +144,8 @@ TEST_CASE("continuous: a small cache forces preemption and everything still comp
 TEST_CASE("continuous: an embedding request runs whole, waiting for a step with room, and shares the step") {
   Workload w;
   w.add(10, 6);  // generation: prefill then decodes, one token a step
-  w.add(15, 0);  // embedding: 15 tokens whole, the budget is 16
-  w.add(3, 0);   // embedding behind it: waits too (arrival order)
-  w.seqs[1]->request.embedding = EmbeddingParams{};
-  w.seqs[2]->request.embedding = EmbeddingParams{};
+  w.add(15, 0, /*embedding=*/true);  // 15 tokens whole, the budget is 16
+  w.add(3, 0, /*embedding=*/true);   // behind it: waits too (arrival order)
   SchedulerConfig config{Mode::kContinuous, 16, 8, 4};
   BlockManager blocks(64, 4);
   auto scheduler = make_scheduler(config, blocks);
@@ -151,7 +153,7 @@ TEST_CASE("continuous: an embedding request runs whole, waiting for a step with 
   auto commit = [&](StepPlan& plan) {
     for (auto& s : plan.seqs) {
       s.seq->num_computed += s.num_tokens;
-      if (s.seq->request.embedding) {
+      if (s.seq->request->embedding) {
         CHECK(s.num_tokens == s.seq->num_tokens());  // whole, in one step
         CHECK_FALSE(s.samples);
         s.seq->finish_reason = FinishReason::kStop;

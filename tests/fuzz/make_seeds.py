@@ -119,6 +119,12 @@ def main():
             "k": {"type": "array", "items": {"$ref": "#/$defs/n"}}, "v": {"type": "integer", "minimum": -3, "maximum": 70}}}},
             "$ref": "#/$defs/n"}},
         {"id": "r", "prompt": "x", "guided_regex": "(a|b)*c{2,4}", "response_format": {"type": "json_object"}}]))
+    write("request_parser", "hardening.jsonl",
+          '{"id": "b", "prompt": "x", "logit_bias": {"5": 100, "07": -100.0, "x": 1}, "best_of": 2}\n'
+          '{"id": "n", "prompt": "x", "seed": 18446744073709551616, "t": [1, -9223372036854775809, 1e999, 01]}\n'
+          '{"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": {"model": "P", '
+          '"input": ["a", "b"], "dimensions": 2147483648, "truncate_prompt_tokens": 1}}\n'
+          '{"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": ["a", "b"], "n": 60000}}\n')
     write("tokenizer", "ascii.txt", "I dreamed of a quiet city where the robots sang")
     write("tokenizer", "unicode.txt", "  caf\u00e9 \u65e5\u672c\u8a9e \U0001F600\ttabs\nnewline ")
     write("tokenizer", "bytes.bin", b"\xff\xfe\x00 a\xc3")
