@@ -3,7 +3,7 @@
 nothing: `tools/snapshot_outputs.py --cbatch OLD/cbatch -o before.json`, the same with the new binary,
 then `tools/snapshot_outputs.py --compare before.json after.json` (exit 1 and the first differences when
 any output differs). The workloads: every family's seeded tiny model (tests/e2e/tiny_models.py; its
-Hugging Face directory, its GGUF and a Q4_K/Q6_K GGUF), greedy with logprobs, sampled, n = 2, chunked;
+Hugging Face directory, its GGUF and one with Q4_0/Q4_1/Q8_0 FFNs), greedy with logprobs, sampled, n = 2, chunked;
 SmolLM2-135M and Gemma 3 270M (`make test-data`) on examples/prompts and with logprobs, in both CPU
 precisions and with the fp32 KV cache; all-MiniLM-L6-v2's embeddings. Token ids, logprobs and vectors are
 kept exactly as printed (shortest round-trip floats), so "equal" means bit-identical."""
@@ -63,12 +63,12 @@ def tiny_family_models(work):
             path = hf_dir + ".gguf"
             tm.write_gguf(path, name, weights)
             out.append((f"{name}/gguf", ["--model", path], tm.VOCAB))
-            if not spec.get("moe") or name == "qwen3-moe":
-                quant = hf_dir + "-q4k.gguf"
-                tm.write_gguf(quant, name, weights, ffn_qtype={"ffn_gate": gguf.GGMLQuantizationType.Q4_K,
-                                                              "ffn_up": gguf.GGMLQuantizationType.Q4_K,
-                                                              "ffn_down": gguf.GGMLQuantizationType.Q6_K})
-                out.append((f"{name}/q4k", ["--model", quant], tm.VOCAB))
+            if not spec.get("moe"):
+                quant = hf_dir + "-q4.gguf"
+                tm.write_gguf(quant, name, weights, ffn_qtype={"ffn_gate": gguf.GGMLQuantizationType.Q4_0,
+                                                              "ffn_up": gguf.GGMLQuantizationType.Q4_1,
+                                                              "ffn_down": gguf.GGMLQuantizationType.Q8_0})
+                out.append((f"{name}/q4", ["--model", quant], tm.VOCAB))
     return out
 
 
