@@ -3,6 +3,7 @@
 // text it had in the input (a string with quotes, or a number) so results echo it unchanged.
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -12,6 +13,12 @@
 #include "engine/base/sampling_params.hpp"
 
 namespace cbatch {
+
+// The most token ids one prompt (or embedding input) of a line may list.
+inline constexpr size_t kMaxPromptTokenIds = 10'000'000;
+// The sequences one line may become (a list's prompts times n, an embedding line's inputs): each holds its
+// own tokens and state, so a line's memory stays bounded; the request itself is shared by them.
+inline constexpr int64_t kMaxSequencesPerLine = 100'000;
 
 // kOpenAIEmbeddings: /v1/embeddings lines (pooled, nothing generated); kOpenAIScore / kOpenAIRerank:
 // /v1/score and /v1/rerank lines, scored by a decoder reranker (prefill only), a cross-encoder or the

@@ -11,9 +11,6 @@
 namespace cbatch {
 
 inline constexpr int kMaxSamplesPerRequest = 1024;
-// The sequences one line may become (a list's prompts times n, an embedding line's inputs, score pairs):
-// each holds its own tokens and state, so a line's memory stays bounded; the request itself is shared.
-inline constexpr int64_t kMaxSequencesPerLine = 100'000;
 
 struct SamplingParams {
   int n = 1;                       // completions of the prompt, prefilled once (1..kMaxSamplesPerRequest)

@@ -6,6 +6,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/constrain/token_automaton.hpp"
@@ -89,5 +90,8 @@ struct Sequence {
   bool is_finished() const { return finish_reason != FinishReason::kNone; }
   int num_prompt_logprobs() const { return prompt_logprobs ? static_cast<int>(prompt_logprobs->size()) : 0; }
 };
+
+// The engine's live sequences, owned here; the scheduler and the step hold raw pointers to them.
+using SequenceTable = std::unordered_map<const Sequence*, std::unique_ptr<Sequence>>;
 
 }  // namespace cbatch

@@ -8,7 +8,7 @@
 
 #include "engine/base/request_result.hpp"
 #include "engine/io/json_writer.hpp"
-#include "engine/io/result_format.hpp"
+#include "engine/io/result_fields.hpp"
 
 namespace cbatch {
 

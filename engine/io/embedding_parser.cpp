@@ -1,9 +1,6 @@
 #include "engine/io/embedding_parser.hpp"
 
-#include "engine/io/request_parser.hpp"
-
 namespace cbatch {
-
 namespace {
 
 // One input: a non-empty string or a non-empty list of token ids.

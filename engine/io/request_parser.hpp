@@ -15,8 +15,6 @@ namespace cbatch {
 
 using ParsedRequest = std::variant<RequestInput, RequestError>;
 
-inline constexpr size_t kMaxPromptTokenIds = 10'000'000;
-
 // Holds the simdjson parser (and its buffers) across lines; one per reading thread.
 class RequestParser {
  public:

@@ -180,25 +180,12 @@ std::string format_openai_error(const RequestError& e) {
 
 }  // namespace
 
-const std::string& result_model(const RequestResult& r, const ResultFormatOptions& options) {
-  return r.request->lora_name.empty() ? options.model : r.request->lora_name;
-}
-
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options) {
   assert(result.request != nullptr);
   if (result.request->form == RequestForm::kSimple) {
     return result.request->embedding ? format_simple_embedding(result, options) : format_simple_result(result, options);
   }
   return format_openai_result(result, options);
-}
-
-void write_simple_metrics(JsonWriter& w, const RequestResult& r, const ResultFormatOptions& options) {
-  w.key("metrics").begin_object();
-  if (!r.request->embedding) w.key("ttft_ms").number(r.ttft_ms, options.ms_decimals);
-  w.key("e2e_ms").number(r.e2e_ms, options.ms_decimals);
-  w.key("first_step").int64(r.first_step);
-  w.key("finish_step").int64(r.finish_step);
-  w.end_object();
 }
 
 std::string format_error_line(const RequestError& error) {

@@ -7,24 +7,11 @@
 
 #include "engine/base/request.hpp"
 #include "engine/base/request_result.hpp"
-#include "engine/io/json_writer.hpp"
+#include "engine/io/result_fields.hpp"
 
 namespace cbatch {
 
-struct ResultFormatOptions {
-  std::string model;       // "model" of OpenAI response bodies
-  int64_t created_s = -1;  // "created" of OpenAI response bodies (unix seconds); -1: the current time
-  int ms_decimals = 3;     // decimals of ttft_ms / e2e_ms
-};
-
 std::string format_result_line(const RequestResult& result, const ResultFormatOptions& options = {});
-
-// The simple form's "metrics": {"ttft_ms", "e2e_ms", "first_step", "finish_step"}, without ttft_ms for an
-// embedding (it generates no token). Written as the next member of w's open object.
-void write_simple_metrics(JsonWriter& w, const RequestResult& result, const ResultFormatOptions& options);
-
-// The model an OpenAI body names: the request's LoRA adapter, else the run's model.
-const std::string& result_model(const RequestResult& result, const ResultFormatOptions& options);
 
 // An OpenAI-form error needs the custom_id; the parser leaves form kSimple when it could not read one.
 std::string format_error_line(const RequestError& error);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/base/request.hpp"
-#include "engine/text/chat_template.hpp"
+#include "engine/text/chat_template_spec.hpp"
 
 namespace cbatch {
 
