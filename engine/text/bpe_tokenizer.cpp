@@ -21,18 +21,6 @@ void check_id(int32_t id, size_t vocab, const char* what, const std::string& sou
 
 }  // namespace
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t pos = 0;;) {
-    const size_t at = from.empty() ? std::string_view::npos : text.find(from, pos);
-    out.append(text.substr(pos, at == std::string_view::npos ? std::string_view::npos : at - pos));
-    if (at == std::string_view::npos) return out;
-    out.append(to);
-    pos = at + from.size();
-  }
-}
-
 BpeTokenizer::BpeTokenizer(BpeTokenizerSpec spec, const std::string& source)
     : is_byte_level_(spec.is_byte_level),
       pre_tokenizer_(std::move(spec.pre_tokenizer)),
@@ -113,15 +101,7 @@ void BpeTokenizer::encode_fragment(std::string_view text, bool is_first, std::ve
                       !(prefix_unless_space_ && (text[0] == ' ' || text.substr(0, kSpaceMarker.size()) == kSpaceMarker));
   std::string escaped(prefix ? kSpaceMarker : std::string_view());
   escaped += replace_all(text, " ", kSpaceMarker);
-  if (!split_on_space_marker_) {
-    model_.encode_word(escaped, out);
-    return;
-  }
-  size_t begin = 0;  // each word runs up to the next "▁" (Metaspace split: merged with the next word)
-  for (size_t at; (at = escaped.find(kSpaceMarker, begin + 1)) != std::string::npos; begin = at) {
-    model_.encode_word(std::string_view(escaped).substr(begin, at - begin), out);
-  }
-  model_.encode_word(std::string_view(escaped).substr(begin), out);
+  for_each_metaspace_word(escaped, split_on_space_marker_, [&](std::string_view word) { model_.encode_word(word, out); });
 }
 
 std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_special) const {

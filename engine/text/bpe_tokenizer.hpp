@@ -10,23 +10,12 @@
 #include <vector>
 
 #include "engine/text/bpe_model.hpp"
+#include "engine/text/metaspace.hpp"
 #include "engine/text/pretokenizer.hpp"
 #include "engine/text/special_tokens.hpp"
 #include "engine/text/tokenizer.hpp"
 
 namespace cbatch {
-
-// SentencePiece's word-boundary marker, U+2581 "▁", which stands for a space in token texts.
-inline constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";
-
-// text with every occurrence of `from` (non-empty; empty: text unchanged) replaced by `to`.
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
-
-enum class SpacePrefix : uint8_t {
-  kNone,    // no "▁" before the text
-  kFirst,   // before the text's first fragment only (Metaspace prepend_scheme "first")
-  kAlways,  // before every fragment between special tokens (Prepend normalizer, llama.cpp's SPM)
-};
 
 struct BpeTokenizerSpec {
   std::vector<std::string> tokens;   // (vocab) token texts as stored ("Ġthe", "▁the", "<|im_end|>")

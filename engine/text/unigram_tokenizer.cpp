@@ -98,15 +98,7 @@ void UnigramTokenizer::encode_word(std::string_view word, bool is_first, std::ve
   const bool prefix = (space_prefix_ == SpacePrefix::kAlways || (space_prefix_ == SpacePrefix::kFirst && is_first)) &&
                       escaped.compare(0, kSpaceMarker.size(), kSpaceMarker) != 0;
   if (prefix) escaped.insert(0, kSpaceMarker);
-  if (!split_on_space_marker_) {
-    model_.encode_word(escaped, out);
-    return;
-  }
-  size_t begin = 0;  // each piece runs up to the next "▁" (Metaspace split: merged with the next word)
-  for (size_t at; (at = escaped.find(kSpaceMarker, begin + 1)) != std::string::npos; begin = at) {
-    model_.encode_word(std::string_view(escaped).substr(begin, at - begin), out);
-  }
-  model_.encode_word(std::string_view(escaped).substr(begin), out);
+  for_each_metaspace_word(escaped, split_on_space_marker_, [&](std::string_view piece) { model_.encode_word(piece, out); });
 }
 
 std::vector<int32_t> UnigramTokenizer::encode(std::string_view text, bool add_special) const {

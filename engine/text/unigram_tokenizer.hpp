@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/text/bpe_tokenizer.hpp"
+#include "engine/text/metaspace.hpp"
 #include "engine/text/pair_template.hpp"
 #include "engine/text/precompiled_charsmap.hpp"
 #include "engine/text/special_tokens.hpp"

@@ -16,13 +16,14 @@ import json
 import os
 import random
 
-from common import Checks, need_modules, need_smollm2, need_tiny_spm, run, shared_extra, tmpdir
+from common import Checks, need_modules, need_smollm2, need_tiny_spm, shared_extra, tmpdir
 from tokenizer_strings import test_strings
 
 need_modules("tokenizers", "gguf")
 import gguf  # noqa: E402
 from gguf import GGUFReader  # noqa: E402
 from hf_reference import gguf_vocab, hf_tokenizer, write_vocab_gguf  # noqa: E402
+from tokenizer_checks import check_tokenize  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors  # noqa: E402
 
 NORMAL, CONTROL = 1, 3
@@ -104,17 +105,7 @@ def family_strings(specials, seed):
 
 
 def compare(c, label, path, reference, strings):
-    stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
-    for special in [False, True]:
-        got = [json.loads(line)["ids"] for line in
-               run(["tokenize", "--model", path] + ([] if special else ["--no-special"]), stdin=stdin).stdout.splitlines()]
-        c.check(len(got) == len(strings), f"{label}: {len(got)} lines for {len(strings)} strings")
-        agree = 0
-        for s, ids in zip(strings, got):
-            want = reference(s, special)
-            agree += ids == want
-            c.check(ids == want, f"{label} add_special={special} {s!r}: cbatch {ids} != reference {want}")
-        print(f"{label}, add_special={special}: {agree}/{len(strings)} strings agree")
+    check_tokenize(c, label, path, strings, reference, specials=(False, True))
 
 
 def check_families(c, work, source, vocab):

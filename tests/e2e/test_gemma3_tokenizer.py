@@ -15,6 +15,7 @@ from common import Checks, need_gemma3, need_modules, run, tmpdir
 from tokenizer_strings import test_strings
 
 need_modules("transformers", "gguf")
+from tokenizer_checks import check_tokenize  # noqa: E402
 from transformers_gguf import transformers_tokenizer_from_gguf  # noqa: E402
 
 GEMMA_CURATED = [
@@ -45,22 +46,13 @@ print(f"transformers built Gemma 3's tokenizer in {time.time() - start:.1f} s")
 c = Checks()
 c.check(config.get("add_bos_token") is True and config.get("bos_token") == "<bos>", f"reference config {config}")
 strings = gemma_strings()
-stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
 hf_dir = tmpdir()
 reference.backend_tokenizer.save(os.path.join(hf_dir, "tokenizer.json"))
 with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
     json.dump({"add_bos_token": True, "bos_token": "<bos>", "eos_token": "<eos>"}, f)
 for label, model in [("GGUF", path), ("tokenizer.json", hf_dir)]:
-    for special in [False, True]:
-        proc = run(["tokenize", "--model", model] + ([] if special else ["--no-special"]), stdin=stdin)
-        got = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
-        c.check(len(got) == len(strings), f"{len(got)} result lines for {len(strings)} strings")
-        agree = 0
-        for s, ids in zip(strings, got):
-            want = reference(s, add_special_tokens=special)["input_ids"]
-            agree += ids == want
-            c.check(ids == want, f"{label} add_special={special} {s!r}: cbatch {ids} != transformers {want}")
-        print(f"Gemma 3 from its {label}, add_special={special}: {agree}/{len(strings)} strings agree with transformers")
+    check_tokenize(c, f"Gemma 3 from its {label}", model, strings,
+                   lambda s, special: reference(s, add_special_tokens=special)["input_ids"], specials=(False, True))
 
 # Loading 262k pieces must stay fast: the whole command, model file opened and one line tokenized.
 times = []

@@ -29,6 +29,7 @@ from tokenizers import Tokenizer, normalizers  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import xlmr_files  # noqa: E402
 from bert_reference import BertReference  # noqa: E402
+from tokenizer_checks import check_tokenize, ids_of, tokenizer_variant  # noqa: E402
 from tokenizer_strings import test_strings  # noqa: E402
 
 c = Checks()
@@ -62,29 +63,11 @@ def cluster_strings(count=1500, seed=7):
 
 
 def check_tokens(label, model_dir, strings):
-    reference = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
-    for special in (True, False):
-        stdin = "".join(json.dumps({"text": s}) + "\n" for s in strings)
-        proc = run(["tokenize", "--model", model_dir] + ([] if special else ["--no-special"]), stdin=stdin)
-        got = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
-        c.check(len(got) == len(strings), f"{label}: {len(got)} result lines for {len(strings)} strings")
-        agree = 0
-        for s, ids in zip(strings, got):
-            want = reference.encode(s, add_special_tokens=special).ids
-            agree += ids == want
-            c.check(ids == want, f"{label} special={special} {s!r}: cbatch {ids} != tokenizers {want}")
-        print(f"{label}, add_special={special}: {agree}/{len(strings)} strings agree")
+    check_tokenize(c, label, model_dir, strings, ids_of(Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))))
 
 
 def variant(name, edit):
-    with open(os.path.join(bi_dir, "tokenizer.json")) as f:
-        data = json.load(f)
-    edit(data)
-    out = os.path.join(work, name)
-    os.makedirs(out)
-    with open(os.path.join(out, "tokenizer.json"), "w") as f:
-        json.dump(data, f)
-    return out
+    return tokenizer_variant(work, bi_dir, name, edit)
 
 
 def first_after_whitespace_split(data):
