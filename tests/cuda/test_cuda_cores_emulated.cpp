@@ -41,20 +41,6 @@ namespace {
 
 using decode_detail::DecodeArgs;
 
-template <typename T>
-std::vector<T> to_t(const std::vector<double>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
-  return out;
-}
-
-template <typename T>
-std::vector<T> to_t(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
-  return out;
-}
-
 // Shared memory of one emulated block, 128-byte aligned as the kernels declare theirs.
 struct BlockMemory {
   struct Free {

@@ -55,13 +55,6 @@ void with_head_dim(int hd, F&& f) {
   }
 }
 
-template <typename T, typename S>
-std::vector<T> to_t(const std::vector<S>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
-  return out;
-}
-
 struct AlignedBytes {
   struct Free {
     void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t(128)); }

@@ -32,20 +32,6 @@
 namespace cbatch::test {
 namespace {
 
-template <typename T>
-std::vector<T> to_t(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
-  return out;
-}
-
-template <typename T>
-std::vector<float> to_float_vector(const std::vector<T>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_f32(v[i]);
-  return out;
-}
-
 const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
 
 RopeFamily rope_family(const RopeFamilyHost& fam) {

@@ -58,13 +58,6 @@ Quantized emulated_quantize(const std::vector<T>& x, unsigned grid, std::vector<
   return q;
 }
 
-template <typename T>
-std::vector<T> to_t(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
-  return out;
-}
-
 // The reference of a whole tensor x (already in T's values): scale and codes from the definition.
 void check_against_reference(const std::vector<float>& x, const Quantized& q) {
   double amax = 0.0;

@@ -72,20 +72,6 @@ void check_permute_emulated(const std::vector<int32_t>& experts, int num_rows, i
 }
 
 template <typename T>
-std::vector<T> to_t(const std::vector<float>& v) {
-  std::vector<T> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(v[i]);
-  return out;
-}
-
-template <typename T>
-std::vector<float> to_float_vector(const std::vector<T>& v) {
-  std::vector<float> out(v.size());
-  for (size_t i = 0; i < v.size(); ++i) out[i] = to_f32(v[i]);
-  return out;
-}
-
-template <typename T>
 void check_combine_emulated(const CombineCase& cc) {
   CombineInput in = make_combine_input(cc, 7 + cc.dim);
   in.expert_out = round_to<T>(in.expert_out);

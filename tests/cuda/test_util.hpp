@@ -63,6 +63,22 @@ std::vector<float> round_to(std::vector<float> v) {
   return v;
 }
 
+// v's values as T, element by element through float (the emulated kernels' host inputs).
+template <typename T, typename S>
+std::vector<T> to_t(const std::vector<S>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = from_f32<T>(static_cast<float>(v[i]));
+  return out;
+}
+
+// v's values as float (the emulated kernels' host outputs).
+template <typename T>
+std::vector<float> to_float_vector(const std::vector<T>& v) {
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = to_f32(v[i]);
+  return out;
+}
+
 template <typename T>
 DeviceBuffer<T> to_device(const std::vector<float>& host) {
   std::vector<T> converted(host.size());
