@@ -9,17 +9,20 @@
 
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/open_for_writing.hpp"
 #include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 
-JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format)
+JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format,
+                                     const std::atomic<int>* stop)
     : path_(path), ordered_(ordered), format_(std::move(format)) {
   if (path == "-") {
     fd_ = STDOUT_FILENO;
     return;
   }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  fd_ = open_for_writing(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), stop);
+  if (fd_ < 0 && errno == EINTR && stop != nullptr) return;  // stopped before a reader came: nothing to write
   if (fd_ < 0) throw Error("cannot open output file '" + elide(path) + "': " + std::strerror(errno));
   owns_fd_ = true;
 }
@@ -53,6 +56,7 @@ void JsonlResultWriter::flush_pending() {
 }
 
 void JsonlResultWriter::write_line(const std::string& line) {
+  if (fd_ < 0) throw Error("cannot write output file '" + path_ + "': it was never opened (stopped while waiting for its reader)");
   const StopSignalsBlocked blocked;
   size_t done = 0;
   while (done < line.size()) {

@@ -1,5 +1,7 @@
-// Writes the per-step trace: one JSON line per engine step with the fields of DESIGN.md "Trace".
+// Writes the per-step trace: one JSON line per engine step with the fields of DESIGN.md "Trace". A named
+// pipe is opened waiting for its reader, until the stop flag ends the wait (then nothing is written).
 #pragma once
+#include <atomic>
 #include <cstdio>
 #include <string>
 
@@ -11,7 +13,8 @@ std::string format_step_record(const StepRecord& record);
 
 class TraceWriter {
  public:
-  explicit TraceWriter(const std::string& path);  // "-" = standard error is not allowed; a file path
+  // A file path ("-" is not standard error). stop: the flag that ends a wait for a named pipe's reader.
+  explicit TraceWriter(const std::string& path, const std::atomic<int>* stop = nullptr);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;

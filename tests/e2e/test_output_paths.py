@@ -1,0 +1,139 @@
+"""Outputs that are not plain files. --resume refuses an output that is not a regular file (a device, a
+named pipe) at once instead of reading it forever; a named pipe as output or as the prompts file works
+with a process at its other end; a stop signal ends a long read before the engine starts, or a named
+pipe's wait for its reader. Every cbatch here runs under a time limit, so a hang fails the test instead
+of stopping CI."""
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import time
+
+from common import BIN, Checks, read_jsonl, tiny_dummy_model, tmpdir, write_jsonl
+
+c = Checks()
+work = tmpdir()
+MODEL = tiny_dummy_model(work)
+LIMIT_S = 60  # no cbatch here needs more than a few seconds; past this it is hung
+
+prompts = os.path.join(work, "prompts.jsonl")
+write_jsonl(prompts, [{"id": f"p{i}", "prompt": f"line {i} of the output test", "max_tokens": 3, "temperature": 0}
+                      for i in range(6)])
+
+
+def cbatch(args, stdin=None, stdout=subprocess.PIPE, timeout=LIMIT_S):
+    """(exit status, stdout, stderr); the exit status is None when cbatch had to be killed at the limit."""
+    try:
+        proc = subprocess.run([BIN] + args, input=stdin, stdout=stdout, stderr=subprocess.PIPE, text=True,
+                              timeout=timeout)
+        return proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+        return None, "", err
+
+
+def refused(name, result, *needles):
+    rc, _, err = result
+    status = f"still running after {LIMIT_S} s" if rc is None else f"exit {rc}"
+    c.check(rc == 1, f"{name}: {status}, expected exit 1; stderr: {err[-400:]}")
+    for needle in needles:
+        c.check(needle in err, f"{name}: stderr does not say {needle!r}: {err[-400:]}")
+
+
+def fifo(name):
+    path = os.path.join(work, name)
+    os.mkfifo(path)
+    return path
+
+
+def kind(path):
+    mode = os.lstat(path).st_mode
+    for test, text in ((stat.S_ISLNK, "symlink"), (stat.S_ISFIFO, "fifo"), (stat.S_ISDIR, "directory"),
+                       (stat.S_ISCHR, "character device"), (stat.S_ISREG, "regular file")):
+        if test(mode):
+            return text
+    return "other"
+
+
+# --- --resume onto what is not a regular file; named pipes; stop signals during long reads. ---
+t0 = time.monotonic()
+refused("--resume -o /dev/zero", cbatch(["run", prompts, "-o", "/dev/zero", "--resume"] + MODEL),
+        "'/dev/zero'", "character device", "regular file")
+c.check(time.monotonic() - t0 < 20, f"--resume -o /dev/zero took {time.monotonic() - t0:.1f} s to refuse")
+pipe = fifo("resume.fifo")
+refused("--resume -o FIFO", cbatch(["run", prompts, "-o", pipe, "--resume"] + MODEL), pipe, "named pipe", "regular file")
+
+# -o FIFO with a reader at the other end: the results go through (the output lock must not wait for a writer).
+pipe = fifo("out.fifo")
+reader = subprocess.Popen(["cat", pipe], stdout=subprocess.PIPE)
+rc, _, err = cbatch(["run", prompts, "-o", pipe] + MODEL)
+try:
+    got, _ = reader.communicate(timeout=10)
+except subprocess.TimeoutExpired:
+    reader.kill()
+    got, _ = reader.communicate()
+c.check(rc == 0, f"-o FIFO: exit {rc}, expected 0: {err[-400:]}")
+c.check(len(got.splitlines()) == 6, f"-o FIFO: the reader got {len(got.splitlines())} lines, expected 6")
+
+# The prompts from a named pipe (as `cbatch run <(...)` gives them): counting the lines for the progress
+# line must not read the pipe (its lines would be lost) nor wait on it.
+pipe = fifo("prompts.fifo")
+writer = subprocess.Popen(["sh", "-c", f'cat "{prompts}" > "{pipe}"'])
+out = os.path.join(work, "from-fifo.jsonl")
+rc, _, err = cbatch(["run", pipe, "-o", out] + MODEL)
+if writer.poll() is None:  # cbatch never opened the pipe
+    writer.kill()
+writer.wait()
+c.check(rc == 0, f"prompts from a FIFO: exit {rc}, expected 0: {err[-400:]}")
+c.check(os.path.exists(out) and len(read_jsonl(out)) == 6, "prompts from a FIFO: not every line was answered")
+
+
+def stops_on_sigterm(name, args, check_after=None):
+    """The run is still reading when SIGTERM comes 2 s after its start: it must stop within 10 s with 143."""
+    proc = subprocess.Popen([BIN] + args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    t1 = time.monotonic()
+    try:
+        _, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+    err = err.decode(errors="replace")
+    c.check(proc.returncode == 143, f"{name}: exit {proc.returncode} after SIGTERM ({time.monotonic() - t1:.1f} s; "
+                                    f"-9: still reading after 10 s, killed), expected 143: {err[-400:]}")
+    if check_after:
+        check_after()
+
+
+# Sparse files of zeros: regular files that take minutes to read, and no disk space.
+huge = 1 << 40
+big_out = os.path.join(work, "big-out.jsonl")
+with open(big_out, "wb") as f:
+    f.truncate(huge)
+stops_on_sigterm("SIGTERM while --resume reads the output", ["run", prompts, "-o", big_out, "--resume"] + MODEL,
+                 lambda: c.check(os.path.getsize(big_out) == huge, "an interrupted --resume read cut the output"))
+os.remove(big_out)
+big_prompts = os.path.join(work, "big-prompts.jsonl")
+with open(big_prompts, "wb") as f:
+    f.truncate(huge)
+stops_on_sigterm("SIGTERM while the prompts' lines are counted",
+                 ["run", big_prompts, "-o", os.path.join(work, "big.jsonl")] + MODEL)
+os.remove(big_prompts)
+stops_on_sigterm("SIGTERM while reading /dev/zero as prompts", ["run", "/dev/zero", "-o", os.path.join(work, "z.jsonl")] + MODEL)
+# A named pipe as output or trace waits for its reader, as a shell redirection does, but not past a signal.
+stops_on_sigterm("SIGTERM while -o FIFO waits for a reader", ["run", prompts, "-o", fifo("no-reader.fifo")] + MODEL)
+stops_on_sigterm("SIGTERM while --trace FIFO waits for a reader",
+                 ["run", prompts, "-o", os.path.join(work, "t.jsonl"), "--trace", fifo("no-trace-reader.fifo")] + MODEL)
+
+# --shard fingerprints the prompts (a second read): a named pipe is refused, not read twice.
+pipe = fifo("shard.fifo")
+refused("--shard with prompts from a FIFO", cbatch(["run", pipe, "-o", os.path.join(work, "s.jsonl"), "--shard", "0/2"]
+                                                   + MODEL), pipe, "named pipe", "regular file")
+refused("--data-parallel-size with prompts from a FIFO",
+        cbatch(["run", pipe, "-o", os.path.join(work, "dp.jsonl"), "--data-parallel-size", "2"] + MODEL),
+        pipe, "named pipe", "regular file")
+
+shutil.rmtree(work, ignore_errors=True)
+c.done()
