@@ -6,15 +6,21 @@
 #include <fstream>
 
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
 #include "engine/io/summary_format.hpp"
 
 namespace cbatch {
 
 int merge_and_report(const MergeSources& sources, const std::string& output, const std::string& summary_path,
                      bool quiet) {
-  if (output == sources.input) throw Error("merge: the output file must differ from the input file");
+  // However spelled (a symlink, ./OUT): the output replaces its file, so it must be none of the ones read.
+  if (output == sources.input || is_same_regular_file(output, sources.input)) {
+    throw Error("merge: the output file must differ from the input file");
+  }
   for (const std::string& shard : sources.shards) {
-    if (shard == output) throw Error("merge: the output file '" + output + "' is also given as a shard");
+    if (shard == output || is_same_regular_file(output, shard)) {
+      throw Error("merge: the output file '" + output + "' is also given as a shard");
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   const MergeResult result = merge_shards(sources, output);

@@ -130,7 +130,9 @@ int exit_status(const RunSummary& summary, int stop_signal) {
 
 int run(const RunOptions& o) {
   if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
-  if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
+  if (o.output != "-" && (o.output == o.prompts || is_same_regular_file(o.output, o.prompts))) {
+    throw Error("the output file must differ from the prompts file");
+  }
   if (o.data_parallel_size > 1) return start_data_parallel(o);
   const std::optional<ShardProvenance> shard = shard_provenance(o);
   EngineHooks hooks;

@@ -16,6 +16,9 @@ std::string file_type_name(mode_t mode);
 // Whether the path names an existing regular file.
 bool is_regular_file(const std::string& path);
 
+// Whether both paths name the same existing regular file, however spelled (./a, a symlink, a hard link).
+bool is_same_regular_file(const std::string& a, const std::string& b);
+
 // Returns whether the path names an existing regular file; false when it does not exist (the caller
 // creates it, or its open reports why not). Throws cbatch::Error "WHY: 'PATH' is a named pipe (FIFO),
 // not a regular file" when it names something else.

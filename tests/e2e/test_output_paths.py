@@ -1,8 +1,9 @@
 """Outputs that are not plain files. --resume refuses an output that is not a regular file (a device, a
 named pipe) at once instead of reading it forever; a named pipe as output or as the prompts file works
 with a process at its other end; a stop signal ends a long read before the engine starts, or a named
-pipe's wait for its reader. Every cbatch here runs under a time limit, so a hang fails the test instead
-of stopping CI."""
+pipe's wait for its reader. merge writes through a symlink to its target (the link stays, the target
+keeps its permission bits) and refuses an existing output that is not a regular file, leaving it as it
+was. Every cbatch here runs under a time limit, so a hang fails the test instead of stopping CI."""
 import os
 import shutil
 import signal
@@ -134,6 +135,84 @@ refused("--shard with prompts from a FIFO", cbatch(["run", pipe, "-o", os.path.j
 refused("--data-parallel-size with prompts from a FIFO",
         cbatch(["run", pipe, "-o", os.path.join(work, "dp.jsonl"), "--data-parallel-size", "2"] + MODEL),
         pipe, "named pipe", "regular file")
+
+# --- merge writes through a symlink and refuses what is not a regular file. ---
+shards = [os.path.join(work, f"shard-{i}.jsonl") for i in range(2)]
+for i, shard in enumerate(shards):
+    rc, _, err = cbatch(["run", prompts, "-o", shard, "--shard", f"{i}/2"] + MODEL)
+    c.check(rc == 0, f"shard {i}/2: exit {rc}: {err[-400:]}")
+merged = os.path.join(work, "merged.jsonl")
+rc, _, err = cbatch(["merge", merged] + shards + ["--input", prompts, "--quiet"])
+c.check(rc == 0, f"merge: exit {rc}: {err[-400:]}")
+with open(merged, "rb") as f:
+    reference = f.read()
+c.check(len(reference.splitlines()) == 6, "merge: 6 lines")
+
+target = os.path.join(work, "target.jsonl")
+with open(target, "w") as f:
+    f.write("old content\n")
+os.chmod(target, 0o640)
+link = os.path.join(work, "link.jsonl")
+os.symlink("target.jsonl", link)  # relative: resolved against the link's directory
+rc, _, err = cbatch(["merge", link] + shards + ["--input", prompts, "--quiet"])
+c.check(rc == 0, f"merge into a symlink: exit {rc}: {err[-400:]}")
+c.check(kind(link) == "symlink" and os.readlink(link) == "target.jsonl", f"merge replaced the symlink: {kind(link)}")
+with open(target, "rb") as f:
+    c.check(f.read() == reference, "merge into a symlink: its target does not hold the merged lines")
+c.check(stat.S_IMODE(os.stat(target).st_mode) == 0o640,
+        f"merge into a symlink: target mode {oct(stat.S_IMODE(os.stat(target).st_mode))}, expected 0o640")
+dangling = os.path.join(work, "dangling.jsonl")
+os.symlink("new-target.jsonl", dangling)
+rc, _, err = cbatch(["merge", dangling] + shards + ["--input", prompts, "--quiet"])
+c.check(rc == 0 and kind(dangling) == "symlink", f"merge into a dangling symlink: exit {rc}, {kind(dangling)}: {err[-300:]}")
+new_target = os.path.join(work, "new-target.jsonl")
+c.check(os.path.exists(new_target) and open(new_target, "rb").read() == reference,
+        "merge into a dangling symlink: the file it names does not hold the merged lines")
+leftovers = [n for n in os.listdir(work) if "-tmp-" in n]
+c.check(not leftovers, f"merge left temporary files: {leftovers}")
+
+# Existing outputs that are not regular files: refused before any shard is read, and left as they were.
+not_regular = [(fifo("merge.fifo"), "fifo", "named pipe"), (os.path.join(work, "a-directory"), "directory", "directory")]
+os.mkdir(not_regular[1][0])
+if os.geteuid() == 0:  # a private copy of /dev/full's device node: the real one is never put at risk
+    device = os.path.join(work, "full-device")
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    not_regular.append((device, "character device", "character device"))
+else:
+    print("note: not root, so merge into a character device is not tried (a FIFO and a directory are)")
+link_to_fifo = os.path.join(work, "link-to-fifo.jsonl")
+os.symlink(not_regular[0][0], link_to_fifo)
+for path, was, needle in not_regular + [(link_to_fifo, "symlink", "named pipe")]:
+    t0 = time.monotonic()
+    refused(f"merge into a {was}", cbatch(["merge", path] + shards + ["--input", prompts, "--quiet"]),
+            f"'{path}'", needle, "not a regular file")
+    c.check(kind(path) == was, f"merge into a {was}: it is now a {kind(path)}")
+    c.check(time.monotonic() - t0 < 20, f"merge into a {was}: took {time.monotonic() - t0:.1f} s")
+c.check(kind(not_regular[0][0]) == "fifo", "merge through a symlink to a FIFO replaced the FIFO")
+# An output is never one of the files read, however it is spelled: it would be truncated or replaced.
+same_file = os.path.join(work, "same-file.jsonl")
+for name, target, args, needle in [
+        ("run -o a link to the prompts", prompts, ["run", prompts, "-o", same_file] + MODEL, "must differ"),
+        ("merge into a link to a shard", shards[0], ["merge", same_file] + shards + ["--input", prompts],
+         "is also given as a shard"),
+        ("merge into a link to the input", prompts, ["merge", same_file] + shards + ["--input", prompts],
+         "must differ")]:
+    if os.path.lexists(same_file):
+        os.remove(same_file)
+    os.symlink(target, same_file)
+    before = {path: open(path, "rb").read() for path in [prompts] + shards}
+    refused(name, cbatch(args), needle)
+    c.check(all(open(path, "rb").read() == data for path, data in before.items()), f"{name}: an input was changed")
+# --data-parallel-size merges at the end: an output merge would refuse is refused before any process starts.
+refused("--data-parallel-size -o FIFO",
+        cbatch(["run", prompts, "-o", not_regular[0][0], "--data-parallel-size", "2"] + MODEL), not_regular[0][0],
+        "named pipe", "not a regular file")
+c.check(not any(n.startswith("merge.fifo.shard") for n in os.listdir(work)), "--data-parallel-size -o FIFO ran shards")
+# The shards and the input must be regular files too: merge reads each of them twice.
+refused("merge of a FIFO shard", cbatch(["merge", merged, shards[0], not_regular[0][0], "--input", prompts]),
+        not_regular[0][0], "named pipe")
+refused("merge with a FIFO input", cbatch(["merge", merged] + shards + ["--input", not_regular[0][0]]),
+        not_regular[0][0], "named pipe")
 
 shutil.rmtree(work, ignore_errors=True)
 c.done()
