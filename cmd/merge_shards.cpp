@@ -3,10 +3,10 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 #include "engine/base/error.hpp"
 #include "engine/base/file_type.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/summary_format.hpp"
 
 namespace cbatch {
@@ -40,11 +40,7 @@ int merge_and_report(const MergeSources& sources, const std::string& output, con
     }
     std::fprintf(stderr, "\n%s", format_summary_text(result.summary).c_str());
   }
-  if (!summary_path.empty()) {
-    std::ofstream out(summary_path);
-    out << format_summary_json(result.summary, result.mode, result.device);
-    if (!out) throw Error("cannot write '" + summary_path + "'");
-  }
+  if (!summary_path.empty()) write_text_file(summary_path, format_summary_json(result.summary, result.mode, result.device));
   return result.summary.requests_failed > 0 ? 2 : 0;
 }
 

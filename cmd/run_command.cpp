@@ -13,6 +13,7 @@
 #include "engine/core/engine.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/file_type.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/jsonl_result_writer.hpp"
 #include "engine/io/jsonl_source.hpp"
 #include "engine/io/output_lock.hpp"
@@ -57,12 +58,6 @@ std::string model_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error("cannot write '" + path + "'");
-}
-
 // --resume: reads the output file back and cuts a torn last line before anything is appended. A stop
 // signal ends the read (the state is then marked stopped and nothing is cut).
 ResumeState open_resume(const RunOptions& o, const std::atomic<int>& stop) {
@@ -105,7 +100,7 @@ std::string summary_path(const RunOptions& o, const ShardProvenance* shard) {
 void report(const RunOptions& o, const RunSummary& summary, const Backend& backend, const ShardProvenance* shard) {
   if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
   const std::string path = summary_path(o, shard);
-  if (!path.empty()) write_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
+  if (!path.empty()) write_text_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
 }
 
 int start_data_parallel(const RunOptions& o) {
@@ -183,6 +178,7 @@ int run(const RunOptions& o) {
   RunSummary summary = engine.run(source, writer, hooks);
   writer.flush_pending();
   writer.sync();
+  if (trace) trace->close();
   progress.finish();
   summary.resumed_ok = source.num_resumed_ok();
   summary.resumed_failed = source.num_resumed_failed();

@@ -16,7 +16,8 @@ namespace cbatch {
 
 JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format,
                                      const std::atomic<int>* stop)
-    : path_(path), ordered_(ordered), format_(std::move(format)) {
+    : name_(path == "-" ? "standard output" : "output file '" + elide(path) + "'"), ordered_(ordered),
+      format_(std::move(format)) {
   if (path == "-") {
     fd_ = STDOUT_FILENO;
     return;
@@ -56,13 +57,13 @@ void JsonlResultWriter::flush_pending() {
 }
 
 void JsonlResultWriter::write_line(const std::string& line) {
-  if (fd_ < 0) throw Error("cannot write output file '" + path_ + "': it was never opened (stopped while waiting for its reader)");
+  if (fd_ < 0) throw Error("cannot write " + name_ + ": it was never opened (stopped while waiting for its reader)");
   const StopSignalsBlocked blocked;
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot write output file '" + path_ + "': " + std::strerror(errno));
+    if (n < 0) throw Error("cannot write " + name_ + ": " + std::strerror(errno));
     done += static_cast<size_t>(n);
   }
   ++num_written_;
@@ -71,7 +72,7 @@ void JsonlResultWriter::write_line(const std::string& line) {
 void JsonlResultWriter::sync() {
   struct stat st {};
   if (!owns_fd_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return;  // /dev/null, a pipe: nothing to sync
-  if (::fdatasync(fd_) != 0) throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
+  if (::fdatasync(fd_) != 0) throw Error("cannot write " + name_ + " to disk: " + std::strerror(errno));
 }
 
 }  // namespace cbatch

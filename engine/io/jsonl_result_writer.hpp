@@ -38,7 +38,7 @@ class JsonlResultWriter final : public ResultSink {
   void emit(int64_t index, std::string line);
   void write_line(const std::string& line);
 
-  std::string path_;
+  std::string name_;  // for messages: "output file 'PATH'" or "standard output"
   int fd_ = -1;
   bool owns_fd_ = false;
   bool ordered_;

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "engine/base/error.hpp"
 #include "engine/base/open_for_writing.hpp"
@@ -64,9 +65,19 @@ TraceWriter::~TraceWriter() {
 void TraceWriter::write(const StepRecord& record) {
   if (file_ == nullptr) return;  // stopped before it opened: the run takes no step
   const std::string line = format_step_record(record);
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
-    throw Error("cannot write trace file '" + path_ + "': " + std::strerror(errno));
-  }
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) fail(errno);
+}
+
+void TraceWriter::close() {
+  std::FILE* file = std::exchange(file_, nullptr);
+  if (file == nullptr) return;
+  const bool failed_before = std::ferror(file) != 0;
+  if (std::fclose(file) != 0) fail(errno);  // the buffer's last write: a short run's whole trace
+  if (failed_before) fail(EIO);
+}
+
+void TraceWriter::fail(int err) const {
+  throw Error("cannot write trace file '" + path_ + "': " + std::strerror(err));
 }
 
 }  // namespace cbatch

@@ -1,9 +1,12 @@
-"""Outputs that are not plain files. --resume refuses an output that is not a regular file (a device, a
-named pipe) at once instead of reading it forever; a named pipe as output or as the prompts file works
-with a process at its other end; a stop signal ends a long read before the engine starts, or a named
-pipe's wait for its reader. merge writes through a symlink to its target (the link stays, the target
-keeps its permission bits) and refuses an existing output that is not a regular file, leaving it as it
-was. Every cbatch here runs under a time limit, so a hang fails the test instead of stopping CI."""
+"""Outputs that are not plain files, and writes that fail. --resume refuses an output that is not a regular
+file (a device, a named pipe) at once instead of reading it forever; a named pipe as output or as the
+prompts file works with a process at its other end; a stop signal ends a long read before the engine
+starts, or a named pipe's wait for its reader. merge writes through a symlink to its target (the link stays, the target keeps its permission
+bits) and refuses an existing output that is not a regular file, leaving it as it was. Every output
+stream that cannot be written (a full disk: /dev/full) exits 1 with a message naming it, "standard
+output" for stdout. Every cbatch here runs under a time limit, so a hang fails the test instead of
+stopping CI."""
+import json
 import os
 import shutil
 import signal
@@ -11,12 +14,15 @@ import stat
 import subprocess
 import time
 
-from common import BIN, Checks, read_jsonl, tiny_dummy_model, tmpdir, write_jsonl
+from common import BIN, Checks, read_jsonl, tiny_dummy_model, tiny_spm_gguf, tmpdir, write_jsonl
 
+SPM = tiny_spm_gguf()
 c = Checks()
 work = tmpdir()
 MODEL = tiny_dummy_model(work)
 LIMIT_S = 60  # no cbatch here needs more than a few seconds; past this it is hung
+FULL = "/dev/full"
+assert os.path.exists(FULL), "this test needs /dev/full (every Linux system has it)"
 
 prompts = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts, [{"id": f"p{i}", "prompt": f"line {i} of the output test", "max_tokens": 3, "temperature": 0}
@@ -214,5 +220,34 @@ refused("merge of a FIFO shard", cbatch(["merge", merged, shards[0], not_regular
 refused("merge with a FIFO input", cbatch(["merge", merged] + shards + ["--input", not_regular[0][0]]),
         not_regular[0][0], "named pipe")
 
+# --- Every output stream checked: a full disk exits 1 and names what could not be written. ---
+def full_stream(name, args, needle, stdin=None, to_stdout=False):
+    with open(FULL, "w") as full:
+        result = cbatch(args, stdin=stdin, stdout=full if to_stdout else subprocess.PIPE)
+    refused(name, result, needle)
+
+
+small_bench = ["bench", "--num-prompts", "2", "--input-len", "4", "--output-len", "2", "--modes", "continuous",
+               "--no-warmup"] + MODEL
+for name, args, needle, to_stdout in [
+        ("run -o /dev/full", ["run", prompts, "-o", FULL] + MODEL, FULL, False),
+        ("run -o - > /dev/full", ["run", prompts, "-o", "-"] + MODEL, "standard output", True),
+        ("run --summary /dev/full", ["run", prompts, "-o", os.path.join(work, "r.jsonl"), "--summary", FULL] + MODEL,
+         FULL, False),
+        ("run --trace /dev/full", ["run", prompts, "-o", os.path.join(work, "r.jsonl"), "--trace", FULL] + MODEL,
+         FULL, False),
+        ("merge --summary /dev/full", ["merge", merged] + shards + ["--input", prompts, "--quiet", "--summary", FULL],
+         FULL, False),
+        ("inspect > /dev/full", ["inspect", "--model", SPM], "standard output", True),
+        ("--version > /dev/full", ["--version"], "standard output", True),
+        ("bench > /dev/full", small_bench, "standard output", True),
+        ("bench --json /dev/full", small_bench + ["--json", FULL], FULL, False)]:
+    full_stream(name, args, needle, to_stdout=to_stdout)
+full_stream("tokenize > /dev/full", ["tokenize", "--model", SPM], "standard output",
+            stdin=json.dumps({"text": "I dreamed of a quiet city"}) + "\n", to_stdout=True)
+# A summary is still written to a place that is not a regular file (/dev/null, a pipe).
+rc, _, err = cbatch(["run", prompts, "-o", os.path.join(work, "r.jsonl"), "--summary", "/dev/null", "--trace",
+                     "/dev/null"] + MODEL)
+c.check(rc == 0, f"--summary /dev/null --trace /dev/null: exit {rc}: {err[-300:]}")
 shutil.rmtree(work, ignore_errors=True)
 c.done()

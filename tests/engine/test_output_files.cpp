@@ -1,7 +1,8 @@
-// Outputs written whole: ReplacedFile writes through a symlink to its target, keeps the target's
-// permission bits, leaves the old file and no temporary file when not committed, and refuses what is
-// not a regular file before writing; open_for_writing waits for a named pipe's reader only until the
-// stop flag is raised.
+// Outputs written whole: write_text_file checks every step (a full disk is an error naming the path);
+// ReplacedFile writes through a symlink to its target, keeps the target's permission bits, leaves the
+// old file and no temporary file when not committed, and refuses what is not a regular file before
+// writing; the trace writer reports at close a write error its buffer hid; open_for_writing waits for a
+// named pipe's reader only until the stop flag is raised.
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
@@ -19,6 +20,8 @@
 #include "engine/base/error.hpp"
 #include "engine/base/open_for_writing.hpp"
 #include "engine/base/replaced_file.hpp"
+#include "engine/base/text_output.hpp"
+#include "engine/io/trace_writer.hpp"
 #include "fifo.hpp"
 
 namespace fs = std::filesystem;
@@ -64,6 +67,21 @@ bool has_temp_files(const TempDir& dir) {
 }
 
 }  // namespace
+
+TEST_CASE("write_text_file: writes the whole text; a failed write names the path and the reason") {
+  TempDir dir;
+  const std::string path = dir.at("summary.json");
+  write_text(path, "an older and longer content\n");
+  cbatch::write_text_file(path, "{}\n");
+  CHECK(read_text(path) == "{}\n");
+  // ofstream's `out << text; if (!out)` misses this one: the text fits its buffer, the error comes at close.
+  CHECK(error_of([] { cbatch::write_text_file("/dev/full", "{}\n"); }) ==
+        "cannot write '/dev/full': No space left on device");
+  const std::string missing = dir.at("no-such-dir/summary.json");
+  CHECK(error_of([&] { cbatch::write_text_file(missing, "{}\n"); }) ==
+        "cannot write '" + missing + "': No such file or directory");
+  cbatch::write_text_file("/dev/null", "{}\n");  // not a regular file, and fine
+}
 
 TEST_CASE("replaced file: the old content stays until commit, then the new one is in place") {
   TempDir dir;
@@ -131,6 +149,12 @@ TEST_CASE("replaced file: a device, a named pipe, a directory or a link to one i
   fs::create_symlink("loop-a", dir.at("loop-b"));
   CHECK(error_of([&] { cbatch::replacement_target(dir.at("loop-a")); }).find("too many levels of symlinks") !=
         std::string::npos);
+}
+
+TEST_CASE("trace writer: a write error its buffer held back is reported at close, naming the file") {
+  cbatch::TraceWriter trace("/dev/full");
+  trace.write(cbatch::StepRecord{});  // one short line: it stays in the buffer, so write() cannot fail yet
+  CHECK(error_of([&] { trace.close(); }) == "cannot write trace file '/dev/full': No space left on device");
 }
 
 TEST_CASE("open_for_writing: a named pipe waits for its reader until the stop flag is raised") {
