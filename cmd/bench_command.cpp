@@ -2,7 +2,6 @@
 // JSON with --json, and exit status 3 when --baseline shows a throughput regression.
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "engine/bench/passages_synthetic.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/jsonl_source.hpp"
 #include "engine/io/progress.hpp"
 
@@ -63,7 +63,7 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Be
   std::string path = o.dataset;
   if (o.dataset == "passages-synthetic") {  // written out, then read as any prompts file
     path = (std::filesystem::temp_directory_path() / ("cbatch-passages-" + std::to_string(::getpid()) + ".jsonl")).string();
-    std::ofstream(path) << passages_synthetic_jsonl(o.num_prompts, o.engine.seed);
+    write_text_file(path, passages_synthetic_jsonl(o.num_prompts, o.engine.seed));
   }
   RequestDefaults defaults;
   defaults.max_tokens = o.engine.max_tokens;
@@ -158,11 +158,7 @@ int run(const BenchOptions& o) {
     }
   }
   std::fputs(format_bench_table(report).c_str(), stdout);
-  if (!o.json.empty()) {
-    std::ofstream out(o.json);
-    out << format_bench_json(report);
-    if (!out) throw Error("cannot write '" + o.json + "'");
-  }
+  if (!o.json.empty()) write_text_file(o.json, format_bench_json(report));
   if (o.baseline.empty()) return 0;
   const auto regressions = compare_with_baseline(report, o.baseline, o.tolerance);
   for (const Regression& r : regressions) {

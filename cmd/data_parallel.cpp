@@ -17,6 +17,8 @@
 #include "cmd/merge_shards.hpp"
 #include "cmd/signals.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
+#include "engine/base/replaced_file.hpp"
 #include "engine/scale/child_args.hpp"
 #include "engine/scale/shard_summary.hpp"
 
@@ -183,6 +185,9 @@ int wait_all(std::vector<Child>& children, const std::atomic<int>& stop) {
 int run_data_parallel(const DataParallelRun& r) {
   if (r.output == "-") throw Error("--data-parallel-size needs an output file (-o OUT.jsonl): each process writes its own shard before the merge");
   if (r.prompts == "-") throw Error("--data-parallel-size needs the prompts as a file: the processes cannot share standard input");
+  // What would stop the merge at the end is refused before any process starts.
+  require_regular_file(r.prompts, "--data-parallel-size: every process reads the prompts file, so it must be a regular file");
+  replacement_target(r.output);
   std::vector<Child> children = plan_children(r);
   const std::atomic<int>& stop = install_stop_signals();
   for (Child& c : children) start(c);

@@ -1,4 +1,5 @@
-// cbatch: offline batch inference for Llama-family models. main parses, dispatches, reports.
+// cbatch: offline batch inference for Llama-family models. main parses, dispatches, reports. Whatever a
+// command printed on standard output is flushed and checked here: a full disk or a failed write is exit 1.
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -8,6 +9,7 @@
 #include "cmd/commands.hpp"
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/text_output.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
 #include "cuda/cuda_backend.hpp"
@@ -51,10 +53,14 @@ int main(int argc, char** argv) {
   try {
     if (show_version) {
       std::fputs(version_text().c_str(), stdout);
+      cbatch::flush_standard_output();
       return 0;
     }
     for (const cbatch::Command& command : commands) {
-      if (command.app->parsed()) return command.run();
+      if (!command.app->parsed()) continue;
+      const int status = command.run();
+      cbatch::flush_standard_output();
+      return status;
     }
     std::fputs(app.help().c_str(), stderr);
     return 1;

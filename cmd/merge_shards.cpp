@@ -3,18 +3,24 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/summary_format.hpp"
 
 namespace cbatch {
 
 int merge_and_report(const MergeSources& sources, const std::string& output, const std::string& summary_path,
                      bool quiet) {
-  if (output == sources.input) throw Error("merge: the output file must differ from the input file");
+  // However spelled (a symlink, ./OUT): the output replaces its file, so it must be none of the ones read.
+  if (output == sources.input || is_same_regular_file(output, sources.input)) {
+    throw Error("merge: the output file must differ from the input file");
+  }
   for (const std::string& shard : sources.shards) {
-    if (shard == output) throw Error("merge: the output file '" + output + "' is also given as a shard");
+    if (shard == output || is_same_regular_file(output, shard)) {
+      throw Error("merge: the output file '" + output + "' is also given as a shard");
+    }
   }
   const auto start = std::chrono::steady_clock::now();
   const MergeResult result = merge_shards(sources, output);
@@ -34,11 +40,7 @@ int merge_and_report(const MergeSources& sources, const std::string& output, con
     }
     std::fprintf(stderr, "\n%s", format_summary_text(result.summary).c_str());
   }
-  if (!summary_path.empty()) {
-    std::ofstream out(summary_path);
-    out << format_summary_json(result.summary, result.mode, result.device);
-    if (!out) throw Error("cannot write '" + summary_path + "'");
-  }
+  if (!summary_path.empty()) write_text_file(summary_path, format_summary_json(result.summary, result.mode, result.device));
   return result.summary.requests_failed > 0 ? 2 : 0;
 }
 

@@ -1,4 +1,5 @@
 // `cbatch run PROMPTS.jsonl`: every request of a JSONL file through the engine, results as JSONL.
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,8 @@
 #include "cmd/signals.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/jsonl_result_writer.hpp"
 #include "engine/io/jsonl_source.hpp"
 #include "engine/io/output_lock.hpp"
@@ -35,13 +38,16 @@ struct RunOptions {
   EngineOptions engine;
 };
 
-// Lines in a regular file (an upper bound of its requests, for the progress line); -1 for stdin.
-int64_t count_lines(const std::string& path) {
-  if (path == "-") return -1;
+// Lines in a regular file (an upper bound of its requests, for the progress line); -1 when not known:
+// standard input, a named pipe or a device (a second read would take the run's lines, or never end), or
+// a stop signal during the count (a file of gigabytes takes seconds).
+int64_t count_lines(const std::string& path, const std::atomic<int>& stop) {
+  if (path == "-" || !is_regular_file(path)) return -1;
   std::ifstream in(path, std::ios::binary);
   int64_t lines = 0;
   char buffer[1 << 16];
   while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    if (stop.load() != 0) return -1;
     for (std::streamsize i = 0; i < in.gcount(); ++i) lines += buffer[i] == '\n';
   }
   return lines;
@@ -52,15 +58,11 @@ std::string model_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-  if (!out) throw Error("cannot write '" + path + "'");
-}
-
-// --resume: reads the output file back and cuts a torn last line before anything is appended.
-ResumeState open_resume(const RunOptions& o) {
-  ResumeState resume = read_resume_state(o.output);
+// --resume: reads the output file back and cuts a torn last line before anything is appended. A stop
+// signal ends the read (the state is then marked stopped and nothing is cut).
+ResumeState open_resume(const RunOptions& o, const std::atomic<int>& stop) {
+  ResumeState resume = read_resume_state(o.output, &stop);
+  if (resume.stopped) return resume;
   if (resume.num_bad_lines > 0) {
     std::fprintf(stderr, "cbatch: warning: %lld lines of '%s' are not cbatch output lines (is it the right file?)\n",
                  static_cast<long long>(resume.num_bad_lines), o.output.c_str());
@@ -69,9 +71,10 @@ ResumeState open_resume(const RunOptions& o) {
   return resume;
 }
 
-// Lines still to answer (an upper bound of the requests, for the progress line); -1 for stdin.
-int64_t remaining_lines(const RunOptions& o, const ResumeState& resume, const ShardSpec& shard) {
-  const int64_t all_lines = count_lines(o.prompts);
+// Lines still to answer (an upper bound of the requests, for the progress line); -1 when not known.
+int64_t remaining_lines(const RunOptions& o, const ResumeState& resume, const ShardSpec& shard,
+                        const std::atomic<int>& stop) {
+  const int64_t all_lines = count_lines(o.prompts, stop);
   if (all_lines < 0) return -1;
   const int64_t lines = (all_lines + shard.count - 1) / shard.count;  // about the shard's share
   return lines - static_cast<int64_t>(resume.result_ids.size() + resume.error_lines.size());
@@ -97,7 +100,7 @@ std::string summary_path(const RunOptions& o, const ShardProvenance* shard) {
 void report(const RunOptions& o, const RunSummary& summary, const Backend& backend, const ShardProvenance* shard) {
   if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
   const std::string path = summary_path(o, shard);
-  if (!path.empty()) write_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
+  if (!path.empty()) write_text_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
 }
 
 int start_data_parallel(const RunOptions& o) {
@@ -122,13 +125,19 @@ int exit_status(const RunSummary& summary, int stop_signal) {
 
 int run(const RunOptions& o) {
   if (o.resume && o.output == "-") throw Error("--resume needs an output file (-o OUT.jsonl), not standard output");
-  if (o.output != "-" && o.output == o.prompts) throw Error("the output file must differ from the prompts file");
+  if (o.output != "-" && (o.output == o.prompts || is_same_regular_file(o.output, o.prompts))) {
+    throw Error("the output file must differ from the prompts file");
+  }
   if (o.data_parallel_size > 1) return start_data_parallel(o);
   const std::optional<ShardProvenance> shard = shard_provenance(o);
   EngineHooks hooks;
   hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step
   const OutputFileLock lock(o.output);
-  const ResumeState resume = o.resume ? open_resume(o) : ResumeState{};
+  const ResumeState resume = o.resume ? open_resume(o, *hooks.stop_signal) : ResumeState{};
+  if (resume.stopped) {
+    if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] stopped while reading '%s' back; nothing was run\n", o.output.c_str());
+    return 128 + hooks.stop_signal->load();
+  }
   const auto load_start = std::chrono::steady_clock::now();
   const Model model = load_model_for(o.engine);
   const auto loras = load_loras_for(o.engine, model);
@@ -156,10 +165,12 @@ int run(const RunOptions& o) {
   if (shard) source.set_shard(shard->shard);
   ResultFormatOptions format;
   format.model = model_name(model.path);
-  JsonlResultWriter writer(o.output, o.resume, o.ordered, format);
-  std::unique_ptr<TraceWriter> trace = o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace);
+  // A named pipe as output waits for its reader; a stop signal ends the wait, and the run before its first step.
+  JsonlResultWriter writer(o.output, o.resume, o.ordered, format, hooks.stop_signal);
+  std::unique_ptr<TraceWriter> trace =
+      o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace, hooks.stop_signal);
   ProgressReporter progress(!o.engine.quiet);
-  const int64_t total = remaining_lines(o, resume, shard ? shard->shard : ShardSpec{});
+  const int64_t total = remaining_lines(o, resume, shard ? shard->shard : ShardSpec{}, *hooks.stop_signal);
   hooks.on_step = [&](const StepRecord& record) {
     if (trace) trace->write(record);
     progress.on_step(record, total);
@@ -167,6 +178,7 @@ int run(const RunOptions& o) {
   RunSummary summary = engine.run(source, writer, hooks);
   writer.flush_pending();
   writer.sync();
+  if (trace) trace->close();
   progress.finish();
   summary.resumed_ok = source.num_resumed_ok();
   summary.resumed_failed = source.num_resumed_failed();

@@ -12,6 +12,7 @@
 #include "engine/text/chat_format.hpp"
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/text_output.hpp"
 #include "engine/io/json_writer.hpp"
 #include "engine/io/jsonl_reader.hpp"
 #include "engine/model/model.hpp"
@@ -76,10 +77,10 @@ int run(const TokenizeOptions& o) {
     }
     std::string out = w.take() + "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
-    if (!reader.ready()) std::fflush(stdout);  // answer what came before waiting on the producer
+    // Answer what came before waiting on the producer; a stdout that cannot be written stops the loop.
+    if (!reader.ready() || std::ferror(stdout) != 0) flush_standard_output();
   }
-  std::fflush(stdout);
-  return failures > 0 ? 2 : 0;
+  return failures > 0 ? 2 : 0;  // main flushes and checks standard output
 }
 
 }  // namespace

@@ -11,11 +11,12 @@
 
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
 
 namespace cbatch {
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a named pipe: refused, not waited on
   if (fd < 0) throw Error("cannot open '" + elide(path) + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -23,9 +24,9 @@ MappedFile::MappedFile(const std::string& path) : path_(path) {
     ::close(fd);
     throw Error("cannot stat '" + path + "': " + std::strerror(err));
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {  // a directory, a device, a pipe: nothing to map
     ::close(fd);
-    throw Error("'" + path + "' is a directory, expected a file");
+    throw Error("'" + path + "' is " + file_type_name(st.st_mode) + ", expected a regular file");
   }
   size_ = static_cast<size_t>(st.st_size);
   if (size_ > 0) {

@@ -4,6 +4,7 @@
 #include "engine/io/input_fingerprint.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +14,7 @@
 
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
 
 namespace cbatch {
 namespace {
@@ -65,8 +67,15 @@ class StreamHash {
 
 InputFingerprint fingerprint_file(const std::string& path) {
   if (path == "-") throw Error("standard input cannot be fingerprinted: give the prompts as a file");
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a named pipe is refused below, not waited on (regular files ignore the flag).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) throw Error("cannot open '" + elide(path) + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);  // a pipe's bytes would be gone for the run that reads them next; a device may never end
+    throw Error("the input is read twice (once for its fingerprint), so it must be a regular file: '" + elide(path) +
+                "' is " + file_type_name(st.st_mode) + ", not a regular file");
+  }
   std::vector<unsigned char> buffer(size_t{1} << 20);  // a multiple of 8: only the last read is partial
   StreamHash hash;
   size_t filled = 0;

@@ -17,7 +17,8 @@ struct InputFingerprint {
   std::string text() const { return std::to_string(bytes) + " bytes, hash " + hash; }
 };
 
-// Throws cbatch::Error naming the path when it cannot be read; "-" (standard input) cannot be.
+// Throws cbatch::Error naming the path when it cannot be read or is not a regular file (a named pipe, a
+// device: the fingerprint would take the bytes the next read needs); "-" (standard input) cannot be.
 InputFingerprint fingerprint_file(const std::string& path);
 
 // The same hash over bytes in memory (tests; the file version hashes exactly these bytes).

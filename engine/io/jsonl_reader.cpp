@@ -63,9 +63,11 @@ bool JsonlReader::ready() const {
 }
 
 // Waits until the input has bytes (or its end, or an error) to read; false once the stop flag is up.
-// poll is never restarted after a signal handler, so a signal ends the wait at once.
+// poll is never restarted after a signal handler, so a signal ends the wait at once. A regular file
+// never waits, but a long one is read chunk by chunk, so the flag is looked at before each chunk.
 bool JsonlReader::wait_for_input() {
-  if (stop_ == nullptr || is_regular_) return true;
+  if (stop_ == nullptr) return true;
+  if (is_regular_) return stop_->load() == 0;
   for (;;) {
     if (stop_->load() != 0) return false;
     pollfd p{fd_, POLLIN, 0};

@@ -40,9 +40,8 @@ class JsonlReader {
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
 
-  // The next non-blank line; false at the end of the input, or when the stop flag was raised while
-  // waiting for input (a partly received line is then dropped, not handed out as a torn one). Throws
-  // cbatch::Error on a read error.
+  // The next non-blank line; false at the end of the input, or when the stop flag was raised (a partly
+  // received line is then dropped, not handed out as a torn one). Throws cbatch::Error on a read error.
   bool next(JsonlLine& out);
 
   // Whether next() can start without waiting on a producer: a regular file, the end of the input, a whole
@@ -50,7 +49,8 @@ class JsonlReader {
   // line a producer is in the middle of writing.
   bool ready() const;
 
-  // While waiting for input, give up as soon as *flag is non-zero (a signal handler's flag, say).
+  // Give up as soon as *flag is non-zero (a signal handler's flag, say): while waiting for input, and
+  // before each chunk of a regular file (a long file then stops within one chunk).
   void set_stop_flag(const std::atomic<int>* flag) { stop_ = flag; }
   bool stopped() const { return stopped_; }  // next() returned false because of the stop flag
 

@@ -9,17 +9,21 @@
 
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/open_for_writing.hpp"
 #include "engine/base/signal_block.hpp"
 
 namespace cbatch {
 
-JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format)
-    : path_(path), ordered_(ordered), format_(std::move(format)) {
+JsonlResultWriter::JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format,
+                                     const std::atomic<int>* stop)
+    : name_(path == "-" ? "standard output" : "output file '" + elide(path) + "'"), ordered_(ordered),
+      format_(std::move(format)) {
   if (path == "-") {
     fd_ = STDOUT_FILENO;
     return;
   }
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), 0644);
+  fd_ = open_for_writing(path, O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC), stop);
+  if (fd_ < 0 && errno == EINTR && stop != nullptr) return;  // stopped before a reader came: nothing to write
   if (fd_ < 0) throw Error("cannot open output file '" + elide(path) + "': " + std::strerror(errno));
   owns_fd_ = true;
 }
@@ -53,12 +57,13 @@ void JsonlResultWriter::flush_pending() {
 }
 
 void JsonlResultWriter::write_line(const std::string& line) {
+  if (fd_ < 0) throw Error("cannot write " + name_ + ": it was never opened (stopped while waiting for its reader)");
   const StopSignalsBlocked blocked;
   size_t done = 0;
   while (done < line.size()) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error("cannot write output file '" + path_ + "': " + std::strerror(errno));
+    if (n < 0) throw Error("cannot write " + name_ + ": " + std::strerror(errno));
     done += static_cast<size_t>(n);
   }
   ++num_written_;
@@ -67,7 +72,7 @@ void JsonlResultWriter::write_line(const std::string& line) {
 void JsonlResultWriter::sync() {
   struct stat st {};
   if (!owns_fd_ || ::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) return;  // /dev/null, a pipe: nothing to sync
-  if (::fdatasync(fd_) != 0) throw Error("cannot write output file '" + path_ + "' to disk: " + std::strerror(errno));
+  if (::fdatasync(fd_) != 0) throw Error("cannot write " + name_ + " to disk: " + std::strerror(errno));
 }
 
 }  // namespace cbatch

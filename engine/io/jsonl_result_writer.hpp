@@ -2,8 +2,11 @@
 // (O_APPEND, no user-space buffer) as it finishes, so a killed run loses no finished line and leaves at
 // most a torn last line (which --resume cuts). SIGINT/SIGTERM are blocked while a line is written, so a
 // signal handler that exits never cuts one. With `ordered`, lines are held back until every earlier
-// item has been written. "-" writes to standard output.
+// item has been written. "-" writes to standard output. A named pipe is opened as a shell opens it, waiting
+// for its reader, but a raised stop flag ends that wait: the run then stops before its first step, and
+// the writer, which never opened, must not be written to.
 #pragma once
+#include <atomic>
 #include <map>
 #include <string>
 
@@ -14,8 +17,10 @@ namespace cbatch {
 
 class JsonlResultWriter final : public ResultSink {
  public:
-  // append: keep the file's content (--resume); otherwise the file is truncated.
-  JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format);
+  // append: keep the file's content (--resume); otherwise the file is truncated. stop: the flag that ends
+  // a wait for a named pipe's reader (may be null).
+  JsonlResultWriter(const std::string& path, bool append, bool ordered, ResultFormatOptions format,
+                    const std::atomic<int>* stop = nullptr);
   ~JsonlResultWriter() override;
   JsonlResultWriter(const JsonlResultWriter&) = delete;
   JsonlResultWriter& operator=(const JsonlResultWriter&) = delete;
@@ -33,7 +38,7 @@ class JsonlResultWriter final : public ResultSink {
   void emit(int64_t index, std::string line);
   void write_line(const std::string& line);
 
-  std::string path_;
+  std::string name_;  // for messages: "output file 'PATH'" or "standard output"
   int fd_ = -1;
   bool owns_fd_ = false;
   bool ordered_;

@@ -15,7 +15,9 @@ namespace cbatch {
 
 OutputFileLock::OutputFileLock(const std::string& path) {
   if (path == "-") return;
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  // O_NONBLOCK: an open for reading of a named pipe would wait for a writer, and the reader at its other
+  // end (`cat FIFO`) waits for one too. Regular files ignore the flag.
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd_ < 0) throw Error("cannot open output file '" + elide(path) + "': " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd_, &st) == 0 && !S_ISREG(st.st_mode)) {  // /dev/null, a pipe: no results to guard

@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
 #include "engine/io/jsonl_reader.hpp"
 #include "engine/io/output_line_key.hpp"
 
@@ -24,21 +25,21 @@ std::optional<OutputKey> parse_output_line(simdjson::dom::parser& parser, const 
   return output_line_key(obj);
 }
 
-bool file_exists(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::exists(path, ec);
-}
-
 }  // namespace
 
 bool ResumeState::has_error_line(int64_t line) const {
   return std::binary_search(error_lines.begin(), error_lines.end(), line);
 }
 
-ResumeState read_resume_state(const std::string& path) {
+ResumeState read_resume_state(const std::string& path, const std::atomic<int>* stop) {
   ResumeState state;
-  if (!file_exists(path)) return state;
+  // A device or a named pipe keeps no lines to read back: /dev/zero would be read forever, a pipe's
+  // bytes would be taken from its reader. Checked before the open, which on a pipe waits for a writer.
+  if (!require_regular_file(path, "--resume reads the output file back and appends to it, so it must be a regular file")) {
+    return state;
+  }
   JsonlReader reader(path);
+  reader.set_stop_flag(stop);
   simdjson::dom::parser parser;
   JsonlLine line;
   bool is_last_bad = false;
@@ -58,6 +59,10 @@ ResumeState read_resume_state(const std::string& path) {
   std::sort(state.error_lines.begin(), state.error_lines.end());
   state.file_bytes = reader.offset();
   state.valid_bytes = state.file_bytes;
+  if (reader.stopped()) {  // only part of the file was read: nothing is known of the rest, nothing is cut
+    state.stopped = true;
+    return state;
+  }
   if (is_last_bad) {  // the torn tail: only ever the last line, so a wrong file is never emptied
     --state.num_bad_lines;
     state.valid_bytes = last_begin;
@@ -66,7 +71,7 @@ ResumeState read_resume_state(const std::string& path) {
 }
 
 void truncate_torn_tail(const std::string& path, const ResumeState& state) {
-  if (state.valid_bytes >= state.file_bytes) return;
+  if (state.stopped || state.valid_bytes >= state.file_bytes) return;
   std::error_code ec;
   std::filesystem::resize_file(path, static_cast<uintmax_t>(state.valid_bytes), ec);
   if (ec) throw Error("cannot truncate '" + path + "': " + ec.message());

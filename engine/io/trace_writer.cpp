@@ -1,9 +1,14 @@
 #include "engine/io/trace_writer.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "engine/base/error.hpp"
+#include "engine/base/open_for_writing.hpp"
 #include "engine/io/json_writer.hpp"
 
 namespace cbatch {
@@ -42,9 +47,15 @@ std::string format_step_record(const StepRecord& r) {
   return w.take() + "\n";
 }
 
-TraceWriter::TraceWriter(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "w");
-  if (file_ == nullptr) throw Error("cannot open trace file '" + path + "': " + std::strerror(errno));
+TraceWriter::TraceWriter(const std::string& path, const std::atomic<int>* stop) : path_(path) {
+  const int fd = open_for_writing(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, stop);
+  if (fd < 0 && errno == EINTR && stop != nullptr) return;  // stopped before a reader came: no steps to write
+  if (fd >= 0) file_ = ::fdopen(fd, "w");
+  if (file_ == nullptr) {
+    const int err = errno;
+    if (fd >= 0) ::close(fd);
+    throw Error("cannot open trace file '" + path + "': " + std::strerror(err));
+  }
 }
 
 TraceWriter::~TraceWriter() {
@@ -52,10 +63,21 @@ TraceWriter::~TraceWriter() {
 }
 
 void TraceWriter::write(const StepRecord& record) {
+  if (file_ == nullptr) return;  // stopped before it opened: the run takes no step
   const std::string line = format_step_record(record);
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) {
-    throw Error("cannot write trace file '" + path_ + "': " + std::strerror(errno));
-  }
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size()) fail(errno);
+}
+
+void TraceWriter::close() {
+  std::FILE* file = std::exchange(file_, nullptr);
+  if (file == nullptr) return;
+  const bool failed_before = std::ferror(file) != 0;
+  if (std::fclose(file) != 0) fail(errno);  // the buffer's last write: a short run's whole trace
+  if (failed_before) fail(EIO);
+}
+
+void TraceWriter::fail(int err) const {
+  throw Error("cannot write trace file '" + path_ + "': " + std::strerror(err));
 }
 
 }  // namespace cbatch

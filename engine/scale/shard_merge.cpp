@@ -2,20 +2,16 @@
 // coverage checked; then the lines copied in input order from the memory-mapped shard files.
 #include "engine/scale/shard_merge.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "engine/base/error.hpp"
+#include "engine/base/file_type.hpp"
 #include "engine/io/input_fingerprint.hpp"
 #include "engine/base/mapped_file.hpp"
+#include "engine/base/replaced_file.hpp"
 #include "engine/scale/input_index.hpp"
 #include "engine/scale/shard_scan.hpp"
 #include "engine/scale/shard_summary.hpp"
@@ -95,45 +91,6 @@ void report_answered_twice(const MergeSources& s, const ShardScan& scan, std::ve
   }
 }
 
-class OutputFile {
- public:
-  explicit OutputFile(std::string path) : path_(std::move(path)) {
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw Error("cannot open output file '" + path_ + "': " + std::strerror(errno));
-    buffer_.reserve(kFlushBytes);
-  }
-  ~OutputFile() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void append(const char* data, size_t size) {
-    buffer_.append(data, size);
-    if (buffer_.size() >= kFlushBytes) flush();
-  }
-  void finish() {
-    flush();
-    if (::fdatasync(fd_) != 0 || ::close(fd_) != 0) fail();
-    fd_ = -1;
-  }
-
- private:
-  static constexpr size_t kFlushBytes = size_t{1} << 20;
-  void flush() {
-    size_t done = 0;
-    while (done < buffer_.size()) {
-      const ssize_t n = ::write(fd_, buffer_.data() + done, buffer_.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) fail();
-      done += static_cast<size_t>(n);
-    }
-    buffer_.clear();
-  }
-  [[noreturn]] void fail() { throw Error("cannot write output file '" + path_ + "': " + std::strerror(errno)); }
-
-  std::string path_;
-  int fd_ = -1;
-  std::string buffer_;
-};
-
 struct WrittenLines {
   int64_t results = 0;
   int64_t errors = 0;
@@ -142,26 +99,22 @@ struct WrittenLines {
 WrittenLines write_merged(const MergeSources& s, const InputIndex& index, const ShardScan& scan, const std::string& output) {
   std::vector<std::unique_ptr<MappedFile>> files;
   for (const std::string& path : s.shards) files.push_back(std::make_unique<MappedFile>(path));
-  const std::string temp = output + ".merge-tmp";
-  OutputFile out(temp);
+  ReplacedFile out(output);
   WrittenLines written;
   for (int64_t line = 1; line <= index.num_lines; ++line) {
     if (index.has_line[static_cast<size_t>(line)] == 0) continue;
     const auto duplicate = index.duplicate_error_lines.find(line);
     if (duplicate != index.duplicate_error_lines.end()) {
-      out.append(duplicate->second.data(), duplicate->second.size());
+      out.append(duplicate->second);
       ++written.errors;
     } else {
       const OutputSlot& slot = scan.slots[static_cast<size_t>(line)];
       const MappedFile& file = *files[static_cast<size_t>(slot.file)];
-      out.append(reinterpret_cast<const char*>(file.data()) + slot.offset, static_cast<size_t>(slot.length));
+      out.append({reinterpret_cast<const char*>(file.data()) + slot.offset, static_cast<size_t>(slot.length)});
       ++(slot.is_error ? written.errors : written.results);
     }
   }
-  out.finish();
-  std::error_code ec;
-  std::filesystem::rename(temp, output, ec);
-  if (ec) throw Error("cannot rename '" + temp + "' to '" + output + "': " + ec.message());
+  out.commit();
   return written;
 }
 
@@ -191,6 +144,12 @@ MergeResult merge_shards(const MergeSources& s, const std::string& output) {
   if (s.summaries.size() != s.shards.size()) {
     throw Error("merge: " + std::to_string(s.shards.size()) + " shard files but " + std::to_string(s.summaries.size()) +
                 " summaries: give one summary per shard, in the same order");
+  }
+  // Before any reading: an output that cannot be replaced, and inputs that cannot be read twice (a scan,
+  // then the copy or the index), are refused at once.
+  replacement_target(output);
+  for (const std::string& shard : s.shards) {
+    require_regular_file(shard, "merge reads each shard file twice (a scan, then the copy), so it must be a regular file");
   }
   MergeResult result;
   const auto summaries = load_summaries(s, result.problems);

@@ -6,7 +6,9 @@
 // Otherwise each line is copied byte for byte from its shard, so the output equals a single process's
 // --ordered output but for timing metrics; a line whose id an earlier line in another shard used gets the
 // "duplicate id" error line a single process gives it. The output is written to a temporary file renamed
-// over OUT at the end, so OUT is never half-written.
+// over OUT at the end, so OUT is never half-written (engine/base/replaced_file.hpp: through a symlink to
+// its target; an OUT that exists and is not a regular file is refused before anything is read). The
+// input and the shard files are each read twice, so they must be regular files too.
 #pragma once
 #include <string>
 #include <vector>
@@ -31,7 +33,7 @@ struct MergeResult {
   int64_t duplicate_ids = 0;          // lines merge answered with the duplicate-id error line
 };
 
-// Throws cbatch::Error on an unreadable input or an unwritable output.
+// Throws cbatch::Error on an unreadable input or shard, or an output that cannot be written or replaced.
 MergeResult merge_shards(const MergeSources& sources, const std::string& output);
 
 }  // namespace cbatch

@@ -1,6 +1,6 @@
 // JsonlReader: line numbering across blank lines, CRLF, BOM, a torn last line, chunk boundaries,
 // very long lines, the padding simdjson relies on, errors for unreadable paths, and pipes: lines as they
-// arrive, ready(), and the stop flag that ends a wait.
+// arrive, ready(), and the stop flag that ends a wait, or a long read of a regular file.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -243,4 +243,20 @@ TEST_CASE("jsonl reader: a raised stop flag ends a wait on a silent pipe and dro
   CHECK(reader.stopped());
   CHECK(reader.ready());
   CHECK_FALSE(reader.next(line));
+}
+
+TEST_CASE("jsonl reader: a raised stop flag ends the read of a regular file at the next chunk") {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text += "{\"i\": " + std::to_string(i) + "}\n";
+  TempFile file(text);
+  JsonlReader reader(file.path(), 64);
+  std::atomic<int> stop{0};
+  reader.set_stop_flag(&stop);
+  JsonlLine line;
+  REQUIRE(reader.next(line));
+  stop = 2;
+  int more = 0;
+  while (reader.next(line)) ++more;
+  CHECK(more < 10);  // what the 64-byte chunk already held, no more
+  CHECK(reader.stopped());
 }

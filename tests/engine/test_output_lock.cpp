@@ -1,11 +1,13 @@
 // OutputFileLock: a second lock on the same output fails with a message naming the file, until the
-// first is released; standard output and /dev/null take no lock.
+// first is released; standard output, /dev/null and named pipes take no lock, and a named pipe with no
+// writer does not make the lock wait for one.
 #include <doctest/doctest.h>
 
 #include <filesystem>
 
 #include "engine/base/error.hpp"
 #include "engine/io/output_lock.hpp"
+#include "fifo.hpp"
 #include "temp_file.hpp"
 
 TEST_CASE("output lock: one holder at a time, released with its owner") {
@@ -27,4 +29,15 @@ TEST_CASE("output lock: one holder at a time, released with its owner") {
     const cbatch::OutputFileLock null_again("/dev/null");
   }
   const cbatch::OutputFileLock again(file.path());
+}
+
+TEST_CASE("output lock: a named pipe takes no lock and does not wait for a writer") {
+  const cbatch::test::TempFifo fifo;
+  // An open for reading waits until the pipe has a writer; the reader at the other end of `-o FIFO`
+  // (cat FIFO) waits for one too, so a lock that opened the pipe that way would never return.
+  const bool returned = cbatch::test::finishes_within(5, [&] {
+    const cbatch::OutputFileLock lock(fifo.path());
+    const cbatch::OutputFileLock again(fifo.path());
+  }, [&] { fifo.release_readers(); });
+  CHECK_MESSAGE(returned, "the output lock waited for a writer on the named pipe");
 }

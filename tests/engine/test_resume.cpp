@@ -3,6 +3,7 @@
 // cut, nothing else is.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <filesystem>
 #include <string>
 #include <variant>
@@ -12,6 +13,7 @@
 #include "engine/io/request_parser.hpp"
 #include "engine/io/result_format.hpp"
 #include "engine/io/resume.hpp"
+#include "fifo.hpp"
 #include "temp_file.hpp"
 
 using cbatch::ResumeState;
@@ -150,4 +152,49 @@ TEST_CASE("resume: error lines without a usable line number are not cbatch lines
   const ResumeState state = cbatch::read_resume_state(file.path());
   CHECK(state.error_lines == std::vector<int64_t>{4});
   CHECK(state.num_bad_lines == 3);
+}
+
+namespace {
+
+std::string resume_error(const std::string& path) {
+  try {
+    cbatch::read_resume_state(path);
+  } catch (const cbatch::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("resume: an output that is not a regular file is refused at once, naming it") {
+  // /dev/zero is one endless line and a pipe's bytes go to the first reader: neither can be read back.
+  std::string message;
+  CHECK_MESSAGE(cbatch::test::finishes_within(5, [&] { message = resume_error("/dev/zero"); }, [] {}),
+                "reading /dev/zero back did not end");
+  CHECK(message.find("'/dev/zero' is a character device, not a regular file") != std::string::npos);
+  const cbatch::test::TempFifo fifo;
+  message.clear();
+  CHECK_MESSAGE(cbatch::test::finishes_within(5, [&] { message = resume_error(fifo.path()); },
+                                              [&] { fifo.release_readers(); }),
+                "reading a named pipe back waited for a writer");
+  CHECK(message.find("'" + fifo.path() + "' is a named pipe (FIFO), not a regular file") != std::string::npos);
+  CHECK(message.find("--resume") != std::string::npos);
+}
+
+TEST_CASE("resume: a stop flag ends the read; the partial state is marked and nothing is cut") {
+  std::string text;
+  for (int i = 0; i < 20000; ++i) text += R"({"id": "r)" + std::to_string(i) + R"(", "text": "t", "finish_reason": "stop"})" "\n";
+  const std::string torn = R"({"id": "torn)";
+  TempFile file(text + torn);
+  const std::atomic<int> stop{15};
+  const ResumeState state = cbatch::read_resume_state(file.path(), &stop);
+  CHECK(state.stopped);
+  CHECK(state.result_ids.size() < 20000);
+  cbatch::truncate_torn_tail(file.path(), state);
+  CHECK(file.read() == text + torn);  // the torn tail of an unfinished read is not cut
+  const ResumeState whole = cbatch::read_resume_state(file.path());
+  CHECK_FALSE(whole.stopped);
+  CHECK(whole.result_ids.size() == 20000);
+  CHECK(whole.valid_bytes == static_cast<int64_t>(text.size()));
 }

@@ -8,6 +8,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/io/input_fingerprint.hpp"
+#include "fifo.hpp"
 #include "engine/io/shard_spec.hpp"
 #include "engine/scale/child_args.hpp"
 #include "temp_file.hpp"
@@ -120,6 +121,15 @@ TEST_CASE("the input fingerprint: size and a hash of every byte, streamed like i
   CHECK(cbatch::fingerprint_bytes(text + "\n").hash != whole.hash);
   CHECK(cbatch::fingerprint_bytes("ab").hash != cbatch::fingerprint_bytes(std::string("ab\0", 3)).hash);
   CHECK(error_of([] { cbatch::fingerprint_file("-"); }).find("standard input") != std::string::npos);
+}
+
+TEST_CASE("the input fingerprint: a named pipe is refused, not read (its lines would be gone for the run)") {
+  const cbatch::test::TempFifo fifo;
+  std::string message;
+  CHECK_MESSAGE(cbatch::test::finishes_within(5, [&] { message = error_of([&] { cbatch::fingerprint_file(fifo.path()); }); },
+                                              [&] { fifo.release_readers(); }),
+                "fingerprinting a named pipe waited for a writer");
+  CHECK(message.find("'" + fifo.path() + "' is a named pipe (FIFO), not a regular file") != std::string::npos);
 }
 
 TEST_CASE("data-parallel children: per-child options replaced in every spelling, the rest passed on") {
