@@ -1,4 +1,4 @@
-// Bench results: the per-mode table on stdout, the JSON of DESIGN.md "Bench JSON", and the comparison
+// Bench results: the per-mode table on stdout, the JSON of docs/bench.md, and the comparison
 // against a baseline file that CI regression runs use.
 #pragma once
 #include <string>

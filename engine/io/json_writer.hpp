@@ -1,5 +1,5 @@
 // A small streaming JSON writer for output, trace and summary lines. Output is compact with the
-// separators of the DESIGN.md examples (", " and ": ") and always valid UTF-8 JSON: strings are
+// separators of the docs/formats.md examples (", " and ": ") and always valid UTF-8 JSON: strings are
 // escaped per RFC 8259 and invalid UTF-8 bytes (text can end inside a character) become U+FFFD.
 // The caller keeps the calls balanced; misuse is caught by assert, not reported.
 #pragma once

@@ -1,7 +1,7 @@
 // Turns one JSONL input line into a RequestInput (simple or OpenAI batch form) or a RequestError whose
 // message starts with "line N: " and names the bad field and its value. The line is parsed with
 // simdjson's DOM parser in place (it needs the padding JsonlLine carries), which validates the whole
-// line, UTF-8 included, before any field is read. Field rules: DESIGN.md "Input lines".
+// line, UTF-8 included, before any field is read. Field rules: docs/formats.md "Input lines", docs/input-format.md.
 #pragma once
 #include <cstdint>
 #include <memory>

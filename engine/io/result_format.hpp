@@ -1,4 +1,4 @@
-// Formats one output line per request: the simple shape of DESIGN.md "Output lines", or, for OpenAI
+// Formats one output line per request: the simple shape of docs/formats.md "Output lines", or, for OpenAI
 // batch input, the shape vLLM's run_batch writes ({"id", "custom_id", "response": {"status_code",
 // "request_id", "body"}, "error"}). Each function returns the line with its trailing "\n".
 #pragma once

@@ -1,4 +1,4 @@
-// Writes the per-step trace: one JSON line per engine step with the fields of DESIGN.md "Trace". Lines
+// Writes the per-step trace: one JSON line per engine step with the fields of docs/formats.md "The trace". Lines
 // are buffered (stdio), so a write error may show only when the buffer is written: close() writes it
 // and reports that; the destructor closes without a word (an error is already on its way then). A named
 // pipe is opened waiting for its reader, until the stop flag ends the wait (then nothing is written).

@@ -1,4 +1,4 @@
-"""Bounded messages: an error message quotes at most about 200 characters of any input (DESIGN.md). The
+"""Bounded messages: an error message quotes at most about 200 characters of any input (docs/design.md). The
 biggest inputs (100,000 choices, a 100,000-value enum, a 1 MB invalid regex, JSON schema, grammar,
 messages role, a 1 MB prompt with a bad field, a 1 MB stop list of the wrong type, bad UTF-8 after 1 MB, a
 1 MB id or custom_id) keep every output, stdout and stderr line under 4 KB; each input that must fail

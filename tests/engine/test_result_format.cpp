@@ -1,4 +1,4 @@
-// Output lines: the exact simple shape of DESIGN.md, error lines, and the OpenAI batch shapes checked
+// Output lines: the exact simple shape of docs/formats.md, error lines, and the OpenAI batch shapes checked
 // by parsing them back with simdjson; text ending inside a UTF-8 character still gives valid JSON.
 #include <doctest/doctest.h>
 #include <simdjson.h>
@@ -61,7 +61,7 @@ std::string str(simdjson::dom::element e) { return std::string(std::string_view(
 
 }  // namespace
 
-TEST_CASE("result format: simple form, exact DESIGN.md shape") {
+TEST_CASE("result format: simple form, exact docs/formats.md shape") {
   const Request request = make_request("\"q1\"");
   CHECK(cbatch::format_result_line(make_result(request)) ==
         R"({"id": "q1", "text": " a quiet city", "output_token_ids": [5, 6, 2], "finish_reason": "stop", )"
