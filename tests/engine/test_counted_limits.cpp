@@ -143,6 +143,8 @@ TEST_CASE("JSON schema: a count over its limit, or not a count, is an error nami
       {R"({"type": "array", "minItems": 1e300})", "is above the limit 100"},
       {R"({"type": "array", "maxItems": null})", "'maxItems' must be a non-negative integer"},
       {R"({"type": "string", "pattern": "a{1000000}"})", "a repetition count above 1000"},
+      {R"({"type": "integer", "minimum": 1e20})", "'minimum' leaves no integer of at most 16 digits"},
+      {R"({"type": "integer", "exclusiveMaximum": -1e17})", "'exclusiveMaximum' leaves no integer of at most 16 digits"},
       {R"({"type": "array", "prefixItems": [{}, {}, {}], "maxItems": 1})", "'maxItems' 1 is below the 3 'prefixItems'"},
       {R"({"type": "array", "prefixItems": [{}], "items": false, "minItems": 2})", "'minItems' 2 is above the 1 'prefixItems'"},
       {R"({"type": "string", "pattern": "a{2}", "maxLength": 5})", "'pattern' together with 'minLength'/'maxLength'"},
