@@ -34,6 +34,8 @@ class GbnfParser {
 
  private:
   static constexpr int kMaxDepth = 200;
+  static constexpr int64_t kMaxCount = 1000;            // the largest repetition count
+  static constexpr int64_t kSaturated = 1000000000000;  // counts read past this stay at it
 
   [[noreturn]] void fail_at(size_t pos, const std::string& what) const {
     const size_t line_start = t_.rfind('\n', pos == 0 ? 0 : pos - 1);
@@ -183,16 +185,18 @@ class GbnfParser {
     if (hi != -1 && hi < lo) fail("a repetition {m,n} with n < m");
   }
 
+  // Every digit, the value saturating, then the limit (so {1000000} is refused, never cut short).
   int number() {
     const size_t begin = pos_;
-    int v = 0;
-    while (!at_end() && peek() >= '0' && peek() <= '9') {
-      v = v * 10 + (peek() - '0');
-      if (v > 1000) fail("a repetition count above 1000");
-      ++pos_;
-    }
+    int64_t v = 0;
+    for (; !at_end() && peek() >= '0' && peek() <= '9'; ++pos_) v = std::min<int64_t>(v * 10 + (peek() - '0'), kSaturated);
     if (pos_ == begin) fail("expected a number");
-    return v;
+    if (v > kMaxCount) {
+      const std::string digits(t_.substr(begin, pos_ - begin));
+      pos_ = begin;
+      fail("a repetition count above " + std::to_string(kMaxCount) + " (" + elide(digits, 40) + ")");
+    }
+    return static_cast<int>(v);
   }
 
   // One character of a literal or class (after an escape or as UTF-8), as a code point.
@@ -243,7 +247,12 @@ class GbnfParser {
   Fragment literal() {
     ++pos_;
     std::string bytes;
-    while (!at_end() && peek() != '"') bytes += utf8_encode(character());
+    while (!at_end() && peek() != '"') {
+      const size_t at = pos_;
+      const uint32_t c = character();
+      if (c >= 0xD800 && c <= 0xDFFF) fail_at(at, "a surrogate (U+D800..U+DFFF) in a literal: no UTF-8 text holds one");
+      bytes += utf8_encode(c);
+    }
     if (at_end()) fail("an unterminated string literal");
     ++pos_;
     return b_.bytes(bytes);

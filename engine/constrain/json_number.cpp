@@ -95,7 +95,11 @@ std::string bounded_integer_regex(const NumberBounds& b) {
   // As integers: the smallest allowed and the largest allowed, clamped to 16 digits.
   const double lo = !b.lo ? -static_cast<double>(kMaxMagnitude) : b.lo_exclusive ? std::floor(*b.lo) + 1 : std::ceil(*b.lo);
   const double hi = !b.hi ? static_cast<double>(kMaxMagnitude) : b.hi_exclusive ? std::ceil(*b.hi) - 1 : std::floor(*b.hi);
-  if (lo > hi || lo > static_cast<double>(kMaxMagnitude) || hi < -static_cast<double>(kMaxMagnitude)) fail_empty(b);
+  if (lo > static_cast<double>(kMaxMagnitude) || hi < -static_cast<double>(kMaxMagnitude)) {
+    throw Error(std::string("JSON schema: '") + (lo > 0 ? b.lo_keyword : b.hi_keyword) +
+                "' leaves no integer of at most 16 digits (the longest written)");
+  }
+  if (lo > hi) fail_empty(b);
   std::vector<std::string> parts;
   if (lo < 0) parts.push_back(negated(digit_range_regex(hi < 0 ? magnitude(hi) : 1, magnitude(lo))));
   if (hi >= 0) parts.push_back(digit_range_regex(lo > 0 ? magnitude(lo) : 0, magnitude(hi)));

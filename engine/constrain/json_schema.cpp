@@ -8,6 +8,7 @@
 
 #include <simdjson.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
@@ -28,6 +29,8 @@ constexpr std::string_view kString = R"j("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0
 constexpr std::string_view kInteger = R"j(-?(?:0|[1-9]\d{0,15}))j";
 constexpr std::string_view kNumber = R"j(-?(?:0|[1-9]\d{0,15})(?:\.\d{1,16})?(?:[eE][+-]?\d{1,3})?)j";
 constexpr size_t kMaxRegexBytes = 1 << 20;
+constexpr int64_t kMaxLength = 1000;  // minLength / maxLength: the regex's repetition limit
+constexpr int64_t kMaxItems = 100;    // minItems / maxItems
 
 std::string escape(std::string_view text) {
   std::string out;
@@ -40,10 +43,32 @@ std::string escape(std::string_view text) {
 
 std::string json_text(element e) { return simdjson::minify(e); }
 
-int64_t int_or(simdjson::dom::object obj, const char* key, int64_t fallback) {
-  int64_t v = fallback;
+// A count keyword (minLength, maxItems, ...): `fallback` when absent; a non-negative integer (3 and 3.0
+// alike) up to `limit`; anything else (over the limit, negative, fractional, not a number) an error
+// naming the keyword, never read as absent nor clamped.
+int64_t count_or(simdjson::dom::object obj, const char* key, int64_t fallback, int64_t limit) {
+  element v;
   if (obj[key].get(v) != simdjson::SUCCESS) return fallback;
-  return v;
+  const std::string quoted = std::string("JSON schema: '") + key + "' ";
+  uint64_t count = 0;
+  double d = 0;
+  if (v.get_uint64().get(count) != simdjson::SUCCESS) {
+    if (v.get_double().get(d) != simdjson::SUCCESS || !(d >= 0) || std::floor(d) != d) {
+      throw Error(quoted + "must be a non-negative integer, not " + elide(json_text(v)));
+    }
+    count = d > 1e18 ? uint64_t{1000000000000000000} : static_cast<uint64_t>(d);
+  }
+  if (count > static_cast<uint64_t>(limit)) throw Error(quoted + elide(json_text(v)) + " is above the limit " + std::to_string(limit));
+  return static_cast<int64_t>(count);
+}
+
+// A (min, max) pair of count keywords (max -1: absent), min <= max.
+std::pair<int64_t, int64_t> count_range(simdjson::dom::object obj, const char* min_key, const char* max_key, int64_t limit) {
+  const int64_t lo = count_or(obj, min_key, 0, limit), hi = count_or(obj, max_key, -1, limit);
+  if (hi >= 0 && hi < lo) {
+    throw Error(std::string("JSON schema: '") + max_key + "' " + std::to_string(hi) + " is below '" + min_key + "' " + std::to_string(lo));
+  }
+  return {lo, hi};
 }
 
 std::string sequence_of(std::string_view open, const std::string& item, std::string_view close) {
@@ -312,12 +337,17 @@ class SchemaCompiler {
       if (items.is_bool() && !bool(items)) more = false;
       else item = compile(items);
     }
-    const int64_t lo = int_or(obj, "minItems", 0), hi = int_or(obj, "maxItems", -1);
-    if (lo < 0 || (hi >= 0 && hi < lo) || lo > 100 || hi > 100) throw Error("JSON schema: minItems/maxItems must be 0..100, min <= max");
+    const auto [lo, hi] = count_range(obj, "minItems", "maxItems", kMaxItems);
+    const int64_t fixed = static_cast<int64_t>(prefix.size());  // every prefix item is written
+    if (hi >= 0 && hi < fixed) {
+      throw Error("JSON schema: 'maxItems' " + std::to_string(hi) + " is below the " + std::to_string(fixed) + " 'prefixItems' (all are written)");
+    }
+    if (!more && lo > fixed) {
+      throw Error("JSON schema: 'minItems' " + std::to_string(lo) + " is above the " + std::to_string(fixed) + " 'prefixItems' with 'items' false");
+    }
     const std::string sep = std::string(kWs) + "," + std::string(kWs);
     std::string body;
     for (size_t i = 0; i < prefix.size(); ++i) body += (i ? sep : "") + prefix[i];
-    const int64_t fixed = static_cast<int64_t>(prefix.size());
     if (more) {
       const int64_t need = std::max<int64_t>(0, lo - fixed);
       std::string rest;
@@ -335,7 +365,15 @@ class SchemaCompiler {
     return "\\[" + std::string(kWs) + body + std::string(kWs) + "\\]";
   }
 
+  // A string of a format, of a pattern, or of a length range: one of the three (the others would be
+  // left unenforced, so a schema asking for two is refused).
   static std::string string_regex(simdjson::dom::object obj) {
+    const bool has_format = obj["format"].error() == simdjson::SUCCESS, has_pattern = obj["pattern"].error() == simdjson::SUCCESS;
+    const bool has_length = obj["minLength"].error() == simdjson::SUCCESS || obj["maxLength"].error() == simdjson::SUCCESS;
+    if (has_format + has_pattern + has_length > 1) {
+      throw Error(std::string("JSON schema: '") + (has_format ? "format" : "pattern") + "' together with " +
+                  (has_format && has_pattern ? "'pattern'" : "'minLength'/'maxLength'") + " is not supported");
+    }
     std::string_view format, pattern;
     if (obj["format"].get(format) == simdjson::SUCCESS) {
       if (format == "date") return R"j("\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])")j";
@@ -349,15 +387,21 @@ class SchemaCompiler {
     }
     if (obj["pattern"].get(pattern) == simdjson::SUCCESS) {  // the pattern's language, its characters plain
       if (!pattern.empty() && pattern.front() == '^') pattern.remove_prefix(1);
-      if (!pattern.empty() && pattern.back() == '$') pattern.remove_suffix(1);
+      if (!pattern.empty() && pattern.back() == '$' && !ends_escaped(pattern.substr(0, pattern.size() - 1))) pattern.remove_suffix(1);
       compile_regex(pattern);  // on its own: a stray ')' or a rule call must not reach the text around it
       return "\"(?:" + std::string(pattern) + ")\"";
     }
-    const int64_t lo = int_or(obj, "minLength", 0), hi = int_or(obj, "maxLength", -1);
+    const auto [lo, hi] = count_range(obj, "minLength", "maxLength", kMaxLength);
     if (lo == 0 && hi < 0) return std::string(kString);
-    if (lo < 0 || (hi >= 0 && hi < lo) || lo > 1000 || hi > 1000) throw Error("JSON schema: minLength/maxLength must be 0..1000");
     return R"j("(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}){)j" + std::to_string(lo) + "," +
            (hi >= 0 ? std::to_string(hi) : "") + "}\"";
+  }
+
+  // Whether `text` ends in an odd run of backslashes (the character after it is escaped).
+  static bool ends_escaped(std::string_view text) {
+    size_t n = 0;
+    while (n < text.size() && text[text.size() - 1 - n] == '\\') ++n;
+    return n % 2 == 1;
   }
 
   // A root schema that is a const or an enum (as compile_unchecked reads it: no $ref first) is a list of

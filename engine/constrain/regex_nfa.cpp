@@ -52,43 +52,69 @@ class Parser {
     return f;
   }
 
+  // An atom and at most one quantifier, read as Python's `re` does: a lazy '?' after it changes nothing
+  // here (a full match does not care); a possessive '+' and a second quantifier are refused.
   Fragment repeated() {
     const int32_t first_state = b_.size();
-    Fragment atom_f = atom();
-    while (!at_end()) {
-      int lo, hi;  // hi -1: unbounded
-      const char c = peek();
-      if (c == '*') lo = 0, hi = -1, ++pos_;
-      else if (c == '+') lo = 1, hi = -1, ++pos_;
-      else if (c == '?') lo = 0, hi = 1, ++pos_;
-      else if (c == '{' && counted(lo, hi)) {}
-      else break;
-      if (!at_end() && peek() == '?') ++pos_;  // lazy: the same language
-      if (!at_end() && peek() == '+') fail("possessive quantifiers are not supported");
-      atom_f = b_.repeat(atom_f, first_state, lo, hi);
-    }
-    return atom_f;
+    const Fragment atom_f = atom();
+    Count c;
+    if (!quantifier(c)) return atom_f;
+    if (!at_end() && peek() == '?') ++pos_;
+    else if (!at_end() && peek() == '+') fail("possessive quantifiers (a*+, a{2}+) are not supported");
+    if (starts_quantifier(pos_)) fail("multiple repeat (a quantifier after a quantifier; group the first: (?:a*)*)");
+    return b_.repeat(atom_f, first_state, static_cast<int>(c.lo), static_cast<int>(c.hi));
   }
 
-  // {n}, {n,}, {n,m}: false (nothing consumed) when '{' does not start one, as in Python (a literal '{').
-  bool counted(int& lo, int& hi) {
-    size_t i = pos_ + 1;
-    auto number = [&](int& out) {
+  struct Count {
+    int64_t lo = 0, hi = 0;  // hi -1: unbounded
+    size_t end = 0;          // the offset past the quantifier
+  };
+
+  // The quantifier at pos_, consumed: * + ? or a count; false (nothing consumed) when none starts there.
+  bool quantifier(Count& c) {
+    if (at_end()) return false;
+    const char q = peek();
+    if (q == '*') c = {0, -1, pos_ + 1};
+    else if (q == '+') c = {1, -1, pos_ + 1};
+    else if (q == '?') c = {0, 1, pos_ + 1};
+    else if (q != '{' || !read_count(pos_, c)) return false;
+    if (c.lo > kMaxCount || c.hi > kMaxCount) {
+      fail("a repetition count above " + std::to_string(kMaxCount) + " (" + elide(p_.substr(pos_, c.end - pos_), 40) + ")");
+    }
+    if (c.hi != -1 && c.hi < c.lo) fail("a repetition {m,n} with n < m");
+    pos_ = c.end;
+    return true;
+  }
+
+  bool starts_quantifier(size_t at) const {
+    Count unused;
+    if (at >= p_.size()) return false;
+    const char q = p_[at];
+    return q == '*' || q == '+' || q == '?' || (q == '{' && read_count(at, unused));
+  }
+
+  // A count at `at` (a '{'), as Python reads one: {m} {m,} {m,n} {,n} {,} (empty bounds: 0 and
+  // unbounded); every digit is read, the value saturating, so that a huge count is refused by the limit
+  // check, never cut short into a literal. False when the '{' starts no count (then it is a literal '{':
+  // x{} x{a} x{ 1} x{1,2).
+  bool read_count(size_t at, Count& c) const {
+    size_t i = at + 1;
+    auto number = [&](int64_t& out) {
       const size_t begin = i;
-      out = 0;
-      while (i < p_.size() && p_[i] >= '0' && p_[i] <= '9' && out < 100000) out = out * 10 + (p_[i++] - '0');
+      for (out = 0; i < p_.size() && p_[i] >= '0' && p_[i] <= '9'; ++i) out = std::min<int64_t>(out * 10 + (p_[i] - '0'), kSaturated);
       return i > begin;
     };
-    if (!number(lo)) return false;
-    hi = lo;
+    const bool has_lo = number(c.lo);
     if (i < p_.size() && p_[i] == ',') {
       ++i;
-      if (!number(hi)) hi = -1;
+      if (!number(c.hi)) c.hi = -1;
+    } else if (has_lo) {
+      c.hi = c.lo;
+    } else {
+      return false;
     }
     if (i >= p_.size() || p_[i] != '}') return false;
-    pos_ = i + 1;
-    if (hi != -1 && hi < lo) fail("a repetition {m,n} with n < m");
-    if (lo > 1000 || hi > 1000) fail("a repetition count above 1000");
+    c.end = i + 1;
     return true;
   }
 
@@ -107,13 +133,16 @@ class Parser {
       case '\\': return escape_atom();
       case '^':
         if (pos_ != 0) fail("'^' is only supported at the start");
-        ++pos_;
+        if (starts_quantifier(++pos_)) fail("nothing to repeat (a quantifier after '^')");
         return b_.empty();
       case '$':
         if (pos_ + 1 != p_.size()) fail("'$' is only supported at the end");
         ++pos_;
         return b_.empty();
       case '*': case '+': case '?': fail("nothing to repeat");
+      case '{':
+        if (starts_quantifier(pos_)) fail("nothing to repeat");
+        return literal_char();
       default: return literal_char();
     }
   }
@@ -133,13 +162,16 @@ class Parser {
   // (?&N): a call of rule N (the '(' and '?' consumed).
   Fragment rule_call() {
     pos_ += 2;
-    int rule = 0;
+    int64_t rule = 0;
     const size_t begin = pos_;
-    while (!at_end() && peek() >= '0' && peek() <= '9' && rule < num_rules_) rule = rule * 10 + (p_[pos_++] - '0');
-    if (pos_ == begin || at_end() || peek() != ')' || rule >= num_rules_) fail("a bad rule call (?&N)");
+    for (; !at_end() && peek() >= '0' && peek() <= '9'; ++pos_) rule = std::min<int64_t>(rule * 10 + (peek() - '0'), kSaturated);
+    if (pos_ == begin || at_end() || peek() != ')') fail("a bad rule call (?&N)");
+    if (rule >= num_rules_) {
+      fail("a call of rule " + elide(p_.substr(begin, pos_ - begin), 40) + " past the last of " + std::to_string(num_rules_) + " rules");
+    }
     ++pos_;
     --depth_;
-    return b_.call(rule);
+    return b_.call(static_cast<int32_t>(rule));
   }
 
   Fragment group() {
@@ -212,6 +244,10 @@ class Parser {
   }
 
   Fragment escape_atom() {
+    if (pos_ + 1 < p_.size() && static_cast<unsigned char>(p_[pos_ + 1]) >= 0x80) {  // an escaped non-ASCII character: itself
+      ++pos_;
+      return literal_char();
+    }
     if (pos_ + 1 < p_.size() && p_[pos_ + 1] == 'u') {  // \uHHHH: one code point as UTF-8
       pos_ += 2;
       int cp = 0;
@@ -219,6 +255,7 @@ class Parser {
         if (at_end() || !std::isxdigit(static_cast<unsigned char>(peek()))) fail("a bad \\u escape");
         cp = cp * 16 + (std::isdigit(static_cast<unsigned char>(peek())) ? peek() - '0' : (std::tolower(peek()) - 'a' + 10));
       }
+      if (cp >= 0xD800 && cp <= 0xDFFF) fail("\\u escapes of surrogates (U+D800..U+DFFF) are not supported: no UTF-8 text holds one");
       return b_.bytes(utf8_encode(static_cast<uint32_t>(cp)));
     }
     ByteSet s;
@@ -240,7 +277,10 @@ class Parser {
       int lo;
       char single = 0;
       if (peek() == '\\') {
-        if (class_escape(s, multibyte, single)) continue;
+        if (class_escape(s, multibyte, single)) {
+          if (pos_ + 1 < p_.size() && peek() == '-' && p_[pos_ + 1] != ']') fail("a bad character range (a class escape as its start)");
+          continue;
+        }
         lo = static_cast<unsigned char>(single);
       } else {
         lo = static_cast<unsigned char>(p_[pos_++]);
@@ -270,6 +310,8 @@ class Parser {
   }
 
   static constexpr int kMaxDepth = 200;
+  static constexpr int64_t kMaxCount = 1000;               // the largest repetition count
+  static constexpr int64_t kSaturated = 1000000000000;     // counts read past this stay at it
   std::string_view p_;
   NfaBuilder& b_;
   int num_rules_;

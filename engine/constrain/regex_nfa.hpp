@@ -1,10 +1,13 @@
 // Regular expressions (a subset of Python's `re` syntax) compiled to a byte-level NFA, for constrained
-// decoding. Supported: literals (UTF-8), escapes (\d \w \s \D \W \S, \n \t \r \f \v, escaped
-// punctuation, \xHH, \uHHHH), '.', character classes with ranges and negation, groups ( ) and (?: ),
-// alternation, quantifiers * + ? {n} {n,} {n,m} (lazy forms too: a full match does not care), and ^ / $
-// at the ends. '.' and negated classes match whole UTF-8 characters, so a constrained output is always
-// valid UTF-8. Classes list ASCII characters only. Anything else (backreferences, lookaround, named
-// groups, inline flags) throws cbatch::Error naming the construct and its offset.
+// decoding. Supported: literals (UTF-8), escapes (\d \w \s \D \W \S as ASCII classes, as re.ASCII
+// reads them; \n \t \r \f \v, escaped punctuation and non-ASCII characters, \xHH up to 7f, \uHHHH),
+// '.', character classes of ASCII characters with ranges and negation, groups ( ) and (?: ), alternation,
+// one quantifier an atom: * + ? {n} {n,} {n,m} {,m} {,} (counts up to 1000; lazy forms too: a full match
+// does not care), and ^ / $ at the ends. A '{' that starts no count is a literal, as in Python. '.' and
+// negated classes match whole UTF-8 characters, so a constrained output is always valid UTF-8. Every
+// other pattern throws cbatch::Error naming the construct and its offset: what Python refuses too
+// (a quantifier after a quantifier or with nothing before it, a bad range) and what this engine does not
+// take (backreferences, lookaround, named groups, inline flags, possessive quantifiers, \b \A \Z).
 #pragma once
 #include <cstdint>
 #include <string>

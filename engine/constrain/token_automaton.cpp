@@ -119,11 +119,20 @@ TokenTrie::TokenTrie(const Tokenizer& tokenizer) : vocab_size_(tokenizer.vocab_s
   for (int32_t node : path) subtree_end_[static_cast<size_t>(node)] = num_nodes();
 }
 
-RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {
+namespace {
+
+std::unique_ptr<ByteDfa> whole_dfa(Nfa nfa) {
   auto dfa = std::make_unique<ByteDfa>(std::move(nfa));
   dfa->build_all(kMaxDfaStates);
-  dfa_ = std::move(dfa);
+  return dfa;
 }
+
+}  // namespace
+
+std::unique_ptr<ByteDfa> compile_regex_dfa(std::string_view pattern) { return whole_dfa(compile_regex(pattern)); }
+
+RegexConstraint::RegexConstraint(Nfa nfa, std::shared_ptr<const TokenTrie> trie)
+    : RegexConstraint(whole_dfa(std::move(nfa)), std::move(trie)) {}
 
 RegexConstraint::RegexConstraint(std::unique_ptr<ByteAutomaton> automaton, std::shared_ptr<const TokenTrie> trie)
     : dfa_(std::move(automaton)), trie_(std::move(trie)) {}
@@ -182,7 +191,7 @@ std::shared_ptr<Constraint> ConstraintCache::get(const ConstraintSpec& spec) {
 std::shared_ptr<Constraint> ConstraintCache::compile(const ConstraintSpec& spec) const {
   switch (spec.kind) {
     case ConstraintSpec::Kind::kNone: break;
-    case ConstraintSpec::Kind::kRegex: return std::make_shared<RegexConstraint>(compile_regex(spec.texts.at(0)), trie_);
+    case ConstraintSpec::Kind::kRegex: return std::make_shared<RegexConstraint>(compile_regex_dfa(spec.texts.at(0)), trie_);
     case ConstraintSpec::Kind::kChoice: return std::make_shared<RegexConstraint>(std::make_unique<ChoiceTrie>(spec.texts), trie_);
     case ConstraintSpec::Kind::kRegexRules: return std::make_shared<GrammarConstraint>(compile_regex_rules(spec.texts), trie_);
     case ConstraintSpec::Kind::kGbnf: return std::make_shared<GrammarConstraint>(compile_gbnf(spec.texts.at(0)), trie_);

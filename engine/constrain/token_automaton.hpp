@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -99,6 +100,10 @@ class TokenTrie {
 
 // A regex whose whole DFA has more states is refused (its masks would take unbounded memory).
 inline constexpr int kMaxDfaStates = 50000;
+
+// A regex's whole DFA, as the engine compiles a `structured_outputs.regex` (compile_regex, then every
+// state built): throws cbatch::Error where the pattern is refused or its DFA passes kMaxDfaStates.
+std::unique_ptr<ByteDfa> compile_regex_dfa(std::string_view pattern);
 
 
 // A compiled constraint over the vocabulary: states are ids the constraint hands out.

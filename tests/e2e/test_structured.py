@@ -122,7 +122,9 @@ bad = [("bad-open", {"guided_regex": "(a"}), ("bad-empty", {"guided_choice": []}
        ("bad-range", {"guided_json": {"type": "integer", "minimum": 5, "exclusiveMaximum": 5}}, "leave no number"),
        ("bad-dfa", {"guided_regex": "(a|b)*a(a|b){24}"}, "states"),
        ("bad-pattern", {"guided_json": {"type": "string", "pattern": "a)|(b"}}, "unbalanced ')'"),
-       ("bad-untyped", {"guided_json": {"minimum": 3}}, "'minimum' is supported with a 'type' only")]
+       ("bad-untyped", {"guided_json": {"minimum": 3}}, "'minimum' is supported with a 'type' only"),
+       ("bad-count", {"structured_outputs": {"regex": "a{1000000}"}}, "a repetition count above 1000"),
+       ("bad-length", {"guided_json": {"type": "string", "maxLength": 1e30}}, "'maxLength'", "above the limit 1000")]
 for name, fields, *_ in bad:
     rows.append(dict({"id": name, "prompt": "x", "max_tokens": 4}, **fields))
 prompts, out = os.path.join(work, "p.jsonl"), os.path.join(work, "o.jsonl")

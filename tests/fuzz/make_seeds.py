@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the seed corpora of the fuzz targets into tests/fuzz/corpus/ (run it again after changing it;
 the files are committed): JSONL prompt files, tokenizer texts, tiny valid model files (GGUF with F32 and
-F16 weights, a llama2.c checkpoint), llama2.c tokenizer.bin files and ShareGPT bench files. The models are
+F16 weights, a llama2.c checkpoint), llama2.c tokenizer.bin files, ShareGPT bench files, and regexes,
+GBNF grammars and JSON schemas for the constraint compilers (counted forms at and past their limits). The models are
 1 layer, dim 8, vocab 8, context 16, with weights from a fixed generator, a few KB each."""
 import json
 import os
@@ -125,6 +126,28 @@ def main():
           '{"custom_id": "e", "method": "POST", "url": "/v1/embeddings", "body": {"model": "P", '
           '"input": ["a", "b"], "dimensions": 2147483648, "truncate_prompt_tokens": 1}}\n'
           '{"custom_id": "c", "method": "POST", "url": "/v1/completions", "body": {"prompt": ["a", "b"], "n": 60000}}\n')
+    counted = [{"id": "c1", "prompt": "x", "structured_outputs": {"regex": "a{1000000}"}},
+               {"id": "c2", "prompt": "x", "structured_outputs": {"regex": "a{,3}b{2,}c{1000}x{}y{ 1}z{1,2"}},
+               {"id": "c3", "prompt": "x", "guided_regex": "a{99999999999999999999}|{1}|a**|a*+|[\\d-a]"},
+               {"id": "c4", "prompt": "x", "structured_outputs": {"grammar": 'root ::= "a"{1000000} | "b"{,3} | [a]{2,1}'}},
+               {"id": "c5", "prompt": "x", "guided_json": {"type": "array", "items": {"type": "string", "maxLength": 1e30},
+                                                         "minItems": 3.0, "maxItems": 18446744073709551615}},
+               {"id": "c6", "prompt": "x", "guided_json": {"type": "string", "pattern": "^a{0,1000}\\$$", "minLength": "2"}}]
+    write("request_parser", "structured-counts.jsonl", "".join(json.dumps(l) + "\n" for l in counted))
+    for name, text in [("counts.re", "a{3}b{2,}c{,4}d{,}e{2,5}?(?:fg){1000}h{}i{a}j{ 1}k{1,2"),
+                       ("huge-count.re", "x{1000000}|y{99999999999999999999}|z{1001,}"),
+                       ("classes.re", "^[^\\d\\s]\\w+[]a-c-]\\.\\x41\\u00e9\\é+(a|b|)*?.{2}$"),
+                       ("rules.re", "\\{(?&1)(,(?&1))*\\}\n[0-9]{1,3}|(?&0)"),
+                       ("grammar.gbnf", 'root ::= item{1,3} ("," item){0,}\nitem ::= [a-z\\u00e9]{2} | "\\x41"? num\n'
+                                        'num ::= [0-9]{1000} | [0-9]{ 2 , }  # comment\n'),
+                       ("huge-count.gbnf", 'root ::= "a"{1000000} | "b"{99999999999999999999,}'),
+                       ("schema.json", json.dumps({"type": "object", "properties": {
+                           "s": {"type": "string", "minLength": 2, "maxLength": 1000},
+                           "p": {"type": "string", "pattern": "^[a-z]{1,4}$"},
+                           "a": {"type": "array", "prefixItems": [{"type": "integer", "minimum": -5, "maximum": 500}],
+                                 "items": {"type": "boolean"}, "minItems": 1, "maxItems": 100}}, "required": ["s"]})),
+                       ("schema-counts.json", '{"type": "string", "maxLength": 1e30, "minLength": 3.5}')]:
+        write("constraint", name, text)
     write("tokenizer", "ascii.txt", "I dreamed of a quiet city where the robots sang")
     write("tokenizer", "unicode.txt", "  caf\u00e9 \u65e5\u672c\u8a9e \U0001F600\ttabs\nnewline ")
     write("tokenizer", "bytes.bin", b"\xff\xfe\x00 a\xc3")
