@@ -12,6 +12,7 @@
 #include <iostream>
 #include <random>
 
+#include "engine/constrain/constraint_cache.hpp"
 #include "engine/constrain/grammar_constraint.hpp"
 #include "engine/constrain/json_schema.hpp"
 #include "engine/model/model_formats.hpp"

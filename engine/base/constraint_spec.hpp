@@ -1,5 +1,5 @@
 // A request's structured-output constraint as the request parser reads it: the kind and its text(s).
-// The engine compiles it once per distinct key() in a run (token_automaton.hpp's ConstraintCache).
+// The engine compiles it once per distinct key() in a run (constraint_cache.hpp).
 #pragma once
 #include <string>
 #include <vector>

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/constrain/regex_nfa.hpp"
+#include "engine/constrain/nfa.hpp"
 
 namespace cbatch {
 
@@ -52,10 +52,6 @@ class NfaBuilder {
 
   Nfa nfa_;
 };
-
-// The fragment of a regex (regex_nfa.hpp's syntax) in `builder`; with num_rules > 0, (?&N) calls rule
-// N < num_rules. Throws cbatch::Error (defined in regex_nfa.cpp).
-Fragment compile_regex_into(NfaBuilder& builder, std::string_view pattern, int num_rules);
 
 // Code point c as UTF-8.
 std::string utf8_encode(uint32_t c);

@@ -1,8 +1,6 @@
 // Recursive descent over the pattern, building Thompson fragments (start, end) in one growing NFA.
 #include "engine/constrain/regex_nfa.hpp"
 
-#include "engine/constrain/nfa_builder.hpp"
-
 #include <algorithm>
 #include <cctype>
 

@@ -14,31 +14,16 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/constrain/nfa.hpp"
+#include "engine/constrain/nfa_builder.hpp"
+
 namespace cbatch {
-
-struct NfaEdge {
-  uint8_t lo = 0;   // byte range [lo, hi]
-  uint8_t hi = 0;
-  int32_t to = 0;
-};
-
-struct NfaCall {
-  int32_t rule = 0;  // a grammar rule (grammar.hpp), matched on a stack of its own
-  int32_t to = 0;    // where its match returns
-};
-
-struct Nfa {
-  struct State {
-    std::vector<NfaEdge> edges;
-    std::vector<int32_t> epsilon;
-    std::vector<NfaCall> calls;  // empty in a regex's NFA
-  };
-  std::vector<State> states;
-  int32_t start = 0;
-  int32_t accept = 0;  // the one accepting state
-};
 
 // The language of `pattern` as a full match. Throws cbatch::Error on syntax this engine does not take.
 Nfa compile_regex(std::string_view pattern);
+
+// The fragment of a regex in `builder`; with num_rules > 0, (?&N) calls rule N < num_rules (a grammar's
+// rules, grammar.hpp). Throws cbatch::Error.
+Fragment compile_regex_into(NfaBuilder& builder, std::string_view pattern, int num_rules);
 
 }  // namespace cbatch

@@ -9,7 +9,6 @@
 #pragma once
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -135,26 +134,6 @@ class RegexConstraint final : public Constraint {
   std::unique_ptr<ByteAutomaton> dfa_;
   std::shared_ptr<const TokenTrie> trie_;
   std::unordered_map<int32_t, std::vector<uint64_t>> masks_;
-};
-
-// One run's constraints, compiled once per distinct spec (ConstraintSpec::key) while some sequence
-// holds it or it is among the kKeepRecent last asked for (so memory follows the constraints in use, not
-// every one the run has seen); a refused one is remembered, so its requests cost nothing more.
-class ConstraintCache {
- public:
-  explicit ConstraintCache(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
-  // Throws cbatch::Error for a constraint the compilers refuse.
-  std::shared_ptr<Constraint> get(const ConstraintSpec& spec);
-
- private:
-  std::shared_ptr<Constraint> compile(const ConstraintSpec& spec) const;
-
-  static constexpr size_t kKeepRecent = 16;
-
-  std::shared_ptr<const TokenTrie> trie_;
-  std::unordered_map<std::string, std::weak_ptr<Constraint>> compiled_;
-  std::deque<std::shared_ptr<Constraint>> recent_;        // the last kKeepRecent returned
-  std::unordered_map<std::string, std::string> refused_;  // key -> the error's message
 };
 
 }  // namespace cbatch

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/constrain/constraint_cache.hpp"
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/core/sequence.hpp"
 #include "engine/model/model.hpp"

@@ -15,6 +15,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/constrain/choice_trie.hpp"
+#include "engine/constrain/constraint_cache.hpp"
 #include "engine/constrain/constraint_mask.hpp"
 #include "engine/constrain/grammar.hpp"
 #include "engine/constrain/json_schema.hpp"

@@ -10,6 +10,7 @@
 
 #include "engine/constrain/json_number.hpp"
 #include "engine/constrain/json_schema.hpp"
+#include "engine/constrain/constraint_cache.hpp"
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/base/error.hpp"
 #include "list_tokenizer.hpp"
