@@ -12,7 +12,14 @@ transformers' slow torch paths are the ground truth: the fast kernels (flash-lin
 `causal_conv1d`, `mamba_ssm`) are blocked before transformers is imported, so its hub-kernel wrappers fall back to
 their PyTorch implementations. Those compute the delta rule, the Mamba-2 scan, the gated norms and RoPE's angles in
 float32 even in a float64 model, hence differences of about 1e-6, not 1e-12.
-    tools/check_hybrid_reference.py [--models qwen3_5,lfm2] [--chunk 7] [--tolerance 1e-4]"""
+With --llama-cpp SDIST, each model's GGUF is also run by llama.cpp itself (F32 KV cache, through the ctypes
+bindings of the llama-cpp-python sdist SDIST and its vendored llama.cpp built as a shared library) and compared
+with the reference read from that GGUF, prefill and decode: the check that the GGUF writer and loader follow
+llama.cpp, not only each other. The library, built once (the sdist as tools/llama_cpp/build.sh downloads it):
+    cmake -S SDIST/vendor/llama.cpp -B SDIST/build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=ON \
+        -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF
+    cmake --build SDIST/build -j2 --target llama; pip install diskcache   # the bindings import it
+    tools/check_hybrid_reference.py [--models qwen3_5,lfm2] [--chunk 7] [--tolerance 1e-4] [--llama-cpp SDIST]"""
 import argparse
 import os
 import random
@@ -89,12 +96,42 @@ def compare(name, work, prompts, chunk):
     return worst
 
 
+def llama_cpp_worst(bindings, gguf_path, m, prompts):
+    """{mode: largest |logit difference|} of llama.cpp and the reference on one GGUF, decoding llama.cpp's tokens."""
+    llm = bindings.Llama(model_path=gguf_path, n_ctx=128, n_batch=64, n_ubatch=64, logits_all=True, verbose=False,
+                         type_k=0, type_v=0)  # GGML_TYPE_F32: an F16 cache would round keys and values
+    worst = {"llama.cpp prefill": 0.0, "llama.cpp decode": 0.0}
+    for prompt in prompts:
+        llm.reset()
+        llm.eval(prompt)
+        seq = reference.Sequence(m)
+        want = reference.logits(m, reference.prefill(m, prompt, seq))
+        mode = "llama.cpp prefill"
+        for _ in range(DECODE_STEPS + 1):
+            got = np.array(llm.scores[llm.n_tokens - 1])
+            worst[mode] = max(worst[mode], float(np.abs(got - want).max()))
+            token, mode = int(np.argmax(got)), "llama.cpp decode"
+            llm.eval([token])
+            want = reference.logits(m, reference.forward(m, [token], seq)[-1])
+    return worst
+
+
+def llama_cpp_bindings(sdist):
+    os.environ["LLAMA_CPP_LIB_PATH"] = os.path.join(sdist, "build", "bin")
+    sys.path.insert(0, sdist)
+    import llama_cpp
+    return llama_cpp
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models", default=",".join(tiny.MODELS), help="comma-separated names of tiny models")
     parser.add_argument("--chunk", type=int, default=7, help="prefill chunk size (tokens)")
     parser.add_argument("--tolerance", type=float, default=1e-4, help="largest |logit difference| allowed")
+    parser.add_argument("--llama-cpp", metavar="SDIST", help="the llama-cpp-python sdist folder, its llama.cpp "
+                        "built as a shared library in SDIST/build (see above): compare llama.cpp on the GGUFs too")
     args = parser.parse_args()
+    bindings = llama_cpp_bindings(args.llama_cpp) if args.llama_cpp else None
     rng = random.Random(17)
     prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47)]
     print(f"torch {torch.__version__}; fast kernels blocked: {', '.join(FAST_KERNELS)}")
@@ -102,6 +139,10 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for name in args.models.split(","):
             worst = compare(name, work, prompts, args.chunk)
+            if bindings:
+                gguf_path = os.path.join(work, name + ".gguf")
+                tiny.write_gguf(gguf_path, name, tiny.random_weights(name))
+                worst.update(llama_cpp_worst(bindings, gguf_path, reference.load_gguf(gguf_path), prompts))
             print(f"{name:14s} " + "  ".join(f"{mode}: {value:.2e}" for mode, value in worst.items()))
             failed += [name] if max(worst.values()) > args.tolerance else []
     if failed:
