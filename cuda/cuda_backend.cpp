@@ -81,7 +81,7 @@ class CudaBackend final : public Backend {
                           config_.head_dim),
         decode_partial_ml_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) * 2) {
     for (const LayerWeights<T>& w : weights_.layers) {
-      for (const LinearWeight<T>* linear : {&w.wqkv, &w.wo, &w.w_gate_up, &w.w_down}) linear_.check(*linear);
+      for (const LinearWeight<T>& linear : w.linear.items) linear_.check(linear);
     }
     if (options.loras) lora_ = LoraWeights<T>(*options.loras, config_.num_layers, options.max_batch_tokens);
   }
@@ -104,8 +104,9 @@ class CudaBackend final : public Backend {
   double expert_bytes_per_param() const override {
     double bytes = 0, params = 0;
     for (const LayerWeights<T>& w : weights_.layers) {
-      if (w.moe.gate_up.bytes() == 0) continue;  // a dense layer
-      bytes += static_cast<double>(w.moe.gate_up.bytes() + w.moe.down.bytes());
+      const ExpertMatrix<T>& gate_up = w.experts[ExpertProduct::kGateUp];
+      if (gate_up.bytes() == 0) continue;  // a dense layer
+      bytes += static_cast<double>(gate_up.bytes() + w.experts[ExpertTensor::kDown].bytes());
       params += 3.0 * config_.num_experts * config_.dim * config_.expert_hidden_dim;
     }
     return params > 0 ? bytes / params : weight_bytes_per_param();
@@ -170,7 +171,7 @@ class CudaBackend final : public Backend {
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
-    const float* sinks = weights_.layers[static_cast<size_t>(layer)].sinks.get();  // null without attn_sinks
+    const float* sinks = weights_.layers[static_cast<size_t>(layer)].vector(LayerTensor::kSinks);  // null: none
     return AttentionScoring{config_.query_scale(), config_.attn_softcap, config_.window(layer), sinks};
   }
   RopeFamily rope_family(int layer) const;
@@ -181,7 +182,7 @@ class CudaBackend final : public Backend {
     return static_cast<int>(std::find(windows_.begin(), windows_.end(), config_.window(layer)) - windows_.begin());
   }
   const float* post_ffn_norm(int layer) const {
-    return weights_.layers[static_cast<size_t>(layer)].post_ffn_norm.get();  // null without sandwich norms
+    return weights_.layers[static_cast<size_t>(layer)].vector(LayerTensor::kPostFfnNorm);  // null: no sandwich norms
   }
   // y (rows, width) += the step's adapters on `product` of the layer, x (rows, in) its GEMM's input.
   void add_lora(LoraProduct product, int layer, const BatchIndices& idx, const T* x, int in, T* y, int width) {
@@ -370,7 +371,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
                                                stream, windows_);
     profiler_.phase("upload", stream);
     plan_decode(batch, idx);
-    embedding<T>(workspace_.x.get(), weights_.embedding.get(), idx.tokens, batch.num_tokens(), config_.dim, stream,
+    embedding<T>(workspace_.x.get(), weights_.embedding(), idx.tokens, batch.num_tokens(), config_.dim, stream,
                  config_.embedding_scale);
     profiler_.phase("embedding", stream);
     experts_touched_ = 0;
@@ -436,9 +437,9 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
   const bool local = config_.uses_local_rope(layer);
   RopeFamily f;
-  f.qkv_bias = w.qkv_bias.get();  // null when absent
-  f.q_norm = w.q_norm.get();
-  f.k_norm = w.k_norm.get();
+  f.qkv_bias = w.vector(LayerProduct::kQkvBias);  // null when absent
+  f.q_norm = w.vector(LayerTensor::kQNorm);
+  f.k_norm = w.vector(LayerTensor::kKNorm);
   f.qk_norm_whole = config_.qk_norm_whole;
   f.norm_eps = config_.rms_eps;
   if (config_.rope_scaling.type == RopeScalingType::kLongrope && !local) {  // local layers are unscaled
@@ -461,31 +462,32 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
   const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
 
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.attn_norm.get(), n, dim, eps, stream,
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
                       previous_post_norm);
   profiler_.phase("norm", stream);
   const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
-  linear_.forward(w.wqkv, ws.qkv.get(), ws.h.get(), n);
+  linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
   add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
   profiler_.phase("gemm_qkv", stream);
   with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
-  linear_.forward(w.wo, ws.delta.get(), ws.attn.get(), n);
+  linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
   add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
   profiler_.phase("gemm_o", stream);
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.ffn_norm.get(), n, dim, eps, stream,
-                      w.post_attn_norm.get(), w.o_bias.get());  // the o bias (null when absent) joins delta here
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
+                      w.vector(LayerTensor::kPostAttnNorm),
+                      w.vector(LayerTensor::kBo));  // the o bias (null when absent) joins delta here
   profiler_.phase("norm", stream);
   if (config_.is_sparse(layer)) {
-    experts_touched_ += moe_.forward(w.moe, ws.h.get(), n, ws.delta.get(), context_, profiler_);
+    experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
     return;
   }
-  linear_.forward(w.w_gate_up, ws.gate_up.get(), ws.h.get(), n);
+  linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
   add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
   profiler_.phase("gemm_gate_up", stream);
   swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation,
             GatedParams{config_.swiglu_limit, config_.swiglu_alpha});
   profiler_.phase("swiglu", stream);
-  linear_.forward(w.w_down, ws.delta.get(), ws.ffn.get(), n);
+  linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
   add_lora(LoraProduct::kDown, layer, idx, ws.ffn.get(), hidden, ws.delta.get(), dim);
   profiler_.phase("gemm_down", stream);
 }
@@ -564,7 +566,7 @@ void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
   const cudaStream_t stream = context_.stream();
   const int last = config_.num_layers - 1;
   const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
-  rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm.get(), d_rows, n, config_.dim,
+  rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm(), d_rows, n, config_.dim,
                     config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
   gemm<T, float>(context_.cublas(), stream, d_logits, ws.h.get(), weights_.lm_head(), n, config_.vocab_size, config_.dim);
   if (config_.final_softcap > 0.0f) {

@@ -99,10 +99,8 @@ class WeightUploader {
                                stream_));
   }
 
-  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0); empty
-  // when the tensor is (absent and) not wanted.
-  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset, bool wanted = true) {
-    if (!wanted) return {};
+  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0).
+  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset) {
     DeviceBuffer<float> buffer(static_cast<size_t>(n));
     upload_vector(t, n, offset, buffer.get());
     return buffer;
@@ -285,41 +283,70 @@ ExpertMatrix<T> upload_experts(WeightUploader& up, const std::vector<std::vector
   return m;
 }
 
-// A sparse layer's router and experts, each expert's tensors written at its place in the stacked buffers.
+// The rows of `rows` that join the product `first` and that the model has, in table order.
+template <typename Row, typename Kind, typename Present>
+std::vector<const Row*> product_parts(Rows<Row> rows, Kind first, Present present) {
+  std::vector<const Row*> parts;
+  for (const Row& row : rows) {
+    if (row.joins == first && present(row)) parts.push_back(&row);
+  }
+  return parts;
+}
+
+bool is_vector(Role role) { return role == Role::kNorm || role == Role::kBias || role == Role::kGateVector; }
+
+// A vector product's length: its parts' end to end.
+template <typename Row>
+int64_t vector_length(const std::vector<const Row*>& parts, const ModelConfig& c) {
+  int64_t n = 0;
+  for (const Row* row : parts) n += size_of(row->shape.cols, c);
+  return n;
+}
+
+// A vector product's parts end to end at dst, fp32 (plus the norm offset on norms).
+template <typename Row, typename Tensors>
+void upload_vector_parts(WeightUploader& up, const std::vector<const Row*>& parts, const Tensors& t,
+                         const ModelConfig& c, float* dst) {
+  for (const Row* row : parts) {
+    const int64_t n = size_of(row->shape.cols, c);
+    up.upload_vector(t[row->kind], n, row->role == Role::kNorm ? c.norm_offset : 0.0f, dst);
+    dst += n;
+  }
+}
+
+// A sparse layer's routed experts, product by product of the expert table: every expert's matrix at its
+// place in one buffer, every expert's bias vector at its row of one (num_experts, n) buffer.
 template <typename T>
-MoeLayerWeights<T> upload_moe(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8,
-                              bool keep_quantized) {
-  const int64_t dim = c.dim, width = c.expert_hidden_dim, shared = c.shared_expert_hidden_dim;
+void upload_routed_experts(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8,
+                           bool keep_quantized, LayerWeights<T>& w) {
   if (static_cast<int>(t.experts.size()) != c.num_experts) {
     throw Error("a sparse layer has " + std::to_string(t.experts.size()) + " experts' tensors, num_experts is " +
                 std::to_string(c.num_experts));
   }
-  MoeLayerWeights<T> w;
-  w.router = up.upload<T>(t.router, c.num_experts, dim);
-  std::vector<std::vector<ExpertSource>> gate_up, down;
-  for (const auto& e : t.experts) {
-    gate_up.push_back({{&e.gate, width}, {&e.up, width}});
-    down.push_back({{&e.down, dim}});
-  }
-  w.gate_up = upload_experts<T>(up, gate_up, 2 * width, dim, expert_format<T>(gate_up, dim, fp8, keep_quantized));
-  w.down = upload_experts<T>(up, down, dim, width, expert_format<T>(down, width, fp8, keep_quantized));
-  if (c.router_bias) w.router_bias = up.upload_norm(t.router_bias, c.num_experts, 0.0f);
-  if (c.expert_bias) {  // each expert's [gate | up] bias row, and its down bias
-    w.gate_up_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * 2 * width);
-    w.down_bias = DeviceBuffer<float>(static_cast<size_t>(c.num_experts) * dim);
-    for (size_t e = 0; e < t.experts.size(); ++e) {
-      float* gate_up_bias = w.gate_up_bias.get() + e * 2 * width;
-      up.upload_vector(t.experts[e].gate_bias, width, 0.0f, gate_up_bias);
-      up.upload_vector(t.experts[e].up_bias, width, 0.0f, gate_up_bias + width);
-      up.upload_vector(t.experts[e].down_bias, dim, 0.0f, w.down_bias.get() + e * dim);
+  for (const ExpertTensorRow& row : expert_tensor_rows()) {
+    if (row.joins != row.kind) continue;
+    const auto parts =
+        product_parts(expert_tensor_rows(), row.kind, [&](const ExpertTensorRow& r) { return r.present(c); });
+    if (parts.empty()) continue;
+    if (is_vector(row.role)) {
+      const int64_t n = vector_length(parts, c);
+      DeviceBuffer<float>& buffer = w.expert_vectors[row.kind];
+      buffer = DeviceBuffer<float>(t.experts.size() * static_cast<size_t>(n));
+      for (size_t e = 0; e < t.experts.size(); ++e) {
+        upload_vector_parts(up, parts, t.experts[e], c, buffer.get() + static_cast<int64_t>(e) * n);
+      }
+      continue;
     }
+    std::vector<std::vector<ExpertSource>> sources(t.experts.size());
+    int64_t n = 0;
+    for (const ExpertTensorRow* part : parts) {
+      const int64_t rows = size_of(part->shape.rows, c);
+      for (size_t e = 0; e < t.experts.size(); ++e) sources[e].push_back({&t.experts[e][part->kind], rows});
+      n += rows;
+    }
+    const int64_t k = size_of(row.shape.cols, c);
+    w.experts[row.kind] = upload_experts<T>(up, sources, n, k, expert_format<T>(sources, k, fp8, keep_quantized));
   }
-  if (shared > 0) {
-    w.shared_gate_up = upload_linear<T>(up, {{t.shared_expert.gate, shared}, {t.shared_expert.up, shared}}, dim, false);
-    w.shared_down = upload_linear<T>(up, {{t.shared_expert.down, dim}}, shared, false);
-    w.shared_gate = up.upload_norm(t.shared_expert_gate, dim, 0.0f);
-  }
-  return w;
 }
 
 // Whether experts may stay quantized: CBATCH_MOE_EXPERTS=dequant keeps them in T (the cuBLAS path).
@@ -333,47 +360,49 @@ bool keep_experts_quantized() {
   return env.empty();
 }
 
+// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
+// the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool sparse, bool fp8,
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer, bool fp8,
                              bool keep_quantized) {
-  const int64_t dim = c.dim, q_dim = c.q_dim(), kv_dim = c.kv_dim(), hidden = c.hidden_dim;
-  const float offset = c.norm_offset;
   LayerWeights<T> w;
-  w.attn_norm = up.upload_norm(t.attn_norm, dim, offset);
-  w.wqkv = upload_linear<T>(up, {{t.wq, q_dim}, {t.wk, kv_dim}, {t.wv, kv_dim}}, dim, fp8);
-  if (c.qkv_bias) {
-    w.qkv_bias = DeviceBuffer<float>(static_cast<size_t>(q_dim + 2 * kv_dim));
-    up.upload_vector(t.bq, q_dim, 0.0f, w.qkv_bias.get());
-    up.upload_vector(t.bk, kv_dim, 0.0f, w.qkv_bias.get() + q_dim);
-    up.upload_vector(t.bv, kv_dim, 0.0f, w.qkv_bias.get() + q_dim + kv_dim);
+  for (const LayerTensorRow& row : layer_tensor_rows()) {
+    if (row.joins != row.kind) continue;  // uploaded with its product's first row
+    const auto parts =
+        product_parts(layer_tensor_rows(), row.kind, [&](const LayerTensorRow& r) { return r.present(c, layer); });
+    if (parts.empty()) continue;
+    if (is_vector(row.role)) {
+      w.vectors[row.kind] = DeviceBuffer<float>(static_cast<size_t>(vector_length(parts, c)));
+      upload_vector_parts(up, parts, t, c, w.vectors[row.kind].get());
+      continue;
+    }
+    std::vector<LinearSource> sources;
+    for (const LayerTensorRow* part : parts) sources.push_back({t[part->kind], size_of(part->shape.rows, c)});
+    const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
+    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize);
   }
-  w.q_norm = up.upload_norm(t.q_norm, c.qk_norm_whole ? q_dim : c.head_dim, offset, c.qk_norm);  // OLMoE: whole
-  w.k_norm = up.upload_norm(t.k_norm, c.qk_norm_whole ? kv_dim : c.head_dim, offset, c.qk_norm);
-  w.wo = upload_linear<T>(up, {{t.wo, dim}}, q_dim, fp8);
-  w.o_bias = up.upload_norm(t.bo, dim, 0.0f, c.o_bias);
-  w.sinks = up.upload_norm(t.sinks, c.num_heads, 0.0f, c.attn_sinks);
-  w.post_attn_norm = up.upload_norm(t.post_attn_norm, dim, offset, c.sandwich_norms);
-  w.ffn_norm = up.upload_norm(t.ffn_norm, dim, offset);
-  if (sparse) {
-    w.moe = upload_moe<T>(up, t, c, fp8, keep_quantized);
-  } else {
-    w.w_gate_up = upload_linear<T>(up, {{t.w_gate, hidden}, {t.w_up, hidden}}, dim, fp8);
-    w.w_down = upload_linear<T>(up, {{t.w_down, dim}}, hidden, fp8);
-  }
-  w.post_ffn_norm = up.upload_norm(t.post_ffn_norm, dim, offset, c.sandwich_norms);
+  if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
   return w;
 }
 
 }  // namespace
 
 template <typename T>
+size_t LayerWeights<T>::bytes() const {
+  size_t total = 0;
+  for (const LinearWeight<T>& m : linear.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : vectors.items) total += v.bytes();
+  for (const ExpertMatrix<T>& m : experts.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : expert_vectors.items) total += v.bytes();
+  return total;
+}
+
+template <typename T>
 size_t DeviceWeights<T>::bytes() const {
-  size_t total = embedding.bytes() + final_norm.bytes() + untied_lm_head.bytes() + rope_inv_freq.bytes();
-  for (const LayerWeights<T>& w : layers) {
-    total += w.attn_norm.bytes() + w.wqkv.bytes() + w.qkv_bias.bytes() + w.q_norm.bytes() + w.k_norm.bytes() +
-             w.wo.bytes() + w.o_bias.bytes() + w.sinks.bytes() + w.post_attn_norm.bytes() + w.ffn_norm.bytes() +
-             w.w_gate_up.bytes() + w.w_down.bytes() + w.moe.bytes() + w.post_ffn_norm.bytes();
-  }
+  size_t total = rope_inv_freq.bytes();
+  for (const DeviceBuffer<T>& m : tables.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : vectors.items) total += v.bytes();
+  for (const LayerWeights<T>& w : layers) total += w.bytes();
   return total;
 }
 
@@ -388,13 +417,18 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
   const bool keep_quantized = keep_experts_quantized();
   WeightUploader up(stream);
   DeviceWeights<T> w;
-  w.embedding = up.upload<T>(t.embedding, c.vocab_size, c.dim);
-  for (int l = 0; l < c.num_layers; ++l) {
-    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, c.is_sparse(l), fp8_weights,
-                                      keep_quantized));
+  for (const ModelTensorRow& row : model_tensor_rows()) {  // a tied lm_head is the embedding's buffer
+    if (!row.present(c) || (row.kind == ModelTensor::kLmHead && c.tied_embeddings)) continue;
+    const int64_t rows = size_of(row.shape.rows, c), cols = size_of(row.shape.cols, c);
+    if (is_vector(row.role)) {
+      w.vectors[row.kind] = up.upload_norm(t[row.kind], cols, row.role == Role::kNorm ? c.norm_offset : 0.0f);
+    } else {
+      w.tables[row.kind] = up.upload<T>(t[row.kind], rows, cols);
+    }
   }
-  w.final_norm = up.upload_norm(t.final_norm, c.dim, c.norm_offset);
-  if (!c.tied_embeddings) w.untied_lm_head = up.upload<T>(t.lm_head, c.vocab_size, c.dim);
+  for (int l = 0; l < c.num_layers; ++l) {
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, fp8_weights, keep_quantized));
+  }
 
   // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap).
   const size_t half = static_cast<size_t>(c.head_dim / 2);
@@ -409,6 +443,9 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
   return w;
 }
 
+template struct LayerWeights<float>;
+template struct LayerWeights<__nv_bfloat16>;
+template struct LayerWeights<__half>;
 template struct DeviceWeights<float>;
 template struct DeviceWeights<__nv_bfloat16>;
 template struct DeviceWeights<__half>;

@@ -55,7 +55,7 @@ size_t MoeFfn<T>::device_bytes() const {
 }
 
 template <typename T>
-int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
+int MoeFfn<T>::forward(const LayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
                        StepProfiler& profiler) {
   const ModelConfig& c = config_;
   const cudaStream_t stream = context.stream();
@@ -64,12 +64,15 @@ int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_ou
   if (picks > num_picks_max_) {
     throw Error("moe: " + std::to_string(n) + " rows exceed the workspace's " + std::to_string(num_picks_max_ / k));
   }
-  gemm<T, float>(context.cublas(), stream, logits_.get(), d_h, w.router.get(), n, num_experts, dim);
-  moe_route(experts_.get(), weights_.get(), logits_.get(), w.router_bias.get(), n,
+  const ExpertMatrix<T>& gate_up = w.experts[ExpertProduct::kGateUp];
+  const ExpertMatrix<T>& down = w.experts[ExpertTensor::kDown];
+  gemm<T, float>(context.cublas(), stream, logits_.get(), d_h, w.linear[LayerTensor::kRouter].weight.get(), n,
+                 num_experts, dim);
+  moe_route(experts_.get(), weights_.get(), logits_.get(), w.vector(LayerTensor::kRouterBias), n,
             MoeRouteRule{num_experts, k, c.norm_topk_prob, c.moe_router}, stream);
   moe_permute(offsets_.get(), entries_.get(), pick_slot_.get(), slot_expert_.get(), experts_.get(), picks, num_experts,
               stream);
-  const bool wait = !(w.gate_up.is_quantized() && w.down.is_quantized());
+  const bool wait = !(gate_up.is_quantized() && down.is_quantized());
   int touched = 0;
   if (wait) {
     CUDA_CHECK(cudaMemcpyAsync(host_offsets_.get(), offsets_.get(), offsets_.bytes(), cudaMemcpyDeviceToHost, stream));
@@ -85,27 +88,29 @@ int MoeFfn<T>::forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_ou
   }
   profiler.phase("moe_route", stream);
 
-  expert_product(w.gate_up, gate_up_.get(), rows_.get(), picks, 2 * width, dim, 0, context);
+  expert_product(gate_up, gate_up_.get(), rows_.get(), picks, 2 * width, dim, 0, context);
   profiler.phase("moe_gemm_gate_up", stream);
-  const GatedParams params{c.swiglu_limit, c.swiglu_alpha, w.gate_up_bias.get(), slot_expert_.get()};
+  const GatedParams params{c.swiglu_limit, c.swiglu_alpha, w.expert_vectors[ExpertProduct::kGateUpBias].get(),
+                           slot_expert_.get()};
   swiglu<T>(hidden_.get(), gate_up_.get(), picks, width, stream, c.activation, params);
   profiler.phase("moe_swiglu", stream);
-  expert_product(w.down, rows_.get(), hidden_.get(), picks, dim, width, 1, context);
+  expert_product(down, rows_.get(), hidden_.get(), picks, dim, width, 1, context);
   profiler.phase("moe_gemm_down", stream);
 
   MoeShared<T> shared;
   if (w.has_shared()) {
     const int sw = c.shared_expert_hidden_dim;
-    gemm<T, T>(context.cublas(), stream, shared_gate_up_.get(), d_h, w.shared_gate_up.weight.get(), n, 2 * sw, dim);
+    gemm<T, T>(context.cublas(), stream, shared_gate_up_.get(), d_h, w.linear[LayerProduct::kSharedGateUp].weight.get(),
+               n, 2 * sw, dim);
     swiglu<T>(shared_hidden_.get(), shared_gate_up_.get(), n, sw, stream, c.activation,
               GatedParams{c.swiglu_limit, c.swiglu_alpha});
-    gemm<T, T>(context.cublas(), stream, shared_out_.get(), shared_hidden_.get(), w.shared_down.weight.get(), n, dim,
-               sw);
-    shared = MoeShared<T>{shared_out_.get(), d_h, w.shared_gate.get()};
+    gemm<T, T>(context.cublas(), stream, shared_out_.get(), shared_hidden_.get(),
+               w.linear[LayerTensor::kSharedDown].weight.get(), n, dim, sw);
+    shared = MoeShared<T>{shared_out_.get(), d_h, w.vector(LayerTensor::kSharedExpertGate)};
     profiler.phase("moe_shared", stream);
   }
-  moe_combine<T>(d_out, rows_.get(), pick_slot_.get(), experts_.get(), weights_.get(), w.down_bias.get(), shared, n, k,
-                 dim, stream);
+  moe_combine<T>(d_out, rows_.get(), pick_slot_.get(), experts_.get(), weights_.get(),
+                 w.expert_vectors[ExpertTensor::kDownBias].get(), shared, n, k, dim, stream);
   profiler.phase("moe_combine", stream);
   return touched;
 }

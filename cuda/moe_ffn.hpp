@@ -26,7 +26,7 @@ class MoeFfn {
   // distinct experts the rows picked. Waits for the stream once where an expert product is in T: the
   // expert offsets are copied to the host, since cuBLAS takes the GEMMs' row counts there. A layer whose
   // experts are all quantized does not wait and returns 0: its count comes from take_touched.
-  int forward(const MoeLayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
+  int forward(const LayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
               StepProfiler& profiler);
 
   // The distinct experts picked in the layers that did not wait since the last call; call it after the

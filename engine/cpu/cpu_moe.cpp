@@ -66,29 +66,31 @@ void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const Packe
 
 }  // namespace
 
-int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& r, const GluParams& glu,
+int moe_ffn(const float* h, int num_rows, int dim, const CpuLayer& w, const MoeRouting& r, const GluParams& glu,
             ThreadPool& pool, MoeScratch& s, float* out) {
   const int k = r.top_k;
   s.logits.resize(static_cast<size_t>(num_rows) * r.num_experts);
   s.experts.resize(static_cast<size_t>(num_rows) * k);
   s.weights.resize(static_cast<size_t>(num_rows) * k);
   s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
-  matmul(h, w.router, s.logits.data(), num_rows, pool);
-  add_bias_rows(s.logits.data(), num_rows, &w.router_bias);
+  matmul(h, w.matrix(LayerTensor::kRouter), s.logits.data(), num_rows, pool);
+  add_bias_rows(s.logits.data(), num_rows, &w.vector(LayerTensor::kRouterBias));
   pool.parallel_for(num_rows, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
     }
   }, 1, min_parallel_items(8.0 * r.num_experts));  // an exp and a comparison or two per expert
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
-  const int num_touched = run_experts(h, num_rows, dim, groups, k, w, glu, pool, s.products, s.picks.data());
-  if (w.shared_gate.empty()) {
+  const int num_touched = run_experts(h, num_rows, dim, groups, k, w.experts, glu, pool, s.products, s.picks.data());
+  const std::vector<float>& shared_gate = w.vector(LayerTensor::kSharedExpertGate);
+  if (shared_gate.empty()) {
     std::fill_n(out, static_cast<int64_t>(num_rows) * dim, 0.0f);
   } else {  // the shared expert over every row, scaled by its sigmoid gate
-    expert_rows(h, num_rows, w.shared_gate_up, w.shared_down, nullptr, nullptr, glu, pool, s, out);
+    expert_rows(h, num_rows, w.matrix(LayerProduct::kSharedGateUp), w.matrix(LayerTensor::kSharedDown), nullptr,
+                nullptr, glu, pool, s, out);
     for (int row = 0; row < num_rows; ++row) {
       float logit = 0.0f;
-      for (int i = 0; i < dim; ++i) logit += h[static_cast<int64_t>(row) * dim + i] * w.shared_gate[i];
+      for (int i = 0; i < dim; ++i) logit += h[static_cast<int64_t>(row) * dim + i] * shared_gate[i];
       const float gate = 1.0f / (1.0f + std::exp(-logit));
       for (int i = 0; i < dim; ++i) out[static_cast<int64_t>(row) * dim + i] *= gate;
     }

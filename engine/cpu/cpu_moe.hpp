@@ -12,24 +12,12 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_moe_experts.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_weights.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {
 
 class ThreadPool;
-
-// One sparse layer's weights, packed for matmul.
-struct MoeWeights {
-  PackedMatrix router;                // (num_experts, dim)
-  std::vector<float> router_bias;     // (num_experts), or empty
-  std::vector<PackedMatrix> gate_up;  // (num_experts) of (2 * expert_hidden, dim): [gate | up]
-  std::vector<PackedMatrix> down;     // (num_experts) of (dim, expert_hidden)
-  std::vector<std::vector<float>> gate_up_bias;  // (num_experts) of (2 * expert_hidden) [gate | up], or empty
-  std::vector<std::vector<float>> down_bias;     // (num_experts) of (dim), or empty
-  PackedMatrix shared_gate_up;        // (2 * shared_hidden, dim), or empty: no shared expert
-  PackedMatrix shared_down;           // (dim, shared_hidden)
-  std::vector<float> shared_gate;     // (dim) the shared expert's sigmoid gate, or empty
-};
 
 struct MoeRouting {
   int num_experts = 0;
@@ -62,9 +50,10 @@ struct MoeScratch {
   ExpertScratch products;       // the routed experts' products
 };
 
-// out (num_rows, dim) = the MoE FFN of h (num_rows, dim). Returns the number of distinct experts the rows
-// picked (the experts whose weights were read).
-int moe_ffn(const float* h, int num_rows, int dim, const MoeWeights& w, const MoeRouting& routing,
+// out (num_rows, dim) = the MoE FFN of h (num_rows, dim) with a sparse layer's weights: its kRouter (and
+// kRouterBias), routed experts, and kSharedGateUp, kSharedDown, kSharedExpertGate where it has a shared
+// expert. Returns the number of distinct experts the rows picked (the experts whose weights were read).
+int moe_ffn(const float* h, int num_rows, int dim, const CpuLayer& w, const MoeRouting& routing,
             const GluParams& glu, ThreadPool& pool, MoeScratch& s, float* out);
 
 }  // namespace cbatch

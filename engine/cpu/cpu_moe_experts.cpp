@@ -43,16 +43,17 @@ double product_ns(const PackedMatrix& w, int n) {
   return panels * lanes * static_cast<double>(w.cols()) * per_weight;
 }
 
-double unit_ns(const MoeWeights& w, const ExpertUnit& u) {
-  const PackedMatrix& down = w.down[u.expert];
-  return product_ns(w.gate_up[u.expert], u.num_rows) + product_ns(down, u.num_rows) +
+double unit_ns(const std::vector<CpuExpert>& experts, const ExpertUnit& u) {
+  const CpuExpert& e = experts[static_cast<size_t>(u.expert)];
+  const PackedMatrix& down = e.matrix(ExpertTensor::kDown);
+  return product_ns(e.matrix(ExpertProduct::kGateUp), u.num_rows) + product_ns(down, u.num_rows) +
          10.0 * static_cast<double>(down.cols()) * u.num_rows;  // an exp or tanh per hidden element
 }
 
 struct StepView {  // what every unit reads
   const float* h;
   int dim;
-  const MoeWeights& w;
+  const std::vector<CpuExpert>& experts;
   const GluParams& glu;
   const ExpertScratch& s;
   const int32_t* picks;  // (T * top_k) the (row, k) pick of each sorted pick
@@ -62,8 +63,9 @@ struct StepView {  // what every unit reads
 // One unit: gather, gate|up, activation, down, each row's result to its pick's row of out.
 void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
   const int n = u.num_rows, dim = v.dim;
-  const PackedMatrix& gate_up = v.w.gate_up[u.expert];
-  const PackedMatrix& down = v.w.down[u.expert];
+  const CpuExpert& e = v.experts[static_cast<size_t>(u.expert)];
+  const PackedMatrix& gate_up = e.matrix(ExpertProduct::kGateUp);
+  const PackedMatrix& down = e.matrix(ExpertTensor::kDown);
   const int64_t width = down.cols();
   const int32_t* rows = &v.s.slot_rows[static_cast<size_t>(u.slot_begin)];
   if (gate_up.is_int8()) {
@@ -76,9 +78,8 @@ void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
   }
   t.gate_up.resize(static_cast<size_t>(n * 2 * width));
   t.hidden.resize(static_cast<size_t>(n * width));
-  const bool biased = !v.w.gate_up_bias.empty();
   matmul_on_thread(t.rows_in.data(), &t.q_in, gate_up, t.gate_up.data(), n);
-  add_bias_rows(t.gate_up.data(), n, biased ? &v.w.gate_up_bias[u.expert] : nullptr);
+  add_bias_rows(t.gate_up.data(), n, &e.vector(ExpertProduct::kGateUpBias));  // empty without expert biases
   for (int r = 0; r < n; ++r) {
     gated_ffn_row(&t.gate_up[r * 2 * width], &t.hidden[r * width], static_cast<int>(width), v.glu);
   }
@@ -87,7 +88,7 @@ void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
   }
   t.rows_out.resize(static_cast<size_t>(n) * dim);
   matmul_on_thread(t.hidden.data(), &t.q_hidden, down, t.rows_out.data(), n);
-  add_bias_rows(t.rows_out.data(), n, biased ? &v.w.down_bias[u.expert] : nullptr);
+  add_bias_rows(t.rows_out.data(), n, &e.vector(ExpertTensor::kDownBias));
   for (int i = 0; i < n; ++i) {
     const int64_t pick = v.picks[u.slot_begin + i];
     std::copy_n(&t.rows_out[static_cast<size_t>(i) * dim], dim, v.out + pick * dim);
@@ -96,7 +97,8 @@ void run_unit(const StepView& v, const ExpertUnit& u, ExpertThreadScratch& t) {
 
 // The units of the touched experts (at most max_rows picks each), and their split into num_threads
 // contiguous runs of about equal cost. Returns the total cost in one-core ns.
-double plan_units(const ExpertGroups& g, const MoeWeights& w, int max_rows, int num_threads, ExpertScratch& s) {
+double plan_units(const ExpertGroups& g, const std::vector<CpuExpert>& experts, int max_rows, int num_threads,
+                  ExpertScratch& s) {
   s.units.clear();
   std::vector<double>& cost = s.unit_cost_ns;
   cost.clear();
@@ -104,7 +106,7 @@ double plan_units(const ExpertGroups& g, const MoeWeights& w, int max_rows, int 
   for (int e = 0; e + 1 < static_cast<int>(g.offsets.size()); ++e) {
     for (int begin = g.offsets[e]; begin < g.offsets[e + 1]; begin += max_rows) {
       s.units.push_back(ExpertUnit{e, begin, std::min(max_rows, g.offsets[e + 1] - begin)});
-      cost.push_back(unit_ns(w, s.units.back()));
+      cost.push_back(unit_ns(experts, s.units.back()));
       total += cost.back();
     }
   }
@@ -131,20 +133,21 @@ void add_bias_rows(float* rows, int64_t n, const std::vector<float>* bias) {
   }
 }
 
-int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& groups, int top_k, const MoeWeights& w,
-                const GluParams& glu, ThreadPool& pool, ExpertScratch& s, float* out) {
+int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& groups, int top_k,
+                const std::vector<CpuExpert>& experts, const GluParams& glu, ThreadPool& pool, ExpertScratch& s,
+                float* out) {
   const int picks = num_rows * top_k, num_threads = pool.num_threads();
   s.slot_rows.resize(static_cast<size_t>(picks));
   for (int i = 0; i < picks; ++i) s.slot_rows[static_cast<size_t>(i)] = groups.entries[static_cast<size_t>(i)] / top_k;
   // Enough units for the threads to share even when few experts are picked, few enough to read each
   // expert's weights about once.
   const int max_rows = std::max(16, (picks + 4 * num_threads - 1) / (4 * num_threads));
-  const double total_ns = plan_units(groups, w, max_rows, num_threads, s);
+  const double total_ns = plan_units(groups, experts, max_rows, num_threads, s);
   int q8_block = 0;  // the activation block of the int8 experts' gate|up (one tensor's: the same for all)
   int num_touched = 0;
   for (size_t i = 0; i < s.units.size(); ++i) {
     const ExpertUnit& u = s.units[i];
-    const PackedMatrix& gate_up = w.gate_up[u.expert];
+    const PackedMatrix& gate_up = experts[static_cast<size_t>(u.expert)].matrix(ExpertProduct::kGateUp);
     if (gate_up.is_int8() && q8_block != 0 && matmul_detail::q8_block(gate_up.dtype()) != q8_block) {
       throw Error("internal error: experts whose int8 weights take different activation blocks");
     }
@@ -153,7 +156,7 @@ int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& group
   }
   if (q8_block != 0) matmul_detail::quantize_rows_q8(h, num_rows, dim, q8_block, s.h_q8);  // once per row, not per pick
   if (s.threads.size() < static_cast<size_t>(num_threads)) s.threads.resize(static_cast<size_t>(num_threads));
-  const StepView view{h, dim, w, glu, s, groups.entries.data(), out};
+  const StepView view{h, dim, experts, glu, s, groups.entries.data(), out};
   pool.parallel_for(num_threads, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       for (int32_t i = s.thread_units[static_cast<size_t>(t)]; i < s.thread_units[static_cast<size_t>(t) + 1]; ++i) {

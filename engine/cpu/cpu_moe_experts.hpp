@@ -11,11 +11,11 @@
 
 #include "engine/cpu/cpu_matmul_int8.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_weights.hpp"
 
 namespace cbatch {
 
 class ThreadPool;
-struct MoeWeights;
 struct ExpertGroups;
 
 // Consecutive picks [slot_begin, slot_begin + num_rows) of the sorted picks, all of one expert.
@@ -50,7 +50,8 @@ void add_bias_rows(float* rows, int64_t n, const std::vector<float>* bias);
 
 // out (T, top_k, dim): each (row, k) pick's expert output for its row of h (T, dim). Returns the number
 // of distinct experts picked (the experts whose weights were read).
-int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& groups, int top_k, const MoeWeights& w,
-                const GluParams& glu, ThreadPool& pool, ExpertScratch& s, float* out);
+int run_experts(const float* h, int num_rows, int dim, const ExpertGroups& groups, int top_k,
+                const std::vector<CpuExpert>& experts, const GluParams& glu, ThreadPool& pool, ExpertScratch& s,
+                float* out);
 
 }  // namespace cbatch

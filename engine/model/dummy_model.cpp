@@ -1,13 +1,13 @@
 // dummy:CONFIG.json: a Hugging Face config.json with random weights and the byte tokenizer, to run
-// real model shapes without their weights. Tensor k (0 embedding, then per layer attn_norm, wq, wk, wv,
-// wo, ffn_norm, gate, up, down (a sparse layer: router (and its bias), experts' gate, up, down (and their
-// biases), shared expert), the family's extras (biases, q/k and sandwich norms, output bias, sinks), then
-// final_norm, lm_head) draws from seed f(dummy_seed, k); --dummy-dtype q8_0 marks the linear ones for a backend
-// to keep quantized in Q8_0 blocks, --dummy-dtype mxfp4 makes the routed experts' gate, up and down MXFP4
-// blocks (as gpt-oss ships them; random_weights.hpp), --dummy-layers keeps the config's first layers. Scales
-// give unit-variance activations: linear weights uniform with scale sqrt(3 / in_features) (MXFP4 experts:
-// about the same rms), embeddings scale 1, norm weights 1 + uniform(0.1). Nothing is allocated: backends
-// generate the values.
+// real model shapes without their weights. The tensors are the table's rows the config has
+// (layer_tensors.hpp), drawn in order: tensor k (0 the embedding, then each layer's rows in table order, a
+// sparse layer's routed experts right after its router's, then the model's other rows) draws from seed
+// f(dummy_seed, k), so a new row at the end of the table leaves every existing seed as it was; --dummy-dtype
+// q8_0 marks the linear ones for a backend to keep quantized in Q8_0 blocks, --dummy-dtype mxfp4 makes the
+// routed experts' gate, up and down MXFP4 blocks (as gpt-oss ships them; random_weights.hpp), --dummy-layers
+// keeps the config's first layers. Scales give unit-variance activations: linear weights uniform with scale
+// sqrt(3 / in_features) (MXFP4 experts: about the same rms), embeddings scale 1, norm weights
+// 1 + uniform(0.1). Nothing is allocated: backends generate the values.
 #include <cmath>
 
 #include "engine/base/error.hpp"
@@ -71,77 +71,57 @@ class RandomTensors {
   uint64_t next_index_ = 0;
 };
 
-// The tensors only some families have, drawn after the Llama ones so that a Llama's seeds are unchanged.
-void add_family_tensors(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
-  if (c.qkv_bias) {
-    l.bq = r.bias(p + "self_attn.q_proj.bias", c.q_dim());
-    l.bk = r.bias(p + "self_attn.k_proj.bias", c.kv_dim());
-    l.bv = r.bias(p + "self_attn.v_proj.bias", c.kv_dim());
+// A row's tensor, drawn as its role says: projections, routers, the shared expert (and its gate) and the
+// heads as linear weights of the row's input features, routed experts in --dummy-dtype, norms near 1.
+TensorView draw(RandomTensors& r, std::string name, Role role, Shape shape, const ModelConfig& c) {
+  const int64_t rows = size_of(shape.rows, c), cols = size_of(shape.cols, c);
+  switch (role) {
+    case Role::kEmbedding: return r.make(std::move(name), rows, cols, 1.0f, 0.0f);
+    case Role::kNorm: return r.norm(std::move(name), cols, c.norm_offset);
+    case Role::kBias: return r.bias(std::move(name), cols);
+    case Role::kRoutedExpert: return r.expert(std::move(name), rows, cols);
+    default: return r.linear(std::move(name), rows, cols);
   }
-  if (c.qk_norm) {
-    l.q_norm = r.norm(p + "self_attn.q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim, c.norm_offset);
-    l.k_norm = r.norm(p + "self_attn.k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim, c.norm_offset);
-  }
-  if (c.sandwich_norms) {
-    l.post_attn_norm = r.norm(p + "post_attention_norm.weight", c.dim, c.norm_offset);
-    l.post_ffn_norm = r.norm(p + "post_feedforward_layernorm.weight", c.dim, c.norm_offset);
-  }
-  if (c.o_bias) l.bo = r.bias(p + "self_attn.o_proj.bias", c.dim);
-  if (c.attn_sinks) l.sinks = r.bias(p + "self_attn.sinks", c.num_heads);
 }
 
-// A sparse layer's router and experts (and shared expert), in place of the dense FFN.
-void add_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
-  l.router = r.linear(p + "mlp.gate.weight", c.num_experts, c.dim);
-  auto expert = [&](const std::string& e, int width) {
-    return ExpertTensors{r.expert(e + "gate_proj.weight", width, c.dim), r.expert(e + "up_proj.weight", width, c.dim),
-                         r.expert(e + "down_proj.weight", c.dim, width), {}, {}, {}};
-  };
-  if (c.router_bias) l.router_bias = r.bias(p + "mlp.gate.bias", c.num_experts);
+// A sparse layer's routed experts, each one's rows in table order.
+void draw_experts(RandomTensors& r, const ModelConfig& c, const std::string& p, LayerTensors& l) {
+  l.experts.resize(static_cast<size_t>(c.num_experts));
   for (int e = 0; e < c.num_experts; ++e) {
-    const std::string name = p + "mlp.experts." + std::to_string(e) + ".";
-    l.experts.push_back(expert(name, c.expert_hidden_dim));
-    if (!c.expert_bias) continue;
-    ExpertTensors& x = l.experts.back();
-    x.gate_bias = r.bias(name + "gate_proj.bias", c.expert_hidden_dim);
-    x.up_bias = r.bias(name + "up_proj.bias", c.expert_hidden_dim);
-    x.down_bias = r.bias(name + "down_proj.bias", c.dim);
-  }
-  if (c.shared_expert_hidden_dim > 0) {  // not routed: a plain linear weight
-    const std::string e = p + "mlp.shared_expert.";
-    const int width = c.shared_expert_hidden_dim;
-    l.shared_expert = {r.linear(e + "gate_proj.weight", width, c.dim), r.linear(e + "up_proj.weight", width, c.dim),
-                       r.linear(e + "down_proj.weight", c.dim, width), {}, {}, {}};
-    l.shared_expert_gate = r.linear(p + "mlp.shared_expert_gate.weight", 1, c.dim);
+    for (const ExpertTensorRow& row : expert_tensor_rows()) {
+      if (!row.present(c)) continue;
+      l.experts[static_cast<size_t>(e)][row.kind] = draw(r, p + expert_name(row.hf[0], e), row.role, row.shape, c);
+    }
   }
 }
 
+// A layer's rows in table order (the routed experts right after the router's), named as Hugging Face does.
+LayerTensors draw_layer(RandomTensors& r, const ModelConfig& c, int layer) {
+  const std::string p = "model.layers." + std::to_string(layer) + ".";
+  LayerTensors l;
+  for (const LayerTensorRow& row : layer_tensor_rows()) {
+    const std::string_view name = row.hf[0].empty() ? row.bert : row.hf[0];  // an encoder's rows: BERT's names
+    if (row.present(c, layer)) l[row.kind] = draw(r, p + std::string(name), row.role, row.shape, c);
+    if (row.kind == LayerTensor::kRouterBias && c.is_sparse(layer)) draw_experts(r, c, p, l);
+  }
+  return l;
+}
+
+// The embedding, the layers, then the model's other rows (a tied lm_head is the embedding).
 ModelTensors make_tensors(const ModelConfig& c, const ModelSource& source) {
   RandomTensors r(source.dummy_seed, source.dummy_dtype);
   ModelTensors t;
-  t.embedding = r.make("model.embed_tokens.weight", c.vocab_size, c.dim, 1.0f, 0.0f);
-  for (int i = 0; i < c.num_layers; ++i) {
-    const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerTensors l;
-    const float off = c.norm_offset;
-    l.attn_norm = r.norm(p + "input_layernorm.weight", c.dim, off);
-    l.wq = r.linear(p + "self_attn.q_proj.weight", c.q_dim(), c.dim);
-    l.wk = r.linear(p + "self_attn.k_proj.weight", c.kv_dim(), c.dim);
-    l.wv = r.linear(p + "self_attn.v_proj.weight", c.kv_dim(), c.dim);
-    l.wo = r.linear(p + "self_attn.o_proj.weight", c.dim, c.q_dim());
-    l.ffn_norm = r.norm(p + "post_attention_layernorm.weight", c.dim, off);
-    if (c.is_sparse(i)) {
-      add_experts(r, c, p, l);
-    } else {
-      l.w_gate = r.linear(p + "mlp.gate_proj.weight", c.hidden_dim, c.dim);
-      l.w_up = r.linear(p + "mlp.up_proj.weight", c.hidden_dim, c.dim);
-      l.w_down = r.linear(p + "mlp.down_proj.weight", c.dim, c.hidden_dim);
-    }
-    add_family_tensors(r, c, p, l);
-    t.layers.push_back(std::move(l));
+  auto draw_model_row = [&](const ModelTensorRow& row) {
+    const HfName& hf = row.hf.name.empty() ? row.bert : row.hf;  // an encoder's rows: BERT's names
+    const std::string name = (hf.at_root ? "" : "model.") + std::string(hf.name);
+    const bool tied = row.kind == ModelTensor::kLmHead && c.tied_embeddings;
+    t[row.kind] = tied ? t[ModelTensor::kEmbedding] : draw(r, name, row.role, row.shape, c);
+  };
+  draw_model_row(model_row(ModelTensor::kEmbedding));
+  for (int i = 0; i < c.num_layers; ++i) t.layers.push_back(draw_layer(r, c, i));
+  for (const ModelTensorRow& row : model_tensor_rows()) {
+    if (row.kind != ModelTensor::kEmbedding && row.present(c)) draw_model_row(row);
   }
-  t.final_norm = r.norm("model.norm.weight", c.dim, c.norm_offset);
-  t.lm_head = c.tied_embeddings ? t.embedding : r.linear("lm_head.weight", c.vocab_size, c.dim);
   return t;
 }
 

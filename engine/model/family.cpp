@@ -57,8 +57,7 @@ const std::vector<Family>& families() {
     gpt_oss.swiglu_limit = 7.0f;
     gpt_oss.swiglu_alpha = 1.702f;
     gpt_oss.gguf_yarn_truncate = false;
-    gpt_oss.gguf_ffn_norm = "post_attention_norm.weight";
-    t.push_back(gpt_oss);
+      t.push_back(gpt_oss);
     t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
                  .bert_encoder = true});
     Family xlm_roberta = t.back();

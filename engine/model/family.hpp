@@ -48,15 +48,13 @@ struct Family {
   bool router_bias = false;
   bool expert_bias = false;
   // gpt-oss's extras: attention sinks and output bias; its clamped SwiGLU's values where a file names none
-  // (GGUF keeps neither: llama.cpp hard-codes them); its YaRN without truncation (GGUF has no key: the
-  // model's definition, transformers' truncate: false; llama.cpp's ggml always rounds the range out); and
-  // the GGUF name of its FFN norm (llama.cpp's converter calls it post_attention_norm).
+  // (GGUF keeps neither: llama.cpp hard-codes them); and its YaRN without truncation (GGUF has no key: the
+  // model's definition, transformers' truncate: false; llama.cpp's ggml always rounds the range out).
   bool attn_sinks = false;
   bool o_bias = false;
   float swiglu_limit = 0.0f;
   float swiglu_alpha = 1.0f;
   bool gguf_yarn_truncate = true;
-  std::string_view gguf_ffn_norm = "ffn_norm.weight";
   // An encoder (BERT): bidirectional, learned absolute positions, token types, post-norm LayerNorm with
   // biases, plain GELU FFN with biases, biased attention projections, no lm_head.
   bool bert_encoder = false;

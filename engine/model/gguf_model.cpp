@@ -1,13 +1,13 @@
 // A GGUF file as a Model: the config from the `{arch}.` keys and the family row (family.hpp), tensor
 // views straight into the mapping (Model::storage keeps it alive), the tokenizer from tokenizer.ggml.*.
-// llama.cpp's converter permutes q/k of `llama` files so that RoPE rotates adjacent pairs (the other
-// architectures rotate halves), stores Gemma's norm weights as 1 + w, and drops what llama.cpp hard-codes
-// (Gemma 3's window pattern and local RoPE base, Gemma's query scale); a missing output.weight means tied
-// embeddings. Llama 3 RoPE scaling arrives as a rope_freqs.weight tensor of per-frequency divisors,
-// Phi-3's longrope as rope_factors_short/long.weight. Mixtures of experts (qwen2moe, qwen3moe, olmoe,
-// gpt-oss, and `llama` with experts for Mixtral) stack each layer's experts in 3-D tensors (gpt-oss's
-// biases in 2-D ones), split here into per-expert views of the mapping. gpt-oss adds attn_sinks,
-// attn_output.bias and ffn_gate_inp.bias, and names its FFN norm post_attention_norm.
+// The tensors are the table's GGUF column (layer_tensors.hpp). llama.cpp's converter permutes q/k of `llama`
+// files so that RoPE rotates adjacent pairs (the other architectures rotate halves), stores Gemma's norm
+// weights as 1 + w, and drops what llama.cpp hard-codes (Gemma 3's window pattern and local RoPE base,
+// Gemma's query scale); a missing output.weight means tied embeddings. Llama 3 RoPE scaling arrives as a
+// rope_freqs.weight tensor of per-frequency divisors, Phi-3's longrope as rope_factors_short/long.weight.
+// Mixtures of experts (qwen2moe, qwen3moe, olmoe, gpt-oss, and `llama` with experts for Mixtral) stack
+// each layer's experts in 3-D tensors (gpt-oss's biases in 2-D ones), split here into per-expert views of
+// the mapping.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -15,6 +15,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/layer_reader.hpp"
 #include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
 #include "engine/model/gguf_tokenizer.hpp"
@@ -34,7 +35,7 @@ int read_vocab_size(const GgufFile& gguf, const std::string& arch) {
   if (gguf.find("tokenizer.ggml.tokens"))
     return static_cast<int>(gguf.get_strings("tokenizer.ggml.tokens").size());
   if (gguf.find(arch + ".vocab_size")) return config_int(gguf, arch + ".vocab_size");
-  const GgufTensorInfo* embd = gguf.find_tensor("token_embd.weight");
+  const GgufTensorInfo* embd = gguf.find_tensor(std::string(model_row(ModelTensor::kEmbedding).gguf));
   return embd ? static_cast<int>(embd->rows()) : 0;
 }
 
@@ -166,15 +167,16 @@ void read_moe_keys(const GgufFile& gguf, const Family& family, const std::string
   }
   c.expert_hidden_dim = config_int(gguf, p + "expert_feed_forward_length", config_int(gguf, p + "feed_forward_length", 0));
   if (family.shared_expert) {
-    const GgufTensorInfo* up = gguf.find_tensor("blk.0.ffn_up_shexp.weight");
+    const GgufTensorInfo* up = gguf.find_tensor("blk.0." + std::string(layer_row(LayerTensor::kSharedUp).gguf[0]));
     c.shared_expert_hidden_dim = config_int(gguf, p + "expert_shared_feed_forward_length", up ? up->rows() : 0);
   }
   c.norm_topk_prob = family.gguf_norm_topk_prob;
   c.layer_sparse.assign(static_cast<size_t>(std::clamp(c.num_layers, 0, 1 << 12)), 0);
   for (size_t l = 0; l < c.layer_sparse.size(); ++l) {
     const std::string b = "blk." + std::to_string(l) + ".";
-    for (const char* t : {"ffn_gate_inp.weight", "ffn_gate_exps.weight", "ffn_up_exps.weight", "ffn_down_exps.weight"}) {
-      if (gguf.find_tensor(b + t)) c.layer_sparse[l] = 1;
+    if (gguf.find_tensor(b + std::string(layer_row(LayerTensor::kRouter).gguf[0]))) c.layer_sparse[l] = 1;
+    for (const ExpertTensorRow& row : expert_tensor_rows()) {
+      if (row.role == Role::kRoutedExpert && gguf.find_tensor(b + std::string(row.gguf))) c.layer_sparse[l] = 1;
     }
   }
 }
@@ -202,7 +204,7 @@ ModelConfig read_config(const GgufFile& gguf) {
   c.max_context = config_int(gguf, p + "context_length");
   c.rms_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base", 10000.0));
-  c.tied_embeddings = gguf.find_tensor("output.weight") == nullptr;
+  c.tied_embeddings = gguf.find_tensor(std::string(model_row(ModelTensor::kLmHead).gguf)) == nullptr;
   read_family_keys(gguf, *family, p, c);
   if (family->moe) read_moe_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
@@ -213,34 +215,35 @@ ModelConfig read_config(const GgufFile& gguf) {
   return c;
 }
 
-void read_dense_ffn(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
-  if (c.is_moe() && gguf.find_tensor(b + "ffn_up.weight") == nullptr) {
-    throw Error("'" + gguf.path() + "': tensor '" + b + "ffn_gate_inp.weight' is missing (a layer has neither "
-                "experts nor a dense FFN)");
-  }
-  const TensorView up = require_tensor(gguf, b + "ffn_up.weight");
-  if (gguf.find_tensor(b + "ffn_gate.weight") == nullptr && up.rows == 2LL * c.hidden_dim) {
-    l.w_gate = row_slice(up, 0, c.hidden_dim);
-    l.w_up = row_slice(up, c.hidden_dim, c.hidden_dim);
-  } else {
-    l.w_gate = require_tensor(gguf, b + "ffn_gate.weight");
-    l.w_up = up;
-  }
-  l.w_down = require_tensor(gguf, b + "ffn_down.weight");
+// The file's tensors by name, for the shared layer reader.
+class GgufTensors final : public TensorFile {
+ public:
+  explicit GgufTensors(const GgufFile& gguf) : gguf_(gguf) {}
+  bool has(const std::string& name) const override { return gguf_.find_tensor(name) != nullptr; }
+  TensorView view(const std::string& name) const override { return require_tensor(gguf_, name); }
+  std::string path() const override { return gguf_.path(); }
+
+ private:
+  const GgufFile& gguf_;
+};
+
+std::string dims_text(const std::vector<int64_t>& dims) {
+  std::string text;
+  for (int64_t v : dims) text += (text.empty() ? "" : ", ") + std::to_string(v);
+  return "[" + text + "]";
 }
 
-// A stacked expert tensor (ggml dims: cols, rows, num_experts) as num_experts views of (rows, cols).
+// A stacked expert tensor (ggml dims [cols, rows, num_experts], a vector's [cols, num_experts]) as
+// num_experts views of (rows, cols).
 std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& name, int64_t rows, int64_t cols,
                                      int num_experts) {
   const GgufTensorInfo* info = gguf.find_tensor(name);
   if (info == nullptr) throw Error("'" + gguf.path() + "': tensor '" + name + "' is missing");
-  const std::vector<int64_t>& d = info->dims;
-  if (d.size() != 3 || d[0] != cols || d[1] != rows || d[2] != num_experts) {
-    std::string dims;
-    for (int64_t v : d) dims += (dims.empty() ? "" : ", ") + std::to_string(v);
-    throw Error("'" + gguf.path() + "': tensor '" + name + "' has dims [" + dims + "], the config needs [" +
-                std::to_string(cols) + ", " + std::to_string(rows) + ", " + std::to_string(num_experts) +
-                "] (expert_count " + std::to_string(num_experts) + ")");
+  const std::vector<int64_t> dims = rows == 1 ? std::vector<int64_t>{cols, num_experts}
+                                              : std::vector<int64_t>{cols, rows, num_experts};
+  if (info->dims != dims) {
+    throw Error("'" + gguf.path() + "': tensor '" + name + "' has dims " + dims_text(info->dims) +
+                ", the config needs " + dims_text(dims) + " (expert_count " + std::to_string(num_experts) + ")");
   }
   const TensorView all = gguf.tensor_view(*info);
   std::vector<TensorView> views;
@@ -251,116 +254,51 @@ std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& na
   return views;
 }
 
-// The experts of one projection: stacked (`stem`_exps.weight, as llama.cpp has written them since
-// April 2024), else one tensor per expert (`stem`.E.weight, the layout of earlier Mixtral files, which
-// llama.cpp still loads and many published files keep).
-std::vector<TensorView> expert_matrices(const GgufFile& gguf, const std::string& b, const std::string& stem,
-                                        int64_t rows, int64_t cols, int num_experts) {
-  const std::string stacked = b + stem + "_exps.weight";
-  if (gguf.find_tensor(stacked) != nullptr || gguf.find_tensor(b + stem + ".0.weight") == nullptr) {
-    return expert_views(gguf, stacked, rows, cols, num_experts);
-  }
-  std::vector<TensorView> views;
-  for (int e = 0; e < num_experts; ++e) {
-    const std::string name = b + stem + "." + std::to_string(e) + ".weight";
-    views.push_back(require_tensor(gguf, name));
-    if (views.back().rows != rows || views.back().cols != cols) {
-      throw Error("'" + gguf.path() + "': tensor '" + name + "' has " + std::to_string(views.back().rows) + " rows of " +
-                  std::to_string(views.back().cols) + ", the config needs " + std::to_string(rows) + " of " +
-                  std::to_string(cols));
-    }
-  }
-  return views;
-}
-
-// A stacked expert bias (ggml dims: n, num_experts) as num_experts views of (1, n).
-std::vector<TensorView> expert_bias_views(const GgufFile& gguf, const std::string& name, int64_t n, int num_experts) {
-  const TensorView all = require_tensor(gguf, name);
-  if (all.rows != num_experts || all.cols != n) {
-    throw Error("'" + gguf.path() + "': tensor '" + name + "' has " + std::to_string(all.rows) + " rows of " +
-                std::to_string(all.cols) + ", the config needs " + std::to_string(num_experts) + " of " +
-                std::to_string(n) + " (expert_count)");
-  }
-  std::vector<TensorView> views;
-  for (int e = 0; e < num_experts; ++e) views.push_back(row_slice(all, e, 1));
-  return views;
-}
-
-// A sparse layer's router, experts (ffn_{gate,up,down}_exps, or one tensor per expert), their biases where the family has
-// them (gpt-oss: ffn_gate_inp.bias, ffn_{gate,up,down}_exps.bias) and Qwen2-MoE's shared expert (_shexp).
+// A sparse layer's routed experts, row by row of the expert table: stacked (as llama.cpp has written them
+// since April 2024), else one tensor per expert (the layout of earlier Mixtral files, which llama.cpp
+// still loads and many published files keep). The shape checks check those.
 void read_experts(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
-  l.router = require_tensor(gguf, b + "ffn_gate_inp.weight");
-  if (c.router_bias) l.router_bias = require_tensor(gguf, b + "ffn_gate_inp.bias");
-  const int n = c.num_experts, ff = c.expert_hidden_dim;
-  const std::vector<TensorView> gate = expert_matrices(gguf, b, "ffn_gate", ff, c.dim, n);
-  const std::vector<TensorView> up = expert_matrices(gguf, b, "ffn_up", ff, c.dim, n);
-  const std::vector<TensorView> down = expert_matrices(gguf, b, "ffn_down", c.dim, ff, n);
-  for (int e = 0; e < n; ++e) l.experts.push_back({gate[e], up[e], down[e], {}, {}, {}});
-  if (c.expert_bias) {
-    const std::vector<TensorView> gate_b = expert_bias_views(gguf, b + "ffn_gate_exps.bias", ff, n);
-    const std::vector<TensorView> up_b = expert_bias_views(gguf, b + "ffn_up_exps.bias", ff, n);
-    const std::vector<TensorView> down_b = expert_bias_views(gguf, b + "ffn_down_exps.bias", c.dim, n);
-    for (int e = 0; e < n; ++e) {
-      ExpertTensors& x = l.experts[static_cast<size_t>(e)];
-      x.gate_bias = gate_b[e], x.up_bias = up_b[e], x.down_bias = down_b[e];
+  const int n = c.num_experts;
+  l.experts.resize(static_cast<size_t>(n));
+  for (const ExpertTensorRow& row : expert_tensor_rows()) {
+    if (!row.present(c)) continue;
+    const std::string stacked = b + std::string(row.gguf);
+    const bool per_expert = !row.gguf_per_expert.empty() && gguf.find_tensor(stacked) == nullptr &&
+                            gguf.find_tensor(b + expert_name(row.gguf_per_expert, 0)) != nullptr;
+    std::vector<TensorView> views;
+    if (per_expert) {
+      for (int e = 0; e < n; ++e) views.push_back(require_tensor(gguf, b + expert_name(row.gguf_per_expert, e)));
+    } else {
+      views = expert_views(gguf, stacked, size_of(row.shape.rows, c), size_of(row.shape.cols, c), n);
     }
-  }
-  if (c.shared_expert_hidden_dim > 0) {
-    l.shared_expert = {require_tensor(gguf, b + "ffn_gate_shexp.weight"), require_tensor(gguf, b + "ffn_up_shexp.weight"),
-                       require_tensor(gguf, b + "ffn_down_shexp.weight"), {}, {}, {}};
-    l.shared_expert_gate = require_tensor(gguf, b + "ffn_gate_inp_shexp.weight");
+    for (int e = 0; e < n; ++e) l.experts[static_cast<size_t>(e)][row.kind] = views[static_cast<size_t>(e)];
   }
 }
 
-// A layer's tensors under llama.cpp's names; Phi-3 files fuse attn_qkv and put gate and up in one ffn_up.
-LayerTensors read_layer(const GgufFile& gguf, const Family& family, const std::string& b, const ModelConfig& c,
-                        int layer) {
-  LayerTensors l;
-  auto optional = [&](const std::string& name) {
-    const GgufTensorInfo* info = gguf.find_tensor(name);
-    return info ? gguf.tensor_view(*info) : TensorView{};
-  };
-  l.attn_norm = require_tensor(gguf, b + "attn_norm.weight");
-  if (gguf.find_tensor(b + "attn_qkv.weight")) {
-    const TensorView qkv = require_tensor(gguf, b + "attn_qkv.weight");
-    l.wq = row_slice(qkv, 0, c.q_dim());
-    l.wk = row_slice(qkv, c.q_dim(), c.kv_dim());
-    l.wv = row_slice(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
-  } else {
-    l.wq = require_tensor(gguf, b + "attn_q.weight");
-    l.wk = require_tensor(gguf, b + "attn_k.weight");
-    l.wv = require_tensor(gguf, b + "attn_v.weight");
+// A layer's tensors under llama.cpp's names (the table's GGUF column), the experts of a sparse one.
+LayerTensors read_layer(const GgufFile& gguf, const std::string& b, const ModelConfig& c, int layer) {
+  const std::string up = b + std::string(layer_row(LayerTensor::kUp).gguf[0]);
+  if (c.is_moe() && !c.is_sparse(layer) && gguf.find_tensor(up) == nullptr) {
+    throw Error("'" + gguf.path() + "': tensor '" + b + std::string(layer_row(LayerTensor::kRouter).gguf[0]) +
+                "' is missing (a layer has neither experts nor a dense FFN)");
   }
-  l.wo = require_tensor(gguf, b + "attn_output.weight");
-  const std::string ffn_norm(family.gguf_ffn_norm);
-  l.ffn_norm = require_tensor(gguf, b + ffn_norm);
-  if (c.is_sparse(layer)) {
-    read_experts(gguf, b, c, l);
-  } else {
-    read_dense_ffn(gguf, b, c, l);
-  }
-  auto wanted = [&](bool want, const std::string& name) { return want ? require_tensor(gguf, name) : optional(name); };
-  l.bq = wanted(c.qkv_bias, b + "attn_q.bias");
-  l.bk = wanted(c.qkv_bias, b + "attn_k.bias");
-  l.bv = wanted(c.qkv_bias, b + "attn_v.bias");
-  l.q_norm = optional(b + "attn_q_norm.weight");
-  l.k_norm = optional(b + "attn_k_norm.weight");
-  if (ffn_norm != "post_attention_norm.weight") l.post_attn_norm = optional(b + "post_attention_norm.weight");
-  l.post_ffn_norm = optional(b + "post_ffw_norm.weight");
-  l.bo = wanted(c.o_bias, b + "attn_output.bias");
-  l.sinks = wanted(c.attn_sinks, b + "attn_sinks.weight");
+  LayerTensors l = read_layer_rows(GgufTensors(gguf), Dialect::kGguf, b, c, layer);
+  if (c.is_sparse(layer)) read_experts(gguf, b, c, l);
   return l;
 }
 
-ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& config) {
-  const Family& family = *find_family(config.architecture);
+// The model's tensors by the table's GGUF column; a missing output.weight means tied embeddings.
+ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& c) {
   ModelTensors t;
-  t.embedding = require_tensor(gguf, "token_embd.weight");
-  for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(gguf, family, "blk." + std::to_string(i) + ".", config, i));
+  for (const ModelTensorRow& row : model_tensor_rows()) {
+    if (!row.present(c)) continue;
+    if (row.gguf.empty()) {
+      throw Error("'" + gguf.path() + "': GGUF files have no " + std::string(row.label) + " tensor");
+    }
+    t[row.kind] = row.kind == ModelTensor::kLmHead && c.tied_embeddings ? t[ModelTensor::kEmbedding]
+                                                                        : require_tensor(gguf, std::string(row.gguf));
   }
-  t.final_norm = require_tensor(gguf, "output_norm.weight");
-  t.lm_head = config.tied_embeddings ? t.embedding : require_tensor(gguf, "output.weight");
+  for (int i = 0; i < c.num_layers; ++i) t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", c, i));
   return t;
 }
 

@@ -1,12 +1,13 @@
 // A Hugging Face model directory as a Model: config.json, the weights of model.safetensors or of the
 // shards model.safetensors.index.json lists (each memory-mapped, views straight into the mappings),
 // and the tokenizer and chat template (hf_tokenizer.cpp). HF stores q_proj/k_proj for rotate-half
-// RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. Which
-// optional tensors a layer has follows the family (hf_config.cpp read it from model_type); a sparse layer
-// of a mixture of experts has a router and per-expert projections instead of the dense FFN (gpt-oss's
-// stacked experts, bf16 or MXFP4, are rearranged into owned buffers: hf_stacked_experts.hpp). BERT and
-// XLM-R encoders (model_type bert, xlm-roberta) have their own names and no lm_head; a cross-encoder adds
-// its pooler and classifier.
+// RoPE, so the rope layout is kHalves. With tie_word_embeddings the lm_head is the embedding. The tensors
+// are the table's Hugging Face columns (layer_tensors.hpp), which of them a model has the family's
+// (hf_config.cpp read it from model_type); a sparse layer of a mixture of experts has a router and
+// per-expert projections instead of the dense FFN (gpt-oss's stacked experts, bf16 or MXFP4, are
+// rearranged into owned buffers: hf_stacked_experts.hpp). BERT and XLM-R encoders (model_type bert,
+// xlm-roberta) have their own names and no lm_head; a cross-encoder adds its pooler and classifier.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -15,6 +16,7 @@
 #include "engine/model/family.hpp"
 #include "engine/model/hf_config.hpp"
 #include "engine/model/hf_stacked_experts.hpp"
+#include "engine/model/layer_reader.hpp"
 #include "engine/text/hf_tokenizer.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/model/model_checks.hpp"
@@ -30,7 +32,7 @@ namespace fs = std::filesystem;
 std::string in_dir(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
 
 // Tensor name -> the file that holds it.
-class WeightFiles {
+class WeightFiles final : public TensorFile {
  public:
   explicit WeightFiles(const std::string& dir) {
     const std::string single = in_dir(dir, "model.safetensors");
@@ -45,12 +47,13 @@ class WeightFiles {
     }
   }
 
-  TensorView view(const std::string& name) const {
+  TensorView view(const std::string& name) const override {
     auto it = owner_.find(name);
     if (it == owner_.end()) throw Error("'" + description_ + "': tensor '" + name + "' is missing");
     return it->second->view(name);
   }
-  bool has(const std::string& name) const { return owner_.count(name) != 0; }
+  bool has(const std::string& name) const override { return owner_.count(name) != 0; }
+  std::string path() const override { return description_; }
   const SafetensorsFile* file_of(const std::string& name) const {
     auto it = owner_.find(name);
     return it == owner_.end() ? nullptr : it->second;
@@ -93,173 +96,93 @@ class WeightFiles {
 
 // Where the text model's tensors live: "model." (causal LMs), or inside a multimodal Gemma 3 checkpoint.
 std::string tensor_prefix(const WeightFiles& w) {
+  const std::string embedding(model_row(ModelTensor::kEmbedding).hf.name);
   for (const char* prefix : {"model.", "language_model.model.", "model.language_model."}) {
-    if (w.has(std::string(prefix) + "embed_tokens.weight")) return prefix;
+    if (w.has(prefix + embedding)) return prefix;
   }
   return "model.";  // the error names the tensor the plain layout needs
 }
 
-std::string lm_head_name(const WeightFiles& w) {
-  return w.has("language_model.lm_head.weight") ? "language_model.lm_head.weight" : "lm_head.weight";
+// An encoder's tensors are at the top (BertModel, XLMRobertaModel) or under the family's prefix in a
+// checkpoint with a task head ("bert.", "roberta.").
+std::string encoder_prefix(const WeightFiles& w, const Family& family) {
+  const std::string base(family.hf_base_prefix);
+  return w.has(base + std::string(model_row(ModelTensor::kEmbedding).bert.name)) ? base : "";
+}
+
+// A model tensor's full name: under the prefix, or at the root (a multimodal checkpoint's root heads are
+// under "language_model.").
+std::string model_tensor_name(const WeightFiles& w, const HfName& name, const std::string& prefix) {
+  if (!name.at_root) return prefix + std::string(name.name);
+  const std::string multimodal = "language_model." + std::string(name.name);
+  return w.has(multimodal) ? multimodal : std::string(name.name);
 }
 
 // Buffers the loader made (rearranged tensors) that the views point into, kept with the mapped files.
 using OwnedBuffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
-// gpt-oss: mlp.router.{weight,bias} and the stacked experts under mlp.experts.
-void read_stacked(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
-                  OwnedBuffers& owned) {
-  l.router = w.view(p + "mlp.router.weight");
-  if (c.router_bias) l.router_bias = w.view(p + "mlp.router.bias");
-  const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
-  StackedExperts s = read_stacked_experts(file_of, p + "mlp.experts.", c.num_experts, c.dim, c.expert_hidden_dim);
-  l.experts = std::move(s.experts);
-  owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
-}
-
-// A sparse layer's router and experts: mlp.gate, mlp.experts.M.{gate,up,down}_proj (Qwen-MoE, OLMoE; Qwen2-MoE
-// adds mlp.shared_expert and mlp.shared_expert_gate) or Mixtral's block_sparse_moe.gate and experts.M.{w1,w3,w2}.
+// A sparse layer's routed experts: gpt-oss's stacked ones (hf_stacked_experts.hpp), else each expert's own
+// tensors, spelled as the layer's router is (Qwen-MoE's and OLMoE's mlp.experts.M, Mixtral's
+// block_sparse_moe.experts.M).
 void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
                   OwnedBuffers& owned) {
-  if (w.has(p + "mlp.router.weight")) return read_stacked(w, p, c, l, owned);
-  const bool mixtral = w.has(p + "block_sparse_moe.gate.weight");
-  const std::string moe = p + (mixtral ? "block_sparse_moe." : "mlp.");
-  l.router = w.view(moe + "gate.weight");
-  auto expert = [&](const std::string& e) {
-    if (mixtral) return ExpertTensors{w.view(e + "w1.weight"), w.view(e + "w3.weight"), w.view(e + "w2.weight"), {}, {}, {}};
-    return ExpertTensors{w.view(e + "gate_proj.weight"), w.view(e + "up_proj.weight"), w.view(e + "down_proj.weight"),
-                         {}, {}, {}};
+  const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
+  if (has_stacked_experts(file_of, p)) {
+    StackedExperts s = read_stacked_experts(file_of, p, c);
+    l.experts = std::move(s.experts);
+    owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
+    return;
+  }
+  const int spelling = std::max(0, spelling_in_file(w, p, layer_row(LayerTensor::kRouter).hf));
+  auto name = [&](const ExpertTensorRow& row, int expert) {
+    const std::string_view pattern = row.hf[static_cast<size_t>(spelling)];
+    return p + expert_name(pattern.empty() ? row.hf[0] : pattern, expert);
   };
-  for (int e = 0; e < c.num_experts; ++e) l.experts.push_back(expert(moe + "experts." + std::to_string(e) + "."));
-  const std::string extra = moe + "experts." + std::to_string(c.num_experts) + ".";
-  if (w.has(extra + (mixtral ? "w1.weight" : "gate_proj.weight"))) {
-    throw Error("tensor '" + extra + (mixtral ? "w1.weight" : "gate_proj.weight") + "': the config says " +
-                std::to_string(c.num_experts) + " experts, the files hold more");
+  l.experts.resize(static_cast<size_t>(c.num_experts));
+  for (int e = 0; e < c.num_experts; ++e) {
+    for (const ExpertTensorRow& row : expert_tensor_rows()) {
+      if (row.present(c)) l.experts[static_cast<size_t>(e)][row.kind] = w.view(name(row, e));
+    }
   }
-  if (c.shared_expert_hidden_dim > 0) {
-    l.shared_expert = expert(moe + "shared_expert.");
-    l.shared_expert_gate = w.view(moe + "shared_expert_gate.weight");
+  const std::string extra = name(expert_tensor_rows().front(), c.num_experts);
+  if (w.has(extra)) {
+    throw Error("tensor '" + extra + "': the config says " + std::to_string(c.num_experts) +
+                " experts, the files hold more");
   }
 }
 
-// One layer's tensors under HF's names: Llama's, plus the family's biases, q/k norms, Gemma's sandwich norms
-// (its post_attention_layernorm is the attention output's norm, pre_feedforward_layernorm the FFN input's)
-// and Phi-3's fused qkv_proj and gate_up_proj (split into views here).
-LayerTensors read_layer(const WeightFiles& w, const std::string& p, const ModelConfig& c, int layer,
+// One layer's rows under the table's names (decoders' or BERT's), and the experts of a sparse one.
+LayerTensors read_layer(const WeightFiles& w, Dialect dialect, const std::string& p, const ModelConfig& c, int layer,
                         OwnedBuffers& owned) {
-  LayerTensors l;
-  l.attn_norm = w.view(p + "input_layernorm.weight");
-  if (w.has(p + "self_attn.qkv_proj.weight")) {
-    const TensorView qkv = w.view(p + "self_attn.qkv_proj.weight");
-    l.wq = row_slice(qkv, 0, c.q_dim());
-    l.wk = row_slice(qkv, c.q_dim(), c.kv_dim());
-    l.wv = row_slice(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
-  } else {
-    l.wq = w.view(p + "self_attn.q_proj.weight");
-    l.wk = w.view(p + "self_attn.k_proj.weight");
-    l.wv = w.view(p + "self_attn.v_proj.weight");
-  }
-  l.wo = w.view(p + "self_attn.o_proj.weight");
-  if (c.is_sparse(layer)) {
-    read_experts(w, p, c, l, owned);
-  } else if (w.has(p + "mlp.gate_up_proj.weight")) {
-    const TensorView gate_up = w.view(p + "mlp.gate_up_proj.weight");
-    l.w_gate = row_slice(gate_up, 0, c.hidden_dim);
-    l.w_up = row_slice(gate_up, c.hidden_dim, c.hidden_dim);
-  } else {
-    l.w_gate = w.view(p + "mlp.gate_proj.weight");
-    l.w_up = w.view(p + "mlp.up_proj.weight");
-  }
-  if (!c.is_sparse(layer)) l.w_down = w.view(p + "mlp.down_proj.weight");
-  if (c.sandwich_norms) {
-    l.post_attn_norm = w.view(p + "post_attention_layernorm.weight");
-    l.ffn_norm = w.view(p + "pre_feedforward_layernorm.weight");
-    l.post_ffn_norm = w.view(p + "post_feedforward_layernorm.weight");
-  } else {
-    l.ffn_norm = w.view(p + "post_attention_layernorm.weight");
-  }
-  if (c.qk_norm) {
-    l.q_norm = w.view(p + "self_attn.q_norm.weight");
-    l.k_norm = w.view(p + "self_attn.k_norm.weight");
-  }
-  const std::string bias = p + "self_attn.q_proj.bias";
-  if (c.qkv_bias) {
-    l.bq = w.view(bias);
-    l.bk = w.view(p + "self_attn.k_proj.bias");
-    l.bv = w.view(p + "self_attn.v_proj.bias");
-  } else if (w.has(bias)) {
-    throw Error("tensor '" + bias + "': attention biases are not part of the " + c.architecture + " architecture");
-  }
-  if (c.o_bias) l.bo = w.view(p + "self_attn.o_proj.bias");
-  if (c.attn_sinks) l.sinks = w.view(p + "self_attn.sinks");
+  LayerTensors l = read_layer_rows(w, dialect, p, c, layer);
+  if (c.is_sparse(layer)) read_experts(w, p, c, l, owned);
   return l;
 }
 
-// BERT's names (BertModel, or under "bert." in a checkpoint with a task head): post-norm layers, so a
-// layer's attn_norm is attention.output.LayerNorm (after the attention) and its ffn_norm output.LayerNorm.
-LayerTensors read_bert_layer(const WeightFiles& w, const std::string& p) {
-  LayerTensors l;
-  const std::string self = p + "attention.self.", out = p + "attention.output.";
-  l.wq = w.view(self + "query.weight");
-  l.wk = w.view(self + "key.weight");
-  l.wv = w.view(self + "value.weight");
-  l.bq = w.view(self + "query.bias");
-  l.bk = w.view(self + "key.bias");
-  l.bv = w.view(self + "value.bias");
-  l.wo = w.view(out + "dense.weight");
-  l.bo = w.view(out + "dense.bias");
-  l.attn_norm = w.view(out + "LayerNorm.weight");
-  l.attn_norm_bias = w.view(out + "LayerNorm.bias");
-  l.w_up = w.view(p + "intermediate.dense.weight");
-  l.b_up = w.view(p + "intermediate.dense.bias");
-  l.w_down = w.view(p + "output.dense.weight");
-  l.b_down = w.view(p + "output.dense.bias");
-  l.ffn_norm = w.view(p + "output.LayerNorm.weight");
-  l.ffn_norm_bias = w.view(p + "output.LayerNorm.bias");
-  return l;
-}
-
-// The base model's tensors are at the top (BertModel, XLMRobertaModel) or under the family's prefix in a
-// checkpoint with a task head ("bert.", "roberta.").
-ModelTensors read_bert_tensors(const WeightFiles& w, const ModelConfig& config, const Family& family) {
-  const std::string base(family.hf_base_prefix);
-  const std::string prefix = w.has(base + "embeddings.word_embeddings.weight") ? base : "";
-  const std::string e = prefix + "embeddings.";
+ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& c, OwnedBuffers& owned) {
+  const Family* family = find_family(c.architecture);
+  const bool encoder = family != nullptr && family->bert_encoder;
+  const std::string prefix = encoder ? encoder_prefix(w, *family) : tensor_prefix(w);
   ModelTensors t;
-  t.embedding = w.view(e + "word_embeddings.weight");
-  t.position_embedding = w.view(e + "position_embeddings.weight");
-  t.token_type_embedding = w.view(e + "token_type_embeddings.weight");
-  t.embedding_norm = w.view(e + "LayerNorm.weight");
-  t.embedding_norm_bias = w.view(e + "LayerNorm.bias");
-  for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_bert_layer(w, prefix + "encoder.layer." + std::to_string(i) + "."));
+  for (const ModelTensorRow& row : model_tensor_rows()) {
+    if (!row.present(c)) continue;
+    if (row.kind == ModelTensor::kLmHead && c.tied_embeddings) {
+      t[row.kind] = t[ModelTensor::kEmbedding];
+      continue;
+    }
+    const HfName& name = !encoder                                                  ? row.hf
+                         : family->roberta_classifier && !row.roberta.name.empty() ? row.roberta
+                                                                                   : row.bert;
+    if (name.name.empty()) {
+      throw Error("'" + w.path() + "': " + c.architecture + " checkpoints have no " + std::string(row.label) + " tensor");
+    }
+    t[row.kind] = w.view(model_tensor_name(w, name, prefix));
   }
-  if (!config.is_cross_encoder()) return t;
-  if (family.roberta_classifier) {  // XLMRobertaForSequenceClassification: classifier.dense, tanh, out_proj
-    t.pooler = w.view("classifier.dense.weight");
-    t.pooler_bias = w.view("classifier.dense.bias");
-    t.classifier = w.view("classifier.out_proj.weight");
-    t.classifier_bias = w.view("classifier.out_proj.bias");
-  } else {  // BertForSequenceClassification: bert.pooler.dense, tanh, then classifier
-    t.pooler = w.view(prefix + "pooler.dense.weight");
-    t.pooler_bias = w.view(prefix + "pooler.dense.bias");
-    t.classifier = w.view("classifier.weight");
-    t.classifier_bias = w.view("classifier.bias");
+  const std::string layers = prefix + (encoder ? "encoder.layer." : "layers.");
+  for (int i = 0; i < c.num_layers; ++i) {
+    t.layers.push_back(read_layer(w, encoder ? Dialect::kBert : Dialect::kHf, layers + std::to_string(i) + ".", c, i,
+                                  owned));
   }
-  return t;
-}
-
-ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& config, OwnedBuffers& owned) {
-  const Family* family = find_family(config.architecture);
-  if (family != nullptr && family->bert_encoder) return read_bert_tensors(w, config, *family);
-  const std::string prefix = tensor_prefix(w);
-  ModelTensors t;
-  t.embedding = w.view(prefix + "embed_tokens.weight");
-  for (int i = 0; i < config.num_layers; ++i) {
-    t.layers.push_back(read_layer(w, prefix + "layers." + std::to_string(i) + ".", config, i, owned));
-  }
-  t.final_norm = w.view(prefix + "norm.weight");
-  t.lm_head = config.tied_embeddings ? t.embedding : w.view(lm_head_name(w));
   return t;
 }
 

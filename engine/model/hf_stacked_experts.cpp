@@ -1,4 +1,5 @@
-// gpt-oss's stacked, interleaved Hugging Face experts to per-expert [gate | up] views (hf_stacked_experts.hpp).
+// gpt-oss's stacked, interleaved Hugging Face experts to per-expert views (hf_stacked_experts.hpp), row by
+// row of the expert table (its hf_stacked names).
 #include "engine/model/hf_stacked_experts.hpp"
 
 #include <algorithm>
@@ -141,30 +142,70 @@ TensorView part(const TensorView& all, const std::string& label, int64_t row, in
   return view_of(all.name + "[" + label + "]", all.dtype, rows, cols, static_cast<const uint8_t*>(all.data) + offset);
 }
 
+// One stacked tensor and the expert rows it holds (table order): several rows share it interleaved.
+struct StackedTensor {
+  std::string name;
+  std::vector<const ExpertTensorRow*> rows;
+};
+
+std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c) {
+  std::vector<StackedTensor> stacked;
+  for (const ExpertTensorRow& row : expert_tensor_rows()) {
+    if (!row.present(c)) continue;
+    const std::string name = prefix + std::string(row.hf_stacked);
+    if (stacked.empty() || stacked.back().name != name) stacked.push_back({name, {}});
+    stacked.back().rows.push_back(&row);
+  }
+  return stacked;
+}
+
+bool is_vector(const StackedTensor& t) { return t.rows.front()->shape.rows == Size::kOne; }
+
+// An expert's outputs in the stacked tensor: the rows of its rows' matrices, or the values of its vectors.
+int64_t outputs(const StackedTensor& t, const ModelConfig& c) {
+  int64_t total = 0;
+  for (const ExpertTensorRow* row : t.rows) total += size_of(is_vector(t) ? row->shape.cols : row->shape.rows, c);
+  return total;
+}
+
+// Each expert's view of every row the stacked tensor holds: matrices as rows of it, vectors as columns of
+// its row (gate then up, once de-interleaved).
+void split_experts(const TensorView& all, const StackedTensor& t, const ModelConfig& c, StackedExperts& s) {
+  const int64_t total = outputs(t, c);
+  for (int64_t e = 0; e < c.num_experts; ++e) {
+    int64_t offset = 0;
+    for (const ExpertTensorRow* row : t.rows) {
+      const std::string label = "expert " + std::to_string(e) + (t.rows.size() > 1 ? " " + std::string(row->label) : "");
+      const int64_t cols = size_of(row->shape.cols, c);
+      if (is_vector(t)) {
+        s.experts[static_cast<size_t>(e)][row->kind] = part(all, label, e, 1, cols, offset);
+        offset += cols;
+      } else {
+        const int64_t rows = size_of(row->shape.rows, c);
+        s.experts[static_cast<size_t>(e)][row->kind] = part(all, label, e * total + offset, rows, cols);
+        offset += rows;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix) {
-  return file_of(prefix + "gate_up_proj") != nullptr || file_of(prefix + "gate_up_proj_blocks") != nullptr;
+  const std::string name = prefix + std::string(expert_row(ExpertTensor::kGate).hf_stacked);
+  return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr;
 }
 
-StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, int num_experts,
-                                    int64_t dim, int64_t width) {
+StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c) {
   StackedExperts s;
-  const int64_t n = num_experts;
-  const TensorView gate_up = read_matrix(file_of, prefix + "gate_up_proj", n, 2 * width, dim, true, s);
-  const TensorView down = read_matrix(file_of, prefix + "down_proj", n, dim, width, false, s);
-  const TensorView gate_up_bias = read_bias(file_of, prefix + "gate_up_proj_bias", n, 2 * width, true, s);
-  const TensorView down_bias = read_bias(file_of, prefix + "down_proj_bias", n, dim, false, s);
-  for (int64_t e = 0; e < n; ++e) {
-    const std::string x = "expert " + std::to_string(e);
-    ExpertTensors t;
-    t.gate = part(gate_up, x + " gate", e * 2 * width, width, dim);
-    t.up = part(gate_up, x + " up", e * 2 * width + width, width, dim);
-    t.down = part(down, x, e * dim, dim, width);
-    t.gate_bias = part(gate_up_bias, x + " gate", e, 1, width);
-    t.up_bias = part(gate_up_bias, x + " up", e, 1, width, width);
-    t.down_bias = part(down_bias, x, e, 1, dim);
-    s.experts.push_back(std::move(t));
+  s.experts.resize(static_cast<size_t>(c.num_experts));
+  const int64_t n = c.num_experts;
+  for (const StackedTensor& t : stacked_tensors(prefix, c)) {
+    const bool interleaved = t.rows.size() > 1;  // gpt-oss's gate and up
+    const TensorView all = is_vector(t) ? read_bias(file_of, t.name, n, outputs(t, c), interleaved, s)
+                                        : read_matrix(file_of, t.name, n, outputs(t, c),
+                                                      size_of(t.rows.front()->shape.cols, c), interleaved, s);
+    split_experts(all, t, c, s);
   }
   return s;
 }

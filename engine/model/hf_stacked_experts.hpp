@@ -1,5 +1,6 @@
-// A sparse layer whose experts are stacked in 3-D tensors, gpt-oss's Hugging Face layout, under
-// `<prefix>` = "model.layers.N.mlp.experts.": gate_up_proj (E, dim, 2 * width) and down_proj (E, width,
+// A sparse layer whose experts are stacked in 3-D tensors, gpt-oss's Hugging Face layout, under the layer's
+// `<prefix>` ("model.layers.N."), names from the expert table's hf_stacked column (layer_tensors.hpp): rows
+// that share a tensor are interleaved in it. mlp.experts.gate_up_proj (E, dim, 2 * width) and down_proj (E, width,
 // dim), products x @ W (so (in, out)), with gate and up interleaved along 2 * width (gate = 0, 2, 4, ...,
 // up = 1, 3, 5, ...); gate_up_proj_bias (E, 2 * width), interleaved likewise; down_proj_bias (E, dim).
 // As shipped, the two matrices are MXFP4 pairs instead (mxfp4_hf.hpp): gate_up_proj_blocks/_scales
@@ -29,8 +30,8 @@ using TensorFileOf = std::function<const SafetensorsFile*(const std::string& nam
 
 bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix);
 
-// Throws cbatch::Error naming the tensor when one is missing or its shape is not the config's.
-StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, int num_experts,
-                                    int64_t dim, int64_t width);
+// The num_experts experts of the expert rows the config has. Throws cbatch::Error naming the tensor when one
+// is missing or its shape is not the config's.
+StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& config);
 
 }  // namespace cbatch

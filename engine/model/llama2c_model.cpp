@@ -76,32 +76,34 @@ class Cursor {
   int64_t offset_ = kHeaderBytes;
 };
 
-// A per-layer array holds all layers back to back: layer i gets the i-th (rows, cols) slice.
-void take_layer_array(Cursor& cur, ModelTensors& t, const char* name, TensorView LayerTensors::*field,
-                      int64_t rows, int64_t cols) {
-  for (size_t i = 0; i < t.layers.size(); ++i) {
-    t.layers[i].*field = cur.take("layers." + std::to_string(i) + "." + name, rows, cols);
-  }
-}
+// The checkpoint's per-layer arrays in file order (run.c's), each every layer's tensor back to back.
+constexpr LayerTensor kLayerArrays[] = {LayerTensor::kAttnNorm, LayerTensor::kWq, LayerTensor::kWk, LayerTensor::kWv,
+                                        LayerTensor::kWo, LayerTensor::kFfnNorm, LayerTensor::kGate,
+                                        LayerTensor::kDown, LayerTensor::kUp};
 
+// The tensors under the table's llama2.c names: the embedding, the layer arrays, the final norm, the
+// RoPE tables (skipped: computed from the config), and the classifier unless the lm_head is the embedding.
 ModelTensors read_tensors(Cursor& cur, const Llama2cHeader& header) {
   const ModelConfig& c = header.config;
-  const int64_t dim = c.dim, hidden = c.hidden_dim, kv_dim = c.kv_dim();
+  auto take = [&](std::string name, Shape shape) {
+    return cur.take(std::move(name), size_of(shape.rows, c), size_of(shape.cols, c));
+  };
+  auto take_model = [&](ModelTensor kind) {
+    const ModelTensorRow& row = model_row(kind);
+    return take(std::string(row.llama2c), row.shape);
+  };
   ModelTensors t;
   t.layers.resize(c.num_layers);
-  t.embedding = cur.take("token_embedding_table", c.vocab_size, dim);
-  take_layer_array(cur, t, "rms_att_weight", &LayerTensors::attn_norm, 1, dim);
-  take_layer_array(cur, t, "wq", &LayerTensors::wq, c.q_dim(), dim);
-  take_layer_array(cur, t, "wk", &LayerTensors::wk, kv_dim, dim);
-  take_layer_array(cur, t, "wv", &LayerTensors::wv, kv_dim, dim);
-  take_layer_array(cur, t, "wo", &LayerTensors::wo, dim, c.q_dim());
-  take_layer_array(cur, t, "rms_ffn_weight", &LayerTensors::ffn_norm, 1, dim);
-  take_layer_array(cur, t, "w1", &LayerTensors::w_gate, hidden, dim);
-  take_layer_array(cur, t, "w2", &LayerTensors::w_down, dim, hidden);
-  take_layer_array(cur, t, "w3", &LayerTensors::w_up, hidden, dim);
-  t.final_norm = cur.take("rms_final_weight", 1, dim);
+  t[ModelTensor::kEmbedding] = take_model(ModelTensor::kEmbedding);
+  for (LayerTensor kind : kLayerArrays) {
+    const LayerTensorRow& row = layer_row(kind);
+    for (size_t i = 0; i < t.layers.size(); ++i) {
+      t.layers[i][kind] = take("layers." + std::to_string(i) + "." + std::string(row.llama2c), row.shape);
+    }
+  }
+  t[ModelTensor::kFinalNorm] = take_model(ModelTensor::kFinalNorm);
   cur.skip(static_cast<int64_t>(c.max_context) * c.head_dim);  // freq_cis_real and freq_cis_imag
-  t.lm_head = header.has_classifier ? cur.take("wcls", c.vocab_size, dim) : t.embedding;
+  t[ModelTensor::kLmHead] = header.has_classifier ? take_model(ModelTensor::kLmHead) : t[ModelTensor::kEmbedding];
   return t;
 }
 

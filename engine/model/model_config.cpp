@@ -1,10 +1,12 @@
-// Derived architecture numbers: parameter count, query scale, the family's features in words, and RoPE
-// frequencies (llama3, linear, yarn and longrope scaling; local layers' own base).
+// Derived architecture numbers: parameter count (the tensor table's rows), query scale, the family's
+// features in words, and RoPE frequencies (llama3, linear, yarn and longrope scaling; local layers' own base).
 #include "engine/model/model_config.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+
+#include "engine/model/layer_tensors.hpp"
 
 namespace cbatch {
 
@@ -16,34 +18,29 @@ float ModelConfig::query_scale() const {
   return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
 
+// Every row of the tensor table a layer has, a sparse layer's routed experts included.
 int64_t ModelConfig::layer_parameters() const {
-  const int64_t d = dim;
-  const int64_t qk_norms = !qk_norm ? 0 : qk_norm_whole ? q_dim() + kv_dim() : 2 * head_dim;
-  const int64_t norms = (sandwich_norms ? 4 : 2) * d + qk_norms;
-  const int64_t biases = (qkv_bias ? q_dim() + 2 * kv_dim() : 0) + (o_bias ? d : 0) + (attn_sinks ? num_heads : 0) +
-                         (layer_norm ? 2 * d : 0);
-  const int64_t attention = norms + biases + d * q_dim() + 2 * d * kv_dim() + q_dim() * d;
-  const int64_t width = expert_hidden_dim;
-  const int64_t expert_biases = expert_bias ? 2 * width + d : 0;
-  const int64_t dense_ffn = gated_ffn ? 3 * d * static_cast<int64_t>(hidden_dim)
-                                      : 2 * d * static_cast<int64_t>(hidden_dim) + hidden_dim + d;
-  const int64_t sparse_ffn = num_experts * (d + (router_bias ? 1 : 0) + 3 * d * width + expert_biases) +
-                             (shared_expert_hidden_dim > 0 ? d + 3 * d * static_cast<int64_t>(shared_expert_hidden_dim) : 0);
+  auto numel = [this](Shape shape) { return size_of(shape.rows, *this) * size_of(shape.cols, *this); };
   int64_t total = 0;
-  for (int l = 0; l < num_layers; ++l) total += attention + (is_sparse(l) ? sparse_ffn : dense_ffn);
+  for (int l = 0; l < num_layers; ++l) {
+    for (const LayerTensorRow& row : layer_tensor_rows()) {
+      if (row.present(*this, l)) total += numel(row.shape);
+    }
+    for (const ExpertTensorRow& row : expert_tensor_rows()) {
+      if (is_sparse(l) && row.present(*this)) total += int64_t{num_experts} * numel(row.shape);
+    }
+  }
   return total;
 }
 
+// The layers' and the model's own rows (a tied lm_head counted once, as the embedding).
 int64_t ModelConfig::num_parameters() const {
-  const int64_t d = dim;
-  const int64_t total = layer_parameters();
-  const int64_t embed = static_cast<int64_t>(vocab_size) * d;
-  if (is_encoder()) {  // positions, token types and the embedding LayerNorm; no head
-    return total + embed + (learned_positions ? int64_t{max_context + position_offset} * d : 0) +
-           (token_types ? int64_t{num_token_types} * d : 0) + (post_norm ? 2 * d : 0) +
-           (num_labels > 0 ? d * d + d + int64_t{num_labels} * (d + 1) : 0);
+  int64_t total = layer_parameters();
+  for (const ModelTensorRow& row : model_tensor_rows()) {
+    const bool tied = row.kind == ModelTensor::kLmHead && tied_embeddings;
+    if (row.present(*this) && !tied) total += size_of(row.shape.rows, *this) * size_of(row.shape.cols, *this);
   }
-  return total + d + embed * (tied_embeddings ? 1 : 2);
+  return total;
 }
 
 std::string ModelConfig::features() const {

@@ -15,12 +15,13 @@ class ReferenceModel {
  public:
   ReferenceModel(const Model& model, int num_blocks, int block_size) : c_(model.config) {
     const ModelTensors& t = model.tensors;
-    embedding_ = load(t.embedding);
-    final_norm_ = load(t.final_norm);
-    lm_head_ = load(t.lm_head);
+    embedding_ = load(t[ModelTensor::kEmbedding]);
+    final_norm_ = load(t[ModelTensor::kFinalNorm]);
+    lm_head_ = load(t[ModelTensor::kLmHead]);
     for (const LayerTensors& l : t.layers) {
-      layers_.push_back({load(l.attn_norm), load(l.wq), load(l.wk), load(l.wv), load(l.wo), load(l.ffn_norm),
-                         load(l.w_gate), load(l.w_up), load(l.w_down)});
+      using enum LayerTensor;
+      layers_.push_back({load(l[kAttnNorm]), load(l[kWq]), load(l[kWk]), load(l[kWv]), load(l[kWo]), load(l[kFfnNorm]),
+                         load(l[kGate]), load(l[kUp]), load(l[kDown])});
       caches_.emplace_back(num_blocks, block_size, c_.num_kv_heads, c_.head_dim, NAN);
     }
     inv_freq_.resize(static_cast<size_t>(c_.head_dim / 2));

@@ -78,23 +78,23 @@ Model make_model(int num_layers, bool tied, RopeLayout layout, int head_dim = 64
   };
   auto norm = [&](const std::string& name) { return random_tensor(name, 1, c.dim, seed++, 0.2f, 1.0f); };
   ModelTensors& t = m.tensors;
-  t.embedding = random_tensor("token_embd", c.vocab_size, c.dim, seed++, 1.0f, 0.0f);
+  t[ModelTensor::kEmbedding] = random_tensor("token_embd", c.vocab_size, c.dim, seed++, 1.0f, 0.0f);
   for (int l = 0; l < num_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LayerTensors layer;  // no family tensors
-    layer.attn_norm = norm(p + "attn_norm");
-    layer.wq = linear(p + "wq", c.q_dim(), c.dim);
-    layer.wk = linear(p + "wk", c.kv_dim(), c.dim);
-    layer.wv = linear(p + "wv", c.kv_dim(), c.dim);
-    layer.wo = linear(p + "wo", c.dim, c.q_dim());
-    layer.ffn_norm = norm(p + "ffn_norm");
-    layer.w_gate = linear(p + "w_gate", c.hidden_dim, c.dim);
-    layer.w_up = linear(p + "w_up", c.hidden_dim, c.dim);
-    layer.w_down = linear(p + "w_down", c.dim, c.hidden_dim);
+    layer[LayerTensor::kAttnNorm] = norm(p + "attn_norm");
+    layer[LayerTensor::kWq] = linear(p + "wq", c.q_dim(), c.dim);
+    layer[LayerTensor::kWk] = linear(p + "wk", c.kv_dim(), c.dim);
+    layer[LayerTensor::kWv] = linear(p + "wv", c.kv_dim(), c.dim);
+    layer[LayerTensor::kWo] = linear(p + "wo", c.dim, c.q_dim());
+    layer[LayerTensor::kFfnNorm] = norm(p + "ffn_norm");
+    layer[LayerTensor::kGate] = linear(p + "w_gate", c.hidden_dim, c.dim);
+    layer[LayerTensor::kUp] = linear(p + "w_up", c.hidden_dim, c.dim);
+    layer[LayerTensor::kDown] = linear(p + "w_down", c.dim, c.hidden_dim);
     t.layers.push_back(std::move(layer));
   }
-  t.final_norm = norm("output_norm");
-  t.lm_head = tied ? t.embedding : linear("output", c.vocab_size, c.dim);
+  t[ModelTensor::kFinalNorm] = norm("output_norm");
+  t[ModelTensor::kLmHead] = tied ? t[ModelTensor::kEmbedding] : linear("output", c.vocab_size, c.dim);
   return m;
 }
 
@@ -279,18 +279,18 @@ Model make_family_model(Family family, int head_dim = 64) {
     LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
     if (family == Family::kQwen2) {
-      t.bq = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
-      t.bk = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
-      t.bv = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
+      t[LayerTensor::kBq] = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
+      t[LayerTensor::kBk] = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
+      t[LayerTensor::kBv] = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
     }
     if (family == Family::kQwen3 || family == Family::kGemma3) {
-      t.q_norm = vector(p + "attn_q_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
-      t.k_norm = vector(p + "attn_k_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
+      t[LayerTensor::kQNorm] = vector(p + "attn_q_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
+      t[LayerTensor::kKNorm] = vector(p + "attn_k_norm", c.head_dim, 0.2f, family == Family::kGemma3 ? 0.0f : 1.0f);
     }
     if (family == Family::kGemma2 || family == Family::kGemma3) {
-      t.post_attn_norm = vector(p + "post_attention_norm", c.dim, 0.2f, 0.0f);  // (1 + w): offset below
-      t.post_ffn_norm = vector(p + "post_ffw_norm", c.dim, 0.2f, 0.0f);
-      for (TensorView* norm : {&t.attn_norm, &t.ffn_norm}) norm->random.offset = 0.0f;
+      t[LayerTensor::kPostAttnNorm] = vector(p + "post_attention_norm", c.dim, 0.2f, 0.0f);  // (1 + w): offset below
+      t[LayerTensor::kPostFfnNorm] = vector(p + "post_ffw_norm", c.dim, 0.2f, 0.0f);
+      for (TensorView* norm : {&t[LayerTensor::kAttnNorm], &t[LayerTensor::kFfnNorm]}) norm->random.offset = 0.0f;
     }
   }
   switch (family) {
@@ -302,9 +302,9 @@ Model make_family_model(Family family, int head_dim = 64) {
       c.sandwich_norms = true;
       c.activation = Activation::kGeluTanh;
       c.embedding_scale = std::sqrt(static_cast<float>(c.dim));
-      m.tensors.embedding.random.scale = 1.0f / std::sqrt(static_cast<float>(c.dim));  // rows of unit rms after it
-      m.tensors.lm_head = m.tensors.embedding;
-      m.tensors.final_norm.random.offset = 0.0f;
+      m.tensors[ModelTensor::kEmbedding].random.scale = 1.0f / std::sqrt(static_cast<float>(c.dim));  // rows of unit rms after it
+      m.tensors[ModelTensor::kLmHead] = m.tensors[ModelTensor::kEmbedding];
+      m.tensors[ModelTensor::kFinalNorm].random.offset = 0.0f;
       if (family == Family::kGemma2) {
         c.attn_scale = 0.1f;
         c.attn_softcap = 2.0f;   // the scores here are O(1): a small cap bends them
@@ -398,18 +398,21 @@ Model make_moe_model(bool shared_expert) {
   for (int l : {0, 2}) {
     LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
-    t.w_gate = t.w_up = t.w_down = TensorView{};
-    t.router = linear(p + "ffn_gate_inp", c.num_experts, c.dim, 4.0f);
+    t[LayerTensor::kGate] = t[LayerTensor::kUp] = t[LayerTensor::kDown] = TensorView{};
+    t[LayerTensor::kRouter] = linear(p + "ffn_gate_inp", c.num_experts, c.dim, 4.0f);
     for (int e = 0; e < c.num_experts; ++e) {
       const std::string q = p + "expert." + std::to_string(e) + ".";
-      t.experts.push_back({linear(q + "gate", c.expert_hidden_dim, c.dim), linear(q + "up", c.expert_hidden_dim, c.dim),
-                           linear(q + "down", c.dim, c.expert_hidden_dim), {}, {}, {}});  // no biases
+      ExpertTensors& x = t.experts.emplace_back();  // no biases
+      x[ExpertTensor::kGate] = linear(q + "gate", c.expert_hidden_dim, c.dim);
+      x[ExpertTensor::kUp] = linear(q + "up", c.expert_hidden_dim, c.dim);
+      x[ExpertTensor::kDown] = linear(q + "down", c.dim, c.expert_hidden_dim);
     }
     if (shared_expert) {
       const int sw = c.shared_expert_hidden_dim;
-      t.shared_expert = {linear(p + "shexp.gate", sw, c.dim), linear(p + "shexp.up", sw, c.dim),
-                         linear(p + "shexp.down", c.dim, sw), {}, {}, {}};
-      t.shared_expert_gate = random_tensor(p + "shexp.gate_inp", 1, c.dim, seed++, 0.2f, 0.0f);
+      t[LayerTensor::kSharedGate] = linear(p + "shexp.gate", sw, c.dim);
+      t[LayerTensor::kSharedUp] = linear(p + "shexp.up", sw, c.dim);
+      t[LayerTensor::kSharedDown] = linear(p + "shexp.down", c.dim, sw);
+      t[LayerTensor::kSharedExpertGate] = random_tensor(p + "shexp.gate_inp", 1, c.dim, seed++, 0.2f, 0.0f);
     }
   }
   return m;
@@ -438,21 +441,21 @@ Model make_gpt_oss_model(bool without_sinks = false) {
   for (int l = 0; l < c.num_layers; ++l) {
     LayerTensors& t = m.tensors.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
-    t.bq = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
-    t.bk = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
-    t.bv = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
+    t[LayerTensor::kBq] = vector(p + "attn_q.bias", c.q_dim(), 0.5f, 0.0f);
+    t[LayerTensor::kBk] = vector(p + "attn_k.bias", c.kv_dim(), 0.5f, 0.0f);
+    t[LayerTensor::kBv] = vector(p + "attn_v.bias", c.kv_dim(), 0.5f, 0.0f);
     if (!without_sinks) {
-      t.bo = vector(p + "attn_output.bias", c.dim, 0.5f, 0.0f);
-      t.sinks = vector(p + "attn_sinks", c.num_heads, 2.0f, 1.0f);  // -1 to 3 against O(1) scores
+      t[LayerTensor::kBo] = vector(p + "attn_output.bias", c.dim, 0.5f, 0.0f);
+      t[LayerTensor::kSinks] = vector(p + "attn_sinks", c.num_heads, 2.0f, 1.0f);  // -1 to 3 against O(1) scores
     }
     if (!c.is_sparse(l)) continue;
-    t.router_bias = vector(p + "ffn_gate_inp.bias", c.num_experts, 1.0f, 0.0f);
+    t[LayerTensor::kRouterBias] = vector(p + "ffn_gate_inp.bias", c.num_experts, 1.0f, 0.0f);
     for (int e = 0; e < c.num_experts; ++e) {
       ExpertTensors& x = t.experts[static_cast<size_t>(e)];
       const std::string q = p + "expert." + std::to_string(e) + ".";
-      x.gate_bias = vector(q + "gate.bias", c.expert_hidden_dim, 0.3f, 0.0f);
-      x.up_bias = vector(q + "up.bias", c.expert_hidden_dim, 0.3f, 0.0f);
-      x.down_bias = vector(q + "down.bias", c.dim, 0.3f, 0.0f);
+      x[ExpertTensor::kGateBias] = vector(q + "gate.bias", c.expert_hidden_dim, 0.3f, 0.0f);
+      x[ExpertTensor::kUpBias] = vector(q + "up.bias", c.expert_hidden_dim, 0.3f, 0.0f);
+      x[ExpertTensor::kDownBias] = vector(q + "down.bias", c.dim, 0.3f, 0.0f);
     }
   }
   return m;
@@ -538,8 +541,8 @@ TEST_CASE("CUDA backend runs OLMoE's q/k norms over the whole projections as the
   for (int l = 0; l < c.num_layers; ++l) {
     LayerTensors& t = model.tensors.layers[static_cast<size_t>(l)];
     const std::string p = "blk." + std::to_string(l) + ".";
-    t.q_norm = random_tensor(p + "attn_q_norm", 1, c.q_dim(), seed++, 0.5f, 1.0f);  // weights 0.5 .. 1.5
-    t.k_norm = random_tensor(p + "attn_k_norm", 1, c.kv_dim(), seed++, 0.5f, 1.0f);
+    t[LayerTensor::kQNorm] = random_tensor(p + "attn_q_norm", 1, c.q_dim(), seed++, 0.5f, 1.0f);  // weights 0.5 .. 1.5
+    t[LayerTensor::kKNorm] = random_tensor(p + "attn_k_norm", 1, c.kv_dim(), seed++, 0.5f, 1.0f);
   }
   check_scenario(model, ComputeDType::kF32, 1e-4, true);
   check_scenario(model, ComputeDType::kBF16, 0.1, true);
@@ -582,9 +585,7 @@ Model make_gpt_oss_mxfp4_model() {
   for (int l = 0; l < c.num_layers; ++l) {
     if (!c.is_sparse(l)) continue;
     for (ExpertTensors& e : m.tensors.layers[static_cast<size_t>(l)].experts) {
-      e.gate = mxfp4(e.gate);
-      e.up = mxfp4(e.up);
-      e.down = mxfp4(e.down);
+      for (ExpertTensor kind : {ExpertTensor::kGate, ExpertTensor::kUp, ExpertTensor::kDown}) e[kind] = mxfp4(e[kind]);
     }
   }
   m.storage = std::make_shared<std::pair<std::shared_ptr<const void>, decltype(blocks)>>(m.storage, blocks);
@@ -858,9 +859,9 @@ TEST_CASE("CUDA backend says so when the KV cache or the model does not fit") {
   giant.config.num_heads = 512;
   giant.config.num_kv_heads = 512;
   giant.config.head_dim = 128;
-  giant.tensors.embedding = random_tensor("token_embd", giant.config.vocab_size, giant.config.dim, 1, 1.0f, 0.0f);
-  giant.tensors.lm_head = giant.tensors.embedding;
-  giant.tensors.final_norm = random_tensor("output_norm", 1, giant.config.dim, 2, 0.1f, 1.0f);
+  giant.tensors[ModelTensor::kEmbedding] = random_tensor("token_embd", giant.config.vocab_size, giant.config.dim, 1, 1.0f, 0.0f);
+  giant.tensors[ModelTensor::kLmHead] = giant.tensors[ModelTensor::kEmbedding];
+  giant.tensors[ModelTensor::kFinalNorm] = random_tensor("output_norm", 1, giant.config.dim, 2, 0.1f, 1.0f);
   CHECK_THROWS_AS(make_cuda_backend(giant, small_options(ComputeDType::kBF16)), Error);  // 512 GiB of embedding
 }
 

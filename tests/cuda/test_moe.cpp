@@ -295,20 +295,32 @@ ModelConfig quant_layer_config() {
 
 // The layer's router and biases on the device, its experts left empty.
 template <typename T>
-MoeLayerWeights<T> quant_layer_weights(const ModelConfig& c) {
-  MoeLayerWeights<T> w;
-  w.router = to_device<T>(random_vector(static_cast<size_t>(c.num_experts) * c.dim, 31, -1.5f, 1.5f));
-  w.router_bias = to_device<float>(random_vector(static_cast<size_t>(c.num_experts), 32, -0.5f, 0.5f));
-  w.gate_up_bias = to_device<float>(random_vector(static_cast<size_t>(c.num_experts) * 2 * c.expert_hidden_dim, 33,
-                                                  -0.3f, 0.3f));
-  w.down_bias = to_device<float>(random_vector(static_cast<size_t>(c.num_experts) * c.dim, 34, -0.3f, 0.3f));
+LayerWeights<T> quant_layer_weights(const ModelConfig& c) {
+  LayerWeights<T> w;
+  LinearWeight<T>& router = w.linear[LayerTensor::kRouter];
+  router.out = c.num_experts;
+  router.in = c.dim;
+  router.weight = to_device<T>(random_vector(static_cast<size_t>(c.num_experts) * c.dim, 31, -1.5f, 1.5f));
+  w.vectors[LayerTensor::kRouterBias] =
+      to_device<float>(random_vector(static_cast<size_t>(c.num_experts), 32, -0.5f, 0.5f));
+  w.expert_vectors[ExpertProduct::kGateUpBias] = to_device<float>(
+      random_vector(static_cast<size_t>(c.num_experts) * 2 * c.expert_hidden_dim, 33, -0.3f, 0.3f));
+  w.expert_vectors[ExpertTensor::kDownBias] =
+      to_device<float>(random_vector(static_cast<size_t>(c.num_experts) * c.dim, 34, -0.3f, 0.3f));
   return w;
+}
+
+// w's routed experts: every expert's gate|up, and down.
+template <typename T>
+void set_experts(LayerWeights<T>& w, ExpertMatrix<T> gate_up, ExpertMatrix<T> down) {
+  w.experts[ExpertProduct::kGateUp] = std::move(gate_up);
+  w.experts[ExpertTensor::kDown] = std::move(down);
 }
 
 // out (n, dim) of the layer w on h (n, dim); expects whether it waited (returned the touched count at once)
 // and the touched count either way.
 template <typename T>
-std::vector<float> run_layer(MoeFfn<T>& ffn, const MoeLayerWeights<T>& w, const DeviceBuffer<T>& d_h, int n,
+std::vector<float> run_layer(MoeFfn<T>& ffn, const LayerWeights<T>& w, const DeviceBuffer<T>& d_h, int n,
                              const CudaContext& context, int& touched) {
   StepProfiler profiler;
   DeviceBuffer<T> d_out(d_h.size());
@@ -318,7 +330,9 @@ std::vector<float> run_layer(MoeFfn<T>& ffn, const MoeLayerWeights<T>& w, const 
   const int later = ffn.take_touched();
   CHECK((returned == 0 || later == 0));  // one or the other
   touched = returned + later;
-  CHECK(later == (w.gate_up.is_quantized() && w.down.is_quantized() ? touched : 0));
+  const bool quantized =
+      w.experts[ExpertProduct::kGateUp].is_quantized() && w.experts[ExpertTensor::kDown].is_quantized();
+  CHECK(later == (quantized ? touched : 0));
   return to_host(d_out);
 }
 
@@ -345,11 +359,11 @@ TEST_CASE_TEMPLATE("MoeFfn with MXFP4 and with FP8 experts (no host wait) equals
     {
       const QuantExperts gate_up = make_quant_experts(QuantFormat::kMxfp4, num_experts, 2 * width, dim, 36, 118);
       const QuantExperts down = make_quant_experts(QuantFormat::kMxfp4, num_experts, dim, width, 37, 118);
-      MoeLayerWeights<T> wq = quant_layer_weights<T>(c), wt = quant_layer_weights<T>(c),
+      LayerWeights<T> wq = quant_layer_weights<T>(c), wt = quant_layer_weights<T>(c),
                          wm = quant_layer_weights<T>(c);
-      wq.gate_up = device_experts<T>(gate_up, true), wq.down = device_experts<T>(down, true);
-      wt.gate_up = device_experts<T>(gate_up, false), wt.down = device_experts<T>(down, false);
-      wm.gate_up = device_experts<T>(gate_up, true), wm.down = device_experts<T>(down, false);
+      set_experts(wq, device_experts<T>(gate_up, true), device_experts<T>(down, true));
+      set_experts(wt, device_experts<T>(gate_up, false), device_experts<T>(down, false));
+      set_experts(wm, device_experts<T>(gate_up, true), device_experts<T>(down, false));
       int touched_t = 0, touched_q = 0, touched_m = 0;
       const std::vector<float> out_t = run_layer(ffn, wt, d_h, n, context, touched_t);
       const std::vector<float> out_q = run_layer(ffn, wq, d_h, n, context, touched_q);
@@ -384,11 +398,12 @@ TEST_CASE_TEMPLATE("MoeFfn with MXFP4 and with FP8 experts (no host wait) equals
         return q;
       };
       const QuantExperts gate_up_q = quantize(gate_up, dim), down_q = quantize(down, width);
-      MoeLayerWeights<T> wq = quant_layer_weights<T>(c), wt = quant_layer_weights<T>(c),
+      LayerWeights<T> wq = quant_layer_weights<T>(c), wt = quant_layer_weights<T>(c),
                          wo = quant_layer_weights<T>(c);
-      wq.gate_up = device_experts<T>(gate_up_q, true), wq.down = device_experts<T>(down_q, true);
-      wt.gate_up = device_experts<T>(gate_up_q, false), wt.down = device_experts<T>(down_q, false);
-      wo.gate_up.dense = to_device<T>(gate_up), wo.down.dense = to_device<T>(down);
+      set_experts(wq, device_experts<T>(gate_up_q, true), device_experts<T>(down_q, true));
+      set_experts(wt, device_experts<T>(gate_up_q, false), device_experts<T>(down_q, false));
+      wo.experts[ExpertProduct::kGateUp].dense = to_device<T>(gate_up);
+      wo.experts[ExpertTensor::kDown].dense = to_device<T>(down);
       int touched_t = 0, touched_q = 0, touched_o = 0;
       const std::vector<float> out_t = run_layer(ffn, wt, d_h, n, context, touched_t);
       const std::vector<float> out_q = run_layer(ffn, wq, d_h, n, context, touched_q);

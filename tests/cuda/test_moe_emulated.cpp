@@ -163,18 +163,19 @@ void check_sparse_layer_emulated(int num_rows, bool shared_expert) {
   const std::vector<float> shared_gate = floats(static_cast<size_t>(dim), 0.3f);
 
   ThreadPool pool(1);
-  MoeWeights w;
-  w.router = pack(router, num_experts, dim, pool);
+  CpuLayer w;
+  w.matrices[LayerTensor::kRouter] = pack(router, num_experts, dim, pool);
   for (int e = 0; e < num_experts; ++e) {
     const auto gu = gate_up.begin() + static_cast<long>(e) * 2 * width * dim;
     const auto dn = down.begin() + static_cast<long>(e) * dim * width;
-    w.gate_up.push_back(pack(std::vector<float>(gu, gu + 2 * width * dim), 2 * width, dim, pool));
-    w.down.push_back(pack(std::vector<float>(dn, dn + dim * width), dim, width, pool));
+    CpuExpert& expert = w.experts.emplace_back();
+    expert.matrices[ExpertProduct::kGateUp] = pack(std::vector<float>(gu, gu + 2 * width * dim), 2 * width, dim, pool);
+    expert.matrices[ExpertTensor::kDown] = pack(std::vector<float>(dn, dn + dim * width), dim, width, pool);
   }
   if (shared_expert) {
-    w.shared_gate_up = pack(shared_gate_up, 2 * shared_width, dim, pool);
-    w.shared_down = pack(shared_down, dim, shared_width, pool);
-    w.shared_gate = shared_gate;
+    w.matrices[LayerProduct::kSharedGateUp] = pack(shared_gate_up, 2 * shared_width, dim, pool);
+    w.matrices[LayerTensor::kSharedDown] = pack(shared_down, dim, shared_width, pool);
+    w.vectors[LayerTensor::kSharedExpertGate] = shared_gate;
   }
   const MoeRouting routing{num_experts, top_k, !shared_expert};
   MoeScratch scratch;
@@ -183,7 +184,7 @@ void check_sparse_layer_emulated(int num_rows, bool shared_expert) {
 
   const int picks = num_rows * top_k;
   std::vector<float> logits(static_cast<size_t>(num_rows) * num_experts), weights(static_cast<size_t>(picks));
-  matmul(h.data(), w.router, logits.data(), num_rows, pool);  // the CPU's logits: routing is compared exactly
+  matmul(h.data(), w.matrix(LayerTensor::kRouter), logits.data(), num_rows, pool);  // the CPU's logits: routing is compared exactly
   std::vector<int32_t> experts(static_cast<size_t>(picks)), offsets(num_experts + 1), entries(experts.size()),
       pick_slot(experts.size()), slot_expert(experts.size());
   block_emulator::launch(1, kRouteThreads, [&] {

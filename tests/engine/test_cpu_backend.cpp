@@ -51,7 +51,7 @@ std::vector<std::vector<double>> reference_logits(const Model& m, const std::vec
   const int hd = c.head_dim, n = static_cast<int>(tokens.size());
   std::vector<float> inv_freq(hd / 2);
   rope_inv_freq(c, inv_freq.data());
-  const auto emb = to_f64(m.tensors.embedding);
+  const auto emb = to_f64(m.tensors[ModelTensor::kEmbedding]);
   std::vector<std::vector<double>> x(n);
   for (int p = 0; p < n; ++p) x[p].assign(emb.begin() + tokens[p] * c.dim, emb.begin() + (tokens[p] + 1) * c.dim);
   auto rope = [&](std::vector<double>& v, int head, int pos) {
@@ -65,7 +65,7 @@ std::vector<std::vector<double>> reference_logits(const Model& m, const std::vec
     }
   };
   for (const LayerTensors& L : m.tensors.layers) {
-    const auto an = to_f64(L.attn_norm), wq = to_f64(L.wq), wk = to_f64(L.wk), wv = to_f64(L.wv), wo = to_f64(L.wo);
+    const auto an = to_f64(L[LayerTensor::kAttnNorm]), wq = to_f64(L[LayerTensor::kWq]), wk = to_f64(L[LayerTensor::kWk]), wv = to_f64(L[LayerTensor::kWv]), wo = to_f64(L[LayerTensor::kWo]);
     std::vector<std::vector<double>> q(n), k(n), v(n);
     for (int p = 0; p < n; ++p) {
       const auto h = rmsnorm(x[p], an, c.rms_eps);
@@ -94,7 +94,7 @@ std::vector<std::vector<double>> reference_logits(const Model& m, const std::vec
       const auto o = linear(wo, att, c.dim);
       for (int i = 0; i < c.dim; ++i) x[p][i] += o[i];
     }
-    const auto fn = to_f64(L.ffn_norm), wg = to_f64(L.w_gate), wu = to_f64(L.w_up), wd = to_f64(L.w_down);
+    const auto fn = to_f64(L[LayerTensor::kFfnNorm]), wg = to_f64(L[LayerTensor::kGate]), wu = to_f64(L[LayerTensor::kUp]), wd = to_f64(L[LayerTensor::kDown]);
     for (int p = 0; p < n; ++p) {
       const auto h = rmsnorm(x[p], fn, c.rms_eps);
       auto g = linear(wg, h, c.hidden_dim);
@@ -104,7 +104,7 @@ std::vector<std::vector<double>> reference_logits(const Model& m, const std::vec
       for (int i = 0; i < c.dim; ++i) x[p][i] += d[i];
     }
   }
-  const auto fnorm = to_f64(m.tensors.final_norm), head = to_f64(m.tensors.lm_head);
+  const auto fnorm = to_f64(m.tensors[ModelTensor::kFinalNorm]), head = to_f64(m.tensors[ModelTensor::kLmHead]);
   std::vector<std::vector<double>> logits(n);
   for (int p = 0; p < n; ++p) logits[p] = linear(head, rmsnorm(x[p], fnorm, c.rms_eps), c.vocab_size);
   return logits;
@@ -240,20 +240,20 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
       t = cbatch::testing::blocks_view(blocks->back(), dtype, t.rows, t.cols);
     };
     LayerTensors& l0 = model.tensors.layers[0];
-    for (TensorView* t : {&l0.wq, &l0.wk, &l0.wv, &l0.wo, &l0.w_gate, &l0.w_up, &l0.w_down}) quantize(*t, DType::kQ4_1);
+    for (TensorView* t : {&l0[LayerTensor::kWq], &l0[LayerTensor::kWk], &l0[LayerTensor::kWv], &l0[LayerTensor::kWo], &l0[LayerTensor::kGate], &l0[LayerTensor::kUp], &l0[LayerTensor::kDown]}) quantize(*t, DType::kQ4_1);
     LayerTensors& l1 = model.tensors.layers[1];
-    quantize(l1.wq, DType::kQ4_0);
-    quantize(l1.wk, DType::kQ8_0);  // q, k, v of different types: that stacked matrix is expanded to fp32
-    quantize(l1.wv, DType::kQ4_0);
-    quantize(l1.wo, DType::kQ4_0);
-    quantize(l1.w_gate, DType::kQ8_0);
-    quantize(l1.w_up, DType::kQ8_0);
-    quantize(l1.w_down, DType::kQ4_1);
-    quantize(model.tensors.embedding, DType::kQ8_0);
+    quantize(l1[LayerTensor::kWq], DType::kQ4_0);
+    quantize(l1[LayerTensor::kWk], DType::kQ8_0);  // q, k, v of different types: that stacked matrix is expanded to fp32
+    quantize(l1[LayerTensor::kWv], DType::kQ4_0);
+    quantize(l1[LayerTensor::kWo], DType::kQ4_0);
+    quantize(l1[LayerTensor::kGate], DType::kQ8_0);
+    quantize(l1[LayerTensor::kUp], DType::kQ8_0);
+    quantize(l1[LayerTensor::kDown], DType::kQ4_1);
+    quantize(model.tensors[ModelTensor::kEmbedding], DType::kQ8_0);
     if (tied) {
-      model.tensors.lm_head = model.tensors.embedding;
+      model.tensors[ModelTensor::kLmHead] = model.tensors[ModelTensor::kEmbedding];
     } else {
-      quantize(model.tensors.lm_head, DType::kQ4_0);
+      quantize(model.tensors[ModelTensor::kLmHead], DType::kQ4_0);
     }
     model.storage = blocks;
 

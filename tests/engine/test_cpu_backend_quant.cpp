@@ -57,22 +57,22 @@ TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give 
       t = testing::blocks_view(blocks->back(), dtype, t.rows, t.cols);
     };
     LayerTensors& l0 = model.tensors.layers[0];
-    for (TensorView* t : {&l0.wq, &l0.wk, &l0.wv}) quantize(*t, DType::kQ2_K);
-    quantize(l0.wo, DType::kQ3_K);
-    quantize(l0.w_gate, DType::kQ4_K);
-    quantize(l0.w_up, DType::kQ4_K);
-    quantize(l0.w_down, DType::kQ5_K);
+    for (TensorView* t : {&l0[LayerTensor::kWq], &l0[LayerTensor::kWk], &l0[LayerTensor::kWv]}) quantize(*t, DType::kQ2_K);
+    quantize(l0[LayerTensor::kWo], DType::kQ3_K);
+    quantize(l0[LayerTensor::kGate], DType::kQ4_K);
+    quantize(l0[LayerTensor::kUp], DType::kQ4_K);
+    quantize(l0[LayerTensor::kDown], DType::kQ5_K);
     LayerTensors& l1 = model.tensors.layers[1];
-    for (TensorView* t : {&l1.wq, &l1.wk, &l1.wv}) quantize(*t, DType::kQ6_K);
-    quantize(l1.wo, DType::kIQ4_XS);
-    quantize(l1.w_gate, DType::kMXFP4);  // gate and up of one type: stacked, and kept in blocks
-    quantize(l1.w_up, DType::kMXFP4);
-    quantize(l1.w_down, DType::kQ5_0);
-    quantize(model.tensors.embedding, DType::kQ5_1);
+    for (TensorView* t : {&l1[LayerTensor::kWq], &l1[LayerTensor::kWk], &l1[LayerTensor::kWv]}) quantize(*t, DType::kQ6_K);
+    quantize(l1[LayerTensor::kWo], DType::kIQ4_XS);
+    quantize(l1[LayerTensor::kGate], DType::kMXFP4);  // gate and up of one type: stacked, and kept in blocks
+    quantize(l1[LayerTensor::kUp], DType::kMXFP4);
+    quantize(l1[LayerTensor::kDown], DType::kQ5_0);
+    quantize(model.tensors[ModelTensor::kEmbedding], DType::kQ5_1);
     if (tied) {
-      model.tensors.lm_head = model.tensors.embedding;
+      model.tensors[ModelTensor::kLmHead] = model.tensors[ModelTensor::kEmbedding];
     } else {
-      quantize(model.tensors.lm_head, DType::kIQ4_NL);
+      quantize(model.tensors[ModelTensor::kLmHead], DType::kIQ4_NL);
     }
     model.storage = blocks;
 

@@ -48,7 +48,7 @@ TEST_CASE("dummy model: SmolLM2-135M config") {
   CHECK(c.rope_layout == RopeLayout::kHalves);
   CHECK(c.rope_scaling.type == RopeScalingType::kNone);
   CHECK(c.num_parameters() == 134515008);
-  CHECK(model.tensors.lm_head.random.seed == model.tensors.embedding.random.seed);
+  CHECK(model.tensors[ModelTensor::kLmHead].random.seed == model.tensors[ModelTensor::kEmbedding].random.seed);
   CHECK(model.tokenizer->kind() == "byte");
   CHECK(model.tokenizer->bos_id() == 1);
   CHECK(model.tokenizer->eos_ids() == std::vector<int32_t>{2});
@@ -71,23 +71,23 @@ TEST_CASE("dummy model: Llama 3.2 1B and 3.1 8B configs") {
   CHECK(!big.config.tied_embeddings);
   CHECK(big.config.rope_scaling.factor == 8.0f);
   CHECK(big.config.num_parameters() == 8030261248);
-  CHECK(big.tensors.lm_head.random.seed != big.tensors.embedding.random.seed);
+  CHECK(big.tensors[ModelTensor::kLmHead].random.seed != big.tensors[ModelTensor::kEmbedding].random.seed);
 }
 
 TEST_CASE("dummy model: weights depend only on the seed") {
   const Model a = load_dummy("smollm2-135m.json", 7);
   const Model b = load_dummy("smollm2-135m.json", 7);
   const Model c = load_dummy("smollm2-135m.json", 8);
-  const TensorView& wq = a.tensors.layers[3].wq;
-  CHECK(first_row(wq) == first_row(b.tensors.layers[3].wq));
-  CHECK(first_row(wq) != first_row(c.tensors.layers[3].wq));
-  CHECK(first_row(wq) != first_row(a.tensors.layers[3].wk));  // tensors differ from each other
+  const TensorView& wq = a.tensors.layers[3][LayerTensor::kWq];
+  CHECK(first_row(wq) == first_row(b.tensors.layers[3][LayerTensor::kWq]));
+  CHECK(first_row(wq) != first_row(c.tensors.layers[3][LayerTensor::kWq]));
+  CHECK(first_row(wq) != first_row(a.tensors.layers[3][LayerTensor::kWk]));  // tensors differ from each other
   // Scales: linear weights within sqrt(3 / in_features), norms within 1 +- 0.1.
   float max_abs = 0.0f;
   for (float x : first_row(wq)) max_abs = std::max(max_abs, std::fabs(x));
   CHECK(max_abs <= std::sqrt(3.0f / 576.0f));
   CHECK(max_abs > 0.5f * std::sqrt(3.0f / 576.0f));
-  for (float x : first_row(a.tensors.final_norm)) CHECK((x >= 0.9f && x <= 1.1f));
+  for (float x : first_row(a.tensors[ModelTensor::kFinalNorm])) CHECK((x >= 0.9f && x <= 1.1f));
 }
 
 TEST_CASE("dummy model: a Qwen3-30B-A3B shape cut to its first layers, linear weights marked Q8_0") {
@@ -105,17 +105,17 @@ TEST_CASE("dummy model: a Qwen3-30B-A3B shape cut to its first layers, linear we
   REQUIRE(model.tensors.layers.size() == 2);
   const LayerTensors& l = model.tensors.layers[1];
   REQUIRE(l.experts.size() == 128);
-  CHECK(l.experts[5].down.dtype == DType::kQ8_0);
-  CHECK(l.wq.dtype == DType::kQ8_0);
-  CHECK(l.router.dtype == DType::kQ8_0);
-  CHECK(l.attn_norm.dtype == DType::kF32);
-  CHECK(model.tensors.embedding.dtype == DType::kF32);  // looked up row by row, never packed
+  CHECK(l.experts[5][ExpertTensor::kDown].dtype == DType::kQ8_0);
+  CHECK(l[LayerTensor::kWq].dtype == DType::kQ8_0);
+  CHECK(l[LayerTensor::kRouter].dtype == DType::kQ8_0);
+  CHECK(l[LayerTensor::kAttnNorm].dtype == DType::kF32);
+  CHECK(model.tensors[ModelTensor::kEmbedding].dtype == DType::kF32);  // looked up row by row, never packed
   // The same seeds as the full model's first layers.
   source.dummy_layers = 0;
   source.dummy_dtype = DType::kF32;
   const Model full = load_model(source);
   CHECK(full.config.num_layers == 48);
-  CHECK(first_row(l.experts[5].down) == first_row(full.tensors.layers[1].experts[5].down));
+  CHECK(first_row(l.experts[5][ExpertTensor::kDown]) == first_row(full.tensors.layers[1].experts[5][ExpertTensor::kDown]));
   source.dummy_layers = 49;
   CHECK(error_of([&] { load_model(source); }).find("has 48 layers") != std::string::npos);
 }
@@ -136,11 +136,11 @@ TEST_CASE("dummy model: the gpt-oss-20b shape has its family's sinks, biases, ro
   CHECK(c.rope_scaling.type == RopeScalingType::kYarn);
   CHECK(!c.rope_scaling.truncate);
   const LayerTensors& l = model.tensors.layers[1];
-  CHECK(l.sinks.cols == 64);
-  CHECK(l.bo.cols == 2880);
-  CHECK(l.router_bias.cols == 32);
-  CHECK(l.experts[31].gate_bias.cols == 2880);
-  CHECK(l.experts[31].down_bias.cols == 2880);
+  CHECK(l[LayerTensor::kSinks].cols == 64);
+  CHECK(l[LayerTensor::kBo].cols == 2880);
+  CHECK(l[LayerTensor::kRouterBias].cols == 32);
+  CHECK(l.experts[31][ExpertTensor::kGateBias].cols == 2880);
+  CHECK(l.experts[31][ExpertTensor::kDownBias].cols == 2880);
   source.dummy_layers = 0;
   CHECK(load_model(source).config.num_parameters() / 100000000 == 209);  // 20.9 B, as published
 }
@@ -155,19 +155,19 @@ TEST_CASE("dummy model: --dummy-dtype mxfp4 makes gpt-oss's routed experts MXFP4
   CHECK(model.weight_dtype == "random mxfp4");
   const LayerTensors& l = model.tensors.layers[0];
   REQUIRE(l.experts.size() == 32);
-  for (const TensorView* t : {&l.experts[3].gate, &l.experts[3].up, &l.experts[31].down}) {
+  for (const TensorView* t : {&l.experts[3][ExpertTensor::kGate], &l.experts[3][ExpertTensor::kUp], &l.experts[31][ExpertTensor::kDown]}) {
     CHECK(t->dtype == DType::kMXFP4);
   }
-  for (const TensorView* t : {&l.wq, &l.wo, &l.router, &model.tensors.lm_head}) CHECK(t->dtype == DType::kF32);
+  for (const TensorView* t : {&l[LayerTensor::kWq], &l[LayerTensor::kWo], &l[LayerTensor::kRouter], &model.tensors[ModelTensor::kLmHead]}) CHECK(t->dtype == DType::kF32);
   // The same seeds as the f32 model: only the experts' encoding differs.
   source.dummy_dtype = DType::kF32;
   const Model f32 = load_model(source);
-  CHECK(l.experts[3].gate.random.seed == f32.tensors.layers[0].experts[3].gate.random.seed);
-  CHECK(first_row(l.wq) == first_row(f32.tensors.layers[0].wq));
-  CHECK(first_row(l.experts[3].gate) != first_row(f32.tensors.layers[0].experts[3].gate));
+  CHECK(l.experts[3][ExpertTensor::kGate].random.seed == f32.tensors.layers[0].experts[3][ExpertTensor::kGate].random.seed);
+  CHECK(first_row(l[LayerTensor::kWq]) == first_row(f32.tensors.layers[0][LayerTensor::kWq]));
+  CHECK(first_row(l.experts[3][ExpertTensor::kGate]) != first_row(f32.tensors.layers[0].experts[3][ExpertTensor::kGate]));
 
   // scale sqrt(3 / 2880) = 2^-4.95: e0 = 125 - 5, values 2^(e - 128) * {0, +-1, .., +-12}, e in {e0 - 1, e0}.
-  const TensorView& gate = l.experts[3].gate;
+  const TensorView& gate = l.experts[3][ExpertTensor::kGate];
   const int e0 = random_mxfp4_exponent(gate.random.scale);
   CHECK(e0 == 120);
   const int64_t rows = 16, blocks = rows * gate.cols / 32;

@@ -62,8 +62,8 @@ TEST_CASE("family: Gemma 3 from config.json: pattern of windows, local RoPE base
     CHECK(global[i] == doctest::Approx(std::pow(1e6, -i / 16.0) / 8.0).epsilon(1e-5));
     CHECK(local[i] == doctest::Approx(std::pow(1e4, -i / 16.0)).epsilon(1e-5));
   }
-  CHECK(m.tensors.layers[0].post_attn_norm.cols == 64);
-  CHECK(m.tensors.layers[0].q_norm.cols == 32);
+  CHECK(m.tensors.layers[0][LayerTensor::kPostAttnNorm].cols == 64);
+  CHECK(m.tensors.layers[0][LayerTensor::kQNorm].cols == 32);
 }
 
 TEST_CASE("family: windows per layer from layer_types, Gemma 2's even layers, Qwen's max_window_layers") {
@@ -82,7 +82,7 @@ TEST_CASE("family: windows per layer from layer_types, Gemma 2's even layers, Qw
   const Model qwen_off = load_config(tiny_config("qwen2", R"(, "sliding_window": 16, "max_window_layers": 4)"));
   CHECK(!qwen_off.config.has_window());  // use_sliding_window defaults to false
   CHECK(qwen_off.config.qkv_bias);
-  CHECK(qwen_off.tensors.layers[0].bk.cols == 32);
+  CHECK(qwen_off.tensors.layers[0][LayerTensor::kBk].cols == 32);
   const Model qwen_on = load_config(tiny_config("qwen2", R"(, "sliding_window": 16, "max_window_layers": 4,
       "use_sliding_window": true)"));
   for (int l = 0; l < 12; ++l) CHECK(qwen_on.config.window(l) == (l >= 4 ? 16 : 0));

@@ -219,7 +219,7 @@ TEST_CASE("GGUF reader reads tiny-spm.gguf") {
   CHECK(c.rope_layout == RopeLayout::kAdjacentPairs);
   CHECK(c.rope_scaling.type == RopeScalingType::kNone);
   CHECK(!c.tied_embeddings);  // tiny-spm's head (wcls) is its own tensor, output.weight
-  CHECK(model.tensors.lm_head.name == "output.weight");
+  CHECK(model.tensors[ModelTensor::kLmHead].name == "output.weight");
   CHECK(model.tokenizer->kind() == "llama");
   CHECK(model.tokenizer->bos_id() == 1);
   CHECK(model.tokenizer->is_eos(2));

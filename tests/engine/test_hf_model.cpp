@@ -95,22 +95,22 @@ TEST_CASE("tiny-spm's Hugging Face directory holds the GGUF's weights") {
   CHECK(hf.config.max_context == gguf.config.max_context);
   CHECK(hf.config.rms_eps == gguf.config.rms_eps);
   CHECK(hf.config.rope_theta == gguf.config.rope_theta);
-  CHECK(identical(hf.tensors.embedding, gguf.tensors.embedding));
-  CHECK(identical(hf.tensors.final_norm, gguf.tensors.final_norm));
-  CHECK(identical(hf.tensors.lm_head, gguf.tensors.lm_head));
-  CHECK(!identical(hf.tensors.lm_head, hf.tensors.embedding));
+  CHECK(identical(hf.tensors[ModelTensor::kEmbedding], gguf.tensors[ModelTensor::kEmbedding]));
+  CHECK(identical(hf.tensors[ModelTensor::kFinalNorm], gguf.tensors[ModelTensor::kFinalNorm]));
+  CHECK(identical(hf.tensors[ModelTensor::kLmHead], gguf.tensors[ModelTensor::kLmHead]));
+  CHECK(!identical(hf.tensors[ModelTensor::kLmHead], hf.tensors[ModelTensor::kEmbedding]));
   for (size_t i = 0; i < hf.tensors.layers.size(); ++i) {
     const LayerTensors& a = hf.tensors.layers[i];
     const LayerTensors& b = gguf.tensors.layers[i];
-    CHECK(is_rotate_half_permutation(a.wq, b.wq, hf.config.head_dim));
-    CHECK(is_rotate_half_permutation(a.wk, b.wk, hf.config.head_dim));
-    CHECK(identical(a.wv, b.wv));
-    CHECK(identical(a.wo, b.wo));
-    CHECK(identical(a.w_gate, b.w_gate));
-    CHECK(identical(a.w_up, b.w_up));
-    CHECK(identical(a.w_down, b.w_down));
-    CHECK(identical(a.attn_norm, b.attn_norm));
-    CHECK(identical(a.ffn_norm, b.ffn_norm));
+    CHECK(is_rotate_half_permutation(a[LayerTensor::kWq], b[LayerTensor::kWq], hf.config.head_dim));
+    CHECK(is_rotate_half_permutation(a[LayerTensor::kWk], b[LayerTensor::kWk], hf.config.head_dim));
+    CHECK(identical(a[LayerTensor::kWv], b[LayerTensor::kWv]));
+    CHECK(identical(a[LayerTensor::kWo], b[LayerTensor::kWo]));
+    CHECK(identical(a[LayerTensor::kGate], b[LayerTensor::kGate]));
+    CHECK(identical(a[LayerTensor::kUp], b[LayerTensor::kUp]));
+    CHECK(identical(a[LayerTensor::kDown], b[LayerTensor::kDown]));
+    CHECK(identical(a[LayerTensor::kAttnNorm], b[LayerTensor::kAttnNorm]));
+    CHECK(identical(a[LayerTensor::kFfnNorm], b[LayerTensor::kFfnNorm]));
   }
   CHECK(hf.tokenizer->kind() == "llama");
   CHECK(hf.tokenizer->bos_id() == 1);
@@ -146,10 +146,10 @@ TEST_CASE("sharded safetensors with an index load the same tensors") {
   dir.write("model-00002-of-00002.safetensors", safetensors_bytes(shards[1]));
   dir.write("model.safetensors.index.json", index_json(""));
   const Model sharded = load_model(ModelSource{dir.path(), "", 0});
-  CHECK(identical(sharded.tensors.embedding, single.tensors.embedding));
-  CHECK(identical(sharded.tensors.layers[3].w_down, single.tensors.layers[3].w_down));
-  CHECK(identical(sharded.tensors.layers[0].wq, single.tensors.layers[0].wq));
-  CHECK(identical(sharded.tensors.lm_head, single.tensors.lm_head));
+  CHECK(identical(sharded.tensors[ModelTensor::kEmbedding], single.tensors[ModelTensor::kEmbedding]));
+  CHECK(identical(sharded.tensors.layers[3][LayerTensor::kDown], single.tensors.layers[3][LayerTensor::kDown]));
+  CHECK(identical(sharded.tensors.layers[0][LayerTensor::kWq], single.tensors.layers[0][LayerTensor::kWq]));
+  CHECK(identical(sharded.tensors[ModelTensor::kLmHead], single.tensors[ModelTensor::kLmHead]));
 
   // The index must not point at a shard that lacks the tensor.
   dir.write("model.safetensors.index.json", index_json("model.norm.weight"));

@@ -63,22 +63,22 @@ TEST_CASE("tiny-spm's llama2.c .bin and its GGUF hold identical weights and conf
   // 4 layers, the final norm (64), the embedding and the untied head (2 * 512 * 64).
   CHECK(a.num_parameters() == 4 * 45440 + 64 + 2 * 512 * 64);
 
-  check_identical(bin.tensors.embedding, gguf.tensors.embedding);
-  check_identical(bin.tensors.final_norm, gguf.tensors.final_norm);
-  check_identical(bin.tensors.lm_head, gguf.tensors.lm_head);
-  CHECK(bin.tensors.lm_head.data != bin.tensors.embedding.data);  // wcls, not the embedding again
+  check_identical(bin.tensors[ModelTensor::kEmbedding], gguf.tensors[ModelTensor::kEmbedding]);
+  check_identical(bin.tensors[ModelTensor::kFinalNorm], gguf.tensors[ModelTensor::kFinalNorm]);
+  check_identical(bin.tensors[ModelTensor::kLmHead], gguf.tensors[ModelTensor::kLmHead]);
+  CHECK(bin.tensors[ModelTensor::kLmHead].data != bin.tensors[ModelTensor::kEmbedding].data);  // wcls, not the embedding again
   for (int i = 0; i < a.num_layers; ++i) {
     const LayerTensors& x = bin.tensors.layers[i];
     const LayerTensors& y = gguf.tensors.layers[i];
-    check_identical(x.attn_norm, y.attn_norm);
-    check_identical(x.wq, y.wq);
-    check_identical(x.wk, y.wk);
-    check_identical(x.wv, y.wv);
-    check_identical(x.wo, y.wo);
-    check_identical(x.ffn_norm, y.ffn_norm);
-    check_identical(x.w_gate, y.w_gate);
-    check_identical(x.w_up, y.w_up);
-    check_identical(x.w_down, y.w_down);
+    check_identical(x[LayerTensor::kAttnNorm], y[LayerTensor::kAttnNorm]);
+    check_identical(x[LayerTensor::kWq], y[LayerTensor::kWq]);
+    check_identical(x[LayerTensor::kWk], y[LayerTensor::kWk]);
+    check_identical(x[LayerTensor::kWv], y[LayerTensor::kWv]);
+    check_identical(x[LayerTensor::kWo], y[LayerTensor::kWo]);
+    check_identical(x[LayerTensor::kFfnNorm], y[LayerTensor::kFfnNorm]);
+    check_identical(x[LayerTensor::kGate], y[LayerTensor::kGate]);
+    check_identical(x[LayerTensor::kUp], y[LayerTensor::kUp]);
+    check_identical(x[LayerTensor::kDown], y[LayerTensor::kDown]);
   }
 }
 

@@ -66,22 +66,22 @@ inline Model make_test_model(const TestModelShape& s) {
   c.tied_embeddings = s.tied;
   uint64_t seed = s.seed * 1000;
   const float in_scale = 1.7f / std::sqrt(static_cast<float>(s.dim));
-  m.tensors.embedding = random_tensor("embedding", s.vocab, s.dim, seed++, 1.0f);
+  m.tensors[ModelTensor::kEmbedding] = random_tensor("embedding", s.vocab, s.dim, seed++, 1.0f);
   for (int l = 0; l < s.layers; ++l) {
     LayerTensors t;
-    t.attn_norm = random_tensor("attn_norm", 1, s.dim, seed++, 0.1f, 1.0f);
-    t.wq = random_tensor("wq", c.q_dim(), s.dim, seed++, in_scale);
-    t.wk = random_tensor("wk", c.kv_dim(), s.dim, seed++, in_scale);
-    t.wv = random_tensor("wv", c.kv_dim(), s.dim, seed++, in_scale);
-    t.wo = random_tensor("wo", s.dim, c.q_dim(), seed++, in_scale);
-    t.ffn_norm = random_tensor("ffn_norm", 1, s.dim, seed++, 0.1f, 1.0f);
-    t.w_gate = random_tensor("w_gate", s.hidden, s.dim, seed++, in_scale);
-    t.w_up = random_tensor("w_up", s.hidden, s.dim, seed++, in_scale);
-    t.w_down = random_tensor("w_down", s.dim, s.hidden, seed++, 1.7f / std::sqrt(static_cast<float>(s.hidden)));
+    t[LayerTensor::kAttnNorm] = random_tensor("attn_norm", 1, s.dim, seed++, 0.1f, 1.0f);
+    t[LayerTensor::kWq] = random_tensor("wq", c.q_dim(), s.dim, seed++, in_scale);
+    t[LayerTensor::kWk] = random_tensor("wk", c.kv_dim(), s.dim, seed++, in_scale);
+    t[LayerTensor::kWv] = random_tensor("wv", c.kv_dim(), s.dim, seed++, in_scale);
+    t[LayerTensor::kWo] = random_tensor("wo", s.dim, c.q_dim(), seed++, in_scale);
+    t[LayerTensor::kFfnNorm] = random_tensor("ffn_norm", 1, s.dim, seed++, 0.1f, 1.0f);
+    t[LayerTensor::kGate] = random_tensor("w_gate", s.hidden, s.dim, seed++, in_scale);
+    t[LayerTensor::kUp] = random_tensor("w_up", s.hidden, s.dim, seed++, in_scale);
+    t[LayerTensor::kDown] = random_tensor("w_down", s.dim, s.hidden, seed++, 1.7f / std::sqrt(static_cast<float>(s.hidden)));
     m.tensors.layers.push_back(t);
   }
-  m.tensors.final_norm = random_tensor("final_norm", 1, s.dim, seed++, 0.1f, 1.0f);
-  m.tensors.lm_head = s.tied ? m.tensors.embedding : random_tensor("lm_head", s.vocab, s.dim, seed++, in_scale);
+  m.tensors[ModelTensor::kFinalNorm] = random_tensor("final_norm", 1, s.dim, seed++, 0.1f, 1.0f);
+  m.tensors[ModelTensor::kLmHead] = s.tied ? m.tensors[ModelTensor::kEmbedding] : random_tensor("lm_head", s.vocab, s.dim, seed++, in_scale);
   m.tokenizer = std::make_unique<TestByteTokenizer>(s.vocab);
   return m;
 }

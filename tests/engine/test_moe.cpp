@@ -46,26 +46,27 @@ struct MoeCase {
   std::vector<float> router;                         // (E, dim)
   std::vector<std::vector<float>> gate_up, down;     // (E) of (2 * width, dim), (dim, width)
   std::vector<float> shared_gate_up, shared_down, shared_gate;
-  MoeWeights weights;
+  CpuLayer weights;
 
   MoeCase(int shared, ThreadPool& pool, uint32_t seed) : shared_width(shared) {
     std::mt19937 rng(seed);
     const int e = routing.num_experts;
     router = random_floats(rng, static_cast<size_t>(e * dim), 1.0f);
-    weights.router = pack(router, e, dim, pool);
+    weights.matrices[LayerTensor::kRouter] = pack(router, e, dim, pool);
     for (int i = 0; i < e; ++i) {
       gate_up.push_back(random_floats(rng, static_cast<size_t>(2 * width * dim), 0.4f));
       down.push_back(random_floats(rng, static_cast<size_t>(dim * width), 0.3f));
-      weights.gate_up.push_back(pack(gate_up.back(), 2 * width, dim, pool));
-      weights.down.push_back(pack(down.back(), dim, width, pool));
+      CpuExpert& expert = weights.experts.emplace_back();
+      expert.matrices[ExpertProduct::kGateUp] = pack(gate_up.back(), 2 * width, dim, pool);
+      expert.matrices[ExpertTensor::kDown] = pack(down.back(), dim, width, pool);
     }
     if (shared > 0) {
       shared_gate_up = random_floats(rng, static_cast<size_t>(2 * shared * dim), 0.4f);
       shared_down = random_floats(rng, static_cast<size_t>(dim * shared), 0.3f);
       shared_gate = random_floats(rng, static_cast<size_t>(dim), 0.5f);
-      weights.shared_gate_up = pack(shared_gate_up, 2 * shared, dim, pool);
-      weights.shared_down = pack(shared_down, dim, shared, pool);
-      weights.shared_gate = shared_gate;
+      weights.matrices[LayerProduct::kSharedGateUp] = pack(shared_gate_up, 2 * shared, dim, pool);
+      weights.matrices[LayerTensor::kSharedDown] = pack(shared_down, dim, shared, pool);
+      weights.vectors[LayerTensor::kSharedExpertGate] = shared_gate;
     }
   }
 
@@ -220,21 +221,21 @@ struct QuantizedExperts {
   MoeRouting routing{6, 2, true};
   DType dtype;
   int dim, width;
-  MoeWeights int8, blocked, f32;
+  CpuLayer int8, blocked, f32;
 
   QuantizedExperts(ThreadPool& pool, uint32_t seed, DType type = DType::kQ8_0)
       : dtype(type), dim(static_cast<int>(dtype_block_elems(type)) * 2), width(dim) {
     std::mt19937 rng(seed);
     const int e = routing.num_experts;
     const std::vector<float> router = random_floats(rng, static_cast<size_t>(e * dim), 1.0f);
-    for (MoeWeights* w : {&int8, &blocked, &f32}) w->router = pack(router, e, dim, pool);
+    for (CpuLayer* w : {&int8, &blocked, &f32}) w->matrices[LayerTensor::kRouter] = pack(router, e, dim, pool);
     for (int i = 0; i < e; ++i) {
       add(rng, 2 * width, dim, 0.4f, pool, true);
       add(rng, dim, width, 0.3f, pool, false);
     }
   }
 
-  // One expert matrix (n, k) in dtype blocks, appended to each form's gate_up or down.
+  // One expert matrix (n, k) in dtype blocks: each form's next expert's gate|up, or its down.
   void add(std::mt19937& rng, int64_t n, int64_t k, float scale, ThreadPool& pool, bool gate_up) {
     const int64_t stride = row_bytes(dtype, k);
     std::vector<uint8_t> blocks = testing::random_blocks(dtype, n, k, static_cast<unsigned>(rng()));
@@ -245,9 +246,13 @@ struct QuantizedExperts {
       dequantize_blocks(dtype, row, k / dtype_block_elems(dtype), &values[static_cast<size_t>(r * k)]);
     }
     auto rows = [&](int64_t r) { return &blocks[static_cast<size_t>(r * stride)]; };
-    (gate_up ? int8.gate_up : int8.down).emplace_back(n, k, dtype, rows, pool, true);
-    (gate_up ? blocked.gate_up : blocked.down).emplace_back(n, k, dtype, rows, pool, false);
-    (gate_up ? f32.gate_up : f32.down).push_back(pack(values, n, k, pool));
+    for (CpuLayer* w : {&int8, &blocked, &f32}) {
+      if (gate_up) w->experts.emplace_back();
+    }
+    const ExpertTensor kind = gate_up ? ExpertProduct::kGateUp : ExpertTensor::kDown;
+    int8.experts.back().matrices[kind] = PackedMatrix(n, k, dtype, rows, pool, true);
+    blocked.experts.back().matrices[kind] = PackedMatrix(n, k, dtype, rows, pool, false);
+    f32.experts.back().matrices[kind] = pack(values, n, k, pool);
   }
 };
 
@@ -268,7 +273,7 @@ TEST_CASE("moe: quantized experts (Q8_0; Q4_K, whose activations go in 256-block
     moe_ffn(h.data(), rows, dim, q.f32, q.routing, Activation::kSilu, pool, scratch, f32.data());
     CHECK(std::memcmp(exact.data(), f32.data(), exact.size() * sizeof(float)) == 0);  // the blocks' fp32 values
     double err = 0, norm = 0;
-    for (const MoeWeights* w : {&q.int8, &q.blocked}) {
+    for (const CpuLayer* w : {&q.int8, &q.blocked}) {
       std::vector<float> batch(h.size()), alone(static_cast<size_t>(dim));
       CHECK(moe_ffn(h.data(), rows, dim, *w, q.routing, Activation::kSilu, pool, scratch, batch.data()) == 6);
       for (int r = 0; r < rows; ++r) {
@@ -366,7 +371,7 @@ TEST_CASE("moe: config.json of each family: experts, sparse layers, the routing 
   CHECK(!c.norm_topk_prob);  // transformers' default
   CHECK(c.layer_sparse == std::vector<uint8_t>{0, 1, 0, 0});  // (l + 1) % 2 == 0, minus mlp_only_layers
   CHECK(qwen2.tensors.layers[1].experts.size() == 8);
-  CHECK(qwen2.tensors.layers[0].router.empty());
+  CHECK(qwen2.tensors.layers[0][LayerTensor::kRouter].empty());
   const std::string mixtral = R"(, "num_local_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": false)";
   CHECK(load_config(moe_config("mixtral", mixtral)).config.norm_topk_prob);  // Mixtral always renormalises
   CHECK(load_config(moe_config("mixtral", mixtral)).config.expert_hidden_dim == 48);

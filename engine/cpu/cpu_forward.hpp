@@ -1,0 +1,117 @@
+// The CPU backend's state and the steps of its forward pass, shared by cpu_backend.cpp (construction, the KV
+// cache, a step: embedding, the layers in turn, pooling and logits) and cpu_layer_forward.cpp (a layer's
+// attention and FFN). Weights: cpu_weights.hpp, read by kind of the tensor table.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.hpp"
+#include "engine/base/thread_pool.hpp"
+#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cpu/cpu_lora.hpp"
+#include "engine/cpu/cpu_moe.hpp"
+#include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_weights.hpp"
+
+namespace cbatch {
+
+// A zeroed array from calloc: large ones are fresh zero pages that become resident only when written, so
+// the KV cache costs memory for the blocks in use, not for the whole reservation.
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using ZeroedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const Model& model, const CpuBackendOptions& options);
+
+  std::string device_name() const override { return "cpu"; }
+
+  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones), routed experts
+  // aside.
+  double weight_bytes_per_param() const override {
+    return weights_.matrix_params > 0
+               ? static_cast<double>(weights_.matrix_bytes) / static_cast<double>(weights_.matrix_params)
+               : 4.0;
+  }
+  // A routed expert's bytes per parameter as stored: its block type's (MXFP4 17/32, Q8_0 34/32) where the
+  // experts keep their blocks, else 4 (fp32).
+  double expert_bytes_per_param() const override {
+    return weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : weight_bytes_per_param();
+  }
+
+  // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
+  DevicePeaks measure_peaks() override;
+
+  int64_t kv_block_bytes(int block_size) const override {
+    return 2LL * config_.num_layers * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
+  }
+  int64_t max_kv_blocks(int block_size) const override { return options_.kv_cache_bytes / kv_block_bytes(block_size); }
+  void allocate_kv_cache(const KvCacheSpec& spec) override;
+
+  void forward(const RaggedBatch& batch, StepOutput& out) override;
+  bool answers_logprob_queries() const override { return true; }
+  bool pools_embeddings() const override { return true; }
+
+ private:
+  // cpu_backend.cpp: the step around the layers.
+  void resize_activations(int num_tokens);
+  void copy_blocks(const RaggedBatch& batch);
+  void group_rows_by_adapter(const RaggedBatch& batch);
+  void rope_tables(const RaggedBatch& batch);
+  void embed_rows(const RaggedBatch& batch);
+  int64_t position_row(const RaggedBatch& batch, int r) const;
+  void compute_logits(const RaggedBatch& batch, StepOutput& out);
+  void head_rows(const int32_t* rows, int n, float* logits);
+  // cpu_layer_forward.cpp: a layer.
+  void attention_layer(const RaggedBatch& batch, int layer);
+  void qkv_projection(const RaggedBatch& batch, int layer);
+  void store_kv(const float* kv, int64_t layer_offset, int32_t slot);
+  int ffn_layer(int num_tokens, int layer);  // returns the experts the layer's rows picked (0: dense)
+  void plain_ffn(int num_tokens, const CpuLayer& layer);
+  void add_sublayer_output(int num_tokens, const std::vector<float>& post_norm, const std::vector<float>& norm,
+                           const std::vector<float>& norm_bias);
+  // Both: the family's norm of one row (LayerNorm with bias, or RMSNorm; out may be x), the last cache
+  // position row r attends (its own, or with bidirectional attention its sequence's last).
+  void norm_row(const float* x, const std::vector<float>& weight, const std::vector<float>& bias, float* out) const;
+  int attention_extent(const RaggedBatch& batch, int64_t row) const;
+
+  ModelConfig config_;
+  CpuBackendOptions options_;
+  ThreadPool pool_;
+  std::shared_ptr<const void> storage_;  // keeps the bytes behind the weights' tables alive
+  CpuWeights weights_;
+  // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
+  // original_max_position. Sets a model does not use are computed anyway (cheap) and never read.
+  static constexpr int kLocal = 1, kLongRange = 2, kRopeSets = 4;
+  std::vector<float> inv_freq_[kRopeSets];  // (head_dim / 2) each
+
+  KvCacheSpec spec_;
+  KvElement kv_element_ = KvElement::kF32;
+  // Elements of kv_element_: K (layers, num_blocks, kv_dim, block_size), V (layers, num_blocks *
+  // block_size, kv_dim) (PagedKv).
+  ZeroedBytes k_cache_;
+  ZeroedBytes v_cache_;
+
+  // Activations, resized to the batch: T = rows of the batch.
+  std::vector<float> x_;           // (T, dim) residual stream
+  std::vector<float> h_;           // (T, dim) normalized input of a sublayer
+  std::vector<float> qkv_;         // (T, q_dim + 2 * kv_dim)
+  std::vector<float> att_;         // (T, q_dim)
+  std::vector<float> gate_up_;     // (T, 2 * hidden)
+  std::vector<float> ff_;          // (T, hidden)
+  std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
+  std::vector<float> rope_cos_[2];  // (T, head_dim / 2) of global and of local layers
+  std::vector<float> rope_sin_[2];  // (T, head_dim / 2)
+  std::vector<int32_t> row_seq_;   // (T) sequence of each row
+  MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
+  CpuLoraSet lora_;                // the LoRA adapters' packed pairs
+  std::vector<int32_t> row_lora_;  // (T) adapter of each row, 0 = none
+  std::vector<LoraGroup> lora_groups_;  // the step's rows grouped by adapter
+};
+
+}  // namespace cbatch

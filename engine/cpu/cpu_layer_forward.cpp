@@ -1,0 +1,224 @@
+// A layer of the CPU backend's forward pass (cpu_forward.hpp), reading the layer's weights by kind of the
+// tensor table: attention (norm, the fused QKV product and its biases, q/k norms, RoPE with the layer's
+// table, K/V into the paged cache, attention with the layer's window and sinks, the output product and
+// bias, a sandwich norm), then the FFN (gated with SwiGLU, GeGLU or the clamped SwiGLU; a sparse layer's
+// experts: cpu_moe.hpp; an encoder's post-norm plain FFN), LoRA adapters on the four products
+// (cpu_lora.hpp).
+#include <algorithm>
+
+#include "engine/base/error.hpp"
+#include "engine/cpu/cpu_forward.hpp"
+#include "engine/cpu/cpu_matmul.hpp"
+
+namespace cbatch {
+namespace {
+
+// The calling thread's attention scratch, at least `count` floats: grown to the longest context seen,
+// then reused (no allocation per layer and step).
+float* attention_scratch(int64_t count) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(static_cast<size_t>(count));
+  return scratch.data();
+}
+
+}  // namespace
+
+// Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.
+void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
+  const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
+  const int num_tokens = batch.num_tokens();
+  const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
+  const std::vector<float>& qkv_bias = layer.vector(LayerProduct::kQkvBias);
+  const std::vector<float>& q_norm = layer.vector(LayerTensor::kQNorm);
+  const std::vector<float>& k_norm = layer.vector(LayerTensor::kKNorm);
+  if (!config_.post_norm) {  // pre-norm: the sublayer reads norm(x); post-norm: x itself
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], attn_norm, &h_[r * dim], dim, config_.rms_eps);
+    }, 1, min_parallel_items(0.5 * dim));
+  }
+  const float* input = config_.post_norm ? x_.data() : h_.data();
+  matmul(input, layer.matrix(LayerProduct::kQkv), qkv_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
+  const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
+  for (int r = 0; r < num_tokens; ++r) {
+    float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
+    if (!qkv_bias.empty()) {
+      for (int i = 0; i < qkv_dim; ++i) q[i] += qkv_bias[i];
+    }
+    if (config_.qk_norm_whole) {  // OLMoE: one norm over all of q, one over all of k
+      rmsnorm_row(q, q_norm.data(), q, q_dim, config_.rms_eps);
+      rmsnorm_row(q + q_dim, k_norm.data(), q + q_dim, kv_dim, config_.rms_eps);
+    } else if (!q_norm.empty()) {
+      for (int h = 0; h < config_.num_heads; ++h) rmsnorm_row(q + h * hd, q_norm.data(), q + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < config_.num_kv_heads; ++h) {
+        float* k = q + q_dim + h * hd;
+        rmsnorm_row(k, k_norm.data(), k, hd, config_.rms_eps);
+      }
+    }
+    const float* c = &rope_cos_[rope_set][r * hd / 2];
+    const float* s = &rope_sin_[rope_set][r * hd / 2];
+    for (int h = 0; h < config_.num_heads + config_.num_kv_heads && !config_.learned_positions; ++h) {
+      rope_head(q + h * hd, hd, c, s, config_.rope_layout);
+    }
+    const int32_t slot = batch.slot_mapping[r];
+    if (slot < 0) continue;
+    store_kv(q + q_dim, layer_offset, slot);
+  }
+}
+
+// One row's K and V (kv_dim each, end to end at kv) into the cache at slot of the layer at layer_offset
+// (elements): V as the slot's row, K spread over its block's element rows (k_cache_index).
+void CpuBackend::store_kv(const float* kv, int64_t layer_offset, int32_t slot) {
+  const int kv_dim = config_.kv_dim(), bs = spec_.block_size;
+  const int64_t v_at = layer_offset + static_cast<int64_t>(slot) * kv_dim;
+  if (kv_element_ == KvElement::kBf16) {
+    auto* k = reinterpret_cast<uint16_t*>(k_cache_.get()) + layer_offset;
+    auto* v = reinterpret_cast<uint16_t*>(v_cache_.get()) + v_at;
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = f32_to_bf16(kv[i]);
+    for (int i = 0; i < kv_dim; ++i) v[i] = f32_to_bf16(kv[kv_dim + i]);
+  } else {
+    auto* k = reinterpret_cast<float*>(k_cache_.get()) + layer_offset;
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = kv[i];
+    std::copy_n(kv + kv_dim, kv_dim, reinterpret_cast<float*>(v_cache_.get()) + v_at);
+  }
+}
+
+void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
+  const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
+  const int num_tokens = batch.num_tokens();
+  const int hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
+  const int qkv_dim = q_dim + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  qkv_projection(batch, l);
+  const int element_bytes = kv_element_bytes(kv_element_);
+  const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
+                      kv_dim, spec_.block_size, kv_element_};
+  const std::vector<float>& sinks = layer.vector(LayerTensor::kSinks);
+  const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l),
+                               sinks.empty() ? nullptr : sinks.data()};
+  const int num_heads = config_.num_heads;
+  const int group = num_heads / config_.num_kv_heads;
+  auto table_of = [&](int64_t r) {
+    return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+  };
+  // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
+  const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;
+  if (pool_.num_threads() == 1 || num_tokens >= 2 * pool_.num_threads()) {
+    // Enough rows for every thread: a row's heads together, and up to kMaxAttendRows rows of one sequence
+    // (a prompt chunk's) together, each K/V row of their contexts read once for them.
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      float* scratch = attention_scratch(kMaxAttendRows * attend_row_scratch(num_heads, batch.max_seq_len));
+      int pos[kMaxAttendRows];
+      for (int64_t r = begin; r < end;) {
+        int count = 0;
+        do {
+          pos[count] = attention_extent(batch, r + count);
+          ++count;
+        } while (count < kMaxAttendRows && r + count < end && row_seq_[r + count] == row_seq_[r]);
+        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, config_.num_kv_heads,
+                    params, scratch, &att_[r * q_dim], q_dim);
+        r += count;
+      }
+    }, 1, min_parallel_items(num_heads * head_ns));
+  } else {  // few rows (a sequential decode): spread the heads over the threads (the same bits)
+    pool_.parallel_for(static_cast<int64_t>(num_tokens) * num_heads, [&](int64_t begin, int64_t end) {
+      float* scratch = attention_scratch(batch.max_seq_len + 1);
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t r = i / num_heads;
+        const int h = static_cast<int>(i % num_heads);
+        attend_head(&qkv_[r * qkv_dim + h * hd], cache, table_of(r), attention_extent(batch, r), h / group, params,
+                    scratch, &att_[r * q_dim + h * hd], params.sink(h));
+      }
+    }, 1, min_parallel_items(head_ns));
+  }
+  matmul(att_.data(), layer.matrix(LayerTensor::kWo), delta_.data(), num_tokens, pool_);
+  const std::vector<float>& o_bias = layer.vector(LayerTensor::kBo);
+  if (!o_bias.empty()) {
+    for (int64_t r = 0; r < num_tokens; ++r) {
+      for (int i = 0; i < config_.dim; ++i) delta_[r * config_.dim + i] += o_bias[i];
+    }
+  }
+  lora_.add(LoraProduct::kO, l, lora_groups_, att_.data(), q_dim, delta_.data(), config_.dim, pool_);
+  add_sublayer_output(num_tokens, layer.vector(LayerTensor::kPostAttnNorm), layer.vector(LayerTensor::kAttnNorm),
+                      layer.vector(LayerTensor::kAttnNormBias));
+}
+
+// x += delta, through the sublayer's output norm first where the family has one (Gemma's sandwich); with
+// post_norm, x = norm(x + delta) by the sublayer's own norm (norm, norm_bias).
+void CpuBackend::add_sublayer_output(int num_tokens, const std::vector<float>& post_norm,
+                                     const std::vector<float>& norm, const std::vector<float>& norm_bias) {
+  const int dim = config_.dim;
+  if (!post_norm.empty()) {
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) rmsnorm_row(&delta_[r * dim], post_norm.data(), &delta_[r * dim], dim, config_.rms_eps);
+    }, 1, min_parallel_items(0.5 * dim));
+  }
+  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+  if (!config_.post_norm) return;
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) norm_row(&x_[r * dim], norm, norm_bias, &x_[r * dim]);
+  }, 1, min_parallel_items(0.5 * dim));
+}
+
+int CpuBackend::ffn_layer(int num_tokens, int l) {
+  const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
+  const int dim = config_.dim, hidden = config_.hidden_dim;
+  if (config_.post_norm) {
+    plain_ffn(num_tokens, layer);
+    return 0;
+  }
+  const std::vector<float>& ffn_norm = layer.vector(LayerTensor::kFfnNorm);
+  const std::vector<float>& ffn_norm_bias = layer.vector(LayerTensor::kFfnNormBias);
+  const std::vector<float>& post_ffn_norm = layer.vector(LayerTensor::kPostFfnNorm);
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
+  }, 1, min_parallel_items(0.5 * dim));
+  if (!layer.experts.empty()) {  // a sparse layer
+    const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob,
+                             config_.moe_router};
+    const int touched = moe_ffn(h_.data(), num_tokens, dim, layer, routing, glu_params(config_), pool_, moe_scratch_,
+                                delta_.data());
+    add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
+    return touched;
+  }
+  matmul(h_.data(), layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kGateUp, l, lora_groups_, h_.data(), dim, gate_up_.data(), 2 * hidden, pool_);
+  const GluParams glu = glu_params(config_);
+  if (num_tokens == 1) {  // a decode step of one sequence: its columns split across the threads
+    pool_.parallel_for(hidden, [&](int64_t begin, int64_t end) {
+      gated_ffn_cols(&gate_up_[begin], &gate_up_[hidden + begin], &ff_[begin], static_cast<int>(end - begin), glu);
+    }, 16, min_parallel_items(10.0));  // an exp or tanh per element
+  } else {
+    pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) gated_ffn_row(&gate_up_[r * 2 * hidden], &ff_[r * hidden], hidden, glu);
+    }, 1, min_parallel_items(10.0 * hidden));
+  }
+  matmul(ff_.data(), layer.matrix(LayerTensor::kDown), delta_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
+  add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
+  return 0;
+}
+
+// A post-norm plain FFN (BERT): x = norm(x + down(act(up x + b_up)) + b_down).
+void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer) {
+  const int dim = config_.dim, hidden = config_.hidden_dim;
+  const std::vector<float>& up_bias = layer.vector(LayerTensor::kUpBias);
+  const std::vector<float>& down_bias = layer.vector(LayerTensor::kDownBias);
+  if (config_.gated_ffn || up_bias.empty()) throw Error("internal error: a post-norm layer without a plain FFN");
+  matmul(x_.data(), layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      plain_ffn_row(&gate_up_[r * hidden], up_bias.data(), &ff_[r * hidden], hidden, config_.activation);
+    }
+  }, 1, min_parallel_items(10.0 * hidden));
+  matmul(ff_.data(), layer.matrix(LayerTensor::kDown), delta_.data(), num_tokens, pool_);
+  for (int64_t r = 0; r < num_tokens; ++r) {
+    for (int i = 0; i < dim; ++i) delta_[r * dim + i] += down_bias[i];
+  }
+  add_sublayer_output(num_tokens, {}, layer.vector(LayerTensor::kFfnNorm), layer.vector(LayerTensor::kFfnNormBias));
+}
+
+}  // namespace cbatch

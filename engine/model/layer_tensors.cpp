@@ -1,0 +1,219 @@
+// The rows of the tensor table (layer_tensors.hpp). Names: llama.cpp's GGUF converter, transformers'
+// modeling code (Llama and the decoder families, Mixtral's block_sparse_moe, gpt-oss, BERT and XLM-R) and
+// llama2.c's run.c.
+#include "engine/model/layer_tensors.hpp"
+
+#include <iterator>
+
+namespace cbatch {
+namespace {
+
+using enum Size;
+
+bool always(const ModelConfig&, int) { return true; }
+bool has_qkv_bias(const ModelConfig& c, int) { return c.qkv_bias; }
+bool has_qk_norm(const ModelConfig& c, int) { return c.qk_norm; }
+bool has_sandwich_norms(const ModelConfig& c, int) { return c.sandwich_norms; }
+bool has_layer_norm(const ModelConfig& c, int) { return c.layer_norm; }
+bool has_o_bias(const ModelConfig& c, int) { return c.o_bias; }
+bool has_sinks(const ModelConfig& c, int) { return c.attn_sinks; }
+bool is_dense(const ModelConfig& c, int layer) { return !c.is_sparse(layer); }
+bool is_dense_gated(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && c.gated_ffn; }
+bool is_dense_plain(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && !c.gated_ffn; }
+bool is_sparse(const ModelConfig& c, int layer) { return c.is_sparse(layer); }
+bool has_router_bias(const ModelConfig& c, int layer) { return c.is_sparse(layer) && c.router_bias; }
+bool has_shared_expert(const ModelConfig& c, int layer) { return c.is_sparse(layer) && c.shared_expert_hidden_dim > 0; }
+
+constexpr Role kNorm = Role::kNorm, kBias = Role::kBias, kProjection = Role::kProjection;
+
+// Columns: kind, label, shape, present, role, joins, GGUF, Hugging Face (decoders), BERT, llama2.c.
+constexpr LayerTensorRow kLayerRows[] = {
+    {LayerTensor::kAttnNorm, "attn_norm", {kOne, kDim}, always, kNorm, LayerTensor::kAttnNorm,
+     {"attn_norm.weight"}, {"input_layernorm.weight"}, "attention.output.LayerNorm.weight", "rms_att_weight"},
+    // llama.cpp's converter permutes q and k rows of `llama` files; they are used as stored, rotated as
+    // adjacent pairs (ModelConfig::rope_layout; LoRA B rows follow: lora_adapter.hpp).
+    {LayerTensor::kWq, "wq", {kQDim, kDim}, always, kProjection, LayerTensor::kWq,
+     {"attn_q.weight"}, {"self_attn.q_proj.weight"}, "attention.self.query.weight", "wq"},
+    {LayerTensor::kWk, "wk", {kKvDim, kDim}, always, kProjection, LayerTensor::kWq,
+     {"attn_k.weight"}, {"self_attn.k_proj.weight"}, "attention.self.key.weight", "wk"},
+    {LayerTensor::kWv, "wv", {kKvDim, kDim}, always, kProjection, LayerTensor::kWq,
+     {"attn_v.weight"}, {"self_attn.v_proj.weight"}, "attention.self.value.weight", "wv"},
+    {LayerTensor::kWo, "wo", {kDim, kQDim}, always, kProjection, LayerTensor::kWo,
+     {"attn_output.weight"}, {"self_attn.o_proj.weight"}, "attention.output.dense.weight", "wo"},
+    // gpt-oss's GGUF FFN norm is post_attention_norm; Gemma's HF one pre_feedforward_layernorm (its
+    // post_attention_layernorm is the attention output's norm, kPostAttnNorm).
+    {LayerTensor::kFfnNorm, "ffn_norm", {kOne, kDim}, always, kNorm, LayerTensor::kFfnNorm,
+     {"ffn_norm.weight", "post_attention_norm.weight"},
+     {"pre_feedforward_layernorm.weight", "post_attention_layernorm.weight"}, "output.LayerNorm.weight",
+     "rms_ffn_weight"},
+    {LayerTensor::kGate, "w_gate", {kHidden, kDim}, is_dense_gated, kProjection, LayerTensor::kGate,
+     {"ffn_gate.weight"}, {"mlp.gate_proj.weight"}, "", "w1"},
+    {LayerTensor::kUp, "w_up", {kHidden, kDim}, is_dense, kProjection, LayerTensor::kGate,
+     {"ffn_up.weight"}, {"mlp.up_proj.weight"}, "intermediate.dense.weight", "w3"},
+    {LayerTensor::kDown, "w_down", {kDim, kHidden}, is_dense, kProjection, LayerTensor::kDown,
+     {"ffn_down.weight"}, {"mlp.down_proj.weight"}, "output.dense.weight", "w2"},
+    // Mixtral's router is block_sparse_moe.gate, gpt-oss's mlp.router (the experts follow the spelling).
+    {LayerTensor::kRouter, "router", {kNumExperts, kDim}, is_sparse, Role::kRouter, LayerTensor::kRouter,
+     {"ffn_gate_inp.weight"}, {"mlp.gate.weight", "block_sparse_moe.gate.weight", "mlp.router.weight"}, "", ""},
+    {LayerTensor::kRouterBias, "router bias", {kOne, kNumExperts}, has_router_bias, kBias, LayerTensor::kRouterBias,
+     {"ffn_gate_inp.bias"}, {"mlp.router.bias"}, "", ""},
+    {LayerTensor::kSharedGate, "shared expert w_gate", {kSharedHidden, kDim}, has_shared_expert, Role::kSharedExpert,
+     LayerTensor::kSharedGate, {"ffn_gate_shexp.weight"}, {"mlp.shared_expert.gate_proj.weight"}, "", ""},
+    {LayerTensor::kSharedUp, "shared expert w_up", {kSharedHidden, kDim}, has_shared_expert, Role::kSharedExpert,
+     LayerTensor::kSharedGate, {"ffn_up_shexp.weight"}, {"mlp.shared_expert.up_proj.weight"}, "", ""},
+    {LayerTensor::kSharedDown, "shared expert w_down", {kDim, kSharedHidden}, has_shared_expert, Role::kSharedExpert,
+     LayerTensor::kSharedDown, {"ffn_down_shexp.weight"}, {"mlp.shared_expert.down_proj.weight"}, "", ""},
+    {LayerTensor::kSharedExpertGate, "shared expert gate", {kOne, kDim}, has_shared_expert, Role::kGateVector,
+     LayerTensor::kSharedExpertGate, {"ffn_gate_inp_shexp.weight"}, {"mlp.shared_expert_gate.weight"}, "", ""},
+    {LayerTensor::kBq, "q bias", {kOne, kQDim}, has_qkv_bias, kBias, LayerTensor::kBq,
+     {"attn_q.bias"}, {"self_attn.q_proj.bias"}, "attention.self.query.bias", ""},
+    {LayerTensor::kBk, "k bias", {kOne, kKvDim}, has_qkv_bias, kBias, LayerTensor::kBq,
+     {"attn_k.bias"}, {"self_attn.k_proj.bias"}, "attention.self.key.bias", ""},
+    {LayerTensor::kBv, "v bias", {kOne, kKvDim}, has_qkv_bias, kBias, LayerTensor::kBq,
+     {"attn_v.bias"}, {"self_attn.v_proj.bias"}, "attention.self.value.bias", ""},
+    {LayerTensor::kQNorm, "q_norm", {kOne, kQNorm}, has_qk_norm, kNorm, LayerTensor::kQNorm,
+     {"attn_q_norm.weight"}, {"self_attn.q_norm.weight"}, "", ""},
+    {LayerTensor::kKNorm, "k_norm", {kOne, kKNorm}, has_qk_norm, kNorm, LayerTensor::kKNorm,
+     {"attn_k_norm.weight"}, {"self_attn.k_norm.weight"}, "", ""},
+    {LayerTensor::kPostAttnNorm, "post_attn_norm", {kOne, kDim}, has_sandwich_norms, kNorm, LayerTensor::kPostAttnNorm,
+     {"post_attention_norm.weight"}, {"post_attention_layernorm.weight"}, "", ""},
+    {LayerTensor::kPostFfnNorm, "post_ffn_norm", {kOne, kDim}, has_sandwich_norms, kNorm, LayerTensor::kPostFfnNorm,
+     {"post_ffw_norm.weight"}, {"post_feedforward_layernorm.weight"}, "", ""},
+    {LayerTensor::kBo, "output projection bias", {kOne, kDim}, has_o_bias, kBias, LayerTensor::kBo,
+     {"attn_output.bias"}, {"self_attn.o_proj.bias"}, "attention.output.dense.bias", ""},
+    {LayerTensor::kSinks, "attention sinks", {kOne, kNumHeads}, has_sinks, kBias, LayerTensor::kSinks,
+     {"attn_sinks.weight"}, {"self_attn.sinks"}, "", ""},
+    {LayerTensor::kAttnNormBias, "attn_norm bias", {kOne, kDim}, has_layer_norm, kBias, LayerTensor::kAttnNormBias,
+     {}, {}, "attention.output.LayerNorm.bias", ""},
+    {LayerTensor::kFfnNormBias, "ffn_norm bias", {kOne, kDim}, has_layer_norm, kBias, LayerTensor::kFfnNormBias,
+     {}, {}, "output.LayerNorm.bias", ""},
+    {LayerTensor::kUpBias, "up bias", {kOne, kHidden}, is_dense_plain, kBias, LayerTensor::kUpBias,
+     {}, {}, "intermediate.dense.bias", ""},
+    {LayerTensor::kDownBias, "down bias", {kOne, kDim}, is_dense_plain, kBias, LayerTensor::kDownBias,
+     {}, {}, "output.dense.bias", ""},
+};
+
+bool expert_always(const ModelConfig&) { return true; }
+bool has_expert_bias(const ModelConfig& c) { return c.expert_bias; }
+
+// Columns: kind, label, shape, present, role, joins, GGUF stacked, GGUF per expert, Hugging Face per
+// expert (the router's spellings: Qwen-MoE and OLMoE, Mixtral), gpt-oss's stacked.
+constexpr ExpertTensorRow kExpertRows[] = {
+    {ExpertTensor::kGate, "expert gate", {kExpertHidden, kDim}, expert_always, Role::kRoutedExpert, ExpertTensor::kGate,
+     "ffn_gate_exps.weight", "ffn_gate.{e}.weight",
+     {"mlp.experts.{e}.gate_proj.weight", "block_sparse_moe.experts.{e}.w1.weight"}, "mlp.experts.gate_up_proj"},
+    {ExpertTensor::kUp, "expert up", {kExpertHidden, kDim}, expert_always, Role::kRoutedExpert, ExpertTensor::kGate,
+     "ffn_up_exps.weight", "ffn_up.{e}.weight",
+     {"mlp.experts.{e}.up_proj.weight", "block_sparse_moe.experts.{e}.w3.weight"}, "mlp.experts.gate_up_proj"},
+    {ExpertTensor::kDown, "expert down", {kDim, kExpertHidden}, expert_always, Role::kRoutedExpert, ExpertTensor::kDown,
+     "ffn_down_exps.weight", "ffn_down.{e}.weight",
+     {"mlp.experts.{e}.down_proj.weight", "block_sparse_moe.experts.{e}.w2.weight"}, "mlp.experts.down_proj"},
+    {ExpertTensor::kGateBias, "expert gate bias", {kOne, kExpertHidden}, has_expert_bias, kBias, ExpertTensor::kGateBias,
+     "ffn_gate_exps.bias", "", {"mlp.experts.{e}.gate_proj.bias"}, "mlp.experts.gate_up_proj_bias"},
+    {ExpertTensor::kUpBias, "expert up bias", {kOne, kExpertHidden}, has_expert_bias, kBias, ExpertTensor::kGateBias,
+     "ffn_up_exps.bias", "", {"mlp.experts.{e}.up_proj.bias"}, "mlp.experts.gate_up_proj_bias"},
+    {ExpertTensor::kDownBias, "expert down bias", {kOne, kDim}, has_expert_bias, kBias, ExpertTensor::kDownBias,
+     "ffn_down_exps.bias", "", {"mlp.experts.{e}.down_proj.bias"}, "mlp.experts.down_proj_bias"},
+};
+
+bool model_always(const ModelConfig&) { return true; }
+bool has_final_norm(const ModelConfig& c) { return !c.post_norm; }
+bool has_lm_head(const ModelConfig& c) { return c.has_lm_head; }
+bool has_positions(const ModelConfig& c) { return c.learned_positions; }
+bool has_token_types(const ModelConfig& c) { return c.token_types; }
+bool has_embedding_norm(const ModelConfig& c) { return c.post_norm; }
+bool has_embedding_norm_bias(const ModelConfig& c) { return c.post_norm && c.layer_norm; }
+bool is_cross_encoder(const ModelConfig& c) { return c.is_cross_encoder(); }
+
+constexpr bool kAtRoot = true;
+
+// Columns: kind, label, shape, present, role, GGUF, Hugging Face (decoders), BERT, XLM-R, llama2.c. A
+// tied lm_head is the embedding's view (the loaders' rule, ModelConfig::tied_embeddings).
+constexpr ModelTensorRow kModelRows[] = {
+    {ModelTensor::kEmbedding, "embedding", {kVocab, kDim}, model_always, Role::kEmbedding, "token_embd.weight",
+     {"embed_tokens.weight"}, {"embeddings.word_embeddings.weight"}, {}, "token_embedding_table"},
+    {ModelTensor::kFinalNorm, "final_norm", {kOne, kDim}, has_final_norm, kNorm, "output_norm.weight",
+     {"norm.weight"}, {}, {}, "rms_final_weight"},
+    {ModelTensor::kLmHead, "lm_head", {kVocab, kDim}, has_lm_head, kProjection, "output.weight",
+     {"lm_head.weight", kAtRoot}, {}, {}, "wcls"},
+    {ModelTensor::kPositionEmbedding, "position embedding", {kPositions, kDim}, has_positions, Role::kEmbedding, "",
+     {}, {"embeddings.position_embeddings.weight"}, {}, ""},
+    {ModelTensor::kTokenTypeEmbedding, "token type embedding", {kTokenTypes, kDim}, has_token_types, Role::kEmbedding, "",
+     {}, {"embeddings.token_type_embeddings.weight"}, {}, ""},
+    {ModelTensor::kEmbeddingNorm, "embedding norm", {kOne, kDim}, has_embedding_norm, kNorm, "",
+     {}, {"embeddings.LayerNorm.weight"}, {}, ""},
+    {ModelTensor::kEmbeddingNormBias, "embedding norm bias", {kOne, kDim}, has_embedding_norm_bias, kBias, "",
+     {}, {"embeddings.LayerNorm.bias"}, {}, ""},
+    // BertForSequenceClassification: pooler.dense (tanh) then classifier; XLMRobertaForSequenceClassification:
+    // classifier.dense (tanh) then classifier.out_proj, the same arithmetic.
+    {ModelTensor::kPooler, "pooler", {kDim, kDim}, is_cross_encoder, Role::kDense, "",
+     {}, {"pooler.dense.weight"}, {"classifier.dense.weight", kAtRoot}, ""},
+    {ModelTensor::kPoolerBias, "pooler bias", {kOne, kDim}, is_cross_encoder, kBias, "",
+     {}, {"pooler.dense.bias"}, {"classifier.dense.bias", kAtRoot}, ""},
+    {ModelTensor::kClassifier, "classifier", {kNumLabels, kDim}, is_cross_encoder, Role::kDense, "",
+     {}, {"classifier.weight", kAtRoot}, {"classifier.out_proj.weight", kAtRoot}, ""},
+    {ModelTensor::kClassifierBias, "classifier bias", {kOne, kNumLabels}, is_cross_encoder, kBias, "",
+     {}, {"classifier.bias", kAtRoot}, {"classifier.out_proj.bias", kAtRoot}, ""},
+};
+
+constexpr FusedTensorRow kFusedRows[] = {
+    {LayerProduct::kQkv, "attn_qkv.weight", "self_attn.qkv_proj.weight"},
+    {LayerProduct::kGateUp, "ffn_up.weight", "mlp.gate_up_proj.weight"},
+};
+
+// Each table lists its kinds once, in enum order (so that row(kind) is an index).
+template <typename Row, size_t N>
+constexpr bool in_kind_order(const Row (&rows)[N]) {
+  for (size_t i = 0; i < N; ++i) {
+    if (static_cast<size_t>(rows[i].kind) != i) return false;
+  }
+  return N == static_cast<size_t>(decltype(rows[0].kind)::kCount);
+}
+static_assert(in_kind_order(kLayerRows) && in_kind_order(kExpertRows) && in_kind_order(kModelRows));
+
+}  // namespace
+
+int64_t size_of(Size size, const ModelConfig& c) {
+  switch (size) {
+    case kOne: return 1;
+    case kDim: return c.dim;
+    case kQDim: return c.q_dim();
+    case kKvDim: return c.kv_dim();
+    case kHidden: return c.hidden_dim;
+    case kNumHeads: return c.num_heads;
+    case kQNorm: return c.qk_norm_whole ? c.q_dim() : c.head_dim;
+    case kKNorm: return c.qk_norm_whole ? c.kv_dim() : c.head_dim;
+    case kNumExperts: return c.num_experts;
+    case kExpertHidden: return c.expert_hidden_dim;
+    case kSharedHidden: return c.shared_expert_hidden_dim;
+    case kVocab: return c.vocab_size;
+    case kPositions: return static_cast<int64_t>(c.max_context) + c.position_offset;
+    case kTokenTypes: return c.num_token_types;
+    case kNumLabels: return c.num_labels;
+  }
+  return 0;
+}
+
+Rows<LayerTensorRow> layer_tensor_rows() { return {kLayerRows, std::size(kLayerRows)}; }
+Rows<ExpertTensorRow> expert_tensor_rows() { return {kExpertRows, std::size(kExpertRows)}; }
+Rows<ModelTensorRow> model_tensor_rows() { return {kModelRows, std::size(kModelRows)}; }
+Rows<FusedTensorRow> fused_tensor_rows() { return {kFusedRows, std::size(kFusedRows)}; }
+
+const LayerTensorRow& layer_row(LayerTensor kind) {
+  return kLayerRows[static_cast<size_t>(kind)];
+}
+const ExpertTensorRow& expert_row(ExpertTensor kind) {
+  return kExpertRows[static_cast<size_t>(kind)];
+}
+const ModelTensorRow& model_row(ModelTensor kind) {
+  return kModelRows[static_cast<size_t>(kind)];
+}
+
+std::string expert_name(std::string_view pattern, int expert) {
+  std::string name(pattern);
+  const size_t at = name.find("{e}");
+  if (at != std::string::npos) name.replace(at, 3, std::to_string(expert));
+  return name;
+}
+
+}  // namespace cbatch
