@@ -8,7 +8,7 @@
 namespace cbatch {
 namespace {
 
-using R = SplitRule;
+using R = SplitPattern;
 
 struct PreFamily {
   std::vector<std::string_view> names;
@@ -63,11 +63,11 @@ std::string known_pre_names() {
   return out;
 }
 
-std::optional<SplitRule> split_rule_for_regex(std::string_view regex) {
-  if (regex == kGpt2Regex) return SplitRule::kGpt2;
-  if (regex == kLlama3Regex) return SplitRule::kLlama3;
-  if (regex == kQwen2Regex) return SplitRule::kQwen2;
-  if (regex == kO200kRegex) return SplitRule::kO200k;
+std::optional<SplitPattern> split_pattern_for_regex(std::string_view regex) {
+  if (regex == kGpt2Regex) return SplitPattern::kGpt2;
+  if (regex == kLlama3Regex) return SplitPattern::kLlama3;
+  if (regex == kQwen2Regex) return SplitPattern::kQwen2;
+  if (regex == kO200kRegex) return SplitPattern::kO200k;
   return std::nullopt;
 }
 
