@@ -1,7 +1,7 @@
 // tokenizer.json -> BpeTokenizerSpec. Supported: model BPE (vocab, merges as "a b" or [a, b],
 // byte_fallback, ignore_merges, fuse_unk, unk_token); added_tokens (special -> control, else
 // user-defined; lstrip / rstrip); normalizer NFC (Qwen2) / Prepend("▁") / Replace(" " -> "▁") /
-// Sequence; pre-tokenizer ByteLevel, Split (the GPT-2, Llama 3, Qwen2 and o200k regexes,
+// Sequence; pre-tokenizer ByteLevel, Split (the GPT-2, Llama 3, Qwen2, Qwen3.5 and o200k regexes,
 // Isolated, on their scanners; any other regex or string, any behaviour, inverted or not, on PCRE2;
 // Gemma's " " once spaces became "▁"), Digits, Metaspace (no prefix before a fragment that starts with
 // "▁"), Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,

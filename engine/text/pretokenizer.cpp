@@ -1,8 +1,8 @@
 // The split-rule scanners. Each works on the code points of one piece, [begin, end), and never looks
 // past its end (a regex sees only the piece it is applied to). Character classes: whitespace is
-// Unicode White_Space (\s), letters \p{L}, numbers \p{N}; everything else (invalid bytes included)
-// is "other", [^\s\p{L}\p{N}]. A regex rule runs on the UTF-8 bytes of each piece; its piece
-// boundaries map back to code points.
+// Unicode White_Space (\s), letters \p{L} (Qwen3.5: [\p{L}\p{M}]), numbers \p{N}; everything else
+// (invalid bytes included) is "other", [^\s\p{L}\p{N}] (Qwen3.5: [^\s\p{L}\p{M}\p{N}]). A regex rule
+// runs on the UTF-8 bytes of each piece; its piece boundaries map back to code points.
 #include "engine/text/pretokenizer.hpp"
 
 #include "engine/text/regex_split.hpp"
@@ -13,10 +13,10 @@ namespace {
 
 enum class Class : uint8_t { kSpace, kLetter, kNumber, kOther };
 
-Class class_of(uint32_t cp) {
+Class class_of(uint32_t cp, uint8_t letter_flags) {
   const uint8_t f = unicode::flags(cp);
   if (f & unicode::kWhitespace) return Class::kSpace;
-  if (f & unicode::kLetter) return Class::kLetter;
+  if (f & letter_flags) return Class::kLetter;
   if (f & unicode::kNumber) return Class::kNumber;
   return Class::kOther;
 }
@@ -24,8 +24,9 @@ Class class_of(uint32_t cp) {
 struct Span {
   const uint32_t* cps;
   size_t end;
+  uint8_t letter_flags = unicode::kLetter;  // Qwen3.5: marks count as letters too
   uint32_t at(size_t i) const { return cps[i]; }
-  Class cls(size_t i) const { return class_of(cps[i]); }
+  Class cls(size_t i) const { return class_of(cps[i], letter_flags); }
   // First index >= from whose class is not k (at most max_len steps when given).
   size_t run(size_t from, Class k, size_t max_len = SIZE_MAX) const {
     size_t i = from;
@@ -182,7 +183,7 @@ struct Piece {  // code points [begin, end)
 
 bool is_word_scanner(SplitPattern rule) {
   return rule == SplitPattern::kGpt2 || rule == SplitPattern::kLlama3 || rule == SplitPattern::kQwen2 ||
-         rule == SplitPattern::kO200k;
+         rule == SplitPattern::kQwen35 || rule == SplitPattern::kO200k;
 }
 
 size_t match_word_scanner(SplitPattern rule, const Span& s, size_t pos) {
@@ -190,13 +191,14 @@ size_t match_word_scanner(SplitPattern rule, const Span& s, size_t pos) {
     case SplitPattern::kGpt2: return match_gpt2(s, pos);
     case SplitPattern::kO200k: return match_o200k(s, pos);
     case SplitPattern::kLlama3: return match_llama3(s, pos, 3);
-    default: return match_llama3(s, pos, 1);  // Qwen2
+    default: return match_llama3(s, pos, 1);  // Qwen2, Qwen3.5 (its letters include marks)
   }
 }
 
 // Appends the pieces that a scanner rule cuts [begin, end) into.
 void split_piece(SplitPattern rule, const uint32_t* cps, Piece piece, std::vector<Piece>& out) {
-  const Span s{cps, piece.end};
+  Span s{cps, piece.end};
+  if (rule == SplitPattern::kQwen35) s.letter_flags = unicode::kLetter | unicode::kMark;
   if (is_word_scanner(rule)) {
     for (size_t pos = piece.begin; pos < piece.end;) {
       const size_t start = pos;

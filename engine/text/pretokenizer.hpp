@@ -21,6 +21,8 @@ enum class SplitPattern : uint8_t {
   kLlama3,   // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
              // \s*[\r\n]+|\s+(?!\S)|\s+
   kQwen2,    // as kLlama3 with \p{N} (one digit per piece) instead of \p{N}{1,3}
+  kQwen35,   // (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|
+             // \s*[\r\n]+|\s+(?!\S)|\s+   (Qwen2 with marks kept with letters, out of symbol runs)
   kO200k,    // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
              // [^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|
              // \p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+   (gpt-4o, gpt-oss)
@@ -54,7 +56,7 @@ class PreTokenizer {
   std::vector<SplitRule> rules_;
 };
 
-// The rules of a llama.cpp `tokenizer.ggml.pre` name (GPT-2, StarCoder/SmolLM, Llama 3 and Qwen2
+// The rules of a llama.cpp `tokenizer.ggml.pre` name (GPT-2, StarCoder/SmolLM, Llama 3, Qwen2 and Qwen3.5
 // families, gpt-4o's o200k, and "default"); nullopt for a name cbatch does not know.
 std::optional<std::vector<SplitRule>> split_rules_for_pre(std::string_view pre);
 // The names split_rules_for_pre knows, comma-separated (for error messages).

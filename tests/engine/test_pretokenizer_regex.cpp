@@ -1,6 +1,7 @@
-// The general Split rule on PCRE2: the Oniguruma -> PCRE2 rewrites and refusals (with the offsets of the
-// pattern as written), the match loop's empty matches, every behaviour with and without invert, literal
-// patterns, invalid UTF-8, and a rule's copies sharing one compiled pattern. The expected pieces are what Hugging Face
+// The general Split rule on PCRE2 and the Qwen3.5 scanner: the Oniguruma -> PCRE2 rewrites and refusals
+// (with the offsets of the pattern as written), the match loop's empty matches, every behaviour with and
+// without invert, literal patterns, invalid UTF-8, a rule's copies sharing one compiled pattern, and the
+// Qwen3.5 scanner against the same regex through PCRE2. The expected pieces are what Hugging Face
 // `tokenizers` 0.23 gives for the same pattern and text.
 #include <doctest/doctest.h>
 
@@ -17,6 +18,10 @@ namespace cbatch {
 namespace {
 
 using Pieces = std::vector<std::string>;
+
+constexpr std::string_view kQwen35 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|)"
+    R"(\s+(?!\S)|\s+)";
 
 Pieces split(const std::vector<SplitRule>& rules, std::string_view text) {
   Pieces out;
@@ -125,6 +130,29 @@ TEST_CASE("literal patterns, invalid UTF-8, and a rule's copies sharing one comp
   CHECK(rule.regex.use_count() == 4);
   // A regex rule after a scanner applies to each of its pieces, and sees only that piece.
   CHECK(split({SplitPattern::kGpt2, regex_rule("^.")}, "ab cd") == Pieces{"a", "b", " ", "cd"});
+}
+
+TEST_CASE("Qwen3.5 split: marks stay with their letters, out of symbol runs; digits one by one") {
+  const std::vector<SplitRule> qwen35 = {SplitPattern::kQwen35};
+  CHECK(split(qwen35, "\u0928\u092e\u0938\u094d\u0924\u0947 \u0926\u0941\u0928\u093f\u092f\u093e") ==
+        Pieces{"\u0928\u092e\u0938\u094d\u0924\u0947", " \u0926\u0941\u0928\u093f\u092f\u093e"});
+  CHECK(split({SplitPattern::kQwen2}, "\u0928\u092e\u0938\u094d\u0924\u0947") ==
+        Pieces{"\u0928\u092e\u0938", "\u094d\u0924", "\u0947"});
+  CHECK(split(qwen35, "e\u0301 combining") == Pieces{"e\u0301", " combining"});
+  CHECK(split(qwen35, " \u0301x") == Pieces{" \u0301x"});
+  CHECK(split(qwen35, "a.\u0301.") == Pieces{"a", ".\u0301", "."});
+  CHECK(split(qwen35, "x !\u0301\u0301!\n\ny") == Pieces{"x", " !", "\u0301\u0301", "!\n\n", "y"});
+  CHECK(split(qwen35, "I'M 2024") == Pieces{"I", "'M", " ", "2", "0", "2", "4"});
+  for (const char* text : {"\u0e2a\u0e27\u0e31\u0e2a\u0e14\u0e35\u0e04\u0e23\u0e31\u0e1a", "caf\u00e9 na\u0131\u0308ve  \n\n x",
+                           "\U0001F468\u200d\U0001F469\u200d\U0001F467 family!!\r\n", "\u65e5\u672c\u8a9e 123 \u0663\u0664"}) {
+    CHECK_MESSAGE(split(qwen35, text) == split({regex_rule(kQwen35)}, text), text);
+  }
+  REQUIRE(split_rules_for_pre("qwen35"));
+  CHECK(split_rules_for_pre("qwen35")->front().pattern == SplitPattern::kQwen35);
+  CHECK(split_pattern_for_regex(kQwen35) == SplitPattern::kQwen35);
+  CHECK(split_pattern_for_regex(R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|)"
+                                R"([^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|)"
+                                R"(\s*[\r\n]+|\s+(?!\S)|\s+)") == SplitPattern::kQwen35);
 }
 
 }  // namespace cbatch
