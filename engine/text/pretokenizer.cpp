@@ -13,20 +13,22 @@ namespace {
 
 enum class Class : uint8_t { kSpace, kLetter, kNumber, kOther };
 
-Class class_of(uint32_t cp, uint8_t letter_flags) {
+// kLetterFlags: the unicode flags that make a letter (a compile-time choice: the scanners' inner loops).
+template <uint8_t kLetterFlags>
+Class class_of(uint32_t cp) {
   const uint8_t f = unicode::flags(cp);
   if (f & unicode::kWhitespace) return Class::kSpace;
-  if (f & letter_flags) return Class::kLetter;
+  if (f & kLetterFlags) return Class::kLetter;
   if (f & unicode::kNumber) return Class::kNumber;
   return Class::kOther;
 }
 
-struct Span {
+template <uint8_t kLetterFlags>
+struct BasicSpan {
   const uint32_t* cps;
   size_t end;
-  uint8_t letter_flags = unicode::kLetter;  // Qwen3.5: marks count as letters too
   uint32_t at(size_t i) const { return cps[i]; }
-  Class cls(size_t i) const { return class_of(cps[i], letter_flags); }
+  Class cls(size_t i) const { return class_of<kLetterFlags>(cps[i]); }
   // First index >= from whose class is not k (at most max_len steps when given).
   size_t run(size_t from, Class k, size_t max_len = SIZE_MAX) const {
     size_t i = from;
@@ -34,12 +36,15 @@ struct Span {
     return i;
   }
 };
+using Span = BasicSpan<unicode::kLetter>;
+using MarkLetterSpan = BasicSpan<unicode::kLetter | unicode::kMark>;  // Qwen3.5: marks are letters too
 
 uint32_t ascii_lower(uint32_t c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
 bool is_newline(uint32_t c) { return c == '\r' || c == '\n'; }
 
 // 's|'t|'re|'ve|'m|'ll|'d at pos (an apostrophe), case-insensitive for the Llama 3 family.
-size_t match_contraction(const Span& s, size_t pos, bool ignore_case) {
+template <class S>
+size_t match_contraction(const S& s, size_t pos, bool ignore_case) {
   if (pos + 1 >= s.end) return 0;
   const auto fold = [&](uint32_t c) { return ignore_case ? ascii_lower(c) : c; };
   const uint32_t a = fold(s.at(pos + 1));
@@ -52,7 +57,8 @@ size_t match_contraction(const Span& s, size_t pos, bool ignore_case) {
 
 // \s+(?!\S)|\s+ at pos (a whitespace character): a run followed by a non-space leaves its last
 // character to the next piece, unless the run is that one character.
-size_t match_spaces(const Span& s, size_t pos) {
+template <class S>
+size_t match_spaces(const S& s, size_t pos) {
   const size_t q = s.run(pos, Class::kSpace);
   return q < s.end && q - pos > 1 ? q - pos - 1 : q - pos;
 }
@@ -69,7 +75,8 @@ size_t match_gpt2(const Span& s, size_t pos) {
 }
 
 // The Llama 3 / o200k tail: ' ?[^\s\p{L}\p{N}]+[\r\n]*' (o200k: [\r\n/]*), then \s*[\r\n]+, then spaces.
-size_t match_symbols_or_spaces(const Span& s, size_t pos, bool slash) {
+template <class S>
+size_t match_symbols_or_spaces(const S& s, size_t pos, bool slash) {
   const size_t p = s.at(pos) == ' ' && pos + 1 < s.end && s.cls(pos + 1) == Class::kOther ? pos + 1 : pos;
   if (s.cls(p) == Class::kOther) {
     size_t q = s.run(p, Class::kOther);
@@ -84,7 +91,8 @@ size_t match_symbols_or_spaces(const Span& s, size_t pos, bool slash) {
   return match_spaces(s, pos);
 }
 
-size_t match_llama3(const Span& s, size_t pos, size_t max_digits) {
+template <class S>
+size_t match_llama3(const S& s, size_t pos, size_t max_digits) {
   const uint32_t c = s.at(pos);
   const Class k = s.cls(pos);
   if (c == '\'') {
@@ -176,9 +184,11 @@ size_t match_isolated(SplitPattern rule, const Span& s, size_t pos) {
   }
 }
 
-struct Piece {  // code points [begin, end)
-  size_t begin;
-  size_t end;
+struct Piece {  // code points [begin, end); 32-bit, as decode_utf8's offsets
+  Piece() = default;  // trivial, so that a growing vector moves pieces with memmove
+  Piece(size_t b, size_t e) : begin(static_cast<uint32_t>(b)), end(static_cast<uint32_t>(e)) {}
+  uint32_t begin;
+  uint32_t end;
 };
 
 bool is_word_scanner(SplitPattern rule) {
@@ -186,24 +196,18 @@ bool is_word_scanner(SplitPattern rule) {
          rule == SplitPattern::kQwen35 || rule == SplitPattern::kO200k;
 }
 
-size_t match_word_scanner(SplitPattern rule, const Span& s, size_t pos) {
-  switch (rule) {
-    case SplitPattern::kGpt2: return match_gpt2(s, pos);
-    case SplitPattern::kO200k: return match_o200k(s, pos);
-    case SplitPattern::kLlama3: return match_llama3(s, pos, 3);
-    default: return match_llama3(s, pos, 1);  // Qwen2, Qwen3.5 (its letters include marks)
-  }
-}
-
 // Appends the pieces that a scanner rule cuts [begin, end) into.
 void split_piece(SplitPattern rule, const uint32_t* cps, Piece piece, std::vector<Piece>& out) {
-  Span s{cps, piece.end};
-  if (rule == SplitPattern::kQwen35) s.letter_flags = unicode::kLetter | unicode::kMark;
+  const Span s{cps, piece.end};
+  const MarkLetterSpan qwen35{cps, piece.end};
   if (is_word_scanner(rule)) {
     for (size_t pos = piece.begin; pos < piece.end;) {
       const size_t start = pos;
-      pos += match_word_scanner(rule, s, pos);
-      out.push_back({start, pos});
+      pos += rule == SplitPattern::kGpt2     ? match_gpt2(s, pos)
+             : rule == SplitPattern::kO200k  ? match_o200k(s, pos)
+             : rule == SplitPattern::kQwen35 ? match_llama3(qwen35, pos, 1)
+                                             : match_llama3(s, pos, rule == SplitPattern::kLlama3 ? 3 : 1);
+      out.emplace_back(start, pos);
     }
     return;
   }
@@ -214,12 +218,12 @@ void split_piece(SplitPattern rule, const uint32_t* cps, Piece piece, std::vecto
       ++pos;
       continue;
     }
-    if (gap < pos) out.push_back({gap, pos});
-    out.push_back({pos, pos + n});
+    if (gap < pos) out.emplace_back(gap, pos);
+    out.emplace_back(pos, pos + n);
     pos += n;
     gap = pos;
   }
-  if (gap < piece.end) out.push_back({gap, piece.end});
+  if (gap < piece.end) out.emplace_back(gap, piece.end);
 }
 
 // Appends the pieces that a regex rule cuts each piece into: it runs on the piece's bytes, and the byte
@@ -241,7 +245,7 @@ void split_regex(const RegexSplitter& regex, std::string_view text, const unicod
     for (const ByteSpan span : spans) {
       const size_t begin = index_of(span.begin);
       const size_t end = index_of(span.end);
-      if (begin < end) out.push_back({begin, end});
+      if (begin < end) out.emplace_back(begin, end);
     }
   }
 }
@@ -251,7 +255,7 @@ void split_regex(const RegexSplitter& regex, std::string_view text, const unicod
 std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
   const unicode::Codepoints cp = unicode::decode_utf8(text);
   std::vector<Piece> pieces;
-  if (!cp.cps.empty()) pieces.push_back({0, cp.cps.size()});
+  if (!cp.cps.empty()) pieces.emplace_back(0, cp.cps.size());
   for (const SplitRule& rule : rules_) {
     std::vector<Piece> next;
     next.reserve(pieces.size() * 2);

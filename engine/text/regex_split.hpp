@@ -65,7 +65,7 @@ class RegexSplitter {
     const RegexSplitter& splitter_;
     pcre2_real_match_data_8* match_data_;
     std::vector<Marked> marked_;   // the matches and the gaps between them, in order
-    std::vector<Marked> merged_;
+    std::vector<Marked> merged_;   // after the behaviour's fold; is_match there marks what is removed
   };
 
  private:
