@@ -24,7 +24,7 @@ all: build
 
 setup:
 	$(SUDO) apt-get update -qq
-	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev doctest-dev ccache
+	$(SUDO) apt-get install -y -qq cmake g++ make python3 python3-pip libcli11-dev libsimdjson-dev libpcre2-dev doctest-dev ccache
 	@# All at once, else one by one, naming each package pip could not install.
 	PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet $(PY_TEST_PACKAGES) || \
 	  for package in $(PY_TEST_PACKAGES); do \

@@ -165,7 +165,7 @@ std::unique_ptr<Tokenizer> load_byte_level(const GgufFile& gguf) {
     throw Error("'" + gguf.path() + "': tokenizer.ggml.pre '" + elide(pre) + "' is not a pre-tokenizer cbatch knows (" +
                 known_pre_names() + ")");
   }
-  const bool is_llama3 = rules->size() == 1 && rules->front() == SplitRule::kLlama3;
+  const bool is_llama3 = rules->size() == 1 && rules->front().pattern == SplitPattern::kLlama3;
   BpeTokenizerSpec spec;
   spec.tokens = gguf.get_strings("tokenizer.ggml.tokens");
   spec.types = read_types(gguf, spec.tokens.size());

@@ -1,13 +1,15 @@
 // tokenizer.json -> BpeTokenizerSpec. Supported: model BPE (vocab, merges as "a b" or [a, b],
 // byte_fallback, ignore_merges, fuse_unk, unk_token); added_tokens (special -> control, else
 // user-defined; lstrip / rstrip); normalizer NFC (Qwen2) / Prepend("▁") / Replace(" " -> "▁") /
-// Sequence; pre-tokenizer ByteLevel, Split (the GPT-2, Llama 3 and Qwen2 regexes, Isolated; Gemma's
-// " " once spaces became "▁"), Digits, Metaspace (no prefix before a fragment that starts with "▁"),
-// Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,
+// Sequence; pre-tokenizer ByteLevel, Split (the GPT-2, Llama 3, Qwen2, Qwen3.5 and o200k regexes,
+// Isolated, on their scanners; any other regex or string, any behaviour, inverted or not, on PCRE2;
+// Gemma's " " once spaces became "▁"), Digits, Metaspace (no prefix before a fragment that starts with
+// "▁"), Sequence; post-processor TemplateProcessing (which special tokens go first and last), ByteLevel,
 // Sequence.
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/text/hf_tokenizer.hpp"
+#include "engine/text/regex_split.hpp"
 #include "engine/text/token_table_json.hpp"
 
 namespace cbatch {
@@ -68,6 +70,38 @@ void read_normalizer(const JsonFields& n, BpeTokenizerSpec& spec, Components& pa
   }
 }
 
+SplitBehavior read_split_behavior(const JsonFields& p) {
+  static constexpr std::pair<std::string_view, SplitBehavior> kBehaviors[] = {
+      {"Isolated", SplitBehavior::kIsolated}, {"Removed", SplitBehavior::kRemoved},
+      {"MergedWithPrevious", SplitBehavior::kMergedWithPrevious},
+      {"MergedWithNext", SplitBehavior::kMergedWithNext}, {"Contiguous", SplitBehavior::kContiguous}};
+  const std::string name = p.get_string("behavior");
+  for (const auto& [known, behavior] : kBehaviors) {
+    if (name == known) return behavior;
+  }
+  p.fail("behavior", "'" + name + "' is not a Split behavior (Isolated, Removed, MergedWithPrevious, MergedWithNext, "
+                     "Contiguous)");
+}
+
+// A Split: a known family's regex, isolated, is its scanner; any other regex or string runs on PCRE2.
+SplitRule read_split(const JsonFields& p) {
+  const JsonFields pattern = p.object("pattern");
+  const SplitBehavior behavior = read_split_behavior(p);
+  const bool invert = p.get_bool("invert", false);
+  const bool is_regex = pattern.has("Regex");
+  const char* key = is_regex ? "Regex" : "String";
+  const std::string text = pattern.get_string(key);
+  if (is_regex && behavior == SplitBehavior::kIsolated && !invert) {
+    if (const auto scanner = split_pattern_for_regex(text)) return *scanner;
+  }
+  try {
+    const auto syntax = is_regex ? RegexSplitter::Syntax::kRegex : RegexSplitter::Syntax::kLiteral;
+    return SplitRule(std::make_shared<const RegexSplitter>(text, syntax, behavior, invert));
+  } catch (const Error& e) {
+    pattern.fail(key, e.what());
+  }
+}
+
 void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components& parts, bool is_first) {
   const std::string type = p.get_string("type");
   std::vector<SplitRule> rules = spec.pre_tokenizer.rules();
@@ -83,19 +117,14 @@ void read_pre_tokenizer(const JsonFields& p, BpeTokenizerSpec& spec, Components&
     parts.byte_level = true;
     spec.add_prefix_space = p.get_bool("add_prefix_space", false);
     if (spec.add_prefix_space && !is_first) p.fail("add_prefix_space", "is supported only on a first ByteLevel");
-    if (p.get_bool("use_regex", true)) rules.push_back(SplitRule::kGpt2);
+    if (p.get_bool("use_regex", true)) rules.push_back(SplitPattern::kGpt2);
   } else if (type == "Split" && parts.spaces_to_marker && p.object("pattern").get_string("String", "") == " ") {
     // Gemma: splitting on " " after a normalizer that replaced every space by "▁" splits nothing.
   } else if (type == "Split") {
-    const JsonFields pattern = p.object("pattern");
-    const auto rule = split_rule_for_regex(pattern.get_string("Regex", ""));
-    if (!rule) pattern.fail("Regex", "is not a split pattern cbatch knows (the GPT-2, Llama 3 or Qwen2 regex)");
-    if (p.get_string("behavior") != "Isolated" || p.get_bool("invert", false)) {
-      p.fail("behavior", "must be \"Isolated\" (not inverted)");
-    }
-    rules.push_back(*rule);
+    rules.push_back(read_split(p));
   } else if (type == "Digits") {
-    rules.push_back(p.get_bool("individual_digits", false) ? SplitRule::kIsolateDigits : SplitRule::kIsolateDigitRuns);
+    rules.push_back(p.get_bool("individual_digits", false) ? SplitPattern::kIsolateDigits
+                                                            : SplitPattern::kIsolateDigitRuns);
   } else if (type == "Metaspace") {
     const MetaspaceSpec m = read_metaspace(p);
     spec.space_prefix = m.space_prefix;

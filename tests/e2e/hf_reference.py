@@ -1,7 +1,8 @@
 """Independent references built with Hugging Face `tokenizers` and the `gguf` package (never with
 cbatch code): a byte-level BPE tokenizer from a GGUF's vocabulary, merges and the pre-tokenizer its
 tokenizer.ggml.pre names, declared as the original tokenizer.json files declare it (SmolLM2: Digits +
-ByteLevel; Llama 3, Qwen2 and o200k (gpt-4o, gpt-oss): Split with their regex + ByteLevel), and vocab-only GGUF writing."""
+ByteLevel; Llama 3, Qwen2, Qwen3.5 and o200k (gpt-4o, gpt-oss): Split with their regex + ByteLevel), and vocab-only
+GGUF writing."""
 from gguf import GGUFReader
 from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
@@ -39,6 +40,9 @@ LLAMA3_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,
                 r"\s*[\r\n]+|\s+(?!\S)|\s+")
 GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 QWEN2_REGEX = LLAMA3_REGEX.replace(r"\p{N}{1,3}", r"\p{N}")
+# Qwen3.5: Qwen2's with combining marks kept with their letters and out of the symbol runs.
+QWEN35_REGEX = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|"
+                r"\s*[\r\n]+|\s+(?!\S)|\s+")
 # o200k (gpt-4o; gpt-oss's tokenizer.json): words split at case changes, contractions attached.
 O200K_REGEX = (r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
                r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
@@ -58,6 +62,7 @@ PRE_TOKENIZERS.update({
     "starcoder": PRE_TOKENIZERS["smollm"],
     "llama-bpe": lambda: pre_tokenizers.Sequence([_split(LLAMA3_REGEX), _byte_level(False)]),
     "qwen2": lambda: pre_tokenizers.Sequence([_split(QWEN2_REGEX), _byte_level(False)]),
+    "qwen35": lambda: pre_tokenizers.Sequence([_split(QWEN35_REGEX), _byte_level(False)]),
     "gpt-4o": lambda: pre_tokenizers.Sequence([_split(O200K_REGEX), _byte_level(False)]),
     # byte mapping last: mapped bytes such as "½" would match \p{N} in the later splits
     "default": lambda: pre_tokenizers.Sequence([_split(r"[\p{P}\$\+<=>\^`\|]+"), _split(GPT2_REGEX),

@@ -45,7 +45,7 @@ TEST_CASE("unicode classes come from the generated table") {
 }
 
 TEST_CASE("GPT-2 split rule") {
-  const std::vector<SplitRule> gpt2 = {SplitRule::kGpt2};
+  const std::vector<SplitRule> gpt2 = {SplitPattern::kGpt2};
   CHECK(split(gpt2, "Hello world") == Pieces{"Hello", " world"});
   CHECK(split(gpt2, "I'm can't they're") == Pieces{"I", "'m", " can", "'t", " they", "'re"});
   CHECK(split(gpt2, "I'M") == Pieces{"I", "'", "M"});  // case-sensitive contractions
@@ -67,7 +67,7 @@ TEST_CASE("StarCoder/SmolLM split: digits one by one, then GPT-2") {
 }
 
 TEST_CASE("Llama 3 and Qwen2 split rules") {
-  const std::vector<SplitRule> llama3 = {SplitRule::kLlama3};
+  const std::vector<SplitRule> llama3 = {SplitPattern::kLlama3};
   CHECK(split(llama3, "I'M fine") == Pieces{"I", "'M", " fine"});  // case-insensitive
   CHECK(split(llama3, "12345 abc") == Pieces{"123", "45", " abc"});
   CHECK(split(llama3, ".Hello") == Pieces{".Hello"});                  // [^\r\n\p{L}\p{N}]?\p{L}+
@@ -76,7 +76,7 @@ TEST_CASE("Llama 3 and Qwen2 split rules") {
   CHECK(split(llama3, "x !!\n\ny") == Pieces{"x", " !!\n\n", "y"});   // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
   CHECK(split(llama3, "x  \n  \n y") == Pieces{"x", "  \n  \n", " y"});  // \s*[\r\n]+
   CHECK(split(llama3, "a   b") == Pieces{"a", "  ", " b"});
-  CHECK(split({SplitRule::kQwen2}, "x 2024") == Pieces{"x", " ", "2", "0", "2", "4"});
+  CHECK(split({SplitPattern::kQwen2}, "x 2024") == Pieces{"x", " ", "2", "0", "2", "4"});
 }
 
 TEST_CASE("llama.cpp default BPE split isolates punctuation runs and digit triples") {
@@ -90,9 +90,9 @@ TEST_CASE("pre-tokenizer names and regexes") {
     CHECK_MESSAGE(split_rules_for_pre(name).has_value(), name);
   }
   CHECK_FALSE(split_rules_for_pre("my-own-pre"));
-  CHECK(split_rule_for_regex(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)") ==
-        SplitRule::kGpt2);
-  CHECK_FALSE(split_rule_for_regex(R"(\w+)"));
+  CHECK(split_pattern_for_regex(R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)") ==
+        SplitPattern::kGpt2);
+  CHECK_FALSE(split_pattern_for_regex(R"(\w+)"));
 }
 
 TEST_CASE("byte-level alphabet round trip") {
@@ -115,7 +115,7 @@ TEST_CASE("byte-level BPE: GPT-2 splits, merges by rank, byte alphabet, control 
   spec.types.assign(spec.tokens.size(), TokenType::kNormal);
   spec.types.back() = TokenType::kControl;
   spec.merges = {{"l", "l"}, {"\xC4\xA0", "w"}, {"o", "r"}, {"\xC4\xA0w", "or"}, {"h", "e"}, {"he", "ll"}};
-  spec.pre_tokenizer = PreTokenizer({SplitRule::kGpt2});
+  spec.pre_tokenizer = PreTokenizer({SplitPattern::kGpt2});
   spec.eos_ids = {262};
   const BpeTokenizer tok(spec, "test");
   using Ids = std::vector<int32_t>;
