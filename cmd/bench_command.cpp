@@ -112,7 +112,7 @@ int run(const BenchOptions& o) {
   std::unique_ptr<Backend> backend = make_backend(o.engine, model);
   BenchReport report;
   report.model = o.engine.model;
-  report.device = backend->device_name();
+  report.device = backend->traits().device_name;
   report.dataset = o.dataset;
   report.workload.num_prompts = o.num_prompts;
   report.workload.input_len = parse_length_range(o.input_len, "--input-len");

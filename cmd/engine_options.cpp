@@ -240,7 +240,7 @@ void print_load_line(const Model& model, const Backend& backend, std::chrono::st
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fprintf(stderr, "[cbatch] loaded %s (%s, %s, %.1fM parameters) on %s in %.2f s\n", model.path.c_str(),
                model.format.c_str(), model.weight_dtype.c_str(), static_cast<double>(model.config.num_parameters()) / 1e6,
-               backend.device_name().c_str(), seconds);
+               backend.traits().device_name.c_str(), seconds);
 }
 
 }  // namespace cbatch

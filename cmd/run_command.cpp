@@ -100,7 +100,7 @@ std::string summary_path(const RunOptions& o, const ShardProvenance* shard) {
 void report(const RunOptions& o, const RunSummary& summary, const Backend& backend, const ShardProvenance* shard) {
   if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
   const std::string path = summary_path(o, shard);
-  if (!path.empty()) write_text_file(path, format_summary_json(summary, o.engine.mode, backend.device_name(), shard));
+  if (!path.empty()) write_text_file(path, format_summary_json(summary, o.engine.mode, backend.traits().device_name, shard));
 }
 
 int start_data_parallel(const RunOptions& o) {

@@ -84,11 +84,10 @@ class CudaBackend final : public Backend {
       for (const LinearWeight<T>& linear : w.linear.items) linear_.check(linear);
     }
     if (options.loras) lora_ = LoraWeights<T>(*options.loras, config_.num_layers, options.max_batch_tokens);
+    traits_ = make_traits();
   }
 
-  std::string device_name() const override {
-    return std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");
-  }
+  const BackendTraits& traits() const override { return traits_; }
 
   int64_t kv_block_bytes(int block_size) const override {
     return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * kv_elem_bytes();
@@ -96,22 +95,7 @@ class CudaBackend final : public Backend {
 
   int64_t max_kv_blocks(int block_size) const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
-  void forward(const RaggedBatch& batch, StepOutput& out) override;
-  // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
-  double weight_bytes_per_param() const override { return options_.fp8_weights ? 1.0 : sizeof(T); }
-  // Routed experts as kept (device_weights.hpp): MXFP4 17/32, Q8_0 34/32, FP8 1 + the row scales' 4 / k,
-  // else T.
-  double expert_bytes_per_param() const override {
-    double bytes = 0, params = 0;
-    for (const LayerWeights<T>& w : weights_.layers) {
-      const ExpertMatrix<T>& gate_up = w.experts[ExpertProduct::kGateUp];
-      if (gate_up.bytes() == 0) continue;  // a dense layer
-      bytes += static_cast<double>(gate_up.bytes() + w.experts[ExpertTensor::kDown].bytes());
-      params += 3.0 * config_.num_experts * config_.dim * config_.expert_hidden_dim;
-    }
-    return params > 0 ? bytes / params : weight_bytes_per_param();
-  }
-  double kv_bytes_per_elem() const override { return static_cast<double>(kv_elem_bytes()); }
+  void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override;
   // With fp8 weights the compute ceiling is the FP8 GEMM's (the roofline then errs low: the lm_head and
   // attention run in T, slower).
   DevicePeaks measure_peaks() override {
@@ -120,8 +104,6 @@ class CudaBackend final : public Backend {
     return peaks;
   }
   double device_busy_seconds() const override { return profiler_.busy_seconds(); }
-  bool samples_on_device() const override { return device_sampling_; }
-  bool answers_logprob_queries() const override { return true; }
 
  private:
   // The longest sequence the engine will run: the KV cache must hold at least one of these.
@@ -188,11 +170,12 @@ class CudaBackend final : public Backend {
   void add_lora(LoraProduct product, int layer, const BatchIndices& idx, const T* x, int in, T* y, int width) {
     lora_.add(product, layer, idx.lora_tiles, idx.num_lora_tiles, x, in, y, width, width, context_.stream());
   }
-  void run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out);
+  void run_head(const RaggedBatch& batch, const BatchIndices& idx, const StepRequest& request, StepResult& out);
   void head_rows(const int32_t* d_rows, int n, float* d_logits);
-  void pick_tokens(int num_logits, const StepOutput& out);
-  const PenaltyToken* upload_penalty_tokens(const StepOutput& out);
-  const uint64_t* upload_token_mask(const StepOutput& out);
+  void pick_tokens(int num_logits, const StepRequest& request);
+  const PenaltyToken* upload_penalty_tokens(const StepRequest& request);
+  const uint64_t* upload_token_mask(const StepRequest& request);
+  BackendTraits make_traits() const;
 
   ModelConfig config_;
   CudaBackendOptions options_;
@@ -202,7 +185,7 @@ class CudaBackend final : public Backend {
   Workspace<T> workspace_;
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
-  int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepOutput::experts_touched)
+  int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
   DeviceBuffer<uint8_t> kv_cache_;  // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
                                     // elements of T, or E4M3 codes with --kv-cache-dtype fp8
@@ -235,6 +218,7 @@ class CudaBackend final : public Backend {
   // (CBATCH_SAMPLING=host keeps the host path). Checked on an H200 (2026-11-26): the host's tokens, and the
   // 1B shape at T = 1 gave 27,155 output tok/s against the host path's 3,476.
   bool device_sampling_ = device_sampling_enabled();
+  BackendTraits traits_;  // make_traits(), once built
   DeviceBuffer<PenaltyToken> penalty_tokens_;       // (capacity) a step's penalized rows' tokens, grown on demand
   PinnedBuffer<PenaltyToken> host_penalty_tokens_;  // (capacity) their staging copy
   DeviceBuffer<uint64_t> token_mask_;                // (capacity) a step's constrained rows' masks, grown on demand
@@ -356,7 +340,7 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
 }
 
 template <typename T>
-void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
+void CudaBackend<T>::forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
   out.logits.clear();
   out.token_ids.clear();
   if (shape_.num_blocks == 0) throw Error("CUDA backend: forward() before allocate_kv_cache()");
@@ -376,7 +360,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, StepOutput& out) {
     profiler_.phase("embedding", stream);
     experts_touched_ = 0;
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
-    run_head(batch, idx, out);  // synchronizes: the offsets of the layers that did not wait are on the host
+    run_head(batch, idx, request, out);  // synchronizes: the offsets of the layers that did not wait are on the host
     out.experts_touched = config_.is_moe() ? experts_touched_ + moe_.take_touched() : -1;
   } catch (...) {
     cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
@@ -526,9 +510,31 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
          shape_, context_.stream(), scoring(layer), kv_scales(layer));
 }
 
+template <typename T>
+BackendTraits CudaBackend<T>::make_traits() const {
+  BackendTraits t;
+  t.device_name = std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");
+  t.samples_on_device = device_sampling_;
+  t.answers_logprob_queries = true;
+  // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
+  t.weight_bytes_per_param = options_.fp8_weights ? 1.0 : sizeof(T);
+  // Routed experts as kept (device_weights.hpp): MXFP4 17/32, Q8_0 34/32, FP8 1 + the row scales' 4 / k, else T.
+  double bytes = 0, params = 0;
+  for (const LayerWeights<T>& w : weights_.layers) {
+    const ExpertMatrix<T>& gate_up = w.experts[ExpertProduct::kGateUp];
+    if (gate_up.bytes() == 0) continue;  // a dense layer
+    bytes += static_cast<double>(gate_up.bytes() + w.experts[ExpertTensor::kDown].bytes());
+    params += 3.0 * config_.num_experts * config_.dim * config_.expert_hidden_dim;
+  }
+  t.expert_bytes_per_param = params > 0 ? bytes / params : t.weight_bytes_per_param;
+  t.kv_bytes_per_elem = static_cast<double>(kv_elem_bytes());
+  return t;
+}
+
 // Final norm and lm_head for the sampling rows only, then their logits or next token ids back to the host.
 template <typename T>
-void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, StepOutput& out) {
+void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx, const StepRequest& request,
+                              StepResult& out) {
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const int num_logits = batch.num_logits();
@@ -539,24 +545,24 @@ void CudaBackend<T>::run_head(const RaggedBatch& batch, const BatchIndices& idx,
     profiler_.phase("lm_head", stream);  // final norm and logits; the rest of the step is "pick+copy"
     // The device sampler applies masks and penalties to the logits in place: logprobs come from a copy
     // made before (logprobs are of the raw logits).
-    if (!out.logprob_queries.empty() && (!out.penalty_tokens.empty() || !out.token_mask.empty())) {
+    if (!request.logprob_queries.empty() && (!request.penalty_tokens.empty() || !request.token_mask.empty())) {
       step_logits = logprobs_.keep_raw(ws.logits.get(), static_cast<size_t>(num_logits) * vocab, stream);
     }
-    if (out.want_logits) {
+    if (request.want_logits) {
       out.logits.resize(static_cast<size_t>(num_logits) * vocab);
       CUDA_CHECK(cudaMemcpyAsync(out.logits.data(), ws.logits.get(), out.logits.size() * sizeof(float),
                                  cudaMemcpyDeviceToHost, stream));
     } else {
-      pick_tokens(num_logits, out);
+      pick_tokens(num_logits, request);
     }
   }
-  if (!out.logprob_queries.empty()) {  // only k values a row come back
+  if (!request.logprob_queries.empty()) {  // only k values a row come back
     const DeviceLogprobs::Head head = [this](const int32_t* d_rows, int n, float* d_logits) { head_rows(d_rows, n, d_logits); };
-    logprobs_.answer(batch, vocab, options_.max_batch_tokens, step_logits, ws.token_ids.get(), head, stream, out);
+    logprobs_.answer(batch, vocab, options_.max_batch_tokens, step_logits, ws.token_ids.get(), head, stream, request, out);
     profiler_.phase("logprobs", stream);
   }
   profiler_.end_step(stream);  // the step's one synchronization; also frees the pinned index buffer for reuse
-  if (!out.want_logits) out.token_ids.assign(ws.host_token_ids.get(), ws.host_token_ids.get() + num_logits);
+  if (!request.want_logits) out.token_ids.assign(ws.host_token_ids.get(), ws.host_token_ids.get() + num_logits);
 }
 
 // The final norm and lm_head of batch rows d_rows[0..n) (n <= max_batch_tokens) into d_logits (n, vocab) fp32.
@@ -576,20 +582,20 @@ void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
 
 // The sampling rows' next tokens from the logits on the device (argmax, or each row's draw), copied back.
 template <typename T>
-void CudaBackend<T>::pick_tokens(int num_logits, const StepOutput& out) {
+void CudaBackend<T>::pick_tokens(int num_logits, const StepRequest& request) {
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const size_t rows = static_cast<size_t>(num_logits);
-  if (out.sampling.empty()) {
+  if (request.sampling.empty()) {
     argmax(ws.token_ids.get(), ws.logits.get(), num_logits, config_.vocab_size, stream);
   } else {
-    if (!device_sampling_ || out.sampling.size() != rows) {
-      throw Error("CUDA backend: " + std::to_string(out.sampling.size()) + " row sampling parameters for " +
+    if (!device_sampling_ || request.sampling.size() != rows) {
+      throw Error("CUDA backend: " + std::to_string(request.sampling.size()) + " row sampling parameters for " +
                   std::to_string(rows) + " sampling rows" + (device_sampling_ ? "" : " (device sampling is off)"));
     }
-    const PenaltyToken* d_penalty_tokens = upload_penalty_tokens(out);
-    const uint64_t* d_token_mask = upload_token_mask(out);
-    std::copy(out.sampling.begin(), out.sampling.end(), ws.host_sampling.get());
+    const PenaltyToken* d_penalty_tokens = upload_penalty_tokens(request);
+    const uint64_t* d_token_mask = upload_token_mask(request);
+    std::copy(request.sampling.begin(), request.sampling.end(), ws.host_sampling.get());
     CUDA_CHECK(cudaMemcpyAsync(ws.sampling.get(), ws.host_sampling.get(), rows * sizeof(RowSampling),
                                cudaMemcpyHostToDevice, stream));
     sample_rows(ws.token_ids.get(), ws.logits.get(), ws.sampling.get(), d_penalty_tokens, d_token_mask, num_logits,
@@ -621,30 +627,30 @@ const V* upload_step_list(const std::vector<V>& values, DeviceBuffer<V>& device,
 // The step's penalty tokens on the device (nullptr when there are none), after checking that every row's
 // range lies inside them.
 template <typename T>
-const PenaltyToken* CudaBackend<T>::upload_penalty_tokens(const StepOutput& out) {
-  const size_t n = out.penalty_tokens.size();
-  for (const RowSampling& row : out.sampling) {
+const PenaltyToken* CudaBackend<T>::upload_penalty_tokens(const StepRequest& request) {
+  const size_t n = request.penalty_tokens.size();
+  for (const RowSampling& row : request.sampling) {
     if (row.penalty_begin < 0 || row.penalty_begin > row.penalty_end || static_cast<size_t>(row.penalty_end) > n) {
       throw Error("CUDA backend: penalty tokens [" + std::to_string(row.penalty_begin) + ", " +
                   std::to_string(row.penalty_end) + ") of a row outside the step's " + std::to_string(n));
     }
   }
-  return upload_step_list(out.penalty_tokens, penalty_tokens_, host_penalty_tokens_, context_.stream());
+  return upload_step_list(request.penalty_tokens, penalty_tokens_, host_penalty_tokens_, context_.stream());
 }
 
 // The step's constraint masks on the device (one copy; nullptr when no row has one), after checking
 // that every masked row's words lie inside them.
 template <typename T>
-const uint64_t* CudaBackend<T>::upload_token_mask(const StepOutput& out) {
-  const size_t n = out.token_mask.size();
+const uint64_t* CudaBackend<T>::upload_token_mask(const StepRequest& request) {
+  const size_t n = request.token_mask.size();
   const size_t words = static_cast<size_t>(token_mask_words(config_.vocab_size));
-  for (const RowSampling& row : out.sampling) {
+  for (const RowSampling& row : request.sampling) {
     if (row.mask_offset < -1 || (row.mask_offset >= 0 && static_cast<size_t>(row.mask_offset) + words > n)) {
       throw Error("CUDA backend: a row's token mask at word " + std::to_string(row.mask_offset) + " (" +
                   std::to_string(words) + " words) outside the step's " + std::to_string(n));
     }
   }
-  return upload_step_list(out.token_mask, token_mask_, host_token_mask_, context_.stream());
+  return upload_step_list(request.token_mask, token_mask_, host_token_mask_, context_.stream());
 }
 
 }  // namespace

@@ -36,19 +36,20 @@ const float* DeviceLogprobs::keep_raw(const float* d_logits, size_t n, cudaStrea
 }
 
 void DeviceLogprobs::answer(const RaggedBatch& batch, int vocab, int max_rows, const float* d_step_logits,
-                            const int32_t* d_token_ids, const Head& head, cudaStream_t stream, StepOutput& out) {
-  const LogprobQuerySplit split = split_logprob_queries(batch, vocab, out);
-  const size_t total = out.logprob_queries.size(), width = static_cast<size_t>(out.logprob_width);
+                            const int32_t* d_token_ids, const Head& head, cudaStream_t stream, const StepRequest& request,
+                            StepResult& out) {
+  const LogprobQuerySplit split = split_logprob_queries(batch, vocab, request);
+  const size_t total = request.logprob_queries.size(), width = static_cast<size_t>(request.logprob_width);
   std::vector<size_t> order;  // task t answers query order[t]
   std::vector<LogprobTask> tasks;
   std::vector<int32_t> rows;
   for (const auto& [q, j] : split.sampled) {
     order.push_back(q);
-    tasks.push_back({static_cast<int32_t>(j), out.logprob_queries[q].k, -1});
+    tasks.push_back({static_cast<int32_t>(j), request.logprob_queries[q].k, -1});
   }
   const size_t chunk = static_cast<size_t>(std::max(1, std::min(logprob_chunk_rows(vocab), max_rows)));
   for (size_t i = 0; i < split.computed.size(); ++i) {
-    const LogprobQuery& query = out.logprob_queries[split.computed[i]];
+    const LogprobQuery& query = request.logprob_queries[split.computed[i]];
     order.push_back(split.computed[i]);
     tasks.push_back({static_cast<int32_t>(i % chunk), query.k, query.target});
     rows.push_back(query.row);
@@ -70,12 +71,12 @@ void DeviceLogprobs::answer(const RaggedBatch& batch, int vocab, int max_rows, c
     logprob_rows(chunk_logits_.get(), nullptr, tasks_.get() + num_sampled + c, n, vocab,
                  outputs_from(all, num_sampled + c), stream);
   }
-  collect(order, stream, out);
+  collect(order, request.logprob_width, stream, out);
 }
 
 // The answers back to the host (waits for the stream), task t's into query order[t]'s place.
-void DeviceLogprobs::collect(const std::vector<size_t>& order, cudaStream_t stream, StepOutput& out) const {
-  const size_t total = order.size(), width = static_cast<size_t>(out.logprob_width);
+void DeviceLogprobs::collect(const std::vector<size_t>& order, int width_k, cudaStream_t stream, StepResult& out) const {
+  const size_t total = order.size(), width = static_cast<size_t>(width_k);
   std::vector<float> target(total), lps(total * width);
   std::vector<int32_t> ids(total * width);
   CUDA_CHECK(cudaMemcpyAsync(target.data(), target_.get(), total * sizeof(float), cudaMemcpyDeviceToHost, stream));

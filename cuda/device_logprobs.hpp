@@ -1,4 +1,4 @@
-// The CUDA backend's answers to StepOutput::logprob_queries (split as engine/backend/logprob_split.hpp says):
+// The CUDA backend's answers to StepRequest::logprob_queries (split as engine/backend/logprob_split.hpp says):
 // rows the step already has are reduced on the device from the step's logits and drawn ids; every other
 // row gets its logits from `head` a chunk at a time into a buffer of at most 32 MB, each chunk reduced at
 // once by logprob_rows. Only the k values of each query come back. The buffers grow as steps need and
@@ -23,14 +23,15 @@ class DeviceLogprobs {
   // d_step_logits (num_logits, vocab) and d_token_ids (num_logits) of the step's sampling rows; max_rows:
   // the most rows head may be given. Fills out.logprobs; synchronizes the stream.
   void answer(const RaggedBatch& batch, int vocab, int max_rows, const float* d_step_logits,
-              const int32_t* d_token_ids, const Head& head, cudaStream_t stream, StepOutput& out);
+              const int32_t* d_token_ids, const Head& head, cudaStream_t stream, const StepRequest& request,
+              StepResult& out);
 
   // A copy of the step's logits (n floats), made before the device sampler changes them; valid until the
   // next call.
   const float* keep_raw(const float* d_logits, size_t n, cudaStream_t stream);
 
  private:
-  void collect(const std::vector<size_t>& order, cudaStream_t stream, StepOutput& out) const;
+  void collect(const std::vector<size_t>& order, int width, cudaStream_t stream, StepResult& out) const;
 
   DeviceBuffer<float> raw_logits_;    // keep_raw's copy
   DeviceBuffer<float> chunk_logits_;  // (chunk rows, vocab)

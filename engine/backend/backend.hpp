@@ -1,7 +1,8 @@
-// The interface between the engine and an executor (CPU or CUDA). A backend owns the weights in its
-// compute format and the paged KV cache; the engine hands it one RaggedBatch per step and receives the
-// logits of the sampling rows, or only their next token ids: the argmax when every row samples greedily,
-// or the draws of a backend that samples on its device (so a GPU copies back a few bytes per step).
+// The interface between the engine and an executor (CPU or CUDA), one way: the engine hands a step's
+// RaggedBatch and its StepRequest (read-only), the backend fills a StepResult: the logits of the sampling
+// rows, or only their next token ids (the argmax when every row samples greedily, or the draws of a backend
+// that samples on its device, so a GPU copies back a few bytes per step). What a backend is and can do is
+// one BackendTraits, read once. A backend owns the weights in its compute format and the paged KV cache.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -20,54 +21,71 @@ struct KvCacheSpec {
   int block_size = 16;     // tokens per block
 };
 
-struct StepOutput {
-  bool want_logits = true;            // set by the engine before forward()
-  std::vector<RowSampling> sampling;  // (num_logits) or empty, set by the engine: see token_ids
+// What the engine asks of one step besides its batch; the backend only reads it.
+struct StepRequest {
+  // Whether the step returns the logits of its sampling rows (StepResult::logits); else their token ids.
+  bool want_logits = true;
+  // (num_logits) or empty: each row's parameters when a backend that samples_on_device draws it (else the
+  // ids are the argmax, ties to the lowest id).
+  std::vector<RowSampling> sampling;
   std::vector<PenaltyToken> penalty_tokens;  // the penalized rows' tokens (RowSampling::penalty_begin/end)
   // The constrained rows' allowed tokens (engine/sample/token_mask.hpp), token_mask_words(vocab) words a
   // row from its RowSampling::mask_offset: applied before penalties and the draw.
   std::vector<uint64_t> token_mask;
-  std::vector<float> logits;          // (num_logits, vocab) when want_logits
-  // (num_logits) when !want_logits: with `sampling` empty the argmax (ties go to the lowest id), else each
-  // row's draw under its RowSampling (only asked of a backend that samples_on_device()).
-  std::vector<int32_t> token_ids;
-  // Set by the engine: rows whose log-softmax the backend reduces to k values each (empty for steps
-  // without logprob requests; only asked of a backend that answers_logprob_queries()); and the answers.
+  // Rows whose log-softmax the backend reduces to k values each (empty for steps without logprob
+  // requests; only asked of a backend that answers_logprob_queries), and the largest k.
   std::vector<LogprobQuery> logprob_queries;
-  int logprob_width = 0;              // the largest k of the queries
-  LogprobAnswers logprobs;            // (logprob_queries) set by the backend
-  // Set by the backend for a mixture of experts: the distinct experts the step's rows picked, summed over
-  // the sparse layers (the experts whose weights it read); -1 for a dense model.
+  int logprob_width = 0;
+};
+
+// What the backend returns for one step.
+struct StepResult {
+  std::vector<float> logits;          // (num_logits, vocab) when the request wants logits
+  std::vector<int32_t> token_ids;     // (num_logits) when it does not: the argmax, or each row's draw
+  LogprobAnswers logprobs;            // (StepRequest::logprob_queries)
+  // A mixture of experts: the distinct experts the step's rows picked, summed over the sparse layers (the
+  // experts whose weights it read); -1 for a dense model.
   int experts_touched = -1;
   // (num_pooled, ModelConfig::pooled_width()) the pooled final hidden states of RaggedBatch::pooled_seqs,
   // before any normalisation; a cross-encoder's classifier logits instead.
   std::vector<float> pooled;
+
+  // Empties it for the next step, keeping the buffers' memory.
+  void clear() {
+    logits.clear();
+    token_ids.clear();
+    logprobs.resize(0, 0);
+    experts_touched = -1;
+    pooled.clear();
+  }
+};
+
+// What a backend is and can do, fixed once it is built; the engine reads it once.
+struct BackendTraits {
+  std::string device_name = "cpu";     // "cpu" or "cuda:<GPU name>"
+  bool samples_on_device = false;      // draws sampled rows itself (StepRequest::sampling)
+  // Answers StepRequest::logprob_queries (prompt logprobs need it; without it, rows that ask logprobs come
+  // back as logits and the host reduces them).
+  bool answers_logprob_queries = false;
+  bool pools_embeddings = false;       // fills StepResult::pooled (embedding requests need it)
+  // Bytes per weight parameter, per routed-expert parameter and per KV element as the backend stores
+  // them (the cost model's).
+  double weight_bytes_per_param = 4.0;
+  double expert_bytes_per_param = 4.0;
+  double kv_bytes_per_elem = 4.0;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
-  // "cpu" or "cuda:<GPU name>".
-  virtual std::string device_name() const = 0;
+  virtual const BackendTraits& traits() const = 0;
   // KV bytes per block (all layers, K and V) in this backend's cache dtype.
   virtual int64_t kv_block_bytes(int block_size) const = 0;
   // Blocks that fit the memory this backend may give the cache (after weights and workspace).
   virtual int64_t max_kv_blocks(int block_size) const = 0;
   virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
   // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
-  virtual void forward(const RaggedBatch& batch, StepOutput& out) = 0;
-  // Draws sampled rows itself (StepOutput::sampling) instead of returning their logits.
-  virtual bool samples_on_device() const { return false; }
-  // Answers StepOutput::logprob_queries (prompt logprobs need it; without it, rows that ask logprobs
-  // come back as logits and the host reduces them).
-  virtual bool answers_logprob_queries() const { return false; }
-  // Fills StepOutput::pooled for RaggedBatch::pooled_seqs (embedding requests need it).
-  virtual bool pools_embeddings() const { return false; }
-  // Bytes per weight parameter and per KV element as this backend stores them (for the cost model).
-  virtual double weight_bytes_per_param() const { return 4.0; }
-  // The same for routed experts (stored apart: MXFP4 or FP8 experts beside T weights).
-  virtual double expert_bytes_per_param() const { return weight_bytes_per_param(); }
-  virtual double kv_bytes_per_elem() const { return 4.0; }
+  virtual void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& result) = 0;
   // Measured copy bandwidth and matrix throughput (bench's roofline); invalid where not measured.
   virtual DevicePeaks measure_peaks() { return {}; }
   // Seconds the device spent executing steps so far (0 where not measured, e.g. the CPU).

@@ -1,4 +1,4 @@
-// A backend's first step in answering StepOutput::logprob_queries (backend.hpp): the queries whose rows
+// A backend's first step in answering StepRequest::logprob_queries (backend.hpp): the queries whose rows
 // are among the step's logits rows and ask the row's own token (target -1), with that logits row, and
 // those whose rows need logits of their own (prompt rows), which a backend computes in chunks of
 // logprob_chunk_rows(vocab) rows: at most 32 MB of logits whatever the prompt length and vocabulary
@@ -20,7 +20,7 @@ struct LogprobQuerySplit {
 
 // Throws an internal error for a query outside the batch, the vocabulary or the step's width, or one
 // asking the token of a row that has none.
-LogprobQuerySplit split_logprob_queries(const RaggedBatch& batch, int vocab, const StepOutput& out);
+LogprobQuerySplit split_logprob_queries(const RaggedBatch& batch, int vocab, const StepRequest& request);
 
 inline int logprob_chunk_rows(int vocab) {
   constexpr int kChunkFloats = 8 << 20, kMaxRows = 256;

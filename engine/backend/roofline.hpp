@@ -29,7 +29,7 @@ class CostModel {
   CostModel(const ModelConfig& config, double weight_bytes_per_param, double kv_bytes_per_elem,
             double expert_bytes_per_param = -1);
   // Useful work only: padding rows (slot -1) are waste, not part of the limit. experts_touched: the
-  // backend's StepOutput::experts_touched (distinct experts summed over sparse layers); -1 counts every expert.
+  // backend's StepResult::experts_touched (distinct experts summed over sparse layers); -1 counts every expert.
   StepCost step_cost(const RaggedBatch& batch, int experts_touched = -1) const;
   static double roofline_seconds(const StepCost& cost, const DevicePeaks& peaks);
 

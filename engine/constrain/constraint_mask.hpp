@@ -1,6 +1,6 @@
 // The tokens a constrained row may draw at its constraint's state, as one bitmask (engine/sample/
 // token_mask.hpp) that both sampling paths apply: the host to the logits before its Sampler, the device
-// sampler from the words the engine sends with the step (StepOutput::token_mask).
+// sampler from the words the engine sends with the step (StepRequest::token_mask).
 #pragma once
 #include <cstdint>
 #include <vector>

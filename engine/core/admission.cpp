@@ -11,7 +11,7 @@ namespace cbatch {
 std::string Admission::embedding_refusal(const Request& request) const {
   const SchedulerConfig& sc = config_.scheduler;
   if (sc.mode == Mode::kStatic) return "embedding requests run in continuous or sequential mode, not static";
-  if (!backend_.pools_embeddings()) return "the " + backend_.device_name() + " backend does not compute embeddings (use --device cpu)";
+  if (!backend_.traits().pools_embeddings) return "the " + backend_.traits().device_name + " backend does not compute embeddings (use --device cpu)";
   const size_t n = request.embedding_inputs.size();
   if (n == 0) return "the request has no input";
   for (size_t i = 0; i < n; ++i) {
@@ -136,8 +136,8 @@ std::string Admission::prepare(Sequence& seq) {
            " sequences a step may hold (--max-num-seqs" +
            (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")");
   }
-  if (seq.request->sampling.wants_prompt_logprobs() && !backend_.answers_logprob_queries()) {
-    return "prompt_logprobs: the " + backend_.device_name() + " backend does not compute them";
+  if (seq.request->sampling.wants_prompt_logprobs() && !backend_.traits().answers_logprob_queries) {
+    return "prompt_logprobs: the " + backend_.traits().device_name + " backend does not compute them";
   }
   return "";
 }

@@ -42,8 +42,8 @@ class EngineRun {
         scheduler_(make_scheduler(config.scheduler, blocks_)),
         admission_(config, model, backend, blocks_, *scheduler_, live_, results_, structured_),
         sampling_(config, model, backend, structured_),
-        cost_model_(model.config, backend.weight_bytes_per_param(), backend.kv_bytes_per_elem(),
-                    backend.expert_bytes_per_param()) {
+        cost_model_(model.config, backend.traits().weight_bytes_per_param, backend.traits().kv_bytes_per_elem,
+                    backend.traits().expert_bytes_per_param) {
     if (reasoning_) results_.set_reasoning_parser(reasoning_.get());
   }
 
@@ -92,12 +92,13 @@ class EngineRun {
       if (s.seq->first_step < 0) s.seq->first_step = step_;
     }
     pack_batch(plan, blocks_.block_size(), batch_);
-    sampling_.prepare(plan, output_);
-    logprob_steps_.add_queries(plan, batch_, output_);
+    sampling_.prepare(plan, request_);
+    logprob_steps_.add_queries(plan, batch_, request_);
+    result_.clear();
     const int64_t t1 = engine_now_ns();
-    backend_.forward(batch_, output_);
+    backend_.forward(batch_, request_, result_);
     const int64_t t2 = engine_now_ns();
-    logprob_steps_.store_prompt(output_);
+    logprob_steps_.store_prompt(request_, result_);
     const int finished = commit(plan);
     for (Sequence* seq : scheduler_->on_step_done(plan)) live_.erase(seq);
     record_step(plan, {t0, t1, t2}, finished);
@@ -112,10 +113,10 @@ class EngineRun {
     for (const ScheduledSeq& s : plan.seqs) {
       Sequence& seq = *s.seq;
       if (!seq.request->embedding) continue;
-      if (static_cast<size_t>(pooled + 1) * dim > output_.pooled.size()) {
+      if (static_cast<size_t>(pooled + 1) * dim > result_.pooled.size()) {
         throw Error("internal error: the backend pooled fewer sequences than the step computed whole");
       }
-      seq.embedding = finish_embedding(&output_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request->embedding);
+      seq.embedding = finish_embedding(&result_.pooled[static_cast<size_t>(pooled++) * dim], dim, *seq.request->embedding);
       seq.finish_reason = FinishReason::kStop;
       seq.finish_step = step_;
       seq.first_token_ns = engine_now_ns();
@@ -129,10 +130,10 @@ class EngineRun {
     for (const ScheduledSeq& s : plan.seqs) s.seq->num_computed += s.num_tokens;
     int finished = finish_embeddings(plan);
     fork_samples(plan);
-    sampling_.sample(plan, forked_, output_, logprob_steps_);
+    sampling_.sample(plan, forked_, request_, result_, logprob_steps_);
     const std::vector<Sequence*>& rows = sampling_.rows();
     const std::vector<int32_t>& tokens = sampling_.tokens();
-    logprob_steps_.make_generated(rows, tokens, output_);
+    logprob_steps_.make_generated(rows, tokens, request_, result_);
     for (size_t row = 0; row < rows.size(); ++row) {
       Sequence& seq = *rows[row];
       if (seq.first_token_ns == 0) seq.first_token_ns = engine_now_ns();
@@ -212,12 +213,12 @@ class EngineRun {
     r.cached_tokens = plan.cached_tokens;
     r.constrained_rows = sampling_.constrained_rows();
     r.mask_ms = sampling_.mask_ms();
-    r.experts_touched = output_.experts_touched;
+    r.experts_touched = result_.experts_touched;
     r.embedding_seqs = batch_.num_pooled();  // the batch: the plan's finished sequences are gone by now
     for (int s : batch_.pooled_seqs) r.embedding_tokens += batch_.query_start[s + 1] - batch_.query_start[s];
     r.kv_blocks_cached = blocks_.num_cached();
     if (hooks_.peaks.valid()) {
-      const StepCost cost = cost_model_.step_cost(batch_, output_.experts_touched);
+      const StepCost cost = cost_model_.step_cost(batch_, result_.experts_touched);
       r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost, hooks_.peaks);
       r.flops = cost.flops;
       r.bytes = cost.bytes;
@@ -244,7 +245,8 @@ class EngineRun {
   StepSampling sampling_;
   std::vector<std::pair<Sequence*, int32_t>> forked_;  // samples forked this step, with their parent's row
   RaggedBatch batch_;
-  StepOutput output_;
+  StepRequest request_;  // what this step asks of the backend
+  StepResult result_;    // what it returned
   CostModel cost_model_;
   int64_t start_ns_ = 0;
   int64_t step_ = 0;
@@ -261,7 +263,7 @@ Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
   if (config.kv_cache_blocks > 0) {
     if (config.kv_cache_blocks > limit) {
       throw Error("--kv-cache-blocks " + std::to_string(config.kv_cache_blocks) + " exceeds the " +
-                  std::to_string(limit) + " blocks that fit the " + backend.device_name() + " memory");
+                  std::to_string(limit) + " blocks that fit the " + backend.traits().device_name + " memory");
     }
     cache_.num_blocks = config.kv_cache_blocks;
   } else {
@@ -269,7 +271,7 @@ Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
     const int64_t per_seq = (model.config.max_context + cache_.block_size - 1) / cache_.block_size;
     cache_.num_blocks = static_cast<int>(std::min<int64_t>(limit, per_seq * config.scheduler.max_num_seqs));
   }
-  if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.device_name());
+  if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.traits().device_name);
   backend.allocate_kv_cache(cache_);
 }
 

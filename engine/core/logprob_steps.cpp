@@ -11,16 +11,15 @@ bool LogprobSteps::any_sampling_row(const StepPlan& plan) {
                      [](const ScheduledSeq& s) { return s.samples && s.seq->request->sampling.wants_logprobs(); });
 }
 
-void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
+void LogprobSteps::add_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out) {
   out.logprob_queries.clear();
-  out.logprobs.resize(0, 0);
   out.logprob_width = 0;
   add_prompt_queries(plan, batch, out);
   add_sampling_queries(plan, batch, out);
 }
 
 // Each prompt row not scored yet predicts the next prompt token (the last prompt row predicts a generated one).
-void LogprobSteps::add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
+void LogprobSteps::add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out) {
   prompt_queries_.clear();
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const ScheduledSeq& s = plan.seqs[i];
@@ -39,7 +38,7 @@ void LogprobSteps::add_prompt_queries(const StepPlan& plan, const RaggedBatch& b
 }
 
 // Sampling rows whose token the backend picks (argmax or its own draw): it answers for that token.
-void LogprobSteps::add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out) {
+void LogprobSteps::add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out) {
   sampling_query_.clear();
   int logits_row = 0;
   for (const ScheduledSeq& s : plan.seqs) {
@@ -53,11 +52,11 @@ void LogprobSteps::add_sampling_queries(const StepPlan& plan, const RaggedBatch&
   }
 }
 
-void LogprobSteps::store_prompt(const StepOutput& out) const {
+void LogprobSteps::store_prompt(const StepRequest& request, const StepResult& out) const {
   const LogprobAnswers& a = out.logprobs;
-  if (a.target_logprob.size() != out.logprob_queries.size()) {
+  if (a.target_logprob.size() != request.logprob_queries.size()) {
     throw Error("internal error: the backend answered " + std::to_string(a.target_logprob.size()) + " of " +
-                std::to_string(out.logprob_queries.size()) + " logprob queries");
+                std::to_string(request.logprob_queries.size()) + " logprob queries");
   }
   for (size_t q = 0; q < prompt_queries_.size(); ++q) {
     Sequence& seq = *prompt_queries_[q].seq;
@@ -68,7 +67,7 @@ void LogprobSteps::store_prompt(const StepOutput& out) const {
     }
     const size_t top = q * static_cast<size_t>(a.width);
     seq.prompt_logprobs->push_back(entry(seq.tokens[static_cast<size_t>(p)], seq.tokens[static_cast<size_t>(p) + 1],
-                                        a.target_logprob[q], out.logprob_queries[q].k, a.top_ids.data() + top,
+                                        a.target_logprob[q], request.logprob_queries[q].k, a.top_ids.data() + top,
                                         a.top_logprobs.data() + top));
   }
 }
@@ -86,7 +85,7 @@ void LogprobSteps::keep_raw_rows(const std::vector<Sequence*>& rows, const std::
 }
 
 void LogprobSteps::make_generated(const std::vector<Sequence*>& rows, const std::vector<int32_t>& sampled,
-                                  const StepOutput& out) {
+                                  const StepRequest& request, const StepResult& out) {
   has_entry_.assign(rows.size(), false);
   generated_.resize(rows.size());
   const LogprobAnswers& a = out.logprobs;
@@ -95,7 +94,7 @@ void LogprobSteps::make_generated(const std::vector<Sequence*>& rows, const std:
     const int k = seq.request->sampling.logprobs;
     if (k < 0) continue;
     const int32_t prev = seq.tokens.back();
-    if (out.want_logits) {
+    if (request.want_logits) {
       top_ids_.resize(static_cast<size_t>(k));
       top_lps_.resize(static_cast<size_t>(k));
       const float* row = &raw_rows_[static_cast<size_t>(raw_index_.at(i)) * vocab_];

@@ -22,14 +22,15 @@ class LogprobSteps {
 
   // Whether a sampling row of the plan asks logprobs (a backend that answers no queries then returns logits).
   static bool any_sampling_row(const StepPlan& plan);
-  // Before forward, after StepOutput::want_logits is decided: the step's queries.
-  void add_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
+  // Before forward, after StepRequest::want_logits is decided: the step's queries.
+  void add_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out);
   // After forward: prompt entries into their sequences.
-  void store_prompt(const StepOutput& out) const;
+  void store_prompt(const StepRequest& request, const StepResult& out) const;
   // Host sampling: copies the raw logits row of each sampling row that asks logprobs (before masks).
   void keep_raw_rows(const std::vector<Sequence*>& rows, const std::vector<float*>& logits);
   // After sampling: the entry of each sampling row's token (rows are the engine's sampling rows).
-  void make_generated(const std::vector<Sequence*>& rows, const std::vector<int32_t>& sampled, const StepOutput& out);
+  void make_generated(const std::vector<Sequence*>& rows, const std::vector<int32_t>& sampled, const StepRequest& request,
+                      const StepResult& out);
   // Row `row`'s entry, moved into its sequence; nothing for rows that ask none.
   void append_generated(size_t row, Sequence& seq);
 
@@ -38,8 +39,8 @@ class LogprobSteps {
     Sequence* seq;
     int position;  // the row's position; it scores tokens[position + 1]
   };
-  void add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
-  void add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepOutput& out);
+  void add_prompt_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out);
+  void add_sampling_queries(const StepPlan& plan, const RaggedBatch& batch, StepRequest& out);
   TokenLogprob entry(int32_t prev, int32_t id, float logprob, int k, const int32_t* top_ids, const float* top_lps) const;
   std::string shown_piece(int32_t prev, int32_t id) const;
 

@@ -25,7 +25,7 @@ bool any_row(const StepPlan& plan, bool (*pred)(const ScheduledSeq&)) {
 
 }  // namespace
 
-void StepSampling::prepare(const StepPlan& plan, StepOutput& out) {
+void StepSampling::prepare(const StepPlan& plan, StepRequest& out) {
   constrained_rows_ = 0;
   mask_ms_ = 0;
   blocked_.clear();
@@ -45,10 +45,10 @@ void StepSampling::prepare(const StepPlan& plan, StepOutput& out) {
   // A forking row draws n tokens from one row of logits: the host samples those.
   const bool forks = any_row(plan, [](const ScheduledSeq& s) { return s.samples && s.seq->pending_samples > 1; });
   // A backend that answers no logprob queries returns the logits of such rows for the host to reduce.
-  const bool host_logprobs = !backend_.answers_logprob_queries() && LogprobSteps::any_sampling_row(plan);
+  const bool host_logprobs = !backend_.traits().answers_logprob_queries && LogprobSteps::any_sampling_row(plan);
   const bool scores = any_row(plan, [](const ScheduledSeq& s) { return s.samples && s.seq->request->is_score(); });
   // Only the host's Sampler applies a logit_bias.
-  out.want_logits = scores || host_logprobs || biased || (!plain_greedy && (!backend_.samples_on_device() || forks));
+  out.want_logits = scores || host_logprobs || biased || (!plain_greedy && (!backend_.traits().samples_on_device || forks));
   if (out.want_logits || plain_greedy) return;
   int64_t mask_ns = 0;
   for (const ScheduledSeq& s : plan.seqs) {
@@ -81,7 +81,7 @@ void StepSampling::prepare(const StepPlan& plan, StepOutput& out) {
 }
 
 void StepSampling::sample(const StepPlan& plan, const std::vector<std::pair<Sequence*, int32_t>>& forked,
-                          StepOutput& out, LogprobSteps& logprobs) {
+                          const StepRequest& request, StepResult& out, LogprobSteps& logprobs) {
   rows_.clear();
   logits_row_.clear();
   for (const ScheduledSeq& s : plan.seqs) {
@@ -96,7 +96,7 @@ void StepSampling::sample(const StepPlan& plan, const std::vector<std::pair<Sequ
   }
   const int64_t n = static_cast<int64_t>(rows_.size());
   sampled_.resize(static_cast<size_t>(n));
-  if (!out.want_logits) {
+  if (!request.want_logits) {
     if (out.token_ids.size() != static_cast<size_t>(num_logits)) {
       throw Error("internal error: the backend returned " + std::to_string(out.token_ids.size()) +
                   " token ids for " + std::to_string(num_logits) + " sampling rows");

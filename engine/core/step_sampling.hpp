@@ -25,12 +25,12 @@ class StepSampling {
   StepSampling(const EngineConfig& config, const Model& model, const Backend& backend, StructuredOutputs& structured)
       : config_(config), model_(model), backend_(backend), structured_(structured) {}
 
-  // Before the forward: sets out's request fields (want_logits, sampling, penalty_tokens, token_mask).
-  void prepare(const StepPlan& plan, StepOutput& out);
+  // Before the forward: sets the request's want_logits, sampling, penalty_tokens and token_mask.
+  void prepare(const StepPlan& plan, StepRequest& out);
   // After the forward: the token of each sampling row of the plan, then of each forked sample (a child
   // with its parent's logits row). A score request's sequence gets its score from its raw row.
-  void sample(const StepPlan& plan, const std::vector<std::pair<Sequence*, int32_t>>& forked, StepOutput& out,
-              LogprobSteps& logprobs);
+  void sample(const StepPlan& plan, const std::vector<std::pair<Sequence*, int32_t>>& forked, const StepRequest& request,
+              StepResult& out, LogprobSteps& logprobs);
 
   const std::vector<Sequence*>& rows() const { return rows_; }      // (sampled tokens) their sequences
   const std::vector<int32_t>& tokens() const { return sampled_; }   // (sampled tokens)

@@ -42,6 +42,24 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
     inv_freq_[set].resize(config_.head_dim / 2);
     rope_inv_freq(config_, inv_freq_[set].data(), set & kLocal, set & kLongRange);
   }
+  traits_ = make_traits();
+}
+
+BackendTraits CpuBackend::make_traits() const {
+  BackendTraits t;
+  t.device_name = "cpu";
+  t.answers_logprob_queries = true;
+  t.pools_embeddings = true;
+  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones), routed experts
+  // aside; a routed expert's as stored: its block type's (MXFP4 17/32, Q8_0 34/32) where the experts keep
+  // their blocks, else 4 (fp32).
+  if (weights_.matrix_params > 0) {
+    t.weight_bytes_per_param = static_cast<double>(weights_.matrix_bytes) / static_cast<double>(weights_.matrix_params);
+  }
+  t.expert_bytes_per_param =
+      weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : t.weight_bytes_per_param;
+  t.kv_bytes_per_elem = static_cast<double>(kv_element_bytes(kv_element_));
+  return t;
 }
 
 DevicePeaks CpuBackend::measure_peaks() { return measure_cpu_peaks(pool_); }
@@ -149,7 +167,7 @@ void CpuBackend::rope_tables(const RaggedBatch& batch) {
   }
 }
 
-void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
+void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
   const int num_tokens = batch.num_tokens();
   resize_activations(num_tokens);
   copy_blocks(batch);
@@ -174,7 +192,7 @@ void CpuBackend::forward(const RaggedBatch& batch, StepOutput& out) {
                               config_.num_labels};
     classify_rows(head, config_.dim, batch.num_pooled(), out.pooled);
   }
-  compute_logits(batch, out);
+  compute_logits(batch, request, out);
 }
 
 void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
@@ -219,7 +237,7 @@ void CpuBackend::head_rows(const int32_t* rows, int n, float* logits) {
   if (config_.final_softcap > 0.0f) softcap_row(logits, n * config_.vocab_size, config_.final_softcap);
 }
 
-void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
+void CpuBackend::compute_logits(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
   const int n = batch.num_logits();
   if (!config_.has_lm_head) {
     if (n > 0) throw Error("internal error: logits asked of an encoder model");
@@ -230,15 +248,15 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, StepOutput& out) {
   const int vocab = config_.vocab_size;
   out.logits.resize(static_cast<size_t>(n) * vocab);
   head_rows(batch.logits_rows.data(), n, out.logits.data());
-  if (!out.want_logits) {
+  if (!request.want_logits) {
     out.token_ids.resize(n);
     pool_.parallel_for(n, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) out.token_ids[i] = first_argmax(&out.logits[static_cast<size_t>(i) * vocab], vocab);
     }, 1, min_parallel_items(0.2 * vocab));
   }
-  if (out.logprob_queries.empty()) return;
+  if (request.logprob_queries.empty()) return;
   const LogitsHead head = [this](const int32_t* rows, int count, float* logits) { head_rows(rows, count, logits); };
-  answer_logprob_queries(batch, vocab, head, pool_, out);
+  answer_logprob_queries(batch, vocab, head, pool_, request, out);
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options) {

@@ -29,20 +29,7 @@ class CpuBackend final : public Backend {
  public:
   CpuBackend(const Model& model, const CpuBackendOptions& options);
 
-  std::string device_name() const override { return "cpu"; }
-
-  // Bytes a step streams per matrix parameter (4 for fp32 panels, under 1 for blocked ones), routed experts
-  // aside.
-  double weight_bytes_per_param() const override {
-    return weights_.matrix_params > 0
-               ? static_cast<double>(weights_.matrix_bytes) / static_cast<double>(weights_.matrix_params)
-               : 4.0;
-  }
-  // A routed expert's bytes per parameter as stored: its block type's (MXFP4 17/32, Q8_0 34/32) where the
-  // experts keep their blocks, else 4 (fp32).
-  double expert_bytes_per_param() const override {
-    return weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : weight_bytes_per_param();
-  }
+  const BackendTraits& traits() const override { return traits_; }
 
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
   DevicePeaks measure_peaks() override;
@@ -53,9 +40,7 @@ class CpuBackend final : public Backend {
   int64_t max_kv_blocks(int block_size) const override { return options_.kv_cache_bytes / kv_block_bytes(block_size); }
   void allocate_kv_cache(const KvCacheSpec& spec) override;
 
-  void forward(const RaggedBatch& batch, StepOutput& out) override;
-  bool answers_logprob_queries() const override { return true; }
-  bool pools_embeddings() const override { return true; }
+  void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override;
 
  private:
   // cpu_backend.cpp: the step around the layers.
@@ -65,7 +50,8 @@ class CpuBackend final : public Backend {
   void rope_tables(const RaggedBatch& batch);
   void embed_rows(const RaggedBatch& batch);
   int64_t position_row(const RaggedBatch& batch, int r) const;
-  void compute_logits(const RaggedBatch& batch, StepOutput& out);
+  void compute_logits(const RaggedBatch& batch, const StepRequest& request, StepResult& out);
+  BackendTraits make_traits() const;
   void head_rows(const int32_t* rows, int n, float* logits);
   // cpu_layer_forward.cpp: a layer.
   void attention_layer(const RaggedBatch& batch, int layer);
@@ -85,6 +71,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::shared_ptr<const void> storage_;  // keeps the bytes behind the weights' tables alive
   CpuWeights weights_;
+  BackendTraits traits_;
   // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
   // original_max_position. Sets a model does not use are computed anyway (cheap) and never read.
   static constexpr int kLocal = 1, kLongRange = 2, kRopeSets = 4;

@@ -1,5 +1,5 @@
-// A host backend's answers to StepOutput::logprob_queries (split as logprob_split.hpp says): rows the
-// step already has are reduced from StepOutput::logits with the ids in StepOutput::token_ids; the others
+// A host backend's answers to StepRequest::logprob_queries (split as logprob_split.hpp says): rows the
+// step already has are reduced from StepResult::logits with the ids in StepResult::token_ids; the others
 // get their logits from `head`, a chunk at a time, each chunk reduced at once. Rows are reduced in
 // parallel on the pool.
 #pragma once
@@ -15,6 +15,6 @@ namespace cbatch {
 using LogitsHead = std::function<void(const int32_t* rows, int n, float* logits)>;
 
 void answer_logprob_queries(const RaggedBatch& batch, int vocab, const LogitsHead& head, ThreadPool& pool,
-                            StepOutput& out);
+                            const StepRequest& request, StepResult& out);
 
 }  // namespace cbatch

@@ -9,11 +9,11 @@
 
 namespace cbatch {
 
-// One row of a step's batch whose log-softmax the backend reduces (StepOutput::logprob_queries).
+// One row of a step's batch whose log-softmax the backend reduces (StepRequest::logprob_queries).
 struct LogprobQuery {
   int32_t row = 0;      // batch row (any row, not only a sampling row)
-  int32_t k = 0;        // top tokens wanted, 0..StepOutput::logprob_width
-  int32_t target = -1;  // token whose log-probability is wanted; -1: the row's token in StepOutput::token_ids
+  int32_t k = 0;        // top tokens wanted, 0..StepRequest::logprob_width
+  int32_t target = -1;  // token whose log-probability is wanted; -1: the row's token in StepResult::token_ids
 };
 
 // The answers, query by query: top ids/logprobs are (queries, width), rows with k < width padded with id -1.

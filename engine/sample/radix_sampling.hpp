@@ -27,7 +27,7 @@ struct RowSampling {
   float presence_penalty = 0.0f;
   int32_t penalty_begin = 0;  // the row's PenaltyTokens: [penalty_begin, penalty_end) of the step's list
   int32_t penalty_end = 0;
-  int32_t mask_offset = -1;  // constrained rows: the first of its StepOutput::token_mask words; -1: none
+  int32_t mask_offset = -1;  // constrained rows: the first of its StepRequest::token_mask words; -1: none
   double uniform = 0.0;      // the draw's u in [0, 1): sample_uniform(request seed, output token index)
 };
 

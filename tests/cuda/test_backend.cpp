@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "cuda/cuda_backend.hpp"
+#include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/sample/radix_sampling.hpp"
@@ -171,9 +172,9 @@ class StepReference {
   }
   std::vector<double> forward(const RaggedBatch& batch) {
     if (llama_) return llama_->forward(batch);
-    StepOutput out;
+    StepIo out;
     out.want_logits = true;
-    cpu_->forward(batch, out);
+    cpu_->forward(batch, out, out);
     return std::vector<double>(out.logits.begin(), out.logits.end());
   }
 
@@ -187,7 +188,7 @@ class StepReference {
 // returns exactly the argmax of the logits path (each step run twice: rewriting the same k and v).
 void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu_reference = false) {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
-  CHECK(backend->device_name().rfind("cuda:", 0) == 0);
+  CHECK(backend->traits().device_name.rfind("cuda:", 0) == 0);
   CHECK(backend->max_kv_blocks(kBlockSize) >= kNumBlocks);
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   StepReference reference(model, cpu_reference);
@@ -197,17 +198,17 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu
     ++step_index;
     CAPTURE(step_index);
     const std::vector<double> ref = reference.forward(batch);
-    StepOutput out;
+    StepIo out;
     out.want_logits = true;
-    backend->forward(batch, out);
+    backend->forward(batch, out, out);
     REQUIRE(out.logits.size() == static_cast<size_t>(batch.num_logits()) * vocab);
     const double err = rel_error(out.logits, ref);
     MESSAGE("step " << step_index << " logits relative error " << err);
     CHECK(err < tol);
 
-    StepOutput ids;
+    StepIo ids;
     ids.want_logits = false;
-    backend->forward(batch, ids);
+    backend->forward(batch, ids, ids);
     REQUIRE(ids.token_ids.size() == static_cast<size_t>(batch.num_logits()));
     for (int i = 0; i < batch.num_logits(); ++i) {
       const float* row = out.logits.data() + static_cast<size_t>(i) * vocab;
@@ -595,7 +596,7 @@ Model make_gpt_oss_mxfp4_model() {
 // Runs scenario()'s steps on a CUDA backend (dtype) and a CPU backend of the same model, and hands each
 // step's two outputs to check.
 void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
-                            const std::function<void(const StepOutput& gpu, const StepOutput& cpu)>& check) {
+                            const std::function<void(const StepIo& gpu, const StepIo& cpu)>& check) {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   CpuBackendOptions options;
@@ -604,9 +605,9 @@ void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
   std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
   cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
-    StepOutput gpu_out, cpu_out;
-    backend->forward(batch, gpu_out);
-    cpu_backend->forward(batch, cpu_out);
+    StepIo gpu_out, cpu_out;
+    backend->forward(batch, gpu_out, gpu_out);
+    cpu_backend->forward(batch, cpu_out, cpu_out);
     check(gpu_out, cpu_out);
   }
 }
@@ -623,7 +624,7 @@ TEST_CASE("CUDA backend runs gpt-oss's MXFP4 experts in MXFP4 (and decoded, CBAT
     if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
     check_scenario(model, ComputeDType::kBF16, 0.1, true);
     check_scenario(model, ComputeDType::kF16, 0.1, true);
-    for_each_step_with_cpu(model, ComputeDType::kBF16, [](const StepOutput& gpu_out, const StepOutput& cpu_out) {
+    for_each_step_with_cpu(model, ComputeDType::kBF16, [](const StepIo& gpu_out, const StepIo& cpu_out) {
       CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
     });
   }
@@ -649,14 +650,14 @@ TEST_CASE("CUDA backend runs a dummy model's MXFP4 experts (--dummy-dtype mxfp4)
   const Model model = load_model(source);
   std::filesystem::remove(path);
   check_scenario(model, ComputeDType::kF32, 1e-4, true);
-  CHECK(make_cuda_backend(model, small_options(ComputeDType::kF32))->expert_bytes_per_param() == 4.0);
+  CHECK(make_cuda_backend(model, small_options(ComputeDType::kF32))->traits().expert_bytes_per_param == 4.0);
   for (const char* mode : {"", "dequant"}) {
     CAPTURE(mode);
     std::unique_ptr<ScopedEnv> env;
     if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
     check_scenario(model, ComputeDType::kBF16, 0.1, true);
     check_scenario(model, ComputeDType::kF16, 0.1, true);
-    const double bytes = make_cuda_backend(model, small_options(ComputeDType::kBF16))->expert_bytes_per_param();
+    const double bytes = make_cuda_backend(model, small_options(ComputeDType::kBF16))->traits().expert_bytes_per_param;
     CHECK(bytes == (*mode != '\0' ? 2.0 : 17.0 / 32.0));
   }
 }
@@ -673,10 +674,10 @@ TEST_CASE("CUDA backend with --quantization fp8 runs gpt-oss's experts in FP8 cl
   quantized->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
-    StepOutput a, b;
+    StepIo a, b;
     a.want_logits = b.want_logits = true;
-    quantized->forward(batch, a);
-    bf16->forward(batch, b);
+    quantized->forward(batch, a, a);
+    bf16->forward(batch, b, b);
     const double err = rel_error(a.logits, std::vector<double>(b.logits.begin(), b.logits.end()));
     MESSAGE("fp8 against bf16: logits relative error " << err);
     CHECK(err < 0.15);
@@ -698,7 +699,7 @@ TEST_CASE("the gpt-oss test model's sinks and o bias change its logits (its CUDA
 
 TEST_CASE("CUDA backend fills experts_touched: the distinct experts a step's rows picked, per sparse layer") {
   const Model model = make_moe_model(false);
-  for_each_step_with_cpu(model, ComputeDType::kF32, [](const StepOutput& gpu_out, const StepOutput& cpu_out) {
+  for_each_step_with_cpu(model, ComputeDType::kF32, [](const StepIo& gpu_out, const StepIo& cpu_out) {
     CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
     CHECK(gpu_out.experts_touched >= 2 * 2);  // two sparse layers, at least top_k each
     CHECK(gpu_out.experts_touched <= 2 * 8);
@@ -763,15 +764,15 @@ TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from 
     const ScopedEnv env("CBATCH_SAMPLING", "host");
     host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16));
   }
-  CHECK(backend->samples_on_device());
-  CHECK(!host_sampling->samples_on_device());
+  CHECK(backend->traits().samples_on_device);
+  CHECK(!host_sampling->traits().samples_on_device);
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   host_sampling->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   for (const RaggedBatch& batch : scenario(vocab)) {
-    StepOutput out;
+    StepIo out;
     out.want_logits = true;
-    backend->forward(batch, out);
-    StepOutput drawn;
+    backend->forward(batch, out, out);
+    StepIo drawn;
     drawn.want_logits = false;
     for (int i = 0; i < batch.num_logits(); ++i) {  // greedy, penalized, top-p and top-k rows
       RowSampling row;
@@ -792,7 +793,7 @@ TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from 
       }
       drawn.sampling.push_back(row);
     }
-    backend->forward(batch, drawn);  // the same k and v rewritten: the same logits
+    backend->forward(batch, drawn, drawn);  // the same k and v rewritten: the same logits
     REQUIRE(drawn.token_ids.size() == static_cast<size_t>(batch.num_logits()));
     for (int i = 0; i < batch.num_logits(); ++i) {
       std::vector<float> row(out.logits.begin() + static_cast<long>(i) * vocab,
@@ -803,13 +804,13 @@ TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from 
       CAPTURE(i);
       CHECK(drawn.token_ids[i] == radix_sampling::sample_row(ops, sampling, vocab));
     }
-    StepOutput bad = drawn;  // a row whose penalty range runs past the list
+    StepIo bad = drawn;  // a row whose penalty range runs past the list
     bad.sampling.back().penalty_end = static_cast<int32_t>(bad.penalty_tokens.size()) + 1;
-    CHECK_THROWS_AS(backend->forward(batch, bad), Error);
-    StepOutput bad_mask = drawn;  // a row whose mask words are not in the step's list
+    CHECK_THROWS_AS(backend->forward(batch, bad, bad), Error);
+    StepIo bad_mask = drawn;  // a row whose mask words are not in the step's list
     bad_mask.sampling.back().mask_offset = 0;
-    CHECK_THROWS_AS(backend->forward(batch, bad_mask), Error);
-    CHECK_THROWS_AS(host_sampling->forward(batch, drawn), Error);  // asked for draws it does not make
+    CHECK_THROWS_AS(backend->forward(batch, bad_mask, bad_mask), Error);
+    CHECK_THROWS_AS(host_sampling->forward(batch, drawn, drawn), Error);  // asked for draws it does not make
   }
 }
 
@@ -818,17 +819,17 @@ TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
   CHECK(backend->kv_block_bytes(16) == int64_t{2} * 2 * 16 * model.config.kv_dim() * 2);
   const std::vector<RaggedBatch> steps = scenario(model.config.vocab_size);
-  StepOutput out;
-  CHECK_THROWS_AS(backend->forward(steps[0], out), Error);  // no KV cache yet
+  StepIo out;
+  CHECK_THROWS_AS(backend->forward(steps[0], out, out), Error);  // no KV cache yet
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
 
   RaggedBatch bad_token = steps[0];
   bad_token.token_ids[3] = model.config.vocab_size;
-  CHECK_THROWS_AS(backend->forward(bad_token, out), Error);
+  CHECK_THROWS_AS(backend->forward(bad_token, out, out), Error);
 
   RaggedBatch bad_slot = steps[0];
   bad_slot.slot_mapping[0] = kNumBlocks * kBlockSize;
-  CHECK_THROWS_AS(backend->forward(bad_slot, out), Error);
+  CHECK_THROWS_AS(backend->forward(bad_slot, out, out), Error);
 
   RaggedBatch too_long = steps[0];
   for (int i = 0; i < 64; ++i) {  // past max_batch_tokens = 64
@@ -837,9 +838,9 @@ TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {
     too_long.slot_mapping.push_back(-1);
   }
   too_long.query_start.back() = too_long.num_tokens();
-  CHECK_THROWS_AS(backend->forward(too_long, out), Error);
+  CHECK_THROWS_AS(backend->forward(too_long, out, out), Error);
 
-  backend->forward(steps[0], out);  // still usable after the rejected batches
+  backend->forward(steps[0], out, out);  // still usable after the rejected batches
   CHECK(out.logits.size() == static_cast<size_t>(steps[0].num_logits()) * model.config.vocab_size);
 }
 
@@ -887,15 +888,15 @@ TEST_CASE("CUDA backend with an FP8 KV cache: half the bytes a block, logits nea
     std::unique_ptr<Backend> bf16 = make_cuda_backend(model, small_options(ComputeDType::kBF16));
     std::unique_ptr<Backend> fp8_backend = make_cuda_backend(model, fp8);
     CHECK(2 * fp8_backend->kv_block_bytes(kBlockSize) == bf16->kv_block_bytes(kBlockSize));
-    CHECK(fp8_backend->kv_bytes_per_elem() == 1.0);
+    CHECK(fp8_backend->traits().kv_bytes_per_elem == 1.0);
     bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
     fp8_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
     const int vocab = model.config.vocab_size;
     for (const RaggedBatch& batch : scenario(vocab)) {
-      StepOutput want, got;
+      StepIo want, got;
       want.want_logits = got.want_logits = true;
-      bf16->forward(batch, want);
-      fp8_backend->forward(batch, got);
+      bf16->forward(batch, want, want);
+      fp8_backend->forward(batch, got, got);
       const std::vector<double> ref(want.logits.begin(), want.logits.end());
       double max_diff = 0.0;
       int same_argmax = 0;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
+#include "tests/engine/step_io.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/model/model.hpp"
 
@@ -57,8 +58,8 @@ std::vector<std::vector<float>> run_scenario(Backend& backend) {
   prefill.max_blocks_per_seq = 2;
   prefill.query_start.push_back(0);
   add_seq(prefill, shared, a, 0, 21);
-  StepOutput out;
-  backend.forward(prefill, out);
+  StepIo out;
+  backend.forward(prefill, out, out);
   logits.push_back(out.logits);
   RaggedBatch decode;
   decode.max_blocks_per_seq = 2;
@@ -66,7 +67,7 @@ std::vector<std::vector<float>> run_scenario(Backend& backend) {
   decode.block_copies = {7, 9};
   add_seq(decode, shared, a, 21, 1);
   add_seq(decode, copy, b, 21, 1);
-  backend.forward(decode, out);
+  backend.forward(decode, out, out);
   logits.push_back(out.logits);
   return logits;
 }

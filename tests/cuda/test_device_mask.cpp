@@ -49,7 +49,7 @@ std::map<int64_t, std::vector<int32_t>> run_engine(const Model& model, bool devi
   options.max_context = 256;
   std::unique_ptr<Backend> backend = make_cuda_backend(model, options);
   unsetenv("CBATCH_SAMPLING");
-  REQUIRE(backend->samples_on_device() == device_sampling);
+  REQUIRE(backend->traits().samples_on_device == device_sampling);
   EngineConfig config;
   config.scheduler = {Mode::kContinuous, 256, 8, 16};
   config.kv_cache_blocks = 128;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.hpp"
+#include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/model/model.hpp"
 #include "tests/cuda/fp8_gpu.hpp"
@@ -91,9 +92,9 @@ std::vector<float> run_logits(const Model& model, bool fp8, ComputeDType dtype =
   backend->allocate_kv_cache(KvCacheSpec{kSeqs * kBlocksPerSeq, kBlockSize});
   std::vector<float> all;
   for (const RaggedBatch& batch : prefill_then_decode(model.config.vocab_size)) {
-    StepOutput out;
+    StepIo out;
     out.want_logits = true;
-    backend->forward(batch, out);
+    backend->forward(batch, out, out);
     all.insert(all.end(), out.logits.begin(), out.logits.end());
   }
   return all;
@@ -170,7 +171,7 @@ TEST_CASE("fp8 weights: the 1B dummy shape's logit statistics, and the KV budget
   for (int fp8 = 0; fp8 < 2; ++fp8) {
     std::unique_ptr<Backend> backend = make_cuda_backend(model, options(fp8 == 1));
     blocks[fp8] = backend->max_kv_blocks(kBlockSize);
-    bytes_per_param[fp8] = backend->weight_bytes_per_param();
+    bytes_per_param[fp8] = backend->traits().weight_bytes_per_param;
     gemm_tflops[fp8] = backend->measure_peaks().flops_per_s * 1e-12;
   }
   MESSAGE("roofline GEMM ceiling: bf16 " << gemm_tflops[0] << " TFLOP/s, fp8 " << gemm_tflops[1] << " TFLOP/s");

@@ -12,6 +12,7 @@
 
 #include "cuda/cuda_backend.hpp"
 #include "cuda/lora_weights.hpp"
+#include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "tests/cuda/lora_case.hpp"
@@ -105,9 +106,9 @@ RaggedBatch lora_batch(const std::vector<int>& start, const std::vector<int>& le
 }
 
 std::vector<double> step_logits(Backend& backend, const RaggedBatch& batch) {
-  StepOutput out;
+  StepIo out;
   out.want_logits = true;
-  backend.forward(batch, out);
+  backend.forward(batch, out, out);
   return std::vector<double>(out.logits.begin(), out.logits.end());
 }
 

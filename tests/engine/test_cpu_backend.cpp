@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "tests/engine/step_io.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/sample/sampler.hpp"
@@ -162,7 +163,7 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
       std::vector<int32_t> b = {1, 200, 201, 202, 7};                        // 5 tokens
       const std::vector<int32_t> table_a = {5, 2, 9}, table_b = {0, 30};
       const auto ref_a = reference_logits(model, a), ref_b = reference_logits(model, b);
-      StepOutput out;
+      StepIo out;
 
       // Step 1: a's first chunk (6 tokens, no sample) and b's whole prompt (samples) with 2 padding rows.
       RaggedBatch s1;
@@ -170,7 +171,7 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
       add_rows(s1, a, table_a, 0, 6, 0, false);
       add_rows(s1, b, table_b, 0, 5, 2, true);
       set_tables(s1, {&table_a, &table_b});
-      backend->forward(s1, out);
+      backend->forward(s1, out, out);
       REQUIRE(out.logits.size() == static_cast<size_t>(model.config.vocab_size));
       CHECK(rel_error(out.logits.data(), ref_b[4]) < 1e-5);
 
@@ -181,7 +182,7 @@ TEST_CASE("CPU backend matches a dense double-precision reference over chunked, 
       add_rows(s2, b, table_b, 5, 5, 1, false);
       set_tables(s2, {&table_a, &table_b});
       out.want_logits = false;
-      backend->forward(s2, out);
+      backend->forward(s2, out, out);
       REQUIRE(out.token_ids.size() == 1);
       CHECK(rel_error(out.logits.data(), ref_a[10]) < 1e-5);
       CHECK(out.token_ids[0] == argmax_row(out.logits.data(), model.config.vocab_size));
@@ -205,18 +206,18 @@ TEST_CASE("CPU backend with a bf16 KV cache: half the bytes a block, near the do
   for (int whole = 0; whole < 2; ++whole) {
     auto backend = make_cpu_backend(model, bf16_options);
     backend->allocate_kv_cache({32, 4});
-    StepOutput out;
+    StepIo out;
     RaggedBatch s1;
     s1.query_start.push_back(0);
     add_rows(s1, a, table_a, 0, whole ? 11 : 6, 0, whole == 1);
     set_tables(s1, {&table_a});
-    backend->forward(s1, out);
+    backend->forward(s1, out, out);
     if (!whole) {
       RaggedBatch s2;
       s2.query_start.push_back(0);
       add_rows(s2, a, table_a, 6, 11, 0, true);
       set_tables(s2, {&table_a});
-      backend->forward(s2, out);
+      backend->forward(s2, out, out);
     }
     REQUIRE(out.logits.size() == static_cast<size_t>(model.config.vocab_size));
     got[whole] = out.logits;
@@ -261,30 +262,30 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
     dense_options.keep_blocks = false;
     auto blocked = make_cpu_backend(model, {});
     auto dense = make_cpu_backend(model, dense_options);
-    CHECK(blocked->weight_bytes_per_param() < 1.5);
+    CHECK(blocked->traits().weight_bytes_per_param < 1.5);
     CpuBackendOptions int8_options;
     int8_options.int8_products = true;  // K and V out of 8-bit products: the cache defaults to bf16
     CHECK(2 * make_cpu_backend(model, int8_options)->kv_block_bytes(4) == blocked->kv_block_bytes(4));
-    CHECK(dense->weight_bytes_per_param() >= 4.0);  // fp32, and the panels' padding
+    CHECK(dense->traits().weight_bytes_per_param >= 4.0);  // fp32, and the panels' padding
     std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
     const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
     std::vector<float> logits[2];
     for (Backend* backend : {blocked.get(), dense.get()}) {
       backend->allocate_kv_cache({32, 4});
-      StepOutput out;
+      StepIo out;
       RaggedBatch s1;  // 13 rows: two prompts, padding
       s1.query_start.push_back(0);
       add_rows(s1, a, table_a, 0, 6, 0, true);
       add_rows(s1, b, table_b, 0, 5, 2, true);
       set_tables(s1, {&table_a, &table_b});
-      backend->forward(s1, out);
+      backend->forward(s1, out, out);
       std::vector<float>& got = logits[backend == dense.get()];
       got = out.logits;
       RaggedBatch s2;  // one row: a decode step of a alone
       s2.query_start.push_back(0);
       add_rows(s2, a, table_a, 6, 7, 0, true);
       set_tables(s2, {&table_a});
-      backend->forward(s2, out);
+      backend->forward(s2, out, out);
       got.insert(got.end(), out.logits.begin(), out.logits.end());
     }
     REQUIRE(logits[0].size() == 3 * static_cast<size_t>(shape.vocab));

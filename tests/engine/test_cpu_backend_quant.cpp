@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "tests/engine/step_io.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "test_blocks.hpp"
 #include "test_files.hpp"
@@ -80,25 +81,25 @@ TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give 
     dense_options.keep_blocks = false;
     auto blocked = make_cpu_backend(model, {});
     auto dense = make_cpu_backend(model, dense_options);
-    CHECK(blocked->weight_bytes_per_param() < 1.5);
-    CHECK(dense->weight_bytes_per_param() >= 4.0);
+    CHECK(blocked->traits().weight_bytes_per_param < 1.5);
+    CHECK(dense->traits().weight_bytes_per_param >= 4.0);
     const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
     const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
     std::vector<float> logits[2];
     for (Backend* backend : {blocked.get(), dense.get()}) {
       backend->allocate_kv_cache({32, 4});
-      StepOutput out;
+      StepIo out;
       RaggedBatch prefill;  // two prompts: the many-row kernels
       add_sequence(prefill, a, table_a, 0, 6);
       add_sequence(prefill, b, table_b, 0, 5);
       set_tables(prefill, {&table_a, &table_b});
-      backend->forward(prefill, out);
+      backend->forward(prefill, out, out);
       std::vector<float>& got = logits[backend == dense.get()];
       got = out.logits;
       RaggedBatch decode;  // one row: the one-row kernels
       add_sequence(decode, a, table_a, 6, 7);
       set_tables(decode, {&table_a});
-      backend->forward(decode, out);
+      backend->forward(decode, out, out);
       got.insert(got.end(), out.logits.begin(), out.logits.end());
     }
     CAPTURE(tied);
@@ -130,28 +131,28 @@ TEST_CASE("CPU backend: dummy MXFP4 experts kept in blocks give the logits of th
   auto blocked = make_cpu_backend(model, {});
   auto dense = make_cpu_backend(model, dense_options);
   auto f32_backend = make_cpu_backend(f32, {});
-  CHECK(blocked->expert_bytes_per_param() == 17.0 / 32.0);
-  CHECK(dense->expert_bytes_per_param() == 4.0);
-  CHECK(f32_backend->expert_bytes_per_param() == 4.0);
-  CHECK(blocked->weight_bytes_per_param() >= 4.0);  // everything else is fp32
+  CHECK(blocked->traits().expert_bytes_per_param == 17.0 / 32.0);
+  CHECK(dense->traits().expert_bytes_per_param == 4.0);
+  CHECK(f32_backend->traits().expert_bytes_per_param == 4.0);
+  CHECK(blocked->traits().weight_bytes_per_param >= 4.0);  // everything else is fp32
   const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
   const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
   std::vector<float> logits[3];
   int i = 0;
   for (Backend* backend : {blocked.get(), dense.get(), f32_backend.get()}) {
     backend->allocate_kv_cache({32, 4});
-    StepOutput out;
+    StepIo out;
     RaggedBatch prefill;
     add_sequence(prefill, a, table_a, 0, 6);
     add_sequence(prefill, b, table_b, 0, 5);
     set_tables(prefill, {&table_a, &table_b});
-    backend->forward(prefill, out);
+    backend->forward(prefill, out, out);
     CHECK(out.experts_touched > 2);
     logits[i] = out.logits;
     RaggedBatch decode;
     add_sequence(decode, a, table_a, 6, 7);
     set_tables(decode, {&table_a});
-    backend->forward(decode, out);
+    backend->forward(decode, out, out);
     logits[i].insert(logits[i].end(), out.logits.begin(), out.logits.end());
     ++i;
   }

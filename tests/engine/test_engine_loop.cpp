@@ -169,33 +169,34 @@ namespace {
 // for draws and for logits.
 class HostDrawingBackend final : public Backend {
  public:
-  explicit HostDrawingBackend(Backend& inner) : inner_(inner) {}
-  std::string device_name() const override { return inner_.device_name(); }
+  explicit HostDrawingBackend(Backend& inner) : inner_(inner), traits_(inner.traits()) {
+    traits_.samples_on_device = true;
+  }
+  const BackendTraits& traits() const override { return traits_; }
   int64_t kv_block_bytes(int block_size) const override { return inner_.kv_block_bytes(block_size); }
   int64_t max_kv_blocks(int block_size) const override { return inner_.max_kv_blocks(block_size); }
   void allocate_kv_cache(const KvCacheSpec& spec) override { inner_.allocate_kv_cache(spec); }
-  bool samples_on_device() const override { return true; }
 
-  void forward(const RaggedBatch& batch, StepOutput& out) override {
-    if (out.sampling.empty()) {
-      num_logit_steps += out.want_logits;
-      return inner_.forward(batch, out);
+  void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override {
+    if (request.sampling.empty()) {
+      num_logit_steps += request.want_logits;
+      return inner_.forward(batch, request, out);
     }
     ++num_draw_steps;
-    REQUIRE(!out.want_logits);
-    REQUIRE(out.sampling.size() == static_cast<size_t>(batch.num_logits()));
-    out.want_logits = true;
-    inner_.forward(batch, out);
-    out.want_logits = false;
+    REQUIRE(!request.want_logits);
+    REQUIRE(request.sampling.size() == static_cast<size_t>(batch.num_logits()));
+    StepRequest logits_request = request;
+    logits_request.want_logits = true;
+    inner_.forward(batch, logits_request, out);
     const int vocab = static_cast<int>(out.logits.size()) / batch.num_logits();
     out.token_ids.clear();
     for (int r = 0; r < batch.num_logits(); ++r) {
       float* row = &out.logits[static_cast<size_t>(r) * vocab];
-      const RowSampling& sampling = out.sampling[static_cast<size_t>(r)];
+      const RowSampling& sampling = request.sampling[static_cast<size_t>(r)];
       if (sampling.mask_offset >= 0) {
-        apply_token_mask(row, vocab, &out.token_mask[static_cast<size_t>(sampling.mask_offset)]);
+        apply_token_mask(row, vocab, &request.token_mask[static_cast<size_t>(sampling.mask_offset)]);
       }
-      apply_penalty_tokens(row, vocab, sampling, out.penalty_tokens.data());
+      apply_penalty_tokens(row, vocab, sampling, request.penalty_tokens.data());
       radix_sampling::HostRowOps ops(row, vocab);
       out.token_ids.push_back(radix_sampling::sample_row(ops, sampling, vocab));
     }
@@ -206,6 +207,7 @@ class HostDrawingBackend final : public Backend {
 
  private:
   Backend& inner_;
+  BackendTraits traits_;
 };
 
 }  // namespace

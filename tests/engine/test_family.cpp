@@ -6,6 +6,7 @@
 #include <cmath>
 #include <string>
 
+#include "tests/engine/step_io.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/model.hpp"
@@ -154,8 +155,8 @@ TEST_CASE("family: the CPU forward masks keys older than the window, and only th
     b.max_seq_len = n;
     b.max_blocks_per_seq = 3;
     b.block_tables = {0, 1, 2};
-    StepOutput out;
-    backend->forward(b, out);
+    StepIo out;
+    backend->forward(b, out, out);
     logits.push_back(out.logits);
   }
   for (int p = 0; p < n; ++p) {

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "tests/engine/step_io.hpp"
 #include "engine/backend/logprob_split.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/io/logprob_format.hpp"
@@ -88,7 +89,7 @@ TEST_CASE("logprobs: a host backend's answers, in chunks and from the step's own
   RaggedBatch batch;
   batch.token_ids.assign(rows, 0);
   batch.logits_rows = {5, rows - 1};
-  StepOutput out;
+  StepIo out;
   out.want_logits = false;
   for (int32_t r : batch.logits_rows) out.logits.insert(out.logits.end(), table[r].begin(), table[r].end());
   out.token_ids = {17, 42};
@@ -103,7 +104,7 @@ TEST_CASE("logprobs: a host backend's answers, in chunks and from the step's own
     for (int i = 0; i < n; ++i) std::copy(table[ids[i]].begin(), table[ids[i]].end(), logits + static_cast<size_t>(i) * vocab);
   };
   ThreadPool pool(2);
-  answer_logprob_queries(batch, vocab, head, pool, out);
+  answer_logprob_queries(batch, vocab, head, pool, out, out);
   CHECK(calls == 3);
   for (size_t q = 0; q < out.logprob_queries.size(); ++q) {
     const LogprobQuery& query = out.logprob_queries[q];
