@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 
+#include "engine/cpu/cpu_attention.hpp"
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_matmul_int8.hpp"
@@ -24,6 +25,7 @@
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/cpu/cpu_peaks.hpp"
 #include "engine/cpu/cpu_pooling.hpp"
+#include "engine/cpu/cpu_rope.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 #include "engine/model/quant_blocks.hpp"
 #include "engine/model/random_weights.hpp"

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/cpu/cpu_attention.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/sample/sampler.hpp"
