@@ -54,7 +54,8 @@ constexpr bool has_half_scales() {
          is_format<F, DType::kQ5_0> || is_format<F, DType::kQ5_1> || is_format<F, DType::kIQ4_NL>;
 }
 
-// The types whose int8 groups come in superblocks of their 256-k blocks (see the header): Q4_K, Q5_K, Q6_K.
+// The types whose int8 groups come in superblocks of their 256-k blocks (cpu_matmul_int8.hpp): Q4_K, Q5_K,
+// Q6_K.
 template <class F>
 constexpr bool has_super_scales() {
   return is_format<F, DType::kQ4_K> || is_format<F, DType::kQ5_K> || is_format<F, DType::kQ6_K>;
@@ -94,8 +95,8 @@ decltype(auto) with_int8_format(DType dtype, bool planes, Fn&& fn) {
 }
 
 // The int8 group of format F: the blocked group's scale arrays (as fp16 where has_half_scales), then the
-// codes; or (has_super_scales) superblocks of kSuperGroups groups: a header, then the groups' codes (see
-// the header).
+// codes; or (has_super_scales) superblocks of kSuperGroups groups: a header, then the groups' codes
+// (cpu_matmul_int8.hpp).
 template <class F>
 struct Int8Layout {
   using G = GroupLayout<F>;
