@@ -16,6 +16,7 @@
 #endif
 
 #include "engine/cpu/cpu_exp.hpp"
+#include "engine/cpu/cpu_ops.hpp"
 
 // GCC 12's false positive on the AVX-512 intrinsics' undefined pass-through operand (as in the int8 kernels).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -32,8 +33,8 @@ namespace {
 
 constexpr int kOutRegisters = 4;  // output registers per head in weighted_values: 64 elements
 
-// attention_mul_add (cpu_ops.hpp) on 16 lanes: a * b + c, fused where the build's CPU has FMA, else the
-// product (out of the compiler's sight, so that it is not contracted) then the add.
+// attention_mul_add (cpu_attention_params.hpp) on 16 lanes: a * b + c, fused where the build's CPU has
+// FMA, else the product (out of the compiler's sight, so that it is not contracted) then the add.
 CBATCH_AVX512 inline __m512 mul_add(__m512 a, __m512 b, __m512 c) {
 #if defined(CBATCH_ATTENTION_FMA)
   return _mm512_fmadd_ps(a, b, c);
@@ -128,7 +129,7 @@ void weighted_values_of(int num, const T* v_base, const int64_t* rows, int first
   }
 }
 
-// exp_weights (cpu_ops.hpp) 16 at a time: lane i of the accumulator is exp_weights' lane i.
+// exp_weights (cpu_attention.hpp) 16 at a time: lane i of the accumulator is exp_weights' lane i.
 static_assert(kExpWeightLanes == 16);
 CBATCH_AVX512 float exp_weights16(float* s, int count, float max) {
   const __m512 m = _mm512_set1_ps(max);

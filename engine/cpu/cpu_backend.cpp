@@ -15,6 +15,7 @@
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_peaks.hpp"
 #include "engine/cpu/cpu_pooling.hpp"
+#include "engine/cpu/cpu_rope.hpp"
 #include "engine/cpu/logprob_queries.hpp"
 
 namespace cbatch {

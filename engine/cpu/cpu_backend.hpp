@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/backend/backend.hpp"
-#include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_attention_params.hpp"
 #include "engine/model/lora_adapter.hpp"
 #include "engine/model/model.hpp"
 
@@ -31,7 +31,7 @@ struct CpuBackendOptions {
   // product of a few rows streams its weights, one of many is bound by the arithmetic, which planes add to.
   // The products' bits are the same either way.
   bool int8_planes = false;
-  // What the KV cache holds (cpu_ops.hpp; --kv-cache-dtype): fp32, or bf16 (half the memory and the bytes
+  // What the KV cache holds (cpu_attention_params.hpp; --kv-cache-dtype): fp32, or bf16 (half the memory and the bytes
   // attention reads). Unset: bf16 where the QKV product is 8-bit (int8_products and quantized weights),
   // else fp32.
   std::optional<KvElement> kv_element;

@@ -1,12 +1,17 @@
-// Internal to the CPU ops: e^x in fp32 by way of double, exp_fp32's arithmetic (cpu_ops.hpp), and its
-// AVX-512 form for the files that choose AVX-512 at run time (cpu_glu_avx512.cpp, cpu_attention_avx512.cpp).
+// Internal to the CPU ops: e^x in fp32 by way of double, exp_fp32's arithmetic (cpu_ops.hpp), inline for
+// the loops over it (cpu_ops.cpp, cpu_attention.cpp), and its AVX-512 form for the files that choose
+// AVX-512 at run time (cpu_glu_avx512.cpp, cpu_attention_avx512.cpp).
 // e^t = 2^k (expm1(r) + 1) for t = k ln2 + r, |r| <= ln2 / 2, in double, expm1(r) by its Taylor series to
 // r^13 / 13! (the next term is below 1e-17 of it); exp_fp32 takes 2^k expm1(r) + 2^k as one fused
 // multiply-add, t clamped to [-104, 89] (outside, e^t rounds to 0 or overflows in fp32 anyway), then rounds
 // to fp32. Every step is an IEEE operation in a fixed order, so the scalar and vector forms give the same bits.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -31,12 +36,32 @@ inline constexpr std::array<double, kExpm1Terms> kExpm1Taylor = [] {
   return c;
 }();
 
+// e^t = s (expm1(r) + 1): s = 2^k, exact, and rq = expm1(r), for t = k ln2 + r, |r| <= ln2 / 2 (|t| below
+// 700, where 2^k is a normal double).
+inline void exp_parts(double t, double& s, double& rq) {
+  const double k = std::nearbyint(t * kInvLn2);
+  double r = std::fma(-k, kLn2High, t);
+  r = std::fma(-k, kLn2Low, r);
+  double q = kExpm1Taylor[kExpm1Terms - 1];
+  for (int i = kExpm1Terms - 2; i >= 0; --i) q = std::fma(q, r, kExpm1Taylor[static_cast<size_t>(i)]);
+  s = std::bit_cast<double>(static_cast<uint64_t>(static_cast<int64_t>(k) + 1023) << 52);
+  rq = r * q;
+}
+
+// exp_fp32 (cpu_ops.hpp).
+inline float exp_fp32_inline(float x) {
+  if (std::isnan(x)) return x;
+  double s, rq;
+  exp_parts(std::clamp(x, kExpMin, kExpMax), s, rq);
+  return static_cast<float>(std::fma(s, rq, s));  // 2^k expm1(r) + 2^k, one rounding
+}
+
 #if defined(__x86_64__)
 
 #define CBATCH_EXP_AVX512 __attribute__((target("avx512f,avx512dq")))
 
 // e^t = s (expm1(r) + 1) for 8 lanes of t (|t| small enough that 2^k is a normal double): s = 2^k, exact,
-// and rq = expm1(r), as exp_parts in cpu_ops.cpp computes them.
+// and rq = expm1(r), as exp_parts computes them.
 CBATCH_EXP_AVX512 inline void exp_parts8(__m512d t, __m512d& s, __m512d& rq) {
   const __m512d k = _mm512_roundscale_pd(_mm512_mul_pd(t, _mm512_set1_pd(kInvLn2)),
                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

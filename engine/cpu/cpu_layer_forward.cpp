@@ -8,7 +8,9 @@
 
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_forward.hpp"
+#include "engine/cpu/cpu_attention.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_rope.hpp"
 
 namespace cbatch {
 namespace {

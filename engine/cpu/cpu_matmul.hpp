@@ -45,7 +45,7 @@ class PackedMatrix {
   PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPool& pool);
   // W kept in blocks of `dtype` (keeps_blocks(dtype, k) must hold), regrouped panel by panel in parallel;
   // int8: as int8 panels, for the 8-bit integer product; planes: a 5- or 6-bit type's panels hold its codes
-  // in planes (cpu_matmul_int8.cpp), fewer bytes but more work a weight than whole bytes (for products of
+  // in planes (cpu_matmul_int8.hpp), fewer bytes but more work a weight than whole bytes (for products of
   // a few rows, which stream the weights).
   PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool, bool int8 = false,
                bool planes = false);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/engine/step_io.hpp"
+#include "engine/cpu/cpu_attention.hpp"
 #include "engine/cpu/cpu_backend.hpp"
 #include "engine/cpu/cpu_ops.hpp"
 #include "engine/sample/sampler.hpp"
