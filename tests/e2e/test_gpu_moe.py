@@ -40,9 +40,9 @@ def write_model(name):
 
 
 for name in tiny_models.MOE_MODELS:
-    prompts, hf_dir, gguf = write_model(name)
-    for model in (hf_dir, gguf):
-        label = f"{name} {'gguf' if model == gguf else 'hf'}"
+    prompts, hf_dir, gguf_path = write_model(name)  # not `gguf`: that is the module, used below
+    for model in (hf_dir, gguf_path):
+        label = f"{name} {'gguf' if model == gguf_path else 'hf'}"
         cpu = outputs(work, model, prompts, ["--device", "cpu"])
         gpu32 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "fp32"])
         for i, (a, b) in enumerate(zip(gpu32, cpu)):
