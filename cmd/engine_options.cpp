@@ -89,6 +89,14 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
       ->take_all();
   app.add_option("--max-loras", o.max_loras, "LoRA adapters the sequences of one step may use")->check(CLI::Range(1, 1024));
   app.add_option("--max-lora-rank", o.max_lora_rank, "the largest LoRA rank accepted")->check(CLI::Range(1, 65536));
+  app.add_option("--cuda-kernel", o.cuda_kernels,
+                 "NAME=VALUE: a CUDA kernel other than the default, to compare with it (repeatable): "
+                 "decode=stream|tensor-cores-16|cuda-cores|paged, prefill=on|off, sampling=device|host, "
+                 "moe-gemm=grouped|loop, moe-experts=blocks|dequant")
+      ->allow_extra_args(false)
+      ->take_all();
+  app.add_flag("--cuda-profile", o.cuda_profile,
+               "CUDA: print the device time of each phase of the forward pass at the end");
 }
 
 void add_chat_template_option(CLI::App& app, std::string& name) {

@@ -42,6 +42,8 @@ struct EngineOptions {
   std::vector<std::string> lora_modules;  // --lora-modules NAME=PATH, repeatable
   int max_loras = 4;                      // LoRA adapters one step may use
   int max_lora_rank = 64;                 // the largest adapter rank accepted
+  std::vector<std::string> cuda_kernels;  // --cuda-kernel NAME=VALUE, repeatable (cuda_kernel_flags.hpp)
+  bool cuda_profile = false;              // --cuda-profile
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "cmd/cuda_kernel_flags.hpp"
 #include "engine/base/elide.hpp"
 #include "engine/base/embedding_params.hpp"
 #include "engine/base/error.hpp"
@@ -51,7 +52,7 @@ Device resolve_device(const EngineOptions& o) {
 #endif
 }
 
-CudaBackendOptions cuda_options(const EngineOptions& o) {
+CudaBackendOptions cuda_options(const EngineOptions& o, const CudaKernelOptions& kernels) {
   if (!o.cpu_precision.empty()) {
     throw Error("--cpu-precision " + o.cpu_precision + ": applies to the CPU backend only, and this run uses a "
                 "CUDA GPU (add --device cpu)");
@@ -67,7 +68,20 @@ CudaBackendOptions cuda_options(const EngineOptions& o) {
   cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
   cuda.fp8_weights = o.quantization == "fp8";
   cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
+  cuda.kernels = kernels;
   return cuda;
+}
+
+// --cuda-kernel and --cuda-profile name CUDA kernels: on the CPU they are an error, not ignored.
+void refuse_cuda_flags(const EngineOptions& o) {
+  const std::string flag = first_cuda_kernel_flag(o.cuda_kernels, o.cuda_profile);
+  if (flag.empty()) return;
+  if (o.device == "cpu") throw Error(flag + ": applies to the CUDA backend only, not --device cpu");
+#ifdef CBATCH_HAVE_CUDA
+  throw Error(flag + ": applies to the CUDA backend only, and this run uses the CPU (no CUDA device is available)");
+#else
+  throw Error(flag + ": this cbatch was built without CUDA support");
+#endif
 }
 
 CpuBackendOptions cpu_options(const EngineOptions& o) {
@@ -79,6 +93,7 @@ CpuBackendOptions cpu_options(const EngineOptions& o) {
   if (o.dtype != "auto" && o.dtype != "fp32") {
     throw Error("--dtype " + o.dtype + ": the CPU backend computes in fp32 (use --device cuda for " + o.dtype + ")");
   }
+  refuse_cuda_flags(o);
   CpuBackendOptions cpu;
   cpu.num_threads = o.threads;
   cpu.max_batch_tokens = o.max_num_batched_tokens;
@@ -131,9 +146,10 @@ RunPlan resolve_run_plan(const EngineOptions& o) {
   RunPlan plan;
   plan.shard = shard_of(o);
   plan.model = model_source(o);
+  const CudaKernelOptions kernels = parse_cuda_kernel_flags(o.cuda_kernels, o.cuda_profile);  // in every build
   plan.device = resolve_device(o);
   if (plan.device == Device::kCuda) {
-    plan.cuda = cuda_options(o);
+    plan.cuda = cuda_options(o, kernels);
   } else {
     plan.cpu = cpu_options(o);
   }

@@ -41,7 +41,7 @@ struct RunPlan {
   std::vector<std::string> lora_modules;     // --lora-modules NAME=PATH, loaded by resolve_model_plan
   int max_lora_rank = 64;                    // --max-lora-rank
   CpuBackendOptions cpu;    // device kCpu: --threads, --cpu-precision, --kv-cache-dtype, --max-num-*
-  CudaBackendOptions cuda;  // device kCuda: --dtype, --quantization, --kv-cache-dtype, --max-num-*, ...
+  CudaBackendOptions cuda;  // device kCuda: --dtype, --quantization, --kv-cache-dtype, --cuda-kernel, ...
 };
 
 // Throws cbatch::Error naming the flag and the value.
