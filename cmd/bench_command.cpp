@@ -10,6 +10,7 @@
 
 #include "cmd/commands.hpp"
 #include "cmd/engine_options.hpp"
+#include "cmd/run_plan.hpp"
 #include "engine/bench/bench_dataset.hpp"
 #include "engine/bench/bench_report.hpp"
 #include "engine/bench/passages_synthetic.hpp"
@@ -44,10 +45,11 @@ struct BenchOptions {
 };
 
 // --shard: the generated requests are numbered like input lines (request i is line i + 1).
-std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, BenchReport& report) {
+std::vector<SourceItem> load_items(const BenchOptions& o, const RunPlan& plan, const ModelPlan& model_plan,
+                                   const Model& model, BenchReport& report) {
   WorkloadSpec& spec = report.workload;
   std::vector<SourceItem> items;
-  const ShardSpec shard = shard_of(o.engine);
+  const ShardSpec shard = plan.shard.value_or(ShardSpec{});
   if (is_generated_dataset(o.dataset)) {
     std::vector<Request> requests = make_generated_workload(o.dataset, spec, model);
     std::erase_if(requests, [&](const Request& r) { return !shard.owns(r.line); });
@@ -63,15 +65,10 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Be
   std::string path = o.dataset;
   if (o.dataset == "passages-synthetic") {  // written out, then read as any prompts file
     path = (std::filesystem::temp_directory_path() / ("cbatch-passages-" + std::to_string(::getpid()) + ".jsonl")).string();
-    write_text_file(path, passages_synthetic_jsonl(o.num_prompts, o.engine.seed));
+    write_text_file(path, passages_synthetic_jsonl(o.num_prompts, plan.engine.seed));
   }
-  RequestDefaults defaults;
-  defaults.max_tokens = o.engine.max_tokens;
-  defaults.max_logprobs = o.engine.max_logprobs;
-  defaults.pooling = pooling_from_name(o.engine.pooling);
-  defaults.embed_task = o.engine.task == "embed";
-  const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
-  JsonlRequestSource source(path, model, &chat, defaults, o.engine.seed);
+  JsonlRequestSource source(path, model, &model_plan.chat, plan.requests, plan.engine.seed);
+  if (model_plan.rerank) source.set_rerank_format(&*model_plan.rerank);
   source.set_shard(shard);
   SourceItem item;
   while (static_cast<int>(items.size()) < o.num_prompts && source.next(item)) items.push_back(std::move(item));
@@ -80,15 +77,16 @@ std::vector<SourceItem> load_items(const BenchOptions& o, const Model& model, Be
   return items;
 }
 
-RunSummary run_mode(const BenchOptions& o, Mode mode, bool caching, const Model& model, Backend& backend,
+RunSummary run_mode(const ModelPlan& model_plan, Mode mode, bool caching, const Model& model, Backend& backend,
                     std::vector<SourceItem> items, const DevicePeaks& peaks = {}) {
-  EngineConfig config = make_engine_config(o.engine, mode);
+  EngineConfig config = model_plan.engine;
+  config.scheduler.mode = mode;
   config.scheduler.enable_prefix_caching = caching;
   Engine engine(config, model, backend);
   const int64_t total = static_cast<int64_t>(items.size());
   VectorSource source(std::move(items));
   CollectingSink sink;
-  ProgressReporter progress(!o.engine.quiet);
+  ProgressReporter progress(!config.quiet);
   EngineHooks hooks;
   hooks.on_step = [&](const StepRecord& record) { progress.on_step(record, total); };
   hooks.peaks = peaks;
@@ -108,23 +106,25 @@ int run(const BenchOptions& o) {
   if (!o.engine.lora_modules.empty()) {
     throw Error("--lora-modules: bench's requests name no adapter; time a mixed file with `cbatch run` instead");
   }
-  const Model model = load_model_for(o.engine);
-  std::unique_ptr<Backend> backend = make_backend(o.engine, model);
+  const RunPlan plan = resolve_run_plan(o.engine);
+  const Model model = load_model(plan.model);
+  const ModelPlan model_plan = resolve_model_plan(plan, model);
+  std::unique_ptr<Backend> backend = make_backend(plan, model_plan, model);
   BenchReport report;
-  report.model = o.engine.model;
+  report.model = plan.model.path;
   report.device = backend->traits().device_name;
   report.dataset = o.dataset;
   report.workload.num_prompts = o.num_prompts;
   report.workload.input_len = parse_length_range(o.input_len, "--input-len");
   report.workload.output_len = parse_length_range(o.output_len, "--output-len");
-  report.workload.seed = o.engine.seed;
+  report.workload.seed = plan.engine.seed;
   report.workload.temperature = o.temperature;
   report.workload.top_p = o.top_p;
   report.workload.top_k = o.top_k;
   report.workload.prefix_len = o.prefix_len;
   report.workload.num_prefixes = o.num_prefixes;
   report.workload.n = o.n;
-  const std::vector<SourceItem> items = load_items(o, model, report);
+  const std::vector<SourceItem> items = load_items(o, plan, model_plan, model, report);
 
   std::vector<Mode> modes;
   std::stringstream list(o.modes);
@@ -142,16 +142,17 @@ int run(const BenchOptions& o) {
     for (SourceItem& item : warm) {
       if (auto* r = std::get_if<Request>(&item)) r->sampling.max_tokens = std::min(r->sampling.max_tokens, 4);
     }
-    run_mode(o, Mode::kContinuous, false, model, *backend, warm);
+    run_mode(model_plan, Mode::kContinuous, false, model, *backend, warm);
   }
-  const std::string caching = o.prefix_caching.empty() ? (o.engine.enable_prefix_caching ? "on" : "off") : o.prefix_caching;
+  const std::string caching =
+      o.prefix_caching.empty() ? (plan.engine.scheduler.enable_prefix_caching ? "on" : "off") : o.prefix_caching;
   for (Mode mode : modes) {
     for (bool cache : {true, false}) {
       if ((cache && caching == "off") || (!cache && caching == "on")) continue;
       const std::string label = std::string(mode_name(mode)) + (caching == "both" && !cache ? "/no-cache" : "");
-      if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", label.c_str());
+      if (!plan.engine.quiet) std::fprintf(stderr, "[cbatch] bench: %s mode\n", label.c_str());
       const double busy_before = backend->device_busy_seconds();
-      const RunSummary summary = run_mode(o, mode, cache, model, *backend, items, peaks);
+      const RunSummary summary = run_mode(model_plan, mode, cache, model, *backend, items, peaks);
       const double busy = backend->device_busy_seconds() - busy_before;
       report.results.push_back({label, cache, summary, peaks.valid() ? summary.roofline_fraction() : -1,
                                 busy > 0 ? 1.0 - busy / summary.wall_s : -1});

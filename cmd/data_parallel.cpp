@@ -68,14 +68,11 @@ std::vector<std::string> split_list(const std::string& text) {
 
 // The GPUs the children get, one each; empty when the run is on the CPU. Throws when D are not visible.
 std::vector<std::string> child_gpus(const DataParallelRun& r) {
+  if (r.device == Device::kCpu) return {};
   int count = 0;
 #ifdef CBATCH_HAVE_CUDA
-  count = r.device == "cpu" ? 0 : cuda_device_count();
-#else
-  if (r.device == "cuda") throw Error("--device cuda: this cbatch was built without CUDA support");
+  count = cuda_device_count();
 #endif
-  if (r.device == "cuda" && count == 0) throw Error("--device cuda: no CUDA device is available");
-  if (count == 0) return {};
   if (count < r.size) {
     throw Error("--data-parallel-size " + std::to_string(r.size) + ": only " + std::to_string(count) +
                 " CUDA devices are visible (one process per GPU; use --device cpu for CPU processes)");

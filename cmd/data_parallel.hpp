@@ -8,6 +8,8 @@
 #pragma once
 #include <string>
 
+#include "cmd/run_plan.hpp"
+
 namespace cbatch {
 
 struct DataParallelRun {
@@ -16,7 +18,7 @@ struct DataParallelRun {
   std::string output;
   std::string summary;   // the merged summary ("" = none)
   std::string trace;     // each child writes TRACE.shard-i-of-D.jsonl ("" = none)
-  std::string device;    // --device
+  Device device = Device::kCpu;  // the parent's plan's: each child on its own GPU, or its share of the threads
   int threads = 0;       // --threads (0 = all cores)
   bool quiet = false;
 };

@@ -1,20 +1,12 @@
-// The options every engine-running subcommand (run, bench) shares: model, device and scheduler flags.
-// Parsed by CLI11 into EngineOptions, then validated once into the EngineConfig the engine receives.
+// The options every engine-running subcommand (run, bench) shares: model, device and scheduler flags, as
+// CLI11 parses them (strings and numbers; CLI11 checks their ranges and names). resolve_run_plan
+// (run_plan.hpp) validates them once and builds everything the engine and the backends receive.
 #pragma once
-#include <chrono>
-#include <memory>
-#include <optional>
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
-
-#include "engine/backend/backend.hpp"
-#include "engine/core/engine_config.hpp"
-#include "engine/io/rerank_template.hpp"
-#include "engine/io/shard_spec.hpp"
-#include "engine/model/lora_adapter.hpp"
-#include "engine/model/model.hpp"
 
 namespace cbatch {
 
@@ -50,30 +42,12 @@ struct EngineOptions {
   std::vector<std::string> lora_modules;  // --lora-modules NAME=PATH, repeatable
   int max_loras = 4;                      // LoRA adapters one step may use
   int max_lora_rank = 64;                 // the largest adapter rank accepted
+  std::vector<std::string> cuda_kernels;  // --cuda-kernel NAME=VALUE, repeatable (cuda_kernel_flags.hpp)
+  bool cuda_profile = false;              // --cuda-profile
 };
 
 void add_engine_options(CLI::App& app, EngineOptions& options);
-// The chat template a run uses: --chat-template, else "harmony" for gpt-oss models (their format is
-// built in), else "" (the model's own).
-std::string chat_template_name(const EngineOptions& options, const Model& model);
-// The run's reranker (--reranker) resolved against the model's vocabulary; nullopt without the flag.
-std::optional<RerankFormat> rerank_format_for(const EngineOptions& options, const Model& model);
 // --chat-template NAME (also used by `tokenize`).
 void add_chat_template_option(CLI::App& app, std::string& name);
-
-// The shard of --shard/--num-shards (the whole input without --shard); throws on bad values.
-ShardSpec shard_of(const EngineOptions& options);
-
-// `loras`: the loaded adapters, whose names requests may pick (null: none).
-EngineConfig make_engine_config(const EngineOptions& options, Mode mode,
-                                const std::vector<LoraAdapter>* loras = nullptr);
-Model load_model_for(const EngineOptions& options);
-// The --lora-modules adapters, checked against the model (warnings on stderr); null when there are none.
-std::shared_ptr<const std::vector<LoraAdapter>> load_loras_for(const EngineOptions& options, const Model& model);
-// Picks and builds the backend (--device auto: CUDA when compiled in and a GPU is present).
-std::unique_ptr<Backend> make_backend(const EngineOptions& options, const Model& model,
-                                      std::shared_ptr<const std::vector<LoraAdapter>> loras = nullptr);
-// "[cbatch] loaded PATH (format, dtype, parameters) on DEVICE in S s" on stderr.
-void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start);
 
 }  // namespace cbatch

@@ -9,6 +9,7 @@
 #include "cmd/commands.hpp"
 #include "cmd/data_parallel.hpp"
 #include "cmd/engine_options.hpp"
+#include "cmd/run_plan.hpp"
 #include "cmd/signals.hpp"
 #include "engine/core/engine.hpp"
 #include "engine/base/error.hpp"
@@ -81,9 +82,9 @@ int64_t remaining_lines(const RunOptions& o, const ResumeState& resume, const Sh
 }
 
 // --shard: which shard of which input this run answers, for its summary (and `merge`).
-std::optional<ShardProvenance> shard_provenance(const RunOptions& o) {
-  if (o.engine.shard.empty()) return std::nullopt;
-  const ShardSpec shard = shard_of(o.engine);
+std::optional<ShardProvenance> shard_provenance(const RunOptions& o, const RunPlan& plan) {
+  if (!plan.shard) return std::nullopt;
+  const ShardSpec shard = *plan.shard;
   if (o.prompts == "-") {
     throw Error("--shard reads the prompts from a file, not standard input: merge checks every shard's input "
                 "by the file's fingerprint");
@@ -97,24 +98,29 @@ std::string summary_path(const RunOptions& o, const ShardProvenance* shard) {
   return default_summary_path(o.output);
 }
 
-void report(const RunOptions& o, const RunSummary& summary, const Backend& backend, const ShardProvenance* shard) {
-  if (!o.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
+void report(const RunOptions& o, const RunPlan& plan, const RunSummary& summary, const Backend& backend,
+            const ShardProvenance* shard) {
+  if (!plan.engine.quiet) std::fputs(format_summary_text(summary).c_str(), stderr);
   const std::string path = summary_path(o, shard);
-  if (!path.empty()) write_text_file(path, format_summary_json(summary, o.engine.mode, backend.traits().device_name, shard));
+  if (!path.empty()) {
+    write_text_file(path, format_summary_json(summary, mode_name(plan.engine.scheduler.mode), backend.traits().device_name, shard));
+  }
 }
 
+// --data-parallel-size D: the parent checks the whole command line (its plan) before any child starts.
 int start_data_parallel(const RunOptions& o) {
   if (!o.engine.shard.empty()) throw Error("--data-parallel-size makes its own shards: it cannot be combined with --shard");
   if (!o.engine.lora_modules.empty()) throw Error("--data-parallel-size cannot be combined with --lora-modules yet");
+  const RunPlan plan = resolve_run_plan(o.engine);
   DataParallelRun r;
   r.size = o.data_parallel_size;
   r.prompts = o.prompts;
   r.output = o.output;
   r.summary = o.summary;
   r.trace = o.trace;
-  r.device = o.engine.device;
+  r.device = plan.device;
   r.threads = o.engine.threads;
-  r.quiet = o.engine.quiet;
+  r.quiet = plan.engine.quiet;
   return run_data_parallel(r);
 }
 
@@ -129,38 +135,30 @@ int run(const RunOptions& o) {
     throw Error("the output file must differ from the prompts file");
   }
   if (o.data_parallel_size > 1) return start_data_parallel(o);
-  const std::optional<ShardProvenance> shard = shard_provenance(o);
+  const RunPlan plan = resolve_run_plan(o.engine);
+  const std::optional<ShardProvenance> shard = shard_provenance(o, plan);
   EngineHooks hooks;
   hooks.stop_signal = &install_stop_signals();  // a signal while loading stops the run before its first step
   const OutputFileLock lock(o.output);
   const ResumeState resume = o.resume ? open_resume(o, *hooks.stop_signal) : ResumeState{};
   if (resume.stopped) {
-    if (!o.engine.quiet) std::fprintf(stderr, "[cbatch] stopped while reading '%s' back; nothing was run\n", o.output.c_str());
+    if (!plan.engine.quiet) std::fprintf(stderr, "[cbatch] stopped while reading '%s' back; nothing was run\n", o.output.c_str());
     return 128 + hooks.stop_signal->load();
   }
   const auto load_start = std::chrono::steady_clock::now();
-  const Model model = load_model_for(o.engine);
-  const auto loras = load_loras_for(o.engine, model);
-  if (o.engine.task == "generate" && model.config.is_encoder()) {
-    throw Error("--task generate: the model is an encoder (" + model.config.architecture + "), it cannot generate text");
-  }
+  const Model model = load_model(plan.model);
+  const ModelPlan model_plan = resolve_model_plan(plan, model);
   std::unique_ptr<Backend> backend;
   {
     const StopSignalsBlocked blocked;  // threads the backend starts never take SIGINT/SIGTERM
-    backend = make_backend(o.engine, model, loras);
+    backend = make_backend(plan, model_plan, model);
   }
-  if (!o.engine.quiet) print_load_line(model, *backend, load_start);
-  Engine engine(make_engine_config(o.engine, parse_mode(o.engine.mode), loras.get()), model, *backend);
+  if (!plan.engine.quiet) print_load_line(model, *backend, load_start);
+  Engine engine(model_plan.engine, model, *backend);
 
-  RequestDefaults defaults;
-  defaults.max_tokens = o.engine.max_tokens;
-  defaults.max_logprobs = o.engine.max_logprobs;
-  defaults.pooling = pooling_from_name(o.engine.pooling);
-  defaults.embed_task = o.engine.task == "embed";
-  const ChatFormat chat(model.chat_template, chat_template_name(o.engine, model), *model.tokenizer);
-  const std::optional<RerankFormat> rerank = rerank_format_for(o.engine, model);
-  JsonlRequestSource source(o.prompts, model, &chat, defaults, o.engine.seed, o.resume ? &resume : nullptr);
-  if (rerank) source.set_rerank_format(&*rerank);
+  JsonlRequestSource source(o.prompts, model, &model_plan.chat, plan.requests, plan.engine.seed,
+                            o.resume ? &resume : nullptr);
+  if (model_plan.rerank) source.set_rerank_format(&*model_plan.rerank);
   source.set_stop_flag(hooks.stop_signal);  // a signal also ends a wait on a silent pipe
   if (shard) source.set_shard(shard->shard);
   ResultFormatOptions format;
@@ -169,7 +167,7 @@ int run(const RunOptions& o) {
   JsonlResultWriter writer(o.output, o.resume, o.ordered, format, hooks.stop_signal);
   std::unique_ptr<TraceWriter> trace =
       o.trace.empty() ? nullptr : std::make_unique<TraceWriter>(o.trace, hooks.stop_signal);
-  ProgressReporter progress(!o.engine.quiet);
+  ProgressReporter progress(!plan.engine.quiet);
   const int64_t total = remaining_lines(o, resume, shard ? shard->shard : ShardSpec{}, *hooks.stop_signal);
   hooks.on_step = [&](const StepRecord& record) {
     if (trace) trace->write(record);
@@ -182,7 +180,7 @@ int run(const RunOptions& o) {
   progress.finish();
   summary.resumed_ok = source.num_resumed_ok();
   summary.resumed_failed = source.num_resumed_failed();
-  report(o, summary, *backend, shard ? &*shard : nullptr);
+  report(o, plan, summary, *backend, shard ? &*shard : nullptr);
   return exit_status(summary, hooks.stop_signal->load());
 }
 

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -68,11 +67,12 @@ class CudaBackend final : public Backend {
       : config_(checked_config(model.config)),
         options_(options),
         context_(options.device_index),
-        weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights)),
+        weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
+                                   options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
                 std::max({config_.dim, config_.q_dim(), config_.hidden_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
-        moe_(config_, options.max_batch_tokens),
+        moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
         decode_split_(windows_.size()),
@@ -193,14 +193,14 @@ class CudaBackend final : public Backend {
   // none; a checkpoint's calibrated k/v scales would be copied here (none is read yet).
   DeviceBuffer<float> kv_scales_ = unit_kv_scales(config_.num_layers);
   BatchUploader uploader_;      // sized by allocate_kv_cache (the block table width needs block_size)
-  StepProfiler profiler_;
+  StepProfiler profiler_{options_.kernels.profile};  // --cuda-profile: each phase's device time too
   DeviceLogprobs logprobs_;     // answers the steps' logprob queries
   // Single-row sequences take decode_attention, on the tensor cores for bf16/fp16 where it has a kernel
-  // for the head_dim (decode_kernel_choice; CBATCH_DECODE_ATTENTION=cuda-cores keeps them on the CUDA-core
-  // kernel, =0 sends them through the general paged_attention, for comparison; =tensor-cores-16 picks the
-  // fallback kernel). Its split-KV scratch holds max_partials() partial results; the stream kernel's holds
-  // two per warp. A step's split and stream plan depend on the keys a row sees, so there is one of each per
-  // window kind.
+  // for the head_dim (decode_kernel_choice; --cuda-kernel decode=cuda-cores keeps them on the CUDA-core
+  // kernel, decode=paged sends them through the general paged_attention, for comparison;
+  // decode=tensor-cores-16 picks the fallback kernel). Its split-KV scratch holds max_partials() partial
+  // results; the stream kernel's holds two per warp. A step's split and stream plan depend on the keys a row
+  // sees, so there is one of each per window kind.
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice();  // none: all rows paged
   std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
   std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
@@ -209,15 +209,16 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> decode_partial_o_;   // (max_partials, group, head_dim)
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
-  // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention (CBATCH_PREFILL_ATTENTION=0 sends
+  // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention (--cuda-kernel prefill=off sends
   // them through the CUDA-core paged_attention, for comparison; fp32 and head_dim 256 always use
   // paged_attention).
-  bool use_prefill_kernel_ = prefill_kernel_enabled() && config_.head_dim <= 128;
+  bool use_prefill_kernel_ = !std::is_same_v<T, float> && options_.kernels.prefill_tensor_cores &&
+                             config_.head_dim <= 128;
 
   // Sampled rows drawn on the GPU by sample_rows instead of copying their logits to the host's Sampler
-  // (CBATCH_SAMPLING=host keeps the host path). Checked on an H200 (2026-11-26): the host's tokens, and the
-  // 1B shape at T = 1 gave 27,155 output tok/s against the host path's 3,476.
-  bool device_sampling_ = device_sampling_enabled();
+  // (--cuda-kernel sampling=host keeps the host path). Checked on an H200 (2026-11-26): the host's tokens, and
+  // the 1B shape at T = 1 gave 27,155 output tok/s against the host path's 3,476.
+  bool device_sampling_ = options_.kernels.device_sampling;
   BackendTraits traits_;  // make_traits(), once built
   DeviceBuffer<PenaltyToken> penalty_tokens_;       // (capacity) a step's penalized rows' tokens, grown on demand
   PinnedBuffer<PenaltyToken> host_penalty_tokens_;  // (capacity) their staging copy
@@ -241,13 +242,13 @@ class CudaBackend final : public Backend {
   }
   int max_partials() const { return 16 * num_sms(); }
   // The decode kernel for the rows of single-row sequences (decode_kernel_for_dtype): the stream kernel
-  // unless CBATCH_DECODE_ATTENTION asks for another or its 2-stage shared memory does not fit the GPU
+  // unless --cuda-kernel decode= asks for another or its 2-stage shared memory does not fit the GPU
   // (sm_86/89/120 at head_dim 128), then the 16-key tensor-core kernel (at most 99 KB). Measured on an H200
   // (docs/benchmarks, 2026-11-26): the stream kernel read the KV cache at 0.65-0.87 of the copy rate on
   // 256-sequence batches, the 16-key kernel at 0.69-0.77 (ahead only on 8 and 32 sequences: 0.54 and 0.16
   // against 0.49 and 0.13), and the stream kernel gave the 8B shape's 1000/1000 workload 7,380 output tok/s.
   std::optional<DecodeKernel> decode_kernel_choice() const {
-    const std::optional<DecodeKernel> kernel = decode_kernel_for_dtype(config_);
+    const std::optional<DecodeKernel> kernel = decode_kernel_for_dtype(config_, options_.kernels.decode);
     if constexpr (!std::is_same_v<T, float>) {
       if (kernel == DecodeKernel::kStream) {
         const size_t has = context_.properties().sharedMemPerBlockOptin;
@@ -258,29 +259,15 @@ class CudaBackend final : public Backend {
     }
     return kernel;
   }
-  static std::optional<DecodeKernel> decode_kernel_for_dtype(const ModelConfig& c) {
-    const char* value = std::getenv("CBATCH_DECODE_ATTENTION");
-    const std::string env = value != nullptr ? value : "";
-    if (!env.empty() && env != "stream" && env != "tensor-cores-16" && env != "cuda-cores" && env != "0") {
-      throw Error("CBATCH_DECODE_ATTENTION=" + env + " names no decode kernel (stream, tensor-cores-16, cuda-cores "
-                  "or 0)");
-    }
+  static std::optional<DecodeKernel> decode_kernel_for_dtype(const ModelConfig& c, DecodeAttention asked) {
     const bool shape_ok = c.num_heads / c.num_kv_heads <= kDecodeMaxGroup &&
                           (c.head_dim == 16 || c.head_dim == 32 || c.head_dim == 64 || c.head_dim == 128 ||
                            c.head_dim == kWideHeadDim);
-    if (!shape_ok || env == "0") return std::nullopt;
-    if (std::is_same_v<T, float> || env == "cuda-cores" || !decode_tensor_cores_support(c.head_dim)) {
+    if (!shape_ok || asked == DecodeAttention::kPaged) return std::nullopt;
+    if (std::is_same_v<T, float> || asked == DecodeAttention::kCudaCores || !decode_tensor_cores_support(c.head_dim)) {
       return DecodeKernel::kCudaCores;
     }
-    return env == "tensor-cores-16" ? DecodeKernel::kTensorCores16 : DecodeKernel::kStream;
-  }
-  static bool device_sampling_enabled() {
-    const char* env = std::getenv("CBATCH_SAMPLING");
-    return env == nullptr || std::string(env) != "host";
-  }
-  static bool prefill_kernel_enabled() {
-    const char* env = std::getenv("CBATCH_PREFILL_ATTENTION");
-    return !std::is_same_v<T, float> && (env == nullptr || std::string(env) != "0");
+    return asked == DecodeAttention::kTensorCores16 ? DecodeKernel::kTensorCores16 : DecodeKernel::kStream;
   }
 };
 

@@ -100,9 +100,9 @@ DecodeStreamLimits decode_stream_limits(int head_dim, int max_stages) {
     });
     if (ctas_per_sm > 0) return DecodeStreamLimits{stages, ctas_per_sm * kMmaWarps * num_sms};
   }
-  throw Error("CBATCH_DECODE_ATTENTION=stream: the stream decode kernel needs at least " + std::to_string(smallest) +
-              " bytes of shared memory per block at head_dim " + std::to_string(head_dim) + "; this GPU allows " +
-              std::to_string(max_smem) + ". Use CBATCH_DECODE_ATTENTION=tensor-cores-16");
+  throw Error("the stream decode kernel (--cuda-kernel decode=stream, the default) needs at least " +
+              std::to_string(smallest) + " bytes of shared memory per block at head_dim " + std::to_string(head_dim) +
+              "; this GPU allows " + std::to_string(max_smem) + ". Use --cuda-kernel decode=tensor-cores-16");
 }
 
 template <typename T, typename KV>

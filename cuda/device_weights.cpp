@@ -349,17 +349,6 @@ void upload_routed_experts(WeightUploader& up, const LayerTensors& t, const Mode
   }
 }
 
-// Whether experts may stay quantized: CBATCH_MOE_EXPERTS=dequant keeps them in T (the cuBLAS path).
-bool keep_experts_quantized() {
-  const char* value = std::getenv("CBATCH_MOE_EXPERTS");
-  const std::string env = value != nullptr ? value : "";
-  if (!env.empty() && env != "dequant") {
-    throw Error("CBATCH_MOE_EXPERTS=" + env + " is not a mode (dequant, or unset to keep MXFP4 and FP8 experts "
-                "quantized)");
-  }
-  return env.empty();
-}
-
 // A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
 // the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
 template <typename T>
@@ -407,14 +396,13 @@ size_t DeviceWeights<T>::bytes() const {
 }
 
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights) {
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized) {
   const ModelConfig& c = model.config;
   const ModelTensors& t = model.tensors;
   if (static_cast<int>(t.layers.size()) != c.num_layers) {
     throw Error("model has " + std::to_string(t.layers.size()) + " layers of tensors, config says " +
                 std::to_string(c.num_layers));
   }
-  const bool keep_quantized = keep_experts_quantized();
   WeightUploader up(stream);
   DeviceWeights<T> w;
   for (const ModelTensorRow& row : model_tensor_rows()) {  // a tied lm_head is the embedding's buffer
@@ -449,8 +437,8 @@ template struct LayerWeights<__half>;
 template struct DeviceWeights<float>;
 template struct DeviceWeights<__nv_bfloat16>;
 template struct DeviceWeights<__half>;
-template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool);
-template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool);
-template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool);
+template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool);
 
 }  // namespace cbatch

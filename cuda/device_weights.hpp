@@ -23,7 +23,7 @@ namespace cbatch {
 // product, so that expert e's is at e * its size) and shared expert instead of the dense gate|up and down.
 // The experts stay quantized where moe_quant_gemm multiplies them (T bf16 or fp16): in MXFP4 or Q8_0 blocks
 // where the model ships them so, in FP8 with a scale per row with fp8 weights; else (other GGUF blocks
-// decoded at load like the dense weights, fp32, CBATCH_MOE_EXPERTS=dequant) in T.
+// decoded at load like the dense weights, fp32, --cuda-kernel moe-experts=dequant) in T.
 template <typename T>
 struct LayerWeights {
   // kQkv (q_dim + 2 * kv_dim, dim): rows of wq, then wk, then wv; kWo (dim, q_dim); kGateUp (2 * hidden_dim,
@@ -76,8 +76,10 @@ struct DeviceWeights {
 // Returns after the stream is idle. fp8_weights: the layers' linear weights quantized to FP8 (T bf16 or
 // fp16), the experts to FP8 with a scale per row; a weight whose shape cuBLASLt's FP8 GEMM (an expert's:
 // moe_quant_gemm, k a multiple of 32) cannot take, or that holds a NaN or an infinity, is refused with its
-// tensor's name. CBATCH_MOE_EXPERTS=dequant keeps every expert in T (the cuBLAS path, to compare).
+// tensor's name. keep_quantized = false (--cuda-kernel moe-experts=dequant) keeps every expert in T (the
+// cuBLAS path, to compare).
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights = false);
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights = false,
+                                bool keep_quantized = true);
 
 }  // namespace cbatch

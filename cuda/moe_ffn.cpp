@@ -27,7 +27,7 @@ size_t sized(const ModelConfig& c, int64_t n) { return c.is_moe() ? static_cast<
 }  // namespace
 
 template <typename T>
-MoeFfn<T>::MoeFfn(const ModelConfig& c, int max_tokens)
+MoeFfn<T>::MoeFfn(const ModelConfig& c, int max_tokens, bool grouped_gemm)
     : config_(c),
       num_picks_max_(max_tokens * c.experts_per_token),
       logits_(sized(c, int64_t{max_tokens} * c.num_experts)),
@@ -45,7 +45,7 @@ MoeFfn<T>::MoeFfn(const ModelConfig& c, int max_tokens)
       shared_gate_up_(sized(c, int64_t{max_tokens} * 2 * c.shared_expert_hidden_dim)),
       shared_hidden_(sized(c, int64_t{max_tokens} * c.shared_expert_hidden_dim)),
       shared_out_(sized(c, c.shared_expert_hidden_dim > 0 ? int64_t{max_tokens} * c.dim : 0)),
-      gemm_(c.is_moe() ? c.num_experts : 0) {}
+      gemm_(c.is_moe() ? c.num_experts : 0, grouped_gemm) {}
 
 template <typename T>
 size_t MoeFfn<T>::device_bytes() const {

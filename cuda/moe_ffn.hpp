@@ -19,8 +19,9 @@ namespace cbatch {
 template <typename T>
 class MoeFfn {
  public:
-  // Buffers for max_tokens rows of config c's sparse layers (none for a dense model).
-  MoeFfn(const ModelConfig& c, int max_tokens);
+  // Buffers for max_tokens rows of config c's sparse layers (none for a dense model); grouped_gemm: the
+  // expert products in T as grouped GEMMs where cuBLAS has them (ExpertGemm).
+  MoeFfn(const ModelConfig& c, int max_tokens, bool grouped_gemm);
 
   // out (n, dim) T = the MoE FFN of h (n, dim) T with layer weights w, on the context's stream. Returns the
   // distinct experts the rows picked. Waits for the stream once where an expert product is in T: the

@@ -3,7 +3,7 @@
 // Experts with the same number of rows form one group (a decode step's experts mostly hold one row each,
 // so most steps are a handful of groups); each problem's matrices are in a pointer table uploaded before the
 // call. Row-major as gemm.cpp: cuBLAS computes the column-major Y^T = W X^T, fp32 accumulation, no TF32.
-// Without grouped GEMMs (cuBLAS before 12.5, or CBATCH_MOE_GEMM=loop) each non-empty segment is one
+// Without grouped GEMMs (cuBLAS before 12.5, or --cuda-kernel moe-gemm=loop) each non-empty segment is one
 // gemm() call.
 #include "cuda/moe_gemm.hpp"
 
@@ -11,7 +11,6 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -24,8 +23,6 @@ namespace cbatch {
 namespace {
 
 bool grouped_gemm_available() {
-  const char* env = std::getenv("CBATCH_MOE_GEMM");
-  if (env != nullptr && std::string(env) == "loop") return false;
 #if CUBLAS_VERSION >= 120500
   return cublas_library().gemm_grouped_batched_ex != nullptr;
 #else
@@ -36,9 +33,9 @@ bool grouped_gemm_available() {
 }  // namespace
 
 template <typename T>
-ExpertGemm<T>::ExpertGemm(int num_experts)
+ExpertGemm<T>::ExpertGemm(int num_experts, bool grouped)
     : num_experts_(num_experts),
-      grouped_(grouped_gemm_available()),
+      grouped_(grouped && grouped_gemm_available()),
       host_ptrs_(grouped_ ? 6 * static_cast<size_t>(num_experts) : 0),
       ptrs_(grouped_ ? 6 * static_cast<size_t>(num_experts) : 0) {}
 

@@ -14,9 +14,9 @@ namespace cbatch {
 template <typename T>
 class ExpertGemm {
  public:
-  // Tables for num_experts experts; CBATCH_MOE_GEMM=loop runs one cublasGemmEx per segment even where
-  // cuBLAS has grouped GEMMs (to compare the two).
-  explicit ExpertGemm(int num_experts);
+  // Tables for num_experts experts; grouped = false (--cuda-kernel moe-gemm=loop) runs one cublasGemmEx per
+  // segment even where cuBLAS has grouped GEMMs (to compare the two).
+  ExpertGemm(int num_experts, bool grouped);
 
   // For each expert e with m_e = offsets[e + 1] - offsets[e] > 0 (offsets (num_experts + 1) on the host):
   // y[offsets[e] ..] (m_e, n) = x[offsets[e] ..] (m_e, k) W_e^T with W_e = w + e * n * k (w (experts, n, k)).

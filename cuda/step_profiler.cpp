@@ -1,17 +1,12 @@
 #include "cuda/step_profiler.hpp"
 
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 
 #include "cuda/cuda_check.hpp"
 
 namespace cbatch {
 
-StepProfiler::StepProfiler() {
-  const char* env = std::getenv("CBATCH_CUDA_PROFILE");
-  detailed_ = env != nullptr && std::strcmp(env, "0") != 0;
-}
+StepProfiler::StepProfiler(bool detailed) : detailed_(detailed) {}
 
 StepProfiler::~StepProfiler() {
   if (detailed_ && totals_[0].steps + totals_[1].steps > 0) {

@@ -1,6 +1,6 @@
 // Device-side timing of forward passes with CUDA events. Always: the busy time of each step (an event
 // before its first and after its last operation), whose sum against wall time tells how long the GPU sat
-// idle between steps. With CBATCH_CUDA_PROFILE=1 in the environment also each phase of the step
+// idle between steps. Detailed (--cuda-profile, CudaKernelOptions::profile) also each phase of the step
 // (attention, each GEMM, ...), summed over the run separately for decode-only steps (every sequence one
 // row) and steps with prefill rows, and printed to stderr when the backend is destroyed.
 #pragma once
@@ -14,7 +14,7 @@ namespace cbatch {
 
 class StepProfiler {
  public:
-  StepProfiler();
+  explicit StepProfiler(bool detailed);
   ~StepProfiler();
   StepProfiler(const StepProfiler&) = delete;
   StepProfiler& operator=(const StepProfiler&) = delete;

@@ -21,13 +21,13 @@
 #             lengths, mean 230 / 203), bf16, continuous: the workload of the published SGLang / LMDeploy / vLLM
 #             figures in docs/benchmarks/README.md; 8b-sharegpt-fp8 the same with --quantization fp8
 #             --kv-cache-dtype fp8 (compute capability 8.9 or newer)
-#   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default) with CBATCH_SAMPLING=host: the host
+#   1b-sampled  the 1b workload at --temperature 1.0 (vLLM's default) with --cuda-kernel sampling=host: the host
 #             sampler's cost (logits copied back)
 #   1b-sampled-device  the same drawn on the GPU (the default: no logits copied back)
 #   1b-top-p, 1b-top-p-device  the 1b workload at --temperature 0.8 --top-p 0.95, host and device sampling
-#   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with CBATCH_PREFILL_ATTENTION=0 (prefill chunks
+#   e2e-cc, 1b-cc, 8b-long-cc  e2e, 1b and 8b-long with --cuda-kernel prefill=off (prefill chunks
 #             through the CUDA-core attention instead of the tensor cores): compare with the stages without it
-#   1b-t16, 8b-long-t16  1b and 8b-long with CBATCH_DECODE_ATTENTION=tensor-cores-16 (the 16-key split
+#   1b-t16, 8b-long-t16  1b and 8b-long with --cuda-kernel decode=tensor-cores-16 (the 16-key split
 #             kernel, the fallback where the stream kernel's shared memory does not fit)
 #   fp8       --quantization fp8 (needs compute capability 8.9): the FP8 unit cases of test_cuda (device
 #             quantization vs the host bit for bit, the cuBLASLt FP8 GEMM vs a reference on the 1B/8B shapes,
@@ -41,9 +41,9 @@
 #             cache on SmolLM2-135M and Gemma 3 270M where present)
 #   8b-long-fp8kv  the 8b-long workload with --kv-cache-dtype fp8 (twice the KV blocks in the same memory)
 #   table     the markdown rows of every bench-*.json in $OUT_DIR (tools/bench_table.py), for docs/benchmarks
-#   profile   CBATCH_CUDA_PROFILE=1 on the 1B shape, 200 requests: device time per phase of the step
+#   profile   --cuda-profile on the 1B shape, 200 requests: device time per phase of the step
 #   profile-8b  the same on the 8B shape, 200 requests of 1000 / 1000 (about 40 s)
-#   profile-sampled  profile at --temperature 1.0 with CBATCH_SAMPLING=device: the draws' share ("pick+copy")
+#   profile-sampled  profile at --temperature 1.0 with --cuda-kernel sampling=device: the draws' share ("pick+copy")
 #   features  logprobs and structured outputs on the GPU: the logprob_rows and masked sample_rows kernels vs
 #             the host, an engine run of constrained requests drawn on the device vs the host path
 #             (test_cuda), and tests/e2e/test_gpu_logprobs.py (CUDA fp32 logprobs vs the CPU backend's)
@@ -60,7 +60,8 @@
 #             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
-#   moe-loop  the moe unit cases and e2e with CBATCH_MOE_GEMM=loop (one GEMM per expert segment)
+#   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
+#             GEMM's own case checks both) and tests/e2e/test_gpu_moe.py with it
 #   gpt-oss   gpt-oss on CUDA: the attention-sink cases of test_cuda (every attention kernel with sinks vs the
 #             reference, the backend's gpt-oss test model vs the CPU backend through every attention kernel,
 #             the rmsnorm with the o bias) and tests/e2e/test_gpu_gpt_oss.py (the tiny gpt-oss's greedy
@@ -69,11 +70,11 @@
 #             half the layers), bf16, $NUM_PROMPTS requests 128 / 128, continuous (42 GB of bf16 weights)
 #   gpt-oss-mxfp4  the gpt-oss-20b workload with --dummy-dtype mxfp4 (experts as MXFP4 blocks, about 10 GB,
 #             kept so and multiplied by moe_quant_gemm; the rest bf16), then the same with
-#             CBATCH_MOE_EXPERTS=dequant (the experts decoded to bf16, cuBLAS): bench-gpt-oss-mxfp4.json and
+#             --cuda-kernel moe-experts=dequant (the experts decoded to bf16, cuBLAS): bench-gpt-oss-mxfp4.json and
 #             bench-gpt-oss-mxfp4-dequant.json
 #   qwen3-30b-a3b  bench, dummy Qwen3-30B-A3B shape (48 layers, 128 experts, top-8, width 768), bf16,
 #             $NUM_PROMPTS requests 128 / 128, continuous (61 GB of bf16 weights: an 80 GB GPU);
-#             qwen3-30b-a3b-loop the same with CBATCH_MOE_GEMM=loop
+#             qwen3-30b-a3b-loop the same with --cuda-kernel moe-gemm=loop
 #   qwen2.5-7b  bench, dummy Qwen2.5-7B shape (q/k/v biases, GQA group 7), $NUM_PROMPTS requests 128:1024 /
 #             128:1024, continuous, bf16
 #   gemma-3-4b  bench, dummy Gemma-3-4B shape (head_dim 256 on the CUDA-core attention, q/k norms, sandwich
@@ -83,7 +84,8 @@
 #             (and two of them over an FP8 cache, --kv-cache-dtype fp8)
 #   ncu-decode  Nsight Compute on one decode-attention launch each of the 1B and 8B shapes (256 sequences
 #             of ~540 keys): time, DRAM throughput, occupancy, warp stall reasons, pipe utilization;
-#             $DECODE_KERNEL picks the kernel (default one; the stream kernel's merge launch is not counted)
+#             $DECODE_KERNEL (a --cuda-kernel decode= value; unset: the default kernel) picks the kernel (the
+#             stream kernel's merge launch is not counted)
 # Environment: BIN_DIR (default build), OUT_DIR (default gpu-out), CBATCH_SHARED_DIR, NUM_PROMPTS (1000),
 # DEADLINE_S (the seconds the whole call may take: each stage's limit is cut to what is left, and a stage
 # with under 10 s left is not run), ARCHIVE (a .tar.gz of OUT_DIR rewritten after each stage). Every stage
@@ -164,12 +166,12 @@ sharegpt() {  # sharegpt NAME [extra flags]: 1000 synthetic ShareGPT requests on
     --device cuda --quiet --json "$OUT_DIR/bench-$name.json" "$@"
 }
 
-profile() {  # profile NAME CONFIG INPUT OUTPUT [extra flags]: CBATCH_CUDA_PROFILE=1 on 200 continuous requests
+profile() {  # profile NAME CONFIG INPUT OUTPUT [extra flags]: --cuda-profile on 200 continuous requests
   local name=$1 config=$2 input=$3 output=$4
   shift 4
-  CBATCH_CUDA_PROFILE=1 stage "$name" 200 "$CBATCH" bench --model "dummy:examples/models/$config" --num-prompts 200 \
+  stage "$name" 200 "$CBATCH" bench --model "dummy:examples/models/$config" --num-prompts 200 \
     --input-len "$input" --output-len "$output" --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 \
-    --device cuda --quiet "$@"
+    --device cuda --quiet --cuda-profile "$@"
 }
 
 for s in "${@:-info unit sanitize e2e}"; do
@@ -213,8 +215,8 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
         stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;
       moe-loop)
-        CBATCH_MOE_GEMM=loop stage moe-loop-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*mixture-of-experts*'
-        CBATCH_MOE_GEMM=loop stage moe-loop-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+        stage moe-loop-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*moe-gemm=loop*'
+        stage moe-loop-e2e 400 python3 tests/e2e/test_gpu_moe.py --cuda-kernel moe-gemm=loop ;;
       gpt-oss)
         stage gpt-oss-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*sinks*,*gpt-oss*,*rmsnorm*'
         stage gpt-oss-e2e 400 python3 tests/e2e/test_gpu_gpt_oss.py ;;
@@ -223,12 +225,12 @@ for s in "${@:-info unit sanitize e2e}"; do
       gpt-oss-mxfp4)
         bench gpt-oss-mxfp4 550 gpt-oss-20b.json 128 128 continuous --max-num-batched-tokens 8192 --dtype bf16 \
           --dummy-dtype mxfp4
-        CBATCH_MOE_EXPERTS=dequant bench gpt-oss-mxfp4-dequant 550 gpt-oss-20b.json 128 128 continuous \
-          --max-num-batched-tokens 8192 --dtype bf16 --dummy-dtype mxfp4 ;;
+        bench gpt-oss-mxfp4-dequant 550 gpt-oss-20b.json 128 128 continuous \
+          --max-num-batched-tokens 8192 --dtype bf16 --dummy-dtype mxfp4 --cuda-kernel moe-experts=dequant ;;
       qwen3-30b-a3b) bench qwen3-30b-a3b 550 qwen3-30b-a3b.json 128 128 continuous --max-num-batched-tokens 8192 \
                        --dtype bf16 ;;
-      qwen3-30b-a3b-loop) CBATCH_MOE_GEMM=loop bench qwen3-30b-a3b-loop 550 qwen3-30b-a3b.json 128 128 continuous \
-                            --max-num-batched-tokens 8192 --dtype bf16 ;;
+      qwen3-30b-a3b-loop) bench qwen3-30b-a3b-loop 550 qwen3-30b-a3b.json 128 128 continuous \
+                            --max-num-batched-tokens 8192 --dtype bf16 --cuda-kernel moe-gemm=loop ;;
       families) stage families 300 "$BIN_DIR/tests/test_cuda" \
                   -tc='*famil*,*sandwich*,*GeGLU*,*softcap*,*scales them*,*head_dim 256*,*paged_attention*' ;;
       qwen2.5-7b) bench qwen2.5-7b 550 qwen2.5-7b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
@@ -240,26 +242,27 @@ for s in "${@:-info unit sanitize e2e}"; do
       1b) bench 1b 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static --max-num-batched-tokens 8192 ;;
       8b-short) bench 8b-short 500 llama-3.1-8b.json 128 128 continuous,static --max-num-batched-tokens 8192 ;;
       8b-long) bench 8b-long 550 llama-3.1-8b.json 1000 1000 continuous --max-num-batched-tokens 8192 ;;
-      1b-sampled) CBATCH_SAMPLING=host bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
-                    --temperature 1.0 ;;
-      1b-sampled-device) CBATCH_SAMPLING=device bench 1b-sampled-device 500 llama-3.2-1b.json 128:1024 128:1024 \
-                           continuous --max-num-batched-tokens 8192 --temperature 1.0 ;;
-      1b-top-p) CBATCH_SAMPLING=host bench 1b-top-p 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
-                  --temperature 0.8 --top-p 0.95 ;;
-      1b-top-p-device) CBATCH_SAMPLING=device bench 1b-top-p-device 500 llama-3.2-1b.json 128:1024 128:1024 \
-                         continuous --max-num-batched-tokens 8192 --temperature 0.8 --top-p 0.95 ;;
+      1b-sampled) bench 1b-sampled 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                    --temperature 1.0 --cuda-kernel sampling=host ;;
+      1b-sampled-device) bench 1b-sampled-device 500 llama-3.2-1b.json 128:1024 128:1024 \
+                           continuous --max-num-batched-tokens 8192 --temperature 1.0 --cuda-kernel sampling=device ;;
+      1b-top-p) bench 1b-top-p 500 llama-3.2-1b.json 128:1024 128:1024 continuous --max-num-batched-tokens 8192 \
+                  --temperature 0.8 --top-p 0.95 --cuda-kernel sampling=host ;;
+      1b-top-p-device) bench 1b-top-p-device 500 llama-3.2-1b.json 128:1024 128:1024 \
+                         continuous --max-num-batched-tokens 8192 --temperature 0.8 --top-p 0.95 \
+                         --cuda-kernel sampling=device ;;
       8b-sharegpt) sharegpt 8b-sharegpt ;;
       8b-sharegpt-fp8) sharegpt 8b-sharegpt-fp8 --quantization fp8 --kv-cache-dtype fp8 ;;
       8b-long-static) bench 8b-long-static 550 llama-3.1-8b.json 1000 1000 static --max-num-batched-tokens 8192 ;;
-      e2e-cc) CBATCH_PREFILL_ATTENTION=0 stage e2e-cc 400 python3 tests/e2e/test_gpu.py ;;
-      1b-cc) CBATCH_PREFILL_ATTENTION=0 bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \
-               --max-num-batched-tokens 8192 ;;
-      8b-long-cc) CBATCH_PREFILL_ATTENTION=0 bench 8b-long-cc 550 llama-3.1-8b.json 1000 1000 continuous \
-                    --max-num-batched-tokens 8192 ;;
-      1b-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 1b-t16 500 llama-3.2-1b.json 128:1024 128:1024 \
-                continuous,static --max-num-batched-tokens 8192 ;;
-      8b-long-t16) CBATCH_DECODE_ATTENTION=tensor-cores-16 bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
-                     continuous --max-num-batched-tokens 8192 ;;
+      e2e-cc) stage e2e-cc 400 python3 tests/e2e/test_gpu.py --cuda-kernel prefill=off ;;
+      1b-cc) bench 1b-cc 500 llama-3.2-1b.json 128:1024 128:1024 continuous,static \
+               --max-num-batched-tokens 8192 --cuda-kernel prefill=off ;;
+      8b-long-cc) bench 8b-long-cc 550 llama-3.1-8b.json 1000 1000 continuous \
+                    --max-num-batched-tokens 8192 --cuda-kernel prefill=off ;;
+      1b-t16) bench 1b-t16 500 llama-3.2-1b.json 128:1024 128:1024 \
+                continuous,static --max-num-batched-tokens 8192 --cuda-kernel decode=tensor-cores-16 ;;
+      8b-long-t16) bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
+                     continuous --max-num-batched-tokens 8192 --cuda-kernel decode=tensor-cores-16 ;;
       fp8-kv)
         stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'
         stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;
@@ -267,8 +270,8 @@ for s in "${@:-info unit sanitize e2e}"; do
                        --kv-cache-dtype fp8 ;;
       profile) profile profile llama-3.2-1b.json 128:1024 128:1024 ;;
       profile-8b) profile profile-8b llama-3.1-8b.json 1000 1000 ;;
-      profile-sampled) CBATCH_SAMPLING=device profile profile-sampled llama-3.2-1b.json 128:1024 128:1024 \
-                         --temperature 1.0 ;;
+      profile-sampled) profile profile-sampled llama-3.2-1b.json 128:1024 128:1024 \
+                         --temperature 1.0 --cuda-kernel sampling=device ;;
       table) python3 tools/bench_table.py "$OUT_DIR"/bench-*.json ;;
       decode-bench)
         i=0
@@ -283,11 +286,12 @@ for s in "${@:-info unit sanitize e2e}"; do
       ncu-decode)
         for shape in 1b:llama-3.2-1b:600 8b:llama-3.1-8b:1000; do
           IFS=: read -r tag config skip <<<"$shape"
-          CBATCH_DECODE_ATTENTION=${DECODE_KERNEL:-} stage "ncu-decode-$tag" 200 \
+          stage "ncu-decode-$tag" 200 \
             ncu --kernel-name regex:decode_attention --launch-skip "$skip" --launch-count 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
             --section WarpStateStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
             "$CBATCH" bench --model "dummy:examples/models/$config.json" --num-prompts 256 --input-len 512 \
-            --output-len 64 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --device cuda --quiet
+            --output-len 64 --modes continuous --max-num-seqs 256 --max-num-batched-tokens 8192 --device cuda --quiet \
+            ${DECODE_KERNEL:+--cuda-kernel "decode=$DECODE_KERNEL"}
         done ;;
       *) echo "unknown stage $name" ;;
     esac

@@ -5,7 +5,8 @@ its constrained one (ignore_eos: the same tokens to compute, so only the constra
 prints output tok/s, the ratios and the mask time per constrained row. With --repeat R the three runs
 alternate R times and the best of each counts (a shared machine slows some runs, never speeds one).
 Usage: python3 tools/structured_bench.py BUILD_DIR MODEL [--device cpu|cuda] [--threads N] [--requests N] [--repeat R]
-(MODEL may be dummy:CONFIG.json; on CUDA set CBATCH_SAMPLING=device to draw constrained rows there)."""
+[--cuda-kernel NAME=VALUE ...] (MODEL may be dummy:CONFIG.json; on CUDA the constrained rows are drawn on the GPU,
+or with --cuda-kernel sampling=host by the host's sampler; each --cuda-kernel goes to cbatch)."""
 import argparse
 import ast
 import json
@@ -23,11 +24,12 @@ def schemas():
 
 
 def run(build, model, device, threads, rows, work, name):
+    """device: the device flags (--device, --cuda-kernel) of every run."""
     prompts, out, summary = (os.path.join(work, f"{name}.{ext}") for ext in ("jsonl", "out.jsonl", "summary.json"))
     with open(prompts, "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in rows)
-    subprocess.run([os.path.join(build, "cbatch"), "run", prompts, "-o", out, "--model", model, "--device", device,
-                    "--threads", str(threads), "--quiet", "--summary", summary], check=True)
+    subprocess.run([os.path.join(build, "cbatch"), "run", prompts, "-o", out, "--model", model] + device +
+                   ["--threads", str(threads), "--quiet", "--summary", summary], check=True)
     lengths = {r["id"]: r.get("completion_tokens", 0) for r in map(json.loads, open(out))}
     return json.load(open(summary)), lengths
 
@@ -40,7 +42,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--requests", type=int, default=64)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--cuda-kernel", action="append", default=[], help="NAME=VALUE, passed to cbatch (repeatable)")
     a = p.parse_args()
+    device = ["--device", a.device] + [x for k in a.cuda_kernel for x in ("--cuda-kernel", k)]
     suite = schemas()
     base = [{"id": f"r{i}", "prompt": "The answer as JSON:", "max_tokens": 64, "temperature": 1.0, "seed": i}
             for i in range(a.requests)]
@@ -50,10 +54,10 @@ def main():
     plain = masked = same_lengths = None
     with tempfile.TemporaryDirectory() as work:
         for _ in range(a.repeat):
-            plain = best(plain, run(a.build, a.model, a.device, a.threads, base, work, "plain"))
-            masked = best(masked, run(a.build, a.model, a.device, a.threads, constrained, work, "constrained"))
+            plain = best(plain, run(a.build, a.model, device, a.threads, base, work, "plain"))
+            masked = best(masked, run(a.build, a.model, device, a.threads, constrained, work, "constrained"))
             same = [dict(r, max_tokens=max(1, masked[1][r["id"]]), ignore_eos=True) for r in base]
-            same_lengths = best(same_lengths, run(a.build, a.model, a.device, a.threads, same, work, "same_lengths"))
+            same_lengths = best(same_lengths, run(a.build, a.model, device, a.threads, same, work, "same_lengths"))
     plain, masked, same_lengths = plain[0], masked[0], same_lengths[0]
     tps = {k: s["output_tokens_per_s"] for k, s in (("plain", plain), ("constrained", masked), ("same_lengths", same_lengths))}
     print(json.dumps({"output_tok_s": tps, "ratio": round(tps["constrained"] / tps["plain"], 3),

@@ -4,14 +4,13 @@
 // The families (one model per feature of ModelConfig's description: biases, q/k norms, Gemma 2 and 3,
 // sliding windows, longrope, yarn) against the CPU backend, the reference of every family feature, with
 // every attention kernel; mixture-of-experts layers (with and without a shared expert) likewise, and the
-// step's experts_touched against the CPU's. Also: the argmax path, draws on the device (CBATCH_SAMPLING=device), batch
-// validation, and the "does not fit" errors.
+// step's experts_touched against the CPU's. Also: the argmax path, draws on the device (CudaKernelOptions::
+// device_sampling, the default), batch validation, and the "does not fit" errors.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -146,9 +145,10 @@ std::vector<RaggedBatch> scenario(int vocab) {
   return steps;
 }
 
-CudaBackendOptions small_options(ComputeDType dtype) {
+CudaBackendOptions small_options(ComputeDType dtype, const CudaKernelOptions& kernels = {}) {
   CudaBackendOptions o;
   o.dtype = dtype;
+  o.kernels = kernels;
   o.max_batch_tokens = 64;
   o.max_num_seqs = 8;
   o.max_context = 64;
@@ -186,8 +186,9 @@ class StepReference {
 // Runs the scenario on the backend and the reference; checks logits within `tol` and, where the
 // reference's top two logits are apart by more than 10 tol rms(logits), the same argmax. Also checks that the argmax path
 // returns exactly the argmax of the logits path (each step run twice: rewriting the same k and v).
-void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu_reference = false) {
-  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
+void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu_reference = false,
+                    const CudaKernelOptions& kernels = {}) {
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype, kernels));
   CHECK(backend->traits().device_name.rfind("cuda:", 0) == 0);
   CHECK(backend->max_kv_blocks(kBlockSize) >= kNumBlocks);
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
@@ -509,16 +510,24 @@ TEST_CASE("CUDA backend accepts every example model's family (checked before the
   }
 }
 
-// Sets an environment variable that the backend reads when it is built; unset again however the test ends.
-struct ScopedEnv {
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+// Each choice of decode attention kernel (CudaKernelOptions::decode), and its name for CAPTURE.
+constexpr std::pair<DecodeAttention, const char*> kDecodeChoices[] = {
+    {DecodeAttention::kStream, "stream"},
+    {DecodeAttention::kTensorCores16, "tensor-cores-16"},
+    {DecodeAttention::kCudaCores, "cuda-cores"},
+    {DecodeAttention::kPaged, "paged"}};
 
- private:
-  const char* name_;
-};
+CudaKernelOptions decode_kernel(DecodeAttention decode) {
+  CudaKernelOptions kernels;
+  kernels.decode = decode;
+  return kernels;
+}
+
+CudaKernelOptions prefill_on_cuda_cores() {
+  CudaKernelOptions kernels;
+  kernels.prefill_tensor_cores = false;
+  return kernels;
+}
 
 TEST_CASE("CUDA backend runs mixture-of-experts layers as the CPU backend does (fp32; bf16, fp16 loosely)") {
   for (bool shared_expert : {false, true}) {
@@ -529,6 +538,19 @@ TEST_CASE("CUDA backend runs mixture-of-experts layers as the CPU backend does (
     // loose, but a wrong expert, weight or un-permute everywhere is an error of order 1.
     check_scenario(model, ComputeDType::kBF16, 0.1, true);
     check_scenario(model, ComputeDType::kF16, 0.1, true);
+  }
+}
+
+// --cuda-kernel moe-gemm=loop: the expert products as one cuBLAS GEMM per expert segment instead of grouped GEMMs.
+TEST_CASE("CUDA backend runs mixture-of-experts layers with a GEMM per expert (moe-gemm=loop) as the CPU backend "
+          "does") {
+  CudaKernelOptions loop;
+  loop.grouped_moe_gemm = false;
+  for (bool shared_expert : {false, true}) {
+    const Model model = make_moe_model(shared_expert);
+    CAPTURE(model.config.architecture);
+    check_scenario(model, ComputeDType::kF32, 1e-4, true, loop);
+    check_scenario(model, ComputeDType::kBF16, 0.1, true, loop);
   }
 }
 
@@ -556,13 +578,11 @@ TEST_CASE("CUDA backend runs gpt-oss's sinks, biases, windows and MoE as the CPU
   check_scenario(model, ComputeDType::kBF16, 0.1, true);
   check_scenario(model, ComputeDType::kF16, 0.1, true);
   // Every attention kernel with the sinks: each decode kernel, and the CUDA-core kernel for the prefill tiles.
-  for (const char* decode : {"stream", "tensor-cores-16", "cuda-cores", "0"}) {
-    const ScopedEnv env("CBATCH_DECODE_ATTENTION", decode);
-    CAPTURE(decode);
-    check_scenario(model, ComputeDType::kBF16, 0.1, true);
+  for (const auto& [decode, name] : kDecodeChoices) {
+    CAPTURE(name);
+    check_scenario(model, ComputeDType::kBF16, 0.1, true, decode_kernel(decode));
   }
-  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");
-  check_scenario(model, ComputeDType::kBF16, 0.1, true);
+  check_scenario(model, ComputeDType::kBF16, 0.1, true, prefill_on_cuda_cores());
 }
 
 // make_gpt_oss_model with its experts stored as MXFP4 blocks (scales 2^-6 .. 2^-4: weights of the size the
@@ -596,8 +616,9 @@ Model make_gpt_oss_mxfp4_model() {
 // Runs scenario()'s steps on a CUDA backend (dtype) and a CPU backend of the same model, and hands each
 // step's two outputs to check.
 void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
-                            const std::function<void(const StepIo& gpu, const StepIo& cpu)>& check) {
-  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype));
+                            const std::function<void(const StepIo& gpu, const StepIo& cpu)>& check,
+                            const CudaKernelOptions& kernels = {}) {
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype, kernels));
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
   CpuBackendOptions options;
   options.num_threads = 2;
@@ -612,26 +633,28 @@ void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
   }
 }
 
-// The MXFP4 experts stay MXFP4 on the device (moe_quant_gemm, no host wait) and, with CBATCH_MOE_EXPERTS=
-// dequant, are decoded to T for cuBLAS; both against the CPU backend on the same blocks, loosely in 16 bits
+// The MXFP4 experts stay MXFP4 on the device (moe_quant_gemm, no host wait) and, with moe-experts=dequant
+// (CudaKernelOptions::quantized_experts false), are decoded to T for cuBLAS; both against the CPU backend on
+// the same blocks, loosely in 16 bits
 // as the gpt-oss test above (a near-tie in the router may flip), and experts_touched as the CPU counts it.
-TEST_CASE("CUDA backend runs gpt-oss's MXFP4 experts in MXFP4 (and decoded, CBATCH_MOE_EXPERTS=dequant) as the CPU "
+TEST_CASE("CUDA backend runs gpt-oss's MXFP4 experts in MXFP4 (and decoded, moe-experts=dequant) as the CPU "
           "backend does") {
   const Model model = make_gpt_oss_mxfp4_model();
-  for (const char* mode : {"", "dequant"}) {
-    CAPTURE(mode);
-    std::unique_ptr<ScopedEnv> env;
-    if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
-    check_scenario(model, ComputeDType::kBF16, 0.1, true);
-    check_scenario(model, ComputeDType::kF16, 0.1, true);
-    for_each_step_with_cpu(model, ComputeDType::kBF16, [](const StepIo& gpu_out, const StepIo& cpu_out) {
+  for (const bool quantized : {true, false}) {
+    CAPTURE(quantized);
+    CudaKernelOptions kernels;
+    kernels.quantized_experts = quantized;
+    check_scenario(model, ComputeDType::kBF16, 0.1, true, kernels);
+    check_scenario(model, ComputeDType::kF16, 0.1, true, kernels);
+    const auto same_touched = [](const StepIo& gpu_out, const StepIo& cpu_out) {
       CHECK(gpu_out.experts_touched == cpu_out.experts_touched);
-    });
+    };
+    for_each_step_with_cpu(model, ComputeDType::kBF16, same_touched, kernels);
   }
 }
 
 // --dummy-dtype mxfp4 on a tiny gpt-oss-like dummy config: the experts' blocks generated on the device are the
-// CPU's (random_weights.hpp), kept MXFP4 (moe_quant_gemm) or, with CBATCH_MOE_EXPERTS=dequant or in fp32,
+// CPU's (random_weights.hpp), kept MXFP4 (moe_quant_gemm) or, with moe-experts=dequant or in fp32,
 // decoded to T; logits against the CPU backend as the MXFP4 case above (fp32 tightly: the same values), and
 // the cost model's expert bytes per weight as kept (17/32 in MXFP4, 2 in bf16, 4 in fp32).
 TEST_CASE("CUDA backend runs a dummy model's MXFP4 experts (--dummy-dtype mxfp4) as the CPU backend does") {
@@ -651,14 +674,15 @@ TEST_CASE("CUDA backend runs a dummy model's MXFP4 experts (--dummy-dtype mxfp4)
   std::filesystem::remove(path);
   check_scenario(model, ComputeDType::kF32, 1e-4, true);
   CHECK(make_cuda_backend(model, small_options(ComputeDType::kF32))->traits().expert_bytes_per_param == 4.0);
-  for (const char* mode : {"", "dequant"}) {
-    CAPTURE(mode);
-    std::unique_ptr<ScopedEnv> env;
-    if (*mode != '\0') env = std::make_unique<ScopedEnv>("CBATCH_MOE_EXPERTS", mode);
-    check_scenario(model, ComputeDType::kBF16, 0.1, true);
-    check_scenario(model, ComputeDType::kF16, 0.1, true);
-    const double bytes = make_cuda_backend(model, small_options(ComputeDType::kBF16))->traits().expert_bytes_per_param;
-    CHECK(bytes == (*mode != '\0' ? 2.0 : 17.0 / 32.0));
+  for (const bool quantized : {true, false}) {
+    CAPTURE(quantized);
+    CudaKernelOptions kernels;
+    kernels.quantized_experts = quantized;
+    check_scenario(model, ComputeDType::kBF16, 0.1, true, kernels);
+    check_scenario(model, ComputeDType::kF16, 0.1, true, kernels);
+    const double bytes =
+        make_cuda_backend(model, small_options(ComputeDType::kBF16, kernels))->traits().expert_bytes_per_param;
+    CHECK(bytes == (quantized ? 17.0 / 32.0 : 2.0));
   }
 }
 
@@ -706,64 +730,43 @@ TEST_CASE("CUDA backend fills experts_touched: the distinct experts a step's row
   });
 }
 
-TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (CBATCH_PREFILL_ATTENTION=0)") {
+TEST_CASE("CUDA backend bf16 and fp16 with the CUDA-core prefill attention (prefill=off)") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
-  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");
-  check_scenario(model, ComputeDType::kBF16, 3e-2);
-  check_scenario(model, ComputeDType::kF16, 5e-3);
+  check_scenario(model, ComputeDType::kBF16, 3e-2, false, prefill_on_cuda_cores());
+  check_scenario(model, ComputeDType::kF16, 5e-3, false, prefill_on_cuda_cores());
 }
 
-TEST_CASE("CUDA backend bf16 and fp16 with the stream decode kernel (CBATCH_DECODE_ATTENTION=stream)") {
+TEST_CASE("CUDA backend bf16 and fp16 with each decode attention kernel") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
-  const ScopedEnv env("CBATCH_DECODE_ATTENTION", "stream");
-  check_scenario(model, ComputeDType::kBF16, 3e-2);
-  check_scenario(model, ComputeDType::kF16, 5e-3);
-}
-
-// A value that names no decode kernel (the 32-key kernel's "tensor-cores", removed after the H200 run of
-// 2026-11-26, among them) is an error, not a quiet fall to the default.
-TEST_CASE("CUDA backend refuses a CBATCH_DECODE_ATTENTION value that names no decode kernel") {
-  const Model model = make_model(3, false, RopeLayout::kHalves);
-  for (const char* value : {"tensor-cores", "stream-2", "Stream"}) {
-    const ScopedEnv env("CBATCH_DECODE_ATTENTION", value);
-    CAPTURE(value);
-    CHECK_THROWS_WITH_AS(make_cuda_backend(model, small_options(ComputeDType::kBF16)),
-                         doctest::Contains("names no decode kernel"), Error);
+  for (const auto& [decode, name] : kDecodeChoices) {
+    CAPTURE(name);
+    check_scenario(model, ComputeDType::kBF16, 3e-2, false, decode_kernel(decode));
+    check_scenario(model, ComputeDType::kF16, 5e-3, false, decode_kernel(decode));
   }
-  const ScopedEnv env("CBATCH_DECODE_ATTENTION", "tensor-cores-16");
-  CHECK_NOTHROW(make_cuda_backend(model, small_options(ComputeDType::kBF16)));
 }
 
 TEST_CASE("CUDA backend runs the families through every attention kernel (bf16, fp16)") {
-  for (const char* decode : {"stream", "tensor-cores-16", "cuda-cores", "0"}) {
-    const ScopedEnv env("CBATCH_DECODE_ATTENTION", decode);
-    CAPTURE(decode);
+  for (const auto& [decode, name] : kDecodeChoices) {
+    CAPTURE(name);
     for (const Family family : {Family::kGemma2, Family::kGemma3, Family::kMistral}) {
       CAPTURE(family_name(family));
-      check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true);
-      check_scenario(make_family_model(family), ComputeDType::kF16, 5e-3, true);
+      check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true, decode_kernel(decode));
+      check_scenario(make_family_model(family), ComputeDType::kF16, 5e-3, true, decode_kernel(decode));
     }
   }
-  const ScopedEnv env("CBATCH_PREFILL_ATTENTION", "0");  // the CUDA-core kernel for the prefill tiles
-  for (const Family family : {Family::kGemma2, Family::kGemma3, Family::kMistral}) {
+  for (const Family family : {Family::kGemma2, Family::kGemma3, Family::kMistral}) {  // CUDA-core prefill tiles
     CAPTURE(family_name(family));
-    check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true);
+    check_scenario(make_family_model(family), ComputeDType::kBF16, 3e-2, true, prefill_on_cuda_cores());
   }
 }
 
-TEST_CASE("CUDA backend with CBATCH_SAMPLING=device draws each row's token from the logits it computes") {
+TEST_CASE("CUDA backend with device sampling draws each row's token from the logits it computes") {
   const Model model = make_model(3, false, RopeLayout::kHalves);
   const int vocab = model.config.vocab_size;
-  std::unique_ptr<Backend> backend;
-  {
-    const ScopedEnv env("CBATCH_SAMPLING", "device");
-    backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
-  }
-  std::unique_ptr<Backend> host_sampling;
-  {
-    const ScopedEnv env("CBATCH_SAMPLING", "host");
-    host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16));
-  }
+  std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  CudaKernelOptions host;
+  host.device_sampling = false;
+  std::unique_ptr<Backend> host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16, host));
   CHECK(backend->traits().samples_on_device);
   CHECK(!host_sampling->traits().samples_on_device);
   backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
@@ -880,12 +883,15 @@ TEST_CASE("CUDA backend with an FP8 KV cache: half the bytes a block, logits nea
   const Model model = make_model(3, false, RopeLayout::kHalves);
   CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
   fp8.fp8_kv_cache = true;
-  for (const char* env : {"CBATCH_DECODE_ATTENTION=stream", "CBATCH_DECODE_ATTENTION=tensor-cores-16",
-                          "CBATCH_DECODE_ATTENTION=cuda-cores", "CBATCH_PREFILL_ATTENTION=0"}) {
-    CAPTURE(env);
-    const std::string name(env, std::strchr(env, '=') - env);
-    const ScopedEnv scoped(name.c_str(), std::strchr(env, '=') + 1);
-    std::unique_ptr<Backend> bf16 = make_cuda_backend(model, small_options(ComputeDType::kBF16));
+  const std::pair<CudaKernelOptions, const char*> choices[] = {
+      {decode_kernel(DecodeAttention::kStream), "decode=stream"},
+      {decode_kernel(DecodeAttention::kTensorCores16), "decode=tensor-cores-16"},
+      {decode_kernel(DecodeAttention::kCudaCores), "decode=cuda-cores"},
+      {prefill_on_cuda_cores(), "prefill=off"}};
+  for (const auto& [kernels, name] : choices) {
+    CAPTURE(name);
+    fp8.kernels = kernels;
+    std::unique_ptr<Backend> bf16 = make_cuda_backend(model, small_options(ComputeDType::kBF16, kernels));
     std::unique_ptr<Backend> fp8_backend = make_cuda_backend(model, fp8);
     CHECK(2 * fp8_backend->kv_block_bytes(kBlockSize) == bf16->kv_block_bytes(kBlockSize));
     CHECK(fp8_backend->traits().kv_bytes_per_elem == 1.0);
@@ -911,6 +917,7 @@ TEST_CASE("CUDA backend with an FP8 KV cache: half the bytes a block, logits nea
       CHECK(err < 0.1);
     }
   }
+  fp8.kernels = {};
   fp8.dtype = ComputeDType::kF32;
   CHECK(make_error(model, fp8).find("--kv-cache-dtype fp8 needs --dtype bf16 or fp16") != std::string::npos);
 }

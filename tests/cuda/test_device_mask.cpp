@@ -1,10 +1,9 @@
-// Structured outputs drawn on the GPU (CBATCH_SAMPLING=device): an engine run of regex-constrained
-// requests (sampled, top-k, penalized, one allowing only EOS once matched, one that no token can start)
-// on the CUDA backend gives the same tokens whether its rows are masked and drawn on the device or their
-// logits are masked and drawn by the host's Sampler.
+// Structured outputs drawn on the GPU (--cuda-kernel sampling=device, the default): an engine run of
+// regex-constrained requests (sampled, top-k, penalized, one allowing only EOS once matched, one that no
+// token can start) on the CUDA backend gives the same tokens whether its rows are masked and drawn on the
+// device or their logits are masked and drawn by the host's Sampler.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -42,13 +41,12 @@ std::vector<SourceItem> constrained_requests() {
 
 // Each request's output tokens, and the rows sampled under a constraint over the run's steps.
 std::map<int64_t, std::vector<int32_t>> run_engine(const Model& model, bool device_sampling, int& constrained_rows) {
-  setenv("CBATCH_SAMPLING", device_sampling ? "device" : "host", 1);
   CudaBackendOptions options;
   options.max_batch_tokens = 256;
   options.max_num_seqs = 8;
   options.max_context = 256;
+  options.kernels.device_sampling = device_sampling;
   std::unique_ptr<Backend> backend = make_cuda_backend(model, options);
-  unsetenv("CBATCH_SAMPLING");
   REQUIRE(backend->traits().samples_on_device == device_sampling);
   EngineConfig config;
   config.scheduler = {Mode::kContinuous, 256, 8, 16};

@@ -145,9 +145,7 @@ TEST_CASE_TEMPLATE("moe gather, the grouped expert GEMMs and the clamped SwiGLU 
       d_hidden(static_cast<size_t>(picks) * width);
   for (const char* mode : {"grouped", "loop"}) {
     CAPTURE(mode);
-    if (std::string(mode) == "loop") setenv("CBATCH_MOE_GEMM", "loop", 1);
-    ExpertGemm<T> gemm(num_experts);
-    unsetenv("CBATCH_MOE_GEMM");
+    ExpertGemm<T> gemm(num_experts, std::string(mode) == "grouped");
     poison(d_rows);
     poison(d_hidden);
     moe_gather<T>(d_rows.get(), d_h.get(), d_entries.get(), picks, top_k, dim, context.stream());
@@ -322,7 +320,7 @@ void set_experts(LayerWeights<T>& w, ExpertMatrix<T> gate_up, ExpertMatrix<T> do
 template <typename T>
 std::vector<float> run_layer(MoeFfn<T>& ffn, const LayerWeights<T>& w, const DeviceBuffer<T>& d_h, int n,
                              const CudaContext& context, int& touched) {
-  StepProfiler profiler;
+  StepProfiler profiler(false);
   DeviceBuffer<T> d_out(d_h.size());
   poison(d_out);
   const int returned = ffn.forward(w, d_h.get(), n, d_out.get(), context, profiler);
@@ -350,7 +348,7 @@ TEST_CASE_TEMPLATE("MoeFfn with MXFP4 and with FP8 experts (no host wait) equals
   const CudaContext context(0);
   const ModelConfig c = quant_layer_config();
   const int dim = c.dim, width = c.expert_hidden_dim, num_experts = c.num_experts;
-  MoeFfn<T> ffn(c, 16);
+  MoeFfn<T> ffn(c, 16, true);
   for (int n : {3, 16}) {
     CAPTURE(n);
     auto d_h = to_device<T>(random_vector(static_cast<size_t>(n) * dim, 35 + n));

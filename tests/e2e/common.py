@@ -80,6 +80,14 @@ def need_cuda_device():
         sys.exit(SKIP)
 
 
+def cuda_device(*kernels):
+    """The flags of a run on the CUDA backend: --device cuda, the --cuda-kernel NAME=VALUE flags this test was
+    started with (tools/gpu_check.sh runs a GPU test again with another kernel: `python3 tests/e2e/test_gpu.py
+    --cuda-kernel prefill=off`), and --cuda-kernel K for each NAME=VALUE K of kernels. cbatch refuses
+    --cuda-kernel on the CPU, so only a test's CUDA runs take them."""
+    return ["--device", "cuda"] + sys.argv[1:] + [x for k in kernels for x in ("--cuda-kernel", k)]
+
+
 def need_smollm2():
     return need_fetched(SMOLLM2, "fetch_model.sh")
 

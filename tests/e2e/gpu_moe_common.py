@@ -3,29 +3,26 @@ tokens of a model with BASE's options and a test's own, how far two token lists 
 touched per step of a one-sequence-at-a-time run on a device."""
 import os
 
-from common import read_jsonl, run
+from common import cuda_device, read_jsonl, run
 
 BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8"}
 
 
 def flags(extra):
-    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once."""
-    options = dict(BASE, **dict(zip(extra[::2], extra[1::2])))
+    """BASE with the options of extra (flag, value pairs) in place of its own: cbatch takes each flag once,
+    except --cuda-kernel (once per switch), which is kept as often as extra gives it."""
+    pairs = list(zip(extra[::2], extra[1::2]))
+    options = dict(BASE, **{k: v for k, v in pairs if k != "--cuda-kernel"})
     if options.get("--device") == "cpu":
         options.setdefault("--cpu-precision", "exact")  # the fp32 products CUDA's fp32 runs compare with
-    return [x for k, v in options.items() for x in (k, v)] + ["--quiet"]
+    kernels = [x for k, v in pairs if k == "--cuda-kernel" for x in (k, v)]
+    return [x for k, v in options.items() for x in (k, v)] + kernels + ["--quiet"]
 
 
-def outputs(work, model, prompts, extra, env=None):
-    """The output_token_ids of each request of prompts, by id; env: variables set for this run only."""
+def outputs(work, model, prompts, extra):
+    """The output_token_ids of each request of prompts, by id."""
     out = os.path.join(work, "out.jsonl")
-    saved = dict(os.environ)
-    os.environ.update(env or {})
-    try:
-        run(["run", prompts, "-o", out, "--model", model] + flags(extra))
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
+    run(["run", prompts, "-o", out, "--model", model] + flags(extra))
     return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
 
 
@@ -39,6 +36,6 @@ def leading_agreement(a, b):
 def touched_per_step(work, model, prompts, device):
     """experts_touched of each step of the trace, one sequence at a time (fp32 on CUDA)."""
     trace = os.path.join(work, f"trace-{device}.jsonl")
-    extra = ["--device", device, "--mode", "sequential", "--trace", trace]
-    outputs(work, model, prompts, extra + (["--dtype", "fp32"] if device == "cuda" else []))
+    on = cuda_device() + ["--dtype", "fp32"] if device == "cuda" else ["--device", device]
+    outputs(work, model, prompts, on + ["--mode", "sequential", "--trace", trace])
     return [s.get("experts_touched") for s in read_jsonl(trace)]

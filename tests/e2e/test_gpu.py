@@ -3,12 +3,13 @@
 shared data is present) and on the dummy SmolLM2-135M shape; with bf16, how many leading tokens agree per
 prompt is printed; every mode and token budget keeps the engine's
 invariants on the GPU (no request lost, KV blocks all returned, a trace record per step); sampling on the
-GPU gives the host sampler's tokens."""
+GPU gives the host sampler's tokens. Arguments (--cuda-kernel NAME=VALUE) go to every CUDA run."""
 import json
 import os
 import random
 
-from common import EXACT, ROOT, Checks, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf, tmpdir, write_jsonl
+from common import (EXACT, ROOT, Checks, cuda_device, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf,
+                    tmpdir, write_jsonl)
 
 need_cuda_device()
 c = Checks()
@@ -43,11 +44,11 @@ def check_goldens(label, gguf, golden_path):
                            "temperature": 0} for g in golden])
     model = ["--model", gguf]
     cpu = run_outputs(prompts, model, ["--device", "cpu"] + EXACT)
-    gpu32 = run_outputs(prompts, model, ["--device", "cuda", "--dtype", "fp32"])
+    gpu32 = run_outputs(prompts, model, cuda_device() + ["--dtype", "fp32"])
     for g in golden:
         c.check(gpu32.get(g["id"]) == g["output_ids"], f"{label} fp32 {g['id']}: CUDA differs from the golden")
         c.check(gpu32.get(g["id"]) == cpu.get(g["id"]), f"{label} fp32 {g['id']}: CUDA differs from CPU")
-    gpu16 = run_outputs(prompts, model, ["--device", "cuda", "--dtype", "bf16"])
+    gpu16 = run_outputs(prompts, model, cuda_device() + ["--dtype", "bf16"])
     agree = [leading_agreement(gpu16[g["id"]], g["output_ids"]) for g in golden]
     print(f"{label} bf16 leading tokens equal to the golden per prompt:", agree,
           "of", [len(g["output_ids"]) for g in golden])
@@ -66,11 +67,11 @@ rows = [{"id": f"s{i}", "prompt_token_ids": [rng.randrange(3, 49152) for _ in ra
 prompts = os.path.join(work, "smol.jsonl")
 write_jsonl(prompts, rows)
 cpu = run_outputs(prompts, SMOL, ["--device", "cpu"] + EXACT)
-gpu32 = run_outputs(prompts, SMOL, ["--device", "cuda", "--dtype", "fp32"])
+gpu32 = run_outputs(prompts, SMOL, cuda_device() + ["--dtype", "fp32"])
 for r in rows:
     c.check(gpu32.get(r["id"]) == cpu.get(r["id"]),
             f"smollm2 fp32 {r['id']}: CUDA agrees with CPU for {leading_agreement(gpu32[r['id']], cpu[r['id']])}/32")
-gpu16 = run_outputs(prompts, SMOL, ["--device", "cuda", "--dtype", "bf16"])
+gpu16 = run_outputs(prompts, SMOL, cuda_device() + ["--dtype", "bf16"])
 print("smollm2 dummy bf16 leading tokens equal to CPU fp32 per prompt:",
       [leading_agreement(gpu16[r["id"]], cpu[r["id"]]) for r in rows], "of 32")
 
@@ -83,8 +84,9 @@ reference = None
 for mode, budget, seqs, blocks in [("continuous", 4096, 256, None), ("continuous", 16, 32, None),
                                    ("continuous", 128, 64, 24), ("static", 512, 16, None), ("sequential", 64, 1, None)]:
     out, trace = os.path.join(work, "m.jsonl"), os.path.join(work, "t.jsonl")
-    args = ["run", prompts, "-o", out, "--trace", trace, "--quiet", "--device", "cuda", "--dtype", "fp32", "--mode", mode,
-            "--max-num-batched-tokens", str(budget), "--max-num-seqs", str(seqs), "--block-size", "8"] + GGUF
+    args = ["run", prompts, "-o", out, "--trace", trace, "--quiet"] + cuda_device() + [
+        "--dtype", "fp32", "--mode", mode, "--max-num-batched-tokens", str(budget), "--max-num-seqs", str(seqs),
+        "--block-size", "8"] + GGUF
     if blocks:
         args += ["--kv-cache-blocks", str(blocks)]
     run(args)
@@ -100,9 +102,9 @@ for mode, budget, seqs, blocks in [("continuous", 4096, 256, None), ("continuous
     same = sum(res[k] == reference[k] for k in reference)
     print(f"{name}: {same}/{len(rows)} outputs identical to continuous/4096 on the GPU")
 
-# Sampling on the GPU (the default; CBATCH_SAMPLING=host copies the logits back instead) draws the host sampler's tokens from the same logits: every
-# output, greedy or sampled with top-k, top-p, min-p and penalties, equals the run that copies the logits to
-# the host.
+# Sampling on the GPU (the default; --cuda-kernel sampling=host copies the logits back instead) draws the host
+# sampler's tokens from the same logits: every output, greedy or sampled with top-k, top-p, min-p and penalties,
+# equals the run that copies the logits to the host.
 rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _ in range(rng.randint(0, 60))],
          "max_tokens": 24, "ignore_eos": True, "temperature": [0, 0.7, 1.0, 1.3][i % 4], "top_p": [1, 0.9][i % 2],
          "top_k": [-1, -1, 20][i % 3], "min_p": 0.05 if i % 5 == 0 else 0, "seed": i,
@@ -110,11 +112,8 @@ rows = [{"id": f"s{i}", "prompt_token_ids": [1] + [rng.randrange(3, 49152) for _
          "presence_penalty": -0.4 if i % 8 == 3 else 0} for i in range(64)]
 prompts = os.path.join(work, "sampling.jsonl")
 write_jsonl(prompts, rows)
-os.environ["CBATCH_SAMPLING"] = "host"
-host = run_outputs(prompts, SMOL, ["--device", "cuda"])
-os.environ["CBATCH_SAMPLING"] = "device"  # the default; named, so the check holds whatever the default
-device = run_outputs(prompts, SMOL, ["--device", "cuda"])
-del os.environ["CBATCH_SAMPLING"]
+host = run_outputs(prompts, SMOL, cuda_device("sampling=host"))
+device = run_outputs(prompts, SMOL, cuda_device("sampling=device"))  # the default, named: holds whatever it is
 same = sum(device.get(k) == v for k, v in host.items())
 c.check(len(host) == len(rows) and device == host, f"device sampling: {same}/{len(rows)} outputs equal to host sampling")
 
@@ -123,7 +122,7 @@ c.check(len(host) == len(rows) and device == host, f"device sampling: {same}/{le
 biased = [dict(r, id="b" + r["id"], logit_bias={"4242": 100}) for r in rows[:8]] + \
          [dict(r, id="d" + r["id"], temperature=0, logit_bias={str(device[r["id"]][0]): -100}) for r in rows[8:16]]
 write_jsonl(prompts, rows[16:] + biased)
-mixed = run_outputs(prompts, SMOL, ["--device", "cuda"])
+mixed = run_outputs(prompts, SMOL, cuda_device())
 c.check(all(mixed["b" + r["id"]] == [4242] * 24 for r in rows[:8]), "logit_bias +100 on CUDA: not every token forced")
 c.check(all(mixed["d" + r["id"]][0] != device[r["id"]][0] for r in rows[8:16]), "logit_bias -100 on CUDA: token kept")
 c.check(all(mixed[r["id"]] == device[r["id"]] for r in rows[16:]), "logit_bias on CUDA changed unbiased rows")

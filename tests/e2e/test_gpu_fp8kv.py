@@ -8,7 +8,8 @@ import os
 import random
 import sys
 
-from common import GEMMA3, ROOT, SKIP, SMOLLM2, Checks, need_cuda_device, read_jsonl, run, tmpdir, write_jsonl
+from common import (GEMMA3, ROOT, SKIP, SMOLLM2, Checks, cuda_device, need_cuda_device, read_jsonl, run, tmpdir,
+                    write_jsonl)
 
 need_cuda_device()
 c = Checks()
@@ -17,9 +18,9 @@ SMOL = ["--model", "dummy:" + os.path.join(ROOT, "examples", "models", "smollm2-
 FP8 = ["--kv-cache-dtype", "fp8"]
 
 
-def run_outputs(prompts, model, extra, trace=None):
+def run_outputs(prompts, model, extra, trace=None, kernels=()):
     out = os.path.join(work, "out.jsonl")
-    args = ["run", prompts, "-o", out, "--quiet", "--device", "cuda", "--dtype", "bf16"] + model + extra
+    args = ["run", prompts, "-o", out, "--quiet"] + cuda_device(*kernels) + ["--dtype", "bf16"] + model + extra
     proc = run(args + (["--trace", trace] if trace else []), check=False)
     if proc.returncode != 0 and "compute capability 8.9" in proc.stderr:
         print("SKIPPED: " + proc.stderr.strip().splitlines()[-1])
@@ -53,12 +54,9 @@ print("smollm2 dummy fp8 vs bf16 cache, leading greedy tokens equal per prompt:"
 for mode, budget, seqs, decode in [("continuous", 4096, 256, ""), ("continuous", 64, 8, "cuda-cores"),
                                    ("static", 512, 16, ""), ("sequential", 64, 1, "")]:
     trace = os.path.join(work, "t.jsonl")
-    os.environ["CBATCH_DECODE_ATTENTION"] = decode
-    if not decode:
-        del os.environ["CBATCH_DECODE_ATTENTION"]
     res = run_outputs(prompts, SMOL, FP8 + ["--mode", mode, "--max-num-batched-tokens", str(budget),
-                                            "--max-num-seqs", str(seqs), "--block-size", "8"], trace)
-    os.environ.pop("CBATCH_DECODE_ATTENTION", None)
+                                            "--max-num-seqs", str(seqs), "--block-size", "8"], trace,
+                      ["decode=" + decode] if decode else [])
     name = f"{mode}/{budget}/{seqs}/{decode or 'default'}"
     c.check(len(res) == len(rows), f"{name}: {len(res)} results of {len(rows)}")
     c.check(read_jsonl(trace)[-1]["kv_blocks_used"] == 0, f"{name}: KV blocks left in use")

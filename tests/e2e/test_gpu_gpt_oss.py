@@ -7,14 +7,14 @@ gaps are clear, and dropping any of those features changes the reference's greed
   with them is printed;
 - per step, the trace's experts_touched on CUDA equals the CPU's (one sequence at a time);
 - the outputs are the same across --mode continuous/static/sequential and token budgets on CUDA (fp32), and
-  with the decode rows through the tile kernel (CBATCH_DECODE_ATTENTION=0); in bf16, the prefill chunks
-  through the CUDA-core kernel (CBATCH_PREFILL_ATTENTION=0) and the decode rows through the stream kernel
+  with the decode rows through the tile kernel (--cuda-kernel decode=paged); in bf16, the prefill chunks
+  through the CUDA-core kernel (--cuda-kernel prefill=off) and the decode rows through the stream kernel
   agree with the CPU about as far as the default bf16 run does.
 The kernels' sink arithmetic itself is checked against a reference in test_cuda (and in the emulator)."""
 import os
 import random
 
-from common import Checks, need_cuda_device, need_modules, tmpdir, write_jsonl
+from common import Checks, cuda_device, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
@@ -40,7 +40,7 @@ def write_models():
 
 def main():
     prompts, models = write_models()
-    fp32 = ["--device", "cuda", "--dtype", "fp32"]
+    fp32 = cuda_device() + ["--dtype", "fp32"]
     for model in models:
         label = f"gpt-oss {os.path.basename(model)}"
         cpu = outputs(work, model, prompts, ["--device", "cpu"])
@@ -48,23 +48,24 @@ def main():
         for i, (a, b) in enumerate(zip(gpu32, cpu)):
             c.check(a == b, f"{label} fp32 prompt {i}: CUDA agrees with CPU for {leading_agreement(a, b)}/{len(b)}"
                             f"\n  cuda {a}\n  cpu  {b}")
-        gpu16 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"])
+        gpu16 = outputs(work, model, prompts, cuda_device() + ["--dtype", "bf16"])
         print(f"{label} bf16 leading tokens equal to CPU fp32 per prompt:",
               [leading_agreement(a, b) for a, b in zip(gpu16, cpu)], f"of {NUM_TOKENS}")
         if model != models[0]:
             continue
         for extra in (["--mode", "static"], ["--mode", "sequential"], ["--max-num-batched-tokens", "16"]):
             c.check(outputs(work, model, prompts, fp32 + extra) == gpu32, f"{label}: CUDA outputs change with {extra}")
-        tile = outputs(work, model, prompts, fp32, env={"CBATCH_DECODE_ATTENTION": "0"})
+        tile = outputs(work, model, prompts, cuda_device("decode=paged") + ["--dtype", "fp32"])
         c.check(tile == cpu, f"{label}: fp32 with the decode rows in the tile kernel differs from the CPU:\n"
                              f"  cuda {tile}\n  cpu  {cpu}")
         bf16_default = sum(leading_agreement(a, b) for a, b in zip(gpu16, cpu))
-        for env in ({"CBATCH_PREFILL_ATTENTION": "0"}, {"CBATCH_DECODE_ATTENTION": "stream"}):
-            got = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"], env=env)
+        for kernel in ("prefill=off", "decode=stream"):
+            got = outputs(work, model, prompts, cuda_device(kernel) + ["--dtype", "bf16"])
             agree = [leading_agreement(a, b) for a, b in zip(got, cpu)]
-            print(f"{label} bf16 with {env}: leading tokens equal to CPU fp32 per prompt:", agree)
+            print(f"{label} bf16 with --cuda-kernel {kernel}: leading tokens equal to CPU fp32 per prompt:", agree)
             c.check(sum(agree) >= bf16_default - len(cpu),
-                    f"{label}: bf16 with {env} agrees with the CPU on fewer tokens ({agree}) than the default")
+                    f"{label}: bf16 with --cuda-kernel {kernel} agrees with the CPU on fewer tokens ({agree}) than "
+                    "the default")
     gpu_touched = touched_per_step(work, models[0], prompts, "cuda")
     cpu_touched = touched_per_step(work, models[0], prompts, "cpu")
     c.check(gpu_touched == cpu_touched and all(t is not None and t > 0 for t in gpu_touched),

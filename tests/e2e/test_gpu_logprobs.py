@@ -1,13 +1,13 @@
 """logprobs and prompt_logprobs on the CUDA backend (skipped without a GPU): with --dtype fp32 on
 tiny-spm every entry equals the CPU backend's within 1e-4 and the top ids agree (ranks whose values
 are within 1e-4 may swap), greedy rows (device argmax), penalized and sampled rows drawn on the device
-(CBATCH_SAMPLING=device: logprobs from the logits before its in-place penalties), prompts in chunks of 16
+(--cuda-kernel sampling=device: logprobs from the logits before its in-place penalties), prompts in chunks of 16
 rows and in one chunk, and max_tokens 0."""
 import os
 import random
 import subprocess
 
-from common import BIN, EXACT, Checks, need_cuda_device, read_jsonl, run, tiny_spm_gguf, tmpdir, write_jsonl
+from common import BIN, EXACT, Checks, cuda_device, need_cuda_device, read_jsonl, tiny_spm_gguf, tmpdir, write_jsonl
 
 need_cuda_device()
 c = Checks()
@@ -25,10 +25,9 @@ prompts = os.path.join(work, "p.jsonl")
 write_jsonl(prompts, rows)
 
 
-def results(extra, env=None):
+def results(extra):
     out = os.path.join(work, "out.jsonl")
-    run_env = dict(os.environ, **(env or {}))
-    proc = subprocess.run([BIN, "run", prompts, "-o", out] + MODEL + extra, capture_output=True, text=True, env=run_env)
+    proc = subprocess.run([BIN, "run", prompts, "-o", out] + MODEL + extra, capture_output=True, text=True)
     c.check(proc.returncode == 0, f"cbatch {extra} exited {proc.returncode}: {proc.stderr[-2000:]}")
     return {r["id"]: r for r in read_jsonl(out)}
 
@@ -47,10 +46,10 @@ def same_entries(where, got, want):
 
 
 cpu = results(["--device", "cpu"] + EXACT)
-for name, extra, env in [("cuda host sampling", [], {"CBATCH_SAMPLING": "host"}),
-                         ("cuda budget 16", ["--max-num-batched-tokens", "16"], {"CBATCH_SAMPLING": "host"}),
-                         ("cuda device sampling", [], {"CBATCH_SAMPLING": "device"})]:
-    gpu = results(["--device", "cuda", "--dtype", "fp32"] + extra, env)
+for name, extra, sampling in [("cuda host sampling", [], "sampling=host"),
+                              ("cuda budget 16", ["--max-num-batched-tokens", "16"], "sampling=host"),
+                              ("cuda device sampling", [], "sampling=device")]:
+    gpu = results(cuda_device(sampling) + ["--dtype", "fp32"] + extra)
     for r in rows:
         g, w = gpu[r["id"]], cpu[r["id"]]
         same_entries(f"{name} request {r['id']} prompt", g["prompt_logprobs"], w["prompt_logprobs"])

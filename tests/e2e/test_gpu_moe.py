@@ -6,12 +6,13 @@ tiny_models.py (the prompts test_moe.py checks the float64 reference on, whose r
 - the outputs are the same across --mode continuous/static/sequential and token budgets on CUDA (fp32);
 - OLMoE's q/k norms over the whole projections run as the other families do;
 - Mixtral's GGUF with Q8_0, Q4_0, and Q4_K + Q6_K experts: the experts stay blocks on the device (the
-  quantized expert GEMM) and its bf16 and fp16 tokens lead as CBATCH_MOE_EXPERTS=dequant's do (the experts
-  decoded to T at load, cuBLAS) for at least half of each request; the leading agreements are printed."""
+  quantized expert GEMM) and its bf16 and fp16 tokens lead as --cuda-kernel moe-experts=dequant's do (the
+  experts decoded to T at load, cuBLAS) for at least half of each request; the leading agreements are printed.
+Arguments (--cuda-kernel NAME=VALUE, e.g. moe-gemm=loop) go to every CUDA run."""
 import os
 import random
 
-from common import Checks, need_cuda_device, need_modules, tmpdir, write_jsonl
+from common import Checks, cuda_device, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
@@ -40,20 +41,20 @@ def write_model(name):
 
 
 for name in tiny_models.MOE_MODELS:
-    prompts, hf_dir, gguf = write_model(name)
-    for model in (hf_dir, gguf):
-        label = f"{name} {'gguf' if model == gguf else 'hf'}"
+    prompts, hf_dir, gguf_path = write_model(name)  # not `gguf`: that is the module, used below
+    for model in (hf_dir, gguf_path):
+        label = f"{name} {'gguf' if model == gguf_path else 'hf'}"
         cpu = outputs(work, model, prompts, ["--device", "cpu"])
-        gpu32 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "fp32"])
+        gpu32 = outputs(work, model, prompts, cuda_device() + ["--dtype", "fp32"])
         for i, (a, b) in enumerate(zip(gpu32, cpu)):
             c.check(a == b, f"{label} fp32 prompt {i}: CUDA agrees with CPU for {leading_agreement(a, b)}/{len(b)}"
                             f"\n  cuda {a}\n  cpu  {b}")
-        gpu16 = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "bf16"])
+        gpu16 = outputs(work, model, prompts, cuda_device() + ["--dtype", "bf16"])
         print(f"{label} bf16 leading tokens equal to CPU fp32 per prompt:",
               [leading_agreement(a, b) for a, b in zip(gpu16, cpu)], f"of {NUM_TOKENS}")
         if model == hf_dir:
             for extra in (["--mode", "static"], ["--mode", "sequential"], ["--max-num-batched-tokens", "16"]):
-                got = outputs(work, model, prompts, ["--device", "cuda", "--dtype", "fp32"] + extra)
+                got = outputs(work, model, prompts, cuda_device() + ["--dtype", "fp32"] + extra)
                 c.check(got == gpu32, f"{label}: CUDA outputs change with {extra}")
     gpu_touched = touched_per_step(work, hf_dir, prompts, "cuda")
     cpu_touched = touched_per_step(work, hf_dir, prompts, "cpu")
@@ -75,9 +76,8 @@ for label, spec, qtype in (("Q8_0", None, Q.Q8_0), ("Q4_0", None, Q.Q4_0),
     c.check(all(types[f"blk.0.{f}_exps.weight"] == t for f, t in want.items()),
             f"the {label} model's expert tensors are not {label}: {types}")
     for dtype in ("bf16", "fp16"):
-        quant = outputs(work, path, prompts, ["--device", "cuda", "--dtype", dtype])
-        dequant = outputs(work, path, prompts, ["--device", "cuda", "--dtype", dtype],
-                          env={"CBATCH_MOE_EXPERTS": "dequant"})
+        quant = outputs(work, path, prompts, cuda_device() + ["--dtype", dtype])
+        dequant = outputs(work, path, prompts, cuda_device("moe-experts=dequant") + ["--dtype", dtype])
         lead = [leading_agreement(a, b) for a, b in zip(quant, dequant)]
         print(f"mixtral {label} experts {dtype}: leading tokens equal to the dequantised experts' per prompt:",
               lead, f"of {NUM_TOKENS}")
