@@ -10,7 +10,8 @@
 
 #include "engine/backend/backend.hpp"
 #include "engine/base/thread_pool.hpp"
-#include "engine/cpu/cpu_backend.hpp"
+#include "engine/cpu/cpu_backend_options.hpp"
+#include "engine/model/model.hpp"
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"

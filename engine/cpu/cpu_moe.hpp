@@ -31,12 +31,7 @@ struct MoeRouting {
 // all experts (renormalised when asked); kTopkSoftmax, the softmax over the k chosen logits alone.
 void route_row(const float* logits, const MoeRouting& routing, int32_t* experts, float* weights);
 
-// (row, k) picks grouped by expert: the picks of expert e are entries[offsets[e] .. offsets[e + 1]),
-// each row * top_k + k, in row order.
-struct ExpertGroups {
-  std::vector<int32_t> offsets;  // (num_experts + 1)
-  std::vector<int32_t> entries;  // (num_rows * top_k)
-};
+// The (row, k) picks grouped by expert (cpu_moe_experts.hpp's ExpertGroups).
 ExpertGroups group_by_expert(const int32_t* experts, int num_rows, const MoeRouting& routing);
 
 // Buffers reused across steps and layers.

@@ -6,7 +6,6 @@
 
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
-#include "engine/cpu/cpu_moe.hpp"
 
 namespace cbatch {
 namespace {

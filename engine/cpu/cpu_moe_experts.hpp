@@ -16,7 +16,13 @@
 namespace cbatch {
 
 class ThreadPool;
-struct ExpertGroups;
+
+// (row, k) picks grouped by expert: the picks of expert e are entries[offsets[e] .. offsets[e + 1]),
+// each row * top_k + k, in row order.
+struct ExpertGroups {
+  std::vector<int32_t> offsets;  // (num_experts + 1)
+  std::vector<int32_t> entries;  // (num_rows * top_k)
+};
 
 // Consecutive picks [slot_begin, slot_begin + num_rows) of the sorted picks, all of one expert.
 struct ExpertUnit {

@@ -14,7 +14,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/base/host_device.hpp"
-#include "engine/model/tensor.hpp"
+#include "engine/model/dtype.hpp"
 
 namespace cbatch {
 

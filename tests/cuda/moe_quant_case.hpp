@@ -12,6 +12,7 @@
 
 #include "engine/model/fp8.hpp"
 #include "engine/model/quant_blocks.hpp"
+#include "engine/model/tensor.hpp"
 
 namespace cbatch::test {
 
