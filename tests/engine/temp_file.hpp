@@ -1,4 +1,5 @@
-// A file under the system temp directory with given bytes, removed when the test ends.
+// A file under the system temp directory with given bytes (its name ends with `suffix`), removed when the test
+// ends.
 #pragma once
 #include <atomic>
 #include <filesystem>
@@ -11,10 +12,10 @@ namespace cbatch::test {
 
 class TempFile {
  public:
-  explicit TempFile(std::string_view content) {
+  explicit TempFile(std::string_view content, std::string_view suffix = ".jsonl") {
     static std::atomic<int> counter{0};
     path_ = (std::filesystem::temp_directory_path() /
-             ("cbatch_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + ".jsonl"))
+             ("cbatch_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + std::string(suffix)))
                 .string();
     write(content);
   }

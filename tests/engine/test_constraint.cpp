@@ -14,19 +14,12 @@
 #include "engine/constrain/token_automaton.hpp"
 #include "engine/base/error.hpp"
 #include "list_tokenizer.hpp"
+#include "regex_match.hpp"
 
 namespace cbatch {
 namespace {
 
-bool full_match(const std::string& pattern, const std::string& text) {
-  ByteDfa dfa(compile_regex(pattern));
-  int32_t s = dfa.start();
-  for (unsigned char c : text) {
-    s = dfa.next(s, c);
-    if (s == ByteDfa::kDead) return false;
-  }
-  return dfa.accepting(s);
-}
+using test::full_match;
 
 
 }  // namespace

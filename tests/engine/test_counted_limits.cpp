@@ -10,19 +10,12 @@
 #include "engine/constrain/grammar.hpp"
 #include "engine/constrain/json_schema.hpp"
 #include "engine/constrain/token_automaton.hpp"
+#include "regex_match.hpp"
 
 namespace cbatch {
 namespace {
 
-bool full_match(const std::string& pattern, const std::string& text) {
-  ByteDfa dfa(compile_regex(pattern));
-  int32_t s = dfa.start();
-  for (unsigned char c : text) {
-    s = dfa.next(s, c);
-    if (s == ByteDfa::kDead) return false;
-  }
-  return dfa.accepting(s);
-}
+using test::full_match;
 
 template <typename F>
 std::string error_of(F&& compile) {

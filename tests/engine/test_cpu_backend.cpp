@@ -16,10 +16,14 @@
 #include "engine/sample/sampler.hpp"
 #include "test_blocks.hpp"
 #include "test_model_fixture.hpp"
+#include "ragged_steps.hpp"
 
 using namespace cbatch;
 using cbatch::testing::make_test_model;
 using cbatch::testing::TestModelShape;
+using cbatch::testing::add_rows;
+using cbatch::testing::set_tables;
+using cbatch::testing::two_prompts_then_decode;
 
 namespace {
 
@@ -119,34 +123,6 @@ double rel_error(const float* got, const std::vector<double>& ref) {
     norm += ref[i] * ref[i];
   }
   return std::sqrt(err / norm);
-}
-
-// Appends rows [begin, end) of a sequence that owns block table `table` (block size 4).
-void add_rows(RaggedBatch& b, const std::vector<int32_t>& tokens, const std::vector<int32_t>& table, int begin, int end,
-              int padding, bool sample) {
-  for (int p = begin; p < end; ++p) {
-    b.token_ids.push_back(tokens[p]);
-    b.positions.push_back(p);
-    b.slot_mapping.push_back(table[p / 4] * 4 + p % 4);
-  }
-  if (sample) b.logits_rows.push_back(b.num_tokens() - 1);
-  for (int i = 0; i < padding; ++i) {
-    b.token_ids.push_back(tokens[end - 1]);
-    b.positions.push_back(end - 1);
-    b.slot_mapping.push_back(-1);
-  }
-  b.query_start.push_back(b.num_tokens());
-  b.seq_lens.push_back(end);
-  b.max_seq_len = std::max(b.max_seq_len, end);
-}
-
-void set_tables(RaggedBatch& b, const std::vector<const std::vector<int32_t>*>& tables) {
-  b.max_blocks_per_seq = 0;
-  for (auto* t : tables) b.max_blocks_per_seq = std::max(b.max_blocks_per_seq, static_cast<int>(t->size()));
-  for (auto* t : tables) {
-    b.block_tables.insert(b.block_tables.end(), t->begin(), t->end());
-    b.block_tables.insert(b.block_tables.end(), b.max_blocks_per_seq - t->size(), -1);
-  }
 }
 
 }  // namespace
@@ -268,27 +244,7 @@ TEST_CASE("CPU backend: weights kept in Q8_0/Q4_0/Q4_1 blocks give the logits of
     int8_options.int8_products = true;  // K and V out of 8-bit products: the cache defaults to bf16
     CHECK(2 * make_cpu_backend(model, int8_options)->kv_block_bytes(4) == blocked->kv_block_bytes(4));
     CHECK(dense->traits().weight_bytes_per_param >= 4.0);  // fp32, and the panels' padding
-    std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
-    const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
-    std::vector<float> logits[2];
-    for (Backend* backend : {blocked.get(), dense.get()}) {
-      backend->allocate_kv_cache({32, 4});
-      StepIo out;
-      RaggedBatch s1;  // 13 rows: two prompts, padding
-      s1.query_start.push_back(0);
-      add_rows(s1, a, table_a, 0, 6, 0, true);
-      add_rows(s1, b, table_b, 0, 5, 2, true);
-      set_tables(s1, {&table_a, &table_b});
-      backend->forward(s1, out, out);
-      std::vector<float>& got = logits[backend == dense.get()];
-      got = out.logits;
-      RaggedBatch s2;  // one row: a decode step of a alone
-      s2.query_start.push_back(0);
-      add_rows(s2, a, table_a, 6, 7, 0, true);
-      set_tables(s2, {&table_a});
-      backend->forward(s2, out, out);
-      got.insert(got.end(), out.logits.begin(), out.logits.end());
-    }
+    const std::vector<float> logits[2] = {two_prompts_then_decode(*blocked, 2), two_prompts_then_decode(*dense, 2)};
     REQUIRE(logits[0].size() == 3 * static_cast<size_t>(shape.vocab));
     REQUIRE(logits[1].size() == logits[0].size());
     CHECK(std::memcmp(logits[0].data(), logits[1].data(), logits[0].size() * sizeof(float)) == 0);

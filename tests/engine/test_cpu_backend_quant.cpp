@@ -14,35 +14,9 @@
 #include "test_blocks.hpp"
 #include "test_files.hpp"
 #include "test_model_fixture.hpp"
+#include "ragged_steps.hpp"
 
 using namespace cbatch;
-
-namespace {
-
-// Rows [begin, end) of one sequence (KV block size 4, its blocks in `table`), the last one sampled.
-void add_sequence(RaggedBatch& b, const std::vector<int32_t>& tokens, const std::vector<int32_t>& table, int begin,
-                  int end) {
-  if (b.query_start.empty()) b.query_start.push_back(0);
-  for (int p = begin; p < end; ++p) {
-    b.token_ids.push_back(tokens[p]);
-    b.positions.push_back(p);
-    b.slot_mapping.push_back(table[p / 4] * 4 + p % 4);
-  }
-  b.logits_rows.push_back(b.num_tokens() - 1);
-  b.query_start.push_back(b.num_tokens());
-  b.seq_lens.push_back(end);
-  b.max_seq_len = std::max(b.max_seq_len, end);
-  b.max_blocks_per_seq = std::max(b.max_blocks_per_seq, static_cast<int>(table.size()));
-}
-
-void set_tables(RaggedBatch& b, const std::vector<const std::vector<int32_t>*>& tables) {
-  for (auto* t : tables) {
-    b.block_tables.insert(b.block_tables.end(), t->begin(), t->end());
-    b.block_tables.insert(b.block_tables.end(), b.max_blocks_per_seq - t->size(), -1);
-  }
-}
-
-}  // namespace
 
 TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give the logits of their fp32 expansion") {
   for (bool tied : {false, true}) {
@@ -83,25 +57,8 @@ TEST_CASE("CPU backend: K-quant, Q5, IQ4 and MXFP4 matrices kept in blocks give 
     auto dense = make_cpu_backend(model, dense_options);
     CHECK(blocked->traits().weight_bytes_per_param < 1.5);
     CHECK(dense->traits().weight_bytes_per_param >= 4.0);
-    const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
-    const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
-    std::vector<float> logits[2];
-    for (Backend* backend : {blocked.get(), dense.get()}) {
-      backend->allocate_kv_cache({32, 4});
-      StepIo out;
-      RaggedBatch prefill;  // two prompts: the many-row kernels
-      add_sequence(prefill, a, table_a, 0, 6);
-      add_sequence(prefill, b, table_b, 0, 5);
-      set_tables(prefill, {&table_a, &table_b});
-      backend->forward(prefill, out, out);
-      std::vector<float>& got = logits[backend == dense.get()];
-      got = out.logits;
-      RaggedBatch decode;  // one row: the one-row kernels
-      add_sequence(decode, a, table_a, 6, 7);
-      set_tables(decode, {&table_a});
-      backend->forward(decode, out, out);
-      got.insert(got.end(), out.logits.begin(), out.logits.end());
-    }
+    const std::vector<float> logits[2] = {testing::two_prompts_then_decode(*blocked),
+                                           testing::two_prompts_then_decode(*dense)};
     CAPTURE(tied);
     REQUIRE(logits[0].size() == 3 * static_cast<size_t>(shape.vocab));
     REQUIRE(logits[1].size() == logits[0].size());
@@ -135,26 +92,12 @@ TEST_CASE("CPU backend: dummy MXFP4 experts kept in blocks give the logits of th
   CHECK(dense->traits().expert_bytes_per_param == 4.0);
   CHECK(f32_backend->traits().expert_bytes_per_param == 4.0);
   CHECK(blocked->traits().weight_bytes_per_param >= 4.0);  // everything else is fp32
-  const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
-  const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
   std::vector<float> logits[3];
   int i = 0;
   for (Backend* backend : {blocked.get(), dense.get(), f32_backend.get()}) {
-    backend->allocate_kv_cache({32, 4});
-    StepIo out;
-    RaggedBatch prefill;
-    add_sequence(prefill, a, table_a, 0, 6);
-    add_sequence(prefill, b, table_b, 0, 5);
-    set_tables(prefill, {&table_a, &table_b});
-    backend->forward(prefill, out, out);
-    CHECK(out.experts_touched > 2);
-    logits[i] = out.logits;
-    RaggedBatch decode;
-    add_sequence(decode, a, table_a, 6, 7);
-    set_tables(decode, {&table_a});
-    backend->forward(decode, out, out);
-    logits[i].insert(logits[i].end(), out.logits.begin(), out.logits.end());
-    ++i;
+    int experts_touched = 0;
+    logits[i++] = testing::two_prompts_then_decode(*backend, 0, &experts_touched);
+    CHECK(experts_touched > 2);
   }
   REQUIRE(logits[0].size() == 3 * 320u);
   REQUIRE(logits[1].size() == logits[0].size());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/base/error.hpp"
+#include "temp_file.hpp"
 
 namespace cbatch::test {
 
@@ -52,29 +53,6 @@ inline std::string read_bytes(const std::string& path) {
   REQUIRE_MESSAGE(in.good(), "cannot read " << path);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
-
-class TempFile {
- public:
-  explicit TempFile(const std::string& bytes, const std::string& suffix = ".bin") {
-    static int counter = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("cbatch_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++) + suffix))
-                .string();
-    write(bytes);
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-
-  void write(const std::string& bytes) const {
-    std::ofstream out(path_, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A temporary directory (optionally a copy of `source`), removed with its contents at scope exit.
 class TempDir {
@@ -114,28 +92,31 @@ inline std::string error_of(const std::function<void()>& fn) {
   return "";
 }
 
-// Cases of a llama.cpp vocab test: separated by "\n__ggml_vocab_test__\n".
-inline std::vector<std::string> read_vocab_cases(const std::string& path) {
-  const std::string text = read_bytes(path);
+// A llama.cpp vocab test: the texts of `vocab`.inp (separated by "\n__ggml_vocab_test__\n") and the token ids
+// of `vocab`.out (a line of ids per text); fails the test unless they pair up and there are more than 40.
+struct VocabSuite {
+  std::vector<std::string> texts;
+  std::vector<std::vector<int32_t>> ids;
+};
+
+inline VocabSuite read_vocab_suite(const std::string& vocab) {
+  VocabSuite suite;
+  const std::string text = read_bytes(vocab + ".inp");
   const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> cases;
   size_t begin = 0;
   for (size_t at; (at = text.find(sep, begin)) != std::string::npos; begin = at + sep.size()) {
-    cases.push_back(text.substr(begin, at - begin));
+    suite.texts.push_back(text.substr(begin, at - begin));
   }
-  return cases;
-}
-
-inline std::vector<std::vector<int32_t>> read_vocab_ids(const std::string& path) {
-  std::istringstream in(read_bytes(path));
-  std::vector<std::vector<int32_t>> all;
+  std::istringstream in(read_bytes(vocab + ".out"));
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
     std::vector<int32_t> ids;
     for (int32_t id; fields >> id;) ids.push_back(id);
-    all.push_back(ids);
+    suite.ids.push_back(ids);
   }
-  return all;
+  REQUIRE(suite.texts.size() == suite.ids.size());
+  REQUIRE(suite.texts.size() > 40);
+  return suite;
 }
 
 }  // namespace cbatch::test

@@ -104,13 +104,10 @@ TEST_CASE("llama tokenizer reproduces llama.cpp's ggml-vocab-llama-spm suite") {
   if (!have_files({vocab, vocab + ".inp", vocab + ".out"})) return;
   const auto tokenizer = load_tokenizer(ModelSource{vocab, "", 0});
   CHECK(tokenizer->vocab_size() == 32000);
-  const std::vector<std::string> cases = test::read_vocab_cases(vocab + ".inp");
-  const std::vector<std::vector<int32_t>> expected = test::read_vocab_ids(vocab + ".out");
-  REQUIRE(cases.size() == expected.size());
-  REQUIRE(cases.size() > 40);
-  for (size_t i = 0; i < cases.size(); ++i) {
-    INFO("case " << i << ": [" << cases[i] << "]");
-    CHECK(tokenizer->encode(cases[i], false) == expected[i]);
+  const test::VocabSuite suite = test::read_vocab_suite(vocab);
+  for (size_t i = 0; i < suite.texts.size(); ++i) {
+    INFO("case " << i << ": [" << suite.texts[i] << "]");
+    CHECK(tokenizer->encode(suite.texts[i], false) == suite.ids[i]);
   }
   // add_special follows the file's flags: BOS yes (add_bos_token), EOS no.
   CHECK(tokenizer->encode("Hello", true) == std::vector<int32_t>{1, 15043});
