@@ -286,7 +286,8 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
   c.vocab_size = f.get_size("vocab_size");
   c.max_context = f.get_size("max_position_embeddings", 2048);
   c.rms_eps = static_cast<float>(f.get_number("rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(rope_theta_of(f, "full_attention", f.get_number("rope_theta", family.default_rope_theta)));
+  const double theta = f.get_number("rope_theta", family.default_rope_theta);
+  c.rope_theta = static_cast<float>(rope_theta_of(f, "full_attention", theta));
   c.rope_layout = RopeLayout::kHalves;
   c.tied_embeddings = f.get_bool("tie_word_embeddings", family.tied_by_default);
   check_model_config(c, path);
