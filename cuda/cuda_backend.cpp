@@ -418,6 +418,7 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
     f.long_from = config_.rope_scaling.original_max_position;
   }
   f.attention_factor = rope_attention_factor(config_, local);
+  f.rotates = !config_.is_nope(layer);
   return f;
 }
 

@@ -24,9 +24,10 @@ struct RopeFamily {
   const float* long_inv_freq = nullptr;  // (head_dim / 2) fp32: longrope's table for positions >= long_from
   int long_from = INT_MAX;
   float attention_factor = 1.0f;         // yarn, longrope
+  bool rotates = true;                   // false: q and k keep their values (a NoPE layer: SmolLM3)
 
   bool is_plain() const {
-    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f;
+    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f && rotates;
   }
 };
 

@@ -85,8 +85,8 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
     const float angle = pos * freq[i];
     sincosf(angle, &s_sin[i], &s_cos[i]);
     if constexpr (FAMILY) {
-      s_sin[i] *= family.attention_factor;
-      s_cos[i] *= family.attention_factor;
+      s_sin[i] = family.rotates ? s_sin[i] * family.attention_factor : 0.0f;  // NoPE: the identity rotation
+      s_cos[i] = family.rotates ? s_cos[i] * family.attention_factor : 1.0f;
     }
   }
   if constexpr (FAMILY) {

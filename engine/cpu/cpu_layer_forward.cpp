@@ -62,7 +62,8 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     }
     const float* c = &rope_cos_[rope_set][r * hd / 2];
     const float* s = &rope_sin_[rope_set][r * hd / 2];
-    for (int h = 0; h < config_.num_heads + config_.num_kv_heads && !config_.learned_positions; ++h) {
+    const bool rotates = !config_.learned_positions && !config_.is_nope(l);  // NoPE layers keep q and k as they are
+    for (int h = 0; h < config_.num_heads + config_.num_kv_heads && rotates; ++h) {
       rope_head(q + h * hd, hd, c, s, config_.rope_layout);
     }
     const int32_t slot = batch.slot_mapping[r];

@@ -136,6 +136,7 @@ ModelConfig keep_layers(ModelConfig c, const ModelSource& source) {
   c.num_layers = n;
   if (!c.layer_window.empty()) c.layer_window.resize(static_cast<size_t>(n));
   if (!c.layer_sparse.empty()) c.layer_sparse.resize(static_cast<size_t>(n));
+  if (!c.layer_nope.empty()) c.layer_nope.resize(static_cast<size_t>(n));
   return c;
 }
 

@@ -2,6 +2,7 @@
 // conventions of llama.cpp's GGUF converter (which architectures get permuted q/k, Gemma's stored 1 + w).
 #include "engine/model/family.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -25,11 +26,11 @@ const std::vector<Family>& families() {
                  .window_layers = WindowLayers::kFromLayer, .default_max_window_layers = 28});
     t.push_back({.name = "gemma2", .hf_model_types = {"gemma2"}, .sandwich_norms = true, .gemma_norms = true,
                  .activation = Activation::kGeluTanh, .window_layers = WindowLayers::kEvenLayers,
-                 .default_attn_softcap = 50.0f, .default_final_softcap = 30.0f});
+                 .default_attn_softcap = 50.0f, .default_final_softcap = 30.0f, .tied_by_default = true});
     t.push_back({.name = "gemma3", .hf_model_types = {"gemma3_text", "gemma3"}, .qk_norm = true,
                  .sandwich_norms = true, .gemma_norms = true, .activation = Activation::kGeluTanh,
                  .window_layers = WindowLayers::kPattern, .gguf_window_pattern = 6,
-                 .gguf_rope_theta_local = 10000.0f});
+                 .gguf_rope_theta_local = 10000.0f, .tied_by_default = true});
     t.push_back({.name = "phi3", .hf_model_types = {"phi3"}, .fused_projections = true,
                  .window_layers = WindowLayers::kAll});
     // Mixtures of experts (softmax, then the top k; transformers' modeling code and llama.cpp's build_moe_ffn).
@@ -66,6 +67,14 @@ const std::vector<Family>& families() {
     xlm_roberta.padded_positions = xlm_roberta.roberta_classifier = true;
     xlm_roberta.hf_base_prefix = "roberta.";
     t.push_back(xlm_roberta);
+    // SmolLM3: Llama with every fourth layer unrotated (NoPE); llama.cpp's converter permutes its q/k as Llama's.
+    Family smollm3 = llama;
+    smollm3.name = "smollm3";
+    smollm3.hf_model_types = {"smollm3"};
+    smollm3.tied_by_default = true;
+    smollm3.default_rope_theta = 2000000.0f;
+    smollm3.nope_interval = 4;
+    t.push_back(smollm3);
     return t;
   }();
   return table;
@@ -150,6 +159,13 @@ std::vector<int> family_layer_windows(const Family& family, int num_layers, int 
     windows[static_cast<size_t>(i)] = windowed ? window : 0;
   }
   return windows;
+}
+
+std::vector<uint8_t> nope_layers_every(int num_layers, int interval) {
+  if (num_layers > (1 << 12) || interval <= 0) return {};  // as family_layer_windows: the config check reports it
+  std::vector<uint8_t> nope(static_cast<size_t>(std::max(num_layers, 0)), 0);
+  for (int i = 0; i < num_layers; ++i) nope[static_cast<size_t>(i)] = (i + 1) % interval == 0;
+  return nope;
 }
 
 }  // namespace cbatch

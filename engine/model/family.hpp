@@ -37,6 +37,12 @@ struct Family {
   float default_final_softcap = 0;   // likewise (Gemma 2: 30)
   int default_max_window_layers = 0;  // Qwen's config default (28)
   bool qk_norm_whole = false;        // the q/k norm spans the whole projection (OLMoE)
+  bool tied_by_default = false;      // tie_word_embeddings' default when config.json leaves it out (Gemma, SmolLM3)
+  float default_rope_theta = 10000.0f;  // rope_theta's default when config.json leaves it out (SmolLM3: 2e6)
+  // NoPE layers (SmolLM3): layer i keeps q and k unrotated when (i + 1) % nope_interval == 0, config.json's
+  // no_rope_layer_interval default and llama.cpp's hard-coded step (GGUF stores neither it nor the list);
+  // config.json's no_rope_layers (1 = RoPE, 0 = NoPE) wins. 0: the family has no NoPE layers.
+  int nope_interval = 0;
   // Mixture of experts. GGUF stores no routing rule, so the row holds it: gguf_norm_topk_prob is what
   // llama.cpp applies; HF configs name norm_topk_prob (transformers' default false) unless the family
   // always renormalises (Mixtral: reads_norm_topk_prob false, gguf_norm_topk_prob true).
@@ -83,5 +89,7 @@ void apply_family(const Family& family, ModelConfig& config);
 // (num_layers) window of each layer for the family's pattern; all 0 when window <= 0.
 std::vector<int> family_layer_windows(const Family& family, int num_layers, int window, int pattern,
                                       int first_windowed_layer);
+// (num_layers) 1 for every interval-th layer ((i + 1) % interval == 0): the NoPE layers of the interval rule.
+std::vector<uint8_t> nope_layers_every(int num_layers, int interval);
 
 }  // namespace cbatch

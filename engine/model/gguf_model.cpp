@@ -1,10 +1,11 @@
 // A GGUF file as a Model: the config from the `{arch}.` keys and the family row (family.hpp), tensor
 // views straight into the mapping (Model::storage keeps it alive), the tokenizer from tokenizer.ggml.*.
 // The tensors are the table's GGUF column (layer_tensors.hpp). llama.cpp's converter permutes q/k of `llama`
-// files so that RoPE rotates adjacent pairs (the other architectures rotate halves), stores Gemma's norm
+// (and `smollm3`) files so that RoPE rotates adjacent pairs (the others rotate halves), stores Gemma's norm
 // weights as 1 + w, and drops what llama.cpp hard-codes (Gemma 3's window pattern and local RoPE base,
-// Gemma's query scale); a missing output.weight means tied embeddings. Llama 3 RoPE scaling arrives as a
-// rope_freqs.weight tensor of per-frequency divisors, Phi-3's longrope as rope_factors_short/long.weight.
+// Gemma's query scale, SmolLM3's NoPE step); a missing output.weight means tied embeddings. Llama 3 RoPE
+// scaling arrives as a rope_freqs.weight tensor of per-frequency divisors, Phi-3's longrope as
+// rope_factors_short/long.weight.
 // Mixtures of experts (qwen2moe, qwen3moe, olmoe, gpt-oss, and `llama` with experts for Mixtral) stack
 // each layer's experts in 3-D tensors (gpt-oss's biases in 2-D ones), split here into per-expert views of
 // the mapping.
@@ -148,6 +149,7 @@ void read_family_keys(const GgufFile& gguf, const Family& family, const std::str
   c.layer_window = family_layer_windows(windows, c.num_layers, window, pattern, 0);
   if (!c.has_window()) c.layer_window.clear();
   c.rope_theta_local = family.gguf_rope_theta_local;
+  c.layer_nope = nope_layers_every(c.num_layers, family.nope_interval);  // llama.cpp's step (SmolLM3: 4)
 }
 
 // The experts' keys: {arch}.expert_count, expert_used_count, expert_feed_forward_length (Mixtral's `llama`

@@ -2,7 +2,7 @@
 // then the family's own fields (model_type picks the row of family.hpp): query_pre_attn_scalar,
 // softcapping, sliding_window with the family's layer pattern or an explicit layer_types list,
 // rope_local_base_freq, rope_scaling (llama3, linear, yarn with truncate, longrope), the experts' counts and
-// routing, gpt-oss's swiglu_limit and swiglu_alpha. Gemma 3 multimodal configs keep the
+// routing, gpt-oss's swiglu_limit and swiglu_alpha, SmolLM3's NoPE layers. Gemma 3 multimodal configs keep the
 // text model in text_config. Required: hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, vocab_size. A JSON null counts as absent.
 #include "engine/model/hf_config.hpp"
@@ -166,6 +166,31 @@ void read_moe_fields(const JsonFields& f, const Family& family, ModelConfig& c) 
   if (f.has("clip_qkv")) f.fail("clip_qkv", "is not supported (only null)");
 }
 
+// SmolLM3's NoPE layers: no_rope_layers (one 0 or 1 per layer, 1 = RoPE), else every
+// no_rope_layer_interval-th layer. Its windows (use_sliding_window on the NoPE layers) are not supported.
+std::vector<uint8_t> read_nope_layers(const JsonFields& f, const Family& family, const ModelConfig& c) {
+  if (f.get_bool("use_sliding_window", false) && f.has("sliding_window")) {
+    f.fail("use_sliding_window", "is not supported for " + std::string(family.name) + " (windows on its NoPE layers)");
+  }
+  if (!f.has("no_rope_layers")) {
+    const int interval = f.get_size("no_rope_layer_interval", family.nope_interval);
+    return nope_layers_every(c.num_layers, interval);
+  }
+  std::vector<uint8_t> nope;
+  for (simdjson::dom::element e : f.array("no_rope_layers")) {
+    int64_t v = -1;
+    if (e.get_int64().get(v) != simdjson::SUCCESS || (v != 0 && v != 1)) {
+      f.fail("no_rope_layers", "must hold 0 (NoPE) or 1 (RoPE) per layer");
+    }
+    nope.push_back(v == 0);
+  }
+  if (static_cast<int>(nope.size()) != c.num_layers) {
+    f.fail("no_rope_layers", "has " + std::to_string(nope.size()) + " entries, expected one per layer (" +
+                                 std::to_string(c.num_layers) + ")");
+  }
+  return nope;
+}
+
 // BERT's LayerNorm epsilon and position embeddings (absolute only); token type 0 is the only one used.
 // XLM-R's table starts at pad_token_id + 1 (transformers' padding_idx), so the model's context is that
 // many rows short of max_position_embeddings (514 -> 512).
@@ -241,6 +266,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
         rope_theta_of(f, "sliding_attention", f.get_number("rope_local_base_freq", 10000.0)));
   }
   c.layer_window = read_layer_windows(f, family, c);
+  if (family.nope_interval > 0) c.layer_nope = read_nope_layers(f, family, c);
   if (family.moe) read_moe_fields(f, family, c);
   if (family.bert_encoder) read_encoder_fields(f, family, c);
   if (family.bert_encoder) read_classifier_fields(f, c);
@@ -260,9 +286,10 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
   c.vocab_size = f.get_size("vocab_size");
   c.max_context = f.get_size("max_position_embeddings", 2048);
   c.rms_eps = static_cast<float>(f.get_number("rms_norm_eps", 1e-6));
-  c.rope_theta = static_cast<float>(rope_theta_of(f, "full_attention", f.get_number("rope_theta", 10000.0)));
+  const double theta = f.get_number("rope_theta", family.default_rope_theta);
+  c.rope_theta = static_cast<float>(rope_theta_of(f, "full_attention", theta));
   c.rope_layout = RopeLayout::kHalves;
-  c.tied_embeddings = f.get_bool("tie_word_embeddings", family.gemma_norms);  // Gemma ties by default
+  c.tied_embeddings = f.get_bool("tie_word_embeddings", family.tied_by_default);
   check_model_config(c, path);
   c.rope_scaling = read_rope_scaling(f, c);
   read_family_fields(f, family, c);

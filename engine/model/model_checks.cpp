@@ -90,6 +90,10 @@ void check_model_config(const ModelConfig& c, const std::string& path) {
     throw Error("'" + path + "': " + std::to_string(c.layer_window.size()) + " layer windows for " +
                 std::to_string(c.num_layers) + " layers");
   }
+  if (!c.layer_nope.empty() && static_cast<int>(c.layer_nope.size()) != c.num_layers) {
+    throw Error("'" + path + "': " + std::to_string(c.layer_nope.size()) + " NoPE flags for " +
+                std::to_string(c.num_layers) + " layers");
+  }
   check_moe_config(c, path);
   for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
     if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");

@@ -51,6 +51,10 @@ std::string ModelConfig::features() const {
         std::to_string(num_layers) + " layers");
   }
   if (rope_theta_local > 0.0f) add("local rope_theta " + std::to_string(static_cast<int64_t>(rope_theta_local)));
+  if (!layer_nope.empty()) {
+    const auto nope = std::count(layer_nope.begin(), layer_nope.end(), uint8_t{1});
+    add("no RoPE (NoPE) on " + std::to_string(nope) + " of " + std::to_string(num_layers) + " layers");
+  }
   if (is_moe()) {
     int sparse = 0;
     for (int l = 0; l < num_layers; ++l) sparse += is_sparse(l);

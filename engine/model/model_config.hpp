@@ -69,6 +69,7 @@ struct ModelConfig {
   std::vector<int> layer_window;   // (num_layers) or empty: keys a layer attends, its own included; 0 = all
   float rope_theta_local = 0.0f;   // RoPE base of windowed layers, unscaled (Gemma 3); 0: they use rope_theta
   bool qk_norm_whole = false;      // the q/k norm spans the whole projection, weights (q_dim), (kv_dim) (OLMoE)
+  std::vector<uint8_t> layer_nope;  // (num_layers) 1 where q and k are not rotated (SmolLM3's NoPE layers); empty: none
 
   // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row by its
   // router's num_experts logits (plus router_bias): kSoftmaxTopk takes the softmax over all of them, then
@@ -122,6 +123,7 @@ struct ModelConfig {
   bool is_sparse(int layer) const { return !layer_sparse.empty() && layer_sparse[static_cast<size_t>(layer)] != 0; }
   bool has_window() const;             // some layer is windowed
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }
+  bool is_nope(int layer) const { return !layer_nope.empty() && layer_nope[static_cast<size_t>(layer)] != 0; }
   float query_scale() const;           // attn_scale, or 1 / sqrt(head_dim)
   int64_t num_parameters() const;      // weights incl. embeddings (lm_head counted once when tied)
   int64_t layer_parameters() const;    // the transformer layers' weights only (what a row multiplies by)

@@ -3,6 +3,8 @@
 // do not take) throw cbatch::Error with the reason.
 #include "engine/text/chat_renderers.hpp"
 
+#include <string_view>
+
 #include "engine/base/elide.hpp"
 #include "engine/base/error.hpp"
 #include "engine/text/unicode.hpp"
@@ -76,6 +78,33 @@ std::string qwen3_assistant_turn(std::string content, bool after_last_query, boo
   }
   return "<|im_start|>assistant\n" + content + "<|im_end|>\n";
 }
+
+std::string rstrip(const std::string& text) {
+  const unicode::Codepoints cps = unicode::decode_utf8(text);
+  size_t end = cps.cps.size();
+  while (end > 0 && is_python_space(cps.cps[end - 1])) --end;
+  return text.substr(0, cps.offsets[end]);
+}
+
+std::string erase_all(std::string text, std::string_view from) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) text.erase(at, from.size());
+  return text;
+}
+
+// SmolLM3's custom instructions when the system message gives none, by reasoning mode.
+constexpr const char* kSmolLm3Thinking =
+    "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role as an assistant involves "
+    "thoroughly exploring questions through a systematic thinking process before providing the final precise and "
+    "accurate solutions. This requires engaging in a comprehensive cycle of analysis, summarizing, exploration, "
+    "reassessment, reflection, backtracking, and iteration to develop well-considered thinking process. Please "
+    "structure your response into two main sections: Thought and Solution using the specified format: <think> "
+    "Thought section </think> Solution section. In the Thought section, detail your reasoning process in steps. "
+    "Each step should include detailed considerations such as analysing questions, summarizing relevant findings, "
+    "brainstorming new ideas, verifying the accuracy of the current steps, refining any errors, and revisiting "
+    "previous steps. In the Solution section, based on various attempts, explorations, and reflections from the "
+    "Thought section, systematically present the final solution that you deem correct. The Solution section should "
+    "be logical, accurate, and concise and detail necessary steps needed to reach the conclusion.";
+constexpr const char* kSmolLm3Plain = "You are a helpful AI assistant named SmolLM, trained by Hugging Face.";
 
 }  // namespace
 
@@ -219,6 +248,39 @@ std::string render_phi3(const ChatTemplate& t, const std::vector<ChatMessage>& m
     out += "<|" + m.role + "|>\n" + m.content + "<|end|>\n";
   }
   return out + "<|assistant|>\n";
+}
+
+// SmolLM3: a system turn of metadata (knowledge cutoff, today, reasoning mode) and custom instructions (the
+// system message without its /no_think and /think flags, else the mode's default), or with /system_override
+// the instructions alone; then user, tool (as user) and assistant turns, the latter with an empty think block
+// in /no_think mode. The mode is enable_thinking (default on) unless the system message names one. As the
+// published template does, the metadata turn is closed only when tools are listed, which cbatch never does.
+std::string render_smollm3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options) {
+  bool thinking = options.enable_thinking.value_or(true);
+  const std::string& system = has_system(messages) ? messages[0].content : std::string();
+  if (system.find("/no_think") != std::string::npos) {
+    thinking = false;
+  } else if (system.find("/think") != std::string::npos) {
+    thinking = true;
+  }
+  const std::string custom = rstrip(erase_all(erase_all(system, "/no_think"), "/think"));
+  const std::string empty_think = thinking ? "" : "<think>\n\n</think>\n";
+  std::string out = "<|im_start|>system\n";
+  if (system.find("/system_override") != std::string::npos) {
+    out += rstrip(erase_all(custom, "/system_override")) + "<|im_end|>\n";
+  } else {
+    out += "## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: " + t.today + "\nReasoning Mode: " +
+           (thinking ? "/think" : "/no_think") + "\n\n## Custom Instructions\n\n" +
+           (!custom.empty() ? custom : thinking ? kSmolLm3Thinking : kSmolLm3Plain) + "\n\n";
+  }
+  for (const ChatMessage& m : messages) {
+    if (m.role == "user" || m.role == "tool") {
+      out += "<|im_start|>user\n" + m.content + "<|im_end|>\n";
+    } else if (m.role == "assistant") {
+      out += "<|im_start|>assistant\n" + empty_think + strip_newlines(m.content, true, false) + "<|im_end|>\n";
+    }  // system messages: in the system turn (the first) or nowhere
+  }
+  return out + "<|im_start|>assistant\n" + empty_think;
 }
 
 }  // namespace cbatch

@@ -18,5 +18,6 @@ std::string render_gemma(const ChatTemplate& t, const std::vector<ChatMessage>& 
 std::string render_mistral(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const std::string& bos,
                            const std::string& eos);
 std::string render_phi3(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
+std::string render_smollm3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options);
 
 }  // namespace cbatch

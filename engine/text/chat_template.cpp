@@ -75,14 +75,17 @@ bool is_qwen(std::string_view jinja) { return contains(jinja, "You are Qwen") ||
 
 namespace {
 
-std::string today_iso() {
+// Today's date in strftime's `format`, local time, as the templates' strftime_now gives it.
+std::string today_as(const char* format) {
   const std::time_t now = std::time(nullptr);
   std::tm local{};
   localtime_r(&now, &local);
-  char buffer[16];
-  std::strftime(buffer, sizeof(buffer), "%Y-%m-%d", &local);
+  char buffer[32];
+  std::strftime(buffer, sizeof(buffer), format, &local);
   return buffer;
 }
+
+std::string today_iso() { return today_as("%Y-%m-%d"); }
 
 }  // namespace
 
@@ -91,6 +94,9 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
   if (contains(jinja, "<|start|>") && contains(jinja, "<|channel|>")) {
     t.family = ChatFamily::kHarmony;
     t.today = today_iso();
+  } else if (contains(jinja, "<|im_start|>") && contains(jinja, "Reasoning Mode: ")) {
+    t.family = ChatFamily::kSmolLm3;  // before ChatML: its own system turn and thinking switch
+    t.today = today_as("%d %B %Y");
   } else if (contains(jinja, "<|im_start|>")) {
     t.family = is_qwen(jinja) ? ChatFamily::kQwen : ChatFamily::kChatMl;
     t.default_system = default_chatml_system(jinja);
@@ -123,7 +129,8 @@ std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
   static const std::pair<std::string_view, ChatFamily> kNames[] = {
       {"chatml", ChatFamily::kChatMl}, {"qwen", ChatFamily::kQwen},       {"llama3", ChatFamily::kLlama3},
       {"llama2", ChatFamily::kLlama2}, {"gemma", ChatFamily::kGemma},     {"mistral", ChatFamily::kMistral},
-      {"phi3", ChatFamily::kPhi3},     {"qwen3", ChatFamily::kQwen},      {"harmony", ChatFamily::kHarmony}};
+      {"phi3", ChatFamily::kPhi3},     {"qwen3", ChatFamily::kQwen},      {"harmony", ChatFamily::kHarmony},
+      {"smollm3", ChatFamily::kSmolLm3}};
   for (const auto& [known, family] : kNames) {
     if (name != known) continue;
     ChatTemplate t;
@@ -131,6 +138,7 @@ std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
     if (name == "qwen") t.default_system = kQwenDefaultSystem;
     t.thinking_switch = name == "qwen3";
     if (family == ChatFamily::kHarmony) t.today = today_iso();
+    if (family == ChatFamily::kSmolLm3) t.today = today_as("%d %B %Y");
     return t;
   }
   return std::nullopt;
@@ -146,6 +154,7 @@ std::string_view chat_family_name(ChatFamily family) {
     case ChatFamily::kMistral: return "Mistral";
     case ChatFamily::kPhi3: return "Phi-3";
     case ChatFamily::kHarmony: return "harmony (gpt-oss)";
+    case ChatFamily::kSmolLm3: return "SmolLM3 (ChatML)";
   }
   return "";
 }
@@ -153,7 +162,8 @@ std::string_view chat_family_name(ChatFamily family) {
 std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
   switch (family) {
     case ChatFamily::kChatMl:
-    case ChatFamily::kQwen: return "<|im_end|>";
+    case ChatFamily::kQwen:
+    case ChatFamily::kSmolLm3: return "<|im_end|>";
     case ChatFamily::kLlama3: return "<|eot_id|>";
     case ChatFamily::kGemma: return "<end_of_turn>";
     case ChatFamily::kPhi3: return "<|end|>";
@@ -175,6 +185,7 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>
     case ChatFamily::kGemma: return render_gemma(tmpl, messages, bos_token);
     case ChatFamily::kMistral: return render_mistral(tmpl, messages, bos_token, eos_token);
     case ChatFamily::kPhi3: return render_phi3(tmpl, messages);
+    case ChatFamily::kSmolLm3: return render_smollm3(tmpl, messages, options);
   }
   return "";
 }

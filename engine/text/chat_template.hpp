@@ -5,7 +5,8 @@
 // templates' output exactly, including a default system prompt that a ChatML template writes when the
 // chat has none (SmolLM2, Qwen2.5), the dated system block of Llama 3.1+, Gemma's system prompt folded
 // into the first user turn and Mistral v3's into the last; Qwen3's enable_thinking switch and templates
-// that open <think> in the prompt; gpt-oss's harmony format ("<|start|>" with "<|channel|>"). Rendering adds the generation prompt (where
+// that open <think> in the prompt; gpt-oss's harmony format ("<|start|>" with "<|channel|>"); SmolLM3's
+// ChatML with its metadata system turn ("Reasoning Mode"). Rendering adds the generation prompt (where
 // the template has one: Mistral's ends with "[/INST]").
 #pragma once
 #include <optional>
@@ -23,7 +24,8 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja);
 // The template of a --chat-template name; nullopt when unknown. "qwen" is Qwen2.5's (ChatML with its
 // default system prompt), "gemma" Gemma 3's, "mistral" Mistral 7B Instruct v0.3's, "phi3" Phi-3's.
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name);
-inline constexpr const char* kChatTemplateNames = "chatml, llama3, llama2, gemma, qwen, qwen3, mistral, phi3, harmony";
+inline constexpr const char* kChatTemplateNames =
+    "chatml, llama3, llama2, gemma, qwen, qwen3, mistral, phi3, harmony, smollm3";
 // Qwen2.5's default system prompt, which its template writes when the chat has none.
 inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 
@@ -37,7 +39,7 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token);
 // The prompt for `messages` plus the generation prompt. bos_token / eos_token are the tokenizer's
 // texts, as the Jinja variables. Throws cbatch::Error when the template rejects the messages (Llama 2,
 // Gemma, Mistral: roles must alternate user/assistant after an optional system message).
-// options: chat_template_kwargs (enable_thinking) and reasoning_effort (harmony; low, medium or high,
+// options: chat_template_kwargs (enable_thinking: Qwen3, SmolLM3) and reasoning_effort (harmony; low, medium or high,
 // default medium: anything else throws cbatch::Error).
 std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>& messages,
                         const std::string& bos_token, const std::string& eos_token, const ChatOptions& options = {});

@@ -88,17 +88,19 @@ ReasoningParser::Found ReasoningParser::find(const Marker& m, std::span<const in
   return {};
 }
 
+// Only the prompt's last 32 tokens count: a template opens or closes a think block in its generation prompt,
+// and an earlier marker is text, such as SmolLM3's system prompt, which explains "<think> ... </think>".
 int ReasoningParser::last_marker_in_prompt(std::span<const int32_t> prompt) const {
   if (harmony_ || prompt.empty()) return 0;
+  const size_t first = prompt.size() > 32 ? prompt.size() - 32 : 0;
   if (start_.id >= 0 && end_.id >= 0) {
-    for (size_t i = prompt.size(); i-- > 0;) {
+    for (size_t i = prompt.size(); i-- > first;) {
       if (prompt[i] == start_.id) return 1;
       if (prompt[i] == end_.id) return -1;
     }
     return 0;
   }
-  // Text markers: the prompt's last tokens decoded (a template opens <think> at its very end).
-  const size_t first = prompt.size() > 32 ? prompt.size() - 32 : 0;
+  // Text markers: the prompt's last tokens decoded.
   const std::string tail =
       tokenizer_.decode({prompt.begin() + static_cast<std::ptrdiff_t>(first), prompt.end()}, first > 0 ? prompt[first - 1] : -1);
   const size_t start = tail.rfind(start_.text), end = tail.rfind(end_.text);

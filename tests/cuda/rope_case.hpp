@@ -35,6 +35,7 @@ struct RopeFamilyHost {
   int long_from = INT_MAX;
   float factor = 1.0f;
   float eps = 1e-6f;
+  bool rotates = true;  // false: a NoPE layer (SmolLM3), q and k keep their (biased, normed) values
 };
 
 // The inputs of one case in T (held as floats) and its reference.
@@ -100,7 +101,7 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
     for (int h = 0; h < rc.num_heads + rc.num_kv_heads; ++h) {
       double* head = row.data() + static_cast<size_t>(h) * hd;
       if (!fam.q_norm.empty() && !fam.whole) head_norm_ref(head, hd, h < rc.num_heads ? fam.q_norm : fam.k_norm, fam.eps);
-      rope_ref(head, hd, run.positions[r], table, halves, fam.factor);
+      if (fam.rotates) rope_ref(head, hd, run.positions[r], table, halves, fam.factor);
     }
     run.q_ref.insert(run.q_ref.end(), row.begin(), row.begin() + q_dim);
     const int slot = run.slots[r];
@@ -156,7 +157,8 @@ inline std::vector<RopeCase> rope_cases() {
 inline std::vector<RopeCase> rope_family_cases() { return {{8, 2, 64, false}, {32, 8, 128, true}, {8, 4, 256, false}}; }
 
 // The family additions for a case: biases (Qwen2), head norms (Qwen3, Gemma 3; weights around 1 + w),
-// longrope from position 300 on (the case has rows on both sides) with an attention factor, and all.
+// longrope from position 300 on (the case has rows on both sides) with an attention factor, and all; a NoPE
+// layer (SmolLM3) that must neither rotate nor scale.
 inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   const size_t qkv_dim = static_cast<size_t>((rc.num_heads + 2 * rc.num_kv_heads) * rc.head_dim);
   RopeFamilyHost qwen2;
@@ -180,7 +182,11 @@ inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   olmoe.whole = true;
   olmoe.q_norm = random_vector(static_cast<size_t>(rc.num_heads * rc.head_dim), 95, 0.5f, 2.0f);
   olmoe.k_norm = random_vector(static_cast<size_t>(rc.num_kv_heads * rc.head_dim), 96, 0.5f, 2.0f);
-  return {qwen2, gemma, phi3, all, olmoe};
+  RopeFamilyHost nope;  // a NoPE layer of a YaRN model: no rotation, and no attention factor either
+  nope.name = "NoPE";
+  nope.rotates = false;
+  nope.factor = 1.2f;
+  return {qwen2, gemma, phi3, all, olmoe, nope};
 }
 
 }  // namespace cbatch::test

@@ -44,6 +44,7 @@ RopeFamily rope_family(const RopeFamilyHost& fam) {
   family.long_inv_freq = data_or_null(fam.long_inv_freq);
   family.long_from = fam.long_from;
   family.attention_factor = fam.factor;
+  family.rotates = fam.rotates;
   return family;
 }
 

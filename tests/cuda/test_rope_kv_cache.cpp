@@ -41,6 +41,7 @@ struct DeviceRope {
     family.long_inv_freq = long_inv_freq.get();
     family.long_from = fam.long_from;
     family.attention_factor = fam.factor;
+    family.rotates = fam.rotates;
   }
   template <typename KV>
   void run_into(DeviceBuffer<KV>& k, DeviceBuffer<KV>& v, const KvScales& scales = {}) {

@@ -10,6 +10,8 @@ phi3) and driven by one description per family (the FAMILIES rows), not one copy
 - Gemma 3: Gemma 2 without softcaps, plus (1 + w) q/k norms; windowed layers (layer_types, or all but every
   sliding_window_pattern-th) rotate with the local base (rope_local_base_freq), the others with rope_theta;
 - Phi-3: qkv_proj (q, k, v rows) and gate_up_proj (gate rows, then up rows) fused, window on every layer;
+- SmolLM3 (modeling_smollm3): Llama whose NoPE layers (no_rope_layers[i] == 0, by default every fourth:
+  (i + 1) % no_rope_layer_interval == 0) leave q and k unrotated, YaRN on the others; ties by default;
 - mixtures of experts (modeling_qwen3_moe/qwen2_moe/mixtral/olmoe, transformers 5), one code path with the
   routing rule as data: router logits = x . router rows, softmax over all experts, the top k
   (num_experts_per_tok) of it, those k weights renormalised to sum 1 when the rule says (Mixtral always;
@@ -32,7 +34,8 @@ model.safetensors read here: F32/BF16/F16, sharded or not), or a GGUF read with 
 (dequantized by gguf.quants) under llama.cpp's conventions: `llama` q/k rows permuted back, Gemma norms
 stored as 1 + w, Gemma 3's pattern 6 and local base 10000, Gemma's query scale 1/sqrt(head_dim) (27B:
 1/sqrt(hidden / heads)); a `llama` file's window applies to every layer (Mistral), and Phi-3's window as
-its Hugging Face definition does (llama.cpp itself turns Phi-3's window off, as a stop-gap)."""
+its Hugging Face definition does (llama.cpp itself turns Phi-3's window off, as a stop-gap); `smollm3`
+files are permuted as `llama` ones, and their NoPE layers are llama.cpp's hard-coded every fourth."""
 import copy
 import json
 import math
@@ -44,7 +47,8 @@ import numpy as np
 # window_layers: which layers `sliding_window` applies to; gemma: (1 + w) norms, sqrt(hidden) embedding
 # scale, query_pre_attn_scalar, softcaps; caps: the (attention, final) softcaps of a file that names none
 # (Gemma2Config's defaults, and llama.cpp's); qk_norm, qkv_bias, sandwich (post-attention and post-FFN
-# norms), fused (qkv_proj, gate_up_proj): tensors the family must have.
+# norms), fused (qkv_proj, gate_up_proj): tensors the family must have; nope_interval: NoPE layers by default
+# every nope_interval-th (SmolLM3); tied: tie_word_embeddings' default.
 FAMILIES = {
     "llama": dict(window_layers="none"),
     "mistral": dict(window_layers="all"),
@@ -53,6 +57,7 @@ FAMILIES = {
     "gemma2": dict(window_layers="even", gemma=True, sandwich=True, caps=(50.0, 30.0)),
     "gemma3": dict(window_layers="pattern", gemma=True, sandwich=True, qk_norm=True),
     "phi3": dict(window_layers="all", fused=True),
+    "smollm3": dict(window_layers="none", nope_interval=4, tied=True),
     "qwen3_moe": dict(window_layers="qwen", qk_norm=True, moe="qwen", renorm="config", gguf_renorm=True),
     "qwen2_moe": dict(window_layers="qwen", qkv_bias=True, moe="qwen", renorm="config", gguf_renorm=False,
                       shared_expert=True),
@@ -67,10 +72,11 @@ FAMILIES = {
 # rule llama.cpp applies to the family's GGUF files.
 HF_MODEL_TYPES = {"gemma3_text": "gemma3"}
 GGUF_FAMILIES = {"qwen3moe": "qwen3_moe", "qwen2moe": "qwen2_moe", "gpt-oss": "gpt_oss"}  # and `llama` with experts: Mixtral
-DEFAULT_THETA = {"gemma3": 1000000.0}  # the config classes' defaults (transformers' Gemma3TextConfig)
+DEFAULT_THETA = {"gemma3": 1000000.0, "smollm3": 2000000.0}  # the config classes' defaults (Gemma3TextConfig, ...)
 LLAMA_CPP_WINDOWS = {"llama": "all", "qwen2": "none", "qwen3": "none", "gemma2": "even", "gemma3": "pattern",
                      "phi3": "all", "mixtral": "all", "qwen3_moe": "none", "qwen2_moe": "none", "olmoe": "none",
-                     "gpt_oss": "even"}
+                     "gpt_oss": "even", "smollm3": "none"}
+LLAMA_CPP_PERMUTED = {"llama", "smollm3"}  # the architectures llama.cpp's converter permutes q/k rows of
 # What a gpt-oss GGUF cannot say: its SwiGLU's limit and slope (llama.cpp hard-codes them) and YaRN's
 # truncate: false (no key; the model's definition).
 GGUF_SWIGLU = {"gpt_oss": (7.0, 1.702)}
@@ -125,6 +131,7 @@ class Model:
         self.q_scale = c["q_scale"]
         self.attn_cap, self.final_cap = c.get("attn_cap") or 0.0, c.get("final_cap") or 0.0
         self.windows = c["windows"]
+        self.nope = c.get("nope") or [False] * self.n_layers  # per layer: q and k not rotated
         self.theta, self.local_theta, self.rope_scaling = c["theta"], c.get("local_theta"), c.get("rope_scaling")
         self.inv_freq = self.rope_tables()
         self.spec = spec
@@ -147,6 +154,7 @@ class Model:
     def features(self):
         """The features of this model whose absence without() can simulate."""
         out = ["rope_theta"] if self.theta != 10000.0 else []
+        out += ["nope"] if any(self.nope) else []
         if any(self.windows):
             out.append("window")
         out += [f for f in ("qkv_bias", "qk_norm", "sandwich", "fused", "shared_expert") if self.spec.get(f)]
@@ -178,6 +186,8 @@ class Model:
             m.inv_freq = m.rope_tables()
         elif feature == "window":
             m.windows = [0] * self.n_layers
+        elif feature == "nope":  # every layer rotated
+            m.nope = [False] * self.n_layers
         elif feature == "norm_offset":
             m.norm_offset = 0.0
         elif feature == "embed_scale":
@@ -376,6 +386,16 @@ def hf_windows(c, family, n_layers):
     return layer_windows(kind, n_layers, window, pattern=c.get("sliding_window_pattern", 6))
 
 
+def hf_nope(c, family, n_layers):
+    """SmolLM3's NoPE layers: no_rope_layers (1 = RoPE), else every no_rope_layer_interval-th layer."""
+    interval = FAMILIES[family].get("nope_interval")
+    if not interval:
+        return None
+    if c.get("no_rope_layers") is not None:
+        return [flag == 0 for flag in c["no_rope_layers"][:n_layers]]
+    return [(i + 1) % c.get("no_rope_layer_interval", interval) == 0 for i in range(n_layers)]
+
+
 def load_hf(directory):
     """The Model of a Hugging Face directory."""
     top = json.load(open(os.path.join(directory, "config.json")))
@@ -393,7 +413,7 @@ def load_hf(directory):
     clamped = family == "gpt_oss"
     desc = dict(n_layers=n_layers, dim=dim, n_heads=n_heads, n_kv=c.get("num_key_value_heads", n_heads),
                 head_dim=head_dim, eps=c.get("rms_norm_eps", 1e-6), theta=theta, rope_scaling=scaling, moe=moe,
-                local_theta=local, windows=hf_windows(c, family, n_layers),
+                local_theta=local, windows=hf_windows(c, family, n_layers), nope=hf_nope(c, family, n_layers),
                 activation=c.get("hidden_activation", "gelu_pytorch_tanh") if gemma else c.get("hidden_act", "silu"),
                 swiglu=(c.get("swiglu_limit", 7.0), c.get("swiglu_alpha", 1.702)) if clamped else None,
                 q_scale=c.get("query_pre_attn_scalar", 256) ** -0.5 if gemma else head_dim ** -0.5,
@@ -404,7 +424,7 @@ def load_hf(directory):
     prefixes = ("model.", "language_model.model.", "model.language_model.")  # text models, Gemma 3 multimodal
     prefix = next(p for p in prefixes if p + "embed_tokens.weight" in w)
     m.embedding, m.final_norm = w[prefix + "embed_tokens.weight"], w[prefix + "norm.weight"]
-    tied = c.get("tie_word_embeddings", top.get("tie_word_embeddings", gemma))
+    tied = c.get("tie_word_embeddings", top.get("tie_word_embeddings", gemma or spec.get("tied", False)))
     head = next((w[n] for n in ("lm_head.weight", "language_model.lm_head.weight") if n in w), None)
     m.head = m.embedding if tied else head
     assert m.head is not None, "untied model without lm_head.weight"
@@ -480,6 +500,7 @@ def load_gguf(path):
                 head_dim=head_dim, eps=kv.get("attention.layer_norm_rms_epsilon", 1e-5),
                 theta=kv.get("rope.freq_base", 10000.0), local_theta=GGUF_LOCAL_THETA if family == "gemma3" else None,
                 windows=layer_windows(LLAMA_CPP_WINDOWS[family], n_layers, kv.get("attention.sliding_window", 0)),
+                nope=[(i + 1) % spec["nope_interval"] == 0 for i in range(n_layers)] if spec.get("nope_interval") else None,
                 activation="gelu_pytorch_tanh" if gemma else "silu",
                 q_scale=(dim // n_heads if is_27b else head_dim) ** -0.5,
                 attn_cap=kv.get("attn_logit_softcapping", caps[0]),
@@ -508,7 +529,7 @@ def load_gguf(path):
                                   ("exp_up_b", "ffn_up_exps"), ("exp_down_b", "ffn_down_exps")):
                     l[key] = layer_get(name + ".bias")
             read_shared(spec, l, layer_get, gguf=True)
-        if arch == "llama":
+        if arch in LLAMA_CPP_PERMUTED:
             l["q"], l["k"] = unpermute_adjacent_pairs(l["q"], n_heads), unpermute_adjacent_pairs(l["k"], m.n_kv)
         m.layers.append(l)
     return m
@@ -617,8 +638,9 @@ def forward(m, tokens, seqs, positions, caches, rows):
         v = linear(h, l["v"], l["bv"]).reshape(n, m.n_kv, m.hd)
         if l["q_norm"] is not None and m.spec.get("qk_norm") != "full":
             q, k = rms_norm(m, q, l["q_norm"]), rms_norm(m, k, l["k_norm"])
-        factor = m.rope_factor(i)
-        q, k = rope(q, positions, m.inv_freq[i], factor), rope(k, positions, m.inv_freq[i], factor)
+        if not m.nope[i]:
+            factor = m.rope_factor(i)
+            q, k = rope(q, positions, m.inv_freq[i], factor), rope(k, positions, m.inv_freq[i], factor)
         att = np.empty((n, m.n_heads * m.hd))
         for s in np.unique(seqs):
             r = np.nonzero(seqs == s)[0]

@@ -1,11 +1,13 @@
 """Chat rendering equals `jinja2` rendering of the real templates (as transformers renders them, with
-add_generation_prompt): SmolLM2's ChatML template from its GGUF (with its default system prompt), and
-the templates in chat_templates/ (Llama 2, 3, 3.1; Gemma 3 and 2; Qwen2.5; Mistral v0.3 and v0.1;
-Phi-3 and 3.5) placed in a Hugging Face directory's tokenizer_config.json, on chats with and without a
+add_generation_prompt, strftime_now and the {% generation %} tag): SmolLM2's ChatML template from its GGUF
+(with its default system prompt), and the templates in chat_templates/ (Llama 2, 3, 3.1; Gemma 3 and 2;
+Qwen2.5; Mistral v0.3 and v0.1; Phi-3 and 3.5; SmolLM3, also with enable_thinking and its /think,
+/no_think and /system_override flags) placed in a Hugging Face directory's tokenizer_config.json, on chats with and without a
 system message, multi-turn, ending with an answer, with an odd role. SmolLM2's chat token ids equal
 Hugging Face `tokenizers` on the rendered text, and Gemma 3's (--chat-template gemma on its GGUF, which
 has no template) equal transformers' tokenizer of that GGUF. Chats a template rejects, and models
 without a known template, give error lines naming the problem."""
+import datetime
 import json
 import os
 import shutil
@@ -15,6 +17,8 @@ from common import Checks, need_modules, need_smollm2, run, tiny_spm_gguf, tmpdi
 jinja2, _ = need_modules("jinja2", "gguf")
 TINY_SPM_HF = os.path.join(os.path.dirname(tiny_spm_gguf()), "hf")
 TINY_SPM_CONFIG = json.load(open(os.path.join(TINY_SPM_HF, "tokenizer_config.json"), encoding="utf-8"))
+from jinja2 import nodes  # noqa: E402
+from jinja2.ext import Extension  # noqa: E402
 from jinja2.sandbox import ImmutableSandboxedEnvironment  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -37,12 +41,23 @@ TOOL_CHAT = CHATS[8]
 BAD_LLAMA2 = [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]
 
 
+class Generation(Extension):
+    """{% generation %}...{% endgeneration %} renders its body, as transformers' AssistantTracker does when
+    no assistant mask is asked for."""
+    tags = {"generation"}
+
+    def parse(self, parser):
+        lineno = next(parser.stream).lineno
+        return nodes.Scope(parser.parse_statements(("name:endgeneration",), drop_needle=True), lineno=lineno)
+
+
 def jinja_render(template, messages, bos, eos, **kwargs):
     def raise_exception(message):
         raise jinja2.exceptions.TemplateError(message)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[Generation])
     env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(fmt)
     return env.from_string(template).render(messages=messages, add_generation_prompt=True, bos_token=bos, eos_token=eos,
                                             **kwargs)
 
@@ -68,7 +83,7 @@ for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
 
 # The reference templates in a copy of tiny-spm's HF directory (it has none), with its bos and eos.
 TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "qwen3", "mistral-v0.3", "mistral-v0.1",
-             "phi3", "phi3.5"]
+             "phi3", "phi3.5", "smollm3"]
 work = tmpdir()
 for name in TEMPLATES:
     template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
@@ -108,6 +123,24 @@ for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
     for messages, got in zip(THINKING_CHATS, cbatch_render(os.path.join(work, "qwen3"), THINKING_CHATS, fields=fields)):
         want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"], **kwargs)
         c.check(got.get("text") == want, f"qwen3 {kwargs} {messages}: {got.get('text')!r} != {want!r}")
+
+# SmolLM3: enable_thinking, and the system message's flags, which win over it (/no_think before /think),
+# leave the custom instructions; /system_override keeps only them.
+template = open(os.path.join(HERE, "chat_templates", "smollm3.jinja"), encoding="utf-8").read()
+FLAG_CHATS = CHATS + [
+    [{"role": "system", "content": "Be brief. /no_think"}, {"role": "user", "content": "Q"},
+     {"role": "assistant", "content": "\n\nA\n"}, {"role": "user", "content": "Q2"}],
+    [{"role": "system", "content": "/think"}, {"role": "user", "content": "Q"}],
+    [{"role": "system", "content": "x /think y /no_think z \u3000\n"}, {"role": "user", "content": "Q"}],
+    [{"role": "system", "content": "Only this. /system_override /no_think "}, {"role": "user", "content": "Q"},
+     {"role": "assistant", "content": "<think>\nr\n</think>\nA"}],
+    [{"role": "user", "content": "Q"}, {"role": "system", "content": "late"}, {"role": "assistant", "content": "A"}],
+]
+for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
+    fields = {"chat_template_kwargs": kwargs} if kwargs else None
+    for messages, got in zip(FLAG_CHATS, cbatch_render(os.path.join(work, "smollm3"), FLAG_CHATS, fields=fields)):
+        want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"], **kwargs)
+        c.check(got.get("text") == want, f"smollm3 {kwargs} {messages}: {got.get('text')!r} != {want!r}")
 
 # Gemma 3's GGUF has no template: --chat-template gemma renders Gemma 3's, and the ids are those of
 # transformers' tokenizer of the GGUF (the text carries <bos>; nothing is added).

@@ -1,6 +1,6 @@
-"""Every family (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3) on seeded random-weight tiny models
-(tiny_models.py) written as Hugging Face directories (transformers 4 configs, a multimodal Gemma 3,
-F32 and BF16, one file and shards) and as GGUF files with the same weights:
+"""Every family (Llama, Mistral, Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, SmolLM3) on seeded random-weight
+tiny models (tiny_models.py) written as Hugging Face directories (transformers 4 configs, a multimodal
+Gemma 3, F32 and BF16, one file and shards) and as GGUF files with the same weights:
 - the reference is sensitive: removing any one feature of a model from the float64 reference
   (family_reference.py) changes its greedy tokens (so cbatch missing it would fail below); the final-logit
   softcap is monotonic and so never changes a greedy token: it is the one feature not checked this way;

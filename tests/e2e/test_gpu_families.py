@@ -1,6 +1,7 @@
 """Every dense family on the CUDA backend (skipped without a GPU), on the tiny seeded models of
 tiny_models.py that test_families.py checks on the CPU (Llama, Mistral and Qwen2 windows, Qwen3 q/k norms,
-Gemma 2 softcaps and query scale, Gemma 3 local/global RoPE, Phi-3's fused projections):
+Gemma 2 softcaps and query scale, Gemma 3 local/global RoPE, Phi-3's fused projections, SmolLM3's NoPE
+layers and YaRN):
 - with --dtype fp32, the greedy tokens of each HF directory and each GGUF on CUDA equal the float64
   reference of that file (family_reference.py) up to each request's first step whose top-2 margin is at
   most 1e-3 (where float32 rounding may pick either token); bf16's leading agreement is printed;

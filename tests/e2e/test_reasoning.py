@@ -3,7 +3,8 @@ after its chat prompt), so the thinking is known exactly: <think> and </think> a
 id) and as plain added tokens (split by text), an R1-style template that opens <think> in the prompt, an
 output without thinking, max_tokens inside the thinking, harmony channels (gpt_oss), the OpenAI batch and
 plain forms, n > 1, chat_template_kwargs.enable_thinking, structured outputs that start after the thinking,
-an unknown parser name; and that a parser changes only the split, never the tokens."""
+an unknown parser name; SmolLM3's template (its /think and /no_think modes); and that a parser changes only
+the split, never the tokens."""
 import json
 import os
 import time
@@ -18,6 +19,8 @@ CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\
 QWEN3 = CHATML.replace("{% endif %}", "{%- if enable_thinking is defined and enable_thinking is false %}"
                        "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{% endif %}") + "{# <tool_call> #}"
 R1_OPENED = CHATML.replace("'<|im_start|>assistant\\n'", "'<|im_start|>assistant\\n<think>\\n'")
+SMOLLM3 = open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat_templates", "smollm3.jinja"),
+               encoding="utf-8").read()
 HARMONY = "{{- '<|start|>system<|message|>' }}{# <|channel|>analysis #}{{- '<|start|>assistant' }}"
 CHATML_SPECIAL = ["<|im_start|>", "<|im_end|>"]
 HARMONY_SPECIAL = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|return|>", "<|call|>"]
@@ -35,6 +38,10 @@ models = {
     "no-think": tiny_models.write_scripted(
         os.path.join(work, "no-think"), ["\n", "H", "i", "!", "<|im_end|>"],
         special=CHATML_SPECIAL + ["<think>", "</think>"], chat_template=CHATML),
+    # SmolLM3's template: its /think mode's generation prompt ends with "\n", after which the model thinks.
+    "smollm3": tiny_models.write_scripted(
+        os.path.join(work, "smollm3"), ["\n", "<think>", "p", "</think>", "Y", "<|im_end|>"],
+        special=CHATML_SPECIAL + ["<think>", "</think>"], chat_template=SMOLLM3),
     # Harmony: the prompt ends with "<|start|>assistant"; an analysis message, then </s>.
     "harmony-analysis": tiny_models.write_scripted(
         os.path.join(work, "harmony-analysis"), ["assistant", "<|channel|>", "analysis", "<|message|>", "h", "m", "<|end|>"],
@@ -47,6 +54,11 @@ models = {
         os.path.join(work, "harmony-call"), ["assistant", "<|channel|>", "final", "<|message|>", "O", "K", "<|call|>", "Z"],
         added=["assistant", "analysis", "final"], special=HARMONY_SPECIAL, chat_template=HARMONY),
 }
+# SmolLM3's default system prompt is over 1,200 bytes: a longer context than write_scripted's 512.
+config_path = os.path.join(work, "smollm3", "config.json")
+config = json.load(open(config_path))
+config["max_position_embeddings"] = 2048
+json.dump(config, open(config_path, "w"))
 t = Checks()
 MESSAGES = [{"role": "user", "content": "hi"}]
 
@@ -85,6 +97,25 @@ for model, parser, reasoning, content in CASES:
     m = message_of(o)
     t.check(m["content"] == content and m["reasoning_content"] == reasoning, f"{name}: OpenAI form split {m}")
     t.check(p["finish_reason"] == "stop", f"{name}: stops on the end of turn ({p['finish_reason']})")
+
+# SmolLM3: in /think mode (the default) its thinking splits; /no_think, from the system message or from
+# enable_thinking, ends the prompt with an empty think block instead.
+p, o = cbatch("smollm3", [plain(), openai()], "--reasoning-parser", "qwen3")
+t.check(p["reasoning_content"] == "p" and p["text"] == "Y" and p["finish_reason"] == "stop", f"smollm3 split: {p}")
+t.check(message_of(o)["reasoning_content"] == "p" and message_of(o)["content"] == "Y", f"smollm3 OpenAI: {o}")
+ids = models["smollm3"]
+lines = [{"messages": MESSAGES}, {"messages": [{"role": "system", "content": "/no_think"}] + MESSAGES},
+         {"messages": MESSAGES, "chat_template_kwargs": {"enable_thinking": False}}]
+proc = run(["tokenize", "--model", os.path.join(work, "smollm3")], stdin="".join(json.dumps(x) + "\n" for x in lines))
+on, *offs = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
+t.check(on[-1] == ids["\n"] and on[-2] != ids["</think>"], f"smollm3 /think prompt: {on[-8:]}")
+for off in offs:
+    t.check(off[-5:] == [ids["<think>"], ids["\n"], ids["\n"], ids["</think>"], ids["\n"]],
+            f"smollm3 /no_think prompt ends with an empty think block: {off[-8:]}")
+# Its /think system prompt speaks of "<think> Thought section </think>": that does not close the thinking,
+# so a structured output still starts after it.
+p, = cbatch("smollm3", [plain(guided_choice=["Y", "N"])], "--reasoning-parser", "qwen3")
+t.check(p["reasoning_content"] == "p" and p["text"] == "Y", f"smollm3 constrained after its thinking: {p}")
 
 # The parser changes only the split: the same ids, counts and logprobs as without one; no split field then.
 for model in ("think-id", "r1-text"):

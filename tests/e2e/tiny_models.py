@@ -3,7 +3,7 @@
 BPE tokenizer.json) and, with the same weights, as GGUF files the way llama.cpp's converter writes them
 (its tensor and metadata names, q/k rows permuted for adjacent-pair RoPE in `llama` files only, Gemma norm
 weights stored as 1 + w, Phi-3's fused tensors kept fused, nothing llama.cpp hard-codes: Gemma 3's window
-pattern and local base, Gemma's query scale). Every family feature is exercised: norm weights and biases
+pattern and local base, Gemma's query scale, SmolLM3's NoPE step (`smollm3` q/k rows permuted as `llama`'s)). Every family feature is exercised: norm weights and biases
 are random, windows are shorter than the test prompts, RoPE bases differ from the default.
 
 MODELS names each model: its family, config fields over BASE, how its directory is written (`hf`: "v4" as
@@ -74,6 +74,15 @@ MODELS = {
         layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention", "full_attention"],
         rope_theta=1000000.0, rope_local_base_freq=10000.0, rope_scaling={"rope_type": "linear", "factor": 4.0})),
     "phi3": dict(family="phi3", config=dict(model_type="phi3", sliding_window=12, rms_norm_eps=1e-5)),
+    # SmolLM3: layer 3 NoPE (the list llama.cpp's hard-coded step of 4 gives, so the GGUF agrees), YaRN whose
+    # factor is max_position_embeddings / original_max_position_embeddings (transformers derives it so), tied.
+    "smollm3": dict(family="smollm3", config=dict(
+        model_type="smollm3", num_hidden_layers=4, no_rope_layers=[1, 1, 1, 0], rope_theta=5000000.0,
+        tie_word_embeddings=True, rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                               "original_max_position_embeddings": 64})),
+    # Its own list (NoPE layers 0 and 2), no scaling: a GGUF cannot say this (llama.cpp's step is 4).
+    "smollm3-list": dict(family="smollm3", gguf=False, config=dict(
+        model_type="smollm3", num_hidden_layers=5, no_rope_layers=[0, 1, 0, 1, 1], rope_theta=2000000.0)),
     # Mixtures of experts. norm_topk_prob: Qwen3-MoE renormalises (as llama.cpp always does for qwen3moe),
     # Qwen2-MoE and OLMoE do not (llama.cpp never does for theirs); Mixtral always does (no field).
     "qwen3-moe": dict(family="qwen3_moe", moe=True, config=dict(
@@ -583,7 +592,7 @@ def write_gguf(path, name, weights, config=None, edits=None, ffn_qtype=None, spe
             put(b + "ffn_up.weight", weights[h + "mlp.gate_up_proj.weight"])
         else:
             q, k = weights[h + "self_attn.q_proj.weight"], weights[h + "self_attn.k_proj.weight"]
-            if arch == "llama":
+            if arch in ("llama", "smollm3"):  # llama.cpp's SmolLM3 converter is its Llama one
                 q = permute_for_adjacent_pairs(q, c["num_attention_heads"])
                 k = permute_for_adjacent_pairs(k, c["num_key_value_heads"])
             put(b + "attn_q.weight", q)

@@ -154,6 +154,38 @@ TEST_CASE("the new families render as their templates do") {
   CHECK_FALSE(chat_template_by_name("gemma3"));
 }
 
+TEST_CASE("SmolLM3's template: recognized before ChatML, its modes, flags and unclosed metadata turn") {
+  const auto smol = recognize_chat_template(test::read_bytes(test::source_path("tests/e2e/chat_templates/smollm3.jinja")));
+  REQUIRE(smol);
+  CHECK(smol->family == ChatFamily::kSmolLm3);
+  CHECK(smol->today.size() >= 10);  // "28 November 2026"
+  ChatTemplate t = *chat_template_by_name("smollm3");
+  t.today = "01 July 2025";
+  const std::string metadata = "<|im_start|>system\n## Metadata\n\nKnowledge Cutoff Date: June 2025\nToday Date: 01 July 2025\n";
+  const std::string no_think = "<think>\n\n</think>\n";
+  // A system message's /no_think wins over enable_thinking; its flags leave the instructions, right-stripped.
+  ChatOptions thinking;
+  thinking.enable_thinking = true;
+  CHECK(render_chat(t, {{"system", "Be brief. /no_think \n"}, {"user", "Hi"}, {"assistant", "\n\nYo\n"}, {"tool", "42"}},
+                    "", "", thinking) ==
+        metadata + "Reasoning Mode: /no_think\n\n## Custom Instructions\n\nBe brief.\n\n<|im_start|>user\nHi<|im_end|>\n"
+                   "<|im_start|>assistant\n" + no_think + "Yo\n<|im_end|>\n<|im_start|>user\n42<|im_end|>\n"
+                   "<|im_start|>assistant\n" + no_think);
+  ChatOptions off;
+  off.enable_thinking = false;
+  const std::string plain = render_chat(t, {{"user", "Q"}}, "", "", off);
+  CHECK(plain == metadata + "Reasoning Mode: /no_think\n\n## Custom Instructions\n\nYou are a helpful AI assistant "
+                            "named SmolLM, trained by Hugging Face.\n\n<|im_start|>user\nQ<|im_end|>\n"
+                            "<|im_start|>assistant\n" + no_think);
+  const std::string think = render_chat(t, {{"system", "/think"}, {"user", "Q"}}, "", "", off);
+  CHECK(think.find("Reasoning Mode: /think\n\n## Custom Instructions\n\nYou are a helpful AI assistant named SmolLM, "
+                   "trained by Hugging Face. Your role") != std::string::npos);
+  CHECK(think.ends_with("the conclusion.\n\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n"));
+  CHECK(render_chat(t, {{"system", "Only this. /system_override"}, {"user", "Q"}}, "", "") ==
+        "<|im_start|>system\nOnly this.<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\n");
+  CHECK(end_of_turn_text(ChatFamily::kSmolLm3, "<|end_of_text|>") == "<|im_end|>");
+}
+
 TEST_CASE("ChatFormat: a chat of each family stops at its end-of-turn token") {
   SpmVocab v;  // a vocabulary with every family's turn markers as control tokens
   v.pieces = {"<unk>", "<s>", "</s>", "<end_of_turn>", "<|end|>", "<|im_end|>", "<start_of_turn>", "<|user|>",

@@ -3,6 +3,7 @@
 // the CPU forward really applies a sliding window (positions inside it see the full-attention values).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -117,6 +118,78 @@ TEST_CASE("family: yarn and longrope frequencies") {
   rope_inv_freq(phi.config, long_freq.data(), false, true);
   for (int i = 0; i < 8; ++i) CHECK(long_freq[i] == doctest::Approx(short_freq[i] / (2 + i)));
   CHECK(rope_attention_factor(phi.config, false) == doctest::Approx(std::sqrt(1 + std::log(4.0) / std::log(64.0))));
+}
+
+TEST_CASE("family: SmolLM3's NoPE layers from no_rope_layers or the interval, its defaults, and bad lists") {
+  const Model interval = load_config(tiny_config("smollm3", ""));
+  const ModelConfig& c = interval.config;
+  CHECK(c.architecture == "smollm3");
+  CHECK(c.rope_layout == RopeLayout::kHalves);
+  CHECK(c.tied_embeddings);              // SmolLM3Config ties by default
+  CHECK(c.rope_theta == 2000000.0f);     // and its rope_theta default
+  for (int l = 0; l < 12; ++l) CHECK(c.is_nope(l) == (l % 4 == 3));  // no_rope_layer_interval 4
+  CHECK(c.features().find("NoPE) on 3 of 12 layers") != std::string::npos);
+  const Model every3 = load_config(tiny_config("smollm3", R"(, "no_rope_layer_interval": 3)", 6));
+  CHECK(every3.config.layer_nope == std::vector<uint8_t>{0, 0, 1, 0, 0, 1});
+  const Model listed = load_config(tiny_config("smollm3", R"(, "no_rope_layers": [0, 1, 1, 0, 1],
+      "tie_word_embeddings": false, "rope_theta": 5000000.0, "use_sliding_window": false, "sliding_window": null,
+      "rope_scaling": {"rope_type": "yarn", "factor": 2.0, "original_max_position_embeddings": 128})", 5));
+  CHECK(listed.config.layer_nope == std::vector<uint8_t>{1, 0, 0, 1, 0});
+  CHECK(!listed.config.tied_embeddings);
+  CHECK(listed.config.rope_scaling.type == RopeScalingType::kYarn);
+  CHECK(rope_attention_factor(listed.config, false) == doctest::Approx(0.1 * std::log(2.0) + 1.0));
+  CHECK(load_config(tiny_config("llama", "")).config.layer_nope.empty());  // Llama: every layer rotates
+  // A list of the wrong length or with other values than 0 and 1 names the key.
+  for (const char* bad : {R"(, "no_rope_layers": [1, 1, 0])", R"(, "no_rope_layers": [1, 1, 2, 0, 1])",
+                          R"(, "no_rope_layers": [1, 1, true, 0, 1])", R"(, "no_rope_layers": "1110")"}) {
+    CAPTURE(bad);
+    CHECK(load_error(tiny_config("smollm3", bad, 5)).find("no_rope_layers") != std::string::npos);
+  }
+  CHECK(load_error(tiny_config("smollm3", R"(, "no_rope_layer_interval": 0)")).find("no_rope_layer_interval") !=
+        std::string::npos);
+  CHECK(load_error(tiny_config("smollm3", R"(, "use_sliding_window": true, "sliding_window": 64)"))
+            .find("use_sliding_window") != std::string::npos);
+  // The example config: SmolLM3-3B's shape (3.08B parameters, tied), and --dummy-layers keeps the first flags.
+  ModelSource example{"dummy:" + test::source_path("examples/models/smollm3-3b.json"), "", 0};
+  const Model full = load_model(example);
+  CHECK(full.config.num_parameters() == 3075098624);
+  CHECK(std::count(full.config.layer_nope.begin(), full.config.layer_nope.end(), 1) == 9);
+  example.dummy_layers = 4;
+  CHECK(load_model(example).config.layer_nope == std::vector<uint8_t>{0, 0, 0, 1});
+}
+
+TEST_CASE("family: a NoPE layer skips the rotation on the CPU") {
+  // The same dummy weights (drawn from the seed, not the config) with the one layer NoPE or RoPE: at position
+  // 0 the rotation is the identity, so the logits agree; from position 1 on they differ.
+  const Model nope = load_config(tiny_config("smollm3", R"(, "no_rope_layers": [0])", 1));
+  const Model rope = load_config(tiny_config("smollm3", R"(, "no_rope_layers": [1])", 1));
+  std::vector<std::vector<float>> logits;
+  for (const Model* m : {&nope, &rope}) {
+    auto backend = make_cpu_backend(*m, {});
+    backend->allocate_kv_cache({4, 4});
+    RaggedBatch b;
+    b.query_start = {0, 3};
+    for (int p = 0; p < 3; ++p) {
+      b.token_ids.push_back(5 + 31 * p);
+      b.positions.push_back(p);
+      b.slot_mapping.push_back(p);
+      b.logits_rows.push_back(p);
+    }
+    b.seq_lens = {3};
+    b.max_seq_len = 3;
+    b.max_blocks_per_seq = 1;
+    b.block_tables = {0};
+    StepIo out;
+    backend->forward(b, out, out);
+    logits.push_back(out.logits);
+  }
+  const auto row = [&](int model, int r) {
+    const auto begin = logits[model].begin() + r * nope.config.vocab_size;
+    return std::vector<float>(begin, begin + nope.config.vocab_size);
+  };
+  CHECK(row(0, 0) == row(1, 0));
+  CHECK(row(0, 1) != row(1, 1));
+  CHECK(row(0, 2) != row(1, 2));
 }
 
 TEST_CASE("family: unsupported architectures and features name themselves and the supported ones") {
