@@ -2,9 +2,10 @@
 
 #include <algorithm>
 
+#include "cuda/attention_tiles.hpp"
 #include "cuda/batch_indices.hpp"
+#include "cuda/cuda_device.hpp"
 #include "cuda/moe.hpp"
-#include "cuda/paged_attention.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_backend_options.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {

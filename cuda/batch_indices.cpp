@@ -9,7 +9,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/decode_stream.hpp"
-#include "cuda/paged_attention.hpp"
 
 namespace cbatch {
 namespace {

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cuda/argmax.hpp"
+#include "cuda/attention_tiles.hpp"
 #include "cuda/backend_checks.hpp"
 #include "cuda/batch_indices.hpp"
 #include "cuda/cuda_backend.hpp"

@@ -1,7 +1,7 @@
 // Device discovery for --version and --device auto.
 #include <cuda_runtime.h>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/cuda_device.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch {

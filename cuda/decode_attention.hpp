@@ -10,12 +10,10 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/decode_shape.hpp"
 #include "cuda/kv_cache_dtype.hpp"
 
 namespace cbatch {
-
-constexpr int kDecodeMaxGroup = 8;        // query heads per kv head
-constexpr int kDecodeKeysPerChunk = 128;  // keys per CTA iteration (one per thread)
 
 // How a decode launch splits each sequence's keys: CTAs per (sequence, kv head) and keys per CTA.
 struct DecodeSplit {

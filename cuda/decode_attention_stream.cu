@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "cuda/cuda_dtype.cuh"
+#include "cuda/decode_attention.hpp"
 #include "cuda/decode_kernels.cuh"
 #include "cuda/decode_stream_block.cuh"
 #include "cuda/kernel_smem.hpp"

@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "cuda/decode_args.cuh"
-#include "cuda/decode_attention.hpp"  // kDecodeMaxGroup, kDecodeKeysPerChunk
+#include "cuda/decode_shape.hpp"
 #include "cuda/kv_cache_element.cuh"
 
 namespace cbatch::decode_detail::cuda_cores {

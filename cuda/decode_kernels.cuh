@@ -15,7 +15,6 @@
 
 #include "cuda/cuda_check.hpp"
 #include "cuda/decode_args.cuh"
-#include "cuda/decode_attention.hpp"
 
 namespace cbatch::decode_detail {
 

@@ -22,7 +22,7 @@
 #include <cstdint>
 
 #include "cuda/decode_args.cuh"
-#include "cuda/decode_attention.hpp"  // kDecodeMaxGroup
+#include "cuda/decode_shape.hpp"
 
 namespace cbatch::decode_detail {
 

@@ -1,5 +1,5 @@
-// Host side of the paged attention over a ragged batch (paged_attention.cu): the launcher and the
-// host-built tile list it consumes.
+// Host side of the paged attention over a ragged batch (paged_attention.cu): the launcher; the host-built
+// tile list it consumes is attention_tiles.hpp's.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -11,27 +11,6 @@
 
 namespace cbatch {
 
-// (row, q-head) pairs one CTA serves; a tile holds this many pairs divided by the GQA group size rows.
-constexpr int kAttentionItemsPerTile = 64;
-
-// Query rows per tile: kAttentionItemsPerTile / (num_heads / num_kv_heads), at least 1.
-int paged_attention_rows_per_tile(const AttentionShape& shape);
-
-// Splits every sequence's rows [query_start[s], query_start[s+1]) into tiles of at most rows_per_tile
-// rows: tile t covers rows [tile_row[t], min(tile_row[t] + rows_per_tile, query_start[s+1])) of sequence
-// tile_seq[t]. Writes at most num_tokens tiles and returns their number. Host memory.
-int build_attention_tiles(const int32_t* query_start, int num_seqs, int rows_per_tile, int32_t* tile_seq,
-                          int32_t* tile_row);
-
-// The head_dim beyond 128 that paged_attention (and no tensor-core kernel) also takes: Gemma's.
-constexpr int kWideHeadDim = 256;
-
-// Throws cbatch::Error (prefixed with op) unless the tile count, heads, block size and head_dim suit the
-// attention kernels over attention tiles: head_dim a multiple of 16 up to 128 (or kWideHeadDim where
-// wide_ok), num_heads / num_kv_heads at most kAttentionItemsPerTile.
-void check_paged_attention_sizes(const char* op, const AttentionShape& shape, int num_tiles, int max_blocks_per_seq,
-                                 bool wide_ok = false);
-
 // Dynamic shared memory of a paged_attention CTA at head_dim (140 KB at 256: more than some GPUs allow).
 size_t paged_attention_smem_bytes(int head_dim);
 
@@ -42,10 +21,10 @@ size_t paged_attention_smem_bytes(int head_dim);
 // head_dim), already rotated; k and v only from the cache (num_blocks, num_kv_heads, block_size,
 // head_dim), into which this step's rows were written before. block_tables (num_seqs,
 // max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
-// from build_attention_tiles with paged_attention_rows_per_tile(shape). head_dim: a multiple of 16 up
-// to 128, or kWideHeadDim. Block table entries for positions 0..positions[r] must be valid blocks
-// (host-validated). KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's scales
-// (kv_cache_dtype.hpp), dequantized to fp32 as it is read.
+// from build_attention_tiles with paged_attention_rows_per_tile(shape) (attention_tiles.hpp). head_dim:
+// a multiple of 16 up to 128, or kWideHeadDim. Block table entries for positions 0..positions[r] must be
+// valid blocks (host-validated). KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's
+// scales (kv_cache_dtype.hpp), dequantized to fp32 as it is read.
 template <typename T, typename KV = T>
 void paged_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_v_cache, const int32_t* d_positions,
                      const int32_t* d_query_start, const int32_t* d_block_tables, int max_blocks_per_seq,

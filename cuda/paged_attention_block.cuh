@@ -8,8 +8,8 @@
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/attention_tiles.hpp"  // kAttentionItemsPerTile
 #include "cuda/kv_cache_element.cuh"
-#include "cuda/paged_attention.hpp"  // kAttentionItemsPerTile
 #include "cuda/tile_attention_args.cuh"
 
 namespace cbatch::paged_attention_detail {

@@ -20,10 +20,10 @@
 
 #include <cmath>
 
+#include "cuda/attention_tiles.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/cuda_dtype.cuh"
 #include "cuda/kv_cache_element.cuh"
-#include "cuda/paged_attention.hpp"
 #include "cuda/tile_attention.cuh"
 
 namespace cbatch {

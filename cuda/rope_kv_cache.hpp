@@ -1,34 +1,15 @@
-// Host launcher of RoPE fused with the paged K/V cache write (rope_kv_cache.cu), and the family's
-// additions to it (q/k/v biases, q/k norms, the longrope table, the attention factor).
+// Host launcher of RoPE fused with the paged K/V cache write (rope_kv_cache.cu); the family's additions
+// to it (q/k/v biases, q/k norms, the longrope table, the attention factor) are rope_family.hpp's.
 #pragma once
 #include <cuda_runtime.h>
 
-#include <climits>
 #include <cstdint>
 
 #include "cuda/attention_shape.hpp"
 #include "cuda/kv_cache_dtype.hpp"
+#include "cuda/rope_family.hpp"
 
 namespace cbatch {
-
-// What a family adds to a layer's RoPE step, in the CPU backend's order: biases added to q, k and v, then
-// the RMSNorm of every q and k head, then the rotation (by the longrope table from position long_from on,
-// cos and sin times attention_factor). The defaults are Llama's: nothing added.
-struct RopeFamily {
-  const float* qkv_bias = nullptr;       // (q_dim + 2 * kv_dim) fp32: bq, bk, bv (Qwen2)
-  const float* q_norm = nullptr;         // (head_dim) fp32: every q head's norm weight (Qwen3, Gemma 3)
-  const float* k_norm = nullptr;         // (head_dim) fp32: every k head's; given with q_norm
-  bool qk_norm_whole = false;            // one norm over all q heads (q_norm: q_dim weights), one over all k
-                                         // heads (k_norm: kv_dim weights), as OLMoE and OLMo 2
-  float norm_eps = 1e-6f;
-  const float* long_inv_freq = nullptr;  // (head_dim / 2) fp32: longrope's table for positions >= long_from
-  int long_from = INT_MAX;
-  float attention_factor = 1.0f;         // yarn, longrope
-
-  bool is_plain() const {
-    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f;
-  }
-};
 
 // For every row r: rotates the q heads of qkv in place and writes the rotated k heads and the v heads
 // of row r into the cache at slot slots[r] (nothing is stored when slots[r] == -1).
@@ -36,8 +17,8 @@ struct RopeFamily {
 //   k_cache, v_cache (num_blocks, num_kv_heads, block_size, head_dim) T, one layer
 //   positions, slots (num_tokens); inv_freq (head_dim / 2) fp32 from rope_inv_freq (the layer's table)
 // halves: RopeLayout::kHalves pairs (i, i + head_dim/2), else adjacent pairs (2i, 2i+1).
-// family: biases, q/k norms, longrope table and attention factor (above), all in fp32 before the one
-// rounding of each output to T.
+// family: biases, q/k norms, longrope table and attention factor (rope_family.hpp), all in fp32 before the
+// one rounding of each output to T.
 // Slots must lie in [-1, num_blocks * block_size): the caller validates them on the host.
 // KV: the cache element, T or Fp8E4M3 (T = bf16 or fp16 only; scales required): an FP8 cache gets each
 // fp32 k and v value (before any rounding to T) as fp8_e4m3_from_float(value / scale).

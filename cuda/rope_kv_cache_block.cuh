@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "cuda/kv_cache_element.cuh"
-#include "cuda/rope_kv_cache.hpp"  // RopeFamily
+#include "cuda/rope_family.hpp"
 
 namespace cbatch::rope_detail {
 

@@ -15,10 +15,10 @@
 #include <type_traits>
 
 #include "cuda/attention_shape.hpp"
+#include "cuda/attention_tiles.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/kernel_smem.hpp"
 #include "cuda/kv_cache_dtype.hpp"
-#include "cuda/paged_attention.hpp"
 #include "cuda/tile_attention_args.cuh"
 
 namespace cbatch {

@@ -23,9 +23,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/attention_tiles.hpp"
 #include "cuda/decode_attention.hpp"
 #include "cuda/kv_cache_dtype.hpp"
-#include "cuda/paged_attention.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it (where threadIdx.x is

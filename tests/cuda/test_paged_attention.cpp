@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/attention_tiles.hpp"
 #include "cuda/decode_attention.hpp"
 #include "cuda/cuda_check.hpp"
 #include "cuda/decode_stream.hpp"
