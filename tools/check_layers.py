@@ -2,7 +2,7 @@
 """Checks that the arrows between the source rooms, and inside each room, run one way (docs/architecture.md).
 
 Every #include "engine/<room>/..." or "cuda/..." in engine/, cmd/ and cuda/ is an arrow from the
-including file's room to the included file's room. An arrow may only go to a room of a lower rank;
+including file's room to the included file's room (cuda/ with all its folders is one room). An arrow may only go to a room of a lower rank;
 rooms of the same rank (siblings) do not include each other, and only cmd/ includes the optional
 cuda/. Inside a room the arrows join modules (a header and its sources: foo.hpp, foo.cpp, foo.cu are
 one module) and must not go round: a dispatcher and its parts share a small header of their own rather
