@@ -25,6 +25,7 @@
 #include "cuda/common/cuda_dtype.cuh"
 #include "cuda/attention/kv_cache_element.cuh"
 #include "cuda/attention/tile_attention.cuh"
+#include "cuda/attention/tile_attention_args.cuh"
 
 namespace cbatch {
 namespace {
@@ -106,6 +107,121 @@ __device__ __forceinline__ void values_mma(const T* s_p, const T* s_v, float* s_
   }
 }
 
+// The per-item state of the CTA's online softmax, in shared memory (the WMMA fragments' layout is opaque).
+struct TileSoftmax {
+  int* pos;      // (kItems) position of each item's row (0 for unused items: keeps them finite)
+  float* m;      // (kItems) running max of the scaled scores
+  float* l;      // (kItems) running sum of exp(score - m)
+  float* alpha;  // (kItems) this tile's rescale of O; at the end, the family build's 1 / denominator
+};
+
+// O zeroed, and each item's position and empty softmax.
+template <typename T, int HD, typename KV>
+__device__ __forceinline__ void clear_tile_state(const TileAttentionArgs<T, KV>& a, const TileCta& c, float* s_o,
+                                                 const TileSoftmax& sm) {
+  using L = Layout<HD>;
+  for (int idx = threadIdx.x; idx < kItems * HD; idx += kThreads) s_o[(idx / HD) * L::kOLd + idx % HD] = 0.0f;
+  if (threadIdx.x < kItems) {
+    const int item = threadIdx.x;
+    sm.pos[item] = item < c.num_items ? a.positions[c.row_begin + item / c.group] : 0;
+    sm.m[item] = -INFINITY;
+    sm.l[item] = 0.0f;
+  }
+}
+
+// K and V of the tile's keys key0 .. key0 + num_keys - 1 into s_k and s_v in T (an FP8 cache's codes
+// dequantized, times their scales); zeros past num_keys.
+template <typename T, int HD, typename KV>
+__device__ __forceinline__ void load_kv_tile(const TileAttentionArgs<T, KV>& a, const TileCta& c, int key0,
+                                             int num_keys, float k_scale, float v_scale, T* s_k, T* s_v) {
+  using L = Layout<HD>;
+  constexpr int kVec = 16 / sizeof(T);
+  constexpr int kPacksPerRow = HD / kVec;
+  for (int idx = threadIdx.x; idx < kKeys * kPacksPerRow; idx += kThreads) {
+    const int key = idx / kPacksPerRow;
+    const int d0 = (idx % kPacksPerRow) * kVec;
+    T* k_dst = s_k + key * L::kQkvLd + d0;
+    T* v_dst = s_v + key * L::kQkvLd + d0;
+    if (key < num_keys) {
+      const size_t offset = tile_cache_offset<HD>(a, c, key0 + key) + d0;
+      load_kv_pack_as(k_dst, a.k_cache + offset, k_scale);  // copy16, or FP8 codes dequantized to T
+      load_kv_pack_as(v_dst, a.v_cache + offset, v_scale);
+    } else {  // never read past the last position (it may be garbage); zero V keeps 0 * V finite
+      zero16(k_dst);
+      zero16(v_dst);
+    }
+  }
+}
+
+// Online softmax of the warp's 16 items (from item0) over the tile's keys from key0, one row at a time across
+// the warp (lane owns keys lane and lane + 32): scales (in the family build softcaps) and masks S, writes P
+// in T, updates each item's max and sum and leaves its rescale of O in sm.alpha.
+template <typename T, int HD, bool FAMILY, typename KV>
+__device__ __forceinline__ void softmax_rows(const TileAttentionArgs<T, KV>& a, int item0, int key0, int lane,
+                                             const float* s_s, T* s_p, const TileSoftmax& sm) {
+  using L = Layout<HD>;
+  for (int r = 0; r < kFrag; ++r) {
+    const int item = item0 + r;
+    const int pos = sm.pos[item];
+    float s[2];
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int key = lane + 32 * j;
+      if constexpr (FAMILY) {
+        const bool visible = key0 + key <= pos && key0 + key >= window_first_key(pos, a.window);
+        s[j] = visible ? softcapped(s_s[item * L::kSLd + key] * a.scale, a.softcap) : -INFINITY;
+      } else {
+        s[j] = key0 + key <= pos ? s_s[item * L::kSLd + key] * a.scale : -INFINITY;
+      }
+      tile_max = fmaxf(tile_max, s[j]);
+    }
+    // Finite: key 0 is visible to every item in the first tile, so m is finite from then on. In the
+    // family build a row may see no key of a tile before its window: m_new stays -inf, and the exponents
+    // are taken against 0 instead (alpha = 0 on a zero O, p = 0).
+    const float m_old = sm.m[item];
+    const float m_new = fmaxf(m_old, warp_max(tile_max));
+    const float m_ref = FAMILY && m_new == -INFINITY ? 0.0f : m_new;
+    float p_sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const float p = expf(s[j] - m_ref);  // masked keys: exp(-inf) = 0
+      s_p[item * L::kPLd + lane + 32 * j] = from_float<T>(p);
+      p_sum += p;
+    }
+    p_sum = warp_sum(p_sum);
+    __syncwarp();  // every lane has read sm.m[item] before lane 0 rewrites it
+    if (lane == 0) {
+      const float alpha = expf(m_old - m_ref);  // 0 in the first tile, where m_old = -inf
+      sm.alpha[item] = alpha;
+      sm.l[item] = sm.l[item] * alpha + p_sum;
+      sm.m[item] = m_new;
+    }
+  }
+}
+
+// out = O / l for every item of the tile, or in the family build with sinks O times each item's sink
+// normalizer (the sink joins once, here).
+template <typename T, int HD, bool FAMILY, typename KV>
+__device__ __forceinline__ void write_tile(const TileAttentionArgs<T, KV>& a, const TileCta& c, const float* s_o,
+                                           const TileSoftmax& sm) {
+  using L = Layout<HD>;
+  const bool sunk = FAMILY && a.sinks != nullptr;  // the family build with sinks: each item's 1 / denominator
+  if (sunk && threadIdx.x < c.num_items) {
+    const int item = threadIdx.x;
+    sm.alpha[item] = sink_normalizer(sm.m[item], sm.l[item], a.sinks[c.kv_head * c.group + item % c.group]);
+  }
+  if (sunk) __syncthreads();
+
+  for (int idx = threadIdx.x; idx < c.num_items * HD; idx += kThreads) {
+    const int item = idx / HD;
+    const int d = idx % HD;
+    // l >= 1: the maximum contributes exp(0).
+    const float o = s_o[item * L::kOLd + d];
+    tile_item_out<HD>(a, c, item)[d] = from_float<T>(sunk ? o * sm.alpha[item] : o / sm.l[item]);
+  }
+}
+
 template <typename T, int HD, bool FAMILY, typename KV>
 __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileAttentionArgs<T, KV> a) {
   using L = Layout<HD>;
@@ -118,124 +234,51 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
   T* s_p = s_v + kKeys * L::kQkvLd;                                   // (kItems, kPLd)
   float* s_s = reinterpret_cast<float*>(s_p + kItems * L::kPLd);     // (kItems, kSLd)
   float* s_o = s_s + kItems * L::kSLd;                                // (kItems, kOLd)
-  __shared__ int s_pos[kItems];      // position of each item's row (0 for unused items: keeps them finite)
-  __shared__ float s_m[kItems];      // running max of the scaled scores
-  __shared__ float s_l[kItems];      // running sum of exp(score - m)
-  __shared__ float s_alpha[kItems];  // this tile's rescale of O
+  __shared__ int s_pos[kItems];
+  __shared__ float s_m[kItems];
+  __shared__ float s_l[kItems];
+  __shared__ float s_alpha[kItems];
+  const TileSoftmax sm{s_pos, s_m, s_l, s_alpha};
 
-  const int seq = a.tile_seq[blockIdx.x];
-  const int row_begin = a.tile_row[blockIdx.x];
-  const int kv_head = blockIdx.y;
-  const int num_rows = min(a.rows_per_tile, a.query_start[seq + 1] - row_begin);
-  const int group = a.num_heads / a.num_kv_heads;
-  const int num_items = num_rows * group;
+  const TileCta c = tile_cta<HD>(a);
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
-  const size_t qkv_stride = static_cast<size_t>(a.num_heads + 2 * a.num_kv_heads) * HD;
   const float k_scale = kv_scale<KV>(a.k_scale);
   const float v_scale = kv_scale<KV>(a.v_scale);
-
+  // The tile's q vectors as they are (zeros past num_items). In the kernel's body rather than a function of
+  // its own: inlined from one, the two stores of each pack are not merged into one.
   for (int idx = threadIdx.x; idx < kItems * kPacksPerRow; idx += kThreads) {
     const int item = idx / kPacksPerRow;
     const int d0 = (idx % kPacksPerRow) * kVec;
     T* dst = s_q + item * L::kQkvLd + d0;
-    if (item < num_items) {
-      const size_t row = static_cast<size_t>(row_begin + item / group);
-      const int q_head = kv_head * group + item % group;
-      copy16(dst, a.qkv + row * qkv_stride + static_cast<size_t>(q_head) * HD + d0);
+    if (item < c.num_items) {
+      copy16(dst, tile_item_q<HD>(a, c, item) + d0);
     } else {
       zero16(dst);
     }
   }
-  for (int idx = threadIdx.x; idx < kItems * HD; idx += kThreads) s_o[(idx / HD) * L::kOLd + idx % HD] = 0.0f;
-  if (threadIdx.x < kItems) {
-    const int item = threadIdx.x;
-    s_pos[item] = item < num_items ? a.positions[row_begin + item / group] : 0;
-    s_m[item] = -INFINITY;
-    s_l[item] = 0.0f;
-  }
+  clear_tile_state<T, HD>(a, c, s_o, sm);
   __syncthreads();
 
-  int max_pos = 0;
-  for (int item = 0; item < num_items; item += group) max_pos = max(max_pos, s_pos[item]);
-  int key_start = 0;  // the family build: the first key of the tile's earliest window
-  if constexpr (FAMILY) {
-    int min_pos = max_pos;
-    for (int item = 0; item < num_items; item += group) min_pos = min(min_pos, s_pos[item]);
-    key_start = window_first_key(min_pos, a.window);
-  }
-  const int item0 = warp * kFrag;           // this warp's first item
-  const bool warp_busy = item0 < num_items;  // warp-uniform: fragments need the whole warp
-  const int32_t* table = a.block_tables + static_cast<size_t>(seq) * a.max_blocks_per_seq;
+  const TileKeys keys = tile_keys<FAMILY>(s_pos, c.num_items, c.group, a.window);
+  const int item0 = warp * kFrag;             // this warp's first item
+  const bool warp_busy = item0 < c.num_items;  // warp-uniform: fragments need the whole warp
   RowFragment<T> q[HD / kFrag];  // this warp's 16 q rows, constant over the key tiles
   if (warp_busy) {
 #pragma unroll
     for (int k = 0; k < HD / kFrag; ++k) wmma::load_matrix_sync(q[k], s_q + item0 * L::kQkvLd + k * kFrag, L::kQkvLd);
   }
 
-  for (int key0 = key_start; key0 <= max_pos; key0 += kKeys) {
-    const int num_keys = min(kKeys, max_pos + 1 - key0);
+  for (int key0 = keys.first; key0 <= keys.last; key0 += kKeys) {
+    const int num_keys = min(kKeys, keys.last + 1 - key0);
     __syncthreads();  // every warp is done with the previous tile's s_k and s_v
-    for (int idx = threadIdx.x; idx < kKeys * kPacksPerRow; idx += kThreads) {
-      const int key = idx / kPacksPerRow;
-      const int d0 = (idx % kPacksPerRow) * kVec;
-      T* k_dst = s_k + key * L::kQkvLd + d0;
-      T* v_dst = s_v + key * L::kQkvLd + d0;
-      if (key < num_keys) {
-        const int pos = key0 + key;
-        const size_t block = static_cast<size_t>(table[pos / a.block_size]);
-        const size_t offset = ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * HD + d0;
-        load_kv_pack_as(k_dst, a.k_cache + offset, k_scale);  // copy16, or FP8 codes dequantized to T
-        load_kv_pack_as(v_dst, a.v_cache + offset, v_scale);
-      } else {  // never read past the last position (it may be garbage); zero V keeps 0 * V finite
-        zero16(k_dst);
-        zero16(v_dst);
-      }
-    }
+    load_kv_tile<T, HD>(a, c, key0, num_keys, k_scale, v_scale, s_k, s_v);
     __syncthreads();
     if (!warp_busy) continue;
 
     scores_mma<T, HD>(q, s_k, s_s + item0 * L::kSLd);
     __syncwarp();
-    // Online softmax, one row at a time across the warp: lane owns keys lane and lane + 32.
-    for (int r = 0; r < kFrag; ++r) {
-      const int item = item0 + r;
-      const int pos = s_pos[item];
-      float s[2];
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int key = lane + 32 * j;
-        if constexpr (FAMILY) {
-          const bool visible = key0 + key <= pos && key0 + key >= window_first_key(pos, a.window);
-          s[j] = visible ? softcapped(s_s[item * L::kSLd + key] * a.scale, a.softcap) : -INFINITY;
-        } else {
-          s[j] = key0 + key <= pos ? s_s[item * L::kSLd + key] * a.scale : -INFINITY;
-        }
-        tile_max = fmaxf(tile_max, s[j]);
-      }
-      // Finite: key 0 is visible to every item in the first tile, so m is finite from then on. In the
-      // family build a row may see no key of a tile before its window: m_new stays -inf, and the exponents
-      // are taken against 0 instead (alpha = 0 on a zero O, p = 0).
-      const float m_old = s_m[item];
-      const float m_new = fmaxf(m_old, warp_max(tile_max));
-      const float m_ref = FAMILY && m_new == -INFINITY ? 0.0f : m_new;
-      float p_sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float p = expf(s[j] - m_ref);  // masked keys: exp(-inf) = 0
-        s_p[item * L::kPLd + lane + 32 * j] = from_float<T>(p);
-        p_sum += p;
-      }
-      p_sum = warp_sum(p_sum);
-      __syncwarp();  // every lane has read s_m[item] before lane 0 rewrites it
-      if (lane == 0) {
-        const float alpha = expf(m_old - m_ref);  // 0 in the first tile, where m_old = -inf
-        s_alpha[item] = alpha;
-        s_l[item] = s_l[item] * alpha + p_sum;
-        s_m[item] = m_new;
-      }
-    }
+    softmax_rows<T, HD, FAMILY>(a, item0, key0, lane, s_s, s_p, sm);
     __syncwarp();
     for (int idx = lane; idx < kFrag * HD; idx += 32) {
       const int item = item0 + idx / HD;
@@ -245,23 +288,7 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
     values_mma<T, HD>(s_p + item0 * L::kPLd, s_v, s_o + item0 * L::kOLd);
   }
   __syncthreads();
-  const bool sunk = FAMILY && a.sinks != nullptr;  // the family build with sinks: each item's 1 / denominator
-  if (sunk && threadIdx.x < num_items) {
-    const int item = threadIdx.x;
-    s_alpha[item] = sink_normalizer(s_m[item], s_l[item], a.sinks[kv_head * group + item % group]);
-  }
-  if (sunk) __syncthreads();
-
-  for (int idx = threadIdx.x; idx < num_items * HD; idx += kThreads) {
-    const int item = idx / HD;
-    const int d = idx % HD;
-    const size_t row = static_cast<size_t>(row_begin + item / group);
-    const int q_head = kv_head * group + item % group;
-    // l >= 1: the maximum contributes exp(0).
-    const float o = s_o[item * L::kOLd + d];
-    a.out[row * a.num_heads * HD + static_cast<size_t>(q_head) * HD + d] =
-        from_float<T>(sunk ? o * s_alpha[item] : o / s_l[item]);
-  }
+  write_tile<T, HD, FAMILY>(a, c, s_o, sm);
 }
 
 }  // namespace
