@@ -1,5 +1,6 @@
 // --cuda-kernel NAME=VALUE (repeatable) and --cuda-profile: the CUDA backend's kernel choices, parsed from
-// the command line into the CudaKernelOptions the backend takes (cuda/cuda_backend.hpp, docs/cuda.md).
+// the command line into the CudaKernelOptions the backend takes (cuda/backend/cuda_backend_options.hpp,
+// docs/cuda.md).
 // The switches: decode=stream|tensor-cores-16|cuda-cores|paged (paged also spelled 0), prefill=on|off,
 // sampling=device|host, moe-gemm=grouped|loop, moe-experts=blocks|dequant; the first value of each is the
 // default. An unknown name or value, a missing '=' or a name given twice is an error naming the flag.
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend_options.hpp"
 
 namespace cbatch {
 

@@ -23,7 +23,7 @@
 #include "engine/scale/shard_summary.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #endif
 
 extern char** environ;

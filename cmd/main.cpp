@@ -12,7 +12,7 @@
 #include "engine/base/text_output.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #endif
 
 namespace {

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cmd/engine_options.hpp"
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #include "engine/backend/backend.hpp"
 #include "engine/base/request.hpp"
 #include "engine/core/engine_config.hpp"

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Checks that the arrows between the source rooms run one way (docs/architecture.md).
+"""Checks that the arrows between the source rooms, and inside each room, run one way (docs/architecture.md).
 
 Every #include "engine/<room>/..." or "cuda/..." in engine/, cmd/ and cuda/ is an arrow from the
-including file's room to the included file's room. An arrow may only go to a room of a lower rank;
+including file's room to the included file's room (cuda/ with all its folders is one room). An arrow may only go to a room of a lower rank;
 rooms of the same rank (siblings) do not include each other, and only cmd/ includes the optional
-cuda/. Prints each arrow that goes against the order, "file:line: room -> room (header)", and exits 1
-when there is one; exits 0 when there is none.
+cuda/. Inside a room the arrows join modules (a header and its sources: foo.hpp, foo.cpp, foo.cu are
+one module) and must not go round: a dispatcher and its parts share a small header of their own rather
+than include each other. Prints each arrow that goes against the order, "file:line: room -> room
+(header)", and each cycle of modules inside a room, and exits 1 when there is one; exits 0 when there is
+none.
 Usage: check_layers.py [SOURCE_ROOT]   (default: the checkout this script lives in)
 """
 import pathlib
@@ -61,9 +64,56 @@ def back_arrows(root):
     return found
 
 
+def module_of(rel_path):
+    """A header and its sources are one module: their path without the suffix."""
+    return str(pathlib.PurePosixPath(rel_path).with_suffix(""))
+
+
+def room_cycles(root):
+    """Cycles of modules that include each other inside one room, each as "room: a -> b -> a (where)"."""
+    edges = {}  # module -> {included module: "file:line"}
+    for top in SOURCE_DIRS:
+        for path in sorted((root / top).rglob("*")):
+            if path.suffix not in SUFFIXES or not path.is_file():
+                continue
+            rel = path.relative_to(root).as_posix()
+            src = module_of(rel)
+            edges.setdefault(src, {})
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                match = INCLUDE.match(line)
+                if not match or room_of(match.group(1)) != room_of(rel):
+                    continue
+                dst = module_of(match.group(1))
+                if dst != src:
+                    edges[src].setdefault(dst, f"{rel}:{number}")
+    found, state = [], {}  # state: 1 on the current path, 2 done
+
+    def visit(module, path):
+        state[module] = 1
+        for nxt in sorted(edges.get(module, {})):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                where = ", ".join(edges[a][b] for a, b in zip(cycle, cycle[1:]))
+                found.append(f"{room_of(module + '.hpp')}: {' -> '.join(cycle)} ({where})")
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    return found
+
+
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).resolve().parent.parent)
     arrows = back_arrows(root)
+    cycles = room_cycles(root)
+    for cycle in cycles:
+        print(f"cycle inside the room {cycle}")
+    if cycles:
+        print(f"{len(cycles)} include cycle(s) inside a room: give the shared part a small header of its own")
+        return 1
     for arrow in arrows:
         print(arrow)
     if arrows:

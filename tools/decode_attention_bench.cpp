@@ -18,14 +18,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/cuda_context.hpp"
-#include "cuda/decode_attention.hpp"
-#include "cuda/decode_stream.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/device_peaks.hpp"
-#include "cuda/kv_cache_dtype.hpp"
-#include "cuda/weight_convert.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/decode_stream.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
+#include "cuda/backend/device_peaks.hpp"
+#include "cuda/backend/weight_convert.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/cuda_context.hpp"
+#include "cuda/common/device_buffer.hpp"
 
 namespace {
 

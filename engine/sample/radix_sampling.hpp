@@ -2,7 +2,7 @@
 // inverse-CDF draw in id order) restated as searches over 64-bit sort keys, so that one GPU block can make
 // them without sorting or copying the logits: the top-k cut and the top-p nucleus are each a radix descent,
 // 8 bits a level, over histograms of counts or weights; min-p and the draw are a per-token test and one
-// prefix sum in id order. sample_row() is the control flow, shared by the CUDA kernel (cuda/sample_rows.cuh,
+// prefix sum in id order. sample_row() is the control flow, shared by the CUDA kernel (cuda/sampling/sample_rows.cuh,
 // block-parallel primitives) and HostRowOps (sequential primitives: the reference the kernel is tested
 // against). Its tokens equal Sampler's except where a sum's rounding order moves a boundary (~1e-14).
 #pragma once

@@ -1,6 +1,6 @@
 // A sampling row's allowed-token bitmask (structured outputs): bit t % 64 of word t / 64 set = token t
 // may be drawn. The host masks a row's logits with apply_token_mask before its Sampler; the device
-// sampler (cuda/sample_rows.cuh) applies the same words before penalties and the draw.
+// sampler (cuda/sampling/sample_rows.cuh) applies the same words before penalties and the draw.
 #pragma once
 #include <math.h>
 

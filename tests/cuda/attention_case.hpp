@@ -17,7 +17,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/kv_cache_dtype.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -47,7 +47,7 @@ inline std::vector<AttnSeq> mixed_batch() {
   };
 }
 
-// An FP8 cache's scales (cuda/kv_cache_dtype.hpp) for a case: its k and v are drawn, rounded to the E4M3
+// An FP8 cache's scales (cuda/attention/kv_cache_dtype.hpp) for a case: its k and v are drawn, rounded to the E4M3
 // codes of value / scale, and hold the dequantized values (code * scale, in fp32) that the reference sees.
 // Not powers of two, so that a kernel that loses a scale fails.
 struct Fp8KvScales {

@@ -3,7 +3,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 
 namespace cbatch::test {
 

@@ -1,4 +1,4 @@
-// A batch of logprob tasks for the device log-softmax and top-k (cuda/logprob_rows.cuh) and the host's
+// A batch of logprob tasks for the device log-softmax and top-k (cuda/sampling/logprob_rows.cuh) and the host's
 // answers (engine/sample/logprobs.hpp): random rows with ties, -inf and NaN logits mixed in, k from 0 to
 // above the vocabulary, targets given or taken from token_ids. Shared by the emulated and the GPU test.
 #pragma once
@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/logprob_tasks.hpp"
+#include "cuda/sampling/logprob_tasks.hpp"
 #include "engine/sample/logprobs.hpp"
 
 namespace cbatch::test {

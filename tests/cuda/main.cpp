@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 
 int main(int argc, char** argv) {
   doctest::Context context(argc, argv);

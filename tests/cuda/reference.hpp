@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/attention_shape.hpp"
+#include "cuda/attention/attention_shape.hpp"
 
 namespace cbatch::test {
 

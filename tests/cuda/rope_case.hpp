@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/attention_shape.hpp"
+#include "cuda/attention/attention_shape.hpp"
 #include "engine/model/model_config.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"

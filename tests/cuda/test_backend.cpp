@@ -22,7 +22,7 @@
 
 #include <unistd.h>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cuda/cublas_library.hpp"
+#include "cuda/common/cublas_library.hpp"
 #include "tests/cuda/library_probe.hpp"
 
 namespace cbatch::test {

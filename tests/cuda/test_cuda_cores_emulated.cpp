@@ -23,18 +23,18 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/decode_attention.hpp"
-#include "cuda/kv_cache_dtype.hpp"
-#include "cuda/paged_attention.hpp"
+#include "cuda/attention/attention_tiles.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it (where threadIdx.x is
 // unsigned, as on a GPU, and compared with ints).
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/cuda_dtype.cuh"
-#include "cuda/decode_cuda_cores_block.cuh"
-#include "cuda/paged_attention_block.cuh"
+#include "cuda/common/cuda_dtype.cuh"
+#include "cuda/attention/decode_cuda_cores_block.cuh"
+#include "cuda/attention/paged_attention_block.cuh"
 
 namespace cbatch::test {
 namespace {

@@ -1,4 +1,4 @@
-// decode_blocks (cuda/weight_convert.cu), the load-time decoding of GGUF blocks on the device: for every
+// decode_blocks (cuda/backend/weight_convert.cu), the load-time decoding of GGUF blocks on the device: for every
 // block type, random blocks (every code, sub-block scale and minimum; f16 scales of both signs, subnormal
 // and zero ones too) decode to tensor_rows_to_f32's values bit for bit in fp32, and to their
 // round-to-nearest-even in bf16 and fp16. Outputs are poisoned with NaN first.
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cuda/weight_convert.hpp"
+#include "cuda/backend/weight_convert.hpp"
 #include "tests/cuda/test_util.hpp"
 #include "tests/engine/test_blocks.hpp"
 

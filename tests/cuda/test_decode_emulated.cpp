@@ -27,16 +27,16 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/decode_attention.hpp"
-#include "cuda/decode_stream.hpp"
-#include "cuda/kv_cache_dtype.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/decode_stream.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulators define the CUDA keywords as macros, for the block code after them.
 #include "tests/cuda/block_emulator.hpp"
 #include "tests/cuda/warp_mma_emulator.hpp"
-#include "cuda/decode_mma_block.cuh"
-#include "cuda/decode_stream_block.cuh"
+#include "cuda/attention/decode_mma_block.cuh"
+#include "cuda/attention/decode_stream_block.cuh"
 
 namespace cbatch::test {
 namespace {

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/decode_attention.hpp"
-#include "cuda/decode_stream.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/decode_stream.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch::test {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #include "engine/bench/bench_workload.hpp"
 #include "engine/core/engine.hpp"
 #include "tests/engine/test_model_fixture.hpp"

@@ -9,12 +9,12 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/argmax.hpp"
-#include "cuda/embedding.hpp"
-#include "cuda/rmsnorm.hpp"
-#include "cuda/softcap.hpp"
-#include "cuda/swiglu.hpp"
-#include "cuda/weight_convert.hpp"
+#include "cuda/backend/weight_convert.hpp"
+#include "cuda/elementwise/embedding.hpp"
+#include "cuda/elementwise/rmsnorm.hpp"
+#include "cuda/elementwise/softcap.hpp"
+#include "cuda/elementwise/swiglu.hpp"
+#include "cuda/sampling/argmax.hpp"
 #include "engine/model/random_weights.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"

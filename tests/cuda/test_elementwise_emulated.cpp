@@ -15,8 +15,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/kv_cache_dtype.hpp"
-#include "cuda/rope_kv_cache.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
+#include "cuda/attention/rope_kv_cache.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/rope_case.hpp"
@@ -25,9 +25,9 @@
 // unsigned, as on a GPU, and compared with ints).
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/cuda_dtype.cuh"
-#include "cuda/rmsnorm_block.cuh"
-#include "cuda/rope_kv_cache_block.cuh"
+#include "cuda/common/cuda_dtype.cuh"
+#include "cuda/elementwise/rmsnorm_block.cuh"
+#include "cuda/attention/rope_kv_cache_block.cuh"
 
 namespace cbatch::test {
 namespace {

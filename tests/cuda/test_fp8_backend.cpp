@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.hpp"
+#include "cuda/backend/cuda_backend.hpp"
 #include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/model/model.hpp"

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cublaslt_library.hpp"
-#include "cuda/cuda_backend.hpp"
-#include "cuda/cuda_context.hpp"
-#include "cuda/fp8_gemm.hpp"
-#include "cuda/fp8_quantize.hpp"
-#include "cuda/linear.hpp"
+#include "cuda/backend/cuda_backend.hpp"
+#include "cuda/common/cublaslt_library.hpp"
+#include "cuda/common/cuda_context.hpp"
+#include "cuda/gemm/fp8_gemm.hpp"
+#include "cuda/gemm/fp8_quantize.hpp"
+#include "cuda/gemm/linear.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/fp8_gpu.hpp"
 #include "tests/cuda/library_probe.hpp"

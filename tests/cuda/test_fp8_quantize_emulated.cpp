@@ -20,8 +20,8 @@
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it.
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/cuda_dtype.cuh"
-#include "cuda/fp8_quantize_block.cuh"
+#include "cuda/common/cuda_dtype.cuh"
+#include "cuda/gemm/fp8_quantize_block.cuh"
 
 namespace cbatch::test {
 namespace {

@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "cuda/cuda_context.hpp"
-#include "cuda/gemm.hpp"
+#include "cuda/common/cuda_context.hpp"
+#include "cuda/gemm/gemm.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"
 

@@ -1,4 +1,4 @@
-// The device log-softmax and top-k (cuda/logprob_rows.cu) against the host's reduction over
+// The device log-softmax and top-k (cuda/sampling/logprob_rows.cu) against the host's reduction over
 // logprob_case.hpp's tasks (ties, -inf, NaN, k from 0 to above the vocabulary, targets given or from
 // token_ids), vocabularies from 1 token to Llama 3's; the outputs are poisoned first, and a second launch
 // gives the same bits.
@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/logprob_rows.hpp"
+#include "cuda/sampling/logprob_rows.hpp"
 #include "tests/cuda/logprob_case.hpp"
 #include "tests/cuda/test_util.hpp"
 

@@ -1,4 +1,4 @@
-// The device log-softmax and top-k's block code (cuda/logprob_rows.cuh) run on the CPU by the block
+// The device log-softmax and top-k's block code (cuda/sampling/logprob_rows.cuh) run on the CPU by the block
 // emulator against the host's reduction (logprob_case.hpp: ties, -inf, NaN, k from 0 to above the
 // vocabulary, targets given or from token_ids): the same top ids, values within 1e-5.
 #include <doctest/doctest.h>
@@ -10,7 +10,7 @@
 #include "tests/cuda/logprob_case.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the block code after it.
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/logprob_rows.cuh"
+#include "cuda/sampling/logprob_rows.cuh"
 
 namespace cbatch::test {
 

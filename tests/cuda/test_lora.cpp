@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cuda/cuda_backend.hpp"
-#include "cuda/lora_weights.hpp"
+#include "cuda/backend/cuda_backend.hpp"
+#include "cuda/lora/lora_weights.hpp"
 #include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"

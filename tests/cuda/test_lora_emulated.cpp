@@ -12,14 +12,14 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/lora_layout.hpp"
+#include "cuda/lora/lora_layout.hpp"
 #include "tests/cuda/lora_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it.
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/cuda_dtype.cuh"
-#include "cuda/lora_block.cuh"
+#include "cuda/common/cuda_dtype.cuh"
+#include "cuda/lora/lora_block.cuh"
 
 namespace cbatch::test {
 namespace {

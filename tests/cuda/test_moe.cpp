@@ -18,12 +18,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/cuda_context.hpp"
-#include "cuda/moe.hpp"
-#include "cuda/moe_ffn.hpp"
-#include "cuda/moe_gemm.hpp"
-#include "cuda/moe_quant_gemm.hpp"
-#include "cuda/swiglu.hpp"
+#include "cuda/common/cuda_context.hpp"
+#include "cuda/elementwise/swiglu.hpp"
+#include "cuda/moe/moe.hpp"
+#include "cuda/moe/moe_ffn.hpp"
+#include "cuda/moe/moe_gemm.hpp"
+#include "cuda/moe/moe_quant_gemm.hpp"
 #include "tests/cuda/moe_case.hpp"
 #include "tests/cuda/moe_quant_case.hpp"
 #include "tests/cuda/test_util.hpp"

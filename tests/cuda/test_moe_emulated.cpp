@@ -17,7 +17,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cuda/swiglu.hpp"
+#include "cuda/elementwise/swiglu.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
 #include "tests/cuda/moe_case.hpp"
@@ -25,9 +25,9 @@
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it.
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/cuda_dtype.cuh"
-#include "cuda/moe_block.cuh"
-#include "cuda/swiglu_block.cuh"
+#include "cuda/common/cuda_dtype.cuh"
+#include "cuda/moe/moe_block.cuh"
+#include "cuda/elementwise/swiglu_block.cuh"
 
 namespace cbatch::test {
 namespace {

@@ -25,7 +25,7 @@
 #pragma GCC diagnostic ignored "-Wsign-compare"
 #include "tests/cuda/block_emulator.hpp"
 #include "tests/cuda/warp_mma_emulator.hpp"
-#include "cuda/moe_quant_gemm_block.cuh"
+#include "cuda/moe/moe_quant_gemm_block.cuh"
 
 namespace cbatch::test {
 namespace {

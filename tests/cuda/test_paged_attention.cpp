@@ -19,12 +19,13 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/decode_attention.hpp"
-#include "cuda/cuda_check.hpp"
-#include "cuda/decode_stream.hpp"
-#include "cuda/kv_cache_dtype.hpp"
-#include "cuda/paged_attention.hpp"
-#include "cuda/prefill_attention.hpp"
+#include "cuda/attention/attention_tiles.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/decode_stream.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
+#include "cuda/attention/paged_attention.hpp"
+#include "cuda/attention/prefill_attention.hpp"
+#include "cuda/common/cuda_check.hpp"
 #include "tests/cuda/attention_case.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/test_util.hpp"

@@ -9,9 +9,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/kv_cache_dtype.hpp"
-#include "cuda/rope_kv_cache.hpp"
+#include "cuda/attention/kv_cache_dtype.hpp"
+#include "cuda/attention/rope_kv_cache.hpp"
+#include "cuda/common/cuda_check.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/rope_case.hpp"
 #include "tests/cuda/test_util.hpp"

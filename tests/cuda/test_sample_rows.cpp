@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "cuda/sample_rows.hpp"
+#include "cuda/sampling/sample_rows.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "tests/cuda/sample_rows_case.hpp"
 #include "tests/cuda/test_util.hpp"

@@ -1,4 +1,4 @@
-// The device sampler's block code (cuda/sample_rows.cuh) run on the CPU by the block emulator, so that its
+// The device sampler's block code (cuda/sampling/sample_rows.cuh) run on the CPU by the block emulator, so that its
 // block-parallel primitives are checked where there is no GPU: for every row the token of the same
 // algorithm on the host's sequential primitives and the Sampler's (sample_rows_case.hpp: greedy, NaN and
 // penalized rows mixed in; and constrained rows, masked the engine's way). Also checks the emulator's
@@ -13,7 +13,7 @@
 #include "tests/cuda/sample_rows_case.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the block code after it.
 #include "tests/cuda/block_emulator.hpp"
-#include "cuda/sample_rows.cuh"
+#include "cuda/sampling/sample_rows.cuh"
 
 namespace cbatch::test {
 

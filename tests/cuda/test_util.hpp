@@ -15,9 +15,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/cuda_check.hpp"
-#include "cuda/device_buffer.hpp"
-#include "cuda/host_dtype.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/common/device_buffer.hpp"
+#include "cuda/common/host_dtype.hpp"
 
 namespace cbatch::test {
 

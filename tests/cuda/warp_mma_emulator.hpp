@@ -1,4 +1,4 @@
-// Host versions of the PTX wrappers of cuda/decode_kernels.cuh (cp.async, ldmatrix, mma.m16n8k16,
+// Host versions of the PTX wrappers of cuda/attention/decode_kernels.cuh (cp.async, ldmatrix, mma.m16n8k16,
 // movmatrix) and of from_float / pack2, for running the tensor-core decode kernels' block code
 // (decode_mma_block.cuh, decode_stream_block.cuh) on the CPU through the block emulator. The fragment
 // layouts are those of the PTX ISA for .m8n8 .b16 matrices and mma.m16n8k16 with fp32 accumulators; the

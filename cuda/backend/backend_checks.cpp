@@ -1,0 +1,91 @@
+#include "cuda/backend/backend_checks.hpp"
+
+#include <algorithm>
+
+#include "cuda/attention/attention_tiles.hpp"
+#include "cuda/backend/batch_indices.hpp"
+#include "cuda/backend/cuda_device.hpp"
+#include "cuda/moe/moe.hpp"
+#include "engine/base/error.hpp"
+
+namespace cbatch {
+
+[[noreturn]] void unsupported(const std::string& what) { throw Error("the CUDA backend does not support " + what); }
+
+std::vector<int> window_kinds(const ModelConfig& c) {
+  std::vector<int> kinds;
+  for (int l = 0; l < std::max(c.num_layers, 1); ++l) {
+    const int w = c.num_layers > 0 ? c.window(l) : 0;
+    if (std::find(kinds.begin(), kinds.end(), w) == kinds.end()) kinds.push_back(w);
+  }
+  return kinds;
+}
+
+namespace {
+
+// What the MoE kernels take (moe.hpp): up to kMoeMaxExperts experts, SwiGLU, GeGLU or the clamped SwiGLU,
+// either routing rule, router and expert biases (gpt-oss).
+void check_moe(const ModelConfig& c) {
+  if (c.num_experts > kMoeMaxExperts || c.experts_per_token <= 0 || c.experts_per_token > c.num_experts ||
+      c.expert_hidden_dim <= 0) {
+    unsupported(c.architecture + "'s " + std::to_string(c.num_experts) + " experts with " +
+                std::to_string(c.experts_per_token) + " per token and width " + std::to_string(c.expert_hidden_dim) +
+                " (the MoE kernels take 1 to " + std::to_string(kMoeMaxExperts) + " experts; use --device cpu)");
+  }
+}
+
+}  // namespace
+
+const ModelConfig& checked_config(const ModelConfig& c) {
+  if (c.dim <= 0 || (c.hidden_dim <= 0 && !c.is_moe()) || c.num_layers < 0 || c.vocab_size <= 0 || c.num_heads <= 0 ||
+      c.num_kv_heads <= 0) {
+    unsupported("a model config with non-positive sizes");
+  }
+  if (c.is_moe()) check_moe(c);
+  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
+    unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
+  }
+  if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
+  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
+    unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
+  }
+  if ((c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) && c.head_dim != kWideHeadDim) {
+    unsupported(c.architecture + "'s head_dim " + std::to_string(c.head_dim) +
+                ": the attention kernels take multiples of 16 up to 128, and 256 (use --device cpu)");
+  }
+  if (window_kinds(c).size() > static_cast<size_t>(kMaxWindowKinds)) {
+    unsupported("more than " + std::to_string(kMaxWindowKinds) + " different sliding windows across the layers");
+  }
+  // Mixture-of-experts layers run on moe_ffn.cpp (check_moe).
+  // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
+  // embedding scale, query scale, softcaps, windows, attention sinks on every attention kernel, the output
+  // bias, local RoPE base, every RoPE scaling) is implemented.
+  // head_dim 256 (Gemma's) runs on the CUDA-core attention kernels (see context_with_shared_memory).
+  return c;
+}
+
+void check_options(const CudaBackendOptions& o) {
+  if (o.max_batch_tokens <= 0) throw Error("max_batch_tokens must be positive, got " + std::to_string(o.max_batch_tokens));
+  if (o.max_num_seqs <= 0) throw Error("max_num_seqs must be positive, got " + std::to_string(o.max_num_seqs));
+  if (o.max_context < 0) throw Error("max_context must not be negative, got " + std::to_string(o.max_context));
+  if (!(o.gpu_memory_utilization > 0.0f && o.gpu_memory_utilization <= 1.0f)) {
+    throw Error("gpu_memory_utilization must be in (0, 1], got " + std::to_string(o.gpu_memory_utilization));
+  }
+  if (o.fp8_weights && o.dtype == ComputeDType::kF32) {
+    throw Error("--quantization fp8 writes its GEMMs' outputs in bf16 or fp16; it cannot run with --dtype fp32 "
+                "(use --dtype bf16 or fp16)");
+  }
+  if (o.fp8_weights || o.fp8_kv_cache) {
+    const char* flag = o.fp8_weights ? "--quantization fp8" : "--kv-cache-dtype fp8";
+    if (cuda_compute_capability(o.device_index) < 89) {
+      throw Error(std::string(flag) + " needs a GPU of compute capability 8.9 or newer (Ada, Hopper, Blackwell); " +
+                  cuda_device_description(o.device_index) + " has none of FP8's tensor-core or conversion "
+                  "instructions");
+    }
+  }
+  if (o.fp8_kv_cache && o.dtype == ComputeDType::kF32) {
+    throw Error("--kv-cache-dtype fp8 needs --dtype bf16 or fp16 (its kernels have no fp32 build)");
+  }
+}
+
+}  // namespace cbatch

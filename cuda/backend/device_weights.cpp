@@ -1,0 +1,444 @@
+// Weight upload: a tensor in a GGUF block type is copied as it is stored, in chunks of whole rows of at
+// most 64 MiB through one pinned buffer, and decoded to T on the device (decode_blocks: the host's own
+// formulas); any other host tensor is converted to fp32 in such chunks (tensor_rows_to_f32), copied and
+// narrowed to T on the device; random tensors are generated on the device. Fused matrices are written
+// part by part at row offsets. Vectors (norm weights, biases: fp32 on the device) are converted on the
+// host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
+// backend adds it.
+// With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
+// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
+// Experts (T bf16 or fp16): tensors in a block type that moe_quant_gemm reads (MXFP4, Q8_0, Q4_K, ...) are copied
+// as their blocks and stay so (dummy MXFP4 experts, --dummy-dtype mxfp4, are generated as their blocks on the
+// device, and decoded to T like uploaded blocks where they take the T path); with fp8 weights each expert is
+// uploaded in T into one expert-sized scratch buffer and quantized on the device, a scale per row (on the device:
+// every source format goes through the decoders above, and the host does no per-weight work).
+#include "cuda/backend/device_weights.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+#include <string>
+#include <vector>
+
+#include "cuda/backend/weight_convert.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/gemm/fp8_gemm.hpp"
+#include "engine/model/quant_blocks.hpp"
+
+namespace cbatch {
+namespace {
+
+constexpr int64_t kChunkFloats = int64_t{16} << 20;  // 64 MiB of fp32
+
+std::string shape_string(int64_t rows, int64_t cols) {
+  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
+}
+
+void expect_shape(const TensorView& t, int64_t rows, int64_t cols) {
+  if (t.empty()) throw Error("tensor '" + t.name + "' is missing");
+  const bool ok = (t.rows == rows && t.cols == cols) || (rows == 1 && t.numel() == cols);  // norms: any (1, dim) view
+  if (!ok) {
+    throw Error("tensor '" + t.name + "' has shape " + shape_string(t.rows, t.cols) + ", expected " +
+                shape_string(rows, cols));
+  }
+}
+
+class WeightUploader {
+ public:
+  explicit WeightUploader(cudaStream_t stream) : stream_(stream), host_(kChunkFloats), device_(kChunkFloats) {}
+
+  // Writes tensor t, checked to be (rows, cols), to dst (rows, cols) in T.
+  template <typename T>
+  void upload(const TensorView& t, int64_t rows, int64_t cols, T* dst) {
+    expect_shape(t, rows, cols);
+    const size_t numel = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+    if (t.is_random && t.dtype == DType::kMXFP4) {
+      upload_random_blocks(t, dst);
+      return;
+    }
+    if (t.is_random) {
+      fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
+      return;
+    }
+    if (is_block_type(t.dtype)) {
+      upload_blocks(t, dst);
+      return;
+    }
+    // Walk the tensor's own rows: a norm stored as (dim, 1) has the same flat layout as (1, dim).
+    if (t.cols > kChunkFloats) throw Error("tensor '" + t.name + "' has rows too long to upload");
+    const int64_t chunk_rows = kChunkFloats / t.cols;
+    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, t.rows - r0);
+      const size_t count = static_cast<size_t>(n * t.cols);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
+      tensor_rows_to_f32(t, r0, n, host_.get());
+      CUDA_CHECK(cudaMemcpyAsync(device_.get(), host_.get(), count * sizeof(float), cudaMemcpyHostToDevice, stream_));
+      convert_f32<T>(dst + static_cast<size_t>(r0 * t.cols), device_.get(), count, stream_);
+    }
+  }
+
+  template <typename T>
+  DeviceBuffer<T> upload(const TensorView& t, int64_t rows, int64_t cols) {
+    DeviceBuffer<T> buffer(static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    upload(t, rows, cols, buffer.get());
+    return buffer;
+  }
+
+  // Vector t of n floats (checked to be (1, n)), plus offset, at dst: fp32 on the device.
+  void upload_vector(const TensorView& t, int64_t n, float offset, float* dst) {
+    expect_shape(t, 1, n);
+    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
+    tensor_rows_to_f32(t, 0, t.rows, host_.get());  // all n values, stored as (1, n) or (n, 1)
+    for (int64_t i = 0; i < n; ++i) host_.get()[i] += offset;
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice,
+                               stream_));
+  }
+
+  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0).
+  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset) {
+    DeviceBuffer<float> buffer(static_cast<size_t>(n));
+    upload_vector(t, n, offset, buffer.get());
+    return buffer;
+  }
+
+  // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
+  void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
+    expect_shape(t, rows, cols);
+    if (t.is_random) {  // a dummy MXFP4 tensor: its blocks generated in place
+      fill_random_mxfp4(dst, static_cast<size_t>(rows * cols / 32), t.random.seed, t.random.scale, 0, stream_);
+      return;
+    }
+    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
+    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
+    const int64_t chunk_rows = chunk_bytes / row;
+    auto* host = reinterpret_cast<uint8_t*>(host_.get());
+    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, t.rows - r0);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
+      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
+      CUDA_CHECK(cudaMemcpyAsync(dst + r0 * row, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
+    }
+  }
+
+  void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  // Tensor t stored in GGUF blocks, (t.rows, t.cols), to dst in T: its bytes copied as they are, whole
+  // rows at a time, and decoded on the device.
+  template <typename T>
+  void upload_blocks(const TensorView& t, T* dst) {
+    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
+    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
+    const int64_t chunk_rows = chunk_bytes / row, blocks_per_row = t.cols / dtype_block_elems(t.dtype);
+    auto* host = reinterpret_cast<uint8_t*>(host_.get());
+    auto* device = reinterpret_cast<uint8_t*>(device_.get());
+    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
+      const int64_t n = std::min(chunk_rows, t.rows - r0);
+      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy and decode are done
+      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
+      CUDA_CHECK(cudaMemcpyAsync(device, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
+      decode_blocks<T>(dst + static_cast<size_t>(r0 * t.cols), device, t.dtype, static_cast<size_t>(n * blocks_per_row),
+                       stream_);
+    }
+  }
+
+  // A random MXFP4 tensor (t.rows, t.cols) to dst in T: its blocks generated on the device a chunk at a
+  // time and decoded as uploaded blocks are.
+  template <typename T>
+  void upload_random_blocks(const TensorView& t, T* dst) {
+    constexpr int64_t kBlockBytes = BlockFormat<DType::kMXFP4>::kBytes;
+    const int64_t chunk_blocks = kChunkFloats * int64_t{sizeof(float)} / kBlockBytes;
+    const int64_t num_blocks = t.numel() / 32;
+    auto* device = reinterpret_cast<uint8_t*>(device_.get());
+    for (int64_t b0 = 0; b0 < num_blocks; b0 += chunk_blocks) {
+      const int64_t n = std::min(chunk_blocks, num_blocks - b0);  // stream order: the last decode is done
+      fill_random_mxfp4(device, static_cast<size_t>(n), t.random.seed, t.random.scale, static_cast<uint64_t>(b0),
+                        stream_);
+      decode_blocks<T>(dst + static_cast<size_t>(b0 * 32), device, DType::kMXFP4, static_cast<size_t>(n), stream_);
+    }
+  }
+
+  cudaStream_t stream_;
+  PinnedBuffer<float> host_;    // (kChunkFloats)
+  DeviceBuffer<float> device_;  // (kChunkFloats)
+};
+
+// One part of a fused linear weight: a model tensor of `rows` rows.
+struct LinearSource {
+  const TensorView& tensor;
+  int64_t rows;
+};
+
+// The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8.
+template <typename T>
+LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8) {
+  std::vector<WeightPart> parts;
+  int64_t out = 0;
+  for (const LinearSource& s : sources) {
+    if (fp8) check_fp8_weight_shape(s.tensor.name, s.tensor.rows, s.tensor.cols);  // before any upload
+    parts.push_back(WeightPart{s.tensor.name, out, s.rows});
+    out += s.rows;
+  }
+  DeviceBuffer<T> weight(static_cast<size_t>(out * in));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
+  }
+  if (fp8) return quantize_weight_fp8<T>(std::move(weight), out, in, parts, up.stream());
+  LinearWeight<T> w;
+  w.out = out;
+  w.in = in;
+  w.weight = std::move(weight);
+  return w;
+}
+
+// One part of an expert's stacked matrix: a model tensor of `rows` rows.
+struct ExpertSource {
+  const TensorView* tensor;
+  int64_t rows;
+};
+
+// How a stacked expert product is kept (device_weights.hpp): FP8 rows with fp8 weights; GGUF blocks where
+// every expert's tensors are blocks of one type that moe_quant_gemm reads (expert_blocks_supported), else T;
+// always T for fp32 or when kept_quantized is false. Random MXFP4 tensors (--dummy-dtype mxfp4) are
+// generated as blocks on the device; random tensors of other block types are not (they stay T).
+template <typename T>
+ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts, int64_t k, bool fp8,
+                           bool keep_quantized) {
+  if (std::is_same_v<T, float> || !keep_quantized) return ExpertFormat::kT;
+  if (fp8) return ExpertFormat::kFp8Row;
+  const TensorView& first = *experts.front().front().tensor;
+  if (!expert_blocks_supported(first.dtype, k) || (first.is_random && first.dtype != DType::kMXFP4)) {
+    return ExpertFormat::kT;
+  }
+  for (const auto& parts : experts) {
+    for (const ExpertSource& p : parts) {
+      if (p.tensor->dtype != first.dtype || p.tensor->is_random != first.is_random) return ExpertFormat::kT;
+    }
+  }
+  return ExpertFormat::kBlocks;
+}
+
+// Every expert's (n, k) matrix, stacked from its parts, in `format`.
+template <typename T>
+ExpertMatrix<T> upload_experts(WeightUploader& up, const std::vector<std::vector<ExpertSource>>& experts, int64_t n,
+                               int64_t k, ExpertFormat format) {
+  const size_t num = experts.size(), size = static_cast<size_t>(n * k);
+  ExpertMatrix<T> m;
+  m.format = format;
+  if (format == ExpertFormat::kT) {
+    m.dense = DeviceBuffer<T>(num * size);
+    for (size_t e = 0; e < num; ++e) {
+      int64_t row = 0;
+      for (const ExpertSource& p : experts[e]) {
+        up.upload(*p.tensor, p.rows, k, m.dense.get() + e * size + static_cast<size_t>(row * k));
+        row += p.rows;
+      }
+    }
+    return m;
+  }
+  if (format == ExpertFormat::kBlocks) {
+    m.blocks = experts.front().front().tensor->dtype;
+    const int64_t stride = row_bytes(m.blocks, k);
+    m.quant = DeviceBuffer<uint8_t>(num * static_cast<size_t>(n * stride));
+    for (size_t e = 0; e < num; ++e) {
+      int64_t row = static_cast<int64_t>(e) * n;
+      for (const ExpertSource& p : experts[e]) {
+        up.upload_raw_blocks(*p.tensor, p.rows, k, m.quant.get() + row * stride);
+        row += p.rows;
+      }
+    }
+    return m;
+  }
+  if (k % 32 != 0) {
+    throw Error("--quantization fp8: tensor '" + experts[0][0].tensor->name + "' has " + std::to_string(k) +
+                " columns; the FP8 expert GEMM takes a multiple of 32");
+  }
+  DeviceBuffer<T> scratch(size);  // one expert in T, quantized before the next is uploaded (stream order)
+  m.quant = DeviceBuffer<uint8_t>(num * size);
+  m.scales = DeviceBuffer<float>(num * static_cast<size_t>(n));
+  for (size_t e = 0; e < num; ++e) {
+    int64_t row = 0;
+    for (const ExpertSource& p : experts[e]) {
+      up.upload(*p.tensor, p.rows, k, scratch.get() + static_cast<size_t>(row * k));
+      row += p.rows;
+    }
+    quantize_rows_fp8<T>(m.quant.get() + e * size, m.scales.get() + e * static_cast<size_t>(n), scratch.get(), n, k,
+                         up.stream());
+  }
+  std::vector<float> scales(m.scales.size());
+  CUDA_CHECK(cudaMemcpyAsync(scales.data(), m.scales.get(), m.scales.bytes(), cudaMemcpyDeviceToHost, up.stream()));
+  up.finish();  // also: scratch is no longer read
+  for (size_t i = 0; i < scales.size(); ++i) {
+    if (std::isfinite(scales[i])) continue;
+    const size_t e = i / static_cast<size_t>(n);
+    throw Error("--quantization fp8: tensor '" + experts[e][0].tensor->name + "' (or the tensor stacked with it) "
+                "holds a NaN or an infinity, which no FP8 scale represents");
+  }
+  return m;
+}
+
+// The rows of `rows` that join the product `first` and that the model has, in table order.
+template <typename Row, typename Kind, typename Present>
+std::vector<const Row*> product_parts(Rows<Row> rows, Kind first, Present present) {
+  std::vector<const Row*> parts;
+  for (const Row& row : rows) {
+    if (row.joins == first && present(row)) parts.push_back(&row);
+  }
+  return parts;
+}
+
+bool is_vector(Role role) { return role == Role::kNorm || role == Role::kBias || role == Role::kGateVector; }
+
+// A vector product's length: its parts' end to end.
+template <typename Row>
+int64_t vector_length(const std::vector<const Row*>& parts, const ModelConfig& c) {
+  int64_t n = 0;
+  for (const Row* row : parts) n += size_of(row->shape.cols, c);
+  return n;
+}
+
+// A vector product's parts end to end at dst, fp32 (plus the norm offset on norms).
+template <typename Row, typename Tensors>
+void upload_vector_parts(WeightUploader& up, const std::vector<const Row*>& parts, const Tensors& t,
+                         const ModelConfig& c, float* dst) {
+  for (const Row* row : parts) {
+    const int64_t n = size_of(row->shape.cols, c);
+    up.upload_vector(t[row->kind], n, row->role == Role::kNorm ? c.norm_offset : 0.0f, dst);
+    dst += n;
+  }
+}
+
+// A sparse layer's routed experts, product by product of the expert table: every expert's matrix at its
+// place in one buffer, every expert's bias vector at its row of one (num_experts, n) buffer.
+template <typename T>
+void upload_routed_experts(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, bool fp8,
+                           bool keep_quantized, LayerWeights<T>& w) {
+  if (static_cast<int>(t.experts.size()) != c.num_experts) {
+    throw Error("a sparse layer has " + std::to_string(t.experts.size()) + " experts' tensors, num_experts is " +
+                std::to_string(c.num_experts));
+  }
+  for (const ExpertTensorRow& row : expert_tensor_rows()) {
+    if (row.joins != row.kind) continue;
+    const auto parts =
+        product_parts(expert_tensor_rows(), row.kind, [&](const ExpertTensorRow& r) { return r.present(c); });
+    if (parts.empty()) continue;
+    if (is_vector(row.role)) {
+      const int64_t n = vector_length(parts, c);
+      DeviceBuffer<float>& buffer = w.expert_vectors[row.kind];
+      buffer = DeviceBuffer<float>(t.experts.size() * static_cast<size_t>(n));
+      for (size_t e = 0; e < t.experts.size(); ++e) {
+        upload_vector_parts(up, parts, t.experts[e], c, buffer.get() + static_cast<int64_t>(e) * n);
+      }
+      continue;
+    }
+    std::vector<std::vector<ExpertSource>> sources(t.experts.size());
+    int64_t n = 0;
+    for (const ExpertTensorRow* part : parts) {
+      const int64_t rows = size_of(part->shape.rows, c);
+      for (size_t e = 0; e < t.experts.size(); ++e) sources[e].push_back({&t.experts[e][part->kind], rows});
+      n += rows;
+    }
+    const int64_t k = size_of(row.shape.cols, c);
+    w.experts[row.kind] = upload_experts<T>(up, sources, n, k, expert_format<T>(sources, k, fp8, keep_quantized));
+  }
+}
+
+// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
+// the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
+template <typename T>
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer, bool fp8,
+                             bool keep_quantized) {
+  LayerWeights<T> w;
+  for (const LayerTensorRow& row : layer_tensor_rows()) {
+    if (row.joins != row.kind) continue;  // uploaded with its product's first row
+    const auto parts =
+        product_parts(layer_tensor_rows(), row.kind, [&](const LayerTensorRow& r) { return r.present(c, layer); });
+    if (parts.empty()) continue;
+    if (is_vector(row.role)) {
+      w.vectors[row.kind] = DeviceBuffer<float>(static_cast<size_t>(vector_length(parts, c)));
+      upload_vector_parts(up, parts, t, c, w.vectors[row.kind].get());
+      continue;
+    }
+    std::vector<LinearSource> sources;
+    for (const LayerTensorRow* part : parts) sources.push_back({t[part->kind], size_of(part->shape.rows, c)});
+    const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
+    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize);
+  }
+  if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
+  return w;
+}
+
+}  // namespace
+
+template <typename T>
+size_t LayerWeights<T>::bytes() const {
+  size_t total = 0;
+  for (const LinearWeight<T>& m : linear.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : vectors.items) total += v.bytes();
+  for (const ExpertMatrix<T>& m : experts.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : expert_vectors.items) total += v.bytes();
+  return total;
+}
+
+template <typename T>
+size_t DeviceWeights<T>::bytes() const {
+  size_t total = rope_inv_freq.bytes();
+  for (const DeviceBuffer<T>& m : tables.items) total += m.bytes();
+  for (const DeviceBuffer<float>& v : vectors.items) total += v.bytes();
+  for (const LayerWeights<T>& w : layers) total += w.bytes();
+  return total;
+}
+
+template <typename T>
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized) {
+  const ModelConfig& c = model.config;
+  const ModelTensors& t = model.tensors;
+  if (static_cast<int>(t.layers.size()) != c.num_layers) {
+    throw Error("model has " + std::to_string(t.layers.size()) + " layers of tensors, config says " +
+                std::to_string(c.num_layers));
+  }
+  WeightUploader up(stream);
+  DeviceWeights<T> w;
+  for (const ModelTensorRow& row : model_tensor_rows()) {  // a tied lm_head is the embedding's buffer
+    if (!row.present(c) || (row.kind == ModelTensor::kLmHead && c.tied_embeddings)) continue;
+    const int64_t rows = size_of(row.shape.rows, c), cols = size_of(row.shape.cols, c);
+    if (is_vector(row.role)) {
+      w.vectors[row.kind] = up.upload_norm(t[row.kind], cols, row.role == Role::kNorm ? c.norm_offset : 0.0f);
+    } else {
+      w.tables[row.kind] = up.upload<T>(t[row.kind], rows, cols);
+    }
+  }
+  for (int l = 0; l < c.num_layers; ++l) {
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, fp8_weights, keep_quantized));
+  }
+
+  // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap).
+  const size_t half = static_cast<size_t>(c.head_dim / 2);
+  std::vector<float> inv_freq(kNumRopeTables * half);
+  for (int set = 0; set < kNumRopeTables; ++set) {
+    rope_inv_freq(c, inv_freq.data() + set * half, (set & kRopeLocal) != 0, (set & kRopeLongRange) != 0);
+  }
+  w.rope_inv_freq = DeviceBuffer<float>(inv_freq.size());
+  CUDA_CHECK(cudaMemcpyAsync(w.rope_inv_freq.get(), inv_freq.data(), inv_freq.size() * sizeof(float),
+                             cudaMemcpyHostToDevice, stream));
+  up.finish();  // also keeps inv_freq alive until its copy is done
+  return w;
+}
+
+template struct LayerWeights<float>;
+template struct LayerWeights<__nv_bfloat16>;
+template struct LayerWeights<__half>;
+template struct DeviceWeights<float>;
+template struct DeviceWeights<__nv_bfloat16>;
+template struct DeviceWeights<__half>;
+template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool);
+
+}  // namespace cbatch

@@ -1,0 +1,186 @@
+// A step of the CUDA backend (cuda_forward.hpp): the batch's indices on the device, the decode plan, the
+// embedding, then each layer: norm, QKV, RoPE and the cache write, attention (tiles of multi-row sequences,
+// the decode kernel for single-row ones), o, norm, and the dense FFN or the sparse layer's experts.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "cuda/attention/attention_tiles.hpp"
+#include "cuda/attention/decode_attention.hpp"
+#include "cuda/attention/decode_stream.hpp"
+#include "cuda/attention/paged_attention.hpp"
+#include "cuda/attention/prefill_attention.hpp"
+#include "cuda/attention/rope_kv_cache.hpp"
+#include "cuda/backend/cuda_forward.hpp"
+#include "cuda/elementwise/embedding.hpp"
+#include "cuda/elementwise/rmsnorm.hpp"
+#include "cuda/elementwise/swiglu.hpp"
+#include "engine/base/error.hpp"
+
+namespace cbatch {
+
+template <typename T>
+void CudaBackend<T>::forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
+  out.logits.clear();
+  out.token_ids.clear();
+  if (shape_.num_blocks == 0) throw Error("CUDA backend: forward() before allocate_kv_cache()");
+  if (batch.num_tokens() == 0) return;
+  validate_batch(batch, limits(shape_.block_size, shape_.num_blocks));
+  context_.make_current();
+  const cudaStream_t stream = context_.stream();
+  copy_blocks(batch, stream);
+  try {
+    profiler_.begin_step(stream, batch.num_tokens() == batch.num_seqs());
+    const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
+                                               stream, windows_);
+    profiler_.phase("upload", stream);
+    plan_decode(batch, idx);
+    embedding<T>(workspace_.x.get(), weights_.embedding(), idx.tokens, batch.num_tokens(), config_.dim, stream,
+                 config_.embedding_scale);
+    profiler_.phase("embedding", stream);
+    experts_touched_ = 0;
+    for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
+    run_head(batch, idx, request, out);  // synchronizes: the offsets of the layers that did not wait are on the host
+    out.experts_touched = config_.is_moe() ? experts_touched_ + moe_.take_touched() : -1;
+  } catch (...) {
+    cudaStreamSynchronize(stream);  // drain what was enqueued: the next step rewrites the pinned indices
+    moe_.take_touched();
+    throw;
+  }
+}
+
+// The decode rows' split-KV for this step, per window kind (a windowed row splits its window's keys),
+// and the stream kernel's plan: as many warps as run at once, each with a few tiles.
+template <typename T>
+void CudaBackend<T>::plan_decode(const RaggedBatch& batch, const BatchIndices& idx) {
+  for (size_t k = 0; k < windows_.size(); ++k) {
+    const int keys = windows_[k] > 0 ? std::min(batch.max_seq_len, windows_[k]) : batch.max_seq_len;
+    decode_split_[k] = choose_decode_split(idx.num_decode, config_.num_kv_heads, keys, 4 * num_sms(), max_partials());
+  }
+  if constexpr (!std::is_same_v<T, float>) {  // fp32 never takes the stream kernel (decode_kernel_choice)
+    if (decode_kernel_ != DecodeKernel::kStream) return;
+    if (!stream_limits_) {
+      stream_limits_ = options_.fp8_kv_cache ? decode_stream_limits<T, Fp8E4M3>(config_.head_dim)
+                                             : decode_stream_limits<T>(config_.head_dim);
+    }
+    const int max_warps = std::min(stream_limits_->max_warps, max_partials() / 2);
+    for (size_t k = 0; k < windows_.size(); ++k) {
+      DecodeStream& plan = decode_stream_[k];
+      plan.tile_start = idx.decode_tile_start[k];
+      plan.num_tiles = static_cast<int64_t>(idx.decode_tiles[k]) * config_.num_kv_heads;
+      plan.stages = stream_limits_->stages;
+      plan.num_warps = decode_stream::choose_num_warps(plan.num_tiles, max_warps);
+    }
+  }
+}
+
+// What the layer's RoPE step adds (rope_kv_cache.hpp): biases, q/k norms, and for global layers the
+// longrope table and the yarn/longrope attention factor.
+template <typename T>
+RopeFamily CudaBackend<T>::rope_family(int layer) const {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  const bool local = config_.uses_local_rope(layer);
+  RopeFamily f;
+  f.qkv_bias = w.vector(LayerProduct::kQkvBias);  // null when absent
+  f.q_norm = w.vector(LayerTensor::kQNorm);
+  f.k_norm = w.vector(LayerTensor::kKNorm);
+  f.qk_norm_whole = config_.qk_norm_whole;
+  f.norm_eps = config_.rms_eps;
+  if (config_.rope_scaling.type == RopeScalingType::kLongrope && !local) {  // local layers are unscaled
+    f.long_inv_freq = weights_.rope_table(kRopeGlobal | kRopeLongRange);
+    f.long_from = config_.rope_scaling.original_max_position;
+  }
+  f.attention_factor = rope_attention_factor(config_, local);
+  f.rotates = !config_.is_nope(layer);
+  return f;
+}
+
+template <typename T>
+void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens();
+  const int dim = config_.dim;
+  const int hidden = config_.hidden_dim;
+  const float eps = config_.rms_eps;
+  const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
+  const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
+
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
+                      previous_post_norm);
+  profiler_.phase("norm", stream);
+  const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
+  linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
+  add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
+  profiler_.phase("gemm_qkv", stream);
+  with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
+  linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
+  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
+  profiler_.phase("gemm_o", stream);
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
+                      w.vector(LayerTensor::kPostAttnNorm),
+                      w.vector(LayerTensor::kBo));  // the o bias (null when absent) joins delta here
+  profiler_.phase("norm", stream);
+  if (config_.is_sparse(layer)) {
+    experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
+    return;
+  }
+  linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
+  add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
+  profiler_.phase("gemm_gate_up", stream);
+  swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation,
+            GatedParams{config_.swiglu_limit, config_.swiglu_alpha});
+  profiler_.phase("swiglu", stream);
+  linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
+  add_lora(LoraProduct::kDown, layer, idx, ws.ffn.get(), hidden, ws.delta.get(), dim);
+  profiler_.phase("gemm_down", stream);
+}
+
+// The layer's RoPE and cache write, then the attention of its rows over a cache of KV elements.
+template <typename T>
+template <typename KV>
+void CudaBackend<T>::run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int kind = window_kind(layer);
+  rope_kv_cache<T, KV>(ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions, idx.slots,
+                       rope_table(layer), batch.num_tokens(), shape_, config_.rope_layout == RopeLayout::kHalves,
+                       stream, rope_family(layer), kv_scales(layer));
+  profiler_.phase("rope_kv", stream);
+  run_tile_attention<KV>(layer, batch, idx);
+  profiler_.phase("attn_tiles", stream);
+  decode_attention<T, KV>(ws.attn.get(), ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
+                          idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
+                          decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(),
+                          shape_, stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
+                          scoring(layer), kv_scales(layer));
+  profiler_.phase("attn_decode", stream);
+}
+
+// Attention of the sequences with several rows (all sequences when the decode kernel is off).
+template <typename T>
+template <typename KV>
+void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  auto* attend = &paged_attention<T, KV>;  // the two launchers share one signature
+  if constexpr (!std::is_same_v<T, float>) {
+    if (use_prefill_kernel_) attend = &prefill_attention<T, KV>;
+  }
+  attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
+         idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles,
+         shape_, context_.stream(), scoring(layer), kv_scales(layer));
+}
+
+#define CBATCH_INSTANTIATE_STEP(T)                                                                            \
+  template void CudaBackend<T>::forward(const RaggedBatch&, const StepRequest&, StepResult&);                 \
+  template void CudaBackend<T>::plan_decode(const RaggedBatch&, const BatchIndices&);                         \
+  template RopeFamily CudaBackend<T>::rope_family(int) const;                                                 \
+  template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);
+CBATCH_INSTANTIATE_STEP(float)
+CBATCH_INSTANTIATE_STEP(__nv_bfloat16)
+CBATCH_INSTANTIATE_STEP(__half)
+#undef CBATCH_INSTANTIATE_STEP
+
+}  // namespace cbatch
