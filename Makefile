@@ -67,7 +67,7 @@ test-robust:
 	CC=clang CXX=clang++ cmake -S . -B $(ROBUST_BUILD) -DCBATCH_CUDA=OFF -DCBATCH_FUZZ=ON \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(ROBUST_BUILD) -j$(JOBS)
-	ctest --test-dir $(ROBUST_BUILD) --output-on-failure
+	ctest --test-dir $(ROBUST_BUILD) --parallel $(JOBS) --output-on-failure
 	tools/run_fuzzers.sh $(ROBUST_BUILD) $(FUZZ_SECONDS)
 
 model: $(MODEL)

@@ -188,13 +188,15 @@ PYTHON_S = 1.0
 signal.signal(signal.SIGALRM, too_slow)
 
 
+# The sanitizer build (about 10x slower) compares a fifth of the patterns; the fuzz target covers its robustness.
+SHARE = 5 if os.environ.get("CBATCH_SANITIZED") == "1" else 1
 cases = []
-for _ in range(3000):
+for _ in range(3000 // SHARE):
     text, sample = random_pattern()
     cases.append((text, strings_for(text, sample)))
 for text in HOSTILE:
     cases.append((text, strings_for(text, None)))
-for _ in range(800):
+for _ in range(800 // SHARE):
     text, _ = random_pattern() if rng.random() < 0.8 else (rng.choice(HOSTILE), None)
     text = mutated(text)
     cases.append((text, strings_for(text, None)))
@@ -232,8 +234,8 @@ for (pattern, strings), answer in zip(cases, answers):
 print(f"{len(cases)} patterns ({time.monotonic() - start:.1f} s, the tool {tool_s:.1f} s): " +
       ", ".join(f"{k} {v}" for k, v in stats.items()))
 # The comparison is only worth something if most patterns are taken and many strings match.
-c.check(stats["both accept"] > 2000, f"only {stats['both accept']} patterns accepted by both")
-c.check(stats["full matches"] > 10000, f"only {stats['full matches']} full matches compared")
+c.check(stats["both accept"] > 2000 // SHARE, f"only {stats['both accept']} patterns accepted by both")
+c.check(stats["full matches"] > 10000 // SHARE, f"only {stats['full matches']} full matches compared")
 c.check(stats["too slow in Python"] < 20, f"{stats['too slow in Python']} patterns too slow in Python")
-c.check(stats["both refuse"] > 100, f"only {stats['both refuse']} patterns refused by both")
+c.check(stats["both refuse"] > 100 // SHARE, f"only {stats['both refuse']} patterns refused by both")
 c.done()
