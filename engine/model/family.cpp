@@ -58,6 +58,11 @@ const std::vector<Family>& families() {
     gpt_oss.swiglu_alpha = 1.702f;
     gpt_oss.gguf_yarn_truncate = false;
       t.push_back(gpt_oss);
+    // Qwen3.5 (dense): gated DeltaNet layers beside gated attention, zero-centred norms, partial rotary.
+    Family qwen35{.name = "qwen35", .hf_model_types = {"qwen3_5", "qwen3_5_text"}, .qk_norm = true};
+    qwen35.zero_centred_norms = qwen35.attn_output_gate = qwen35.deltanet_layers = true;
+    qwen35.default_rotary_factor = 0.25f;
+    t.push_back(qwen35);
     t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
                  .bert_encoder = true});
     Family xlm_roberta = t.back();
@@ -123,6 +128,7 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.o_bias = family.o_bias;
   config.swiglu_limit = family.swiglu_limit;
   config.swiglu_alpha = family.swiglu_alpha;
+  config.attn_output_gate = family.attn_output_gate;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
   if (family.bert_encoder) {
     config.bidirectional = config.learned_positions = config.token_types = true;

@@ -37,6 +37,13 @@ struct Family {
   float default_final_softcap = 0;   // likewise (Gemma 2: 30)
   int default_max_window_layers = 0;  // Qwen's config default (28)
   bool qk_norm_whole = false;        // the q/k norm spans the whole projection (OLMoE)
+  // Qwen3.5: zero-centred norms ((1 + w) RMSNorm in HF files, stored as 1 + w in GGUF, without Gemma's
+  // embedding scale), the attention output gate, partial rotary (default_rotary_factor of head_dim when the
+  // config names none), and gated DeltaNet layers beside the attention ones (hybrid_layers).
+  bool zero_centred_norms = false;
+  bool attn_output_gate = false;
+  float default_rotary_factor = 0.0f;  // 0: full rotary, and a partial_rotary_factor other than 1 is refused
+  bool deltanet_layers = false;
   // Mixture of experts. GGUF stores no routing rule, so the row holds it: gguf_norm_topk_prob is what
   // llama.cpp applies; HF configs name norm_topk_prob (transformers' default false) unless the family
   // always renormalises (Mixtral: reads_norm_topk_prob false, gguf_norm_topk_prob true).

@@ -198,6 +198,7 @@ Model load_hf_model(const ModelSource& source) {
   model.path = dir;
   model.format = "hf";
   model.config = hf.config;
+  model.notes = hf.notes;
   OwnedBuffers owned;
   model.tensors = read_tensors(weights, hf.config, owned);
   model.weight_dtype = dominant_dtype(model.tensors);
