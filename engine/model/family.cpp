@@ -63,6 +63,14 @@ const std::vector<Family>& families() {
     qwen35.zero_centred_norms = qwen35.attn_output_gate = qwen35.deltanet_layers = true;
     qwen35.default_rotary_factor = 0.25f;
     t.push_back(qwen35);
+    // Qwen3.5-MoE: Qwen3.5 with every FFN a mixture of experts (top k always renormalised) and a shared
+    // expert with its sigmoid gate; Hugging Face files stack the experts as transformers 5 does.
+    Family qwen35moe = qwen35;
+    qwen35moe.name = "qwen35moe";
+    qwen35moe.hf_model_types = {"qwen3_5_moe", "qwen3_5_moe_text"};
+    qwen35moe.moe = qwen35moe.shared_expert = qwen35moe.gguf_norm_topk_prob = qwen35moe.hf_experts_out_in = true;
+    qwen35moe.reads_norm_topk_prob = false;
+    t.push_back(qwen35moe);
     t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
                  .bert_encoder = true});
     Family xlm_roberta = t.back();

@@ -44,6 +44,10 @@ struct Family {
   bool attn_output_gate = false;
   float default_rotary_factor = 0.0f;  // 0: full rotary, and a partial_rotary_factor other than 1 is refused
   bool deltanet_layers = false;
+  // Hugging Face files stack a layer's experts in mlp.experts.gate_up_proj and down_proj (E, out, in), gate
+  // rows then up rows, as transformers 5 fuses them (Qwen3.5-MoE); gpt-oss's stacked experts are (E, in,
+  // out) with gate and up interleaved (hf_stacked_experts.hpp).
+  bool hf_experts_out_in = false;
   // Mixture of experts. GGUF stores no routing rule, so the row holds it: gguf_norm_topk_prob is what
   // llama.cpp applies; HF configs name norm_topk_prob (transformers' default false) unless the family
   // always renormalises (Mixtral: reads_norm_topk_prob false, gguf_norm_topk_prob true).

@@ -253,7 +253,9 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
                               std::vector<std::string>& notes) {
   ModelConfig c;
   c.dim = f.get_size("hidden_size");
-  c.hidden_dim = f.get_size("intermediate_size");
+  // A model whose every FFN is experts may name only their width (Qwen3.5-MoE).
+  const bool experts_only = family.moe && !f.has("intermediate_size") && f.has("moe_intermediate_size");
+  c.hidden_dim = f.get_size(experts_only ? "moe_intermediate_size" : "intermediate_size");
   c.num_layers = f.get_size("num_hidden_layers");
   c.num_heads = f.get_size("num_attention_heads");
   c.num_kv_heads = f.get_size("num_key_value_heads", c.num_heads);
