@@ -95,7 +95,8 @@ void CpuBackend::resize_activations(int num_tokens) {
   row_seq_.resize(n);
   if (config_.has_recurrent_layers()) {
     const DeltaNetSizes& d = config_.deltanet;
-    ssm_proj_.resize(n * (d.conv_dim() + d.value_dim() + 2 * d.num_v_heads));
+    ssm_proj_.resize(n * (d.conv_dim() + d.value_dim()));
+    ssm_ba_.resize(n * 2 * d.num_v_heads);
     ssm_conv_.resize(n * d.conv_dim());
     ssm_gates_.resize(n * 2 * d.num_v_heads);
     ssm_core_.resize(n * d.value_dim());

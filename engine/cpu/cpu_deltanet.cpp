@@ -1,6 +1,7 @@
 // A gated DeltaNet layer of the CPU backend's forward pass (cpu_forward.hpp; Qwen3.5's linear attention):
 // x += out(gated_norm(delta_rule(conv(qkv(h))), z)), h = norm(x), over each sequence's rows in token order:
-//  1. one product of h by [q|k|v | z | b | a] (LayerProduct::kSsmInProj);
+//  1. the products of h by [q|k|v | z] and [b | a] (LayerProduct::kSsmQkvz, kSsmBa; Qwen3-Next's rows,
+//     grouped by key head, are put in that order);
 //  2. the causal depthwise conv over the q|k|v channels (conv_kernel taps, the earlier inputs from the
 //     sequence's conv window, which the step then advances), SiLU;
 //  3. per row: q and k L2-normed per key head (x / sqrt(sum x^2 + 1e-6)), q scaled by k_head_dim^-1/2;
@@ -94,6 +95,44 @@ void delta_step(float* s, const float* q, const float* k, const float* v, float 
   }
 }
 
+// Where each value of a projection row in the standard order ([q|k|v | z], [b | a]) is in Qwen3-Next's
+// rows grouped by key head kh: [q | k | v (its r value heads) | z (its r value heads)] and [b (r) | a (r)].
+std::vector<int32_t> grouped_qkvz_order(const DeltaNetSizes& d) {
+  const int dk = d.k_head_dim, rv = d.num_v_heads / d.num_k_heads * d.v_head_dim;
+  std::vector<int32_t> order(static_cast<size_t>(d.conv_dim() + d.value_dim()));
+  for (int kh = 0; kh < d.num_k_heads; ++kh) {
+    const int base = kh * (2 * dk + 2 * rv);
+    for (int t = 0; t < dk; ++t) order[kh * dk + t] = base + t;
+    for (int t = 0; t < dk; ++t) order[d.key_dim() + kh * dk + t] = base + dk + t;
+    for (int t = 0; t < rv; ++t) order[2 * d.key_dim() + kh * rv + t] = base + 2 * dk + t;
+    for (int t = 0; t < rv; ++t) order[d.conv_dim() + kh * rv + t] = base + 2 * dk + rv + t;
+  }
+  return order;
+}
+
+std::vector<int32_t> grouped_ba_order(const DeltaNetSizes& d) {
+  const int r = d.num_v_heads / d.num_k_heads;
+  std::vector<int32_t> order(static_cast<size_t>(2 * d.num_v_heads));
+  for (int kh = 0; kh < d.num_k_heads; ++kh) {
+    for (int i = 0; i < r; ++i) {
+      order[kh * r + i] = kh * 2 * r + i;
+      order[d.num_v_heads + kh * r + i] = kh * 2 * r + r + i;
+    }
+  }
+  return order;
+}
+
+// Each row of (rows, order.size()) values put in the standard order in place.
+void reorder_rows(std::vector<float>& values, int rows, const std::vector<int32_t>& order) {
+  const size_t width = order.size();
+  std::vector<float> row(width);
+  for (int r = 0; r < rows; ++r) {
+    float* v = &values[r * width];
+    for (size_t i = 0; i < width; ++i) row[i] = v[order[i]];
+    std::copy(row.begin(), row.end(), v);
+  }
+}
+
 }  // namespace
 
 void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
@@ -103,7 +142,11 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], attn_norm, &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
-  matmul(h_.data(), layer.matrix(LayerProduct::kSsmInProj), ssm_proj_.data(), num_tokens, pool_);
+  matmul(h_.data(), layer.matrix(LayerProduct::kSsmQkvz), ssm_proj_.data(), num_tokens, pool_);
+  matmul(h_.data(), layer.matrix(LayerProduct::kSsmBa), ssm_ba_.data(), num_tokens, pool_);
+  const DeltaNetSizes& d = config_.deltanet;
+  if (d.grouped_qkvz) reorder_rows(ssm_proj_, num_tokens, grouped_qkvz_order(d));
+  if (d.grouped_ba) reorder_rows(ssm_ba_, num_tokens, grouped_ba_order(d));
   deltanet_conv(batch, l);
   deltanet_gates(num_tokens, layer);
   deltanet_recurrence(batch, l);
@@ -115,7 +158,7 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
 // Step 2, sequence by sequence (each in its rows' order).
 void CpuBackend::deltanet_conv(const RaggedBatch& batch, int l) {
   const DeltaNetSizes& d = config_.deltanet;
-  const int64_t proj_stride = d.conv_dim() + d.value_dim() + 2 * d.num_v_heads;
+  const int64_t proj_stride = d.conv_dim() + d.value_dim();
   const float* taps = weights_.layers[static_cast<size_t>(l)].vector(LayerTensor::kSsmConv).data();
   const double seq_ns = 1.0 * d.conv_dim() * d.conv_kernel * batch.max_query_len;
   pool_.parallel_for(batch.num_seqs(), [&](int64_t begin, int64_t end) {
@@ -133,7 +176,6 @@ void CpuBackend::deltanet_conv(const RaggedBatch& batch, int l) {
 void CpuBackend::deltanet_gates(int num_tokens, const CpuLayer& layer) {
   const DeltaNetSizes& d = config_.deltanet;
   const int nv = d.num_v_heads, dk = d.k_head_dim;
-  const int64_t proj_stride = d.conv_dim() + d.value_dim() + 2 * nv;
   const float* dt_bias = layer.vector(LayerTensor::kSsmDtBias).data();
   const float* decay = layer.vector(LayerTensor::kSsmDecay).data();  // A (negative)
   const float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
@@ -144,7 +186,7 @@ void CpuBackend::deltanet_gates(int num_tokens, const CpuLayer& layer) {
         l2_normalize(qk + h * dk, dk, q_scale);
         l2_normalize(qk + d.key_dim() + h * dk, dk, 1.0f);
       }
-      const float* b = &ssm_proj_[r * proj_stride + d.conv_dim() + d.value_dim()];
+      const float* b = &ssm_ba_[r * 2 * nv];
       const float* a = b + nv;
       float* gates = &ssm_gates_[r * 2 * nv];
       for (int h = 0; h < nv; ++h) {
@@ -188,7 +230,7 @@ void CpuBackend::deltanet_recurrence(const RaggedBatch& batch, int l) {
 void CpuBackend::deltanet_gated_norm(int num_tokens, const CpuLayer& layer) {
   const DeltaNetSizes& d = config_.deltanet;
   const int dv = d.v_head_dim;
-  const int64_t proj_stride = d.conv_dim() + d.value_dim() + 2 * d.num_v_heads;
+  const int64_t proj_stride = d.conv_dim() + d.value_dim();
   const float* norm = layer.vector(LayerTensor::kSsmNorm).data();
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {

@@ -105,7 +105,8 @@ class CpuBackend final : public Backend {
   std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
   std::vector<float> rope_cos_[2];  // (T, rotary_dims / 2) of global and of local layers
   std::vector<float> rope_sin_[2];  // (T, rotary_dims / 2)
-  std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim + 2 * num_v_heads) a DeltaNet's [q|k|v | z | b | a]
+  std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim) a DeltaNet's [q|k|v | z]
+  std::vector<float> ssm_ba_;      // (T, 2 * num_v_heads) its [b | a]
   std::vector<float> ssm_conv_;    // (T, conv_dim) the conv's output; q and k L2-normed per head (q scaled)
   std::vector<float> ssm_gates_;   // (T, 2 * num_v_heads) per value head beta, then the decay factor exp(g)
   std::vector<float> ssm_core_;    // (T, value_dim) the delta rule's output, then gated-normed

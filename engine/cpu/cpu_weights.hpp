@@ -28,7 +28,8 @@ struct CpuLayer {
   // (hidden, dim), kDown (dim, hidden), kRouter (num_experts, dim), kSharedGateUp (2 * shared_hidden, dim),
   // kSharedDown (dim, shared_hidden); empty where the layer has none.
   ByKind<LayerTensor, PackedMatrix> matrices;
-  // A DeltaNet layer's kSsmInProj (conv_dim + value_dim + 2 * num_v_heads, dim) and kSsmOut (dim, value_dim).
+  // A DeltaNet layer's kSsmQkvz (conv_dim + value_dim, dim), kSsmBa (2 * num_v_heads, dim), kSsmOut (dim,
+  // value_dim).
   // (n) each: norms, biases (kQkvBias: q_dim + 2 * kv_dim), sinks (num_heads), the shared expert's gate
   // (dim), a DeltaNet's conv taps kSsmConv (conv_dim, conv_kernel) row-major, kSsmDtBias and kSsmDecay (A,
   // num_v_heads), kSsmNorm (v_head_dim); empty where the layer has none.

@@ -44,6 +44,10 @@ struct Family {
   bool attn_output_gate = false;
   float default_rotary_factor = 0.0f;  // 0: full rotary, and a partial_rotary_factor other than 1 is refused
   bool deltanet_layers = false;
+  bool gguf_tiled_value_heads = false;  // llama.cpp's converter tiles the DeltaNet's value heads (Qwen3.5)
+  // Qwen3-Next: the DeltaNet's in_proj_qkvz and in_proj_ba grouped by key head (GGUF: ssm_ba grouped, q|k|v
+  // and z split by the converter).
+  bool deltanet_grouped_projections = false;
   // Hugging Face files stack a layer's experts in mlp.experts.gate_up_proj and down_proj (E, out, in), gate
   // rows then up rows, as transformers 5 fuses them (Qwen3.5-MoE); gpt-oss's stacked experts are (E, in,
   // out) with gate and up interleaved (hf_stacked_experts.hpp).

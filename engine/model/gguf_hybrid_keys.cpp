@@ -3,8 +3,9 @@
 // ssm.inner_size (value heads * value head dim); attention.recurrent_layers (a bool per block, MTP blocks
 // included) or full_attention_interval; rope.dimension_count (the rotary dims); nextn_predict_layers (MTP
 // blocks at the end). llama.cpp's converter reorders Qwen3.5's value heads from grouped by key head to tiled
-// (value head j reads key head j % key heads) and stores A = -exp(A_log) as ssm_a: both are recorded in the
-// config (tiled_heads, decay_from_log false), the weights are used as stored.
+// (value head j reads key head j % key heads), keeps Qwen3-Next's ssm_ba grouped by key head, and stores
+// A = -exp(A_log) as ssm_a: all recorded in the config (tiled_heads, grouped_ba, decay_from_log false), the
+// weights are used as stored.
 #include "engine/model/gguf_hybrid_keys.hpp"
 
 #include "engine/base/error.hpp"
@@ -33,7 +34,7 @@ class Keys {
   const std::string& p_;
 };
 
-DeltaNetSizes read_deltanet_sizes(const Keys& k) {
+DeltaNetSizes read_deltanet_sizes(const Keys& k, const Family& family) {
   DeltaNetSizes d;
   d.conv_kernel = k.size("ssm.conv_kernel");
   d.k_head_dim = k.size("ssm.state_size");
@@ -49,7 +50,8 @@ DeltaNetSizes read_deltanet_sizes(const Keys& k) {
                                  " = " + std::to_string(d.num_v_heads));
   }
   d.v_head_dim = inner / d.num_v_heads;
-  d.tiled_heads = true;
+  d.tiled_heads = family.gguf_tiled_value_heads;
+  d.grouped_ba = family.deltanet_grouped_projections;
   return d;
 }
 
@@ -90,7 +92,7 @@ void read_hybrid_keys(const GgufFile& gguf, const Family& family, const std::str
   }
   c.num_layers -= static_cast<int>(mtp);
   c.layer_kinds = read_layer_kinds(k, c.num_layers);
-  c.deltanet = read_deltanet_sizes(k);
+  c.deltanet = read_deltanet_sizes(k, family);
 }
 
 }  // namespace cbatch

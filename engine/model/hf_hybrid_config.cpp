@@ -82,6 +82,7 @@ void read_hybrid_fields(const JsonFields& f, const Family& family, ModelConfig& 
   if (!family.deltanet_layers) return;
   c.layer_kinds = read_layer_kinds(f, c.num_layers);
   c.deltanet = read_deltanet_sizes(f);
+  c.deltanet.grouped_qkvz = c.deltanet.grouped_ba = family.deltanet_grouped_projections;
   c.decay_from_log = true;
   const int mtp = f.has("mtp_num_hidden_layers") ? f.get_size("mtp_num_hidden_layers") : 0;
   if (mtp > 0) notes.push_back(std::to_string(mtp) + " multi-token-prediction layer(s) (mtp.*) skipped: generation does not use them");

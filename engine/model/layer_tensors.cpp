@@ -96,13 +96,14 @@ constexpr LayerTensorRow kLayerRows[] = {
      {}, {}, "output.dense.bias", ""},
     // Gated DeltaNet (Qwen3.5: linear_attn.*; llama.cpp: attn_qkv, attn_gate, ssm_*). q, k and v channels
     // in that order; the GGUF's value heads are tiled (DeltaNetSizes::tiled_heads), its ssm_a is A itself.
+    // Qwen3-Next's files fuse q|k|v|z and b|a (kFusedRows), grouped by key head (DeltaNetSizes::grouped_*).
     {LayerTensor::kSsmQkv, "DeltaNet q|k|v projection", {kSsmConvDim, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
      {"attn_qkv.weight"}, {"linear_attn.in_proj_qkv.weight"}, "", ""},
     {LayerTensor::kSsmZ, "DeltaNet z projection", {kSsmValueDim, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
      {"attn_gate.weight"}, {"linear_attn.in_proj_z.weight"}, "", ""},
-    {LayerTensor::kSsmBeta, "DeltaNet b projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
+    {LayerTensor::kSsmBeta, "DeltaNet b projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmBeta,
      {"ssm_beta.weight"}, {"linear_attn.in_proj_b.weight"}, "", ""},
-    {LayerTensor::kSsmAlpha, "DeltaNet a projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
+    {LayerTensor::kSsmAlpha, "DeltaNet a projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmBeta,
      {"ssm_alpha.weight"}, {"linear_attn.in_proj_a.weight"}, "", ""},
     {LayerTensor::kSsmConv, "DeltaNet conv1d", {kSsmConvDim, kSsmConvKernel}, is_deltanet, Role::kDense, LayerTensor::kSsmConv,
      {"ssm_conv1d.weight"}, {"linear_attn.conv1d.weight"}, "", ""},
@@ -182,6 +183,8 @@ constexpr ModelTensorRow kModelRows[] = {
 constexpr FusedTensorRow kFusedRows[] = {
     {LayerProduct::kQkv, "attn_qkv.weight", "self_attn.qkv_proj.weight"},
     {LayerProduct::kGateUp, "ffn_up.weight", "mlp.gate_up_proj.weight"},
+    {LayerProduct::kSsmQkvz, "", "linear_attn.in_proj_qkvz.weight"},
+    {LayerProduct::kSsmBa, "ssm_ba.weight", "linear_attn.in_proj_ba.weight"},
 };
 
 // Each table lists its kinds once, in enum order (so that row(kind) is an index).

@@ -48,8 +48,10 @@ struct LayerProduct {
   static constexpr LayerTensor kQkvBias = LayerTensor::kBq;          // (q_dim + 2 * kv_dim)
   static constexpr LayerTensor kGateUp = LayerTensor::kGate;         // (2 * hidden_dim, dim)
   static constexpr LayerTensor kSharedGateUp = LayerTensor::kSharedGate;  // (2 * shared_expert_hidden_dim, dim)
-  // A DeltaNet layer's input projections: (conv_dim + value_dim + 2 * num_v_heads, dim), rows [q|k|v | z | b | a].
-  static constexpr LayerTensor kSsmInProj = LayerTensor::kSsmQkv;
+  // A DeltaNet layer's input projections: (conv_dim + value_dim, dim) rows [q|k|v | z], and (2 * num_v_heads,
+  // dim) rows [b | a] (each grouped by key head in Qwen3-Next's files: DeltaNetSizes::grouped_*).
+  static constexpr LayerTensor kSsmQkvz = LayerTensor::kSsmQkv;
+  static constexpr LayerTensor kSsmBa = LayerTensor::kSsmBeta;
 };
 struct ExpertProduct {
   static constexpr ExpertTensor kGateUp = ExpertTensor::kGate;          // (2 * expert_hidden_dim, dim)
@@ -159,7 +161,7 @@ struct ModelTensorRow {
 };
 
 // A product some files store as one tensor (Phi-3's qkv_proj and gate_up_proj; llama.cpp puts Phi-3's
-// gate and up in ffn_up): when its first row's own tensor is not there, its parts are read as row slices
+// gate and up in ffn_up; Qwen3-Next's in_proj_qkvz and in_proj_ba): when its first row's own tensor is not there, its parts are read as row slices
 // of it, in table order.
 struct FusedTensorRow {
   LayerTensor product;  // the first row of the product

@@ -48,7 +48,9 @@ enum class LayerKind : uint8_t {
 // A gated DeltaNet layer's sizes (Qwen3.5's linear_* config fields; GGUF ssm.*). Its q/k/v projection has
 // 2 * num_k_heads * k_head_dim + num_v_heads * v_head_dim channels, which the causal depthwise convolution
 // (conv_kernel taps) mixes over time; value head j reads key head j / (num_v_heads / num_k_heads), or with
-// tiled_heads (llama.cpp's converter reorders the value heads) j % num_k_heads.
+// tiled_heads (llama.cpp's converter reorders the value heads) j % num_k_heads. Qwen3-Next's fused
+// projections hold their rows grouped by key head: with grouped_qkvz, per key head [q, k, v (its value heads),
+// z (its value heads)]; with grouped_ba, per key head [b (its value heads), a (its value heads)].
 struct DeltaNetSizes {
   int num_k_heads = 0;
   int num_v_heads = 0;
@@ -56,6 +58,8 @@ struct DeltaNetSizes {
   int v_head_dim = 0;
   int conv_kernel = 0;
   bool tiled_heads = false;
+  bool grouped_qkvz = false;
+  bool grouped_ba = false;
 
   int key_dim() const { return num_k_heads * k_head_dim; }
   int value_dim() const { return num_v_heads * v_head_dim; }
