@@ -6,6 +6,7 @@
 
 #include "cmd/commands.hpp"
 #include "engine/text/chat_template.hpp"
+#include "engine/model/layer_kinds.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -54,6 +55,12 @@ int run(const InspectOptions& o) {
               rope_scaling_name(c.rope_scaling).c_str(), c.tied_embeddings ? "yes" : "no");
   const std::string features = c.features();
   std::printf("features: %s\n", features.empty() ? "none (Llama)" : features.c_str());
+  if (!c.layer_kinds.empty()) {
+    std::string kinds;
+    for (LayerKind kind : c.layer_kinds) kinds += (kinds.empty() ? "" : ", ") + std::string(layer_kind_name(kind));
+    std::printf("layer kinds: %s\n", kinds.c_str());
+  }
+  for (const std::string& note : model.notes) std::printf("note: %s\n", note.c_str());
   const Tokenizer& tok = *model.tokenizer;
   std::string eos;
   for (int32_t id : tok.eos_ids()) eos += (eos.empty() ? "" : ", ") + std::to_string(id) + " " + tok.token_text(id);

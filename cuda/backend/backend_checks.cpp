@@ -45,6 +45,10 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
+  if (c.has_recurrent_layers() || c.attn_output_gate || c.rotary_dims() != c.head_dim) {
+    unsupported("hybrid models yet (" + c.architecture + ": recurrent layers, the attention output gate, partial "
+                "rotary; use --device cpu)");
+  }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");

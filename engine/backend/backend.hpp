@@ -2,7 +2,8 @@
 // RaggedBatch and its StepRequest (read-only), the backend fills a StepResult: the logits of the sampling
 // rows, or only their next token ids (the argmax when every row samples greedily, or the draws of a backend
 // that samples on its device, so a GPU copies back a few bytes per step). What a backend is and can do is
-// one BackendTraits, read once. A backend owns the weights in its compute format and the paged KV cache.
+// one BackendTraits, read once. A backend owns the weights in its compute format, the paged KV cache and,
+// for a hybrid model, the recurrent-state slots.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -19,6 +20,7 @@ namespace cbatch {
 struct KvCacheSpec {
   int num_blocks = 0;
   int block_size = 16;     // tokens per block
+  int num_state_slots = 0;  // recurrent-state slots (a hybrid model's; 0 without recurrent layers)
 };
 
 // What the engine asks of one step besides its batch; the backend only reads it.
@@ -73,6 +75,9 @@ struct BackendTraits {
   double weight_bytes_per_param = 4.0;
   double expert_bytes_per_param = 4.0;
   double kv_bytes_per_elem = 4.0;
+  // Runs recurrent layers (a hybrid model's gated DeltaNet) with their per-sequence state slots; a backend
+  // without it is refused a hybrid model before anything runs.
+  bool runs_recurrent_layers = false;
 };
 
 class Backend {
@@ -83,6 +88,11 @@ class Backend {
   virtual int64_t kv_block_bytes(int block_size) const = 0;
   // Blocks that fit the memory this backend may give the cache (after weights and workspace).
   virtual int64_t max_kv_blocks(int block_size) const = 0;
+  // Bytes of one sequence's recurrent state (every recurrent layer's), and the slots that fit the memory this
+  // backend gives them: 0 for a model without recurrent layers.
+  virtual int64_t state_slot_bytes() const { return 0; }
+  virtual int64_t max_state_slots() const { return 0; }
+  // The KV blocks and, for a hybrid model, the state slots (zeroed).
   virtual void allocate_kv_cache(const KvCacheSpec& spec) = 0;
   // Runs the model on the batch. batch.num_tokens() <= the max_batch_tokens it was built for.
   virtual void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& result) = 0;

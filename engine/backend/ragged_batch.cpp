@@ -12,6 +12,8 @@ void RaggedBatch::clear() {
   logits_rows.clear();
   block_copies.clear();
   lora_ids.clear();
+  state_slots.clear();
+  state_copies.clear();
   pooled_seqs.clear();
   second_segment.clear();
   pooling.clear();

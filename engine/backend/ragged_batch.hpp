@@ -28,6 +28,11 @@ struct RaggedBatch {
   // copied to the destination before anything else runs (copy-on-write of a block that n > 1 samples shared).
   std::vector<int32_t> block_copies;
   std::vector<int32_t> lora_ids;      // (num_seqs) LoRA adapter of each sequence, 0 = the base model
+  // A hybrid model's recurrent state: (num_seqs) each sequence's state slot (-1: a model without one); a
+  // sequence whose first row is position 0 starts from a zero state. (num_copies, 2) source and destination
+  // slots: a forked sample's copy of its parent's state, made before anything else runs (after block_copies).
+  std::vector<int32_t> state_slots;
+  std::vector<int32_t> state_copies;
   // (num_seqs) first position of token type 1 (a cross-encoder's second text) in each sequence; a
   // position past the sequence (INT32_MAX) when it has one segment. Only encoders read it.
   std::vector<int32_t> second_segment;
@@ -40,6 +45,7 @@ struct RaggedBatch {
   int num_seqs() const { return static_cast<int>(seq_lens.size()); }
   int num_logits() const { return static_cast<int>(logits_rows.size()); }
   int num_block_copies() const { return static_cast<int>(block_copies.size() / 2); }
+  int num_state_copies() const { return static_cast<int>(state_copies.size() / 2); }
   int num_pooled() const { return static_cast<int>(pooled_seqs.size()); }
   // The token type of row r (0 or 1) of sequence s.
   int token_type(int s, int r) const {

@@ -136,6 +136,10 @@ std::string Admission::prepare(Sequence& seq) {
            " sequences a step may hold (--max-num-seqs" +
            (sc.mode == Mode::kStatic ? std::string(", and --max-num-batched-tokens in static mode)") : ")");
   }
+  if (slots_.in_use() && n > slots_.num_slots()) {
+    return "n = " + std::to_string(n) + " samples run together, each with its own recurrent state, more than the " +
+           std::to_string(slots_.num_slots()) + " state slots (--max-num-seqs, and the memory for them)";
+  }
   if (seq.request->sampling.wants_prompt_logprobs() && !backend_.traits().answers_logprob_queries) {
     return "prompt_logprobs: the " + backend_.traits().device_name + " backend does not compute them";
   }

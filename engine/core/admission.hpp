@@ -13,6 +13,7 @@
 #include "engine/core/engine_config.hpp"
 #include "engine/core/result_emitter.hpp"
 #include "engine/core/scheduler.hpp"
+#include "engine/core/state_slots.hpp"
 #include "engine/core/structured_outputs.hpp"
 
 namespace cbatch {
@@ -20,9 +21,10 @@ namespace cbatch {
 class Admission {
  public:
   Admission(const EngineConfig& config, const Model& model, const Backend& backend, BlockManager& blocks,
-            Scheduler& scheduler, SequenceTable& live, ResultEmitter& results, StructuredOutputs& structured)
-      : config_(config), model_(model), backend_(backend), blocks_(blocks), scheduler_(scheduler), live_(live),
-        results_(results), structured_(structured) {}
+            const StateSlots& slots, Scheduler& scheduler, SequenceTable& live, ResultEmitter& results,
+            StructuredOutputs& structured)
+      : config_(config), model_(model), backend_(backend), blocks_(blocks), slots_(slots), scheduler_(scheduler),
+        live_(live), results_(results), structured_(structured) {}
 
   void admit(Request&& request);
 
@@ -38,6 +40,7 @@ class Admission {
   const Model& model_;
   const Backend& backend_;
   BlockManager& blocks_;
+  const StateSlots& slots_;
   Scheduler& scheduler_;
   SequenceTable& live_;
   ResultEmitter& results_;

@@ -33,6 +33,7 @@ void pack_sequence(const ScheduledSeq& s, int block_size, RaggedBatch& batch) {
   batch.query_start.push_back(batch.num_tokens());
   batch.seq_lens.push_back(end);
   batch.lora_ids.push_back(seq.request->lora_id);
+  batch.state_slots.push_back(seq.state_slot);
   batch.second_segment.push_back(seq.second_segment > 0 ? seq.second_segment : INT32_MAX);
   batch.max_seq_len = std::max(batch.max_seq_len, end);
   batch.max_query_len = std::max(batch.max_query_len, s.num_tokens + s.num_padding);
@@ -48,6 +49,7 @@ void pack_batch(const StepPlan& plan, int block_size, RaggedBatch& batch) {
   }
   for (const ScheduledSeq& s : plan.seqs) pack_sequence(s, block_size, batch);
   batch.block_copies = plan.block_copies;
+  batch.state_copies = plan.state_copies;
   const size_t width = static_cast<size_t>(batch.max_blocks_per_seq);
   batch.block_tables.assign(plan.seqs.size() * width, -1);
   for (size_t i = 0; i < plan.seqs.size(); ++i) {

@@ -25,11 +25,16 @@
 //     (an encoder's K/V mean nothing to a causal request). When the step's remaining budget is too small
 //     it waits at the head of the queue for a later step; the engine rejects one longer than the budget.
 //     It finishes in the step that computes it, so its blocks are back at the step's end.
+//  5. A hybrid model's recurrent layers keep a state per sequence (state_slots.hpp): admission also needs a
+//     free state slot for each sample the sequence will become (its own, and those its running elders'
+//     forks will take); a preempted sequence gives its slot back with its blocks, a finished one at the
+//     step's end; a forked sample takes a slot and a copy of its parent's state.
 // Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
 // full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
 #include <cassert>
 
+#include "engine/base/error.hpp"
 #include "engine/core/lora_rotation.hpp"
 #include "engine/core/scheduler.hpp"
 
@@ -38,14 +43,18 @@ namespace {
 
 class ContinuousScheduler final : public Scheduler {
  public:
-  ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks)
-      : config_(config), blocks_(blocks), loras_(config.max_loras) {
+  ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots)
+      : config_(config), blocks_(blocks), slots_(slots), loras_(config.max_loras) {
     if (config.mode == Mode::kSequential) config_.max_num_seqs = 1;
   }
 
   void add(Sequence* seq) override { waiting_.push_back(seq); }
   void add_forked(Sequence* seq) override {
     seq->admit_order = next_admit_order_++;
+    if (has_state()) {
+      seq->state_slot = slots_->fork(seq->state_slot);  // the parent's slot until now
+      if (seq->state_slot < 0) throw Error("internal error: no state slot for a forked sample");
+    }
     running_.push_back(seq);
   }
   int num_waiting() const override { return static_cast<int>(waiting_.size()); }
@@ -56,6 +65,7 @@ class ContinuousScheduler final : public Scheduler {
     int budget = config_.max_num_batched_tokens;
     schedule_running(plan, budget);
     if (plan.preempted.empty()) admit_waiting(plan, budget);
+    if (has_state()) plan.state_copies = slots_->take_copies();
     return plan;
   }
 
@@ -69,6 +79,7 @@ class ContinuousScheduler final : public Scheduler {
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
       if (!seq->is_finished()) continue;
       blocks_.release(seq->block_table, &seq->block_hashes);
+      release_state(*seq);
       released.push_back(seq);
     }
     std::erase_if(running_, [](const Sequence* seq) { return seq->is_finished(); });
@@ -97,6 +108,7 @@ class ContinuousScheduler final : public Scheduler {
       }
     }
     blocks_.release(victim->block_table, &victim->block_hashes);
+    release_state(*victim);
     victim->num_computed = 0;
     ++victim->num_preemptions;
     assert(victim == running_.back());
@@ -157,6 +169,7 @@ class ContinuousScheduler final : public Scheduler {
         break;
       }
       note_admitted(*seq, cached, plan);
+      if (has_state()) seq->state_slot = slots_->allocate();  // has_room saw enough free
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
       running_.push_back(seq);
@@ -165,16 +178,27 @@ class ContinuousScheduler final : public Scheduler {
     }
   }
 
-  // Sequence slots: a request that will become n samples takes n from its admission on.
+  // Sequence slots: a request that will become n samples takes n from its admission on; so do their state
+  // slots (a running sequence holds one, its future samples are counted as taken).
   bool has_room(const Sequence& seq) const {
-    if (config_.mode == Mode::kSequential) return running_.empty();
     int slots = 0;
-    for (const Sequence* s : running_) slots += s->pending_samples;
-    return slots + seq.pending_samples <= config_.max_num_seqs;
+    int forks = 0;
+    for (const Sequence* s : running_) slots += s->pending_samples, forks += s->pending_samples - 1;
+    const bool state_room = !has_state() || forks + seq.pending_samples <= slots_->num_free();
+    if (config_.mode == Mode::kSequential) return running_.empty() && state_room;
+    return slots + seq.pending_samples <= config_.max_num_seqs && state_room;
+  }
+
+  bool has_state() const { return slots_ != nullptr && slots_->in_use(); }
+  void release_state(Sequence& seq) {
+    if (!has_state()) return;
+    slots_->release(seq.state_slot);
+    seq.state_slot = -1;
   }
 
   SchedulerConfig config_;
   BlockManager& blocks_;
+  StateSlots* slots_;  // nullptr: no recurrent state
   LoraRotation loras_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;   // admission order
@@ -183,8 +207,9 @@ class ContinuousScheduler final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks) {
-  return std::make_unique<ContinuousScheduler>(config, blocks);
+std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks,
+                                                     StateSlots* slots) {
+  return std::make_unique<ContinuousScheduler>(config, blocks, slots);
 }
 
 }  // namespace cbatch

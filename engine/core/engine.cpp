@@ -17,6 +17,7 @@
 #include "engine/core/logprob_steps.hpp"
 #include "engine/core/result_emitter.hpp"
 #include "engine/core/scheduler.hpp"
+#include "engine/core/state_slots.hpp"
 #include "engine/core/step_sampling.hpp"
 #include "engine/core/stop_checker.hpp"
 #include "engine/core/structured_outputs.hpp"
@@ -25,6 +26,11 @@
 
 namespace cbatch {
 namespace {
+
+// A recurrent state cannot be restored from cached K/V blocks: a hybrid model runs without the prefix cache.
+bool prefix_caching(const EngineConfig& config, const KvCacheSpec& cache) {
+  return config.scheduler.enable_prefix_caching && cache.num_state_slots == 0;
+}
 
 std::unique_ptr<ReasoningParser> make_reasoning_parser(const EngineConfig& config, const Model& model) {
   if (config.reasoning_parser.empty()) return nullptr;
@@ -38,9 +44,10 @@ class EngineRun {
             RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), hooks_(hooks), results_(sink, stats_),
         reasoning_(make_reasoning_parser(config, model)), structured_(model, reasoning_.get()),
-        blocks_(cache.num_blocks, cache.block_size, config.scheduler.enable_prefix_caching),
-        scheduler_(make_scheduler(config.scheduler, blocks_)),
-        admission_(config, model, backend, blocks_, *scheduler_, live_, results_, structured_),
+        blocks_(cache.num_blocks, cache.block_size, prefix_caching(config, cache)),
+        slots_(cache.num_state_slots),
+        scheduler_(make_scheduler(config.scheduler, blocks_, &slots_)),
+        admission_(config, model, backend, blocks_, slots_, *scheduler_, live_, results_, structured_),
         sampling_(config, model, backend, structured_),
         cost_model_(model.config, backend.traits().weight_bytes_per_param, backend.traits().kv_bytes_per_elem,
                     backend.traits().expert_bytes_per_param) {
@@ -57,8 +64,14 @@ class EngineRun {
     }
     RunSummary summary = stats_.summarize(static_cast<double>(engine_now_ns() - start_ns_) * 1e-9);
     summary.interrupted = stopping();
+    summary.state_slot_bytes = backend_.state_slot_bytes();
+    summary.state_slots_total = slots_.num_slots();
+    summary.prefix_caching_off_for_state = config_.scheduler.enable_prefix_caching && !blocks_.caching();
     if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
       throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
+    }
+    if (!summary.interrupted && slots_.num_used() != 0) {
+      throw Error("internal error: " + std::to_string(slots_.num_used()) + " state slots not returned at the end of the run");
     }
     return summary;
   }
@@ -88,6 +101,7 @@ class EngineRun {
     const StepPlan plan = scheduler_->schedule();
     if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
     kv_blocks_in_step_ = blocks_.num_used();
+    state_slots_in_step_ = slots_.num_used();
     for (const ScheduledSeq& s : plan.seqs) {
       if (s.seq->first_step < 0) s.seq->first_step = step_;
     }
@@ -217,6 +231,9 @@ class EngineRun {
     r.embedding_seqs = batch_.num_pooled();  // the batch: the plan's finished sequences are gone by now
     for (int s : batch_.pooled_seqs) r.embedding_tokens += batch_.query_start[s + 1] - batch_.query_start[s];
     r.kv_blocks_cached = blocks_.num_cached();
+    r.state_slots_used = state_slots_in_step_;
+    r.state_slots_total = slots_.num_slots();
+    r.state_bytes = static_cast<int64_t>(state_slots_in_step_) * backend_.state_slot_bytes();
     if (hooks_.peaks.valid()) {
       const StepCost cost = cost_model_.step_cost(batch_, result_.experts_touched);
       r.roofline_ms = 1e3 * CostModel::roofline_seconds(cost, hooks_.peaks);
@@ -239,6 +256,7 @@ class EngineRun {
   std::unique_ptr<ReasoningParser> reasoning_;  // --reasoning-parser, null without one
   StructuredOutputs structured_;
   BlockManager blocks_;
+  StateSlots slots_;  // recurrent-state slots (none without recurrent layers)
   std::unique_ptr<Scheduler> scheduler_;
   SequenceTable live_;
   Admission admission_;
@@ -251,8 +269,28 @@ class EngineRun {
   int64_t start_ns_ = 0;
   int64_t step_ = 0;
   int kv_blocks_in_step_ = 0;  // blocks in use after this step's schedule()
+  int state_slots_in_step_ = 0;  // state slots held after this step's schedule()
   bool source_done_ = false;
 };
+
+// A hybrid model's state slots: one per sequence a step may hold (--max-num-seqs), as many as fit the memory
+// the backend gives them; 0 without recurrent layers. A backend that cannot run recurrent layers is refused.
+int state_slots(const EngineConfig& config, const Model& model, const Backend& backend) {
+  const ModelConfig& c = model.config;
+  if (!c.has_recurrent_layers()) return 0;
+  const BackendTraits& traits = backend.traits();
+  if (!traits.runs_recurrent_layers) {
+    throw Error("the " + traits.device_name + " backend does not run recurrent layers, and " + c.architecture +
+                " is a hybrid model (" + std::to_string(c.num_layers - c.num_attention_layers()) + " of its " +
+                std::to_string(c.num_layers) + " layers are recurrent); use --device cpu");
+  }
+  const int64_t fit = backend.max_state_slots();
+  if (fit < 1) {
+    throw Error("no room for one sequence's recurrent state (" + std::to_string(backend.state_slot_bytes()) +
+                " bytes) on " + traits.device_name);
+  }
+  return static_cast<int>(std::min<int64_t>(fit, config.scheduler.max_num_seqs));
+}
 
 }  // namespace
 
@@ -272,6 +310,7 @@ Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
     cache_.num_blocks = static_cast<int>(std::min<int64_t>(limit, per_seq * config.scheduler.max_num_seqs));
   }
   if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.traits().device_name);
+  cache_.num_state_slots = state_slots(config, model, backend);
   backend.allocate_kv_cache(cache_);
 }
 

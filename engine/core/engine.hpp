@@ -21,11 +21,13 @@ struct EngineHooks {
 
 class Engine {
  public:
-  // Sizes and allocates the KV cache (EngineConfig::kv_cache_blocks, or what the backend allows).
+  // Sizes and allocates the KV cache (EngineConfig::kv_cache_blocks, or what the backend allows) and, for a
+  // hybrid model, its state slots (min(--max-num-seqs, what the backend's memory allows)).
   Engine(const EngineConfig& config, const Model& model, Backend& backend);
 
   RunSummary run(RequestSource& source, ResultSink& sink, const EngineHooks& hooks = {});
   int num_kv_blocks() const { return cache_.num_blocks; }
+  int num_state_slots() const { return cache_.num_state_slots; }
 
  private:
   EngineConfig config_;

@@ -19,6 +19,7 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.mask_s += r.mask_ms * 1e-3;
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
+  summary_.peak_state_slots = std::max(summary_.peak_state_slots, r.state_slots_used);
   summary_.roofline_s += r.roofline_ms * 1e-3;
   summary_.flops += r.flops;
   summary_.bytes += r.bytes;

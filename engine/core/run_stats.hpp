@@ -28,6 +28,9 @@ struct StepRecord {
   int preempted = 0;
   int cached_tokens = 0;       // tokens of admitted sequences served by the prefix cache, not computed
   int kv_blocks_cached = 0;    // free blocks holding reusable K/V after the step
+  int state_slots_used = 0;    // a hybrid model's recurrent-state slots held while the step ran
+  int state_slots_total = 0;   // its pool (0: no recurrent layers)
+  int64_t state_bytes = 0;     // the held slots' bytes
   int constrained_rows = 0;    // rows sampled under a structured-output constraint
   double mask_ms = 0;          // host time computing and applying their token masks
   int experts_touched = -1;    // MoE: distinct experts picked, summed over sparse layers; -1 for a dense model
@@ -58,6 +61,10 @@ struct RunSummary {
   double mask_s = 0;           // host time computing token masks, summed
   int peak_kv_blocks = 0;
   int kv_blocks_total = 0;
+  int peak_state_slots = 0;        // a hybrid model's recurrent-state slots: most held after a step
+  int state_slots_total = 0;       // the pool (0: no recurrent layers)
+  int64_t state_slot_bytes = 0;    // one slot's bytes
+  bool prefix_caching_off_for_state = false;  // asked for, but off: a recurrent state is not in the blocks
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;
   bool interrupted = false;

@@ -8,6 +8,7 @@
 
 #include "engine/core/block_manager.hpp"
 #include "engine/core/engine_config.hpp"
+#include "engine/core/state_slots.hpp"
 #include "engine/core/step_plan.hpp"
 
 namespace cbatch {
@@ -30,7 +31,10 @@ class Scheduler {
   bool has_work() const { return num_waiting() + num_running() > 0; }
 };
 
-std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks);
+// `slots`: the recurrent-state slots of a hybrid model (each running sequence holds one; admission needs
+// one per sample the sequence will become); nullptr or an empty pool for a model without recurrent layers.
+std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks,
+                                          StateSlots* slots = nullptr);
 
 // Admission with prefix caching (cached_prefix.cpp): a sequence with nothing computed takes the cached
 // blocks of its longest cached prefix (its last token excluded) and counts them as computed; returns the

@@ -52,6 +52,7 @@ struct Sequence {
   int max_total_tokens = 0;           // min(prompt + max_tokens, model context)
   int num_computed = 0;               // tokens whose K/V are in the cache
   std::vector<int32_t> block_table;   // (blocks) physical KV block ids
+  int32_t state_slot = -1;            // its recurrent-state slot while running (hybrid models), else -1
   std::vector<BlockHash> block_hashes;  // (full computed blocks) prefix-cache names, prefix caching only
   std::vector<BlockHash> prompt_hashes;  // (full blocks of the prompt but its last token) their names, made once
   int num_cached_tokens = -1;         // prompt tokens the prefix cache served at first admission (-1: not yet)

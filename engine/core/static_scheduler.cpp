@@ -10,7 +10,9 @@
 // reserved blocks, and the blocks they will need of their own (copy-on-write of every shared block they
 // write) are set aside when the batch is formed, so a formed batch always runs to its end. A batch holds
 // sequences of at most max_loras LoRA adapters: others are passed over and wait (the oldest waiting
-// sequence always joins, so every adapter gets its batch).
+// sequence always joins, so every adapter gets its batch). A hybrid model's sequences hold a state slot
+// each (state_slots.hpp), taken when the batch is formed (its samples' too: a batch of more samples than
+// slots is not formed) and given back when it ends; a forked sample takes one with a copy of its parent's.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -23,11 +25,16 @@ namespace {
 
 class StaticScheduler final : public Scheduler {
  public:
-  StaticScheduler(const SchedulerConfig& config, BlockManager& blocks) : config_(config), blocks_(blocks) {}
+  StaticScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots)
+      : config_(config), blocks_(blocks), slots_(slots != nullptr && slots->in_use() ? slots : nullptr) {}
 
   void add(Sequence* seq) override { waiting_.push_back(seq); }
   void add_forked(Sequence* seq) override {
     seq->admit_order = next_admit_order_++;
+    if (slots_ != nullptr) {
+      seq->state_slot = slots_->fork(seq->state_slot);  // the parent's slot until now
+      if (seq->state_slot < 0) throw Error("internal error: no state slot for a forked sample");
+    }
     batch_.push_back(seq);
   }
   int num_waiting() const override { return static_cast<int>(waiting_.size()); }
@@ -42,6 +49,7 @@ class StaticScheduler final : public Scheduler {
     } else {
       plan_decode(plan);
     }
+    if (slots_ != nullptr) plan.state_copies = slots_->take_copies();
     return plan;
   }
 
@@ -52,7 +60,10 @@ class StaticScheduler final : public Scheduler {
     }
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
-    for (Sequence* seq : batch_) blocks_.release(seq->block_table, &seq->block_hashes);
+    for (Sequence* seq : batch_) {
+      blocks_.release(seq->block_table, &seq->block_hashes);
+      if (slots_ != nullptr) slots_->release(std::exchange(seq->state_slot, -1));
+    }
     reserved_ = 0;
     return std::exchange(batch_, {});
   }
@@ -66,7 +77,8 @@ class StaticScheduler final : public Scheduler {
     int slots = 0;
     std::vector<int> loras;  // the batch's adapters: at most max_loras; others wait for a later batch
     size_t i = 0;
-    while (i < waiting_.size() && slots + waiting_[i]->pending_samples <= batch_capacity()) {
+    while (i < waiting_.size() && slots + waiting_[i]->pending_samples <= batch_capacity() &&
+           (slots_ == nullptr || slots + waiting_[i]->pending_samples <= slots_->num_slots())) {
       Sequence* seq = waiting_[i];
       const int lora = seq->request->lora_id;
       if (lora != 0 && std::find(loras.begin(), loras.end(), lora) == loras.end()) {
@@ -87,6 +99,7 @@ class StaticScheduler final : public Scheduler {
       }
       reserved_ += own;
       slots += seq->pending_samples;
+      if (slots_ != nullptr) seq->state_slot = slots_->allocate();  // the batch forms with every slot free
       note_admitted(*seq, cached, plan);
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
@@ -133,6 +146,7 @@ class StaticScheduler final : public Scheduler {
 
   SchedulerConfig config_;
   BlockManager& blocks_;
+  StateSlots* slots_;          // nullptr: no recurrent state
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> batch_;
   int reserved_ = 0;           // free blocks set aside for the batch's samples' copy-on-write
@@ -143,11 +157,12 @@ class StaticScheduler final : public Scheduler {
 
 }  // namespace
 
-std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks);
+std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks,
+                                                     StateSlots* slots);
 
-std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks) {
-  if (config.mode == Mode::kStatic) return std::make_unique<StaticScheduler>(config, blocks);
-  return make_continuous_scheduler(config, blocks);
+std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots) {
+  if (config.mode == Mode::kStatic) return std::make_unique<StaticScheduler>(config, blocks, slots);
+  return make_continuous_scheduler(config, blocks, slots);
 }
 
 }  // namespace cbatch

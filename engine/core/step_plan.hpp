@@ -21,6 +21,7 @@ struct StepPlan {
   std::vector<Sequence*> preempted;   // preempted during this schedule() call (blocks already freed)
   int cached_tokens = 0;              // tokens of admitted sequences the prefix cache served (not computed)
   std::vector<int32_t> block_copies;  // (copies, 2) copy-on-write source and destination blocks (RaggedBatch)
+  std::vector<int32_t> state_copies;  // (copies, 2) forked samples' source and destination state slots
 
   int num_prefill_tokens() const;
   int num_decode_tokens() const;

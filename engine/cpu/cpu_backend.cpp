@@ -3,8 +3,9 @@
 // family, driven by ModelConfig's description: the rows' embeddings (scaled; encoders add learned
 // positions and token types, then a norm), each layer's attention and FFN (cpu_layer_forward.cpp), then
 // the final norm and logits, or pooled rows instead (encoders: cpu_pooling.hpp, through a cross-encoder's
-// classification head when it has one). Matrix products go through the batch-invariant matmul; everything
-// else is per row.
+// classification head when it has one). A hybrid model's layers mix by their kind (attention, or gated
+// DeltaNet: cpu_deltanet.cpp, over the state slots of cpu_state_cache.hpp). Matrix products go through the
+// batch-invariant matmul; everything else is per row, or per sequence in token order.
 #include "engine/cpu/cpu_backend.hpp"
 
 #include <algorithm>
@@ -19,28 +20,22 @@
 #include "engine/cpu/logprob_queries.hpp"
 
 namespace cbatch {
-namespace {
-
-ZeroedBytes calloc_bytes(size_t n) {
-  auto* p = static_cast<uint8_t*>(std::calloc(std::max<size_t>(n, 1), 1));
-  if (p == nullptr) throw Error("cannot allocate " + std::to_string(n) + " bytes for the KV cache");
-  return ZeroedBytes(p);
-}
-
-}  // namespace
-
 CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
     : config_(model.config),
       options_(options),
       pool_(options.num_threads, kDecodeSpinNs),
       storage_(model.storage),
-      weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)) {
+      weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
+      states_(model.config) {
+  if (config_.has_recurrent_layers() && options.loras) {
+    throw Error("LoRA adapters are not supported on hybrid models (" + config_.architecture + ") yet");
+  }
   // auto: bf16 where K and V come out of 8-bit products (the activations are rounded already), else fp32
   const bool int8_qkv = !weights_.layers.empty() && weights_.layers.front().matrix(LayerProduct::kQkv).is_int8();
   kv_element_ = options.kv_element.value_or(int8_qkv ? KvElement::kBf16 : KvElement::kF32);
   if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
   for (int set = 0; set < kRopeSets; ++set) {
-    inv_freq_[set].resize(config_.head_dim / 2);
+    inv_freq_[set].resize(config_.rotary_dims() / 2);
     rope_inv_freq(config_, inv_freq_[set].data(), set & kLocal, set & kLongRange);
   }
   traits_ = make_traits();
@@ -60,32 +55,52 @@ BackendTraits CpuBackend::make_traits() const {
   t.expert_bytes_per_param =
       weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : t.weight_bytes_per_param;
   t.kv_bytes_per_elem = static_cast<double>(kv_element_bytes(kv_element_));
+  t.runs_recurrent_layers = true;
   return t;
 }
 
 DevicePeaks CpuBackend::measure_peaks() { return measure_cpu_peaks(pool_); }
 
+int64_t CpuBackend::max_kv_blocks(int block_size) const {
+  const int64_t bytes = config_.has_recurrent_layers() ? options_.kv_cache_bytes / 2 : options_.kv_cache_bytes;
+  return bytes / kv_block_bytes(block_size);
+}
+
+int64_t CpuBackend::max_state_slots() const {
+  return config_.has_recurrent_layers() ? (options_.kv_cache_bytes / 2) / states_.slot_bytes() : 0;
+}
+
 void CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   spec_ = spec;
-  const size_t n = static_cast<size_t>(config_.num_layers) * spec.num_blocks * spec.block_size * config_.kv_dim();
-  k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_));
-  v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_));
+  const size_t n = static_cast<size_t>(config_.num_attention_layers()) * spec.num_blocks * spec.block_size * config_.kv_dim();
+  k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
+  v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
+  if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots);
 }
 
 void CpuBackend::resize_activations(int num_tokens) {
   const size_t n = static_cast<size_t>(num_tokens);
   x_.resize(n * config_.dim);
   h_.resize(n * config_.dim);
-  qkv_.resize(n * (config_.q_dim() + 2 * config_.kv_dim()));
+  qkv_.resize(n * (config_.q_proj_dim() + 2 * config_.kv_dim()));
   att_.resize(n * config_.q_dim());
+  if (config_.attn_output_gate) att_gate_.resize(n * config_.q_dim());
   gate_up_.resize(n * 2 * config_.hidden_dim);
   ff_.resize(n * config_.hidden_dim);
   delta_.resize(n * config_.dim);
   for (int set = 0; set < 2; ++set) {
-    rope_cos_[set].resize(n * config_.head_dim / 2);
-    rope_sin_[set].resize(n * config_.head_dim / 2);
+    rope_cos_[set].resize(n * config_.rotary_dims() / 2);
+    rope_sin_[set].resize(n * config_.rotary_dims() / 2);
   }
   row_seq_.resize(n);
+  if (config_.has_recurrent_layers()) {
+    const DeltaNetSizes& d = config_.deltanet;
+    ssm_proj_.resize(n * (d.conv_dim() + d.value_dim()));
+    ssm_ba_.resize(n * 2 * d.num_v_heads);
+    ssm_conv_.resize(n * d.conv_dim());
+    ssm_gates_.resize(n * 2 * d.num_v_heads);
+    ssm_core_.resize(n * d.value_dim());
+  }
 }
 
 // The residual stream's first value of every row: the token's embedding (scaled), plus its learned
@@ -151,7 +166,7 @@ int CpuBackend::attention_extent(const RaggedBatch& batch, int64_t row) const {
 // Each row's RoPE cos and sin at its position, for global layers and (Gemma 3) local ones, with longrope's
 // long-range set from original_max_position on and the yarn/longrope attention factor.
 void CpuBackend::rope_tables(const RaggedBatch& batch) {
-  const int half = config_.head_dim / 2;
+  const int rotary = config_.rotary_dims(), half = rotary / 2;
   const bool has_local = config_.rope_theta_local > 0.0f;
   const RopeScaling& scaling = config_.rope_scaling;
   for (int r = 0; r < batch.num_tokens() && !config_.learned_positions; ++r) {
@@ -161,7 +176,7 @@ void CpuBackend::rope_tables(const RaggedBatch& batch) {
       const std::vector<float>& inv_freq = inv_freq_[(set ? kLocal : 0) | (long_range ? kLongRange : 0)];
       float* c = &rope_cos_[set][r * half];
       float* s = &rope_sin_[set][r * half];
-      rope_angles(pos, inv_freq.data(), config_.head_dim, c, s);
+      rope_angles(pos, inv_freq.data(), rotary, c, s);
       const float factor = rope_attention_factor(config_, set == 1);
       for (int i = 0; factor != 1.0f && i < half; ++i) c[i] *= factor, s[i] *= factor;
     }
@@ -175,12 +190,13 @@ void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, S
   for (int s = 0; s < batch.num_seqs(); ++s) {
     std::fill(row_seq_.begin() + batch.query_start[s], row_seq_.begin() + batch.query_start[s + 1], s);
   }
+  states_.prepare(batch);
   group_rows_by_adapter(batch);
   embed_rows(batch);
   rope_tables(batch);
   int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
-    attention_layer(batch, l);
+    mixer_layer(batch, l);
     experts_touched += ffn_layer(num_tokens, l);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
@@ -194,6 +210,14 @@ void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, S
     classify_rows(head, config_.dim, batch.num_pooled(), out.pooled);
   }
   compute_logits(batch, request, out);
+}
+
+// The layer's own kind of mixing over positions; a new kind is a case here and a file of its own.
+void CpuBackend::mixer_layer(const RaggedBatch& batch, int l) {
+  switch (config_.layer_kind(l)) {
+    case LayerKind::kAttention: return attention_layer(batch, l);
+    case LayerKind::kDeltaNet: return deltanet_layer(batch, l);
+  }
 }
 
 void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
@@ -217,7 +241,7 @@ void CpuBackend::copy_blocks(const RaggedBatch& batch) {
     if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
       throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
     }
-    for (int l = 0; l < config_.num_layers; ++l) {
+    for (int l = 0; l < config_.num_attention_layers(); ++l) {
       for (uint8_t* cache : {k_cache_.get(), v_cache_.get()}) {
         uint8_t* layer = cache + l * layer_bytes;
         std::memcpy(layer + dst * block_bytes, layer + src * block_bytes, block_bytes);

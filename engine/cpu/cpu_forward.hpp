@@ -1,9 +1,9 @@
 // The CPU backend's state and the steps of its forward pass, shared by cpu_backend.cpp (construction, the KV
-// cache, a step: embedding, the layers in turn, pooling and logits) and cpu_layer_forward.cpp (a layer's
-// attention and FFN). Weights: cpu_weights.hpp, read by kind of the tensor table.
+// cache, a step: embedding, the layers in turn, each by its kind, pooling and logits), cpu_layer_forward.cpp
+// (attention and the FFN) and cpu_deltanet.cpp (a gated DeltaNet layer). Weights: cpu_weights.hpp, read by
+// kind of the tensor table; a hybrid model's recurrent state: cpu_state_cache.hpp.
 #pragma once
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,16 +15,11 @@
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_moe.hpp"
 #include "engine/cpu/cpu_ops.hpp"
+#include "engine/cpu/cpu_state_cache.hpp"
 #include "engine/cpu/cpu_weights.hpp"
+#include "engine/cpu/zeroed_bytes.hpp"
 
 namespace cbatch {
-
-// A zeroed array from calloc: large ones are fresh zero pages that become resident only when written, so
-// the KV cache costs memory for the blocks in use, not for the whole reservation.
-struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
-};
-using ZeroedBytes = std::unique_ptr<uint8_t[], FreeDeleter>;
 
 class CpuBackend final : public Backend {
  public:
@@ -35,10 +30,14 @@ class CpuBackend final : public Backend {
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
   DevicePeaks measure_peaks() override;
 
+  // Only attention layers keep K/V.
   int64_t kv_block_bytes(int block_size) const override {
-    return 2LL * config_.num_layers * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
+    return 2LL * config_.num_attention_layers() * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
   }
-  int64_t max_kv_blocks(int block_size) const override { return options_.kv_cache_bytes / kv_block_bytes(block_size); }
+  // A hybrid model's cache memory is split in halves: K/V blocks and state slots.
+  int64_t max_kv_blocks(int block_size) const override;
+  int64_t state_slot_bytes() const override { return states_.slot_bytes(); }
+  int64_t max_state_slots() const override;
   void allocate_kv_cache(const KvCacheSpec& spec) override;
 
   void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override;
@@ -55,9 +54,18 @@ class CpuBackend final : public Backend {
   BackendTraits make_traits() const;
   void head_rows(const int32_t* rows, int n, float* logits);
   // cpu_layer_forward.cpp: a layer.
+  void mixer_layer(const RaggedBatch& batch, int layer);  // the layer's kind's mixer, its output added to x_
   void attention_layer(const RaggedBatch& batch, int layer);
   void qkv_projection(const RaggedBatch& batch, int layer);
+  void split_output_gate(float* qkv_row, int64_t row);
+  void apply_output_gate(int num_tokens);
   void store_kv(const float* kv, int64_t layer_offset, int32_t slot);
+  // cpu_deltanet.cpp: a gated DeltaNet layer.
+  void deltanet_layer(const RaggedBatch& batch, int layer);
+  void deltanet_conv(const RaggedBatch& batch, int layer);
+  void deltanet_gates(int num_tokens, const CpuLayer& layer);
+  void deltanet_recurrence(const RaggedBatch& batch, int layer);
+  void deltanet_gated_norm(int num_tokens, const CpuLayer& layer);
   int ffn_layer(int num_tokens, int layer);  // returns the experts the layer's rows picked (0: dense)
   void plain_ffn(int num_tokens, const CpuLayer& layer);
   void add_sublayer_output(int num_tokens, const std::vector<float>& post_norm, const std::vector<float>& norm,
@@ -84,17 +92,24 @@ class CpuBackend final : public Backend {
   // block_size, kv_dim) (PagedKv).
   ZeroedBytes k_cache_;
   ZeroedBytes v_cache_;
+  CpuStateCache states_;           // a hybrid model's recurrent state slots (empty otherwise)
 
   // Activations, resized to the batch: T = rows of the batch.
   std::vector<float> x_;           // (T, dim) residual stream
   std::vector<float> h_;           // (T, dim) normalized input of a sublayer
-  std::vector<float> qkv_;         // (T, q_dim + 2 * kv_dim)
+  std::vector<float> qkv_;         // (T, q_proj_dim + 2 * kv_dim); with the output gate q is compacted to the first q_dim
+  std::vector<float> att_gate_;    // (T, q_dim) the attention output gate's logits (attn_output_gate)
   std::vector<float> att_;         // (T, q_dim)
   std::vector<float> gate_up_;     // (T, 2 * hidden)
   std::vector<float> ff_;          // (T, hidden)
   std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
-  std::vector<float> rope_cos_[2];  // (T, head_dim / 2) of global and of local layers
-  std::vector<float> rope_sin_[2];  // (T, head_dim / 2)
+  std::vector<float> rope_cos_[2];  // (T, rotary_dims / 2) of global and of local layers
+  std::vector<float> rope_sin_[2];  // (T, rotary_dims / 2)
+  std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim) a DeltaNet's [q|k|v | z]
+  std::vector<float> ssm_ba_;      // (T, 2 * num_v_heads) its [b | a]
+  std::vector<float> ssm_conv_;    // (T, conv_dim) the conv's output; q and k L2-normed per head (q scaled)
+  std::vector<float> ssm_gates_;   // (T, 2 * num_v_heads) per value head beta, then the decay factor exp(g)
+  std::vector<float> ssm_core_;    // (T, value_dim) the delta rule's output, then gated-normed
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
   MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
   CpuLoraSet lora_;                // the LoRA adapters' packed pairs

@@ -1,10 +1,12 @@
 // A layer of the CPU backend's forward pass (cpu_forward.hpp), reading the layer's weights by kind of the
-// tensor table: attention (norm, the fused QKV product and its biases, q/k norms, RoPE with the layer's
-// table, K/V into the paged cache, attention with the layer's window and sinks, the output product and
+// tensor table: attention (norm, the fused QKV product and its biases, Qwen3.5's output gate split off the q
+// rows, q/k norms, RoPE over the layer's table's rotary dims, K/V into the paged cache (the layer's place
+// among the attention layers), attention with the layer's window and sinks, the gate, the output product and
 // bias, a sandwich norm), then the FFN (gated with SwiGLU, GeGLU or the clamped SwiGLU; a sparse layer's
 // experts: cpu_moe.hpp; an encoder's post-norm plain FFN), LoRA adapters on the four products
 // (cpu_lora.hpp).
 #include <algorithm>
+#include <cmath>
 
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_forward.hpp"
@@ -30,8 +32,8 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int num_tokens = batch.num_tokens();
   const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-  const int qkv_dim = q_dim + 2 * kv_dim;
-  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int q_proj = config_.q_proj_dim(), qkv_dim = q_proj + 2 * kv_dim, rotary = config_.rotary_dims();
+  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
   const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
   const std::vector<float>& qkv_bias = layer.vector(LayerProduct::kQkvBias);
   const std::vector<float>& q_norm = layer.vector(LayerTensor::kQNorm);
@@ -47,29 +49,44 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
+    float* k = q + q_proj;  // the k rows follow the q projection's (with the gate: 2 * q_dim of them)
     if (!qkv_bias.empty()) {
       for (int i = 0; i < qkv_dim; ++i) q[i] += qkv_bias[i];
     }
+    if (config_.attn_output_gate) split_output_gate(q, r);
     if (config_.qk_norm_whole) {  // OLMoE: one norm over all of q, one over all of k
       rmsnorm_row(q, q_norm.data(), q, q_dim, config_.rms_eps);
-      rmsnorm_row(q + q_dim, k_norm.data(), q + q_dim, kv_dim, config_.rms_eps);
+      rmsnorm_row(k, k_norm.data(), k, kv_dim, config_.rms_eps);
     } else if (!q_norm.empty()) {
       for (int h = 0; h < config_.num_heads; ++h) rmsnorm_row(q + h * hd, q_norm.data(), q + h * hd, hd, config_.rms_eps);
-      for (int h = 0; h < config_.num_kv_heads; ++h) {
-        float* k = q + q_dim + h * hd;
-        rmsnorm_row(k, k_norm.data(), k, hd, config_.rms_eps);
-      }
+      for (int h = 0; h < config_.num_kv_heads; ++h) rmsnorm_row(k + h * hd, k_norm.data(), k + h * hd, hd, config_.rms_eps);
     }
-    const float* c = &rope_cos_[rope_set][r * hd / 2];
-    const float* s = &rope_sin_[rope_set][r * hd / 2];
+    const float* c = &rope_cos_[rope_set][r * rotary / 2];
+    const float* s = &rope_sin_[rope_set][r * rotary / 2];
     const bool rotates = !config_.learned_positions && !config_.is_nope(l);  // NoPE layers keep q and k as they are
-    for (int h = 0; h < config_.num_heads + config_.num_kv_heads && rotates; ++h) {
-      rope_head(q + h * hd, hd, c, s, config_.rope_layout);
-    }
+    for (int h = 0; h < config_.num_heads && rotates; ++h) rope_head(q + h * hd, rotary, c, s, config_.rope_layout);
+    for (int h = 0; h < config_.num_kv_heads && rotates; ++h) rope_head(k + h * hd, rotary, c, s, config_.rope_layout);
     const int32_t slot = batch.slot_mapping[r];
     if (slot < 0) continue;
-    store_kv(q + q_dim, layer_offset, slot);
+    store_kv(k, layer_offset, slot);
   }
+}
+
+// Qwen3.5's q rows hold per head [q | gate]: the gates go to att_gate_'s row, the q heads close up into the
+// row's first q_dim values (head h moves down from 2 h head_dim, past what heads before it read).
+void CpuBackend::split_output_gate(float* q, int64_t r) {
+  const int hd = config_.head_dim;
+  float* gate = &att_gate_[r * config_.q_dim()];
+  for (int h = 0; h < config_.num_heads; ++h) {
+    std::copy_n(q + (2 * h + 1) * hd, hd, gate + h * hd);
+    if (h > 0) std::copy_n(q + 2 * h * hd, hd, q + h * hd);
+  }
+}
+
+// The attention output times sigmoid(gate), before the output projection.
+void CpuBackend::apply_output_gate(int num_tokens) {
+  const size_t n = static_cast<size_t>(num_tokens) * config_.q_dim();
+  for (size_t i = 0; i < n; ++i) att_[i] *= 1.0f / (1.0f + std::exp(-att_gate_[i]));
 }
 
 // One row's K and V (kv_dim each, end to end at kv) into the cache at slot of the layer at layer_offset
@@ -93,8 +110,8 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int num_tokens = batch.num_tokens();
   const int hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-  const int qkv_dim = q_dim + 2 * kv_dim;
-  const int64_t layer_offset = static_cast<int64_t>(l) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int qkv_dim = config_.q_proj_dim() + 2 * kv_dim;
+  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
   qkv_projection(batch, l);
   const int element_bytes = kv_element_bytes(kv_element_);
   const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
@@ -137,6 +154,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
       }
     }, 1, min_parallel_items(head_ns));
   }
+  if (config_.attn_output_gate) apply_output_gate(num_tokens);
   matmul(att_.data(), layer.matrix(LayerTensor::kWo), delta_.data(), num_tokens, pool_);
   const std::vector<float>& o_bias = layer.vector(LayerTensor::kBo);
   if (!o_bias.empty()) {

@@ -1,6 +1,8 @@
 // The CPU backend's weights from the tensor table's rows (cpu_weights.hpp).
 #include "engine/cpu/cpu_weights.hpp"
 
+#include <cmath>
+
 #include "engine/base/error.hpp"
 #include "engine/base/thread_pool.hpp"
 
@@ -80,7 +82,10 @@ class WeightBuilder {
   std::vector<float> vector(const std::vector<const TensorView*>& parts, Role role) const {
     std::vector<float> values = stack_values(parts);
     if (role == Role::kNorm) {
-      for (float& v : values) v += config_.norm_offset;  // Gemma's (1 + w)
+      for (float& v : values) v += config_.norm_offset;  // Gemma's and Qwen3.5's (1 + w)
+    }
+    if (role == Role::kDecay && config_.decay_from_log) {
+      for (float& v : values) v = -std::exp(v);  // A = -exp(A_log), as llama.cpp's converter stores it
     }
     return values;
   }

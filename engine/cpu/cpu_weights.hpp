@@ -24,12 +24,15 @@ struct CpuExpert {
 };
 
 struct CpuLayer {
-  // kQkv (q_dim + 2 * kv_dim, dim), kWo (dim, q_dim), kGateUp (2 * hidden, dim) or a plain FFN's up
+  // kQkv (q_proj_dim + 2 * kv_dim, dim), kWo (dim, q_dim), kGateUp (2 * hidden, dim) or a plain FFN's up
   // (hidden, dim), kDown (dim, hidden), kRouter (num_experts, dim), kSharedGateUp (2 * shared_hidden, dim),
   // kSharedDown (dim, shared_hidden); empty where the layer has none.
   ByKind<LayerTensor, PackedMatrix> matrices;
+  // A DeltaNet layer's kSsmQkvz (conv_dim + value_dim, dim), kSsmBa (2 * num_v_heads, dim), kSsmOut (dim,
+  // value_dim).
   // (n) each: norms, biases (kQkvBias: q_dim + 2 * kv_dim), sinks (num_heads), the shared expert's gate
-  // (dim); empty where the layer has none.
+  // (dim), a DeltaNet's conv taps kSsmConv (conv_dim, conv_kernel) row-major, kSsmDtBias and kSsmDecay (A,
+  // num_v_heads), kSsmNorm (v_head_dim); empty where the layer has none.
   ByKind<LayerTensor, std::vector<float>> vectors;
   std::vector<CpuExpert> experts;  // (num_experts) on a sparse layer
 

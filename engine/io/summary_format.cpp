@@ -22,6 +22,14 @@ std::string format_summary_text(const RunSummary& s) {
                 s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, static_cast<long long>(s.cached_tokens),
                 s.prefix_cache_hit_rate());
   std::string text = buf;
+  if (s.state_slots_total > 0) {
+    std::snprintf(buf, sizeof(buf), "state cache: peak %d/%d slots of %.2f MB (recurrent layers)\n", s.peak_state_slots,
+                  s.state_slots_total, static_cast<double>(s.state_slot_bytes) / 1e6);
+    text += buf;
+  }
+  if (s.prefix_caching_off_for_state) {
+    text += "note: prefix caching is off for this model: its recurrent state cannot be restored from cached blocks\n";
+  }
   if (s.resumed_ok + s.resumed_failed > 0) {
     std::snprintf(buf, sizeof(buf),
                   "resumed: %lld ok and %lld failed already in the output file; in all %lld ok, %lld failed\n",
@@ -83,6 +91,13 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   write_throughput_fields(w, s);
   w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
   w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  if (s.state_slots_total > 0) {  // a hybrid model's recurrent-state slots
+    w.key("peak_state_slots").int64(s.peak_state_slots);
+    w.key("state_slots_total").int64(s.state_slots_total);
+    w.key("state_slot_bytes").int64(s.state_slot_bytes);
+    w.key("state_bytes").int64(s.state_slot_bytes * s.state_slots_total);
+    w.key("prefix_caching").string(s.prefix_caching_off_for_state ? "off (recurrent state)" : "off");
+  }
   if (shard != nullptr) write_shard(w, *shard);
   w.end_object();
   return w.take() + "\n";

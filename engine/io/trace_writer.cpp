@@ -39,6 +39,11 @@ std::string format_step_record(const StepRecord& r) {
     w.key("mask_ms").number(r.mask_ms, 3);
   }
   if (r.experts_touched >= 0) w.key("experts_touched").int64(r.experts_touched);
+  if (r.state_slots_total > 0) {
+    w.key("state_slots_used").int64(r.state_slots_used);
+    w.key("state_slots_total").int64(r.state_slots_total);
+    w.key("state_bytes").int64(r.state_bytes);
+  }
   if (r.embedding_seqs > 0) {
     w.key("embedding_seqs").int64(r.embedding_seqs);
     w.key("embedding_tokens").int64(r.embedding_tokens);

@@ -79,6 +79,8 @@ TensorView draw(RandomTensors& r, std::string name, Role role, Shape shape, cons
     case Role::kEmbedding: return r.make(std::move(name), rows, cols, 1.0f, 0.0f);
     case Role::kNorm: return r.norm(std::move(name), cols, c.norm_offset);
     case Role::kBias: return r.bias(std::move(name), cols);
+    case Role::kDecay: return r.bias(std::move(name), cols);  // A_log near 0: A near -1
+    case Role::kPlainNorm: return r.norm(std::move(name), cols, 0.0f);
     case Role::kRoutedExpert: return r.expert(std::move(name), rows, cols);
     default: return r.linear(std::move(name), rows, cols);
   }

@@ -59,6 +59,28 @@ const std::vector<Family>& families() {
     gpt_oss.swiglu_alpha = 1.702f;
     gpt_oss.gguf_yarn_truncate = false;
       t.push_back(gpt_oss);
+    // Qwen3.5 (dense): gated DeltaNet layers beside gated attention, zero-centred norms, partial rotary.
+    Family qwen35{.name = "qwen35", .hf_model_types = {"qwen3_5", "qwen3_5_text"}, .qk_norm = true};
+    qwen35.zero_centred_norms = qwen35.attn_output_gate = qwen35.deltanet_layers = true;
+    qwen35.default_rotary_factor = 0.25f;
+    qwen35.gguf_tiled_value_heads = true;
+    t.push_back(qwen35);
+    // Qwen3.5-MoE: Qwen3.5 with every FFN a mixture of experts (top k always renormalised) and a shared
+    // expert with its sigmoid gate; Hugging Face files stack the experts as transformers 5 does.
+    Family qwen35moe = qwen35;
+    qwen35moe.name = "qwen35moe";
+    qwen35moe.hf_model_types = {"qwen3_5_moe", "qwen3_5_moe_text"};
+    qwen35moe.moe = qwen35moe.shared_expert = qwen35moe.gguf_norm_topk_prob = qwen35moe.hf_experts_out_in = true;
+    qwen35moe.reads_norm_topk_prob = false;
+    t.push_back(qwen35moe);
+    // Qwen3-Next: Qwen3.5-MoE's layers with Qwen2-MoE's sparse-layer rule and norm_topk_prob, per-expert
+    // tensors, and the DeltaNet's projections fused and grouped by key head.
+    Family qwen3next = qwen35moe;
+    qwen3next.name = "qwen3next";
+    qwen3next.hf_model_types = {"qwen3_next"};
+    qwen3next.reads_norm_topk_prob = qwen3next.deltanet_grouped_projections = true;
+    qwen3next.hf_experts_out_in = qwen3next.gguf_tiled_value_heads = false;
+    t.push_back(qwen3next);
     t.push_back({.name = "bert", .hf_model_types = {"bert"}, .qkv_bias = true, .activation = Activation::kGeluErf,
                  .bert_encoder = true});
     Family xlm_roberta = t.back();
@@ -132,6 +154,7 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.o_bias = family.o_bias;
   config.swiglu_limit = family.swiglu_limit;
   config.swiglu_alpha = family.swiglu_alpha;
+  config.attn_output_gate = family.attn_output_gate;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
   if (family.bert_encoder) {
     config.bidirectional = config.learned_positions = config.token_types = true;

@@ -43,6 +43,21 @@ struct Family {
   // no_rope_layer_interval default and llama.cpp's hard-coded step (GGUF stores neither it nor the list);
   // config.json's no_rope_layers (1 = RoPE, 0 = NoPE) wins. 0: the family has no NoPE layers.
   int nope_interval = 0;
+  // Qwen3.5: zero-centred norms ((1 + w) RMSNorm in HF files, stored as 1 + w in GGUF, without Gemma's
+  // embedding scale), the attention output gate, partial rotary (default_rotary_factor of head_dim when the
+  // config names none), and gated DeltaNet layers beside the attention ones (hybrid_layers).
+  bool zero_centred_norms = false;
+  bool attn_output_gate = false;
+  float default_rotary_factor = 0.0f;  // 0: full rotary, and a partial_rotary_factor other than 1 is refused
+  bool deltanet_layers = false;
+  bool gguf_tiled_value_heads = false;  // llama.cpp's converter tiles the DeltaNet's value heads (Qwen3.5)
+  // Qwen3-Next: the DeltaNet's in_proj_qkvz and in_proj_ba grouped by key head (GGUF: ssm_ba grouped, q|k|v
+  // and z split by the converter).
+  bool deltanet_grouped_projections = false;
+  // Hugging Face files stack a layer's experts in mlp.experts.gate_up_proj and down_proj (E, out, in), gate
+  // rows then up rows, as transformers 5 fuses them (Qwen3.5-MoE); gpt-oss's stacked experts are (E, in,
+  // out) with gate and up interleaved (hf_stacked_experts.hpp).
+  bool hf_experts_out_in = false;
   // Mixture of experts. GGUF stores no routing rule, so the row holds it: gguf_norm_topk_prob is what
   // llama.cpp applies; HF configs name norm_topk_prob (transformers' default false) unless the family
   // always renormalises (Mixtral: reads_norm_topk_prob false, gguf_norm_topk_prob true).

@@ -16,6 +16,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/gguf_hybrid_keys.hpp"
 #include "engine/model/layer_reader.hpp"
 #include "engine/model/model_checks.hpp"
 #include "engine/model/model_formats.hpp"
@@ -183,7 +184,7 @@ void read_moe_keys(const GgufFile& gguf, const Family& family, const std::string
   }
 }
 
-ModelConfig read_config(const GgufFile& gguf) {
+ModelConfig read_config(const GgufFile& gguf, std::vector<std::string>& notes) {
   const std::string arch = gguf.get_string("general.architecture");
   const Family* family = find_gguf_family(arch, gguf.get_int(arch + ".expert_count", 0) > 0);
   if (family == nullptr) {
@@ -207,6 +208,7 @@ ModelConfig read_config(const GgufFile& gguf) {
   c.rms_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base", 10000.0));
   c.tied_embeddings = gguf.find_tensor(std::string(model_row(ModelTensor::kLmHead).gguf)) == nullptr;
+  read_hybrid_keys(gguf, *family, p, c, notes);
   read_family_keys(gguf, *family, p, c);
   if (family->moe) read_moe_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
@@ -311,7 +313,7 @@ Model load_gguf_model(const ModelSource& source) {
   Model model;
   model.path = source.path;
   model.format = "gguf";
-  model.config = read_config(gguf);
+  model.config = read_config(gguf, model.notes);
   model.tensors = read_tensors(gguf, model.config);
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_gguf_tokenizer(gguf);

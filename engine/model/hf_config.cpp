@@ -13,6 +13,7 @@
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
+#include "engine/model/hf_hybrid_config.hpp"
 #include "engine/model/model_checks.hpp"
 
 namespace cbatch {
@@ -270,15 +271,17 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
   if (family.moe) read_moe_fields(f, family, c);
   if (family.bert_encoder) read_encoder_fields(f, family, c);
   if (family.bert_encoder) read_classifier_fields(f, c);
-  if (f.get_number("partial_rotary_factor", 1.0) != 1.0) {
-    f.fail("partial_rotary_factor", "is not supported (only full rotary embeddings are)");
-  }
+  if (family.zero_centred_norms) c.norm_offset = 1.0f;  // Qwen3.5's RMSNorm scales by (1 + w)
+  read_rotary_dim(f, family, c);
 }
 
-ModelConfig read_model_config(const JsonFields& f, const Family& family, const std::string& path) {
+ModelConfig read_model_config(const JsonFields& f, const Family& family, const std::string& path,
+                              std::vector<std::string>& notes) {
   ModelConfig c;
   c.dim = f.get_size("hidden_size");
-  c.hidden_dim = f.get_size("intermediate_size");
+  // A model whose every FFN is experts may name only their width (Qwen3.5-MoE).
+  const bool experts_only = family.moe && !f.has("intermediate_size") && f.has("moe_intermediate_size");
+  c.hidden_dim = f.get_size(experts_only ? "moe_intermediate_size" : "intermediate_size");
   c.num_layers = f.get_size("num_hidden_layers");
   c.num_heads = f.get_size("num_attention_heads");
   c.num_kv_heads = f.get_size("num_key_value_heads", c.num_heads);
@@ -293,6 +296,8 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
   check_model_config(c, path);
   c.rope_scaling = read_rope_scaling(f, c);
   read_family_fields(f, family, c);
+  read_hybrid_fields(f, family, c, notes);
+  check_model_config(c, path);
   return c;
 }
 
@@ -307,7 +312,8 @@ HfConfig read_hf_config(const std::string& path) {
   // A multimodal Gemma 3 config holds the text model's fields in text_config.
   const JsonFields fields = top.has("text_config") ? top.object("text_config") : top;
   HfConfig hf;
-  hf.config = read_model_config(fields, *family, path);
+  hf.config = read_model_config(fields, *family, path, hf.notes);
+  if (top.has("vision_config")) hf.notes.push_back("the vision tower (vision_config) is skipped: cbatch runs the text model");
   const JsonFields& ids = top.has("bos_token_id") || !top.has("text_config") ? top : fields;
   const std::vector<int32_t> bos = ids.get_ids("bos_token_id");
   if (bos.size() > 1) ids.fail("bos_token_id", "must be a single token id");

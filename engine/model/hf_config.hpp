@@ -15,6 +15,7 @@ struct HfConfig {
   int32_t bos_id = -1;           // -1 when the file has none
   std::vector<int32_t> eos_ids;  // eos_token_id as an int or a list; empty when none
   std::string torch_dtype;       // "bfloat16", "float32", ... ("" when absent); the files decide
+  std::vector<std::string> notes;  // what the model's files hold that cbatch leaves out on purpose
 };
 
 HfConfig read_hf_config(const std::string& path);

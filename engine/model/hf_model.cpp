@@ -128,7 +128,9 @@ void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig&
                   OwnedBuffers& owned) {
   const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
   if (has_stacked_experts(file_of, p)) {
-    StackedExperts s = read_stacked_experts(file_of, p, c);
+    const Family* family = find_family(c.architecture);
+    const bool out_in = family != nullptr && family->hf_experts_out_in;
+    StackedExperts s = read_stacked_experts(file_of, p, c, out_in ? StackedLayout::kOutIn : StackedLayout::kInOutInterleaved);
     l.experts = std::move(s.experts);
     owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
     return;
@@ -198,6 +200,7 @@ Model load_hf_model(const ModelSource& source) {
   model.path = dir;
   model.format = "hf";
   model.config = hf.config;
+  model.notes = hf.notes;
   OwnedBuffers owned;
   model.tensors = read_tensors(weights, hf.config, owned);
   model.weight_dtype = dominant_dtype(model.tensors);

@@ -1,5 +1,6 @@
-// gpt-oss's stacked, interleaved Hugging Face experts to per-expert views (hf_stacked_experts.hpp), row by
-// row of the expert table (its hf_stacked names).
+// Stacked Hugging Face experts to per-expert views (hf_stacked_experts.hpp): gpt-oss's, interleaved and
+// transposed, and transformers 5's fused ones, as they are; row by row of the expert table (its hf_stacked
+// names).
 #include "engine/model/hf_stacked_experts.hpp"
 
 #include <algorithm>
@@ -125,6 +126,14 @@ TensorView read_matrix(const TensorFileOf& file_of, const std::string& name, int
   return view_of(name, t.type, experts * out_rows, in_cols, bytes->data());
 }
 
+// A stacked matrix already (experts, out, in), its rows in table order: a view of the file.
+TensorView read_out_in(const TensorFileOf& file_of, const std::string& name, int64_t experts, int64_t out_rows,
+                       int64_t in_cols) {
+  const SafetensorsFile& file = file_holding(file_of, name);
+  const SafetensorsTensor& t = plain_entry(file, name, {experts, out_rows, in_cols}, "(experts, out, in)");
+  return view_of(name, t.type, experts * out_rows, in_cols, file.bytes(t));
+}
+
 // A stacked bias (experts, n) as bytes in our order (gate then up when interleaved).
 TensorView read_bias(const TensorFileOf& file_of, const std::string& name, int64_t experts, int64_t n,
                      bool interleaved, StackedExperts& result) {
@@ -196,15 +205,20 @@ bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix)
   return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr;
 }
 
-StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c) {
+StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c,
+                                    StackedLayout layout) {
   StackedExperts s;
   s.experts.resize(static_cast<size_t>(c.num_experts));
   const int64_t n = c.num_experts;
   for (const StackedTensor& t : stacked_tensors(prefix, c)) {
+    const int64_t cols = size_of(t.rows.front()->shape.cols, c);
+    if (layout == StackedLayout::kOutIn && !is_vector(t)) {
+      split_experts(read_out_in(file_of, t.name, n, outputs(t, c), cols), t, c, s);
+      continue;
+    }
     const bool interleaved = t.rows.size() > 1;  // gpt-oss's gate and up
     const TensorView all = is_vector(t) ? read_bias(file_of, t.name, n, outputs(t, c), interleaved, s)
-                                        : read_matrix(file_of, t.name, n, outputs(t, c),
-                                                      size_of(t.rows.front()->shape.cols, c), interleaved, s);
+                                        : read_matrix(file_of, t.name, n, outputs(t, c), cols, interleaved, s);
     split_experts(all, t, c, s);
   }
   return s;

@@ -7,7 +7,9 @@
 // (E, 2 * width, dim / 32, 16) and down_proj_blocks/_scales (E, dim, width / 32, 16), already (out, in),
 // rows interleaved. Each becomes per-expert views in our layout ((out, in), gate rows then up rows) into
 // buffers owned here: F32/BF16/F16 transposed element by element, MXFP4 rows moved whole; values and
-// dtype unchanged.
+// dtype unchanged. transformers 5's fused experts (Qwen3.5-MoE: StackedLayout::kOutIn) are gate_up_proj
+// (E, 2 * width, dim), gate rows then up rows, and down_proj (E, dim, width), already (out, in): views of
+// the mapped file, no copy.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,8 +32,12 @@ using TensorFileOf = std::function<const SafetensorsFile*(const std::string& nam
 
 bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix);
 
+// gpt-oss's (E, in, out) with gate and up interleaved, or transformers 5's (E, out, in), gate rows then up.
+enum class StackedLayout : uint8_t { kInOutInterleaved, kOutIn };
+
 // The num_experts experts of the expert rows the config has. Throws cbatch::Error naming the tensor when one
 // is missing or its shape is not the config's.
-StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& config);
+StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& config,
+                                    StackedLayout layout = StackedLayout::kInOutInterleaved);
 
 }  // namespace cbatch

@@ -11,12 +11,14 @@ namespace {
 using enum Size;
 
 bool always(const ModelConfig&, int) { return true; }
-bool has_qkv_bias(const ModelConfig& c, int) { return c.qkv_bias; }
-bool has_qk_norm(const ModelConfig& c, int) { return c.qk_norm; }
+bool is_attention(const ModelConfig& c, int layer) { return c.is_attention(layer); }
+bool is_deltanet(const ModelConfig& c, int layer) { return c.layer_kind(layer) == LayerKind::kDeltaNet; }
+bool has_qkv_bias(const ModelConfig& c, int layer) { return c.qkv_bias && c.is_attention(layer); }
+bool has_qk_norm(const ModelConfig& c, int layer) { return c.qk_norm && c.is_attention(layer); }
 bool has_sandwich_norms(const ModelConfig& c, int) { return c.sandwich_norms; }
 bool has_layer_norm(const ModelConfig& c, int) { return c.layer_norm; }
-bool has_o_bias(const ModelConfig& c, int) { return c.o_bias; }
-bool has_sinks(const ModelConfig& c, int) { return c.attn_sinks; }
+bool has_o_bias(const ModelConfig& c, int layer) { return c.o_bias && c.is_attention(layer); }
+bool has_sinks(const ModelConfig& c, int layer) { return c.attn_sinks && c.is_attention(layer); }
 bool is_dense(const ModelConfig& c, int layer) { return !c.is_sparse(layer); }
 bool is_dense_gated(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && c.gated_ffn; }
 bool is_dense_plain(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && !c.gated_ffn; }
@@ -32,13 +34,14 @@ constexpr LayerTensorRow kLayerRows[] = {
      {"attn_norm.weight"}, {"input_layernorm.weight"}, "attention.output.LayerNorm.weight", "rms_att_weight"},
     // llama.cpp's converter permutes q and k rows of `llama` files; they are used as stored, rotated as
     // adjacent pairs (ModelConfig::rope_layout; LoRA B rows follow: lora_adapter.hpp).
-    {LayerTensor::kWq, "wq", {kQDim, kDim}, always, kProjection, LayerTensor::kWq,
+    // Qwen3.5's q projection holds per head [q | gate] (kQProj: 2 * q_dim rows), in both formats.
+    {LayerTensor::kWq, "wq", {kQProj, kDim}, is_attention, kProjection, LayerTensor::kWq,
      {"attn_q.weight"}, {"self_attn.q_proj.weight"}, "attention.self.query.weight", "wq"},
-    {LayerTensor::kWk, "wk", {kKvDim, kDim}, always, kProjection, LayerTensor::kWq,
+    {LayerTensor::kWk, "wk", {kKvDim, kDim}, is_attention, kProjection, LayerTensor::kWq,
      {"attn_k.weight"}, {"self_attn.k_proj.weight"}, "attention.self.key.weight", "wk"},
-    {LayerTensor::kWv, "wv", {kKvDim, kDim}, always, kProjection, LayerTensor::kWq,
+    {LayerTensor::kWv, "wv", {kKvDim, kDim}, is_attention, kProjection, LayerTensor::kWq,
      {"attn_v.weight"}, {"self_attn.v_proj.weight"}, "attention.self.value.weight", "wv"},
-    {LayerTensor::kWo, "wo", {kDim, kQDim}, always, kProjection, LayerTensor::kWo,
+    {LayerTensor::kWo, "wo", {kDim, kQDim}, is_attention, kProjection, LayerTensor::kWo,
      {"attn_output.weight"}, {"self_attn.o_proj.weight"}, "attention.output.dense.weight", "wo"},
     // gpt-oss's GGUF FFN norm is post_attention_norm; Gemma's HF one pre_feedforward_layernorm (its
     // post_attention_layernorm is the attention output's norm, kPostAttnNorm).
@@ -91,6 +94,27 @@ constexpr LayerTensorRow kLayerRows[] = {
      {}, {}, "intermediate.dense.bias", ""},
     {LayerTensor::kDownBias, "down bias", {kOne, kDim}, is_dense_plain, kBias, LayerTensor::kDownBias,
      {}, {}, "output.dense.bias", ""},
+    // Gated DeltaNet (Qwen3.5: linear_attn.*; llama.cpp: attn_qkv, attn_gate, ssm_*). q, k and v channels
+    // in that order; the GGUF's value heads are tiled (DeltaNetSizes::tiled_heads), its ssm_a is A itself.
+    // Qwen3-Next's files fuse q|k|v|z and b|a (kFusedRows), grouped by key head (DeltaNetSizes::grouped_*).
+    {LayerTensor::kSsmQkv, "DeltaNet q|k|v projection", {kSsmConvDim, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
+     {"attn_qkv.weight"}, {"linear_attn.in_proj_qkv.weight"}, "", ""},
+    {LayerTensor::kSsmZ, "DeltaNet z projection", {kSsmValueDim, kDim}, is_deltanet, kProjection, LayerTensor::kSsmQkv,
+     {"attn_gate.weight"}, {"linear_attn.in_proj_z.weight"}, "", ""},
+    {LayerTensor::kSsmBeta, "DeltaNet b projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmBeta,
+     {"ssm_beta.weight"}, {"linear_attn.in_proj_b.weight"}, "", ""},
+    {LayerTensor::kSsmAlpha, "DeltaNet a projection", {kSsmVHeads, kDim}, is_deltanet, kProjection, LayerTensor::kSsmBeta,
+     {"ssm_alpha.weight"}, {"linear_attn.in_proj_a.weight"}, "", ""},
+    {LayerTensor::kSsmConv, "DeltaNet conv1d", {kSsmConvDim, kSsmConvKernel}, is_deltanet, Role::kDense, LayerTensor::kSsmConv,
+     {"ssm_conv1d.weight"}, {"linear_attn.conv1d.weight"}, "", ""},
+    {LayerTensor::kSsmDtBias, "DeltaNet dt_bias", {kOne, kSsmVHeads}, is_deltanet, kBias, LayerTensor::kSsmDtBias,
+     {"ssm_dt.bias"}, {"linear_attn.dt_bias"}, "", ""},
+    {LayerTensor::kSsmDecay, "DeltaNet decay (A_log)", {kOne, kSsmVHeads}, is_deltanet, Role::kDecay, LayerTensor::kSsmDecay,
+     {"ssm_a"}, {"linear_attn.A_log"}, "", ""},
+    {LayerTensor::kSsmNorm, "DeltaNet gated norm", {kOne, kSsmVHeadDim}, is_deltanet, Role::kPlainNorm, LayerTensor::kSsmNorm,
+     {"ssm_norm.weight"}, {"linear_attn.norm.weight"}, "", ""},
+    {LayerTensor::kSsmOut, "DeltaNet output projection", {kDim, kSsmValueDim}, is_deltanet, kProjection, LayerTensor::kSsmOut,
+     {"ssm_out.weight"}, {"linear_attn.out_proj.weight"}, "", ""},
 };
 
 bool expert_always(const ModelConfig&) { return true; }
@@ -159,6 +183,8 @@ constexpr ModelTensorRow kModelRows[] = {
 constexpr FusedTensorRow kFusedRows[] = {
     {LayerProduct::kQkv, "attn_qkv.weight", "self_attn.qkv_proj.weight"},
     {LayerProduct::kGateUp, "ffn_up.weight", "mlp.gate_up_proj.weight"},
+    {LayerProduct::kSsmQkvz, "", "linear_attn.in_proj_qkvz.weight"},
+    {LayerProduct::kSsmBa, "ssm_ba.weight", "linear_attn.in_proj_ba.weight"},
 };
 
 // Each table lists its kinds once, in enum order (so that row(kind) is an index).
@@ -190,6 +216,12 @@ int64_t size_of(Size size, const ModelConfig& c) {
     case kPositions: return static_cast<int64_t>(c.max_context) + c.position_offset;
     case kTokenTypes: return c.num_token_types;
     case kNumLabels: return c.num_labels;
+    case kQProj: return c.q_proj_dim();
+    case kSsmConvDim: return c.deltanet.conv_dim();
+    case kSsmValueDim: return c.deltanet.value_dim();
+    case kSsmVHeads: return c.deltanet.num_v_heads;
+    case kSsmVHeadDim: return c.deltanet.v_head_dim;
+    case kSsmConvKernel: return c.deltanet.conv_kernel;
   }
   return 0;
 }

@@ -23,6 +23,9 @@ enum class LayerTensor : uint8_t {
   kRouter, kRouterBias, kSharedGate, kSharedUp, kSharedDown, kSharedExpertGate,  // a sparse layer's
   kBq, kBk, kBv, kQNorm, kKNorm, kPostAttnNorm, kPostFfnNorm, kBo, kSinks,
   kAttnNormBias, kFfnNormBias, kUpBias, kDownBias,           // encoders (LayerNorm, plain FFN)
+  // A gated DeltaNet layer's (in place of the attention rows): the q|k|v, z, b and a projections, the causal
+  // conv's taps, dt_bias, the decay (A_log or A), the gated norm and the output projection.
+  kSsmQkv, kSsmZ, kSsmBeta, kSsmAlpha, kSsmConv, kSsmDtBias, kSsmDecay, kSsmNorm, kSsmOut,
   kCount
 };
 
@@ -41,10 +44,14 @@ enum class ModelTensor : uint8_t {
 // kind of its first row, and its parts are stacked in table order (rows of matrices, values of vectors).
 // A plain FFN (no gate) has its up projection alone under kGateUp.
 struct LayerProduct {
-  static constexpr LayerTensor kQkv = LayerTensor::kWq;              // (q_dim + 2 * kv_dim, dim)
+  static constexpr LayerTensor kQkv = LayerTensor::kWq;              // (q_proj_dim + 2 * kv_dim, dim)
   static constexpr LayerTensor kQkvBias = LayerTensor::kBq;          // (q_dim + 2 * kv_dim)
   static constexpr LayerTensor kGateUp = LayerTensor::kGate;         // (2 * hidden_dim, dim)
   static constexpr LayerTensor kSharedGateUp = LayerTensor::kSharedGate;  // (2 * shared_expert_hidden_dim, dim)
+  // A DeltaNet layer's input projections: (conv_dim + value_dim, dim) rows [q|k|v | z], and (2 * num_v_heads,
+  // dim) rows [b | a] (each grouped by key head in Qwen3-Next's files: DeltaNetSizes::grouped_*).
+  static constexpr LayerTensor kSsmQkvz = LayerTensor::kSsmQkv;
+  static constexpr LayerTensor kSsmBa = LayerTensor::kSsmBeta;
 };
 struct ExpertProduct {
   static constexpr ExpertTensor kGateUp = ExpertTensor::kGate;          // (2 * expert_hidden_dim, dim)
@@ -68,6 +75,12 @@ enum class Size : uint8_t {
   kPositions,   // max_context + position_offset
   kTokenTypes,  // num_token_types (config.json type_vocab_size)
   kNumLabels,
+  kQProj,         // q_proj_dim(): q_dim, doubled by the attention output gate
+  kSsmConvDim,    // a DeltaNet layer's conv channels (q, k and v)
+  kSsmValueDim,   // num_v_heads * v_head_dim
+  kSsmVHeads,     // num_v_heads
+  kSsmVHeadDim,   // v_head_dim
+  kSsmConvKernel,  // the conv's taps
 };
 struct Shape {
   Size rows = Size::kOne;
@@ -87,7 +100,10 @@ enum class Role : uint8_t {
   kBias,          // a vector added as it is (biases, sinks), fp32
   kGateVector,    // a (1, dim) vector dotted with each row (the shared expert's gate): fp32, drawn as a
                   // projection of one output
-  kDense,         // a small fp32 matrix of the CPU's head (pooler, classifier): drawn as a projection
+  kDense,         // a small fp32 matrix (the CPU's head: pooler, classifier; a conv's taps): drawn as a projection
+  kPlainNorm,     // a norm weight applied as it is, never with norm_offset (a DeltaNet's gated norm): fp32, drawn near 1
+  kDecay,         // a recurrent layer's decay rate A per head, fp32: stored as A_log (ModelConfig::decay_from_log:
+                  // A = -exp(A_log)) or as A; drawn as A_log near 0
 };
 
 // A row's names in a format, the first the one an error names; a loader takes the first one the file has
@@ -145,7 +161,7 @@ struct ModelTensorRow {
 };
 
 // A product some files store as one tensor (Phi-3's qkv_proj and gate_up_proj; llama.cpp puts Phi-3's
-// gate and up in ffn_up): when its first row's own tensor is not there, its parts are read as row slices
+// gate and up in ffn_up; Qwen3-Next's in_proj_qkvz and in_proj_ba): when its first row's own tensor is not there, its parts are read as row slices
 // of it, in table order.
 struct FusedTensorRow {
   LayerTensor product;  // the first row of the product

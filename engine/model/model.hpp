@@ -47,6 +47,9 @@ struct Model {
   std::string chat_template;       // Jinja text from the model files, empty if none
   EmbeddingSpec embedding;         // sentence-transformers pooling (Hugging Face directories)
   std::shared_ptr<const void> storage;  // keeps the mapped files and owned buffers alive
+  // What the files hold that the loader leaves out on purpose (a vision tower, multi-token-prediction
+  // layers), one sentence each, for the load line and inspect.
+  std::vector<std::string> notes;
 };
 
 struct ModelSource {

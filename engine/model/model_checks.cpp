@@ -67,6 +67,30 @@ void check_moe_config(const ModelConfig& c, const std::string& path) {
   }
 }
 
+// Partial rotary, the layer kinds and the DeltaNet sizes (hybrid models).
+void check_hybrid_config(const ModelConfig& c, const std::string& path) {
+  if (c.rotary_dim < 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0) {
+    throw Error("'" + path + "': rotary_dim " + std::to_string(c.rotary_dim) + " must be even and at most head_dim " +
+                std::to_string(c.head_dim));
+  }
+  if (c.layer_kinds.empty()) return;
+  if (static_cast<int>(c.layer_kinds.size()) != c.num_layers) {
+    throw Error("'" + path + "': " + std::to_string(c.layer_kinds.size()) + " layer kinds for " + std::to_string(c.num_layers) +
+                " layers");
+  }
+  if (!c.has_recurrent_layers()) return;
+  const DeltaNetSizes& d = c.deltanet;
+  check_range(path, "linear_num_key_heads", d.num_k_heads, 1 << 12);
+  check_range(path, "linear_num_value_heads", d.num_v_heads, 1 << 12);
+  check_range(path, "linear_key_head_dim", d.k_head_dim, 1 << 12);
+  check_range(path, "linear_value_head_dim", d.v_head_dim, 1 << 12);
+  check_range(path, "linear_conv_kernel_dim", d.conv_kernel, 1 << 10);
+  if (d.num_v_heads % d.num_k_heads != 0) {
+    throw Error("'" + path + "': linear_num_value_heads " + std::to_string(d.num_v_heads) +
+                " is not a multiple of linear_num_key_heads " + std::to_string(d.num_k_heads));
+  }
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c, const std::string& path) {
@@ -95,6 +119,7 @@ void check_model_config(const ModelConfig& c, const std::string& path) {
                 std::to_string(c.num_layers) + " layers");
   }
   check_moe_config(c, path);
+  check_hybrid_config(c, path);
   for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
     if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");
   }

@@ -12,6 +12,16 @@ bool ModelConfig::has_window() const {
   return std::any_of(layer_window.begin(), layer_window.end(), [](int w) { return w > 0; });
 }
 
+int ModelConfig::num_attention_layers() const {
+  if (layer_kinds.empty()) return num_layers;
+  return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kAttention));
+}
+
+int ModelConfig::attention_index(int layer) const {
+  if (layer_kinds.empty()) return layer;
+  return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.begin() + layer, LayerKind::kAttention));
+}
+
 float ModelConfig::query_scale() const {
   return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
@@ -23,6 +33,14 @@ std::string ModelConfig::features() const {
   if (qkv_bias) add("qkv bias");
   if (o_bias) add("output projection bias");
   if (attn_sinks) add("attention sinks");
+  if (has_recurrent_layers()) {
+    add("hybrid: " + std::to_string(num_layers - num_attention_layers()) + " gated DeltaNet and " +
+        std::to_string(num_attention_layers()) + " attention layers (" + std::to_string(deltanet.num_k_heads) +
+        " key and " + std::to_string(deltanet.num_v_heads) + " value heads of " + std::to_string(deltanet.k_head_dim) +
+        " and " + std::to_string(deltanet.v_head_dim) + ", conv kernel " + std::to_string(deltanet.conv_kernel) + ")");
+  }
+  if (attn_output_gate) add("attention output gate");
+  if (rotary_dims() != head_dim) add("partial rotary (" + std::to_string(rotary_dims()) + " of " + std::to_string(head_dim) + " dims)");
   if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
   if (is_encoder()) add("encoder (bidirectional attention, no lm_head)");
@@ -106,17 +124,18 @@ double yarn_freq(const RopeScaling& s, double theta, int head_dim, int i, double
 }  // namespace
 
 void rope_inv_freq(const ModelConfig& config, float* inv_freq, bool local, bool long_range) {
-  const int half = config.head_dim / 2;
+  const int rotary = config.rotary_dims();
+  const int half = rotary / 2;
   const double theta = local && config.rope_theta_local > 0.0f ? config.rope_theta_local : config.rope_theta;
   const RopeScaling& s = config.rope_scaling;
   const RopeScalingType type = local ? RopeScalingType::kNone : s.type;
   for (int i = 0; i < half; ++i) {
-    double freq = 1.0 / std::pow(theta, 2.0 * i / config.head_dim);
+    double freq = 1.0 / std::pow(theta, 2.0 * i / rotary);
     switch (type) {
       case RopeScalingType::kNone: break;
       case RopeScalingType::kLinear: freq /= s.factor; break;
       case RopeScalingType::kLlama3: freq = llama3_freq(s, freq); break;
-      case RopeScalingType::kYarn: freq = yarn_freq(s, theta, config.head_dim, i, freq); break;
+      case RopeScalingType::kYarn: freq = yarn_freq(s, theta, rotary, i, freq); break;
       case RopeScalingType::kLongrope: {
         const std::vector<float>& divisors = long_range ? s.long_factor : s.short_factor;
         freq /= divisors[static_cast<size_t>(i)];

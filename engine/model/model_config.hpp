@@ -36,6 +36,39 @@ struct RopeScaling {
 // up projection alone; kGeluErf is the exact GELU, x/2 (1 + erf(x / sqrt 2)) (HF "gelu": BERT).
 enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped, kGeluErf };
 
+// What mixes a layer's positions (its "mixer"; the FFN follows every kind). Attention keeps K/V in the
+// paged cache; the recurrent kinds keep a fixed-size state per sequence instead (a convolution window and
+// a recurrent matrix: the backend's state slots). A new kind is a value here, its tensor rows and one small
+// forward file per backend.
+enum class LayerKind : uint8_t {
+  kAttention,  // causal (or bidirectional) attention over the paged KV cache
+  kDeltaNet,   // gated DeltaNet (Qwen3.5, Qwen3-Next): causal conv, L2-normed q/k, the delta rule, gated norm
+};
+
+// A gated DeltaNet layer's sizes (Qwen3.5's linear_* config fields; GGUF ssm.*). Its q/k/v projection has
+// 2 * num_k_heads * k_head_dim + num_v_heads * v_head_dim channels, which the causal depthwise convolution
+// (conv_kernel taps) mixes over time; value head j reads key head j / (num_v_heads / num_k_heads), or with
+// tiled_heads (llama.cpp's converter reorders the value heads) j % num_k_heads. Qwen3-Next's fused
+// projections hold their rows grouped by key head: with grouped_qkvz, per key head [q, k, v (its value heads),
+// z (its value heads)]; with grouped_ba, per key head [b (its value heads), a (its value heads)].
+struct DeltaNetSizes {
+  int num_k_heads = 0;
+  int num_v_heads = 0;
+  int k_head_dim = 0;
+  int v_head_dim = 0;
+  int conv_kernel = 0;
+  bool tiled_heads = false;
+  bool grouped_qkvz = false;
+  bool grouped_ba = false;
+
+  int key_dim() const { return num_k_heads * k_head_dim; }
+  int value_dim() const { return num_v_heads * v_head_dim; }
+  int conv_dim() const { return 2 * key_dim() + value_dim(); }
+  int key_head_of(int v_head) const {
+    return tiled_heads ? v_head % num_k_heads : v_head / (num_v_heads / num_k_heads);
+  }
+};
+
 // How a sparse layer's router picks experts from its logits: softmax over all experts then the top k
 // (Mixtral, Qwen-MoE, OLMoE), or the top k logits then a softmax over those k (gpt-oss).
 enum class MoeRouter : uint8_t { kSoftmaxTopk, kTopkSoftmax };
@@ -57,7 +90,7 @@ struct ModelConfig {
   bool tied_embeddings = false;
 
   // The family description (Llama's values by default).
-  float norm_offset = 0.0f;        // RMSNorm scales by (norm_offset + w): 1 for Gemma's HF weights (GGUF stores 1 + w)
+  float norm_offset = 0.0f;        // RMSNorm scales by (norm_offset + w): 1 for Gemma's and Qwen3.5's HF weights (GGUF stores 1 + w)
   bool qkv_bias = false;           // q, k and v projections have biases (Qwen2)
   bool qk_norm = false;            // RMSNorm of every q and k head before RoPE, weights (head_dim) (Qwen3, Gemma 3)
   bool sandwich_norms = false;     // RMSNorm of each sublayer's output before the residual add (Gemma 2, 3)
@@ -70,6 +103,15 @@ struct ModelConfig {
   float rope_theta_local = 0.0f;   // RoPE base of windowed layers, unscaled (Gemma 3); 0: they use rope_theta
   bool qk_norm_whole = false;      // the q/k norm spans the whole projection, weights (q_dim), (kv_dim) (OLMoE)
   std::vector<uint8_t> layer_nope;  // (num_layers) 1 where q and k are not rotated (SmolLM3's NoPE layers); empty: none
+  // Qwen3.5's attention: the q projection holds per head [q (head_dim) | gate (head_dim)], and the attention
+  // output is multiplied by sigmoid(gate) before the output projection.
+  bool attn_output_gate = false;
+  int rotary_dim = 0;              // leading dims of a head RoPE rotates (halves of them paired); 0: head_dim
+
+  // Hybrid models: each layer's kind (empty: every layer is attention) and the recurrent kinds' sizes.
+  std::vector<LayerKind> layer_kinds;  // (num_layers) or empty
+  DeltaNetSizes deltanet;
+  bool decay_from_log = false;     // the decay tensor holds A_log (HF; A = -exp(A_log)), else A itself (GGUF)
 
   // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row by its
   // router's num_experts logits (plus router_bias): kSoftmaxTopk takes the softmax over all of them, then
@@ -115,6 +157,15 @@ struct ModelConfig {
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
+  LayerKind layer_kind(int layer) const {
+    return layer_kinds.empty() ? LayerKind::kAttention : layer_kinds[static_cast<size_t>(layer)];
+  }
+  bool is_attention(int layer) const { return layer_kind(layer) == LayerKind::kAttention; }
+  int num_attention_layers() const;    // layers whose K/V the paged cache holds
+  int attention_index(int layer) const;  // layer's place among the attention layers (its KV cache layer)
+  bool has_recurrent_layers() const { return num_attention_layers() < num_layers; }
+  int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
+  int q_proj_dim() const { return q_dim() * (attn_output_gate ? 2 : 1); }  // rows of the q projection
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
   bool is_moe() const { return num_experts > 0; }
   bool is_encoder() const { return !has_lm_head; }
@@ -130,7 +181,7 @@ struct ModelConfig {
   std::string features() const;        // the family description in words, for inspect ("" for plain Llama)
 };
 
-// Inverse frequencies of RoPE (head_dim / 2 values) of global layers (rope_theta and its scaling) or of
+// Inverse frequencies of RoPE (rotary_dims() / 2 values) of global layers (rope_theta and its scaling) or of
 // local ones (rope_theta_local, unscaled). Longrope has two sets: `long_range` picks the one for positions
 // from original_max_position on (a position's rotation never depends on what else is batched). Shared by
 // every backend so that rotations agree bit for bit.

@@ -490,6 +490,17 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
   fp8.fp8_weights = true;
   CHECK(make_error(make_moe_model(true), fp8).find("mixture-of-experts") == std::string::npos);  // FP8 experts
+  // Hybrid models (recurrent layers, Qwen3.5's gated and partially rotated attention) run on the CPU only.
+  Model hybrid = make_family_model(Family::kQwen3);
+  hybrid.config.layer_kinds.assign(static_cast<size_t>(hybrid.config.num_layers), LayerKind::kDeltaNet);
+  hybrid.config.layer_kinds.back() = LayerKind::kAttention;
+  CHECK(make_error(hybrid).find("does not support hybrid models") != std::string::npos);
+  Model gated = make_family_model(Family::kQwen3);
+  gated.config.attn_output_gate = true;
+  CHECK(make_error(gated).find("does not support hybrid models") != std::string::npos);
+  Model partial = make_family_model(Family::kQwen3);
+  partial.config.rotary_dim = partial.config.head_dim / 2;
+  CHECK(make_error(partial).find("does not support hybrid models") != std::string::npos);
 }
 
 TEST_CASE("CUDA backend accepts every example model's family (checked before the device is opened)" *

@@ -1,0 +1,58 @@
+// The spellings of layer kinds in the model files (layer_kinds.hpp).
+#include "engine/model/layer_kinds.hpp"
+
+namespace cbatch {
+namespace {
+
+struct TypeName {
+  std::string_view type;
+  LayerKind kind;
+};
+
+// transformers' names (Qwen3.5, Qwen3-Next).
+constexpr TypeName kLayerTypes[] = {
+    {"linear_attention", LayerKind::kDeltaNet},
+    {"full_attention", LayerKind::kAttention},
+};
+
+}  // namespace
+
+std::optional<LayerKind> layer_kind_of_type(std::string_view type) {
+  for (const TypeName& t : kLayerTypes) {
+    if (t.type == type) return t.kind;
+  }
+  return std::nullopt;
+}
+
+std::string supported_layer_types() {
+  std::string out;
+  for (const TypeName& t : kLayerTypes) out += (out.empty() ? "" : ", ") + std::string(t.type);
+  return out;
+}
+
+std::vector<LayerKind> layer_kinds_from_interval(int num_layers, int interval) {
+  std::vector<LayerKind> kinds;
+  for (int i = 0; i < num_layers; ++i) {
+    kinds.push_back((i + 1) % interval == 0 ? LayerKind::kAttention : LayerKind::kDeltaNet);
+  }
+  return kinds;
+}
+
+std::vector<LayerKind> layer_kinds_from_recurrent_flags(const std::vector<int64_t>& recurrent, int num_layers) {
+  if (static_cast<int64_t>(recurrent.size()) < num_layers) return {};
+  std::vector<LayerKind> kinds;
+  for (int i = 0; i < num_layers; ++i) {
+    kinds.push_back(recurrent[static_cast<size_t>(i)] != 0 ? LayerKind::kDeltaNet : LayerKind::kAttention);
+  }
+  return kinds;
+}
+
+std::string_view layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kAttention: return "attention";
+    case LayerKind::kDeltaNet: return "gated DeltaNet";
+  }
+  return "?";
+}
+
+}  // namespace cbatch

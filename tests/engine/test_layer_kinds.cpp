@@ -1,0 +1,79 @@
+// Layer kinds from the files' spellings (engine/model/layer_kinds.hpp) and through config.json.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/base/error.hpp"
+#include "engine/model/hf_config.hpp"
+#include "engine/model/layer_kinds.hpp"
+
+using namespace cbatch;
+
+namespace {
+
+constexpr LayerKind kA = LayerKind::kAttention, kD = LayerKind::kDeltaNet;
+
+// config.json of a tiny Qwen3.5 text model with `extra` fields (JSON members, leading comma) and its
+// linear_num_value_heads, in a fresh directory.
+std::string write_config(const std::string& name, const std::string& extra, int value_heads = 4) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cbatch-layer-kinds-" + name);
+  std::filesystem::create_directories(dir);
+  const auto path = dir / "config.json";
+  std::ofstream(path) << R"({"model_type": "qwen3_5_text", "hidden_size": 64, "intermediate_size": 96,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 300,
+    "linear_num_key_heads": 2, "linear_key_head_dim": 16, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+    "linear_num_value_heads": )" + std::to_string(value_heads) + extra + "}";
+  return path.string();
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_hf_config(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("layer kinds: layer_types values, full_attention_interval, GGUF recurrent flags") {
+  CHECK(layer_kind_of_type("linear_attention") == kD);
+  CHECK(layer_kind_of_type("full_attention") == kA);
+  CHECK_FALSE(layer_kind_of_type("mamba").has_value());
+  CHECK_FALSE(layer_kind_of_type("sliding_attention").has_value());
+  CHECK(supported_layer_types() == "linear_attention, full_attention");
+  CHECK(layer_kinds_from_interval(8, 4) == std::vector<LayerKind>{kD, kD, kD, kA, kD, kD, kD, kA});
+  CHECK(layer_kinds_from_interval(3, 1) == std::vector<LayerKind>{kA, kA, kA});
+  // The flags cover the MTP blocks too, which are not generation layers.
+  CHECK(layer_kinds_from_recurrent_flags({1, 0, 1, 0, 0}, 4) == std::vector<LayerKind>{kD, kA, kD, kA});
+  CHECK(layer_kinds_from_recurrent_flags({1, 0}, 4).empty());
+  CHECK(layer_kind_name(kD) == "gated DeltaNet");
+}
+
+TEST_CASE("layer kinds through config.json: the list, the interval, and errors naming the key") {
+  const ModelConfig listed = read_hf_config(write_config(
+      "list", R"(, "layer_types": ["linear_attention", "full_attention", "full_attention", "linear_attention"])")).config;
+  CHECK(listed.layer_kinds == std::vector<LayerKind>{kD, kA, kA, kD});
+  CHECK(listed.num_attention_layers() == 2);
+  CHECK(listed.attention_index(2) == 1);
+  CHECK(listed.attention_index(3) == 2);
+  CHECK(listed.has_recurrent_layers());
+  CHECK(listed.deltanet.conv_dim() == 2 * 2 * 16 + 4 * 16);
+  CHECK(listed.deltanet.key_head_of(3) == 1);  // grouped: value heads 2, 3 read key head 1
+  CHECK(listed.rotary_dims() == 8);            // the family's default factor 0.25 of head_dim 32
+  CHECK(listed.norm_offset == 1.0f);
+  const ModelConfig every_second = read_hf_config(write_config("interval", R"(, "full_attention_interval": 2)")).config;
+  CHECK(every_second.layer_kinds == std::vector<LayerKind>{kD, kA, kD, kA});
+  CHECK(read_hf_config(write_config("default", "")).config.layer_kinds == std::vector<LayerKind>{kD, kD, kD, kA});
+  const std::string unknown =
+      error_of(write_config("unknown", R"(, "layer_types": ["linear_attention", "mamba", "full_attention", "full_attention"])"));
+  CHECK(unknown.find("layer_types") != std::string::npos);
+  CHECK(unknown.find("'mamba'") != std::string::npos);
+  CHECK(error_of(write_config("short", R"(, "layer_types": ["full_attention"])")).find("layer_types") != std::string::npos);
+  CHECK(error_of(write_config("heads", "", 3)).find("linear_num_value_heads") !=
+        std::string::npos);
+  CHECK(error_of(write_config("rotary", R"(, "partial_rotary_factor": 0.01)")).find("partial_rotary_factor") !=
+        std::string::npos);
+}
