@@ -15,6 +15,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/hf_config.hpp"
+#include "engine/model/hf_quantization.hpp"
 #include "engine/model/hf_stacked_experts.hpp"
 #include "engine/model/layer_reader.hpp"
 #include "engine/text/hf_tokenizer.hpp"
@@ -193,6 +194,7 @@ Model load_hf_model(const ModelSource& source) {
   const std::string config_path = in_dir(dir, "config.json");
   if (!fs::exists(config_path)) throw Error("'" + dir + "': a Hugging Face model directory needs config.json");
   const HfConfig hf = read_hf_config(config_path);
+  const QuantizationConfig quantization = read_quantization_config(config_path);
   const WeightFiles weights(dir);
   Model model;
   model.path = dir;
@@ -200,6 +202,7 @@ Model load_hf_model(const ModelSource& source) {
   model.config = hf.config;
   OwnedBuffers owned;
   model.tensors = read_tensors(weights, hf.config, owned);
+  model.quantization = describe_quantization(quantization);
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
   model.embedding = read_sentence_transformers(dir);
