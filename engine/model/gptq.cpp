@@ -1,5 +1,5 @@
 // GPTQ unpacking (gptq.hpp): the shapes of qzeros, scales and g_idx follow from qweight's and the config's
-// group size; g_idx must give every group exactly group_size input rows.
+// group size; g_idx must give every group exactly group_size input rows (checked_groups).
 #include "engine/model/gptq.hpp"
 
 #include "engine/base/error.hpp"
@@ -7,31 +7,11 @@
 namespace cbatch {
 namespace {
 
-// g_idx, or k / group_size when the file has none; each value a group, each group group_size rows.
+// g_idx, or k / group_size when the file has none.
 std::vector<int32_t> group_of_rows(const QuantizedParts& parts, const GptqShape& s, int64_t group_rows) {
+  if (parts.has("g_idx")) return checked_groups(parts, "g_idx", s.in, s.num_groups, group_rows);
   std::vector<int32_t> g(static_cast<size_t>(s.in));
-  if (!parts.has("g_idx")) {
-    for (int64_t k = 0; k < s.in; ++k) g[static_cast<size_t>(k)] = static_cast<int32_t>(k / group_rows);
-    return g;
-  }
-  parts.expect_shape("g_idx", {s.in}, "one group per input row");
-  g = parts.ints("g_idx");
-  std::vector<int64_t> count(static_cast<size_t>(s.num_groups), 0);
-  for (int64_t k = 0; k < s.in; ++k) {
-    const int32_t group = g[static_cast<size_t>(k)];
-    if (group < 0 || group >= s.num_groups) {
-      parts.fail("g_idx", "puts input row " + std::to_string(k) + " in group " + std::to_string(group) + " of " +
-                              std::to_string(s.num_groups) + ": not a valid group assignment");
-    }
-    ++count[static_cast<size_t>(group)];
-  }
-  for (int64_t group = 0; group < s.num_groups; ++group) {
-    if (count[static_cast<size_t>(group)] != group_rows) {
-      parts.fail("g_idx", "gives group " + std::to_string(group) + " " + std::to_string(count[static_cast<size_t>(group)]) +
-                              " input rows, the group size is " + std::to_string(group_rows) +
-                              ": not a valid group assignment");
-    }
-  }
+  for (int64_t k = 0; k < s.in; ++k) g[static_cast<size_t>(k)] = static_cast<int32_t>(k / group_rows);
   return g;
 }
 

@@ -43,6 +43,33 @@ void QuantizedParts::expect_shape(const std::string& suffix, const std::vector<i
   if (t.shape != shape) fail(suffix, "has shape " + shape_list(t.shape) + ", expected " + shape_list(shape) + " (" + what + ")");
 }
 
+const SafetensorsTensor& QuantizedParts::stored(const std::string& suffix) const {
+  return file(suffix).entry(name(suffix));
+}
+
+std::vector<int32_t> checked_groups(const QuantizedParts& parts, const std::string& suffix, int64_t in,
+                                    int64_t num_groups, int64_t group_rows) {
+  parts.expect_shape(suffix, {in}, "one group per input row");
+  const std::vector<int32_t> g = parts.ints(suffix);
+  std::vector<int64_t> count(static_cast<size_t>(num_groups), 0);
+  for (int64_t k = 0; k < in; ++k) {
+    const int32_t group = g[static_cast<size_t>(k)];
+    if (group < 0 || group >= num_groups) {
+      parts.fail(suffix, "puts input row " + std::to_string(k) + " in group " + std::to_string(group) + " of " +
+                             std::to_string(num_groups) + ": not a valid group assignment");
+    }
+    ++count[static_cast<size_t>(group)];
+  }
+  for (int64_t group = 0; group < num_groups; ++group) {
+    if (count[static_cast<size_t>(group)] != group_rows) {
+      parts.fail(suffix, "gives group " + std::to_string(group) + " " + std::to_string(count[static_cast<size_t>(group)]) +
+                             " input rows, the group size is " + std::to_string(group_rows) +
+                             ": not a valid group assignment");
+    }
+  }
+  return g;
+}
+
 const uint8_t* QuantizedParts::bytes(const std::string& suffix) const {
   const SafetensorsFile& f = file(suffix);
   return f.bytes(f.entry(name(suffix)));

@@ -21,6 +21,7 @@ class QuantizedParts {
   bool has(const std::string& suffix) const { return file_of_(name(suffix)) != nullptr; }
   // The tensor's entry: throws when it is missing or not of `dtype` ("" accepts F32, F16 and BF16).
   const SafetensorsTensor& entry(const std::string& suffix, const std::string& dtype) const;
+  const SafetensorsTensor& stored(const std::string& suffix) const;  // of any dtype
   // Throws unless the tensor has `shape`; `what` says what that shape means.
   void expect_shape(const std::string& suffix, const std::vector<int64_t>& shape, const std::string& what) const;
   std::vector<uint32_t> words(const std::string& suffix) const;  // an I32 tensor's words
@@ -36,6 +37,11 @@ class QuantizedParts {
   std::string stem_;
   std::string scheme_;
 };
+
+// The group of each of `in` input rows from the I32 tensor `suffix` (in): throws naming it unless every value
+// is a group below num_groups and every group has group_rows rows (a valid group assignment).
+std::vector<int32_t> checked_groups(const QuantizedParts& parts, const std::string& suffix, int64_t in,
+                                    int64_t num_groups, int64_t group_rows);
 
 // An f32 tensor (rows, cols) owning `values`, named `name`.
 OwnedTensor owned_f32(const std::string& name, int64_t rows, int64_t cols, std::vector<float> values);
