@@ -13,7 +13,8 @@ namespace {
 
 constexpr const char* kSupported =
     "supported: gptq 4 or 8 bits (checkpoint_format gptq or gptq_v2), awq 4 bits (version gemm), fp8 e4m3 "
-    "(blocks, per tensor or per channel), compressed-tensors float-quantized fp8, mxfp4 (gpt-oss)";
+    "(blocks, per tensor or per channel), compressed-tensors float-quantized fp8 (tensor, channel, block) or "
+    "pack-quantized int 4 or 8 bits (group, channel), mxfp4 (gpt-oss)";
 
 [[noreturn]] void unsupported(const JsonFields& f, const char* key, const std::string& value) {
   f.fail(key, "is " + value + ", which cbatch does not read (" + kSupported + ")");
@@ -87,7 +88,7 @@ void read_fp8(const JsonFields& f, QuantizationConfig& q) {
 // compressed-tensors: one config group whose weights say how they are stored.
 void read_compressed(const JsonFields& f, QuantizationConfig& q) {
   q.format = f.get_string("format");
-  if (q.format != "float-quantized") unsupported(f, "format", "'" + q.format + "'");
+  if (q.format != "float-quantized" && q.format != "pack-quantized") unsupported(f, "format", "'" + q.format + "'");
   q.not_converted = read_strings(f, "ignore");
   int num_groups = 0;
   for (auto [name, value] : f.members("config_groups")) {
@@ -101,11 +102,19 @@ void read_compressed(const JsonFields& f, QuantizationConfig& q) {
     q.sym = w.get_bool("symmetric", true);
     q.group_size = read_group_size(w, "group_size", 0);
     q.weight_block_size = read_ints(w, "block_structure");
-    if (q.type != "float" || q.bits != 8) unsupported(w, "type", q.type + " with " + std::to_string(q.bits) + " bits");
-    if (q.strategy != "tensor" && q.strategy != "channel" && q.strategy != "block") {
-      unsupported(w, "strategy", "'" + q.strategy + "'");
+    if (q.format == "float-quantized") {
+      if (q.type != "float" || q.bits != 8) unsupported(w, "type", q.type + " with " + std::to_string(q.bits) + " bits");
+      if (q.strategy != "tensor" && q.strategy != "channel" && q.strategy != "block") {
+        unsupported(w, "strategy", "'" + q.strategy + "'");
+      }
+      if (q.strategy == "block" && q.weight_block_size.size() != 2) w.fail("block_structure", "must be [rows, cols]");
+    } else {
+      if (q.type != "int" || (q.bits != 4 && q.bits != 8)) {
+        unsupported(w, "num_bits", q.type + " with " + std::to_string(q.bits) + " bits");
+      }
+      if (q.strategy != "group" && q.strategy != "channel") unsupported(w, "strategy", "'" + q.strategy + "'");
+      if (q.strategy == "group" && q.group_size <= 0) w.fail("group_size", "must be positive for the group strategy");
     }
-    if (q.strategy == "block" && q.weight_block_size.size() != 2) w.fail("block_structure", "must be [rows, cols]");
   }
   if (num_groups == 0) f.fail("config_groups", "has no group");
 }
@@ -145,8 +154,9 @@ std::string describe_quantization(const QuantizationConfig& q) {
   text += std::to_string(q.bits);
   text += "-bit";
   double scale_bits = 0;  // per weight
-  if (q.method == "gptq" || q.method == "awq") {
-    text += q.group_size > 0 ? ", group " + std::to_string(q.group_size) : ", one group per column";
+  if (q.method == "gptq" || q.method == "awq" || q.format == "pack-quantized") {
+    if (q.strategy != "channel") text += q.group_size > 0 ? ", group " + std::to_string(q.group_size) : ", one group per column";
+    if (q.strategy == "channel") text += ", per channel";
     text += q.sym ? ", symmetric" : ", asymmetric";
     if (q.desc_act) text += ", act-order (g_idx)";
     if (q.group_size > 0) scale_bits = (16.0 + q.bits) / q.group_size;  // an fp16 scale and a zero per group

@@ -37,7 +37,7 @@ AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # the output column of each nibble of a wo
 c = Checks()
 work = tmpdir()
 rng = random.Random(23)
-prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47)]
+prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60)]
 prompts_path = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
                             "ignore_eos": True} for i, p in enumerate(prompts)])
@@ -138,6 +138,24 @@ def awq(w, group=32):
     return parts, dequantized(codes, zeros, scales, groups)
 
 
+def pack_quantized(w, bits, sym, group, nrng):
+    """compressed-tensors pack-quantized: codes (stored as the signed code plus 2^(bits - 1), i.e. int_quantize's
+    unsigned ones) packed along the input, zeros along the output; group None: per channel (act-order when
+    grouped: weight_g_idx)."""
+    out, inp = w.shape
+    groups = np.zeros(inp, np.int64)
+    if group:
+        groups[nrng.permutation(inp)] = np.arange(inp) // group
+    codes, zeros, scales = int_quantize(w, groups, bits, sym)
+    parts = {"weight_packed": ("I32", pack(codes, bits, 1)), "weight_scale": ("F16", scales.T.astype("<f2").copy()),
+             "weight_shape": ("I32", np.array([out, inp], "<i4"))}
+    if group:
+        parts["weight_g_idx"] = ("I32", groups.astype("<i4"))
+    if not sym:
+        parts["weight_zero_point"] = ("I32", pack(zeros.T, bits, 0))
+    return parts, dequantized(codes, zeros, scales, groups)
+
+
 def e4m3_values():
     v = np.arange(256)
     e, m = (v >> 3) & 15, v & 7
@@ -183,6 +201,9 @@ def quantized_model(weights, scheme, nrng):
         elif scheme["method"] == "gptq" and is_linear(name):
             parts, exact[name] = gptq(w, scheme["bits"], scheme["sym"], scheme["desc_act"], nrng)
             tensors.update({stem + k: v for k, v in parts.items()})
+        elif scheme["method"] == "packed" and is_linear(name):
+            parts, exact[name] = pack_quantized(w, scheme["bits"], scheme["sym"], scheme["group"], nrng)
+            tensors.update({stem + k: v for k, v in parts.items()})
         elif scheme["method"] == "awq" and is_linear(name):
             parts, exact[name] = awq(w)
             tensors.update({stem + k: v for k, v in parts.items()})
@@ -200,6 +221,13 @@ def bf16_bits(values):
     return (values.astype(np.float32).view(np.uint32) >> 16).astype("<u2")
 
 
+def packed_config(bits, sym, group):
+    weights = dict(num_bits=bits, type="int", symmetric=sym, strategy="group" if group else "channel",
+                   group_size=group, actorder="group" if group else None, dynamic=False)
+    return dict(quant_method="compressed-tensors", format="pack-quantized", ignore=["lm_head"],
+                config_groups={"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}})
+
+
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
     "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True,
@@ -211,6 +239,10 @@ SCHEMES = {
     "awq": dict(method="awq", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
                                           version="gemm", modules_to_not_convert=["lm_head"]),
                 inspect="awq (gemm) 4-bit, group 32"),
+    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, config=packed_config(4, False, 32),
+                            inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
+    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, config=packed_config(8, True, None),
+                             inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
     "fp8-block": dict(method="fp8-block", config=dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
                                                       weight_block_size=[32, 32]),
                       inspect="fp8 8-bit, blocks 32x32"),
@@ -267,11 +299,11 @@ for label, scheme in SCHEMES.items():
 
 
 # ------------------------------------------------------------------------------------------- broken files
-def broken(label, edit_tensors=None, edit_config=None):
-    """A copy of the GPTQ 4-bit asymmetric directory with its tensors or config edited."""
-    src, dst = os.path.join(work, "gptq4-asym-act"), os.path.join(work, "bad-" + label)
+def broken(label, edit_tensors=None, edit_config=None, scheme="gptq4-asym-act"):
+    """A copy of a scheme's directory (GPTQ 4-bit asymmetric) with its tensors or config edited."""
+    src, dst = os.path.join(work, scheme), os.path.join(work, "bad-" + label)
     shutil.copytree(src, dst)
-    tensors, _, config = quantized_model(weights, SCHEMES["gptq4-asym-act"], np.random.default_rng(9))
+    tensors, _, config = quantized_model(weights, SCHEMES[scheme], np.random.default_rng(9))
     if edit_tensors:
         edit_tensors(tensors)
         write_safetensors(os.path.join(dst, "model.safetensors"), tensors)
@@ -309,4 +341,11 @@ expect_failure("bits", broken("bits", edit_config=lambda q: q.update(bits=3)),
                ["quantization_config.bits", "is 3", "supported: gptq 4 or 8 bits"])
 expect_failure("method", broken("method", edit_config=lambda q: q.update(quant_method="bitsandbytes")),
                ["quantization_config.quant_method", "'bitsandbytes'", "supported:"])
+expect_failure("weight_packed shape", broken("packed-shape", lambda t: t.__setitem__(
+    P + "weight_shape", ("I32", np.array([64, 96], "<i4"))), scheme="int4-group-asym"),
+    [P + "weight_packed", "has shape [64, 8], expected [64, 12]"])
+expect_failure("weight_zero_point missing", broken("packed-zeros", lambda t: t.pop(P + "weight_zero_point"),
+                                                   scheme="int4-group-asym"), [P + "weight_zero_point", "missing"])
+expect_failure("pack-quantized bits", broken("packed-bits", edit_config=lambda q: q["config_groups"]["group_0"][
+    "weights"].update(num_bits=2), scheme="int4-group-asym"), ["num_bits", "int with 2 bits", "supported:"])
 c.done()

@@ -1,7 +1,8 @@
 // Pre-quantized Hugging Face Linear weights (gptq.hpp, awq.hpp, fp8_hf.hpp) on small hand-made tensors whose
 // expansions are written out here: GPTQ's codes along the input from the low bits up, its v1 zeros plus 1 and
 // its g_idx groups, 8-bit words; AWQ's nibble order [0, 2, 4, 6, 1, 3, 5, 7]; FP8 codes times the scale of
-// their block, partial edge blocks included. (Whole models in each format: tests/e2e/test_prequantized.py.)
+// their block, partial edge blocks included; compressed-tensors pack-quantized codes along the input offset
+// by 2^(bits - 1), its zero points packed along the output. (Whole models in each format: tests/e2e/test_prequantized.py.)
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -9,6 +10,7 @@
 #include "engine/model/awq.hpp"
 #include "engine/model/fp8_hf.hpp"
 #include "engine/model/gptq.hpp"
+#include "engine/model/pack_quantized.hpp"
 
 namespace cbatch {
 namespace {
@@ -87,6 +89,20 @@ TEST_CASE("FP8: E4M3 codes times the scale of their block, edge blocks partial")
   fp8_dequantize(3, 3, 3, 3, codes.data(), scales.data() + 1, w.data());  // one scale for the tensor: 2
   CHECK(w[1] == 4.0f);
   CHECK(w[7] == -2.0f);
+}
+
+TEST_CASE("pack-quantized: codes along the input minus 2^(bits - 1), or minus zeros packed along the output") {
+  PackedIntShape s;
+  s.bits = 4, s.in = 8, s.out = 2, s.num_groups = 2;
+  const std::vector<uint32_t> packed = {0x76543210u, 0x88888888u};  // (out, in / 8): input k's code in bits 4k
+  const std::vector<float> scales = {1.0f, 2.0f, 3.0f, 4.0f};        // (out, groups)
+  const std::vector<int32_t> groups = {0, 0, 0, 0, 1, 1, 1, 1};
+  std::vector<float> w(16, -99.0f);
+  packed_int_dequantize(s, packed.data(), nullptr, scales.data(), groups.data(), w.data());  // symmetric: zero 8
+  CHECK(w == std::vector<float>{-8, -7, -6, -5, -8, -6, -4, -2, 0, 0, 0, 0, 0, 0, 0, 0});
+  const std::vector<uint32_t> zeros = {0x00000021u, 0x00000043u};  // (out / 8, groups): row 0 zeros 1, 3; row 1 2, 4
+  packed_int_dequantize(s, packed.data(), zeros.data(), scales.data(), groups.data(), w.data());
+  CHECK(w == std::vector<float>{-1, 0, 1, 2, 2, 4, 6, 8, 18, 18, 18, 18, 16, 16, 16, 16});
 }
 
 }  // namespace
