@@ -55,8 +55,9 @@ void read_gptq(const JsonFields& f, QuantizationConfig& q) {
   q.group_size = read_group_size(f, "group_size", 128);
   q.sym = f.get_bool("sym", true);
   q.desc_act = f.get_bool("desc_act", false);
-  q.format = f.get_string("checkpoint_format", "gptq");
-  if (q.format != "gptq" && q.format != "gptq_v2") unsupported(f, "checkpoint_format", "'" + q.format + "'");
+  const char* format_key = f.has("checkpoint_format") ? "checkpoint_format" : "format";  // GPTQModel: either
+  q.format = f.get_string(format_key, "gptq");
+  if (q.format != "gptq" && q.format != "gptq_v2") unsupported(f, format_key, "'" + q.format + "'");
   q.not_converted = read_strings(f, "modules_to_not_convert");
 }
 

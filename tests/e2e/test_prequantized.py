@@ -3,9 +3,11 @@ Linear to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear we
 norms or lm_head, which the configs list as not converted, except where FP8 blocks cover lm_head too)
 quantized here by numpy quantizers written from the formats' definitions:
 - GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
-  random permutation's groups), 8-bit symmetric without, group 32; qweight (in * bits / 32, out) packed along
+  random permutation's groups), 8-bit symmetric without, group 32; a gptq_v2 one (zeros as they are); qweight (in * bits / 32, out) packed along
   the input, qzeros (groups, out * bits / 32) along the output, scales (groups, out) F16;
 - AWQ GEMM: qweight (in, out / 8) and qzeros with the nibbles of columns [0, 2, 4, 6, 1, 3, 5, 7], scales F16;
+- compressed-tensors pack-quantized: INT4 asymmetric by groups of 32 with weight_g_idx (zero points packed
+  along the output), INT8 symmetric per channel; codes packed along the input, offset by 2^(bits - 1);
 - FP8: quant_method fp8 with weight_block_size (F8_E4M3 weights, weight_scale_inv per block, partial edge
   blocks), and compressed-tensors float-quantized per channel (weight_scale (out, 1); input_scale not read).
 Each is also written with every weight replaced by its exact dequantization (F32). cbatch's greedy tokens
@@ -113,13 +115,13 @@ def pack(values, bits, axis):
     return np.moveaxis(words, 0, axis).astype("<u4").view("<i4")
 
 
-def gptq(w, bits, sym, desc_act, nrng, group=32):
+def gptq(w, bits, sym, desc_act, nrng, v2=False, group=32):
     out, inp = w.shape
     perm = nrng.permutation(inp) if desc_act else np.arange(inp)
     g_idx = np.zeros(inp, np.int64)
     g_idx[perm] = np.arange(inp) // group
     codes, zeros, scales = int_quantize(w, g_idx, bits, sym)
-    parts = {"qweight": ("I32", pack(codes.T, bits, 0)), "qzeros": ("I32", pack(zeros - 1, bits, 1)),
+    parts = {"qweight": ("I32", pack(codes.T, bits, 0)), "qzeros": ("I32", pack(zeros if v2 else zeros - 1, bits, 1)),
              "scales": ("F16", scales.astype("<f2")), "g_idx": ("I32", g_idx.astype("<i4"))}
     return parts, dequantized(codes, zeros, scales, g_idx)
 
@@ -199,7 +201,7 @@ def quantized_model(weights, scheme, nrng):
             tensors[name], tensors[stem + "weight_scale"] = ("F8_E4M3", codes), ("BF16", bf16_bits(scales))
             tensors[stem + "input_scale"] = f32(np.array([0.5]))
         elif scheme["method"] == "gptq" and is_linear(name):
-            parts, exact[name] = gptq(w, scheme["bits"], scheme["sym"], scheme["desc_act"], nrng)
+            parts, exact[name] = gptq(w, scheme["bits"], scheme["sym"], scheme["desc_act"], nrng, scheme.get("v2"))
             tensors.update({stem + k: v for k, v in parts.items()})
         elif scheme["method"] == "packed" and is_linear(name):
             parts, exact[name] = pack_quantized(w, scheme["bits"], scheme["sym"], scheme["group"], nrng)
@@ -232,6 +234,9 @@ GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", module
 SCHEMES = {
     "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True,
                            config=dict(GPTQ, bits=4, sym=False, desc_act=True), inspect="gptq (gptq) 4-bit, group 32"),
+    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True,
+                          config=dict(GPTQ, bits=4, sym=False, desc_act=False, checkpoint_format="gptq_v2"),
+                          inspect="gptq (gptq_v2) 4-bit, group 32, asymmetric"),
     "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True,
                           config=dict(GPTQ, bits=4, sym=True, desc_act=True), inspect="symmetric, act-order"),
     "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False,
@@ -339,6 +344,8 @@ expect_failure("group size", broken("group", edit_config=lambda q: q.update(grou
                ["qweight", "group size 48 does not divide"])
 expect_failure("bits", broken("bits", edit_config=lambda q: q.update(bits=3)),
                ["quantization_config.bits", "is 3", "supported: gptq 4 or 8 bits"])
+expect_failure("format", broken("format", edit_config=lambda q: q.update(checkpoint_format="marlin")),
+               ["quantization_config.checkpoint_format", "'marlin'", "supported:"])
 expect_failure("method", broken("method", edit_config=lambda q: q.update(quant_method="bitsandbytes")),
                ["quantization_config.quant_method", "'bitsandbytes'", "supported:"])
 expect_failure("weight_packed shape", broken("packed-shape", lambda t: t.__setitem__(
