@@ -47,6 +47,7 @@ int run(const InspectOptions& o) {
   std::printf("model: %s\nformat: %s\narchitecture: %s\nweight dtype: %s\nparameters: %lld\n", model.path.c_str(),
               model.format.c_str(), c.architecture.c_str(), model.weight_dtype.c_str(),
               static_cast<long long>(c.num_parameters()));
+  if (!model.quantization.empty()) std::printf("quantization: %s\n", model.quantization.c_str());
   std::printf("dim: %d\nhidden_dim: %d\nlayers: %d\nheads: %d\nkv_heads: %d\nhead_dim: %d\nvocab: %d\n", c.dim,
               c.hidden_dim, c.num_layers, c.num_heads, c.num_kv_heads, c.head_dim, c.vocab_size);
   std::printf("context: %d\nrms_eps: %g\nrope_theta: %g\nrope_layout: %s\nrope_scaling: %s\ntied_embeddings: %s\n",

@@ -7,6 +7,8 @@
 // per-expert projections instead of the dense FFN (gpt-oss's stacked experts, bf16 or MXFP4, are
 // rearranged into owned buffers: hf_stacked_experts.hpp). BERT and XLM-R encoders (model_type bert,
 // xlm-roberta) have their own names and no lm_head; a cross-encoder adds its pooler and classifier.
+// A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, FP8: config.json's quantization_config) are
+// expanded to f32 tensors the loader owns as they are read (hf_quantized.hpp).
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -15,6 +17,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/hf_config.hpp"
+#include "engine/model/hf_quantized.hpp"
 #include "engine/model/hf_stacked_experts.hpp"
 #include "engine/model/layer_reader.hpp"
 #include "engine/text/hf_tokenizer.hpp"
@@ -31,10 +34,13 @@ namespace fs = std::filesystem;
 
 std::string in_dir(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
 
-// Tensor name -> the file that holds it.
+// Buffers the loader made (rearranged tensors) that the views point into, kept with the mapped files.
+using OwnedBuffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
+
+// Tensor name -> the file that holds it; a weight stored quantized is expanded when viewed.
 class WeightFiles final : public TensorFile {
  public:
-  explicit WeightFiles(const std::string& dir) {
+  WeightFiles(const std::string& dir, QuantizationConfig quantization) : quantization_(std::move(quantization)) {
     const std::string single = in_dir(dir, "model.safetensors");
     const std::string index = in_dir(dir, "model.safetensors.index.json");
     if (fs::exists(single)) {
@@ -48,17 +54,25 @@ class WeightFiles final : public TensorFile {
   }
 
   TensorView view(const std::string& name) const override {
+    if (is_stored_quantized(file_of_, quantization_, name)) {
+      OwnedTensor t = read_quantized(file_of_, quantization_, name);
+      expanded_.push_back(std::move(t.bytes));
+      return t.view;
+    }
     auto it = owner_.find(name);
     if (it == owner_.end()) throw Error("'" + description_ + "': tensor '" + name + "' is missing");
     return it->second->view(name);
   }
-  bool has(const std::string& name) const override { return owner_.count(name) != 0; }
+  bool has(const std::string& name) const override {
+    return owner_.count(name) != 0 || is_stored_quantized(file_of_, quantization_, name);
+  }
   std::string path() const override { return description_; }
   const SafetensorsFile* file_of(const std::string& name) const {
     auto it = owner_.find(name);
     return it == owner_.end() ? nullptr : it->second;
   }
   std::shared_ptr<const void> storage() const { return files_; }
+  const OwnedBuffers& expanded() const { return expanded_; }
 
  private:
   const SafetensorsFile& add_file(const std::string& path) {
@@ -92,6 +106,9 @@ class WeightFiles final : public TensorFile {
       std::make_shared<std::vector<std::unique_ptr<SafetensorsFile>>>();
   std::map<std::string, const SafetensorsFile*> owner_;
   std::string description_;
+  QuantizationConfig quantization_;
+  const TensorFileOf file_of_ = [this](const std::string& name) { return file_of(name); };
+  mutable OwnedBuffers expanded_;  // the expanded quantized weights, (out, in) f32 each
 };
 
 // Where the text model's tensors live: "model." (causal LMs), or inside a multimodal Gemma 3 checkpoint.
@@ -117,9 +134,6 @@ std::string model_tensor_name(const WeightFiles& w, const HfName& name, const st
   const std::string multimodal = "language_model." + std::string(name.name);
   return w.has(multimodal) ? multimodal : std::string(name.name);
 }
-
-// Buffers the loader made (rearranged tensors) that the views point into, kept with the mapped files.
-using OwnedBuffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
 // A sparse layer's routed experts: gpt-oss's stacked ones (hf_stacked_experts.hpp), else each expert's own
 // tensors, spelled as the layer's router is (Qwen-MoE's and OLMoE's mlp.experts.M, Mixtral's
@@ -195,7 +209,8 @@ Model load_hf_model(const ModelSource& source) {
   const std::string config_path = in_dir(dir, "config.json");
   if (!fs::exists(config_path)) throw Error("'" + dir + "': a Hugging Face model directory needs config.json");
   const HfConfig hf = read_hf_config(config_path);
-  const WeightFiles weights(dir);
+  const QuantizationConfig quantization = read_quantization_config(config_path);
+  const WeightFiles weights(dir, quantization);
   Model model;
   model.path = dir;
   model.format = "hf";
@@ -203,6 +218,8 @@ Model load_hf_model(const ModelSource& source) {
   model.notes = hf.notes;
   OwnedBuffers owned;
   model.tensors = read_tensors(weights, hf.config, owned);
+  owned.insert(owned.end(), weights.expanded().begin(), weights.expanded().end());
+  model.quantization = describe_quantization(quantization);
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
   model.embedding = read_sentence_transformers(dir);

@@ -41,6 +41,7 @@ struct Model {
   std::string path;
   std::string format;              // "gguf", "llama2c", "hf" or "dummy"
   std::string weight_dtype;        // as stored: "f32", "q4_1", "bf16", "random", ... (for inspect)
+  std::string quantization;        // a pre-quantized checkpoint's scheme, bits and groups (for inspect)
   ModelConfig config;
   ModelTensors tensors;
   std::unique_ptr<Tokenizer> tokenizer;

@@ -1,0 +1,67 @@
+// GPTQ unpacking (gptq.hpp): the shapes of qzeros, scales and g_idx follow from qweight's and the config's
+// group size; g_idx must give every group exactly group_size input rows (checked_groups).
+#include "engine/model/gptq.hpp"
+
+#include "engine/base/error.hpp"
+
+namespace cbatch {
+namespace {
+
+// g_idx, or k / group_size when the file has none.
+std::vector<int32_t> group_of_rows(const QuantizedParts& parts, const GptqShape& s, int64_t group_rows) {
+  if (parts.has("g_idx")) return checked_groups(parts, "g_idx", s.in, s.num_groups, group_rows);
+  std::vector<int32_t> g(static_cast<size_t>(s.in));
+  for (int64_t k = 0; k < s.in; ++k) g[static_cast<size_t>(k)] = static_cast<int32_t>(k / group_rows);
+  return g;
+}
+
+}  // namespace
+
+void gptq_dequantize(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
+                     const int32_t* g_idx, float* w) {
+  const int per_word = 32 / s.bits;
+  const uint32_t mask = (1u << s.bits) - 1;
+  const int64_t zero_words = s.out / per_word;
+  for (int64_t k = 0; k < s.in; ++k) {
+    const int shift = static_cast<int>(k % per_word) * s.bits;
+    const uint32_t* row = qweight + (k / per_word) * s.out;
+    const int64_t g = g_idx[k];
+    for (int64_t o = 0; o < s.out; ++o) {
+      const uint32_t zero_word = qzeros[g * zero_words + o / per_word];
+      const int zero = static_cast<int>((zero_word >> ((o % per_word) * s.bits)) & mask) + s.zero_offset;
+      const int code = static_cast<int>((row[o] >> shift) & mask);
+      w[o * s.in + k] = scales[g * s.out + o] * static_cast<float>(code - zero);
+    }
+  }
+}
+
+OwnedTensor read_gptq(const TensorFileOf& file_of, const std::string& weight_name, const QuantizationConfig& q) {
+  const QuantizedParts parts(file_of, weight_name, "GPTQ");
+  const SafetensorsTensor& qweight = parts.entry("qweight", "I32");
+  GptqShape s;
+  s.bits = q.bits;
+  s.zero_offset = q.format == "gptq_v2" ? 0 : 1;
+  const int per_word = 32 / s.bits;
+  if (qweight.shape.size() != 2 || qweight.shape[0] == 0 || qweight.shape[1] % per_word != 0) {
+    parts.fail("qweight", "has shape " + shape_list(qweight.shape) + ", expected [in * " + std::to_string(q.bits) +
+                              " / 32, out] with out a multiple of " + std::to_string(per_word));
+  }
+  s.in = qweight.shape[0] * per_word;
+  s.out = qweight.shape[1];
+  const int64_t group_rows = q.group_size == -1 ? s.in : q.group_size;
+  if (s.in % group_rows != 0) {
+    parts.fail("qweight", "has an input width of " + std::to_string(s.in) + ", which the group size " +
+                              std::to_string(group_rows) + " does not divide");
+  }
+  s.num_groups = s.in / group_rows;
+  parts.expect_shape("qzeros", {s.num_groups, s.out / per_word}, "groups, out * bits / 32");
+  parts.expect_shape("scales", {s.num_groups, s.out}, "groups, out");
+  const std::vector<int32_t> g_idx = group_of_rows(parts, s, group_rows);
+  const std::vector<uint32_t> words = parts.words("qweight"), zeros = parts.words("qzeros");
+  const std::vector<float> scales = parts.floats("scales");
+  std::vector<float> w(static_cast<size_t>(s.out * s.in));
+  gptq_dequantize(s, words.data(), zeros.data(), scales.data(), g_idx.data(), w.data());
+  return owned_f32(parts.name("qweight"), s.out, s.in, std::move(w));
+}
+
+}  // namespace cbatch

@@ -1,0 +1,22 @@
+// Which float weights of a Hugging Face checkpoint are stored quantized under its quantization_config, and
+// their expansion to f32 tensors at load (gptq.hpp, awq.hpp, fp8_hf.hpp): a Linear's `.weight` is stored as
+// `.qweight` + `.qzeros` + `.scales` (+ `.g_idx`) under GPTQ and AWQ, as an F8_E4M3 `.weight` with its
+// scales under FP8. Modules the checkpoint kept in float (modules_to_not_convert / ignore, the embedding,
+// the norms) are plain tensors and are read as such. Every backend then runs the expanded weights unchanged.
+#pragma once
+#include <string>
+
+#include "engine/model/hf_quantization.hpp"
+#include "engine/model/hf_stacked_experts.hpp"
+#include "engine/model/mxfp4_hf.hpp"
+
+namespace cbatch {
+
+// Whether the float weight `name` is stored quantized in the files under q.
+bool is_stored_quantized(const TensorFileOf& file_of, const QuantizationConfig& q, const std::string& name);
+
+// The f32 expansion of a weight is_stored_quantized says is quantized; throws cbatch::Error naming the
+// tensor when a part is missing or of the wrong dtype or shape.
+OwnedTensor read_quantized(const TensorFileOf& file_of, const QuantizationConfig& q, const std::string& name);
+
+}  // namespace cbatch

@@ -1,0 +1,358 @@
+"""Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, FP8), read on the CPU by expanding each quantized
+Linear to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the
+norms or lm_head, which the configs list as not converted, except where FP8 blocks cover lm_head too)
+quantized here by numpy quantizers written from the formats' definitions:
+- GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
+  random permutation's groups), 8-bit symmetric without, group 32; a gptq_v2 one (zeros as they are); qweight (in * bits / 32, out) packed along
+  the input, qzeros (groups, out * bits / 32) along the output, scales (groups, out) F16;
+- AWQ GEMM: qweight (in, out / 8) and qzeros with the nibbles of columns [0, 2, 4, 6, 1, 3, 5, 7], scales F16;
+- compressed-tensors pack-quantized: INT4 asymmetric by groups of 32 with weight_g_idx (zero points packed
+  along the output), INT8 symmetric per channel; codes packed along the input, offset by 2^(bits - 1);
+- FP8: quant_method fp8 with weight_block_size (F8_E4M3 weights, weight_scale_inv per block, partial edge
+  blocks), and compressed-tensors float-quantized per channel (weight_scale (out, 1); input_scale not read).
+Each is also written with every weight replaced by its exact dequantization (F32). cbatch's greedy tokens
+from the quantized directory equal its tokens from the dequantized one, which equal the float64
+reference's (family_reference.py) over its decisive steps, and differ from the unquantized model's (so a
+reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. Broken
+files exit 1 naming the tensor or the field."""
+import json
+import os
+import random
+import shutil
+import struct
+
+from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
+
+need_modules("numpy")
+import numpy as np  # noqa: E402
+
+import family_reference as reference  # noqa: E402
+import tiny_models  # noqa: E402
+
+NAME = "llama"
+MARGIN = 1e-3
+NUM_TOKENS = 16
+LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+           "mlp.up_proj", "mlp.down_proj")
+AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # the output column of each nibble of a word, low nibble first
+
+c = Checks()
+work = tmpdir()
+rng = random.Random(23)
+prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60)]
+prompts_path = os.path.join(work, "prompts.jsonl")
+write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
+                            "ignore_eos": True} for i, p in enumerate(prompts)])
+
+
+# ------------------------------------------------------------------------------------------- files
+def write_safetensors(path, tensors):
+    """tensors: name -> (safetensors dtype, numpy array already of that dtype's bytes)."""
+    header, offset, blobs = {}, 0, []
+    for name, (dtype, t) in tensors.items():
+        data = np.ascontiguousarray(t).tobytes()
+        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+
+
+def write_model(directory, tensors, quantization=None):
+    """The tiny Llama's directory with `tensors` and, when given, a quantization_config."""
+    tiny_models.write_hf(directory, NAME, {"model.embed_tokens.weight": np.zeros((1, 1), np.float32)})
+    write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
+    if quantization:
+        path = os.path.join(directory, "config.json")
+        config = json.load(open(path))
+        config["quantization_config"] = quantization
+        json.dump(config, open(path, "w"), indent=1)
+
+
+def f32(t):
+    return ("F32", np.asarray(t, dtype="<f4"))
+
+
+def is_linear(name):
+    return any(name.endswith(f"{lin}.weight") for lin in LINEARS)
+
+
+# ------------------------------------------------------------------------------------------- quantizers
+def int_quantize(w, groups, bits, sym):
+    """w (out, in) in integer codes per (output, group): groups (in) the group of each input row. Returns
+    codes (out, in), zeros (num_groups, out) and fp16 scales (num_groups, out); w ~ (code - zero) * scale."""
+    n, levels = groups.max() + 1, (1 << bits) - 1
+    scales, zeros = np.zeros((n, w.shape[0]), np.float16), np.zeros((n, w.shape[0]), np.int64)
+    codes = np.zeros(w.shape, np.int64)
+    for g in range(n):
+        cols = w[:, groups == g]
+        if sym:
+            s = (np.abs(cols).max(axis=1) / (levels // 2)).astype(np.float16)
+            z = np.full(w.shape[0], 1 << (bits - 1))
+        else:
+            lo, hi = np.minimum(cols.min(axis=1), 0), np.maximum(cols.max(axis=1), 0)
+            s = ((hi - lo) / levels).astype(np.float16)
+            z = np.clip(np.round(-lo / s.astype(np.float32)), 1, levels).astype(np.int64)  # v1 stores z - 1 >= 0
+        q = np.clip(np.round(cols / s.astype(np.float32)[:, None]) + z[:, None], 0, levels)
+        codes[:, groups == g], scales[g], zeros[g] = q, s, z
+    return codes, zeros, scales
+
+
+def dequantized(codes, zeros, scales, groups):
+    z, s = zeros[groups].T, scales[groups].T.astype(np.float32)  # (out, in)
+    return ((codes - z).astype(np.float32) * s).astype(np.float32)
+
+
+def pack(values, bits, axis):
+    """Unsigned codes packed 32 / bits to an int32 along `axis`, the first in the low bits."""
+    per = 32 // bits
+    v = np.moveaxis(values.astype(np.uint32), axis, 0)
+    words = np.zeros((v.shape[0] // per,) + v.shape[1:], np.uint32)
+    for i in range(per):
+        words |= v[i::per] << np.uint32(i * bits)
+    return np.moveaxis(words, 0, axis).astype("<u4").view("<i4")
+
+
+def gptq(w, bits, sym, desc_act, nrng, v2=False, group=32):
+    out, inp = w.shape
+    perm = nrng.permutation(inp) if desc_act else np.arange(inp)
+    g_idx = np.zeros(inp, np.int64)
+    g_idx[perm] = np.arange(inp) // group
+    codes, zeros, scales = int_quantize(w, g_idx, bits, sym)
+    parts = {"qweight": ("I32", pack(codes.T, bits, 0)), "qzeros": ("I32", pack(zeros if v2 else zeros - 1, bits, 1)),
+             "scales": ("F16", scales.astype("<f2")), "g_idx": ("I32", g_idx.astype("<i4"))}
+    return parts, dequantized(codes, zeros, scales, g_idx)
+
+
+def awq(w, group=32):
+    out, inp = w.shape
+    groups = np.arange(inp) // group
+    codes, zeros, scales = int_quantize(w, groups, 4, False)
+
+    def awq_pack(v):  # (rows, out) -> (rows, out / 8): nibble i of word c holds column 8c + AWQ_ORDER[i]
+        order = np.array([8 * c + AWQ_ORDER[i] for c in range(v.shape[1] // 8) for i in range(8)])
+        return pack(v[:, order].T, 4, 0).T.copy()
+
+    parts = {"qweight": ("I32", awq_pack(codes.T)), "qzeros": ("I32", awq_pack(zeros)),
+             "scales": ("F16", scales.astype("<f2"))}
+    return parts, dequantized(codes, zeros, scales, groups)
+
+
+def pack_quantized(w, bits, sym, group, nrng):
+    """compressed-tensors pack-quantized: codes (stored as the signed code plus 2^(bits - 1), i.e. int_quantize's
+    unsigned ones) packed along the input, zeros along the output; group None: per channel (act-order when
+    grouped: weight_g_idx)."""
+    out, inp = w.shape
+    groups = np.zeros(inp, np.int64)
+    if group:
+        groups[nrng.permutation(inp)] = np.arange(inp) // group
+    codes, zeros, scales = int_quantize(w, groups, bits, sym)
+    parts = {"weight_packed": ("I32", pack(codes, bits, 1)), "weight_scale": ("F16", scales.T.astype("<f2").copy()),
+             "weight_shape": ("I32", np.array([out, inp], "<i4"))}
+    if group:
+        parts["weight_g_idx"] = ("I32", groups.astype("<i4"))
+    if not sym:
+        parts["weight_zero_point"] = ("I32", pack(zeros.T, bits, 0))
+    return parts, dequantized(codes, zeros, scales, groups)
+
+
+def e4m3_values():
+    v = np.arange(256)
+    e, m = (v >> 3) & 15, v & 7
+    mag = np.where(e == 0, m / 512.0, (1 + m / 8.0) * np.exp2(e - 7.0))
+    mag[(e == 15) & (m == 7)] = np.inf  # NaN codes: never chosen
+    return np.where(v & 0x80, -mag, mag)
+
+
+E4M3 = e4m3_values()
+
+
+def fp8(w, block, round_scale=np.float32):
+    """F8_E4M3 codes of w / scale, scale per (block rows, block cols) block (rounded by round_scale); returns
+    codes, scales (f32) and the exact dequantization."""
+    out, inp = w.shape
+    br, bc = block
+    scales = np.zeros(((out + br - 1) // br, (inp + bc - 1) // bc), np.float32)
+    codes = np.zeros(w.shape, np.uint8)
+    for i in range(scales.shape[0]):
+        for j in range(scales.shape[1]):
+            b = w[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+            s = round_scale(np.float32(np.abs(b).max() / 448.0))
+            scaled = b / s
+            codes[i * br:(i + 1) * br, j * bc:(j + 1) * bc] = np.abs(scaled[..., None] - E4M3).argmin(axis=-1)
+            scales[i, j] = s
+    rows = np.repeat(np.repeat(scales, br, 0), bc, 1)[:out, :inp]
+    return codes, scales, (E4M3[codes].astype(np.float32) * rows).astype(np.float32)
+
+
+# ------------------------------------------------------------------------------------------- schemes
+def quantized_model(weights, scheme, nrng):
+    """(quantized tensors, dequantized float weights, quantization_config) of one scheme."""
+    tensors, exact = {}, {}
+    for name, w in weights.items():
+        stem = name[:-len("weight")]
+        if scheme["method"] == "fp8-block" and (is_linear(name) or name == "lm_head.weight"):
+            codes, scales, exact[name] = fp8(w, (32, 32))
+            tensors[name], tensors[stem + "weight_scale_inv"] = ("F8_E4M3", codes), f32(scales)
+        elif scheme["method"] == "fp8-channel" and is_linear(name):
+            codes, scales, exact[name] = fp8(w, (1, w.shape[1]), to_bf16)
+            tensors[name], tensors[stem + "weight_scale"] = ("F8_E4M3", codes), ("BF16", bf16_bits(scales))
+            tensors[stem + "input_scale"] = f32(np.array([0.5]))
+        elif scheme["method"] == "gptq" and is_linear(name):
+            parts, exact[name] = gptq(w, scheme["bits"], scheme["sym"], scheme["desc_act"], nrng, scheme.get("v2"))
+            tensors.update({stem + k: v for k, v in parts.items()})
+        elif scheme["method"] == "packed" and is_linear(name):
+            parts, exact[name] = pack_quantized(w, scheme["bits"], scheme["sym"], scheme["group"], nrng)
+            tensors.update({stem + k: v for k, v in parts.items()})
+        elif scheme["method"] == "awq" and is_linear(name):
+            parts, exact[name] = awq(w)
+            tensors.update({stem + k: v for k, v in parts.items()})
+        else:
+            tensors[name], exact[name] = f32(w), w
+    return tensors, exact, scheme["config"]
+
+
+def to_bf16(s):
+    return tiny_models.to_bf16(np.array([s], np.float32))[0]
+
+
+def bf16_bits(values):
+    """bf16-representable float32 values as BF16's 16 bits."""
+    return (values.astype(np.float32).view(np.uint32) >> 16).astype("<u2")
+
+
+def packed_config(bits, sym, group):
+    weights = dict(num_bits=bits, type="int", symmetric=sym, strategy="group" if group else "channel",
+                   group_size=group, actorder="group" if group else None, dynamic=False)
+    return dict(quant_method="compressed-tensors", format="pack-quantized", ignore=["lm_head"],
+                config_groups={"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}})
+
+
+GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
+SCHEMES = {
+    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True,
+                           config=dict(GPTQ, bits=4, sym=False, desc_act=True), inspect="gptq (gptq) 4-bit, group 32"),
+    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True,
+                          config=dict(GPTQ, bits=4, sym=False, desc_act=False, checkpoint_format="gptq_v2"),
+                          inspect="gptq (gptq_v2) 4-bit, group 32, asymmetric"),
+    "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True,
+                          config=dict(GPTQ, bits=4, sym=True, desc_act=True), inspect="symmetric, act-order"),
+    "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False,
+                      config=dict(GPTQ, bits=8, sym=True, desc_act=False), inspect="gptq (gptq) 8-bit"),
+    "awq": dict(method="awq", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
+                                          version="gemm", modules_to_not_convert=["lm_head"]),
+                inspect="awq (gemm) 4-bit, group 32"),
+    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, config=packed_config(4, False, 32),
+                            inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
+    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, config=packed_config(8, True, None),
+                             inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
+    "fp8-block": dict(method="fp8-block", config=dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
+                                                      weight_block_size=[32, 32]),
+                      inspect="fp8 8-bit, blocks 32x32"),
+    "fp8-channel": dict(method="fp8-channel", config=dict(
+        quant_method="compressed-tensors", format="float-quantized", ignore=["lm_head"],
+        config_groups={"group_0": {"targets": ["Linear"], "weights": dict(num_bits=8, type="float", strategy="channel",
+                                                                          symmetric=True, dynamic=False),
+                                   "input_activations": dict(num_bits=8, type="float", strategy="tensor")}}),
+        inspect="compressed-tensors (float-quantized) 8-bit, per channel"),
+}
+
+
+# ------------------------------------------------------------------------------------------- checks
+def outputs(model):
+    out = os.path.join(work, "out.jsonl")
+    run(["run", prompts_path, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
+    return [r["output_token_ids"] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+
+
+def check_reference(label, got, expected):
+    compared = 0
+    for i, (ids, margins) in enumerate(expected):
+        want = ids[:reference.agreed_prefix(ids, margins, MARGIN)]
+        compared += len(want)
+        c.check(got[i][:len(want)] == want, f"{label} prompt {i}: got {got[i][:len(want)]}, reference {want}")
+    c.check(compared >= 0.8 * len(prompts) * NUM_TOKENS, f"{label}: only {compared} decisive reference tokens")
+
+
+def expect_failure(label, directory, needles):
+    proc = run(["run", prompts_path, "-o", os.path.join(work, "bad.jsonl"), "--model", directory, "--device", "cpu",
+                "--quiet"], check=False)
+    c.check(proc.returncode == 1, f"{label}: exit {proc.returncode}, expected 1\n{proc.stderr[-1000:]}")
+    for needle in needles:
+        c.check(needle in proc.stderr, f"{label}: the message does not say {needle!r}:\n{proc.stderr[-1000:]}")
+
+
+weights = {k: v for k, v in tiny_models.random_weights(NAME).items()}
+original = os.path.join(work, "original")
+write_model(original, {k: f32(v) for k, v in weights.items()})
+original_tokens = outputs(original)
+nrng = np.random.default_rng(5)
+for label, scheme in SCHEMES.items():
+    tensors, exact, config = quantized_model(weights, scheme, nrng)
+    quantized_dir, exact_dir = os.path.join(work, label), os.path.join(work, label + "-dequantized")
+    write_model(quantized_dir, tensors, config)
+    write_model(exact_dir, {k: f32(v) for k, v in exact.items()})
+    got, want = outputs(quantized_dir), outputs(exact_dir)
+    c.check(got == want, f"{label}: tokens differ from the dequantized model's\n  got  {got}\n  want {want}")
+    c.check(got != original_tokens, f"{label}: tokens equal the unquantized model's (a weak test)")
+    check_reference(label, want, reference.greedy(reference.load_hf(exact_dir), prompts, NUM_TOKENS))
+    text = run(["inspect", "--model", quantized_dir]).stdout
+    line = next((x for x in text.splitlines() if x.startswith("quantization: ")), "")
+    c.check(scheme["inspect"] in line, f"{label}: inspect does not say {scheme['inspect']!r}:\n{text}")
+
+
+# ------------------------------------------------------------------------------------------- broken files
+def broken(label, edit_tensors=None, edit_config=None, scheme="gptq4-asym-act"):
+    """A copy of a scheme's directory (GPTQ 4-bit asymmetric) with its tensors or config edited."""
+    src, dst = os.path.join(work, scheme), os.path.join(work, "bad-" + label)
+    shutil.copytree(src, dst)
+    tensors, _, config = quantized_model(weights, SCHEMES[scheme], np.random.default_rng(9))
+    if edit_tensors:
+        edit_tensors(tensors)
+        write_safetensors(os.path.join(dst, "model.safetensors"), tensors)
+    if edit_config:
+        path = os.path.join(dst, "config.json")
+        full = json.load(open(path))
+        edit_config(full["quantization_config"])
+        json.dump(full, open(path, "w"))
+    return dst
+
+
+P = "model.layers.1.self_attn.q_proj."
+expect_failure("missing scales", broken("scales", lambda t: t.pop(P + "scales")), [P + "scales", "missing"])
+expect_failure("missing qzeros", broken("qzeros", lambda t: t.pop(P + "qzeros")), [P + "qzeros", "missing"])
+
+
+def bad_g_idx(t):
+    g = t[P + "g_idx"][1].copy()
+    g[np.argmax(g == 0)] = 1  # group 0 loses a row, group 1 gains one
+    t[P + "g_idx"] = ("I32", g)
+
+
+expect_failure("bad g_idx", broken("g_idx", bad_g_idx), [P + "g_idx", "not a valid group assignment"])
+expect_failure("g_idx out of range", broken("g_idx-range", lambda t: t[P + "g_idx"][1].__setitem__(3, 7)),
+               [P + "g_idx", "group 7"])
+expect_failure("qzeros shape", broken("qzeros-shape", lambda t: t.__setitem__(P + "qzeros", ("I32", t[P + "qzeros"][1][:, :4].copy()))),
+               [P + "qzeros", "has shape [2, 4]"])
+expect_failure("scales shape", broken("scales-shape", lambda t: t.__setitem__(P + "scales", ("F16", t[P + "scales"][1][:1].copy()))),
+               [P + "scales", "has shape [1, 64]"])
+expect_failure("qweight shape", broken("qweight-shape", lambda t: t.__setitem__(P + "qweight", ("I32", t[P + "qweight"][1][:7].copy()))),
+               [P + "qweight"])
+expect_failure("group size", broken("group", edit_config=lambda q: q.update(group_size=48)),
+               ["qweight", "group size 48 does not divide"])
+expect_failure("bits", broken("bits", edit_config=lambda q: q.update(bits=3)),
+               ["quantization_config.bits", "is 3", "supported: gptq 4 or 8 bits"])
+expect_failure("format", broken("format", edit_config=lambda q: q.update(checkpoint_format="marlin")),
+               ["quantization_config.checkpoint_format", "'marlin'", "supported:"])
+expect_failure("method", broken("method", edit_config=lambda q: q.update(quant_method="bitsandbytes")),
+               ["quantization_config.quant_method", "'bitsandbytes'", "supported:"])
+expect_failure("weight_packed shape", broken("packed-shape", lambda t: t.__setitem__(
+    P + "weight_shape", ("I32", np.array([64, 96], "<i4"))), scheme="int4-group-asym"),
+    [P + "weight_packed", "has shape [64, 8], expected [64, 12]"])
+expect_failure("weight_zero_point missing", broken("packed-zeros", lambda t: t.pop(P + "weight_zero_point"),
+                                                   scheme="int4-group-asym"), [P + "weight_zero_point", "missing"])
+expect_failure("pack-quantized bits", broken("packed-bits", edit_config=lambda q: q["config_groups"]["group_0"][
+    "weights"].update(num_bits=2), scheme="int4-group-asym"), ["num_bits", "int with 2 bits", "supported:"])
+c.done()
