@@ -34,6 +34,24 @@ void check_moe(const ModelConfig& c) {
   }
 }
 
+// Gemma 4's layer features the CUDA kernels do not run yet, named.
+void check_gemma4(const ModelConfig& c) {
+  std::string missing;
+  auto add = [&](bool has, const char* what) {
+    if (has) missing += (missing.empty() ? "" : ", ") + std::string(what);
+  };
+  add(c.global_head_dim > 0 || c.global_kv_heads > 0, "global layers with their own head size and K/V heads");
+  add(c.global_rope_fraction > 0.0f, "proportional RoPE");
+  add(c.global_values_are_keys, "values that are the keys (attention_k_eq_v)");
+  add(c.value_norm, "the V norm");
+  add(!c.layer_kv_source.empty(), "K/V shared across layers");
+  add(c.double_wide_shared, "double-wide FFNs");
+  add(c.per_layer_dim > 0, "per-layer inputs");
+  add(c.layer_scalar, "layer output scalars");
+  add(c.experts_beside_dense, "experts beside the dense MLP (enable_moe_block)");
+  if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
+}
+
 }  // namespace
 
 const ModelConfig& checked_config(const ModelConfig& c) {
@@ -41,6 +59,7 @@ const ModelConfig& checked_config(const ModelConfig& c) {
       c.num_kv_heads <= 0) {
     unsupported("a model config with non-positive sizes");
   }
+  check_gemma4(c);
   if (c.is_moe()) check_moe(c);
   if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");

@@ -30,12 +30,16 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
   if (config_.has_recurrent_layers() && options.loras) {
     throw Error("LoRA adapters are not supported on hybrid models (" + config_.architecture + ") yet");
   }
+  if ((config_.global_head_dim > 0 || !config_.layer_kv_source.empty()) && options.loras) {
+    throw Error("LoRA adapters are not supported on models with per-layer attention sizes or shared K/V (" +
+                config_.architecture + ") yet");
+  }
   // auto: bf16 where K and V come out of 8-bit products (the activations are rounded already), else fp32
   const bool int8_qkv = !weights_.layers.empty() && weights_.layers.front().matrix(LayerProduct::kQkv).is_int8();
   kv_element_ = options.kv_element.value_or(int8_qkv ? KvElement::kBf16 : KvElement::kF32);
   if (options.loras) lora_ = CpuLoraSet(*options.loras, config_.num_layers, pool_);
   for (int set = 0; set < kRopeSets; ++set) {
-    inv_freq_[set].resize(config_.rotary_dims() / 2);
+    inv_freq_[set].resize(config_.rotary_dims_of(set & kLocal) / 2);
     rope_inv_freq(config_, inv_freq_[set].data(), set & kLocal, set & kLongRange);
   }
   traits_ = make_traits();
@@ -72,7 +76,7 @@ int64_t CpuBackend::max_state_slots() const {
 
 void CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   spec_ = spec;
-  const size_t n = static_cast<size_t>(config_.num_attention_layers()) * spec.num_blocks * spec.block_size * config_.kv_dim();
+  const size_t n = static_cast<size_t>(config_.kv_slot_values()) * spec.num_blocks * spec.block_size;
   k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots);
@@ -82,15 +86,16 @@ void CpuBackend::resize_activations(int num_tokens) {
   const size_t n = static_cast<size_t>(num_tokens);
   x_.resize(n * config_.dim);
   h_.resize(n * config_.dim);
-  qkv_.resize(n * (config_.q_proj_dim() + 2 * config_.kv_dim()));
-  att_.resize(n * config_.q_dim());
-  if (config_.attn_output_gate) att_gate_.resize(n * config_.q_dim());
-  gate_up_.resize(n * 2 * config_.hidden_dim);
-  ff_.resize(n * config_.hidden_dim);
+  const size_t q_dim = static_cast<size_t>(config_.num_heads) * config_.max_head_dim();
+  qkv_.resize(n * (q_dim * (config_.attn_output_gate ? 2 : 1) + 2 * config_.max_kv_dim()));
+  att_.resize(n * q_dim);
+  if (config_.attn_output_gate) att_gate_.resize(n * q_dim);
+  gate_up_.resize(n * 2 * config_.max_hidden());
+  ff_.resize(n * std::max(config_.max_hidden(), config_.per_layer_dim));
   delta_.resize(n * config_.dim);
   for (int set = 0; set < 2; ++set) {
-    rope_cos_[set].resize(n * config_.rotary_dims() / 2);
-    rope_sin_[set].resize(n * config_.rotary_dims() / 2);
+    rope_cos_[set].resize(n * config_.rotary_dims_of(set == 1) / 2);
+    rope_sin_[set].resize(n * config_.rotary_dims_of(set == 1) / 2);
   }
   row_seq_.resize(n);
   if (config_.has_recurrent_layers()) {
@@ -166,13 +171,13 @@ int CpuBackend::attention_extent(const RaggedBatch& batch, int64_t row) const {
 // Each row's RoPE cos and sin at its position, for global layers and (Gemma 3) local ones, with longrope's
 // long-range set from original_max_position on and the yarn/longrope attention factor.
 void CpuBackend::rope_tables(const RaggedBatch& batch) {
-  const int rotary = config_.rotary_dims(), half = rotary / 2;
   const bool has_local = config_.rope_theta_local > 0.0f;
   const RopeScaling& scaling = config_.rope_scaling;
   for (int r = 0; r < batch.num_tokens() && !config_.learned_positions; ++r) {
     const int pos = batch.positions[r];
     const bool long_range = scaling.type == RopeScalingType::kLongrope && pos >= scaling.original_max_position;
     for (int set = 0; set < (has_local ? 2 : 1); ++set) {
+      const int rotary = config_.rotary_dims_of(set == 1), half = rotary / 2;
       const std::vector<float>& inv_freq = inv_freq_[(set ? kLocal : 0) | (long_range ? kLongRange : 0)];
       float* c = &rope_cos_[set][r * half];
       float* s = &rope_sin_[set][r * half];
@@ -193,11 +198,13 @@ void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, S
   states_.prepare(batch);
   group_rows_by_adapter(batch);
   embed_rows(batch);
+  per_layer_inputs(batch);
   rope_tables(batch);
   int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
     mixer_layer(batch, l);
     experts_touched += ffn_layer(num_tokens, l);
+    finish_layer(num_tokens, l);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
   const std::vector<float>& final_norm = weights_.vectors[ModelTensor::kFinalNorm];
@@ -232,22 +239,28 @@ void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
   lora_groups_ = group_lora_rows(row_lora_);
 }
 
-// Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
+// Copy-on-write: every cached layer's K and V of each source block into its destination, before the step
+// writes.
 void CpuBackend::copy_blocks(const RaggedBatch& batch) {
-  const size_t block_bytes = static_cast<size_t>(spec_.block_size) * config_.kv_dim() * kv_element_bytes(kv_element_);
-  const size_t layer_bytes = block_bytes * spec_.num_blocks;
+  const size_t element_bytes = kv_element_bytes(kv_element_);
   for (int c = 0; c < batch.num_block_copies(); ++c) {
     const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
     if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
       throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
     }
-    for (int l = 0; l < config_.num_attention_layers(); ++l) {
+    for (int l = 0; l < config_.num_layers; ++l) {
+      if (!config_.is_attention(l) || !config_.writes_kv(l)) continue;
+      const size_t block_bytes = static_cast<size_t>(spec_.block_size) * config_.kv_dim_of(l) * element_bytes;
       for (uint8_t* cache : {k_cache_.get(), v_cache_.get()}) {
-        uint8_t* layer = cache + l * layer_bytes;
+        uint8_t* layer = cache + kv_layer_offset(l) * element_bytes;
         std::memcpy(layer + dst * block_bytes, layer + src * block_bytes, block_bytes);
       }
     }
   }
+}
+
+int64_t CpuBackend::kv_layer_offset(int layer) const {
+  return config_.kv_values_before(layer) * spec_.num_blocks * spec_.block_size;
 }
 
 // The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.

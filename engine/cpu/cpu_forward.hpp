@@ -30,9 +30,9 @@ class CpuBackend final : public Backend {
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
   DevicePeaks measure_peaks() override;
 
-  // Only attention layers keep K/V.
+  // Only attention layers that write their own K/V keep it (each its kv_dim_of values per slot).
   int64_t kv_block_bytes(int block_size) const override {
-    return 2LL * config_.num_attention_layers() * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
+    return 2LL * block_size * config_.kv_slot_values() * kv_element_bytes(kv_element_);
   }
   // A hybrid model's cache memory is split in halves: K/V blocks and state slots.
   int64_t max_kv_blocks(int block_size) const override;
@@ -59,7 +59,13 @@ class CpuBackend final : public Backend {
   void qkv_projection(const RaggedBatch& batch, int layer);
   void split_output_gate(float* qkv_row, int64_t row);
   void apply_output_gate(int num_tokens);
-  void store_kv(const float* kv, int64_t layer_offset, int32_t slot);
+  void store_kv(const float* kv, int kv_dim, int64_t layer_offset, int32_t slot);
+  int64_t kv_layer_offset(int layer) const;  // elements before the cache layer reads, in K (and in V)
+  void keys_as_values(int num_tokens, int q_dim, int kv_dim);
+  void rope_queries(int num_tokens, int layer);
+  // cpu_per_layer_input.cpp: Gemma 4's per-layer inputs, and a layer's end (its input added, its scalar).
+  void per_layer_inputs(const RaggedBatch& batch);
+  void finish_layer(int num_tokens, int layer);
   // cpu_deltanet.cpp: a gated DeltaNet layer.
   void deltanet_layer(const RaggedBatch& batch, int layer);
   void deltanet_conv(const RaggedBatch& batch, int layer);
@@ -67,6 +73,9 @@ class CpuBackend final : public Backend {
   void deltanet_recurrence(const RaggedBatch& batch, int layer);
   void deltanet_gated_norm(int num_tokens, const CpuLayer& layer);
   int ffn_layer(int num_tokens, int layer);  // returns the experts the layer's rows picked (0: dense)
+  void dense_ffn(int num_tokens, int layer);  // the gated FFN of h_ into delta_
+  // cpu_experts_beside_dense.cpp: Gemma 4's experts added to the dense MLP's output in delta_.
+  int experts_beside_dense(int num_tokens, int layer);
   void plain_ffn(int num_tokens, const CpuLayer& layer);
   void add_sublayer_output(int num_tokens, const std::vector<float>& post_norm, const std::vector<float>& norm,
                            const std::vector<float>& norm_bias);
@@ -84,7 +93,7 @@ class CpuBackend final : public Backend {
   // RoPE tables: global or local layers (Gemma 3's own base), positions below or from longrope's
   // original_max_position. Sets a model does not use are computed anyway (cheap) and never read.
   static constexpr int kLocal = 1, kLongRange = 2, kRopeSets = 4;
-  std::vector<float> inv_freq_[kRopeSets];  // (head_dim / 2) each
+  std::vector<float> inv_freq_[kRopeSets];  // (rotary_dims_of(local) / 2) each
 
   KvCacheSpec spec_;
   KvElement kv_element_ = KvElement::kF32;
@@ -97,14 +106,17 @@ class CpuBackend final : public Backend {
   // Activations, resized to the batch: T = rows of the batch.
   std::vector<float> x_;           // (T, dim) residual stream
   std::vector<float> h_;           // (T, dim) normalized input of a sublayer
+  // Per layer l (its own sizes, up to the largest layer's): q_dim = q_dim_of(l), kv_dim = kv_dim_of(l).
   std::vector<float> qkv_;         // (T, q_proj_dim + 2 * kv_dim); with the output gate q is compacted to the first q_dim
   std::vector<float> att_gate_;    // (T, q_dim) the attention output gate's logits (attn_output_gate)
   std::vector<float> att_;         // (T, q_dim)
-  std::vector<float> gate_up_;     // (T, 2 * hidden)
-  std::vector<float> ff_;          // (T, hidden)
+  std::vector<float> gate_up_;     // (T, 2 * hidden_of(l))
+  std::vector<float> ff_;          // (T, hidden_of(l)), or (T, per_layer_dim)
+  std::vector<float> per_layer_in_;   // (T, num_layers * per_layer_dim) Gemma 4's per-layer inputs
+  std::vector<float> per_layer_tok_;  // (T, num_layers * per_layer_dim) their table rows
   std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
-  std::vector<float> rope_cos_[2];  // (T, rotary_dims / 2) of global and of local layers
-  std::vector<float> rope_sin_[2];  // (T, rotary_dims / 2)
+  std::vector<float> rope_cos_[2];  // (T, rotary_dims_of(local) / 2) of global and of local layers
+  std::vector<float> rope_sin_[2];  // (T, rotary_dims_of(local) / 2)
   std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim) a DeltaNet's [q|k|v | z]
   std::vector<float> ssm_ba_;      // (T, 2 * num_v_heads) its [b | a]
   std::vector<float> ssm_conv_;    // (T, conv_dim) the conv's output; q and k L2-normed per head (q scaled)
@@ -112,6 +124,8 @@ class CpuBackend final : public Backend {
   std::vector<float> ssm_core_;    // (T, value_dim) the delta rule's output, then gated-normed
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
   MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
+  std::vector<float> moe_route_;   // (T, dim) Gemma 4's router input
+  std::vector<float> moe_out_;     // (T, dim) its experts' output
   CpuLoraSet lora_;                // the LoRA adapters' packed pairs
   std::vector<int32_t> row_lora_;  // (T) adapter of each row, 0 = none
   std::vector<LoraGroup> lora_groups_;  // the step's rows grouped by adapter

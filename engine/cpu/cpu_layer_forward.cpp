@@ -27,13 +27,18 @@ float* attention_scratch(int64_t count) {
 
 }  // namespace
 
-// Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache.
+// Norm, fused QKV product, biases, q/k norms, RoPE (the layer's own table), and K/V into the cache. Layer
+// l's rows are [q | k | v] of its own sizes; a layer whose values are its keys computes [q | k] and copies
+// k into v before the k norm; a layer that reads another's K/V computes q alone and writes nothing.
 void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int num_tokens = batch.num_tokens();
-  const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-  const int q_proj = config_.q_proj_dim(), qkv_dim = q_proj + 2 * kv_dim, rotary = config_.rotary_dims();
-  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int dim = config_.dim, hd = config_.head_dim_of(l), q_dim = config_.q_dim_of(l), kv_dim = config_.kv_dim_of(l);
+  const int kv_heads = config_.kv_heads_of(l);
+  const int q_proj = q_dim * (config_.attn_output_gate ? 2 : 1), qkv_dim = q_proj + 2 * kv_dim;
+  const int rotary = config_.rotary_dims_of(config_.uses_local_rope(l));
+  const bool writes = config_.writes_kv(l);
+  const int64_t layer_offset = kv_layer_offset(l);
   const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
   const std::vector<float>& qkv_bias = layer.vector(LayerProduct::kQkvBias);
   const std::vector<float>& q_norm = layer.vector(LayerTensor::kQNorm);
@@ -45,6 +50,8 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   }
   const float* input = config_.post_norm ? x_.data() : h_.data();
   matmul(input, layer.matrix(LayerProduct::kQkv), qkv_.data(), num_tokens, pool_);
+  if (!writes) return rope_queries(num_tokens, l);
+  if (config_.values_are_keys(l)) keys_as_values(num_tokens, q_dim, kv_dim);
   lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   for (int r = 0; r < num_tokens; ++r) {
@@ -59,23 +66,51 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
       rmsnorm_row(k, k_norm.data(), k, kv_dim, config_.rms_eps);
     } else if (!q_norm.empty()) {
       for (int h = 0; h < config_.num_heads; ++h) rmsnorm_row(q + h * hd, q_norm.data(), q + h * hd, hd, config_.rms_eps);
-      for (int h = 0; h < config_.num_kv_heads; ++h) rmsnorm_row(k + h * hd, k_norm.data(), k + h * hd, hd, config_.rms_eps);
+      for (int h = 0; h < kv_heads; ++h) rmsnorm_row(k + h * hd, k_norm.data(), k + h * hd, hd, config_.rms_eps);
     }
+    for (int h = 0; h < kv_heads && config_.value_norm; ++h) rmsnorm_row(k + kv_dim + h * hd, nullptr, k + kv_dim + h * hd, hd, config_.rms_eps);
     const float* c = &rope_cos_[rope_set][r * rotary / 2];
     const float* s = &rope_sin_[rope_set][r * rotary / 2];
     const bool rotates = !config_.learned_positions && !config_.is_nope(l);  // NoPE layers keep q and k as they are
     for (int h = 0; h < config_.num_heads && rotates; ++h) rope_head(q + h * hd, rotary, c, s, config_.rope_layout);
-    for (int h = 0; h < config_.num_kv_heads && rotates; ++h) rope_head(k + h * hd, rotary, c, s, config_.rope_layout);
+    for (int h = 0; h < kv_heads && rotates; ++h) rope_head(k + h * hd, rotary, c, s, config_.rope_layout);
     const int32_t slot = batch.slot_mapping[r];
     if (slot < 0) continue;
-    store_kv(k, layer_offset, slot);
+    store_kv(k, kv_dim, layer_offset, slot);
+  }
+}
+
+// A layer that reads another layer's K/V: its q heads normed and rotated, nothing cached (Gemma 4).
+void CpuBackend::rope_queries(int num_tokens, int l) {
+  const int hd = config_.head_dim_of(l), q_dim = config_.q_dim_of(l);
+  const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
+  const std::vector<float>& q_norm = weights_.layers[static_cast<size_t>(l)].vector(LayerTensor::kQNorm);
+  for (int r = 0; r < num_tokens; ++r) {
+    float* q = &qkv_[static_cast<int64_t>(r) * q_dim];
+    for (int h = 0; h < config_.num_heads && !q_norm.empty(); ++h) rmsnorm_row(q + h * hd, q_norm.data(), q + h * hd, hd, config_.rms_eps);
+    const int rotary = config_.rotary_dims_of(rope_set == 1);
+    const float* c = &rope_cos_[rope_set][r * rotary / 2];
+    const float* s = &rope_sin_[rope_set][r * rotary / 2];
+    for (int h = 0; h < config_.num_heads; ++h) rope_head(q + h * hd, rotary, c, s, config_.rope_layout);
+  }
+}
+
+// [q | k] rows of stride q_dim + kv_dim spread to [q | k | v = k] rows of stride q_dim + 2 kv_dim, from the
+// last row down (each row moves up, past nothing not yet moved).
+void CpuBackend::keys_as_values(int num_tokens, int q_dim, int kv_dim) {
+  const int64_t from = q_dim + kv_dim, to = q_dim + 2 * kv_dim;
+  for (int64_t r = num_tokens - 1; r >= 0; --r) {
+    float* src = &qkv_[r * from];
+    float* dst = &qkv_[r * to];
+    std::copy_backward(src, src + from, dst + from);
+    std::copy_n(dst + q_dim, kv_dim, dst + q_dim + kv_dim);
   }
 }
 
 // Qwen3.5's q rows hold per head [q | gate]: the gates go to att_gate_'s row, the q heads close up into the
 // row's first q_dim values (head h moves down from 2 h head_dim, past what heads before it read).
 void CpuBackend::split_output_gate(float* q, int64_t r) {
-  const int hd = config_.head_dim;
+  const int hd = config_.head_dim;  // (no family has both the gate and per-layer head sizes)
   float* gate = &att_gate_[r * config_.q_dim()];
   for (int h = 0; h < config_.num_heads; ++h) {
     std::copy_n(q + (2 * h + 1) * hd, hd, gate + h * hd);
@@ -91,8 +126,8 @@ void CpuBackend::apply_output_gate(int num_tokens) {
 
 // One row's K and V (kv_dim each, end to end at kv) into the cache at slot of the layer at layer_offset
 // (elements): V as the slot's row, K spread over its block's element rows (k_cache_index).
-void CpuBackend::store_kv(const float* kv, int64_t layer_offset, int32_t slot) {
-  const int kv_dim = config_.kv_dim(), bs = spec_.block_size;
+void CpuBackend::store_kv(const float* kv, int kv_dim, int64_t layer_offset, int32_t slot) {
+  const int bs = spec_.block_size;
   const int64_t v_at = layer_offset + static_cast<int64_t>(slot) * kv_dim;
   if (kv_element_ == KvElement::kBf16) {
     auto* k = reinterpret_cast<uint16_t*>(k_cache_.get()) + layer_offset;
@@ -109,9 +144,10 @@ void CpuBackend::store_kv(const float* kv, int64_t layer_offset, int32_t slot) {
 void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int num_tokens = batch.num_tokens();
-  const int hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
-  const int qkv_dim = config_.q_proj_dim() + 2 * kv_dim;
-  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int hd = config_.head_dim_of(l), q_dim = config_.q_dim_of(l), kv_dim = config_.kv_dim_of(l);
+  // A row's stride in qkv_: [q (gate) | k | v], or q alone where the layer reads another's K/V.
+  const int qkv_dim = config_.writes_kv(l) ? q_dim * (config_.attn_output_gate ? 2 : 1) + 2 * kv_dim : q_dim;
+  const int64_t layer_offset = kv_layer_offset(l);
   qkv_projection(batch, l);
   const int element_bytes = kv_element_bytes(kv_element_);
   const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
@@ -119,8 +155,8 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const std::vector<float>& sinks = layer.vector(LayerTensor::kSinks);
   const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l),
                                sinks.empty() ? nullptr : sinks.data()};
-  const int num_heads = config_.num_heads;
-  const int group = num_heads / config_.num_kv_heads;
+  const int num_heads = config_.num_heads, num_kv_heads = config_.kv_heads_of(l);
+  const int group = num_heads / num_kv_heads;
   auto table_of = [&](int64_t r) {
     return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
   };
@@ -138,7 +174,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
           pos[count] = attention_extent(batch, r + count);
           ++count;
         } while (count < kMaxAttendRows && r + count < end && row_seq_[r + count] == row_seq_[r]);
-        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, config_.num_kv_heads,
+        attend_rows(&qkv_[r * qkv_dim], qkv_dim, cache, table_of(r), pos, count, num_heads, num_kv_heads,
                     params, scratch, &att_[r * q_dim], q_dim);
         r += count;
       }
@@ -186,7 +222,7 @@ void CpuBackend::add_sublayer_output(int num_tokens, const std::vector<float>& p
 
 int CpuBackend::ffn_layer(int num_tokens, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
-  const int dim = config_.dim, hidden = config_.hidden_dim;
+  const int dim = config_.dim;
   if (config_.post_norm) {
     plain_ffn(num_tokens, layer);
     return 0;
@@ -197,6 +233,12 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], ffn_norm.data(), &h_[r * dim], dim, config_.rms_eps);
   }, 1, min_parallel_items(0.5 * dim));
+  if (!layer.experts.empty() && config_.experts_beside_dense) {  // Gemma 4: the dense MLP, then the experts
+    dense_ffn(num_tokens, l);
+    const int touched = experts_beside_dense(num_tokens, l);
+    add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
+    return touched;
+  }
   if (!layer.experts.empty()) {  // a sparse layer
     const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob,
                              config_.moe_router};
@@ -205,6 +247,15 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
     add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
     return touched;
   }
+  dense_ffn(num_tokens, l);
+  add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
+  return 0;
+}
+
+// The gated FFN of h_ into delta_ (the layer's own width).
+void CpuBackend::dense_ffn(int num_tokens, int l) {
+  const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
+  const int dim = config_.dim, hidden = config_.hidden_of(l);
   matmul(h_.data(), layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kGateUp, l, lora_groups_, h_.data(), dim, gate_up_.data(), 2 * hidden, pool_);
   const GluParams glu = glu_params(config_);
@@ -219,8 +270,6 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   }
   matmul(ff_.data(), layer.matrix(LayerTensor::kDown), delta_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
-  add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
-  return 0;
 }
 
 // A post-norm plain FFN (BERT): x = norm(x + down(act(up x + b_up)) + b_down).

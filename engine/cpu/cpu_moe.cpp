@@ -67,17 +67,18 @@ void expert_rows(const float* x, int n, const PackedMatrix& gate_up, const Packe
 }  // namespace
 
 int moe_ffn(const float* h, int num_rows, int dim, const CpuLayer& w, const MoeRouting& r, const GluParams& glu,
-            ThreadPool& pool, MoeScratch& s, float* out) {
+            ThreadPool& pool, MoeScratch& s, float* out, const float* route) {
   const int k = r.top_k;
   s.logits.resize(static_cast<size_t>(num_rows) * r.num_experts);
   s.experts.resize(static_cast<size_t>(num_rows) * k);
   s.weights.resize(static_cast<size_t>(num_rows) * k);
   s.picks.resize(static_cast<size_t>(num_rows) * k * dim);
-  matmul(h, w.matrix(LayerTensor::kRouter), s.logits.data(), num_rows, pool);
+  matmul(route != nullptr ? route : h, w.matrix(LayerTensor::kRouter), s.logits.data(), num_rows, pool);
   add_bias_rows(s.logits.data(), num_rows, &w.vector(LayerTensor::kRouterBias));
   pool.parallel_for(num_rows, [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       route_row(&s.logits[static_cast<size_t>(row) * r.num_experts], r, &s.experts[row * k], &s.weights[row * k]);
+      for (int j = 0; j < k && r.expert_scale != nullptr; ++j) s.weights[row * k + j] *= r.expert_scale[s.experts[row * k + j]];
     }
   }, 1, min_parallel_items(8.0 * r.num_experts));  // an exp and a comparison or two per expert
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);

@@ -24,6 +24,7 @@ struct MoeRouting {
   int top_k = 0;
   bool renormalize = false;  // the k chosen probabilities are divided by their sum (kSoftmaxTopk)
   MoeRouter rule = MoeRouter::kSoftmaxTopk;
+  const float* expert_scale = nullptr;  // (num_experts) each pick's weight is also times its expert's (Gemma 4)
 };
 
 // One row's top_k experts by logit (num_experts logits), highest first, a tie going to the lower expert
@@ -48,7 +49,8 @@ struct MoeScratch {
 // out (num_rows, dim) = the MoE FFN of h (num_rows, dim) with a sparse layer's weights: its kRouter (and
 // kRouterBias), routed experts, and kSharedGateUp, kSharedDown, kSharedExpertGate where it has a shared
 // expert. Returns the number of distinct experts the rows picked (the experts whose weights were read).
+// `route` (num_rows, dim): the router's input where it is not h (Gemma 4), else nullptr.
 int moe_ffn(const float* h, int num_rows, int dim, const CpuLayer& w, const MoeRouting& routing,
-            const GluParams& glu, ThreadPool& pool, MoeScratch& s, float* out);
+            const GluParams& glu, ThreadPool& pool, MoeScratch& s, float* out, const float* route = nullptr);
 
 }  // namespace cbatch

@@ -17,7 +17,11 @@ void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float
   float sum_sq = 0.0f;
   for (int i = 0; i < dim; ++i) sum_sq += x[i] * x[i];
   const float scale = 1.0f / std::sqrt(sum_sq / static_cast<float>(dim) + eps);
-  for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * weight[i];
+  if (weight == nullptr) {
+    for (int i = 0; i < dim; ++i) out[i] = x[i] * scale;
+  } else {
+    for (int i = 0; i < dim; ++i) out[i] = x[i] * scale * weight[i];
+  }
 }
 
 void layernorm_row(const float* x, const float* weight, const float* bias, float* out, int dim, float eps) {

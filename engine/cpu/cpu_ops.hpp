@@ -9,7 +9,7 @@
 
 namespace cbatch {
 
-// out (dim) = x / sqrt(mean(x^2) + eps) * weight
+// out (dim) = x / sqrt(mean(x^2) + eps) * weight (weight nullptr: none; out may be x)
 void rmsnorm_row(const float* x, const float* weight, float* out, int dim, float eps);
 // out (dim) = (x - mean(x)) / sqrt(var(x) + eps) * weight + bias (LayerNorm; out may be x)
 void layernorm_row(const float* x, const float* weight, const float* bias, float* out, int dim, float eps);

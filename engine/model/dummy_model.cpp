@@ -73,8 +73,8 @@ class RandomTensors {
 
 // A row's tensor, drawn as its role says: projections, routers, the shared expert (and its gate) and the
 // heads as linear weights of the row's input features, routed experts in --dummy-dtype, norms near 1.
-TensorView draw(RandomTensors& r, std::string name, Role role, Shape shape, const ModelConfig& c) {
-  const int64_t rows = size_of(shape.rows, c), cols = size_of(shape.cols, c);
+TensorView draw(RandomTensors& r, std::string name, Role role, Shape shape, const ModelConfig& c, int layer = -1) {
+  const int64_t rows = size_of(shape.rows, c, layer), cols = size_of(shape.cols, c, layer);
   switch (role) {
     case Role::kEmbedding: return r.make(std::move(name), rows, cols, 1.0f, 0.0f);
     case Role::kNorm: return r.norm(std::move(name), cols, c.norm_offset);
@@ -103,7 +103,7 @@ LayerTensors draw_layer(RandomTensors& r, const ModelConfig& c, int layer) {
   LayerTensors l;
   for (const LayerTensorRow& row : layer_tensor_rows()) {
     const std::string_view name = row.hf[0].empty() ? row.bert : row.hf[0];  // an encoder's rows: BERT's names
-    if (row.present(c, layer)) l[row.kind] = draw(r, p + std::string(name), row.role, row.shape, c);
+    if (row.present(c, layer)) l[row.kind] = draw(r, p + std::string(name), row.role, row.shape, c, layer);
     if (row.kind == LayerTensor::kRouterBias && c.is_sparse(layer)) draw_experts(r, c, p, l);
   }
   return l;

@@ -97,6 +97,16 @@ const std::vector<Family>& families() {
     smollm3.default_rope_theta = 2000000.0f;
     smollm3.nope_interval = 4;
     t.push_back(smollm3);
+    // Gemma 4 (text): Gemma 3's layers (GeGLU, q/k norms, sandwich norms, embedding scale, sliding and
+    // global layers by layer_types, 5:1 by default) with the gemma4_layers features.
+    Family gemma4 = *std::find_if(t.begin(), t.end(), [](const Family& f) { return f.name == "gemma3"; });
+    gemma4.name = "gemma4";
+    gemma4.hf_model_types = {"gemma4", "gemma4_text"};
+    gemma4.gguf_window_pattern = 0;
+    gemma4.gguf_rope_theta_local = 0.0f;
+    gemma4.gemma4_layers = true;
+    gemma4.hf_experts_out_in = true;  // 26B-A4B: layers.N.experts.gate_up_proj (E, 2 width, dim), down_proj
+    t.push_back(gemma4);
     return t;
   }();
   return table;

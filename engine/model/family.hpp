@@ -86,6 +86,10 @@ struct Family {
   bool padded_positions = false;
   std::string_view hf_base_prefix = "bert.";
   bool roberta_classifier = false;
+  // Gemma 4 (hf_gemma4_config.hpp, gguf_gemma4_keys.hpp): global layers with their own head size, K/V heads
+  // and proportional RoPE, values that may be the keys, V norm, shared K/V, per-layer inputs and layer
+  // scalars; its norms scale by w itself (no 1 + w, in both formats) and queries are not pre-scaled.
+  bool gemma4_layers = false;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF

@@ -5,7 +5,7 @@
 // weights as 1 + w, and drops what llama.cpp hard-codes (Gemma 3's window pattern and local RoPE base,
 // Gemma's query scale, SmolLM3's NoPE step); a missing output.weight means tied embeddings. Llama 3 RoPE
 // scaling arrives as a rope_freqs.weight tensor of per-frequency divisors, Phi-3's longrope as
-// rope_factors_short/long.weight.
+// rope_factors_short/long.weight. Gemma 4's own keys: gguf_gemma4_keys.hpp.
 // Mixtures of experts (qwen2moe, qwen3moe, olmoe, gpt-oss, and `llama` with experts for Mixtral) stack
 // each layer's experts in 3-D tensors (gpt-oss's biases in 2-D ones), split here into per-expert views of
 // the mapping.
@@ -16,6 +16,7 @@
 #include "engine/base/error.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/gguf_gemma4_keys.hpp"
 #include "engine/model/gguf_hybrid_keys.hpp"
 #include "engine/model/layer_reader.hpp"
 #include "engine/model/model_checks.hpp"
@@ -133,12 +134,16 @@ void read_family_keys(const GgufFile& gguf, const Family& family, const std::str
   apply_family(family, c);
   c.rope_layout = family.gguf_rope_layout;
   c.norm_offset = 0.0f;  // Gemma's norms are stored as 1 + w
-  if (family.gemma_norms) {
+  if (family.gemma_norms && !family.gemma4_layers) {
     c.attn_scale = gemma_query_scale(gguf, p, c);
     c.attn_softcap = static_cast<float>(gguf.get_float(p + "attn_logit_softcapping", family.default_attn_softcap));
     c.final_softcap = static_cast<float>(gguf.get_float(p + "final_logit_softcapping", family.default_final_softcap));
   } else if (gguf.find(p + "attention.scale")) {
     c.attn_scale = static_cast<float>(gguf.get_float(p + "attention.scale", 0.0));
+  }
+  if (family.gemma4_layers) {  // its windows, local base and query scale: gguf_gemma4_keys.cpp
+    c.final_softcap = static_cast<float>(gguf.get_float(p + "final_logit_softcapping", 0.0));
+    return;
   }
   const int window = config_int(gguf, p + "attention.sliding_window", 0);
   // Qwen's use_sliding_window is not stored (llama.cpp runs Qwen without one); a `llama` file that names a
@@ -196,13 +201,17 @@ ModelConfig read_config(const GgufFile& gguf, std::vector<std::string>& notes) {
   const std::string p = arch + ".";
   ModelConfig c;
   c.dim = config_int(gguf, p + "embedding_length");
-  c.hidden_dim = config_int(gguf, p + "feed_forward_length", family->moe ? config_int(gguf, p + "expert_feed_forward_length", 0) : -1);
   c.num_layers = config_int(gguf, p + "block_count");
   c.num_heads = config_int(gguf, p + "attention.head_count");
-  c.num_kv_heads = config_int(gguf, p + "attention.head_count_kv", c.num_heads);
-  const int default_head_dim = c.num_heads > 0 ? c.dim / c.num_heads : 0;
-  c.head_dim = config_int(gguf, p + "attention.key_length",
-                          config_int(gguf, p + "rope.dimension_count", default_head_dim));
+  if (family->gemma4_layers) {  // per-layer arrays and its own head keys
+    read_gemma4_keys(gguf, p, c);
+  } else {
+    c.hidden_dim = config_int(gguf, p + "feed_forward_length", family->moe ? config_int(gguf, p + "expert_feed_forward_length", 0) : -1);
+    c.num_kv_heads = config_int(gguf, p + "attention.head_count_kv", c.num_heads);
+    const int default_head_dim = c.num_heads > 0 ? c.dim / c.num_heads : 0;
+    c.head_dim = config_int(gguf, p + "attention.key_length",
+                            config_int(gguf, p + "rope.dimension_count", default_head_dim));
+  }
   c.vocab_size = read_vocab_size(gguf, arch);
   c.max_context = config_int(gguf, p + "context_length");
   c.rms_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon", 1e-5));
@@ -214,7 +223,7 @@ ModelConfig read_config(const GgufFile& gguf, std::vector<std::string>& notes) {
   check_model_config(c, gguf.path());
   c.rope_scaling = read_rope_scaling(gguf, p);
   c.rope_scaling.truncate = family->gguf_yarn_truncate;
-  read_llama3_scaling(gguf, arch, c);
+  if (!family->gemma4_layers) read_llama3_scaling(gguf, arch, c);  // Gemma 4's rope_freqs: its proportional RoPE
   read_longrope(gguf, p, c);
   return c;
 }
@@ -264,8 +273,20 @@ std::vector<TensorView> expert_views(const GgufFile& gguf, const std::string& na
 void read_experts(const GgufFile& gguf, const std::string& b, const ModelConfig& c, LayerTensors& l) {
   const int n = c.num_experts;
   l.experts.resize(static_cast<size_t>(n));
+  // Gate and up fused as ffn_gate_up_exps (Gemma 4's converter): per expert (2 width, dim), gate rows first.
+  const std::string fused = b + "ffn_gate_up_exps.weight";
+  const bool gate_up = gguf.find_tensor(fused) != nullptr && gguf.find_tensor(b + std::string(expert_row(ExpertTensor::kGate).gguf)) == nullptr;
+  if (gate_up) {
+    const int64_t width = c.expert_hidden_dim;
+    const std::vector<TensorView> views = expert_views(gguf, fused, 2 * width, c.dim, n);
+    for (int e = 0; e < n; ++e) {
+      l.experts[static_cast<size_t>(e)][ExpertTensor::kGate] = row_slice(views[static_cast<size_t>(e)], 0, width);
+      l.experts[static_cast<size_t>(e)][ExpertTensor::kUp] = row_slice(views[static_cast<size_t>(e)], width, width);
+    }
+  }
   for (const ExpertTensorRow& row : expert_tensor_rows()) {
     if (!row.present(c)) continue;
+    if (gate_up && (row.kind == ExpertTensor::kGate || row.kind == ExpertTensor::kUp)) continue;
     const std::string stacked = b + std::string(row.gguf);
     const bool per_expert = !row.gguf_per_expert.empty() && gguf.find_tensor(stacked) == nullptr &&
                             gguf.find_tensor(b + expert_name(row.gguf_per_expert, 0)) != nullptr;

@@ -1,10 +1,11 @@
 // Parsing of Hugging Face config.json with simdjson's DOM: the sizes (LlamaConfig names and defaults),
 // then the family's own fields (model_type picks the row of family.hpp): query_pre_attn_scalar,
 // softcapping, sliding_window with the family's layer pattern or an explicit layer_types list,
-// rope_local_base_freq, rope_scaling (llama3, linear, yarn with truncate, longrope), the experts' counts and
-// routing, gpt-oss's swiglu_limit and swiglu_alpha, SmolLM3's NoPE layers. Gemma 3 multimodal configs keep the
-// text model in text_config. Required: hidden_size, intermediate_size, num_hidden_layers,
-// num_attention_heads, vocab_size. A JSON null counts as absent.
+// rope_local_base_freq, rope_scaling (llama3, linear, yarn with truncate, longrope; Gemma 4's proportional),
+// the experts' counts and routing, gpt-oss's swiglu_limit and swiglu_alpha, SmolLM3's NoPE layers, Gemma 4's
+// own (hf_gemma4_config.hpp). Multimodal Gemma 3 and 4 configs keep the text model in text_config.
+// Required: hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, vocab_size. A JSON null
+// counts as absent.
 #include "engine/model/hf_config.hpp"
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
+#include "engine/model/hf_gemma4_config.hpp"
 #include "engine/model/hf_hybrid_config.hpp"
 #include "engine/model/model_checks.hpp"
 
@@ -68,7 +70,9 @@ RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
                                        fields.get_size("original_max_position_embeddings", 8192));
   if (type == "default") return s;
   s.factor = static_cast<float>(r.get_number("factor", 1.0));
-  if (type == "linear") {
+  if (type == "proportional") {  // Gemma 4: the turning share is the family's (hf_gemma4_config.cpp)
+    s.type = s.factor == 1.0f ? RopeScalingType::kNone : RopeScalingType::kLinear;
+  } else if (type == "linear") {
     s.type = RopeScalingType::kLinear;
   } else if (type == "llama3") {
     s.type = RopeScalingType::kLlama3;
@@ -272,7 +276,7 @@ void read_family_fields(const JsonFields& f, const Family& family, ModelConfig& 
   if (family.bert_encoder) read_encoder_fields(f, family, c);
   if (family.bert_encoder) read_classifier_fields(f, c);
   if (family.zero_centred_norms) c.norm_offset = 1.0f;  // Qwen3.5's RMSNorm scales by (1 + w)
-  read_rotary_dim(f, family, c);
+  if (!family.gemma4_layers) read_rotary_dim(f, family, c);
 }
 
 ModelConfig read_model_config(const JsonFields& f, const Family& family, const std::string& path,
@@ -297,6 +301,7 @@ ModelConfig read_model_config(const JsonFields& f, const Family& family, const s
   c.rope_scaling = read_rope_scaling(f, c);
   read_family_fields(f, family, c);
   read_hybrid_fields(f, family, c, notes);
+  if (family.gemma4_layers) read_gemma4_fields(f, c, notes);
   check_model_config(c, path);
   return c;
 }
@@ -314,6 +319,7 @@ HfConfig read_hf_config(const std::string& path) {
   HfConfig hf;
   hf.config = read_model_config(fields, *family, path, hf.notes);
   if (top.has("vision_config")) hf.notes.push_back("the vision tower (vision_config) is skipped: cbatch runs the text model");
+  if (top.has("audio_config")) hf.notes.push_back("the audio tower (audio_config) is skipped: cbatch runs the text model");
   const JsonFields& ids = top.has("bos_token_id") || !top.has("text_config") ? top : fields;
   const std::vector<int32_t> bos = ids.get_ids("bos_token_id");
   if (bos.size() > 1) ids.fail("bos_token_id", "must be a single token id");

@@ -141,10 +141,12 @@ std::string model_tensor_name(const WeightFiles& w, const HfName& name, const st
 void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
                   OwnedBuffers& owned) {
   const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
-  if (has_stacked_experts(file_of, p)) {
-    const Family* family = find_family(c.architecture);
+  const Family* family = find_family(c.architecture);
+  const std::string_view module = family != nullptr && family->gemma4_layers ? "" : "mlp.";  // Gemma 4: layers.N.experts
+  if (has_stacked_experts(file_of, p, module)) {
     const bool out_in = family != nullptr && family->hf_experts_out_in;
-    StackedExperts s = read_stacked_experts(file_of, p, c, out_in ? StackedLayout::kOutIn : StackedLayout::kInOutInterleaved);
+    StackedExperts s = read_stacked_experts(file_of, p, c, out_in ? StackedLayout::kOutIn : StackedLayout::kInOutInterleaved,
+                                            module);
     l.experts = std::move(s.experts);
     owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
     return;

@@ -157,11 +157,18 @@ struct StackedTensor {
   std::vector<const ExpertTensorRow*> rows;
 };
 
-std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c) {
+// A row's stacked name under the layer prefix, its "mlp." replaced by `module`.
+std::string stacked_name(const std::string& prefix, std::string_view module, std::string_view stacked) {
+  constexpr std::string_view kMlp = "mlp.";
+  if (stacked.starts_with(kMlp)) stacked.remove_prefix(kMlp.size());
+  return prefix + std::string(module) + std::string(stacked);
+}
+
+std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c, std::string_view module) {
   std::vector<StackedTensor> stacked;
   for (const ExpertTensorRow& row : expert_tensor_rows()) {
     if (!row.present(c)) continue;
-    const std::string name = prefix + std::string(row.hf_stacked);
+    const std::string name = stacked_name(prefix, module, row.hf_stacked);
     if (stacked.empty() || stacked.back().name != name) stacked.push_back({name, {}});
     stacked.back().rows.push_back(&row);
   }
@@ -200,17 +207,17 @@ void split_experts(const TensorView& all, const StackedTensor& t, const ModelCon
 
 }  // namespace
 
-bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix) {
-  const std::string name = prefix + std::string(expert_row(ExpertTensor::kGate).hf_stacked);
+bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, std::string_view module) {
+  const std::string name = stacked_name(prefix, module, expert_row(ExpertTensor::kGate).hf_stacked);
   return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr;
 }
 
 StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c,
-                                    StackedLayout layout) {
+                                    StackedLayout layout, std::string_view module) {
   StackedExperts s;
   s.experts.resize(static_cast<size_t>(c.num_experts));
   const int64_t n = c.num_experts;
-  for (const StackedTensor& t : stacked_tensors(prefix, c)) {
+  for (const StackedTensor& t : stacked_tensors(prefix, c, module)) {
     const int64_t cols = size_of(t.rows.front()->shape.cols, c);
     if (layout == StackedLayout::kOutIn && !is_vector(t)) {
       split_experts(read_out_in(file_of, t.name, n, outputs(t, c), cols), t, c, s);

@@ -30,7 +30,8 @@ struct StackedExperts {
 // The file that holds a tensor, or nullptr when none does.
 using TensorFileOf = std::function<const SafetensorsFile*(const std::string& name)>;
 
-bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix);
+// `module`: what the stacked names are under in the layer ("mlp."; Gemma 4's "": layers.N.experts.*).
+bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, std::string_view module = "mlp.");
 
 // gpt-oss's (E, in, out) with gate and up interleaved, or transformers 5's (E, out, in), gate rows then up.
 enum class StackedLayout : uint8_t { kInOutInterleaved, kOutIn };
@@ -38,6 +39,7 @@ enum class StackedLayout : uint8_t { kInOutInterleaved, kOutIn };
 // The num_experts experts of the expert rows the config has. Throws cbatch::Error naming the tensor when one
 // is missing or its shape is not the config's.
 StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& config,
-                                    StackedLayout layout = StackedLayout::kInOutInterleaved);
+                                    StackedLayout layout = StackedLayout::kInOutInterleaved,
+                                    std::string_view module = "mlp.");
 
 }  // namespace cbatch

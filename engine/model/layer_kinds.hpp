@@ -24,6 +24,12 @@ std::vector<LayerKind> layer_kinds_from_interval(int num_layers, int interval);
 // multi-token-prediction blocks) are not generation layers and are left out. Empty when the list is
 // shorter than num_layers.
 std::vector<LayerKind> layer_kinds_from_recurrent_flags(const std::vector<int64_t>& recurrent, int num_layers);
+// Gemma 4's shared K/V (transformers' kv_sharing_modes, llama.cpp's n_layer_kv_from_start): the last
+// num_kv_shared layers read the last earlier non-shared layer of their own window; layer l -> its source
+// (itself when not shared); empty when none are shared. Throws, prefixing `key` (the file and key), when
+// num_kv_shared is not below num_layers or a shared layer has no such source.
+std::vector<int> shared_kv_sources(const std::vector<int>& windows, int num_layers, int64_t num_kv_shared,
+                                   const std::string& key);
 // "attention", "gated DeltaNet", for messages and inspect.
 std::string_view layer_kind_name(LayerKind kind);
 

@@ -54,8 +54,11 @@ class LayerRead {
     view = take(name);
   }
 
-  // A tensor of a row the architecture lacks, kept for the shape checks to name.
+  // A tensor of a row the architecture lacks, kept for the shape checks to name; except a shared-K/V layer's
+  // k/v projections and k norm, which checkpoints may still hold and nothing reads (transformers ignores them).
   void read_unwanted(const LayerTensorRow& row) {
+    const bool shared_kv = row.kind == LayerTensor::kWk || row.kind == LayerTensor::kWv || row.kind == LayerTensor::kKNorm;
+    if (shared_kv && !config_.writes_kv(layer_)) return;
     const std::string name = free_name(layer_spellings(row, dialect_));
     if (!name.empty()) tensors_[row.kind] = take(name);
   }
@@ -80,7 +83,7 @@ class LayerRead {
     for (const LayerTensorRow& row : layer_tensor_rows()) {
       if (row.joins != fused.product || !row.present(config_, layer_)) continue;
       parts.push_back(&row);
-      rows += size_of(row.shape.rows, config_);
+      rows += size_of(row.shape.rows, config_, layer_);
     }
     if (parts.empty() || free_name(layer_spellings(*parts.front(), dialect_)) != "") return;
     const std::string name = prefix_ + std::string(stored);
@@ -93,7 +96,7 @@ class LayerRead {
     }
     int64_t first = 0;
     for (const LayerTensorRow* row : parts) {
-      const int64_t n = size_of(row->shape.rows, config_);
+      const int64_t n = size_of(row->shape.rows, config_, layer_);
       tensors_[row->kind] = row_slice(all, first, n);
       first += n;
     }

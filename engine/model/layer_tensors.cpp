@@ -15,12 +15,18 @@ bool is_attention(const ModelConfig& c, int layer) { return c.is_attention(layer
 bool is_deltanet(const ModelConfig& c, int layer) { return c.layer_kind(layer) == LayerKind::kDeltaNet; }
 bool has_qkv_bias(const ModelConfig& c, int layer) { return c.qkv_bias && c.is_attention(layer); }
 bool has_qk_norm(const ModelConfig& c, int layer) { return c.qk_norm && c.is_attention(layer); }
+bool has_k(const ModelConfig& c, int layer) { return c.is_attention(layer) && c.writes_kv(layer); }
+bool has_v(const ModelConfig& c, int layer) { return has_k(c, layer) && !c.values_are_keys(layer); }
+bool has_k_norm(const ModelConfig& c, int layer) { return has_qk_norm(c, layer) && c.writes_kv(layer); }
+bool has_per_layer_input(const ModelConfig& c, int) { return c.per_layer_dim > 0; }
+bool has_layer_scalar(const ModelConfig& c, int) { return c.layer_scalar; }
+bool has_experts_beside_dense(const ModelConfig& c, int layer) { return c.is_sparse(layer) && c.experts_beside_dense; }
 bool has_sandwich_norms(const ModelConfig& c, int) { return c.sandwich_norms; }
 bool has_layer_norm(const ModelConfig& c, int) { return c.layer_norm; }
 bool has_o_bias(const ModelConfig& c, int layer) { return c.o_bias && c.is_attention(layer); }
 bool has_sinks(const ModelConfig& c, int layer) { return c.attn_sinks && c.is_attention(layer); }
-bool is_dense(const ModelConfig& c, int layer) { return !c.is_sparse(layer); }
-bool is_dense_gated(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && c.gated_ffn; }
+bool is_dense(const ModelConfig& c, int layer) { return !c.is_sparse(layer) || c.experts_beside_dense; }
+bool is_dense_gated(const ModelConfig& c, int layer) { return is_dense(c, layer) && c.gated_ffn; }
 bool is_dense_plain(const ModelConfig& c, int layer) { return !c.is_sparse(layer) && !c.gated_ffn; }
 bool is_sparse(const ModelConfig& c, int layer) { return c.is_sparse(layer); }
 bool has_router_bias(const ModelConfig& c, int layer) { return c.is_sparse(layer) && c.router_bias; }
@@ -37,9 +43,9 @@ constexpr LayerTensorRow kLayerRows[] = {
     // Qwen3.5's q projection holds per head [q | gate] (kQProj: 2 * q_dim rows), in both formats.
     {LayerTensor::kWq, "wq", {kQProj, kDim}, is_attention, kProjection, LayerTensor::kWq,
      {"attn_q.weight"}, {"self_attn.q_proj.weight"}, "attention.self.query.weight", "wq"},
-    {LayerTensor::kWk, "wk", {kKvDim, kDim}, is_attention, kProjection, LayerTensor::kWq,
+    {LayerTensor::kWk, "wk", {kKvDim, kDim}, has_k, kProjection, LayerTensor::kWq,
      {"attn_k.weight"}, {"self_attn.k_proj.weight"}, "attention.self.key.weight", "wk"},
-    {LayerTensor::kWv, "wv", {kKvDim, kDim}, is_attention, kProjection, LayerTensor::kWq,
+    {LayerTensor::kWv, "wv", {kKvDim, kDim}, has_v, kProjection, LayerTensor::kWq,
      {"attn_v.weight"}, {"self_attn.v_proj.weight"}, "attention.self.value.weight", "wv"},
     {LayerTensor::kWo, "wo", {kDim, kQDim}, is_attention, kProjection, LayerTensor::kWo,
      {"attn_output.weight"}, {"self_attn.o_proj.weight"}, "attention.output.dense.weight", "wo"},
@@ -57,7 +63,8 @@ constexpr LayerTensorRow kLayerRows[] = {
      {"ffn_down.weight"}, {"mlp.down_proj.weight"}, "output.dense.weight", "w2"},
     // Mixtral's router is block_sparse_moe.gate, gpt-oss's mlp.router (the experts follow the spelling).
     {LayerTensor::kRouter, "router", {kNumExperts, kDim}, is_sparse, Role::kRouter, LayerTensor::kRouter,
-     {"ffn_gate_inp.weight"}, {"mlp.gate.weight", "block_sparse_moe.gate.weight", "mlp.router.weight"}, "", ""},
+     {"ffn_gate_inp.weight"}, {"mlp.gate.weight", "block_sparse_moe.gate.weight", "mlp.router.weight", "router.proj.weight"},
+     "", ""},
     {LayerTensor::kRouterBias, "router bias", {kOne, kNumExperts}, has_router_bias, kBias, LayerTensor::kRouterBias,
      {"ffn_gate_inp.bias"}, {"mlp.router.bias"}, "", ""},
     {LayerTensor::kSharedGate, "shared expert w_gate", {kSharedHidden, kDim}, has_shared_expert, Role::kSharedExpert,
@@ -76,7 +83,7 @@ constexpr LayerTensorRow kLayerRows[] = {
      {"attn_v.bias"}, {"self_attn.v_proj.bias"}, "attention.self.value.bias", ""},
     {LayerTensor::kQNorm, "q_norm", {kOne, kQNorm}, has_qk_norm, kNorm, LayerTensor::kQNorm,
      {"attn_q_norm.weight"}, {"self_attn.q_norm.weight"}, "", ""},
-    {LayerTensor::kKNorm, "k_norm", {kOne, kKNorm}, has_qk_norm, kNorm, LayerTensor::kKNorm,
+    {LayerTensor::kKNorm, "k_norm", {kOne, kKNorm}, has_k_norm, kNorm, LayerTensor::kKNorm,
      {"attn_k_norm.weight"}, {"self_attn.k_norm.weight"}, "", ""},
     {LayerTensor::kPostAttnNorm, "post_attn_norm", {kOne, kDim}, has_sandwich_norms, kNorm, LayerTensor::kPostAttnNorm,
      {"post_attention_norm.weight"}, {"post_attention_layernorm.weight"}, "", ""},
@@ -115,6 +122,26 @@ constexpr LayerTensorRow kLayerRows[] = {
      {"ssm_norm.weight"}, {"linear_attn.norm.weight"}, "", ""},
     {LayerTensor::kSsmOut, "DeltaNet output projection", {kDim, kSsmValueDim}, is_deltanet, kProjection, LayerTensor::kSsmOut,
      {"ssm_out.weight"}, {"linear_attn.out_proj.weight"}, "", ""},
+    // Gemma 4 (llama.cpp: inp_gate, proj, post_norm, layer_output_scale).
+    {LayerTensor::kPerLayerGate, "per-layer input gate", {kPerLayerDim, kDim}, has_per_layer_input, kProjection,
+     LayerTensor::kPerLayerGate, {"inp_gate.weight"}, {"per_layer_input_gate.weight"}, "", ""},
+    {LayerTensor::kPerLayerProj, "per-layer projection", {kDim, kPerLayerDim}, has_per_layer_input, kProjection,
+     LayerTensor::kPerLayerProj, {"proj.weight"}, {"per_layer_projection.weight"}, "", ""},
+    {LayerTensor::kPerLayerNorm, "per-layer input norm", {kOne, kDim}, has_per_layer_input, kNorm,
+     LayerTensor::kPerLayerNorm, {"post_norm.weight"}, {"post_per_layer_input_norm.weight"}, "", ""},
+    {LayerTensor::kLayerScalar, "layer_scalar", {kOne, kOne}, has_layer_scalar, kBias, LayerTensor::kLayerScalar,
+     {"layer_output_scale.weight"}, {"layer_scalar"}, "", ""},
+    // Gemma 4's MoE block (llama.cpp: ffn_gate_inp.scale, the per-expert scale as ffn_down_exps.scale).
+    {LayerTensor::kRouterScale, "router scale", {kOne, kDim}, has_experts_beside_dense, kBias, LayerTensor::kRouterScale,
+     {"ffn_gate_inp.scale"}, {"router.scale"}, "", ""},
+    {LayerTensor::kExpertScale, "per-expert scale", {kOne, kNumExperts}, has_experts_beside_dense, kBias,
+     LayerTensor::kExpertScale, {"ffn_down_exps.scale"}, {"router.per_expert_scale"}, "", ""},
+    {LayerTensor::kPreFfnNorm2, "experts' pre-norm", {kOne, kDim}, has_experts_beside_dense, kNorm, LayerTensor::kPreFfnNorm2,
+     {"pre_ffw_norm_2.weight"}, {"pre_feedforward_layernorm_2.weight"}, "", ""},
+    {LayerTensor::kPostFfnNorm1, "dense MLP's post-norm", {kOne, kDim}, has_experts_beside_dense, kNorm,
+     LayerTensor::kPostFfnNorm1, {"post_ffw_norm_1.weight"}, {"post_feedforward_layernorm_1.weight"}, "", ""},
+    {LayerTensor::kPostFfnNorm2, "experts' post-norm", {kOne, kDim}, has_experts_beside_dense, kNorm,
+     LayerTensor::kPostFfnNorm2, {"post_ffw_norm_2.weight"}, {"post_feedforward_layernorm_2.weight"}, "", ""},
 };
 
 bool expert_always(const ModelConfig&) { return true; }
@@ -148,6 +175,7 @@ bool has_token_types(const ModelConfig& c) { return c.token_types; }
 bool has_embedding_norm(const ModelConfig& c) { return c.post_norm; }
 bool has_embedding_norm_bias(const ModelConfig& c) { return c.post_norm && c.layer_norm; }
 bool is_cross_encoder(const ModelConfig& c) { return c.is_cross_encoder(); }
+bool has_per_layer_inputs(const ModelConfig& c) { return c.per_layer_dim > 0; }
 
 constexpr bool kAtRoot = true;
 
@@ -178,6 +206,12 @@ constexpr ModelTensorRow kModelRows[] = {
      {}, {"classifier.weight", kAtRoot}, {"classifier.out_proj.weight", kAtRoot}, ""},
     {ModelTensor::kClassifierBias, "classifier bias", {kOne, kNumLabels}, is_cross_encoder, kBias, "",
      {}, {"classifier.bias", kAtRoot}, {"classifier.out_proj.bias", kAtRoot}, ""},
+    {ModelTensor::kPerLayerEmbedding, "per-layer embedding", {kVocab, kPerLayerAll}, has_per_layer_inputs, Role::kEmbedding,
+     "per_layer_token_embd.weight", {"embed_tokens_per_layer.weight"}, {}, {}, ""},
+    {ModelTensor::kPerLayerModelProj, "per-layer model projection", {kPerLayerAll, kDim}, has_per_layer_inputs, kProjection,
+     "per_layer_model_proj.weight", {"per_layer_model_projection.weight"}, {}, {}, ""},
+    {ModelTensor::kPerLayerProjNorm, "per-layer projection norm", {kOne, kPerLayerDim}, has_per_layer_inputs, kNorm,
+     "per_layer_proj_norm.weight", {"per_layer_projection_norm.weight"}, {}, {}, ""},
 };
 
 constexpr FusedTensorRow kFusedRows[] = {
@@ -199,16 +233,19 @@ static_assert(in_kind_order(kLayerRows) && in_kind_order(kExpertRows) && in_kind
 
 }  // namespace
 
-int64_t size_of(Size size, const ModelConfig& c) {
+int64_t size_of(Size size, const ModelConfig& c, int layer) {
+  const bool own = layer >= 0 && layer < c.num_layers;
+  const int q_dim = own ? c.q_dim_of(layer) : c.q_dim(), kv_dim = own ? c.kv_dim_of(layer) : c.kv_dim();
+  const int head_dim = own ? c.head_dim_of(layer) : c.head_dim;
   switch (size) {
     case kOne: return 1;
     case kDim: return c.dim;
-    case kQDim: return c.q_dim();
-    case kKvDim: return c.kv_dim();
-    case kHidden: return c.hidden_dim;
+    case kQDim: return q_dim;
+    case kKvDim: return kv_dim;
+    case kHidden: return own ? c.hidden_of(layer) : c.hidden_dim;
     case kNumHeads: return c.num_heads;
-    case kQNorm: return c.qk_norm_whole ? c.q_dim() : c.head_dim;
-    case kKNorm: return c.qk_norm_whole ? c.kv_dim() : c.head_dim;
+    case kQNorm: return c.qk_norm_whole ? q_dim : head_dim;
+    case kKNorm: return c.qk_norm_whole ? kv_dim : head_dim;
     case kNumExperts: return c.num_experts;
     case kExpertHidden: return c.expert_hidden_dim;
     case kSharedHidden: return c.shared_expert_hidden_dim;
@@ -216,12 +253,14 @@ int64_t size_of(Size size, const ModelConfig& c) {
     case kPositions: return static_cast<int64_t>(c.max_context) + c.position_offset;
     case kTokenTypes: return c.num_token_types;
     case kNumLabels: return c.num_labels;
-    case kQProj: return c.q_proj_dim();
+    case kQProj: return own ? q_dim * (c.attn_output_gate ? 2 : 1) : c.q_proj_dim();
     case kSsmConvDim: return c.deltanet.conv_dim();
     case kSsmValueDim: return c.deltanet.value_dim();
     case kSsmVHeads: return c.deltanet.num_v_heads;
     case kSsmVHeadDim: return c.deltanet.v_head_dim;
     case kSsmConvKernel: return c.deltanet.conv_kernel;
+    case kPerLayerDim: return c.per_layer_dim;
+    case kPerLayerAll: return static_cast<int64_t>(c.num_layers) * c.per_layer_dim;
   }
   return 0;
 }

@@ -26,6 +26,11 @@ enum class LayerTensor : uint8_t {
   // A gated DeltaNet layer's (in place of the attention rows): the q|k|v, z, b and a projections, the causal
   // conv's taps, dt_bias, the decay (A_log or A), the gated norm and the output projection.
   kSsmQkv, kSsmZ, kSsmBeta, kSsmAlpha, kSsmConv, kSsmDtBias, kSsmDecay, kSsmNorm, kSsmOut,
+  // Gemma 4's per-layer input (gate, projection, norm) and the layer's output scalar.
+  kPerLayerGate, kPerLayerProj, kPerLayerNorm, kLayerScalar,
+  // Gemma 4's MoE block beside the dense MLP: the router's input scale, each expert's output scale, and the
+  // experts' pre-norm and the two outputs' norms.
+  kRouterScale, kExpertScale, kPreFfnNorm2, kPostFfnNorm1, kPostFfnNorm2,
   kCount
 };
 
@@ -37,6 +42,7 @@ enum class ModelTensor : uint8_t {
   kEmbedding, kFinalNorm, kLmHead,
   kPositionEmbedding, kTokenTypeEmbedding, kEmbeddingNorm, kEmbeddingNormBias,  // encoders
   kPooler, kPoolerBias, kClassifier, kClassifierBias,                          // a cross-encoder's head
+  kPerLayerEmbedding, kPerLayerModelProj, kPerLayerProjNorm,                   // Gemma 4's per-layer inputs
   kCount
 };
 
@@ -81,12 +87,16 @@ enum class Size : uint8_t {
   kSsmVHeads,     // num_v_heads
   kSsmVHeadDim,   // v_head_dim
   kSsmConvKernel,  // the conv's taps
+  kPerLayerDim,    // per_layer_dim (Gemma 4's per-layer inputs)
+  kPerLayerAll,    // num_layers * per_layer_dim
 };
 struct Shape {
   Size rows = Size::kOne;
   Size cols = Size::kOne;
 };
-int64_t size_of(Size size, const ModelConfig& config);
+// With a layer, that layer's own value where layers differ (Gemma 4's global layers' head size and K/V
+// heads, double-wide FFNs); without (-1), the model's default.
+int64_t size_of(Size size, const ModelConfig& config, int layer = -1);
 
 // What a tensor is for, which says how each backend keeps it and how dummy weights draw it.
 enum class Role : uint8_t {
@@ -108,7 +118,7 @@ enum class Role : uint8_t {
 
 // A row's names in a format, the first the one an error names; a loader takes the first one the file has
 // that no other row took (Mixtral's and gpt-oss's router, gpt-oss's GGUF FFN norm are alternates).
-using Spellings = std::array<std::string_view, 3>;
+using Spellings = std::array<std::string_view, 4>;
 
 // A name of the Hugging Face model's own tensors: under the checkpoint's model prefix ("model.", "bert.",
 // "roberta.", "" for a bare encoder), or at its root (the heads).

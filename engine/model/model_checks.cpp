@@ -32,10 +32,10 @@ void check_shape(const std::string& path, const TensorView& t, std::string_view 
 // A row's tensor: there with the row's shape where the model has the row, absent where it does not
 // (nothing would read it).
 void check_row(const std::string& path, const TensorView& t, std::string_view label, bool wanted, Shape shape,
-               const ModelConfig& c) {
+               const ModelConfig& c, int layer = -1) {
   if (wanted) {
     if (t.empty()) throw Error("'" + path + "': the " + std::string(label) + " tensor of the architecture is missing");
-    check_shape(path, t, label, size_of(shape.rows, c), size_of(shape.cols, c));
+    check_shape(path, t, label, size_of(shape.rows, c, layer), size_of(shape.cols, c, layer));
   } else if (!t.empty()) {
     throw Error("'" + path + "': tensor '" + t.name + "' (" + std::string(label) + ") is not part of the architecture");
   }
@@ -91,6 +91,37 @@ void check_hybrid_config(const ModelConfig& c, const std::string& path) {
   }
 }
 
+// Gemma 4's global layers' geometry, the shared K/V sources (an earlier layer of the same kind and window
+// that keeps its own cache) and the per-layer inputs.
+void check_gemma4_config(const ModelConfig& c, const std::string& path) {
+  if (c.global_head_dim != 0) check_range(path, "global_head_dim", c.global_head_dim, 1 << 12);
+  if (c.global_head_dim % 2 != 0) throw Error("'" + path + "': global_head_dim " + std::to_string(c.global_head_dim) + " is odd");
+  if (c.global_kv_heads != 0) check_range(path, "global K/V heads", c.global_kv_heads, c.num_heads);
+  if (c.num_heads % std::max(c.global_kv_heads, 1) != 0) {
+    throw Error("'" + path + "': num_heads " + std::to_string(c.num_heads) + " is not a multiple of the global layers' K/V heads " +
+                std::to_string(c.global_kv_heads));
+  }
+  if (!(c.global_rope_fraction >= 0.0f && c.global_rope_fraction <= 1.0f)) {
+    throw Error("'" + path + "': the global layers' partial_rotary_factor must be between 0 and 1");
+  }
+  if (c.per_layer_dim < 0 || c.per_layer_dim > (1 << 14)) {
+    throw Error("'" + path + "': per-layer input size " + std::to_string(c.per_layer_dim) + " is out of range");
+  }
+  if (c.layer_kv_source.empty()) return;
+  if (static_cast<int>(c.layer_kv_source.size()) != c.num_layers) {
+    throw Error("'" + path + "': " + std::to_string(c.layer_kv_source.size()) + " K/V sources for " + std::to_string(c.num_layers) + " layers");
+  }
+  for (int l = 0; l < c.num_layers; ++l) {
+    const int s = c.kv_source(l);
+    const bool ok = s == l || (s >= 0 && s < l && c.writes_kv(s) && c.is_attention(s) && c.is_attention(l) &&
+                               c.window(s) == c.window(l) && c.head_dim_of(s) == c.head_dim_of(l));
+    if (!ok) {
+      throw Error("'" + path + "': layer " + std::to_string(l) + " cannot read the K/V of layer " + std::to_string(s) +
+                  " (it must be an earlier attention layer of the same kind that keeps its own)");
+    }
+  }
+}
+
 }  // namespace
 
 void check_model_config(const ModelConfig& c, const std::string& path) {
@@ -120,6 +151,7 @@ void check_model_config(const ModelConfig& c, const std::string& path) {
   }
   check_moe_config(c, path);
   check_hybrid_config(c, path);
+  check_gemma4_config(c, path);
   for (float v : {c.attn_scale, c.attn_softcap, c.final_softcap, c.rope_theta_local, c.embedding_scale}) {
     if (!(v >= 0.0f) || !std::isfinite(v)) throw Error("'" + path + "': a scale, softcap or RoPE base is invalid");
   }
@@ -171,7 +203,7 @@ void validate_model_tensors(const Model& model) {
   for (int i = 0; i < c.num_layers; ++i) {
     const LayerTensors& l = t.layers[static_cast<size_t>(i)];
     for (const LayerTensorRow& row : layer_tensor_rows()) {
-      check_row(model.path, l[row.kind], row.label, row.present(c, i), row.shape, c);
+      check_row(model.path, l[row.kind], row.label, row.present(c, i), row.shape, c, i);
     }
     check_experts(model.path, l, c, i);
   }

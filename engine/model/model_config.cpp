@@ -13,13 +13,51 @@ bool ModelConfig::has_window() const {
 }
 
 int ModelConfig::num_attention_layers() const {
-  if (layer_kinds.empty()) return num_layers;
-  return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.end(), LayerKind::kAttention));
+  int n = 0;
+  for (int l = 0; l < num_layers; ++l) n += is_attention(l) && writes_kv(l);
+  return n;
 }
 
 int ModelConfig::attention_index(int layer) const {
-  if (layer_kinds.empty()) return layer;
-  return static_cast<int>(std::count(layer_kinds.begin(), layer_kinds.begin() + layer, LayerKind::kAttention));
+  const int source = kv_source(layer);
+  int n = 0;
+  for (int l = 0; l < source; ++l) n += is_attention(l) && writes_kv(l);
+  return n;
+}
+
+bool ModelConfig::has_recurrent_layers() const {
+  return std::any_of(layer_kinds.begin(), layer_kinds.end(), [](LayerKind k) { return k != LayerKind::kAttention; });
+}
+
+int ModelConfig::max_head_dim() const {
+  int m = head_dim;
+  for (int l = 0; l < num_layers; ++l) m = std::max(m, head_dim_of(l));
+  return m;
+}
+
+int ModelConfig::max_kv_dim() const {
+  int m = kv_dim();
+  for (int l = 0; l < num_layers; ++l) m = std::max(m, kv_dim_of(l));
+  return m;
+}
+
+int ModelConfig::max_hidden() const {
+  int m = hidden_dim;
+  for (int l = 0; l < num_layers; ++l) m = std::max(m, hidden_of(l));
+  return m;
+}
+
+int64_t ModelConfig::kv_slot_values() const { return kv_values_before(num_layers); }
+
+int64_t ModelConfig::kv_values_before(int layer) const {
+  const int end = layer < num_layers ? kv_source(layer) : num_layers;
+  int64_t n = 0;
+  for (int l = 0; l < end; ++l) n += is_attention(l) && writes_kv(l) ? kv_dim_of(l) : 0;
+  return n;
+}
+
+int ModelConfig::rotary_dims_of(bool local) const {
+  return !local && global_head_dim > 0 ? global_head_dim : rotary_dims();
 }
 
 float ModelConfig::query_scale() const {
@@ -40,6 +78,20 @@ std::string ModelConfig::features() const {
         " and " + std::to_string(deltanet.v_head_dim) + ", conv kernel " + std::to_string(deltanet.conv_kernel) + ")");
   }
   if (attn_output_gate) add("attention output gate");
+  if (global_head_dim > 0) {
+    add("global layers: head dim " + std::to_string(global_head_dim) + ", " + std::to_string(kv_heads_of(num_layers - 1)) +
+        " K/V heads" + (global_rope_fraction > 0.0f ? ", proportional RoPE over " + std::to_string(global_rope_fraction) : "") +
+        (global_values_are_keys ? ", values are the keys" : ""));
+  }
+  if (value_norm) add("V norm");
+  if (!layer_kv_source.empty()) {
+    int shared = 0;
+    for (int l = 0; l < num_layers; ++l) shared += !writes_kv(l);
+    add("K/V shared: " + std::to_string(shared) + " of " + std::to_string(num_layers) + " layers read an earlier layer's cache" +
+        (double_wide_shared ? " (their FFN double wide)" : ""));
+  }
+  if (per_layer_dim > 0) add("per-layer inputs of " + std::to_string(per_layer_dim));
+  if (layer_scalar) add("layer output scalars");
   if (rotary_dims() != head_dim) add("partial rotary (" + std::to_string(rotary_dims()) + " of " + std::to_string(head_dim) + " dims)");
   if (qk_norm) add(qk_norm_whole ? "q/k norm over the whole projection" : "q/k norm");
   if (sandwich_norms) add("sandwich norms");
@@ -83,6 +135,7 @@ std::string ModelConfig::features() const {
         rule + (router_bias ? ", router bias" : "") + (expert_bias ? ", expert biases" : "") + ", expert width " +
         std::to_string(expert_hidden_dim) + ", sparse FFN on " + std::to_string(sparse) + " of " +
         std::to_string(num_layers) + " layers");
+    if (experts_beside_dense) add("experts beside the dense MLP (router input scale, per-expert scales)");
     if (shared_expert_hidden_dim > 0) add("shared expert width " + std::to_string(shared_expert_hidden_dim) + " (sigmoid gate)");
   }
   return out.str();
@@ -124,8 +177,11 @@ double yarn_freq(const RopeScaling& s, double theta, int head_dim, int i, double
 }  // namespace
 
 void rope_inv_freq(const ModelConfig& config, float* inv_freq, bool local, bool long_range) {
-  const int rotary = config.rotary_dims();
+  const int rotary = config.rotary_dims_of(local);
   const int half = rotary / 2;
+  // Proportional RoPE (Gemma 4's global layers): the first fraction of the frequencies turn, the rest are 0.
+  const int turning = !local && config.global_rope_fraction > 0.0f
+                          ? static_cast<int>(config.global_rope_fraction * rotary / 2) : half;
   const double theta = local && config.rope_theta_local > 0.0f ? config.rope_theta_local : config.rope_theta;
   const RopeScaling& s = config.rope_scaling;
   const RopeScalingType type = local ? RopeScalingType::kNone : s.type;
@@ -142,7 +198,7 @@ void rope_inv_freq(const ModelConfig& config, float* inv_freq, bool local, bool 
         break;
       }
     }
-    inv_freq[i] = static_cast<float>(freq);
+    inv_freq[i] = i < turning ? static_cast<float>(freq) : 0.0f;
   }
 }
 

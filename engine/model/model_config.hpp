@@ -108,6 +108,31 @@ struct ModelConfig {
   bool attn_output_gate = false;
   int rotary_dim = 0;              // leading dims of a head RoPE rotates (halves of them paired); 0: head_dim
 
+  // Gemma 4. Its unwindowed (global) layers have their own head size and K/V head count, and proportional
+  // RoPE: over the whole head (halves paired), frequency i is rope_theta^(-2i / head) for the first
+  // global_rope_fraction * head / 2 of them and 0 (no turn) for the rest. Their values may be their keys'
+  // projection (k_eq_v). Every layer's V heads may be RMS-normed without weights (value_norm).
+  int global_head_dim = 0;           // head size of layers without a window; 0: head_dim
+  int global_kv_heads = 0;           // their K/V heads; 0: num_kv_heads
+  float global_rope_fraction = 0.0f;  // proportional RoPE's turning share of global layers; 0: plain RoPE
+  bool global_values_are_keys = false;  // global layers have no v projection: V is the k projection
+  bool value_norm = false;           // RMSNorm (no weights) of every V head before it is cached
+  // Shared K/V: layer l reads the K/V cache of layer_kv_source[l] (an earlier layer of the same kind) and
+  // writes none, holding no cache of its own; empty, or l itself: its own cache. Such a layer has no k/v
+  // projections; with double_wide_shared its FFN is 2 * hidden_dim wide.
+  std::vector<int> layer_kv_source;  // (num_layers) or empty
+  bool double_wide_shared = false;
+  // Per-layer inputs: a (vocab, num_layers * per_layer_dim) table scaled by sqrt(per_layer_dim) plus a
+  // projection of the scaled embedding (times dim^-1/2, RMS-normed per layer), summed and times 2^-1/2, give
+  // each row per_layer_dim values per layer; after its FFN a layer adds
+  // norm(proj(act(gate x) * those values)). Then every layer's output is times its layer_scalar.
+  int per_layer_dim = 0;             // 0: none
+  bool layer_scalar = false;
+  // Gemma 4's MoE block: a sparse layer keeps its dense MLP too; FFN = norm_1(mlp(pre_ffn_norm x)) +
+  // norm_2(experts(pre_norm_2 x)), the router reading rmsnorm(x) * router_scale * dim^-1/2 (x the residual),
+  // softmax, top k renormalised, each pick's weight times its expert's scale.
+  bool experts_beside_dense = false;
+
   // Hybrid models: each layer's kind (empty: every layer is attention) and the recurrent kinds' sizes.
   std::vector<LayerKind> layer_kinds;  // (num_layers) or empty
   DeltaNetSizes deltanet;
@@ -157,13 +182,29 @@ struct ModelConfig {
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
+  // A layer's own attention geometry (Gemma 4's global layers differ; the same for every layer otherwise).
+  bool is_global(int layer) const { return window(layer) == 0; }
+  int head_dim_of(int layer) const { return global_head_dim > 0 && is_global(layer) ? global_head_dim : head_dim; }
+  int kv_heads_of(int layer) const { return global_kv_heads > 0 && is_global(layer) ? global_kv_heads : num_kv_heads; }
+  int q_dim_of(int layer) const { return num_heads * head_dim_of(layer); }
+  int kv_dim_of(int layer) const { return kv_heads_of(layer) * head_dim_of(layer); }
+  int hidden_of(int layer) const { return double_wide_shared && !writes_kv(layer) ? 2 * hidden_dim : hidden_dim; }
+  bool values_are_keys(int layer) const { return global_values_are_keys && is_global(layer); }
+  int kv_source(int layer) const { return layer_kv_source.empty() ? layer : layer_kv_source[static_cast<size_t>(layer)]; }
+  bool writes_kv(int layer) const { return kv_source(layer) == layer; }
+  int max_head_dim() const;            // the largest head_dim_of over the layers (activation sizes)
+  int max_kv_dim() const;
+  int max_hidden() const;
+  // The cache: one per attention layer that writes K/V, kv_dim_of(layer) values per slot for K and for V.
+  int64_t kv_slot_values() const;       // K (or V) values of one slot over all cached layers
+  int64_t kv_values_before(int layer) const;  // of the cached layers before layer's cache (its offset per slot)
   LayerKind layer_kind(int layer) const {
     return layer_kinds.empty() ? LayerKind::kAttention : layer_kinds[static_cast<size_t>(layer)];
   }
   bool is_attention(int layer) const { return layer_kind(layer) == LayerKind::kAttention; }
-  int num_attention_layers() const;    // layers whose K/V the paged cache holds
-  int attention_index(int layer) const;  // layer's place among the attention layers (its KV cache layer)
-  bool has_recurrent_layers() const { return num_attention_layers() < num_layers; }
+  int num_attention_layers() const;    // layers whose K/V the paged cache holds (shared ones not counted)
+  int attention_index(int layer) const;  // place among those of the layer whose cache it reads
+  bool has_recurrent_layers() const;
   int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   int q_proj_dim() const { return q_dim() * (attn_output_gate ? 2 : 1); }  // rows of the q projection
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }
@@ -176,6 +217,7 @@ struct ModelConfig {
   bool uses_local_rope(int layer) const { return rope_theta_local > 0.0f && window(layer) > 0; }
   bool is_nope(int layer) const { return !layer_nope.empty() && layer_nope[static_cast<size_t>(layer)] != 0; }
   float query_scale() const;           // attn_scale, or 1 / sqrt(head_dim)
+  int rotary_dims_of(bool local) const;  // global layers': their head (proportional RoPE) or rotary_dims()
   int64_t num_parameters() const;      // weights incl. embeddings (lm_head counted once when tied)
   int64_t layer_parameters() const;    // the transformer layers' weights only (what a row multiplies by)
   std::string features() const;        // the family description in words, for inspect ("" for plain Llama)

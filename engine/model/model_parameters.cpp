@@ -7,11 +7,11 @@ namespace cbatch {
 
 // Every row of the tensor table a layer has, a sparse layer's routed experts included.
 int64_t ModelConfig::layer_parameters() const {
-  auto numel = [this](Shape shape) { return size_of(shape.rows, *this) * size_of(shape.cols, *this); };
+  auto numel = [this](Shape shape, int l = -1) { return size_of(shape.rows, *this, l) * size_of(shape.cols, *this, l); };
   int64_t total = 0;
   for (int l = 0; l < num_layers; ++l) {
     for (const LayerTensorRow& row : layer_tensor_rows()) {
-      if (row.present(*this, l)) total += numel(row.shape);
+      if (row.present(*this, l)) total += numel(row.shape, l);
     }
     for (const ExpertTensorRow& row : expert_tensor_rows()) {
       if (is_sparse(l) && row.present(*this)) total += int64_t{num_experts} * numel(row.shape);

@@ -501,6 +501,21 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   Model partial = make_family_model(Family::kQwen3);
   partial.config.rotary_dim = partial.config.head_dim / 2;
   CHECK(make_error(partial).find("does not support hybrid models") != std::string::npos);
+  // Gemma 4's layers run on the CPU only: each feature is named.
+  Model gemma4 = make_family_model(Family::kGemma3);
+  gemma4.config.architecture = "gemma4";
+  gemma4.config.global_head_dim = 2 * gemma4.config.head_dim;
+  gemma4.config.layer_kv_source.resize(static_cast<size_t>(gemma4.config.num_layers));
+  for (int l = 0; l < gemma4.config.num_layers; ++l) gemma4.config.layer_kv_source[static_cast<size_t>(l)] = l;
+  gemma4.config.layer_kv_source.back() = 0;
+  gemma4.config.per_layer_dim = 8;
+  gemma4.config.global_values_are_keys = gemma4.config.value_norm = gemma4.config.layer_scalar = true;
+  const std::string refused = make_error(gemma4);
+  for (const char* what : {"does not support gemma4's global layers with their own head size", "values that are the keys",
+                           "the V norm", "K/V shared across layers", "per-layer inputs", "layer output scalars"}) {
+    CAPTURE(what);
+    CHECK(refused.find(what) != std::string::npos);
+  }
 }
 
 TEST_CASE("CUDA backend accepts every example model's family (checked before the device is opened)" *

@@ -77,3 +77,36 @@ TEST_CASE("layer kinds through config.json: the list, the interval, and errors n
   CHECK(error_of(write_config("rotary", R"(, "partial_rotary_factor": 0.01)")).find("partial_rotary_factor") !=
         std::string::npos);
 }
+
+TEST_CASE("Gemma 4's shared K/V: each shared layer reads the last earlier layer of its kind, the cache holds none") {
+  const std::vector<int> windows = {8, 8, 0, 8, 8, 0};
+  CHECK(shared_kv_sources(windows, 6, 0, "key").empty());
+  CHECK(shared_kv_sources(windows, 6, 2, "key") == std::vector<int>{0, 1, 2, 3, 3, 2});
+  CHECK_THROWS_WITH(shared_kv_sources(windows, 6, 6, "'f': num_kv_shared_layers"),
+                    doctest::Contains("'f': num_kv_shared_layers = 6 must be below the layer count 6"));
+  CHECK_THROWS_WITH(shared_kv_sources(windows, 6, 5, "key"), doctest::Contains("leaves layer 2 no earlier layer of its kind"));
+  ModelConfig c;
+  c.num_layers = 6;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 16;
+  c.global_head_dim = 32;
+  c.global_kv_heads = 1;
+  c.layer_window = windows;
+  c.layer_kv_source = shared_kv_sources(windows, 6, 2, "key");
+  CHECK(c.num_attention_layers() == 4);
+  CHECK(!c.has_recurrent_layers());
+  CHECK(c.kv_dim_of(0) == 32);
+  CHECK(c.kv_dim_of(2) == 32);  // 1 head of 32
+  CHECK(c.q_dim_of(2) == 128);
+  CHECK(c.kv_slot_values() == 3 * 32 + 32);  // layers 0, 1, 2, 3 only
+  CHECK(c.kv_values_before(3) == 96);
+  CHECK(c.kv_values_before(4) == c.kv_values_before(3));  // layer 4 reads layer 3's cache
+  CHECK(c.kv_values_before(5) == c.kv_values_before(2));
+  CHECK(c.attention_index(5) == 2);
+  CHECK(!c.writes_kv(4));
+  c.hidden_dim = 48;
+  c.double_wide_shared = true;
+  CHECK(c.hidden_of(3) == 48);
+  CHECK(c.hidden_of(4) == 96);
+}
