@@ -32,7 +32,7 @@ struct EngineConfig {
   bool quiet = false;                 // no progress line
   int lookahead = 0;                  // requests read ahead of admission; 0 = 4 * max_num_seqs + 64
   int sampling_threads = 0;           // threads that sample a step's rows; 0 = all hardware threads
-  std::string reasoning_parser;       // --reasoning-parser: deepseek_r1, qwen3, gpt_oss; "" = none
+  std::string reasoning_parser;       // --reasoning-parser: deepseek_r1, qwen3, gemma4, gpt_oss; "" = none
   // LoRA adapters by id - 1; with any, a request's `model` picks one (the base model's name or none: no adapter).
   std::vector<std::string> lora_names;
 };

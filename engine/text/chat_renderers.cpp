@@ -283,4 +283,42 @@ std::string render_smollm3(const ChatTemplate& t, const std::vector<ChatMessage>
   return out + "<|im_start|>assistant\n" + empty_think;
 }
 
+// Gemma 4 (its chat_template.jinja, text turns; tool calls and their responses are not rendered): a system
+// turn when thinking is on or the chat starts with a system (or developer) message, "<|think|>\n" at its top
+// when thinking is on; "<|turn>ROLE\n" (assistant: model; not repeated for consecutive assistant messages,
+// tool messages skipped) + the content trimmed (an answer's thinking channels <|channel>...<channel|> cut
+// out) + "<turn|>\n"; then "<|turn>model\n", with an empty thought channel when thinking is off (the default).
+std::string render_gemma4(const std::vector<ChatMessage>& messages, const std::string& bos, const ChatOptions& options) {
+  const bool thinking = options.enable_thinking.value_or(false);
+  const bool system = !messages.empty() && (messages[0].role == "system" || messages[0].role == "developer");
+  std::string out = bos;
+  if (thinking || system) {
+    out += "<|turn>system\n" + std::string(thinking ? "<|think|>\n" : "") + (system ? strip(messages[0].content) : "") +
+           "<turn|>\n";
+  }
+  std::string prev_role;
+  for (size_t i = system ? 1 : 0; i < messages.size(); ++i) {
+    const ChatMessage& m = messages[i];
+    if (m.role == "tool") continue;
+    if (m.role != "assistant" || prev_role != "assistant") out += "<|turn>" + (m.role == "assistant" ? std::string("model") : m.role) + "\n";
+    if (m.role == "assistant") {
+      std::string answer;  // Jinja's strip_thinking: each part before <channel|>, up to its <|channel>
+      size_t at = 0;
+      while (true) {
+        const size_t end = m.content.find("<channel|>", at);
+        const std::string part = m.content.substr(at, end == std::string::npos ? std::string::npos : end - at);
+        answer += part.substr(0, part.find("<|channel>"));
+        if (end == std::string::npos) break;
+        at = end + 10;
+      }
+      out += strip(answer);
+    } else {
+      out += strip(m.content);
+    }
+    out += "<turn|>\n";
+    prev_role = m.role;
+  }
+  return out + "<|turn>model\n" + (thinking ? "" : "<|channel>thought\n<channel|>");
+}
+
 }  // namespace cbatch

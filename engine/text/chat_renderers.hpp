@@ -19,5 +19,6 @@ std::string render_mistral(const ChatTemplate& t, const std::vector<ChatMessage>
                            const std::string& eos);
 std::string render_phi3(const ChatTemplate& t, const std::vector<ChatMessage>& messages);
 std::string render_smollm3(const ChatTemplate& t, const std::vector<ChatMessage>& messages, const ChatOptions& options);
+std::string render_gemma4(const std::vector<ChatMessage>& messages, const std::string& bos, const ChatOptions& options);
 
 }  // namespace cbatch

@@ -108,6 +108,8 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
     t.family = ChatFamily::kLlama3;
     t.dated_system = contains(jinja, "Cutting Knowledge Date");
     if (t.dated_system) t.today = llama3_today(jinja);
+  } else if (contains(jinja, "<|turn>") && contains(jinja, "<turn|>")) {
+    t.family = ChatFamily::kGemma4;  // before Gemma's: its own turn markers and thinking channel
   } else if (contains(jinja, "<start_of_turn>")) {
     t.family = ChatFamily::kGemma;
     t.rejects_system = contains(jinja, "System role not supported");  // Gemma 2
@@ -130,7 +132,7 @@ std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
       {"chatml", ChatFamily::kChatMl}, {"qwen", ChatFamily::kQwen},       {"llama3", ChatFamily::kLlama3},
       {"llama2", ChatFamily::kLlama2}, {"gemma", ChatFamily::kGemma},     {"mistral", ChatFamily::kMistral},
       {"phi3", ChatFamily::kPhi3},     {"qwen3", ChatFamily::kQwen},      {"harmony", ChatFamily::kHarmony},
-      {"smollm3", ChatFamily::kSmolLm3}};
+      {"smollm3", ChatFamily::kSmolLm3}, {"gemma4", ChatFamily::kGemma4}};
   for (const auto& [known, family] : kNames) {
     if (name != known) continue;
     ChatTemplate t;
@@ -155,6 +157,7 @@ std::string_view chat_family_name(ChatFamily family) {
     case ChatFamily::kPhi3: return "Phi-3";
     case ChatFamily::kHarmony: return "harmony (gpt-oss)";
     case ChatFamily::kSmolLm3: return "SmolLM3 (ChatML)";
+    case ChatFamily::kGemma4: return "Gemma 4";
   }
   return "";
 }
@@ -168,6 +171,7 @@ std::string end_of_turn_text(ChatFamily family, const std::string& eos_token) {
     case ChatFamily::kGemma: return "<end_of_turn>";
     case ChatFamily::kPhi3: return "<|end|>";
     case ChatFamily::kHarmony: return "<|return|>";
+    case ChatFamily::kGemma4: return "<turn|>";
     case ChatFamily::kLlama2:
     case ChatFamily::kMistral: return eos_token;
   }
@@ -186,6 +190,7 @@ std::string render_chat(const ChatTemplate& tmpl, const std::vector<ChatMessage>
     case ChatFamily::kMistral: return render_mistral(tmpl, messages, bos_token, eos_token);
     case ChatFamily::kPhi3: return render_phi3(tmpl, messages);
     case ChatFamily::kSmolLm3: return render_smollm3(tmpl, messages, options);
+    case ChatFamily::kGemma4: return render_gemma4(messages, bos_token, options);
   }
   return "";
 }

@@ -5,7 +5,7 @@
 
 namespace cbatch {
 
-enum class ChatFamily { kChatMl, kQwen, kLlama3, kLlama2, kGemma, kMistral, kPhi3, kHarmony, kSmolLm3 };
+enum class ChatFamily { kChatMl, kQwen, kLlama3, kLlama2, kGemma, kMistral, kPhi3, kHarmony, kSmolLm3, kGemma4 };
 
 struct ChatTemplate {
   ChatFamily family = ChatFamily::kChatMl;

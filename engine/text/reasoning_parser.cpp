@@ -27,7 +27,7 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 bool is_reasoning_parser_name(std::string_view name) {
-  return name == "deepseek_r1" || name == "qwen3" || name == "gpt_oss";
+  return name == "deepseek_r1" || name == "qwen3" || name == "gemma4" || name == "gpt_oss";
 }
 
 ReasoningParser::ReasoningParser(std::string_view name, const Tokenizer& tokenizer) : tokenizer_(tokenizer) {
@@ -36,6 +36,12 @@ ReasoningParser::ReasoningParser(std::string_view name, const Tokenizer& tokeniz
                 kReasoningParserNames + ")");
   }
   harmony_ = name == "gpt_oss";
+  if (name == "gemma4") {
+    start_ = make_marker("<|channel>");
+    end_ = make_marker("<channel|>");
+    label_ = "thought";
+    return;
+  }
   if (!harmony_) {
     start_ = make_marker("<think>");
     end_ = make_marker("</think>");
@@ -136,6 +142,10 @@ ReasoningSplit ReasoningParser::split_think(std::span<const int32_t> prompt, std
     out.reasoning = text.substr(body);  // unterminated: max_tokens (or a stop) came inside the thinking
   } else {
     out.content = text;
+  }
+  if (out.reasoning && !label_.empty() && out.reasoning->starts_with(label_)) {
+    const size_t body_at = out.reasoning->find_first_not_of(" \t\r\n", label_.size());
+    out.reasoning = body_at == std::string::npos ? std::string() : out.reasoning->substr(body_at);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // --reasoning-parser: splits a chat output into its thinking (reasoning_content) and its answer (content).
-// deepseek_r1 and qwen3 read <think>...</think>; gpt_oss reads harmony's channels, the analysis channel
-// being the thinking and the final channel the answer. A marker that is a special token (one id that
+// deepseek_r1 and qwen3 read <think>...</think>; gemma4 reads Gemma 4's thinking channel,
+// <|channel>thought ... <channel|> (the label and the whitespace after it dropped); gpt_oss reads harmony's
+// channels, the analysis channel being the thinking and the final channel the answer. A marker that is a special token (one id that
 // decodes to no text) is found by its id; otherwise by its text. Offsets into the output text come from
 // decoding the output ids piece by piece, so the split never changes the ids, logprobs or counts.
 #pragma once
@@ -14,7 +15,7 @@
 
 namespace cbatch {
 
-inline constexpr const char* kReasoningParserNames = "deepseek_r1, qwen3, gpt_oss";
+inline constexpr const char* kReasoningParserNames = "deepseek_r1, qwen3, gemma4, gpt_oss";
 
 // Whether --reasoning-parser NAME is one cbatch has.
 bool is_reasoning_parser_name(std::string_view name);
@@ -61,7 +62,8 @@ class ReasoningParser {
 
   const Tokenizer& tokenizer_;
   bool harmony_ = false;
-  Marker start_, end_;                    // <think>, </think>
+  Marker start_, end_;                    // <think>, </think> (Gemma 4: <|channel>, <channel|>)
+  std::string label_;                     // Gemma 4: "thought", the channel's name at the thinking's start
   int32_t channel_ = -1, message_ = -1;   // harmony: <|channel|>, <|message|>
 };
 

@@ -1,7 +1,7 @@
 """Chat rendering equals `jinja2` rendering of the real templates (as transformers renders them, with
 add_generation_prompt, strftime_now and the {% generation %} tag): SmolLM2's ChatML template from its GGUF
 (with its default system prompt), and the templates in chat_templates/ (Llama 2, 3, 3.1; Gemma 3 and 2;
-Qwen2.5; Mistral v0.3 and v0.1; Phi-3 and 3.5; SmolLM3, also with enable_thinking and its /think,
+Qwen2.5; Mistral v0.3 and v0.1; Phi-3 and 3.5; Gemma 4, also with enable_thinking; SmolLM3, also with enable_thinking and its /think,
 /no_think and /system_override flags) placed in a Hugging Face directory's tokenizer_config.json, on chats with and without a
 system message, multi-turn, ending with an answer, with an odd role. SmolLM2's chat token ids equal
 Hugging Face `tokenizers` on the rendered text, and Gemma 3's (--chat-template gemma on its GGUF, which
@@ -83,7 +83,7 @@ for messages, got in zip(CHATS, cbatch_render(smollm2, CHATS)):
 
 # The reference templates in a copy of tiny-spm's HF directory (it has none), with its bos and eos.
 TEMPLATES = ["llama2", "llama3", "llama3.1", "gemma3", "gemma2", "qwen2.5", "qwen3", "mistral-v0.3", "mistral-v0.1",
-             "phi3", "phi3.5", "smollm3"]
+             "phi3", "phi3.5", "smollm3", "gemma4"]
 work = tmpdir()
 for name in TEMPLATES:
     template = open(os.path.join(HERE, "chat_templates", name + ".jinja"), encoding="utf-8").read()
@@ -123,6 +123,21 @@ for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
     for messages, got in zip(THINKING_CHATS, cbatch_render(os.path.join(work, "qwen3"), THINKING_CHATS, fields=fields)):
         want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"], **kwargs)
         c.check(got.get("text") == want, f"qwen3 {kwargs} {messages}: {got.get('text')!r} != {want!r}")
+
+# Gemma 4: enable_thinking (a system turn with <|think|>; no empty thought channel in the generation prompt),
+# answers' thinking channels cut out, consecutive answers in one model turn, developer as system.
+template = open(os.path.join(HERE, "chat_templates", "gemma4.jinja"), encoding="utf-8").read()
+GEMMA4_CHATS = CHATS + [
+    [{"role": "user", "content": "Q1"}, {"role": "assistant", "content": "<|channel>thought\nr1<channel|>A1 "},
+     {"role": "user", "content": "Q2"}],
+    [{"role": "developer", "content": " dev "}, {"role": "user", "content": "Q"}, {"role": "assistant", "content": "A"},
+     {"role": "assistant", "content": "B<|channel>x<channel|>C"}],
+]
+for kwargs in ({}, {"enable_thinking": False}, {"enable_thinking": True}):
+    fields = {"chat_template_kwargs": kwargs} if kwargs else None
+    for messages, got in zip(GEMMA4_CHATS, cbatch_render(os.path.join(work, "gemma4"), GEMMA4_CHATS, fields=fields)):
+        want = jinja_render(template, messages, TINY_SPM_CONFIG["bos_token"], TINY_SPM_CONFIG["eos_token"], **kwargs)
+        c.check(got.get("text") == want, f"gemma4 {kwargs} {messages}: {got.get('text')!r} != {want!r}")
 
 # SmolLM3: enable_thinking, and the system message's flags, which win over it (/no_think before /think),
 # leave the custom instructions; /system_override keeps only them.

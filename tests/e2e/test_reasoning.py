@@ -209,7 +209,7 @@ t.check(regex["reasoning_content"] == "why" and len(regex["text"]) == 2 and rege
 
 # An unknown parser: exit 1 before any request, naming the choices.
 proc = cbatch("think-id", [plain()], "--reasoning-parser", "r2", expect_rc=1)
-t.check("deepseek_r1, qwen3, gpt_oss" in proc.stderr and "r2" in proc.stderr, f"unknown parser message: {proc.stderr}")
+t.check("deepseek_r1, qwen3, gemma4, gpt_oss" in proc.stderr and "r2" in proc.stderr, f"unknown parser message: {proc.stderr}")
 t.check(not os.path.exists(os.path.join(work, "out.jsonl")) or not read_jsonl(os.path.join(work, "out.jsonl")),
         "an unknown parser writes no result line")
 t.done()

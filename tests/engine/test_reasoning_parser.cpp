@@ -125,7 +125,39 @@ TEST_CASE("reasoning parsers: harmony's analysis and final channels (gpt_oss)") 
   // A vocabulary without harmony's tokens, and an unknown name, are errors that say so.
   const MarkerTokenizer plain({"a", "b"}, {});
   CHECK(test::error_of([&] { ReasoningParser("gpt_oss", plain); }).find("<|channel|>") != std::string::npos);
-  CHECK(test::error_of([&] { ReasoningParser("r2", plain); }).find("deepseek_r1, qwen3, gpt_oss") != std::string::npos);
+  CHECK(test::error_of([&] { ReasoningParser("r2", plain); }).find("deepseek_r1, qwen3, gemma4, gpt_oss") != std::string::npos);
+}
+
+}  // namespace cbatch
+
+namespace cbatch {
+
+TEST_CASE("reasoning parsers: gemma4's thinking channel, its label dropped; the prompt's empty channel closes it") {
+  const std::vector<std::string> pieces = {"<|channel>", "<channel|>", "thought", "\n", "plan", " more", "Yes", "!",
+                                           "<|turn>", "model", "<turn|>"};
+  // Gemma 4's converter keeps the channel markers visible (rendered as text); found by text here, and by id
+  // where a vocabulary makes them special.
+  for (const std::vector<std::string>& specials : {std::vector<std::string>{"<turn|>"},
+                                                   std::vector<std::string>{"<|channel>", "<channel|>", "<turn|>"}}) {
+    const MarkerTokenizer tok(pieces, specials);
+    const ReasoningParser p("gemma4", tok);
+    ReasoningSplit s = split(p, tok, {"model", "\n"}, {"<|channel>", "thought", "\n", "plan", " more", "<channel|>", "Yes", "!"});
+    CHECK(s.reasoning == "plan more");
+    CHECK(s.content == "Yes!");
+    s = split(p, tok, {"model", "\n"}, {"<|channel>", "thought", "\n", "plan"});  // max_tokens inside the thinking
+    CHECK(s.reasoning == "plan");
+    CHECK(s.content.empty());
+    // thinking off: the prompt ends with an empty channel, the output is all answer
+    const std::vector<std::string> closed = {"model", "\n", "<|channel>", "thought", "\n", "<channel|>"};
+    CHECK(p.prompt_closes_thinking(tok.ids(closed)));
+    s = split(p, tok, closed, {"Yes", "!"});
+    CHECK_FALSE(s.reasoning.has_value());
+    CHECK(s.content == "Yes!");
+    const std::vector<int32_t> out = tok.ids({"<|channel>", "thought", "plan", "<channel|>"});
+    const std::string text = tok.decode(out, -1);
+    CHECK(p.ends_thinking(out, text, text.size() - (specials.size() > 1 ? 0 : 10)));
+  }
+  CHECK(is_reasoning_parser_name("gemma4"));
 }
 
 }  // namespace cbatch
