@@ -1,9 +1,11 @@
 // A layer of the CPU backend's forward pass (cpu_forward.hpp), reading the layer's weights by kind of the
-// tensor table: attention (norm, the fused QKV product and its biases, Qwen3.5's output gate split off the q
-// rows, q/k norms, RoPE over the layer's table's rotary dims, K/V into the paged cache (the layer's place
-// among the attention layers), attention with the layer's window and sinks, the gate, the output product and
-// bias, a sandwich norm), then the FFN (gated with SwiGLU, GeGLU or the clamped SwiGLU; a sparse layer's
-// experts: cpu_moe.hpp; an encoder's post-norm plain FFN), LoRA adapters on the four products
+// tensor table: attention with the layer's own sizes (norm, the fused QKV product and its biases, Qwen3.5's
+// output gate split off the q rows, keys copied to values where they are the same (Gemma 4), q/k norms, the
+// V norm, RoPE over the layer's table's rotary dims, K/V into the paged cache of the layer (or, for a layer
+// that shares another's K/V, nothing written and that layer's cache read), attention with the layer's
+// window and sinks, the gate, the output product and bias, a sandwich norm), then the FFN (gated with
+// SwiGLU, GeGLU or the clamped SwiGLU; a sparse layer's experts: cpu_moe.hpp, or beside the dense MLP:
+// cpu_experts_beside_dense.cpp; an encoder's post-norm plain FFN), LoRA adapters on the four products
 // (cpu_lora.hpp).
 #include <algorithm>
 #include <cmath>

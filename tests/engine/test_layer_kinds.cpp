@@ -110,3 +110,33 @@ TEST_CASE("Gemma 4's shared K/V: each shared layer reads the last earlier layer 
   CHECK(c.hidden_of(3) == 48);
   CHECK(c.hidden_of(4) == 96);
 }
+
+TEST_CASE("Gemma 4's config.json: the global layers from global_head_dim or transformers 5's per_layer_config") {
+  const auto dir = std::filesystem::temp_directory_path() / "cbatch-layer-kinds-gemma4";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "config.json").string();
+  const std::string base = R"({"model_type": "gemma4_text", "hidden_size": 64, "intermediate_size": 48,
+    "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300,
+    "sliding_window": 8, "attention_k_eq_v": true, "num_kv_shared_layers": 1, "hidden_size_per_layer_input": 8,
+    "vocab_size_per_layer_input": 300,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "sliding_attention"],
+    "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+      "full_attention": {"rope_type": "proportional", "partial_rotary_factor": 0.25, "rope_theta": 1000000.0}})";
+  std::ofstream(path) << base + R"(, "global_head_dim": 32, "num_global_key_value_heads": 1})";
+  ModelConfig c = read_hf_config(path).config;
+  CHECK(c.architecture == "gemma4");
+  CHECK(c.global_head_dim == 32);
+  CHECK(c.global_kv_heads == 1);
+  CHECK(c.global_rope_fraction == 0.25f);
+  CHECK(c.rope_theta_local == 10000.0f);
+  CHECK(c.norm_offset == 0.0f);
+  CHECK(c.query_scale() == 1.0f);
+  CHECK(c.kv_source(3) == 2);
+  CHECK(c.per_layer_dim == 8);
+  std::ofstream(path) << base + R"(, "per_layer_config": {"1": {"head_dim": 32, "num_key_value_heads": 1}}})";
+  c = read_hf_config(path).config;
+  CHECK(c.global_head_dim == 32);
+  CHECK(c.global_kv_heads == 1);
+  std::ofstream(path) << base + R"(, "enable_moe_block": true, "num_experts": 4, "top_k_experts": 5})";
+  CHECK(error_of(path).find("top_k_experts") != std::string::npos);
+}
