@@ -47,6 +47,10 @@ __global__ void __launch_bounds__(kNormThreads)
   gated_norm_block<T>(out, core, proj, weight, d, eps);
 }
 
+__global__ void decay_from_log_kernel(float* decay, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) decay[i] = -expf(decay[i]);
+}
+
 void check_dims(const char* op, const DeltaNetDims& d) {
   if (d.num_k_heads <= 0 || d.num_v_heads <= 0 || d.num_v_heads % d.num_k_heads != 0 || d.k_head_dim <= 0 ||
       d.v_head_dim <= 0 || d.conv_kernel < 1 || d.conv_kernel > kMaxConvKernel) {
@@ -104,6 +108,12 @@ void deltanet_gated_norm(T* d_out, const float* d_core, const T* d_proj, const f
   if (num_rows == 0) return;
   const dim3 grid(num_rows, dims.num_v_heads);
   gated_norm_kernel<T><<<grid, kNormThreads, 0, stream>>>(d_out, d_core, d_proj, d_weight, dims, eps);
+  CUDA_CHECK_LAUNCH();
+}
+
+void deltanet_decay_from_log(float* d_decay, int n, cudaStream_t stream) {
+  if (n == 0) return;
+  decay_from_log_kernel<<<(n + 255) / 256, 256, 0, stream>>>(d_decay, n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -36,4 +36,8 @@ template <typename T>
 void deltanet_gated_norm(T* d_out, const float* d_core, const T* d_proj, const float* d_weight,
                          const DeltaNetDims& dims, int num_rows, float eps, cudaStream_t stream);
 
+// A (n) = -exp(A_log) in place: the decay as Hugging Face files store it (ModelConfig::decay_from_log), turned
+// into the A the gates read, as the CPU's weights do at load.
+void deltanet_decay_from_log(float* d_decay, int n, cudaStream_t stream);
+
 }  // namespace cbatch
