@@ -42,12 +42,13 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported("a model config with non-positive sizes");
   }
   if (c.is_moe()) check_moe(c);
+  if (c.has_recurrent_layers() || c.attn_output_gate || c.rotary_dims() != c.head_dim || c.single_sublayer ||
+      c.residual_scale != 1.0f || c.logit_divisor != 1.0f) {
+    unsupported("hybrid models yet (" + c.architecture + ": recurrent layers, the attention output gate, partial "
+                "rotary, Granite's multipliers, MLP-only layers; use --device cpu)");
+  }
   if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
-  }
-  if (c.has_recurrent_layers() || c.attn_output_gate || c.rotary_dims() != c.head_dim) {
-    unsupported("hybrid models yet (" + c.architecture + ": recurrent layers, the attention output gate, partial "
-                "rotary; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
