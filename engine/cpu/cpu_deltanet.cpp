@@ -94,11 +94,8 @@ void reorder_rows(std::vector<float>& values, int rows, const std::vector<int32_
 
 void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
-  const int num_tokens = batch.num_tokens(), dim = config_.dim;
-  const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
-  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], attn_norm, &h_[r * dim], dim, config_.rms_eps);
-  }, 1, min_parallel_items(0.5 * dim));
+  const int num_tokens = batch.num_tokens();
+  mixer_norm(num_tokens, layer);
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmQkvz), ssm_proj_.data(), num_tokens, pool_);
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmBa), ssm_ba_.data(), num_tokens, pool_);
   const DeltaNetSizes& d = config_.deltanet;
