@@ -64,10 +64,15 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported("a model config with non-positive sizes");
   }
   if (c.is_moe()) check_moe(c);
+  // Before the encoder check: Nemotron-H's relu^2 FFN is not gated, and it is a hybrid, not an encoder.
+  if (c.has_recurrent_layers()) check_recurrent(c);
+  if (c.single_sublayer || c.residual_scale != 1.0f || c.logit_divisor != 1.0f) {
+    unsupported("hybrid models' MLP-only layers and Granite's multipliers yet (" + c.architecture +
+                "; use --device cpu)");
+  }
   if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
-  if (c.has_recurrent_layers()) check_recurrent(c);
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
     unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");

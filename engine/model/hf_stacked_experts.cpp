@@ -157,11 +157,19 @@ struct StackedTensor {
   std::vector<const ExpertTensorRow*> rows;
 };
 
-std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c) {
+// The expert table's hf_stacked names, or its hf_stacked_other ones when the first is not in the files.
+bool uses_other_names(const TensorFileOf& file_of, const std::string& prefix) {
+  const ExpertTensorRow& gate = expert_row(ExpertTensor::kGate);
+  const std::string name = prefix + std::string(gate.hf_stacked);
+  return file_of(name) == nullptr && file_of(name + "_blocks") == nullptr &&
+         file_of(prefix + std::string(gate.hf_stacked_other)) != nullptr;
+}
+
+std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c, bool other) {
   std::vector<StackedTensor> stacked;
   for (const ExpertTensorRow& row : expert_tensor_rows()) {
     if (!row.present(c)) continue;
-    const std::string name = prefix + std::string(row.hf_stacked);
+    const std::string name = prefix + std::string(other ? row.hf_stacked_other : row.hf_stacked);
     if (stacked.empty() || stacked.back().name != name) stacked.push_back({name, {}});
     stacked.back().rows.push_back(&row);
   }
@@ -202,7 +210,7 @@ void split_experts(const TensorView& all, const StackedTensor& t, const ModelCon
 
 bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix) {
   const std::string name = prefix + std::string(expert_row(ExpertTensor::kGate).hf_stacked);
-  return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr;
+  return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr || uses_other_names(file_of, prefix);
 }
 
 StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c,
@@ -210,7 +218,7 @@ StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::stri
   StackedExperts s;
   s.experts.resize(static_cast<size_t>(c.num_experts));
   const int64_t n = c.num_experts;
-  for (const StackedTensor& t : stacked_tensors(prefix, c)) {
+  for (const StackedTensor& t : stacked_tensors(prefix, c, uses_other_names(file_of, prefix))) {
     const int64_t cols = size_of(t.rows.front()->shape.cols, c);
     if (layout == StackedLayout::kOutIn && !is_vector(t)) {
       split_experts(read_out_in(file_of, t.name, n, outputs(t, c), cols), t, c, s);
