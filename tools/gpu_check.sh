@@ -58,6 +58,11 @@
 #             product in fp32/bf16/fp16, the backend with adapters vs the CPU backend, the FP8 refusal) and
 #             tests/e2e/test_gpu_lora.py (mixed base/PEFT/GGUF-adapter file and Phi-3's fused projections:
 #             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
+#   deltanet  hybrid models on CUDA: the gated DeltaNet launchers (cuda/recurrent/: conv with its window, q/k
+#             norms and gates, the delta rule, the gated norm) in fp32 and bf16 against the float64 reference,
+#             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the refusals; and
+#             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5 and Qwen3.5-MoE, HF and GGUF, CUDA fp32 greedy tokens
+#             vs the float64 reference, modes, budgets, n = 2, preemption)
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
@@ -211,6 +216,9 @@ for s in "${@:-info unit sanitize e2e}"; do
       moe)
         stage moe-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*moe*,*mixture-of-experts*,*experts_touched*,*refuses*'
         stage moe-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      deltanet)
+        stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'
+        stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py ;;
       lora)
         stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
         stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;

@@ -20,9 +20,12 @@ struct RopeFamily {
   int long_from = INT_MAX;
   float attention_factor = 1.0f;         // yarn, longrope
   bool rotates = true;                   // false: q and k keep their values (a NoPE layer: SmolLM3)
+  int rotary_half = 0;                   // partial rotary (Qwen3.5): the pairs rotated, rotary_dims / 2, over the
+                                         // head's first rotary_dims dims; 0: every pair (head_dim / 2)
 
   bool is_plain() const {
-    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f && rotates;
+    return qkv_bias == nullptr && q_norm == nullptr && long_from == INT_MAX && attention_factor == 1.0f && rotates &&
+           rotary_half == 0;
   }
 };
 

@@ -103,12 +103,19 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
   const T* v_row = q_row + static_cast<size_t>(num_heads + num_kv_heads) * head_dim;
 
   // Heads 0..nh-1 are q, nh..nh+nkv-1 are k (they follow q in the row).
+  // Partial rotary: pairs i < rotated pair dims within the head's first 2 rotated dims (halves: i and
+  // i + rotated); the dims past them are paired in place and keep their values.
+  int rotated = half;
+  if constexpr (FAMILY) {
+    if (family.rotary_half > 0) rotated = family.rotary_half;
+  }
   const int num_pairs = (num_heads + num_kv_heads) * half;
   for (int p = threadIdx.x; p < num_pairs; p += blockDim.x) {
     const int head = p / half;
     const int i = p % half;
-    const int ia = halves ? i : 2 * i;
-    const int ib = halves ? i + half : 2 * i + 1;
+    const bool rotates = i < rotated;
+    const int ia = !rotates ? 2 * i : halves ? i : 2 * i;
+    const int ib = !rotates ? 2 * i + 1 : halves ? i + rotated : 2 * i + 1;
     const T* src = q_row + static_cast<size_t>(head) * head_dim;
     float a = to_float(src[ia]);
     float b = to_float(src[ib]);
@@ -126,8 +133,8 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
         b = b * inv_rms * w[ib];
       }
     }
-    const float c = s_cos[i];
-    const float s = s_sin[i];
+    const float c = rotates ? s_cos[i] : 1.0f;
+    const float s = rotates ? s_sin[i] : 0.0f;
     const float ra = a * c - b * s;
     const float rb = a * s + b * c;
     if (head < num_heads) {

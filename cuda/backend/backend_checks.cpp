@@ -6,6 +6,8 @@
 #include "cuda/backend/batch_indices.hpp"
 #include "cuda/backend/cuda_device.hpp"
 #include "cuda/moe/moe.hpp"
+#include "cuda/recurrent/deltanet_shape.hpp"
+#include "engine/model/layer_kinds.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch {
@@ -52,6 +54,26 @@ void check_gemma4(const ModelConfig& c) {
   if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
 }
 
+// What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers with their projections in the
+// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet) and a
+// conv of at most kMaxConvKernel taps.
+void check_recurrent(const ModelConfig& c) {
+  for (int l = 0; l < c.num_layers; ++l) {
+    if (!c.is_attention(l) && c.layer_kind(l) != LayerKind::kDeltaNet) {
+      unsupported(c.architecture + "'s recurrent layer " + std::to_string(l) + " (" +
+                  std::string(layer_kind_name(c.layer_kind(l))) + ") yet (use --device cpu)");
+    }
+  }
+  const DeltaNetSizes& d = c.deltanet;
+  if (d.grouped_qkvz || d.grouped_ba) {
+    unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
+  }
+  if (d.conv_kernel < 1 || d.conv_kernel > deltanet_detail::kMaxConvKernel) {
+    unsupported("a DeltaNet conv of " + std::to_string(d.conv_kernel) + " taps (at most " +
+                std::to_string(deltanet_detail::kMaxConvKernel) + "; use --device cpu)");
+  }
+}
+
 }  // namespace
 
 const ModelConfig& checked_config(const ModelConfig& c) {
@@ -61,12 +83,14 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   }
   check_gemma4(c);
   if (c.is_moe()) check_moe(c);
+  // Before the encoder check: Nemotron-H's relu^2 FFN is not gated, and it is a hybrid, not an encoder.
+  if (c.has_recurrent_layers()) check_recurrent(c);
+  if (c.single_sublayer || c.residual_scale != 1.0f || c.logit_divisor != 1.0f) {
+    unsupported("hybrid models' MLP-only layers and Granite's multipliers yet (" + c.architecture +
+                "; use --device cpu)");
+  }
   if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
-  }
-  if (c.has_recurrent_layers() || c.attn_output_gate || c.rotary_dims() != c.head_dim) {
-    unsupported("hybrid models yet (" + c.architecture + ": recurrent layers, the attention output gate, partial "
-                "rotary; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
   if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {

@@ -32,6 +32,7 @@
 #include "cuda/backend/cuda_backend_options.hpp"
 #include "cuda/backend/device_peaks.hpp"
 #include "cuda/backend/device_weights.hpp"
+#include "cuda/backend/recurrent_states.hpp"
 #include "cuda/backend/step_profiler.hpp"
 #include "cuda/backend/workspace.hpp"
 #include "cuda/common/cuda_context.hpp"
@@ -59,8 +60,9 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
                                    options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
-                std::max({config_.dim, config_.q_dim(), config_.hidden_dim})),
+                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim()})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
+        recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
@@ -82,8 +84,11 @@ class CudaBackend final : public Backend {
     return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * kv_elem_bytes();
   }
 
-  // kv_cache_memory.cpp: the KV cache.
+  // kv_cache_memory.cpp: the KV cache and a hybrid model's state slots (one for each sequence a step may
+  // hold, reserved before the blocks).
   int64_t max_kv_blocks(int block_size) const override;
+  int64_t state_slot_bytes() const override { return recurrent_.num_layers > 0 ? recurrent_.slot_bytes() : 0; }
+  int64_t max_state_slots() const override { return recurrent_.num_layers > 0 ? options_.max_num_seqs : 0; }
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   // step_forward.cpp: a step.
   void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override;
@@ -144,6 +149,9 @@ class CudaBackend final : public Backend {
   void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   template <typename KV>
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  // step_recurrent.cpp: a hybrid model's recurrent layers.
+  void prepare_states(const RaggedBatch& batch, cudaStream_t stream);
+  void run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
@@ -177,6 +185,7 @@ class CudaBackend final : public Backend {
   DeviceWeights<T> weights_;
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
+  RecurrentStates<T> recurrent_;  // a hybrid model's state slots and DeltaNet buffers; empty without recurrent layers
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)

@@ -28,6 +28,7 @@
 #include "cuda/backend/weight_convert.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/gemm/fp8_gemm.hpp"
+#include "cuda/recurrent/deltanet.hpp"
 #include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
@@ -294,6 +295,8 @@ std::vector<const Row*> product_parts(Rows<Row> rows, Kind first, Present presen
 }
 
 bool is_vector(Role role) { return role == Role::kNorm || role == Role::kBias || role == Role::kGateVector; }
+// A recurrent layer's small fp32 tensors, uploaded whole as they are stored (the decay then turned into A).
+bool is_recurrent_fp32(Role role) { return role == Role::kDense || role == Role::kPlainNorm || role == Role::kDecay; }
 
 // A vector product's length: its parts' end to end.
 template <typename Row>
@@ -363,6 +366,14 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
     if (is_vector(row.role)) {
       w.vectors[row.kind] = DeviceBuffer<float>(static_cast<size_t>(vector_length(parts, c)));
       upload_vector_parts(up, parts, t, c, w.vectors[row.kind].get());
+      continue;
+    }
+    if (is_recurrent_fp32(row.role)) {  // one part each: a conv's taps, a decay, a gated norm, kept fp32
+      const int64_t rows = size_of(row.shape.rows, c), cols = size_of(row.shape.cols, c);
+      w.vectors[row.kind] = up.upload<float>(t[row.kind], rows, cols);
+      if (row.role == Role::kDecay && c.decay_from_log) {
+        deltanet_decay_from_log(w.vectors[row.kind].get(), static_cast<int>(rows * cols), up.stream());
+      }
       continue;
     }
     std::vector<LinearSource> sources;

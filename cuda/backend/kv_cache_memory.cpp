@@ -33,10 +33,11 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
   const double budget = static_cast<double>(total_bytes) * options_.gpu_memory_utilization;
   // Weights, workspace and the CUDA context; a cache this backend already holds is replaced, so it and its
   // batch index buffer count as free.
-  const double own_cache = static_cast<double>(kv_cache_.bytes() + uploader_.device_bytes());
+  const double own_cache = static_cast<double>(kv_cache_.bytes() + uploader_.device_bytes() + recurrent_.slots.bytes());
   const double in_use = static_cast<double>(total_bytes - free_bytes) - own_cache;
   const double index_bytes = static_cast<double>(BatchUploader::capacity(limits(block_size, 0)) * sizeof(int32_t));
-  const double available = budget - in_use - index_bytes;
+  const double state_bytes = static_cast<double>(max_state_slots() * state_slot_bytes());  // reserved first
+  const double available = budget - in_use - index_bytes - state_bytes;
   const int64_t block_bytes = kv_block_bytes(block_size);
   const int64_t blocks = available > 0 ? static_cast<int64_t>(available / static_cast<double>(block_bytes)) : 0;
   const int64_t needed = ceil_div(max_context(), block_size);
@@ -61,7 +62,13 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
                 std::to_string(spec.block_size));
   }
   context_.make_current();
+  if (spec.num_state_slots > max_state_slots()) {
+    throw Error("CUDA backend: " + std::to_string(spec.num_state_slots) + " state slots asked for, " +
+                std::to_string(max_state_slots()) + " reserved");
+  }
   kv_cache_ = DeviceBuffer<uint8_t>();  // free the old cache before asking for the new one
+  recurrent_.slots = DeviceBuffer<float>();
+  recurrent_.num_slots = 0;
   uploader_ = BatchUploader();
   shape_.block_size = 0;          // "no cache" until every allocation below has succeeded
   shape_.num_blocks = 0;
@@ -71,8 +78,12 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
   // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
   // a stray read would give finite values and runs stay deterministic.
   if (cache.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(cache.get(), 0, cache.bytes(), context_.stream()));
+  DeviceBuffer<float> state_slots(static_cast<size_t>(spec.num_state_slots) * recurrent_.slot_floats());
+  if (state_slots.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(state_slots.get(), 0, state_slots.bytes(), context_.stream()));
   kv_cache_ = std::move(cache);
   uploader_ = std::move(uploader);
+  recurrent_.slots = std::move(state_slots);
+  recurrent_.num_slots = spec.num_state_slots;
   shape_.block_size = spec.block_size;
   shape_.num_blocks = spec.num_blocks;
   context_.synchronize();

@@ -1,6 +1,7 @@
 // A step of the CUDA backend (cuda_forward.hpp): the batch's indices on the device, the decode plan, the
 // embedding, then each layer: norm, QKV, RoPE and the cache write, attention (tiles of multi-row sequences,
-// the decode kernel for single-row ones), o, norm, and the dense FFN or the sparse layer's experts.
+// the decode kernel for single-row ones; Qwen3.5's output gate), o, or a recurrent layer's mixer
+// (step_recurrent.cpp), then norm, and the dense FFN or the sparse layer's experts.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -10,6 +11,7 @@
 #include "cuda/attention/attention_tiles.hpp"
 #include "cuda/attention/decode_attention.hpp"
 #include "cuda/attention/decode_stream.hpp"
+#include "cuda/attention/output_gate.hpp"
 #include "cuda/attention/paged_attention.hpp"
 #include "cuda/attention/prefill_attention.hpp"
 #include "cuda/attention/rope_kv_cache.hpp"
@@ -31,6 +33,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, const StepRequest& reques
   context_.make_current();
   const cudaStream_t stream = context_.stream();
   copy_blocks(batch, stream);
+  prepare_states(batch, stream);
   try {
     profiler_.begin_step(stream, batch.num_tokens() == batch.num_seqs());
     const BatchIndices idx = uploader_.upload(batch, paged_attention_rows_per_tile(shape_), decode_kernel_.has_value(),
@@ -94,6 +97,7 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   }
   f.attention_factor = rope_attention_factor(config_, local);
   f.rotates = !config_.is_nope(layer);
+  if (config_.rotary_dims() != config_.head_dim) f.rotary_half = config_.rotary_dims() / 2;
   return f;
 }
 
@@ -112,14 +116,25 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
                       previous_post_norm);
   profiler_.phase("norm", stream);
-  const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
-  linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
-  add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
-  profiler_.phase("gemm_qkv", stream);
-  with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
-  linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
-  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
-  profiler_.phase("gemm_o", stream);
+  if (config_.is_attention(layer)) {
+    const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
+    if (config_.attn_output_gate) {  // Qwen3.5: each q head's rows followed by its gate's
+      linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
+      split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
+                           config_.head_dim, config_.kv_dim(), stream);
+    } else {
+      linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
+      add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
+    }
+    profiler_.phase("gemm_qkv", stream);
+    with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
+    if (config_.attn_output_gate) apply_output_gate<T>(ws.attn.get(), ws.attn_gate.get(), n, config_.q_dim(), stream);
+    linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
+    add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
+    profiler_.phase("gemm_o", stream);
+  } else {
+    run_deltanet(layer, batch, idx);  // the only recurrent kind the backend runs (backend_checks.cpp)
+  }
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
                       w.vector(LayerTensor::kPostAttnNorm),
                       w.vector(LayerTensor::kBo));  // the o bias (null when absent) joins delta here

@@ -275,13 +275,19 @@ class EngineRun {
 
 // A hybrid model's state slots: one per sequence a step may hold (--max-num-seqs), as many as fit the memory
 // the backend gives them; 0 without recurrent layers. A backend that cannot run recurrent layers is refused.
+int recurrent_layers(const ModelConfig& c) {
+  int n = 0;
+  for (int l = 0; l < c.num_layers; ++l) n += c.is_recurrent(l);
+  return n;
+}
+
 int state_slots(const EngineConfig& config, const Model& model, const Backend& backend) {
   const ModelConfig& c = model.config;
   if (!c.has_recurrent_layers()) return 0;
   const BackendTraits& traits = backend.traits();
   if (!traits.runs_recurrent_layers) {
     throw Error("the " + traits.device_name + " backend does not run recurrent layers, and " + c.architecture +
-                " is a hybrid model (" + std::to_string(c.num_layers - c.num_attention_layers()) + " of its " +
+                " is a hybrid model (" + std::to_string(recurrent_layers(c)) + " of its " +
                 std::to_string(c.num_layers) + " layers are recurrent); use --device cpu");
   }
   const int64_t fit = backend.max_state_slots();

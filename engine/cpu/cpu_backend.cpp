@@ -4,7 +4,8 @@
 // positions and token types, then a norm), each layer's attention and FFN (cpu_layer_forward.cpp), then
 // the final norm and logits, or pooled rows instead (encoders: cpu_pooling.hpp, through a cross-encoder's
 // classification head when it has one). A hybrid model's layers mix by their kind (attention, or gated
-// DeltaNet: cpu_deltanet.cpp, over the state slots of cpu_state_cache.hpp). Matrix products go through the
+// DeltaNet: cpu_deltanet.cpp, short conv: cpu_short_conv.cpp, Mamba-2: cpu_mamba2.cpp, over the state slots
+// of cpu_state_cache.hpp; Nemotron-H's layers are a mixer or an FFN alone). Matrix products go through the
 // batch-invariant matmul; everything else is per row, or per sequence in token order.
 #include "engine/cpu/cpu_backend.hpp"
 
@@ -100,11 +101,16 @@ void CpuBackend::resize_activations(int num_tokens) {
   row_seq_.resize(n);
   if (config_.has_recurrent_layers()) {
     const DeltaNetSizes& d = config_.deltanet;
-    ssm_proj_.resize(n * (d.conv_dim() + d.value_dim()));
+    const Mamba2Sizes& m = config_.mamba;
+    const size_t short_conv = config_.short_conv_kernel > 0 ? static_cast<size_t>(config_.dim) : 0;
+    ssm_proj_.resize(n * std::max<size_t>(d.conv_dim() + d.value_dim(), 3 * short_conv));
     ssm_ba_.resize(n * 2 * d.num_v_heads);
-    ssm_conv_.resize(n * d.conv_dim());
+    ssm_conv_.resize(n * std::max<size_t>(d.conv_dim(), short_conv));
     ssm_gates_.resize(n * 2 * d.num_v_heads);
     ssm_core_.resize(n * d.value_dim());
+    mamba_proj_.resize(n * m.in_proj_dim());
+    mamba_dt_.resize(n * m.num_heads);
+    mamba_y_.resize(n * m.inner());
   }
 }
 
@@ -202,8 +208,8 @@ void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, S
   rope_tables(batch);
   int experts_touched = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
-    mixer_layer(batch, l);
-    experts_touched += ffn_layer(num_tokens, l);
+    if (config_.has_mixer(l)) mixer_layer(batch, l);
+    if (config_.has_ffn(l)) experts_touched += ffn_layer(num_tokens, l);
     finish_layer(num_tokens, l);
   }
   out.experts_touched = config_.is_moe() ? experts_touched : -1;
@@ -224,6 +230,9 @@ void CpuBackend::mixer_layer(const RaggedBatch& batch, int l) {
   switch (config_.layer_kind(l)) {
     case LayerKind::kAttention: return attention_layer(batch, l);
     case LayerKind::kDeltaNet: return deltanet_layer(batch, l);
+    case LayerKind::kShortConv: return short_conv_layer(batch, l);
+    case LayerKind::kMamba2: return mamba2_layer(batch, l);
+    case LayerKind::kMlp: return;
   }
 }
 
@@ -273,6 +282,10 @@ void CpuBackend::head_rows(const int32_t* rows, int n, float* logits) {
   }
   matmul(h_.data(), weights_.matrices[ModelTensor::kLmHead], logits, n, pool_);
   if (config_.final_softcap > 0.0f) softcap_row(logits, n * config_.vocab_size, config_.final_softcap);
+  if (config_.logit_divisor != 1.0f) {  // Granite's logits_scaling
+    const int64_t count = static_cast<int64_t>(n) * config_.vocab_size;
+    for (int64_t i = 0; i < count; ++i) logits[i] /= config_.logit_divisor;
+  }
 }
 
 void CpuBackend::compute_logits(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {

@@ -18,53 +18,10 @@
 
 #include "engine/cpu/cpu_forward.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
+#include "engine/cpu/cpu_recurrent.hpp"
 
 namespace cbatch {
 namespace {
-
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x * sigmoid(x); }
-float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
-
-// The calling thread's scratch, at least `count` floats (grown, then reused).
-float* scratch_floats(int64_t count) {
-  thread_local std::vector<float> scratch;
-  if (scratch.size() < static_cast<size_t>(count)) scratch.resize(static_cast<size_t>(count));
-  return scratch.data();
-}
-
-// Rows [begin, end) of sequence s in the batch, and how many of them are real (padding rows come last).
-struct SeqRows {
-  int begin = 0;
-  int count = 0;
-  int real = 0;
-};
-
-SeqRows seq_rows(const RaggedBatch& batch, int s) {
-  SeqRows rows{batch.query_start[s], batch.query_start[s + 1] - batch.query_start[s], 0};
-  while (rows.real < rows.count && batch.slot_mapping[rows.begin + rows.real] >= 0) ++rows.real;
-  return rows;
-}
-
-// The conv of one sequence's rows: in (count, in_stride) inputs, taps (channels, kernel), window (kernel - 1,
-// channels) the inputs before them, oldest first; out (count, channels). The window becomes the last
-// kernel - 1 real inputs.
-void causal_conv(const float* in, int64_t in_stride, const SeqRows& rows, const float* taps, int channels, int kernel,
-                 float* window, float* out) {
-  const int width = kernel - 1;
-  float* history = scratch_floats(static_cast<int64_t>(width + rows.count) * channels);  // (width + count, channels)
-  std::copy_n(window, static_cast<int64_t>(width) * channels, history);
-  for (int t = 0; t < rows.count; ++t) std::copy_n(in + t * in_stride, channels, history + static_cast<int64_t>(width + t) * channels);
-  for (int t = 0; t < rows.count; ++t) {
-    float* o = out + static_cast<int64_t>(t) * channels;
-    for (int c = 0; c < channels; ++c) {
-      float acc = 0.0f;
-      for (int j = 0; j < kernel; ++j) acc += taps[c * kernel + j] * history[static_cast<int64_t>(t + j) * channels + c];
-      o[c] = silu(acc);
-    }
-  }
-  std::copy_n(history + static_cast<int64_t>(rows.real) * channels, static_cast<int64_t>(width) * channels, window);
-}
 
 void l2_normalize(float* x, int n, float scale) {
   float sum_sq = 0.0f;
@@ -137,11 +94,8 @@ void reorder_rows(std::vector<float>& values, int rows, const std::vector<int32_
 
 void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
-  const int num_tokens = batch.num_tokens(), dim = config_.dim;
-  const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
-  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
-    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], attn_norm, &h_[r * dim], dim, config_.rms_eps);
-  }, 1, min_parallel_items(0.5 * dim));
+  const int num_tokens = batch.num_tokens();
+  mixer_norm(num_tokens, layer);
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmQkvz), ssm_proj_.data(), num_tokens, pool_);
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmBa), ssm_ba_.data(), num_tokens, pool_);
   const DeltaNetSizes& d = config_.deltanet;
@@ -166,8 +120,8 @@ void CpuBackend::deltanet_conv(const RaggedBatch& batch, int l) {
       const SeqRows rows = seq_rows(batch, static_cast<int>(s));
       if (rows.count == 0) continue;
       float* window = states_.conv_window(batch.state_slots[static_cast<size_t>(s)], l);
-      causal_conv(&ssm_proj_[rows.begin * proj_stride], proj_stride, rows, taps, d.conv_dim(), d.conv_kernel, window,
-                  &ssm_conv_[static_cast<int64_t>(rows.begin) * d.conv_dim()]);
+      causal_conv(&ssm_proj_[rows.begin * proj_stride], proj_stride, rows, {taps, nullptr, d.conv_dim(), d.conv_kernel, true},
+                  window, &ssm_conv_[static_cast<int64_t>(rows.begin) * d.conv_dim()], d.conv_dim());
     }
   }, 1, min_parallel_items(seq_ns));
 }

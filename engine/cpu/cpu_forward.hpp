@@ -1,6 +1,7 @@
 // The CPU backend's state and the steps of its forward pass, shared by cpu_backend.cpp (construction, the KV
 // cache, a step: embedding, the layers in turn, each by its kind, pooling and logits), cpu_layer_forward.cpp
-// (attention and the FFN) and cpu_deltanet.cpp (a gated DeltaNet layer). Weights: cpu_weights.hpp, read by
+// (attention and the FFN), cpu_deltanet.cpp (a gated DeltaNet layer), cpu_short_conv.cpp (LFM2's short
+// conv) and cpu_mamba2.cpp (a Mamba-2 layer); cpu_recurrent.hpp holds what the recurrent kinds share. Weights: cpu_weights.hpp, read by
 // kind of the tensor table; a hybrid model's recurrent state: cpu_state_cache.hpp.
 #pragma once
 #include <cstdint>
@@ -72,11 +73,18 @@ class CpuBackend final : public Backend {
   void deltanet_gates(int num_tokens, const CpuLayer& layer);
   void deltanet_recurrence(const RaggedBatch& batch, int layer);
   void deltanet_gated_norm(int num_tokens, const CpuLayer& layer);
+  // cpu_short_conv.cpp, cpu_mamba2.cpp: LFM2's short conv, a Mamba-2 layer.
+  void short_conv_layer(const RaggedBatch& batch, int layer);
+  void mamba2_layer(const RaggedBatch& batch, int layer);
+  void mamba2_conv_and_dt(const RaggedBatch& batch, int layer);
+  void mamba2_scan(const RaggedBatch& batch, int layer);
+  void mamba2_gated_norm(int num_tokens, const CpuLayer& layer);
+  void mixer_norm(int num_tokens, const CpuLayer& layer);  // h_ = norm(x_) by the layer's attn_norm
   int ffn_layer(int num_tokens, int layer);  // returns the experts the layer's rows picked (0: dense)
   void dense_ffn(int num_tokens, int layer);  // the gated FFN of h_ into delta_
   // cpu_experts_beside_dense.cpp: Gemma 4's experts added to the dense MLP's output in delta_.
   int experts_beside_dense(int num_tokens, int layer);
-  void plain_ffn(int num_tokens, const CpuLayer& layer);
+  void plain_ffn(int num_tokens, const CpuLayer& layer, const float* input);
   void add_sublayer_output(int num_tokens, const std::vector<float>& post_norm, const std::vector<float>& norm,
                            const std::vector<float>& norm_bias);
   // Both: the family's norm of one row (LayerNorm with bias, or RMSNorm; out may be x), the last cache
@@ -117,11 +125,15 @@ class CpuBackend final : public Backend {
   std::vector<float> delta_;       // (T, dim) sublayer output before the residual add
   std::vector<float> rope_cos_[2];  // (T, rotary_dims_of(local) / 2) of global and of local layers
   std::vector<float> rope_sin_[2];  // (T, rotary_dims_of(local) / 2)
-  std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim) a DeltaNet's [q|k|v | z]
+  std::vector<float> ssm_proj_;    // (T, conv_dim + value_dim) a DeltaNet's [q|k|v | z]; a short conv's [B | C | x]
   std::vector<float> ssm_ba_;      // (T, 2 * num_v_heads) its [b | a]
-  std::vector<float> ssm_conv_;    // (T, conv_dim) the conv's output; q and k L2-normed per head (q scaled)
+  std::vector<float> ssm_conv_;    // (T, conv_dim) the conv's output; q and k L2-normed per head (q scaled);
+                                   // a short conv's (T, dim) B * x, then C * conv
   std::vector<float> ssm_gates_;   // (T, 2 * num_v_heads) per value head beta, then the decay factor exp(g)
   std::vector<float> ssm_core_;    // (T, value_dim) the delta rule's output, then gated-normed
+  std::vector<float> mamba_proj_;  // (T, in_proj_dim) a Mamba-2's [z | x|B|C | dt], then x|B|C after the conv (SiLU)
+  std::vector<float> mamba_dt_;    // (T, num_heads) dt = softplus(dt + dt_bias), clamped
+  std::vector<float> mamba_y_;     // (T, inner) the scan's output, then gated-normed
   std::vector<int32_t> row_seq_;   // (T) sequence of each row
   MoeScratch moe_scratch_;         // sparse layers' routing and per-expert buffers
   std::vector<float> moe_route_;   // (T, dim) Gemma 4's router input

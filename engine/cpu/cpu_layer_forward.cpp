@@ -205,6 +205,15 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
                       layer.vector(LayerTensor::kAttnNormBias));
 }
 
+// h_ = the mixer's norm of x_ (a recurrent layer's input).
+void CpuBackend::mixer_norm(int num_tokens, const CpuLayer& layer) {
+  const int dim = config_.dim;
+  const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
+  pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) rmsnorm_row(&x_[r * dim], attn_norm, &h_[r * dim], dim, config_.rms_eps);
+  }, 1, min_parallel_items(0.5 * dim));
+}
+
 // x += delta, through the sublayer's output norm first where the family has one (Gemma's sandwich); with
 // post_norm, x = norm(x + delta) by the sublayer's own norm (norm, norm_bias).
 void CpuBackend::add_sublayer_output(int num_tokens, const std::vector<float>& post_norm,
@@ -215,7 +224,12 @@ void CpuBackend::add_sublayer_output(int num_tokens, const std::vector<float>& p
       for (int64_t r = begin; r < end; ++r) rmsnorm_row(&delta_[r * dim], post_norm.data(), &delta_[r * dim], dim, config_.rms_eps);
     }, 1, min_parallel_items(0.5 * dim));
   }
-  for (size_t i = 0; i < static_cast<size_t>(num_tokens) * dim; ++i) x_[i] += delta_[i];
+  const size_t n = static_cast<size_t>(num_tokens) * dim;
+  if (config_.residual_scale != 1.0f) {  // Granite's residual multiplier
+    for (size_t i = 0; i < n; ++i) x_[i] += config_.residual_scale * delta_[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) x_[i] += delta_[i];
+  }
   if (!config_.post_norm) return;
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) norm_row(&x_[r * dim], norm, norm_bias, &x_[r * dim]);
@@ -226,7 +240,7 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int dim = config_.dim;
   if (config_.post_norm) {
-    plain_ffn(num_tokens, layer);
+    plain_ffn(num_tokens, layer, x_.data());
     return 0;
   }
   const std::vector<float>& ffn_norm = layer.vector(LayerTensor::kFfnNorm);
@@ -240,6 +254,10 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
     const int touched = experts_beside_dense(num_tokens, l);
     add_sublayer_output(num_tokens, post_ffn_norm, ffn_norm, ffn_norm_bias);
     return touched;
+  }
+  if (!config_.gated_ffn) {  // a pre-norm plain FFN (Nemotron-H's relu^2 MLP)
+    plain_ffn(num_tokens, layer, h_.data());
+    return 0;
   }
   if (!layer.experts.empty()) {  // a sparse layer
     const MoeRouting routing{config_.num_experts, config_.experts_per_token, config_.norm_topk_prob,
@@ -274,23 +292,26 @@ void CpuBackend::dense_ffn(int num_tokens, int l) {
   lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
 }
 
-// A post-norm plain FFN (BERT): x = norm(x + down(act(up x + b_up)) + b_down).
-void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer) {
+// A plain FFN of input (x_ with post-norm, else the normed h_): down(act(up input + b_up)) + b_down, then
+// the residual add (post-norm: x = norm(x + that), BERT); without biases (Nemotron-H) relu^2 is the act.
+void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer, const float* input) {
   const int dim = config_.dim, hidden = config_.hidden_dim;
   const std::vector<float>& up_bias = layer.vector(LayerTensor::kUpBias);
   const std::vector<float>& down_bias = layer.vector(LayerTensor::kDownBias);
-  if (config_.gated_ffn || up_bias.empty()) throw Error("internal error: a post-norm layer without a plain FFN");
-  matmul(x_.data(), layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
+  if (config_.gated_ffn || (config_.post_norm && up_bias.empty())) throw Error("internal error: a post-norm layer without a plain FFN");
+  matmul(input, layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      plain_ffn_row(&gate_up_[r * hidden], up_bias.data(), &ff_[r * hidden], hidden, config_.activation);
+      plain_ffn_row(&gate_up_[r * hidden], up_bias.empty() ? nullptr : up_bias.data(), &ff_[r * hidden], hidden,
+                    config_.activation);
     }
   }, 1, min_parallel_items(10.0 * hidden));
   matmul(ff_.data(), layer.matrix(LayerTensor::kDown), delta_.data(), num_tokens, pool_);
-  for (int64_t r = 0; r < num_tokens; ++r) {
+  for (int64_t r = 0; r < num_tokens && !down_bias.empty(); ++r) {
     for (int i = 0; i < dim; ++i) delta_[r * dim + i] += down_bias[i];
   }
-  add_sublayer_output(num_tokens, {}, layer.vector(LayerTensor::kFfnNorm), layer.vector(LayerTensor::kFfnNormBias));
+  add_sublayer_output(num_tokens, layer.vector(LayerTensor::kPostFfnNorm), layer.vector(LayerTensor::kFfnNorm),
+                      layer.vector(LayerTensor::kFfnNormBias));
 }
 
 }  // namespace cbatch

@@ -84,12 +84,13 @@ int moe_ffn(const float* h, int num_rows, int dim, const CpuLayer& w, const MoeR
   const ExpertGroups groups = group_by_expert(s.experts.data(), num_rows, r);
   const int num_touched = run_experts(h, num_rows, dim, groups, k, w.experts, glu, pool, s.products, s.picks.data());
   const std::vector<float>& shared_gate = w.vector(LayerTensor::kSharedExpertGate);
-  if (shared_gate.empty()) {
+  const bool has_shared = w.matrix(LayerTensor::kSharedDown).rows() > 0;
+  if (!has_shared) {
     std::fill_n(out, static_cast<int64_t>(num_rows) * dim, 0.0f);
-  } else {  // the shared expert over every row, scaled by its sigmoid gate
+  } else {  // the shared expert over every row, scaled by its sigmoid gate where it has one (Granite's has none)
     expert_rows(h, num_rows, w.matrix(LayerProduct::kSharedGateUp), w.matrix(LayerTensor::kSharedDown), nullptr,
                 nullptr, glu, pool, s, out);
-    for (int row = 0; row < num_rows; ++row) {
+    for (int row = 0; row < num_rows && !shared_gate.empty(); ++row) {
       float logit = 0.0f;
       for (int i = 0; i < dim; ++i) logit += h[static_cast<int64_t>(row) * dim + i] * shared_gate[i];
       const float gate = 1.0f / (1.0f + std::exp(-logit));

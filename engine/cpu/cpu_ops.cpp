@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "engine/base/error.hpp"
 #include "engine/cpu/cpu_exp.hpp"
 #include "engine/cpu/cpu_glu_avx512.hpp"
 
@@ -84,6 +85,14 @@ inline float erf_rational(float x) {
 float gelu_erf(float x) { return 0.5f * x * (1.0f + erf_rational(x * 0.7071067811865476f)); }
 
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation) {
+  if (bias == nullptr) {  // no bias (Nemotron-H's relu^2 MLP)
+    if (activation != Activation::kRelu2) throw Error("internal error: a plain FFN without a bias must be relu^2");
+    for (int i = 0; i < hidden; ++i) {
+      const float r = std::max(up[i], 0.0f);
+      out[i] = r * r;
+    }
+    return;
+  }
   if (activation == Activation::kGeluErf) {  // a loop of its own: it vectorizes
     for (int i = 0; i < hidden; ++i) out[i] = gelu_erf(up[i] + bias[i]);
     return;

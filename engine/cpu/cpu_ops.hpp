@@ -43,7 +43,8 @@ float exp_fp32(float x);
 // over it vectorize (libm's tanhf does not).
 float tanh_fp32(float x);
 float gelu_erf(float x);   // 0.5 x (1 + erf(x / sqrt(2)))
-// A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu.
+// A plain (non-gated) FFN's activation: out (hidden) = act(up + bias), act GELU (erf or tanh) or silu; or,
+// without a bias (nullptr), relu(up)^2.
 void plain_ffn_row(const float* up, const float* bias, float* out, int hidden, Activation activation);
 
 // argmax_row's answer (sampler.hpp: the first index of the largest value, NaNs never winning, 0 when

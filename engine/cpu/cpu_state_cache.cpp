@@ -6,13 +6,12 @@
 namespace cbatch {
 
 CpuStateCache::CpuStateCache(const ModelConfig& c) {
-  const DeltaNetSizes& d = c.deltanet;
-  conv_floats_ = static_cast<int64_t>(d.conv_kernel - 1) * d.conv_dim();
-  const int64_t layer_floats = conv_floats_ + static_cast<int64_t>(d.num_v_heads) * d.k_head_dim * d.v_head_dim;
   for (int l = 0; l < c.num_layers; ++l) {
-    const bool recurrent = c.layer_kind(l) == LayerKind::kDeltaNet;
+    const bool recurrent = c.is_recurrent(l);
+    const LayerState state = c.layer_state(l);
     layer_offset_.push_back(recurrent ? slot_floats_ : -1);
-    if (recurrent) slot_floats_ += layer_floats;
+    conv_floats_.push_back(state.conv_floats);
+    if (recurrent) slot_floats_ += state.conv_floats + state.recurrent_floats;
   }
 }
 

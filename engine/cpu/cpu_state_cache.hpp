@@ -1,6 +1,7 @@
-// The CPU backend's recurrent state: per state slot (a running sequence of a hybrid model) and per gated
-// DeltaNet layer, its conv window ((conv_kernel - 1, conv_dim): the last inputs, oldest first) then its
-// recurrent matrices ((num_v_heads, k_head_dim, v_head_dim), row-major), fp32. A slot is zeroed when its
+// The CPU backend's recurrent state: per state slot (a running sequence of a hybrid model) and per recurrent
+// layer, what ModelConfig::layer_state says it keeps: its conv window ((conv_kernel - 1, channels): the last
+// inputs, oldest first) then its recurrent matrices (a DeltaNet's (num_v_heads, k_head_dim, v_head_dim), a
+// Mamba-2's (num_heads, head_dim, state_size), row-major; a short conv has none), fp32. A slot is zeroed when its
 // sequence starts (a batch row at position 0) and copied for a forked sample, before the step's layers run.
 #pragma once
 #include <cstdint>
@@ -20,9 +21,9 @@ class CpuStateCache {
   int64_t slot_bytes() const { return slot_floats_ * static_cast<int64_t>(sizeof(float)); }
   void allocate(int num_slots);
 
-  // Layer `layer`'s conv window and recurrent matrices in slot `slot` (a DeltaNet layer's only).
+  // Layer `layer`'s conv window and recurrent matrices in slot `slot` (a recurrent layer's only).
   float* conv_window(int32_t slot, int layer) { return at(slot, layer); }
-  float* recurrent(int32_t slot, int layer) { return at(slot, layer) + conv_floats_; }
+  float* recurrent(int32_t slot, int layer) { return at(slot, layer) + conv_floats_[static_cast<size_t>(layer)]; }
 
   // The step's state copies (RaggedBatch::state_copies), then a zero state for each sequence that starts.
   void prepare(const RaggedBatch& batch);
@@ -31,7 +32,7 @@ class CpuStateCache {
   float* at(int32_t slot, int layer);
 
   std::vector<int64_t> layer_offset_;  // (num_layers) floats into a slot; -1 for a layer without state
-  int64_t conv_floats_ = 0;            // (conv_kernel - 1) * conv_dim
+  std::vector<int64_t> conv_floats_;   // (num_layers) the layer's conv window's floats
   int64_t slot_floats_ = 0;
   int num_slots_ = 0;
   ZeroedBytes data_;                   // (num_slots, slot_floats) fp32

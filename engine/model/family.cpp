@@ -61,7 +61,8 @@ const std::vector<Family>& families() {
       t.push_back(gpt_oss);
     // Qwen3.5 (dense): gated DeltaNet layers beside gated attention, zero-centred norms, partial rotary.
     Family qwen35{.name = "qwen35", .hf_model_types = {"qwen3_5", "qwen3_5_text"}, .qk_norm = true};
-    qwen35.zero_centred_norms = qwen35.attn_output_gate = qwen35.deltanet_layers = true;
+    qwen35.zero_centred_norms = qwen35.attn_output_gate = true;
+    qwen35.recurrent_kind = LayerKind::kDeltaNet;
     qwen35.default_rotary_factor = 0.25f;
     qwen35.gguf_tiled_value_heads = true;
     t.push_back(qwen35);
@@ -107,6 +108,23 @@ const std::vector<Family>& families() {
     gemma4.gemma4_layers = true;
     gemma4.hf_experts_out_in = true;  // 26B-A4B: layers.N.experts.gate_up_proj (E, 2 width, dim), down_proj
     t.push_back(gemma4);
+    // LFM2: short-conv layers beside GQA attention with q/k norms; tied embeddings.
+    Family lfm2{.name = "lfm2", .hf_model_types = {"lfm2"}, .qk_norm = true, .tied_by_default = true,
+                .default_rope_theta = 1000000.0f};
+    lfm2.recurrent_kind = LayerKind::kShortConv;
+    t.push_back(lfm2);
+    // Granite 4.0-H (dense or with experts and a shared MLP) and Nemotron-H: Mamba-2 layers beside attention.
+    Family granite{.name = "granitehybrid", .hf_model_types = {"granitemoehybrid"}};
+    granite.recurrent_kind = LayerKind::kMamba2;
+    granite.gguf_rope_layout = RopeLayout::kAdjacentPairs;  // the converter permutes q/k as LlamaModel's
+    granite.granite_multipliers = granite.gguf_norm_topk_prob = granite.hf_experts_out_in = true;
+    granite.reads_norm_topk_prob = false;
+    t.push_back(granite);
+    Family nemotron_h{.name = "nemotron_h", .hf_model_types = {"nemotron_h"}, .activation = Activation::kRelu2};
+    nemotron_h.recurrent_kind = LayerKind::kMamba2;
+    nemotron_h.gguf_rope_layout = RopeLayout::kAdjacentPairs;
+    nemotron_h.nemotron_layers = true;
+    t.push_back(nemotron_h);
     return t;
   }();
   return table;
@@ -150,6 +168,8 @@ std::string unsupported_family_message(std::string_view name) {
          (moe ? " (this mixture-of-experts family is not supported yet)" : "") + "; supported: " + supported_families();
 }
 
+bool has_recurrent_kind(const Family& family) { return family.recurrent_kind != LayerKind::kAttention; }
+
 void apply_family(const Family& family, ModelConfig& config) {
   config.architecture = std::string(family.name);
   config.qkv_bias = family.qkv_bias;
@@ -165,11 +185,14 @@ void apply_family(const Family& family, ModelConfig& config) {
   config.swiglu_limit = family.swiglu_limit;
   config.swiglu_alpha = family.swiglu_alpha;
   config.attn_output_gate = family.attn_output_gate;
+  config.single_sublayer = family.nemotron_layers;
+  if (family.nemotron_layers) config.gated_ffn = false;
   if (family.gemma_norms) config.embedding_scale = std::sqrt(static_cast<float>(config.dim));
   if (family.bert_encoder) {
     config.bidirectional = config.learned_positions = config.token_types = true;
     config.layer_norm = config.post_norm = config.o_bias = true;
     config.gated_ffn = config.has_lm_head = false;
+    config.ffn_bias = true;
   }
 }
 

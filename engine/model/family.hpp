@@ -49,7 +49,9 @@ struct Family {
   bool zero_centred_norms = false;
   bool attn_output_gate = false;
   float default_rotary_factor = 0.0f;  // 0: full rotary, and a partial_rotary_factor other than 1 is refused
-  bool deltanet_layers = false;
+  // The kind of the family's recurrent layers beside its attention ones (kAttention: none): gated DeltaNet
+  // (Qwen3.5, Qwen3-Next), short conv (LFM2), Mamba-2 (Granite 4.0-H, Nemotron-H).
+  LayerKind recurrent_kind = LayerKind::kAttention;
   bool gguf_tiled_value_heads = false;  // llama.cpp's converter tiles the DeltaNet's value heads (Qwen3.5)
   // Qwen3-Next: the DeltaNet's in_proj_qkvz and in_proj_ba grouped by key head (GGUF: ssm_ba grouped, q|k|v
   // and z split by the converter).
@@ -90,6 +92,13 @@ struct Family {
   // and proportional RoPE, values that may be the keys, V norm, shared K/V, per-layer inputs and layer
   // scalars; its norms scale by w itself (no 1 + w, in both formats) and queries are not pre-scaled.
   bool gemma4_layers = false;
+  // Granite 4.0-H: the embedding, residual, attention and logits multipliers, attention without positions
+  // where position_embedding_type is "nope" (GGUF: rope.scaling.finetuned false), a shared MLP beside the
+  // experts (no gate), or alone.
+  bool granite_multipliers = false;
+  // Nemotron-H: hybrid_override_pattern, each layer one sublayer (a mixer, or a relu^2 MLP alone),
+  // attention without positions.
+  bool nemotron_layers = false;
 };
 
 // The row of an architecture name (ModelConfig::architecture, GGUF general.architecture) or HF
@@ -102,6 +111,8 @@ const Family* find_hf_family(std::string_view model_type);
 std::string supported_families();
 // "architecture 'mixtral' is not supported (mixture-of-experts models are not supported yet); supported: ...".
 std::string unsupported_family_message(std::string_view name);
+
+bool has_recurrent_kind(const Family& family);  // the family has recurrent layers beside attention
 
 // Sets the row's boolean features on config (norm_offset is the loader's: it depends on the format).
 void apply_family(const Family& family, ModelConfig& config);

@@ -82,7 +82,7 @@ void read_hybrid_keys(const GgufFile& gguf, const Family& family, const std::str
     }
     c.rotary_dim = dims == c.head_dim ? 0 : dims;
   }
-  if (!family.deltanet_layers) return;
+  if (family.recurrent_kind != LayerKind::kDeltaNet) return;
   const int64_t mtp = gguf.get_int(p + "nextn_predict_layers", 0);
   if (mtp < 0 || mtp >= c.num_layers) {
     k.fail("nextn_predict_layers", "= " + std::to_string(mtp) + " leaves no layers of block_count " + std::to_string(c.num_layers));

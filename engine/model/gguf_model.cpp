@@ -34,6 +34,17 @@ int config_int(const GgufFile& gguf, const std::string& key, int64_t fallback = 
   return static_cast<int>(value);
 }
 
+// An integer key, or the largest of a per-layer array of them (llama.cpp's hybrids write head_count_kv, and
+// Nemotron-H feed_forward_length, per layer, 0 on the layers without).
+int config_int_or_max(const GgufFile& gguf, const std::string& key, int64_t fallback = -1) {
+  const GgufValue* v = gguf.find(key);
+  if (v == nullptr || v->type != GgufType::kArray) return config_int(gguf, key, fallback);
+  const std::vector<int64_t>& values = gguf.get_ints(key);
+  const int64_t most = values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+  if (most < 1 || most > INT32_MAX) throw Error("'" + gguf.path() + "': " + key + " holds no positive value");
+  return static_cast<int>(most);
+}
+
 int read_vocab_size(const GgufFile& gguf, const std::string& arch) {
   if (gguf.find("tokenizer.ggml.tokens"))
     return static_cast<int>(gguf.get_strings("tokenizer.ggml.tokens").size());
@@ -174,7 +185,8 @@ void read_moe_keys(const GgufFile& gguf, const Family& family, const std::string
                 " must be between 1 and " + count_key + " (" + std::to_string(c.num_experts) + ")");
   }
   c.expert_hidden_dim = config_int(gguf, p + "expert_feed_forward_length", config_int(gguf, p + "feed_forward_length", 0));
-  if (family.shared_expert) {
+  if (family.shared_expert || family.granite_multipliers) {
+    c.shared_expert_gate = !family.granite_multipliers;  // Granite's shared MLP has no gate
     const GgufTensorInfo* up = gguf.find_tensor("blk.0." + std::string(layer_row(LayerTensor::kSharedUp).gguf[0]));
     c.shared_expert_hidden_dim = config_int(gguf, p + "expert_shared_feed_forward_length", up ? up->rows() : 0);
   }
@@ -206,8 +218,9 @@ ModelConfig read_config(const GgufFile& gguf, std::vector<std::string>& notes) {
   if (family->gemma4_layers) {  // per-layer arrays and its own head keys
     read_gemma4_keys(gguf, p, c);
   } else {
-    c.hidden_dim = config_int(gguf, p + "feed_forward_length", family->moe ? config_int(gguf, p + "expert_feed_forward_length", 0) : -1);
-    c.num_kv_heads = config_int(gguf, p + "attention.head_count_kv", c.num_heads);
+    c.hidden_dim = config_int_or_max(gguf, p + "feed_forward_length",
+                                     family->moe ? config_int(gguf, p + "expert_feed_forward_length", 0) : -1);
+    c.num_kv_heads = config_int_or_max(gguf, p + "attention.head_count_kv", c.num_heads);
     const int default_head_dim = c.num_heads > 0 ? c.dim / c.num_heads : 0;
     c.head_dim = config_int(gguf, p + "attention.key_length",
                             config_int(gguf, p + "rope.dimension_count", default_head_dim));
@@ -219,7 +232,10 @@ ModelConfig read_config(const GgufFile& gguf, std::vector<std::string>& notes) {
   c.tied_embeddings = gguf.find_tensor(std::string(model_row(ModelTensor::kLmHead).gguf)) == nullptr;
   read_hybrid_keys(gguf, *family, p, c, notes);
   read_family_keys(gguf, *family, p, c);
-  if (family->moe) read_moe_keys(gguf, *family, p, c);
+  read_ssm_keys(gguf, *family, p, c);
+  // Granite 4.0-H's files name experts or not (its dense and MoE models share the architecture).
+  const bool hybrid_experts = has_recurrent_kind(*family) && gguf.get_int(p + "expert_count", 0) > 0;
+  if (family->moe || hybrid_experts) read_moe_keys(gguf, *family, p, c);
   check_model_config(c, gguf.path());
   c.rope_scaling = read_rope_scaling(gguf, p);
   c.rope_scaling.truncate = family->gguf_yarn_truncate;
@@ -320,8 +336,11 @@ ModelTensors read_tensors(const GgufFile& gguf, const ModelConfig& c) {
     if (row.gguf.empty()) {
       throw Error("'" + gguf.path() + "': GGUF files have no " + std::string(row.label) + " tensor");
     }
-    t[row.kind] = row.kind == ModelTensor::kLmHead && c.tied_embeddings ? t[ModelTensor::kEmbedding]
-                                                                        : require_tensor(gguf, std::string(row.gguf));
+    const bool other = !row.gguf_other.empty() && !gguf.find_tensor(std::string(row.gguf)) &&
+                       gguf.find_tensor(std::string(row.gguf_other));
+    t[row.kind] = row.kind == ModelTensor::kLmHead && c.tied_embeddings
+                      ? t[ModelTensor::kEmbedding]
+                      : require_tensor(gguf, std::string(other ? row.gguf_other : row.gguf));
   }
   for (int i = 0; i < c.num_layers; ++i) t.layers.push_back(read_layer(gguf, "blk." + std::to_string(i) + ".", c, i));
   return t;

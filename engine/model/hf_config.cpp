@@ -106,6 +106,11 @@ RopeScaling read_rope_scaling(const JsonFields& fields, const ModelConfig& c) {
 
 Activation read_activation(const JsonFields& f, const Family& family) {
   if (family.activation == Activation::kSwigluClamped) return family.activation;  // hidden_act names its silu
+  if (family.activation == Activation::kRelu2) {  // Nemotron-H: hidden_act is its Mamba's, mlp_hidden_act the MLP's
+    const std::string act = f.get_string("mlp_hidden_act", "relu2");
+    if (act != "relu2") f.fail("mlp_hidden_act", "'" + act + "' is not supported (only relu2)");
+    return family.activation;
+  }
   const char* key = f.has("hidden_activation") ? "hidden_activation" : "hidden_act";
   const std::string fallback = family.activation == Activation::kSilu     ? "silu"
                                : family.activation == Activation::kGeluErf ? "gelu"

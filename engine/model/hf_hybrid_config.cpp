@@ -1,6 +1,7 @@
 // Hybrid families' config.json fields (hf_hybrid_config.hpp), transformers 5's spellings (Qwen3.5's
-// text_config): layer_types of linear_attention / full_attention, or every full_attention_interval-th layer
-// attention (4 when absent); linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
+// text_config): layer_types of linear_attention / full_attention (and LFM2's conv, Granite's mamba /
+// attention), or every full_attention_interval-th layer attention (4 when absent), LFM2's full_attn_idxs,
+// Nemotron-H's hybrid_override_pattern; the other recurrent kinds' fields: hf_ssm_config.cpp; linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
 // linear_value_head_dim, linear_conv_kernel_dim; A_log as stored (decay_from_log), value heads grouped by key
 // head (not tiled). The multimodal rope sections (mrope_section) give every axis a text token's position, so
 // they reduce to one rotation and are not read.
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/model/hf_ssm_config.hpp"
 #include "engine/model/layer_kinds.hpp"
 
 namespace cbatch {
@@ -22,8 +24,40 @@ const JsonFields* rope_parameters(const JsonFields& f, std::optional<JsonFields>
   return &*holder;
 }
 
-std::vector<LayerKind> read_layer_kinds(const JsonFields& f, int num_layers) {
+// Nemotron-H's hybrid_override_pattern, one character per layer.
+std::vector<LayerKind> read_pattern(const JsonFields& f, int num_layers) {
+  const std::string pattern = f.get_string("hybrid_override_pattern");
+  size_t bad_at = 0;
+  const std::optional<std::vector<LayerKind>> kinds = layer_kinds_from_pattern(pattern, &bad_at);
+  if (!kinds) {
+    f.fail("hybrid_override_pattern", "holds '" + pattern.substr(bad_at, 1) + "' at position " + std::to_string(bad_at) +
+                                          ", a layer type cbatch does not run (supported: M Mamba-2, * attention, - MLP)");
+  }
+  if (static_cast<int>(kinds->size()) != num_layers) {
+    f.fail("hybrid_override_pattern", "has " + std::to_string(kinds->size()) + " layers, num_hidden_layers says " +
+                                          std::to_string(num_layers));
+  }
+  return *kinds;
+}
+
+// LFM2's full_attn_idxs: the attention layers' indices, the others short conv.
+std::vector<LayerKind> read_attention_indices(const JsonFields& f, int num_layers) {
+  std::vector<LayerKind> kinds(static_cast<size_t>(num_layers), LayerKind::kShortConv);
+  for (simdjson::dom::element e : f.array("full_attn_idxs")) {
+    int64_t l = -1;
+    if (e.get_int64().get(l) != simdjson::SUCCESS || l < 0 || l >= num_layers) {
+      f.fail("full_attn_idxs", "must list layer indices below num_hidden_layers (" + std::to_string(num_layers) + ")");
+    }
+    kinds[static_cast<size_t>(l)] = LayerKind::kAttention;
+  }
+  return kinds;
+}
+
+std::vector<LayerKind> read_layer_kinds(const JsonFields& f, const Family& family, int num_layers) {
+  if (family.nemotron_layers) return read_pattern(f, num_layers);
   if (!f.has("layer_types")) {
+    if (family.recurrent_kind == LayerKind::kShortConv && f.has("full_attn_idxs")) return read_attention_indices(f, num_layers);
+    if (family.recurrent_kind != LayerKind::kDeltaNet) f.fail("layer_types", "is missing (each layer's type)");
     const int interval = f.get_size("full_attention_interval", 4);
     return layer_kinds_from_interval(num_layers, interval);
   }
@@ -31,10 +65,10 @@ std::vector<LayerKind> read_layer_kinds(const JsonFields& f, int num_layers) {
   for (simdjson::dom::element e : f.array("layer_types")) {
     std::string_view type;
     if (e.get_string().get(type) != simdjson::SUCCESS) f.fail("layer_types", "must be a list of strings");
-    const std::optional<LayerKind> kind = layer_kind_of_type(type);
+    const std::optional<LayerKind> kind = layer_kind_of_type(type, family.recurrent_kind);
     if (!kind) {
-      f.fail("layer_types", "holds '" + std::string(type) + "', a layer type cbatch does not run (supported: " +
-                                supported_layer_types() + ")");
+      f.fail("layer_types", "holds '" + std::string(type) + "', a layer type cbatch does not run for " +
+                                std::string(family.name) + " (supported: " + supported_layer_types(family.recurrent_kind) + ")");
     }
     kinds.push_back(*kind);
   }
@@ -79,8 +113,9 @@ void read_rotary_dim(const JsonFields& f, const Family& family, ModelConfig& c) 
 }
 
 void read_hybrid_fields(const JsonFields& f, const Family& family, ModelConfig& c, std::vector<std::string>& notes) {
-  if (!family.deltanet_layers) return;
-  c.layer_kinds = read_layer_kinds(f, c.num_layers);
+  if (!has_recurrent_kind(family)) return;
+  c.layer_kinds = read_layer_kinds(f, family, c.num_layers);
+  if (family.recurrent_kind != LayerKind::kDeltaNet) return read_ssm_fields(f, family, c);
   c.deltanet = read_deltanet_sizes(f);
   c.deltanet.grouped_qkvz = c.deltanet.grouped_ba = family.deltanet_grouped_projections;
   c.decay_from_log = true;

@@ -13,7 +13,7 @@ namespace cbatch {
 
 // rotary_dim from the partial rotary factor (0 when the rotation is full).
 void read_rotary_dim(const JsonFields& f, const Family& family, ModelConfig& c);
-// layer_kinds and the DeltaNet sizes of a family with DeltaNet layers; `notes` gets what is left out on
+// layer_kinds and the recurrent layers' sizes of a hybrid family (hf_ssm_config.hpp: short conv, Mamba-2); `notes` gets what is left out on
 // purpose (the multi-token-prediction layers).
 void read_hybrid_fields(const JsonFields& f, const Family& family, ModelConfig& c, std::vector<std::string>& notes);
 

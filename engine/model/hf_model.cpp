@@ -111,11 +111,15 @@ class WeightFiles final : public TensorFile {
   mutable OwnedBuffers expanded_;  // the expanded quantized weights, (out, in) f32 each
 };
 
-// Where the text model's tensors live: "model." (causal LMs), or inside a multimodal Gemma 3 checkpoint.
+// Where the text model's tensors live: "model." (causal LMs), inside a multimodal checkpoint, or
+// "backbone." (Nemotron-H).
 std::string tensor_prefix(const WeightFiles& w) {
-  const std::string embedding(model_row(ModelTensor::kEmbedding).hf.name);
-  for (const char* prefix : {"model.", "language_model.model.", "model.language_model."}) {
-    if (w.has(prefix + embedding)) return prefix;
+  const HfName& embedding = model_row(ModelTensor::kEmbedding).hf;
+  for (const char* prefix : {"model.", "language_model.model.", "model.language_model.", "backbone."}) {
+    if (w.has(prefix + std::string(embedding.name))) return prefix;
+    for (std::string_view other : embedding.others) {
+      if (!other.empty() && w.has(prefix + std::string(other))) return prefix;
+    }
   }
   return "model.";  // the error names the tensor the plain layout needs
 }
@@ -130,7 +134,13 @@ std::string encoder_prefix(const WeightFiles& w, const Family& family) {
 // A model tensor's full name: under the prefix, or at the root (a multimodal checkpoint's root heads are
 // under "language_model.").
 std::string model_tensor_name(const WeightFiles& w, const HfName& name, const std::string& prefix) {
-  if (!name.at_root) return prefix + std::string(name.name);
+  if (!name.at_root) {
+    for (std::string_view other : name.others) {
+      const std::string full = prefix + std::string(other);
+      if (!other.empty() && !w.has(prefix + std::string(name.name)) && w.has(full)) return full;
+    }
+    return prefix + std::string(name.name);
+  }
   const std::string multimodal = "language_model." + std::string(name.name);
   return w.has(multimodal) ? multimodal : std::string(name.name);
 }

@@ -164,11 +164,21 @@ std::string stacked_name(const std::string& prefix, std::string_view module, std
   return prefix + std::string(module) + std::string(stacked);
 }
 
-std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c, std::string_view module) {
+// The expert table's hf_stacked names (under `module`), or its hf_stacked_other ones when the first is not
+// in the files.
+bool uses_other_names(const TensorFileOf& file_of, const std::string& prefix, std::string_view module) {
+  const ExpertTensorRow& gate = expert_row(ExpertTensor::kGate);
+  const std::string name = stacked_name(prefix, module, gate.hf_stacked);
+  return file_of(name) == nullptr && file_of(name + "_blocks") == nullptr && !gate.hf_stacked_other.empty() &&
+         file_of(prefix + std::string(gate.hf_stacked_other)) != nullptr;
+}
+
+std::vector<StackedTensor> stacked_tensors(const std::string& prefix, const ModelConfig& c, std::string_view module,
+                                           bool other) {
   std::vector<StackedTensor> stacked;
   for (const ExpertTensorRow& row : expert_tensor_rows()) {
     if (!row.present(c)) continue;
-    const std::string name = stacked_name(prefix, module, row.hf_stacked);
+    const std::string name = other ? prefix + std::string(row.hf_stacked_other) : stacked_name(prefix, module, row.hf_stacked);
     if (stacked.empty() || stacked.back().name != name) stacked.push_back({name, {}});
     stacked.back().rows.push_back(&row);
   }
@@ -209,7 +219,7 @@ void split_experts(const TensorView& all, const StackedTensor& t, const ModelCon
 
 bool has_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, std::string_view module) {
   const std::string name = stacked_name(prefix, module, expert_row(ExpertTensor::kGate).hf_stacked);
-  return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr;
+  return file_of(name) != nullptr || file_of(name + "_blocks") != nullptr || uses_other_names(file_of, prefix, module);
 }
 
 StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::string& prefix, const ModelConfig& c,
@@ -217,7 +227,7 @@ StackedExperts read_stacked_experts(const TensorFileOf& file_of, const std::stri
   StackedExperts s;
   s.experts.resize(static_cast<size_t>(c.num_experts));
   const int64_t n = c.num_experts;
-  for (const StackedTensor& t : stacked_tensors(prefix, c, module)) {
+  for (const StackedTensor& t : stacked_tensors(prefix, c, module, uses_other_names(file_of, prefix, module))) {
     const int64_t cols = size_of(t.rows.front()->shape.cols, c);
     if (layout == StackedLayout::kOutIn && !is_vector(t)) {
       split_experts(read_out_in(file_of, t.name, n, outputs(t, c), cols), t, c, s);

@@ -8,27 +8,39 @@ namespace {
 
 struct TypeName {
   std::string_view type;
-  LayerKind kind;
+  std::optional<LayerKind> kind;  // nullopt: the family's recurrent kind
 };
 
-// transformers' names (Qwen3.5, Qwen3-Next).
+// transformers' names: Qwen3.5, Qwen3-Next and transformers 5's Granite 4.0-H (linear_attention is the
+// family's recurrent kind), LFM2's conv, the Hub's Granite configs (mamba, attention).
 constexpr TypeName kLayerTypes[] = {
-    {"linear_attention", LayerKind::kDeltaNet},
+    {"linear_attention", std::nullopt},
     {"full_attention", LayerKind::kAttention},
+    {"attention", LayerKind::kAttention},
+    {"conv", LayerKind::kShortConv},
+    {"mamba", LayerKind::kMamba2},
 };
+
+std::optional<LayerKind> kind_in(const TypeName& t, LayerKind recurrent) {
+  const LayerKind kind = t.kind.value_or(recurrent);
+  if (kind == LayerKind::kAttention || kind == recurrent) return kind;
+  return std::nullopt;
+}
 
 }  // namespace
 
-std::optional<LayerKind> layer_kind_of_type(std::string_view type) {
+std::optional<LayerKind> layer_kind_of_type(std::string_view type, LayerKind recurrent) {
   for (const TypeName& t : kLayerTypes) {
-    if (t.type == type) return t.kind;
+    if (t.type == type) return kind_in(t, recurrent);
   }
   return std::nullopt;
 }
 
-std::string supported_layer_types() {
+std::string supported_layer_types(LayerKind recurrent) {
   std::string out;
-  for (const TypeName& t : kLayerTypes) out += (out.empty() ? "" : ", ") + std::string(t.type);
+  for (const TypeName& t : kLayerTypes) {
+    if (kind_in(t, recurrent)) out += (out.empty() ? "" : ", ") + std::string(t.type);
+  }
   return out;
 }
 
@@ -49,12 +61,30 @@ std::vector<LayerKind> layer_kinds_from_recurrent_flags(const std::vector<int64_
   return kinds;
 }
 
-std::string_view layer_kind_name(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::kAttention: return "attention";
-    case LayerKind::kDeltaNet: return "gated DeltaNet";
+std::optional<std::vector<LayerKind>> layer_kinds_from_pattern(std::string_view pattern, size_t* bad_at) {
+  std::vector<LayerKind> kinds;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    switch (pattern[i]) {
+      case 'M': kinds.push_back(LayerKind::kMamba2); break;
+      case '*': kinds.push_back(LayerKind::kAttention); break;
+      case '-': kinds.push_back(LayerKind::kMlp); break;
+      default: *bad_at = i; return std::nullopt;
+    }
   }
-  return "?";
+  return kinds;
+}
+
+std::vector<LayerKind> layer_kinds_from_kv_heads(const std::vector<int64_t>& kv_heads,
+                                                 const std::vector<int64_t>& mlp_widths, LayerKind recurrent,
+                                                 int num_layers) {
+  const auto n = static_cast<size_t>(num_layers);
+  if (kv_heads.size() < n || (!mlp_widths.empty() && mlp_widths.size() < n)) return {};
+  std::vector<LayerKind> kinds;
+  for (size_t i = 0; i < n; ++i) {
+    const bool mlp = !mlp_widths.empty() && mlp_widths[i] > 0;
+    kinds.push_back(kv_heads[i] > 0 ? LayerKind::kAttention : mlp ? LayerKind::kMlp : recurrent);
+  }
+  return kinds;
 }
 
 std::vector<int> shared_kv_sources(const std::vector<int>& windows, int num_layers, int64_t num_kv_shared,

@@ -1,7 +1,9 @@
 // Which kind each layer of a hybrid model is (ModelConfig::layer_kinds), from the spellings the files use:
-// config.json's layer_types ("linear_attention", "full_attention") or full_attention_interval, and GGUF's
-// attention.recurrent_layers (a bool per block) or full_attention_interval. Pure functions of those values,
-// so that both loaders agree and the unit tests can drive them; a loader names the key in its errors.
+// config.json's layer_types ("linear_attention", "full_attention", LFM2's "conv", Granite's "mamba" and
+// "attention"), full_attention_interval, Nemotron-H's hybrid_override_pattern ("M*-"), and GGUF's
+// attention.recurrent_layers (a bool per block) or per-layer head_count_kv (0: recurrent) and
+// feed_forward_length (Nemotron-H: its MLP layers). Pure functions of those values, so that both loaders
+// agree and the unit tests can drive them; a loader names the key in its errors.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -13,10 +15,11 @@
 
 namespace cbatch {
 
-// The kind of a config.json layer_types value; nullopt for a type cbatch does not run.
-std::optional<LayerKind> layer_kind_of_type(std::string_view type);
-// "linear_attention, full_attention": the layer_types values cbatch runs, for messages.
-std::string supported_layer_types();
+// The kind of a config.json layer_types value in a family whose recurrent layers are of kind `recurrent`
+// ("linear_attention" names them in transformers 5's configs); nullopt for a type the family does not run.
+std::optional<LayerKind> layer_kind_of_type(std::string_view type, LayerKind recurrent);
+// "linear_attention, full_attention": the layer_types values a family of that recurrent kind runs, for messages.
+std::string supported_layer_types(LayerKind recurrent);
 // Every interval-th layer attention (layers interval - 1, 2 * interval - 1, ...), the others DeltaNet, as
 // Qwen3.5's and Qwen3-Next's configs and llama.cpp read full_attention_interval. interval >= 1.
 std::vector<LayerKind> layer_kinds_from_interval(int num_layers, int interval);
@@ -30,7 +33,13 @@ std::vector<LayerKind> layer_kinds_from_recurrent_flags(const std::vector<int64_
 // num_kv_shared is not below num_layers or a shared layer has no such source.
 std::vector<int> shared_kv_sources(const std::vector<int>& windows, int num_layers, int64_t num_kv_shared,
                                    const std::string& key);
-// "attention", "gated DeltaNet", for messages and inspect.
-std::string_view layer_kind_name(LayerKind kind);
-
+// Nemotron-H's hybrid_override_pattern: 'M' Mamba-2, '*' attention, '-' an MLP alone. nullopt with
+// *bad_at the position of the first other character.
+std::optional<std::vector<LayerKind>> layer_kinds_from_pattern(std::string_view pattern, size_t* bad_at);
+// llama.cpp's per-layer GGUF arrays: a layer with KV heads is attention; else, with a nonzero FFN width
+// in mlp_widths (Nemotron-H's feed_forward_length; empty: none), an MLP alone; else of kind `recurrent`.
+// Empty when an array is shorter than num_layers.
+std::vector<LayerKind> layer_kinds_from_kv_heads(const std::vector<int64_t>& kv_heads,
+                                                 const std::vector<int64_t>& mlp_widths, LayerKind recurrent,
+                                                 int num_layers);
 }  // namespace cbatch

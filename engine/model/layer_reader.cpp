@@ -51,7 +51,7 @@ class LayerRead {
     }
     const std::string name = free_name(names);
     if (name.empty()) missing(names);
-    view = take(name);
+    view = as_shaped(row, take(name));
   }
 
   // A tensor of a row the architecture lacks, kept for the shape checks to name; except a shared-K/V layer's
@@ -60,7 +60,17 @@ class LayerRead {
     const bool shared_kv = row.kind == LayerTensor::kWk || row.kind == LayerTensor::kWv || row.kind == LayerTensor::kKNorm;
     if (shared_kv && !config_.writes_kv(layer_)) return;
     const std::string name = free_name(layer_spellings(row, dialect_));
-    if (!name.empty()) tensors_[row.kind] = take(name);
+    if (!name.empty()) tensors_[row.kind] = as_shaped(row, take(name));
+  }
+
+  // A vector row's tensor as the (1, n) vector it is, however the file shapes its values (llama.cpp keeps
+  // a Mamba-2 layer's A and D as (heads, 1), its gated norm as (groups, inner / groups)).
+  static TensorView as_shaped(const LayerTensorRow& row, TensorView view) {
+    if (row.shape.rows == Size::kOne && view.rows > 1) {
+      view.cols *= view.rows;
+      view.rows = 1;
+    }
+    return view;
   }
 
   [[noreturn]] void missing(const Spellings& names) const {

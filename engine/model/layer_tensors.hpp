@@ -26,6 +26,11 @@ enum class LayerTensor : uint8_t {
   // A gated DeltaNet layer's (in place of the attention rows): the q|k|v, z, b and a projections, the causal
   // conv's taps, dt_bias, the decay (A_log or A), the gated norm and the output projection.
   kSsmQkv, kSsmZ, kSsmBeta, kSsmAlpha, kSsmConv, kSsmDtBias, kSsmDecay, kSsmNorm, kSsmOut,
+  // A short-conv layer's (LFM2): the B|C|x in projection, the conv's taps, the output projection.
+  kShortConvIn, kShortConvTaps, kShortConvOut,
+  // A Mamba-2 layer's: the z|x|B|C|dt in projection, the conv's taps and bias, dt_bias, the decay (A_log or
+  // A), the skip D, the gated norm, the output projection.
+  kMambaIn, kMambaConv, kMambaConvBias, kMambaDtBias, kMambaDecay, kMambaD, kMambaNorm, kMambaOut,
   // Gemma 4's per-layer input (gate, projection, norm) and the layer's output scalar.
   kPerLayerGate, kPerLayerProj, kPerLayerNorm, kLayerScalar,
   // Gemma 4's MoE block beside the dense MLP: the router's input scale, each expert's output scale, and the
@@ -87,6 +92,13 @@ enum class Size : uint8_t {
   kSsmVHeads,     // num_v_heads
   kSsmVHeadDim,   // v_head_dim
   kSsmConvKernel,  // the conv's taps
+  kShortConvIn,      // 3 * dim: a short conv's B|C|x
+  kShortConvKernel,  // its taps
+  kMambaInProj,      // Mamba2Sizes::in_proj_dim()
+  kMambaConvDim,     // its conv channels (x|B|C)
+  kMambaHeads,
+  kMambaInner,       // heads * head_dim
+  kMambaConvKernel,
   kPerLayerDim,    // per_layer_dim (Gemma 4's per-layer inputs)
   kPerLayerAll,    // num_layers * per_layer_dim
 };
@@ -118,13 +130,15 @@ enum class Role : uint8_t {
 
 // A row's names in a format, the first the one an error names; a loader takes the first one the file has
 // that no other row took (Mixtral's and gpt-oss's router, gpt-oss's GGUF FFN norm are alternates).
-using Spellings = std::array<std::string_view, 4>;
+using Spellings = std::array<std::string_view, 5>;
 
 // A name of the Hugging Face model's own tensors: under the checkpoint's model prefix ("model.", "bert.",
-// "roberta.", "" for a bare encoder), or at its root (the heads).
+// "roberta.", "backbone.", "" for a bare encoder), or at its root (the heads); `others` are the names some
+// families use instead (LFM2's embedding_norm, Nemotron-H's norm_f), taken when `name` is not there.
 struct HfName {
   std::string_view name;
   bool at_root = false;
+  std::array<std::string_view, 2> others{};
 };
 
 struct LayerTensorRow {
@@ -155,6 +169,7 @@ struct ExpertTensorRow {
   std::string_view gguf_per_expert;  // one tensor per expert, or "" when only stacked
   Spellings hf;                     // under "<prefix>layers.N.", per expert; the spelling the router took
   std::string_view hf_stacked;      // gpt-oss, under "<prefix>layers.N.mlp.experts."
+  std::string_view hf_stacked_other = "";  // Granite 4.0-H's block_sparse_moe (transformers 5's layout)
 };
 
 struct ModelTensorRow {
@@ -168,6 +183,7 @@ struct ModelTensorRow {
   HfName bert;              // encoders
   HfName roberta;           // XLM-R where it differs from BERT (its classification head); empty otherwise
   std::string_view llama2c;
+  std::string_view gguf_other = "";  // the GGUF name some families use instead (LFM2's token_embd_norm)
 };
 
 // A product some files store as one tensor (Phi-3's qkv_proj and gate_up_proj; llama.cpp puts Phi-3's

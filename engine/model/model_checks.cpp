@@ -67,6 +67,29 @@ void check_moe_config(const ModelConfig& c, const std::string& path) {
   }
 }
 
+// The short-conv and Mamba-2 layers' sizes (hybrid models that have them).
+void check_ssm_config(const ModelConfig& c, const std::string& path) {
+  auto has = [&](LayerKind kind) { return std::find(c.layer_kinds.begin(), c.layer_kinds.end(), kind) != c.layer_kinds.end(); };
+  if (has(LayerKind::kShortConv)) check_range(path, "short conv kernel (conv_L_cache)", c.short_conv_kernel, 1 << 10);
+  if (has(LayerKind::kMamba2)) {
+    const Mamba2Sizes& m = c.mamba;
+    check_range(path, "Mamba-2 heads", m.num_heads, 1 << 14);
+    check_range(path, "Mamba-2 head dim", m.head_dim, 1 << 12);
+    check_range(path, "Mamba-2 state size", m.state_size, 1 << 12);
+    check_range(path, "Mamba-2 groups", m.num_groups, m.num_heads);
+    check_range(path, "Mamba-2 conv kernel", m.conv_kernel, 1 << 10);
+    if (m.num_heads % m.num_groups != 0) {
+      throw Error("'" + path + "': Mamba-2 heads " + std::to_string(m.num_heads) + " is not a multiple of its groups " +
+                  std::to_string(m.num_groups));
+    }
+    if (!(m.dt_min >= 0.0f) || !(m.dt_max >= 0.0f)) throw Error("'" + path + "': the Mamba-2 dt limits must be non-negative");
+  }
+  if (!(c.residual_scale > 0.0f) || !(c.logit_divisor > 0.0f) || !std::isfinite(c.residual_scale) ||
+      !std::isfinite(c.logit_divisor)) {
+    throw Error("'" + path + "': the residual multiplier and the logits scaling must be positive");
+  }
+}
+
 // Partial rotary, the layer kinds and the DeltaNet sizes (hybrid models).
 void check_hybrid_config(const ModelConfig& c, const std::string& path) {
   if (c.rotary_dim < 0 || c.rotary_dim > c.head_dim || c.rotary_dim % 2 != 0) {
@@ -78,7 +101,8 @@ void check_hybrid_config(const ModelConfig& c, const std::string& path) {
     throw Error("'" + path + "': " + std::to_string(c.layer_kinds.size()) + " layer kinds for " + std::to_string(c.num_layers) +
                 " layers");
   }
-  if (!c.has_recurrent_layers()) return;
+  check_ssm_config(c, path);
+  if (std::find(c.layer_kinds.begin(), c.layer_kinds.end(), LayerKind::kDeltaNet) == c.layer_kinds.end()) return;
   const DeltaNetSizes& d = c.deltanet;
   check_range(path, "linear_num_key_heads", d.num_k_heads, 1 << 12);
   check_range(path, "linear_num_value_heads", d.num_v_heads, 1 << 12);

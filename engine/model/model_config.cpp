@@ -1,4 +1,4 @@
-// Derived architecture numbers: query scale, the family's
+// Derived architecture numbers: query scale, what a layer kind keeps per sequence (layer_state), its name, the family's
 // features in words, and RoPE frequencies (llama3, linear, yarn and longrope scaling; local layers' own base).
 #include "engine/model/model_config.hpp"
 
@@ -23,10 +23,6 @@ int ModelConfig::attention_index(int layer) const {
   int n = 0;
   for (int l = 0; l < source; ++l) n += is_attention(l) && writes_kv(l);
   return n;
-}
-
-bool ModelConfig::has_recurrent_layers() const {
-  return std::any_of(layer_kinds.begin(), layer_kinds.end(), [](LayerKind k) { return k != LayerKind::kAttention; });
 }
 
 int ModelConfig::max_head_dim() const {
@@ -60,9 +56,85 @@ int ModelConfig::rotary_dims_of(bool local) const {
   return !local && global_head_dim > 0 ? global_head_dim : rotary_dims();
 }
 
+LayerState ModelConfig::layer_state(int layer) const {
+  switch (layer_kind(layer)) {
+    case LayerKind::kDeltaNet:
+      return {static_cast<int64_t>(deltanet.conv_kernel - 1) * deltanet.conv_dim(),
+              static_cast<int64_t>(deltanet.num_v_heads) * deltanet.k_head_dim * deltanet.v_head_dim};
+    case LayerKind::kShortConv: return {static_cast<int64_t>(short_conv_kernel - 1) * dim, 0};
+    case LayerKind::kMamba2:
+      return {static_cast<int64_t>(mamba.conv_kernel - 1) * mamba.conv_dim(),
+              static_cast<int64_t>(mamba.inner()) * mamba.state_size};
+    case LayerKind::kAttention:
+    case LayerKind::kMlp: break;
+  }
+  return {};
+}
+
+bool ModelConfig::is_recurrent(int layer) const {
+  const LayerKind kind = layer_kind(layer);
+  return kind == LayerKind::kDeltaNet || kind == LayerKind::kShortConv || kind == LayerKind::kMamba2;
+}
+
+bool ModelConfig::has_recurrent_layers() const {
+  for (int l = 0; l < static_cast<int>(layer_kinds.size()); ++l) {
+    if (is_recurrent(l)) return true;
+  }
+  return false;
+}
+
 float ModelConfig::query_scale() const {
   return attn_scale > 0.0f ? attn_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
 }
+
+std::string_view layer_kind_name(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kAttention: return "attention";
+    case LayerKind::kDeltaNet: return "gated DeltaNet";
+    case LayerKind::kShortConv: return "short conv";
+    case LayerKind::kMamba2: return "Mamba-2";
+    case LayerKind::kMlp: return "MLP";
+  }
+  return "?";
+}
+
+namespace {
+
+// "hybrid: 2 gated DeltaNet and 2 attention layers (...sizes)": the layers by kind, then each recurrent kind's
+// sizes.
+std::string hybrid_features(const ModelConfig& c) {
+  constexpr LayerKind kOrder[] = {LayerKind::kDeltaNet, LayerKind::kShortConv, LayerKind::kMamba2,
+                                  LayerKind::kAttention, LayerKind::kMlp};
+  std::vector<std::string> parts;
+  for (LayerKind kind : kOrder) {
+    const auto n = std::count(c.layer_kinds.begin(), c.layer_kinds.end(), kind);
+    if (n > 0) parts.push_back(std::to_string(n) + " " + std::string(layer_kind_name(kind)));
+  }
+  std::string out = "hybrid: ";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  }
+  out += " layers";
+  std::vector<std::string> sizes;
+  auto has = [&](LayerKind kind) { return std::find(c.layer_kinds.begin(), c.layer_kinds.end(), kind) != c.layer_kinds.end(); };
+  if (has(LayerKind::kDeltaNet)) {
+    const DeltaNetSizes& d = c.deltanet;
+    sizes.push_back(std::to_string(d.num_k_heads) + " key and " + std::to_string(d.num_v_heads) + " value heads of " +
+                    std::to_string(d.k_head_dim) + " and " + std::to_string(d.v_head_dim) + ", conv kernel " +
+                    std::to_string(d.conv_kernel));
+  }
+  if (has(LayerKind::kShortConv)) sizes.push_back("short conv kernel " + std::to_string(c.short_conv_kernel));
+  if (has(LayerKind::kMamba2)) {
+    const Mamba2Sizes& m = c.mamba;
+    sizes.push_back("Mamba-2: " + std::to_string(m.num_heads) + " heads of " + std::to_string(m.head_dim) + ", state " +
+                    std::to_string(m.state_size) + ", " + std::to_string(m.num_groups) + " groups, conv kernel " +
+                    std::to_string(m.conv_kernel));
+  }
+  for (size_t i = 0; i < sizes.size(); ++i) out += (i == 0 ? " (" : "; ") + sizes[i];
+  return sizes.empty() ? out : out + ")";
+}
+
+}  // namespace
 
 std::string ModelConfig::features() const {
   std::ostringstream out;
@@ -71,12 +143,7 @@ std::string ModelConfig::features() const {
   if (qkv_bias) add("qkv bias");
   if (o_bias) add("output projection bias");
   if (attn_sinks) add("attention sinks");
-  if (has_recurrent_layers()) {
-    add("hybrid: " + std::to_string(num_layers - num_attention_layers()) + " gated DeltaNet and " +
-        std::to_string(num_attention_layers()) + " attention layers (" + std::to_string(deltanet.num_k_heads) +
-        " key and " + std::to_string(deltanet.num_v_heads) + " value heads of " + std::to_string(deltanet.k_head_dim) +
-        " and " + std::to_string(deltanet.v_head_dim) + ", conv kernel " + std::to_string(deltanet.conv_kernel) + ")");
-  }
+  if (!layer_kinds.empty()) add(hybrid_features(*this));
   if (attn_output_gate) add("attention output gate");
   if (global_head_dim > 0) {
     add("global layers: head dim " + std::to_string(global_head_dim) + ", " + std::to_string(kv_heads_of(num_layers - 1)) +
@@ -110,7 +177,11 @@ std::string ModelConfig::features() const {
   if (activation == Activation::kSwigluClamped) {
     add("clamped SwiGLU (limit " + std::to_string(swiglu_limit) + ", alpha " + std::to_string(swiglu_alpha) + ")");
   }
+  if (activation == Activation::kRelu2) add("relu^2 MLP");
+  if (single_sublayer) add("one sublayer per layer (a mixer or an MLP)");
   if (embedding_scale != 1.0f) add("embedding scale " + std::to_string(embedding_scale));
+  if (residual_scale != 1.0f) add("residual multiplier " + std::to_string(residual_scale));
+  if (logit_divisor != 1.0f) add("logits divided by " + std::to_string(logit_divisor));
   if (attn_scale > 0.0f) add("query scale " + std::to_string(attn_scale));
   if (attn_softcap > 0.0f) add("attention softcap " + std::to_string(attn_softcap));
   if (final_softcap > 0.0f) add("final softcap " + std::to_string(final_softcap));
@@ -136,7 +207,9 @@ std::string ModelConfig::features() const {
         std::to_string(expert_hidden_dim) + ", sparse FFN on " + std::to_string(sparse) + " of " +
         std::to_string(num_layers) + " layers");
     if (experts_beside_dense) add("experts beside the dense MLP (router input scale, per-expert scales)");
-    if (shared_expert_hidden_dim > 0) add("shared expert width " + std::to_string(shared_expert_hidden_dim) + " (sigmoid gate)");
+    if (shared_expert_hidden_dim > 0) {
+      add("shared expert width " + std::to_string(shared_expert_hidden_dim) + (shared_expert_gate ? " (sigmoid gate)" : " (no gate)"));
+    }
   }
   return out.str();
 }

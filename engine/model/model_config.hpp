@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cbatch {
@@ -34,15 +35,47 @@ struct RopeScaling {
 // clamped SwiGLU: gate clamped above at swiglu_limit, up to [-swiglu_limit, swiglu_limit], and
 // out = (up + 1) * gate * sigmoid(swiglu_alpha * gate). A plain FFN (gated_ffn false) applies it to the
 // up projection alone; kGeluErf is the exact GELU, x/2 (1 + erf(x / sqrt 2)) (HF "gelu": BERT).
-enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped, kGeluErf };
+// kRelu2 is relu(x)^2 (Nemotron-H's plain MLP).
+enum class Activation : uint8_t { kSilu, kGeluTanh, kSwigluClamped, kGeluErf, kRelu2 };
 
-// What mixes a layer's positions (its "mixer"; the FFN follows every kind). Attention keeps K/V in the
-// paged cache; the recurrent kinds keep a fixed-size state per sequence instead (a convolution window and
-// a recurrent matrix: the backend's state slots). A new kind is a value here, its tensor rows and one small
-// forward file per backend.
+// What mixes a layer's positions (its "mixer"; the FFN follows every kind unless single_sublayer). Attention
+// keeps K/V in the paged cache; the recurrent kinds keep a fixed-size state per sequence instead (a
+// convolution window and a recurrent matrix: the backend's state slots, LayerState). A new kind is a value
+// here, its tensor rows and one small forward file per backend.
 enum class LayerKind : uint8_t {
   kAttention,  // causal (or bidirectional) attention over the paged KV cache
   kDeltaNet,   // gated DeltaNet (Qwen3.5, Qwen3-Next): causal conv, L2-normed q/k, the delta rule, gated norm
+  kShortConv,  // LFM2: in projection into B, C, x; B * x through a causal depthwise conv; C * conv; out projection
+  kMamba2,     // Granite 4.0-H, Nemotron-H: conv over x|B|C (SiLU), the selective scan, gated grouped norm
+  kMlp,        // no mixer: the layer is its FFN alone (Nemotron-H's '-' layers)
+};
+// "attention", "gated DeltaNet", "short conv", "Mamba-2", "MLP", for messages and inspect.
+std::string_view layer_kind_name(LayerKind kind);
+
+// A Mamba-2 layer's sizes (Granite's mamba_*, Nemotron-H's mamba_num_heads, ...; GGUF ssm.*). Its in
+// projection has rows [z (inner) | x (inner) | B (groups * state) | C (groups * state) | dt (heads)]; the conv
+// mixes x|B|C; head h reads B and C of group h / (num_heads / num_groups); the gated norm is an RMSNorm over
+// groups of inner / num_groups values. dt = softplus(dt + dt_bias) clamped to [dt_min, dt_max].
+struct Mamba2Sizes {
+  int num_heads = 0;
+  int head_dim = 0;
+  int state_size = 0;
+  int num_groups = 0;
+  int conv_kernel = 0;
+  float dt_min = 0.0f;
+  float dt_max = 0.0f;  // 0: no upper clamp
+
+  int inner() const { return num_heads * head_dim; }
+  int conv_dim() const { return inner() + 2 * num_groups * state_size; }
+  int in_proj_dim() const { return inner() + conv_dim() + num_heads; }
+  int group_of(int head) const { return head / (num_heads / num_groups); }
+};
+
+// What a recurrent layer keeps per sequence (floats): its conv window ((conv_kernel - 1, channels), oldest
+// first), then its recurrent matrices. Zero for attention and MLP layers.
+struct LayerState {
+  int64_t conv_floats = 0;
+  int64_t recurrent_floats = 0;
 };
 
 // A gated DeltaNet layer's sizes (Qwen3.5's linear_* config fields; GGUF ssm.*). Its q/k/v projection has
@@ -137,6 +170,16 @@ struct ModelConfig {
   std::vector<LayerKind> layer_kinds;  // (num_layers) or empty
   DeltaNetSizes deltanet;
   bool decay_from_log = false;     // the decay tensor holds A_log (HF; A = -exp(A_log)), else A itself (GGUF)
+  int short_conv_kernel = 0;       // LFM2's conv taps (conv_L_cache) over dim channels
+  Mamba2Sizes mamba;
+  // Nemotron-H: each layer is ONE sublayer, its mixer alone, or (kMlp) its FFN alone; else every layer is
+  // a mixer then the FFN.
+  bool single_sublayer = false;
+  // Granite's multipliers: each sublayer's output is scaled by residual_scale before the residual add, the
+  // logits are divided by logit_divisor.
+  float residual_scale = 1.0f;
+  float logit_divisor = 1.0f;
+  bool ffn_bias = false;           // a plain FFN's up and down products have biases (BERT)
 
   // Mixture of experts (num_experts 0: every FFN is dense). A sparse layer's FFN routes each row by its
   // router's num_experts logits (plus router_bias): kSoftmaxTopk takes the softmax over all of them, then
@@ -148,6 +191,7 @@ struct ModelConfig {
   int experts_per_token = 0;
   int expert_hidden_dim = 0;         // FFN width of one expert
   int shared_expert_hidden_dim = 0;  // width of the shared expert (Qwen2-MoE); 0: none
+  bool shared_expert_gate = true;    // the shared expert is scaled by sigmoid(gate . x) (Qwen); false: Granite's
   bool norm_topk_prob = false;
   MoeRouter moe_router = MoeRouter::kSoftmaxTopk;
   bool router_bias = false;          // the router product has a bias (gpt-oss)
@@ -202,9 +246,13 @@ struct ModelConfig {
     return layer_kinds.empty() ? LayerKind::kAttention : layer_kinds[static_cast<size_t>(layer)];
   }
   bool is_attention(int layer) const { return layer_kind(layer) == LayerKind::kAttention; }
+  bool has_mixer(int layer) const { return layer_kind(layer) != LayerKind::kMlp; }
+  bool has_ffn(int layer) const { return !single_sublayer || layer_kind(layer) == LayerKind::kMlp; }
+  bool is_recurrent(int layer) const;  // a DeltaNet, short conv or Mamba-2 layer
+  LayerState layer_state(int layer) const;  // what a state slot keeps of the layer
   int num_attention_layers() const;    // layers whose K/V the paged cache holds (shared ones not counted)
   int attention_index(int layer) const;  // place among those of the layer whose cache it reads
-  bool has_recurrent_layers() const;
+  bool has_recurrent_layers() const;   // some layer keeps a per-sequence state (a state slot)
   int rotary_dims() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   int q_proj_dim() const { return q_dim() * (attn_output_gate ? 2 : 1); }  // rows of the q projection
   int window(int layer) const { return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)]; }

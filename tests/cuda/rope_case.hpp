@@ -36,6 +36,7 @@ struct RopeFamilyHost {
   float factor = 1.0f;
   float eps = 1e-6f;
   bool rotates = true;  // false: a NoPE layer (SmolLM3), q and k keep their (biased, normed) values
+  int rotary_half = 0;  // partial rotary (Qwen3.5): the first 2 rotary_half dims rotated; 0: all
 };
 
 // The inputs of one case in T (held as floats) and its reference.
@@ -101,7 +102,8 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
     for (int h = 0; h < rc.num_heads + rc.num_kv_heads; ++h) {
       double* head = row.data() + static_cast<size_t>(h) * hd;
       if (!fam.q_norm.empty() && !fam.whole) head_norm_ref(head, hd, h < rc.num_heads ? fam.q_norm : fam.k_norm, fam.eps);
-      if (fam.rotates) rope_ref(head, hd, run.positions[r], table, halves, fam.factor);
+      const int rotated = fam.rotary_half > 0 ? 2 * fam.rotary_half : hd;  // the dims past them keep their values
+      if (fam.rotates) rope_ref(head, rotated, run.positions[r], table, halves, fam.factor);
     }
     run.q_ref.insert(run.q_ref.end(), row.begin(), row.begin() + q_dim);
     const int slot = run.slots[r];
@@ -158,7 +160,7 @@ inline std::vector<RopeCase> rope_family_cases() { return {{8, 2, 64, false}, {3
 
 // The family additions for a case: biases (Qwen2), head norms (Qwen3, Gemma 3; weights around 1 + w),
 // longrope from position 300 on (the case has rows on both sides) with an attention factor, and all; a NoPE
-// layer (SmolLM3) that must neither rotate nor scale.
+// layer (SmolLM3) that must neither rotate nor scale; Qwen3.5's partial rotary with q/k norms.
 inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   const size_t qkv_dim = static_cast<size_t>((rc.num_heads + 2 * rc.num_kv_heads) * rc.head_dim);
   RopeFamilyHost qwen2;
@@ -186,7 +188,10 @@ inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   nope.name = "NoPE";
   nope.rotates = false;
   nope.factor = 1.2f;
-  return {qwen2, gemma, phi3, all, olmoe, nope};
+  RopeFamilyHost partial = gemma;  // Qwen3.5: q/k norms, a quarter of each head rotated (halves paired in it)
+  partial.name = "partial rotary";
+  partial.rotary_half = rc.head_dim / 8;
+  return {qwen2, gemma, phi3, all, olmoe, nope, partial};
 }
 
 }  // namespace cbatch::test

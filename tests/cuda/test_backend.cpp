@@ -490,17 +490,24 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
   fp8.fp8_weights = true;
   CHECK(make_error(make_moe_model(true), fp8).find("mixture-of-experts") == std::string::npos);  // FP8 experts
-  // Hybrid models (recurrent layers, Qwen3.5's gated and partially rotated attention) run on the CPU only.
-  Model hybrid = make_family_model(Family::kQwen3);
-  hybrid.config.layer_kinds.assign(static_cast<size_t>(hybrid.config.num_layers), LayerKind::kDeltaNet);
-  hybrid.config.layer_kinds.back() = LayerKind::kAttention;
-  CHECK(make_error(hybrid).find("does not support hybrid models") != std::string::npos);
-  Model gated = make_family_model(Family::kQwen3);
-  gated.config.attn_output_gate = true;
-  CHECK(make_error(gated).find("does not support hybrid models") != std::string::npos);
-  Model partial = make_family_model(Family::kQwen3);
-  partial.config.rotary_dim = partial.config.head_dim / 2;
-  CHECK(make_error(partial).find("does not support hybrid models") != std::string::npos);
+  // Hybrid models: Qwen3.5's gated DeltaNet layers, gated and partially rotated attention pass the checks;
+  // Qwen3-Next's grouped projections and a conv past the kernels' taps are refused by name.
+  auto make_hybrid = [] {
+    Model hybrid = make_family_model(Family::kQwen3);
+    hybrid.config.layer_kinds.assign(static_cast<size_t>(hybrid.config.num_layers), LayerKind::kDeltaNet);
+    hybrid.config.layer_kinds.back() = LayerKind::kAttention;
+    hybrid.config.deltanet = DeltaNetSizes{2, 4, 16, 16, 4};
+    hybrid.config.attn_output_gate = true;
+    hybrid.config.rotary_dim = hybrid.config.head_dim / 2;
+    return hybrid;
+  };
+  CHECK(make_error(make_hybrid()).find("does not support") == std::string::npos);
+  Model grouped = make_hybrid();
+  grouped.config.deltanet.grouped_qkvz = true;
+  CHECK(make_error(grouped).find("grouped by key head") != std::string::npos);
+  Model long_conv = make_hybrid();
+  long_conv.config.deltanet.conv_kernel = 9;
+  CHECK(make_error(long_conv).find("a DeltaNet conv of 9 taps") != std::string::npos);
   // Gemma 4's layers run on the CPU only: each feature is named.
   Model gemma4 = make_family_model(Family::kGemma3);
   gemma4.config.architecture = "gemma4";

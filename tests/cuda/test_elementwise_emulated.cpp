@@ -45,6 +45,7 @@ RopeFamily rope_family(const RopeFamilyHost& fam) {
   family.long_from = fam.long_from;
   family.attention_factor = fam.factor;
   family.rotates = fam.rotates;
+  family.rotary_half = fam.rotary_half;
   return family;
 }
 

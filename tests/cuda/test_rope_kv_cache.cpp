@@ -42,6 +42,7 @@ struct DeviceRope {
     family.long_from = fam.long_from;
     family.attention_factor = fam.factor;
     family.rotates = fam.rotates;
+    family.rotary_half = fam.rotary_half;
   }
   template <typename KV>
   void run_into(DeviceBuffer<KV>& k, DeviceBuffer<KV>& v, const KvScales& scales = {}) {

@@ -42,7 +42,8 @@ for flag, value in [("--temperature", "-1"), ("--top-p", "0"), ("--top-k", "-2")
     c.check(proc.returncode != 0 and flag in proc.stderr, f"{flag} {value}: exit {proc.returncode}")
 
 # Regression gate: a baseline far above today's figures fails, one below passes.
-for factor, expect in [(10.0, 3), (0.1, 0)]:
+# (Far apart: the gate run is short and its machine may be busy, so its figures vary several-fold.)
+for factor, expect in [(100.0, 3), (0.001, 0)]:
     base = {"results": [{"mode": m, "output_tokens_per_s": r["output_tokens_per_s"] * factor} for m, r in modes.items()]}
     path = os.path.join(work, f"base-{factor}.json")
     json.dump(base, open(path, "w"))

@@ -119,11 +119,13 @@ TEST_CASE("layer reader: Gemma's and Llama's Hugging Face FFN norms, gpt-oss's G
   CHECK(o[LayerTensor::kFfnNorm].name == "blk.0.post_attention_norm.weight");
   CHECK(o[LayerTensor::kPostAttnNorm].empty());
   CHECK(error_of([&] { read_layer_rows(MapFile(), Dialect::kHf, p, llama, 0); })
-            .find("'model.file': tensor 'model.layers.0.input_layernorm.weight' is missing") != std::string::npos);
+            .find("'model.file': tensor 'model.layers.0.input_layernorm.weight' (or "
+                  "'model.layers.0.operator_norm.weight', 'model.layers.0.norm.weight') is missing") != std::string::npos);
   CHECK(error_of([&] { read_layer_rows(layer_file(llama, Dialect::kHf, p, {LayerTensor::kFfnNorm}), Dialect::kHf, p,
                                        llama, 0); })
             .find("tensor 'model.layers.0.pre_feedforward_layernorm.weight' (or "
-                  "'model.layers.0.post_attention_layernorm.weight') is missing") != std::string::npos);
+                  "'model.layers.0.post_attention_layernorm.weight', 'model.layers.0.ffn_norm.weight', "
+                  "'model.layers.0.norm.weight') is missing") != std::string::npos);
 }
 
 TEST_CASE("layer reader: a tensor the family lacks is read for the checks to refuse; fused products split") {

@@ -1,0 +1,84 @@
+// The recurrent layers of a hybrid model in a step of the CUDA backend (cuda_forward.hpp,
+// recurrent_states.hpp): the step's state copies (a fork's) and the zero states of the sequences that start,
+// then, per gated DeltaNet layer, its products and kernels (cuda/recurrent/deltanet.hpp) over each
+// sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "cuda/backend/cuda_forward.hpp"
+#include "cuda/common/cuda_check.hpp"
+#include "cuda/recurrent/deltanet.hpp"
+#include "engine/base/error.hpp"
+
+namespace cbatch {
+
+template <typename T>
+void CudaBackend<T>::prepare_states(const RaggedBatch& batch, cudaStream_t stream) {
+  RecurrentStates<T>& rs = recurrent_;
+  if (rs.num_layers == 0) return;
+  const size_t slot_bytes = static_cast<size_t>(rs.slot_bytes());
+  auto slot_at = [&](int32_t slot) {
+    if (slot < 0 || slot >= rs.num_slots) {
+      throw Error("state slot " + std::to_string(slot) + " outside the " + std::to_string(rs.num_slots) + " slots");
+    }
+    return rs.slots.get() + static_cast<int64_t>(slot) * rs.slot_floats();
+  };
+  for (int c = 0; c < batch.num_state_copies(); ++c) {  // in order, on the stream: before anything reads them
+    CUDA_CHECK(cudaMemcpyAsync(slot_at(batch.state_copies[2 * c + 1]), slot_at(batch.state_copies[2 * c]), slot_bytes,
+                               cudaMemcpyDeviceToDevice, stream));
+  }
+  const int ns = batch.num_seqs();
+  int32_t* real = rs.host_seqs.get();
+  int32_t* slots = real + ns;
+  for (int s = 0; s < ns; ++s) {
+    const int first = batch.query_start[s], end = batch.query_start[s + 1];
+    int n = 0;
+    while (first + n < end && batch.slot_mapping[first + n] >= 0) ++n;  // padding rows come last
+    real[s] = n;
+    slots[s] = batch.state_slots[static_cast<size_t>(s)];
+    if (first < end && batch.positions[first] == 0 && n > 0) {  // a sequence that starts: a zero state
+      CUDA_CHECK(cudaMemsetAsync(slot_at(slots[s]), 0, slot_bytes, stream));
+    } else if (first < end) {
+      slot_at(slots[s]);  // checked
+    }
+  }
+  CUDA_CHECK(cudaMemcpyAsync(rs.seq_real.get(), real, ns * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  CUDA_CHECK(cudaMemcpyAsync(rs.seq_slot.get(), slots, ns * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+}
+
+// x += out(gated_norm(delta_rule(conv(qkv(h))), z)): the layer's mixer, its input h already normed; its
+// output is left in the workspace's delta for the FFN's norm to add.
+template <typename T>
+void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  RecurrentStates<T>& rs = recurrent_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens(), ns = batch.num_seqs();
+  const DeltaNetDims& d = rs.dims;
+  linear_.forward(w.linear[LayerTensor::kSsmQkv], rs.proj.get(), workspace_.h.get(), n);  // [q|k|v | z]
+  linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.ba.get(), workspace_.h.get(), n);   // [b | a]
+  profiler_.phase("gemm_ssm_in", stream);
+  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
+  const DeltaNetStates states = rs.layer_states(layer);
+  deltanet_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kSsmConv), d, seqs, ns, states, stream);
+  deltanet_gates<T>(rs.conv_out.get(), rs.gates.get(), rs.ba.get(), w.vector(LayerTensor::kSsmDecay),
+                    w.vector(LayerTensor::kSsmDtBias), d, n, stream);
+  deltanet_delta_rule(rs.core.get(), rs.conv_out.get(), rs.gates.get(), d, seqs, ns, states, stream);
+  deltanet_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kSsmNorm), d, n,
+                         config_.rms_eps, stream);
+  profiler_.phase("deltanet", stream);
+  linear_.forward(w.linear[LayerTensor::kSsmOut], workspace_.delta.get(), rs.normed.get(), n);
+  profiler_.phase("gemm_ssm_out", stream);
+}
+
+#define CBATCH_INSTANTIATE_RECURRENT(T)                                                      \
+  template void CudaBackend<T>::prepare_states(const RaggedBatch&, cudaStream_t);          \
+  template void CudaBackend<T>::run_deltanet(int, const RaggedBatch&, const BatchIndices&);
+CBATCH_INSTANTIATE_RECURRENT(float)
+CBATCH_INSTANTIATE_RECURRENT(__nv_bfloat16)
+CBATCH_INSTANTIATE_RECURRENT(__half)
+#undef CBATCH_INSTANTIATE_RECURRENT
+
+}  // namespace cbatch
