@@ -319,11 +319,10 @@ int kv_pool_blocks(const EngineConfig& config, const Model& model, const Backend
   if (config.kv_cache_memory_bytes > 0) {
     const int64_t block_bytes = backend.kv_block_bytes(block_size);
     const int64_t blocks = config.kv_cache_memory_bytes / block_bytes;
-    if (blocks < 1 || blocks > limit) {
-      throw Error("--kv-cache-memory " + std::to_string(config.kv_cache_memory_bytes) + " holds " +
-                  std::to_string(blocks) + " KV blocks of " + std::to_string(block_bytes) + " bytes; the " + device +
-                  " memory takes 1 to " + std::to_string(limit));
-    }
+    const std::string what = "--kv-cache-memory " + std::to_string(config.kv_cache_memory_bytes) + " bytes holds " +
+                             std::to_string(blocks) + " KV blocks of " + std::to_string(block_bytes) + " bytes";
+    if (blocks < 1) throw Error(what + ": not one");
+    if (blocks > limit) throw Error(what + ", more than the " + std::to_string(limit) + " that fit the " + device + " memory");
     return static_cast<int>(blocks);
   }
   const int64_t per_seq = groups.pages_for_tokens(model.config.max_context, block_size,

@@ -82,6 +82,15 @@ def check_windows(label, summary, window):
 for name, window in MODELS.items():
     model = os.path.join(work, name)
     tiny_models.write_hf(model, name, tiny_models.random_weights(name))
+    if name == "mistral":  # bad sizes exit 1 before anything runs, naming the flag
+        for value, why in (("12Q", "expected a positive size"), ("-5", "expected a positive size"),
+                           ("1K", "--kv-cache-memory 1024 bytes holds 0 KV blocks")):
+            err = run(["run", prompts_path, "--model", model, "--device", "cpu", "--kv-cache-memory", value],
+                      expect_rc=1).stderr
+            c.check(why in err and ("--kv-cache-memory " + value in err or value == "1K"), f"{value}: {err}")
+        err = run(["run", prompts_path, "--model", model, "--device", "cpu", "--kv-cache-memory", "1M",
+                   "--kv-cache-blocks", "8"], expect_rc=1).stderr
+        c.check("give one of them" in err, f"both cache sizes: {err}")
     ref = reference.greedy(reference.load_hf(model), prompts, NUM_TOKENS)
     big, big_summary, big_trace = cbatch(model, prompts_path, f"{name}-big")
     num_groups = len(big_summary["kv_groups"])
