@@ -45,12 +45,16 @@ int32_t BlockManager::find_cached(int group, const BlockHash& hash, const BlockH
   return it->second;
 }
 
-// Whether every windowed group holds the blocks its window reads from position k * block_size on.
+// The first position whose window a hit of k blocks must serve: k * block_size, the first computed, and the
+// one before it (a static batch's padding rows repeat it while the others compute the columns before).
+int64_t BlockManager::first_served_position(int k) const { return std::max<int64_t>(0, int64_t{k} * block_size_ - 1); }
+
+// Whether every windowed group holds the blocks its window reads from first_served_position(k) on.
 bool BlockManager::window_hit(int k, const std::vector<BlockHash>& chain, const BlockHash& root,
                               const int32_t* tokens) const {
   for (int g = 0; g < num_groups(); ++g) {
     if (window(g) == 0) continue;
-    for (int i = k - 1; i >= first_needed_block(g, static_cast<int64_t>(k) * block_size_); --i) {
+    for (int i = k - 1; i >= first_needed_block(g, first_served_position(k)); --i) {
       const BlockHash& parent = i > 0 ? chain[static_cast<size_t>(i - 1)] : root;
       if (find_cached(g, chain[static_cast<size_t>(i)], parent, tokens + static_cast<size_t>(i) * block_size_) < 0) return false;
     }
@@ -83,7 +87,7 @@ int BlockManager::match_prefix(const std::vector<int32_t>& tokens, int max_token
   for (int g = 0; g < num_groups(); ++g) {
     std::vector<int32_t>& table = tables.groups[static_cast<size_t>(g)];
     table.assign(static_cast<size_t>(k), -1);
-    for (int i = first_needed_block(g, static_cast<int64_t>(k) * block_size_); i < k; ++i) {
+    for (int i = first_needed_block(g, first_served_position(k)); i < k; ++i) {
       const BlockHash& p = i > 0 ? chain[static_cast<size_t>(i - 1)] : root;
       const int32_t b = find_cached(g, chain[static_cast<size_t>(i)], p, tokens.data() + static_cast<size_t>(i) * block_size_);
       assert(b >= 0);

@@ -10,7 +10,7 @@
 // group's slid-out blocks too): they are free (counted in num_free()) but keep their K/V until a new block
 // is needed and no uncached free block is left; then the least recently released one is evicted. A hit of
 // k blocks needs, in every full group, blocks 0..k-1 and, in every windowed group, the blocks its window
-// reads from position k * block_size on; a lookup compares the block's token ids and its parent's hash as
+// reads from position k * block_size - 1 on (the last cached one: a static batch's padding rows repeat it); a lookup compares the block's token ids and its parent's hash as
 // well, so a hash collision can only cost a miss, never give wrong K/V. Blocks a sequence holds are never
 // evicted (only free blocks are).
 // Invariant: every block is referenced (used), or free: uncached, or cached (evictable); at the end of a
@@ -113,6 +113,7 @@ class BlockManager {
   // The group's registered block of hash (after parent, holding these tokens), or -1.
   int32_t find_cached(int group, const BlockHash& hash, const BlockHash& parent, const int32_t* tokens) const;
   bool window_hit(int k, const std::vector<BlockHash>& chain, const BlockHash& root, const int32_t* tokens) const;
+  int64_t first_served_position(int k) const;
 
   int num_blocks_;
   int block_size_;

@@ -304,7 +304,7 @@ int state_slots(const EngineConfig& config, const Model& model, const Backend& b
 
 // The pool's blocks (pages of one KV group's layers): --kv-cache-blocks, or the blocks --kv-cache-memory holds,
 // or enough for every sequence slot at full context (every group's blocks; a windowed group's only what its
-// window spans), never more than the backend's memory allows.
+// window spans, except in a static batch), never more than the backend's memory allows.
 int kv_pool_blocks(const EngineConfig& config, const Model& model, const Backend& backend, const KvGroups& groups) {
   const int block_size = config.scheduler.block_size;
   const int64_t limit = backend.max_kv_blocks(block_size);
@@ -325,8 +325,11 @@ int kv_pool_blocks(const EngineConfig& config, const Model& model, const Backend
     if (blocks > limit) throw Error(what + ", more than the " + std::to_string(limit) + " that fit the " + device + " memory");
     return static_cast<int>(blocks);
   }
-  const int64_t per_seq = groups.pages_for_tokens(model.config.max_context, block_size,
-                                                  config.scheduler.max_num_batched_tokens);
+  // A static batch reserves every group's blocks of its whole requests; the others slide their windows.
+  const int64_t context = model.config.max_context;
+  const int64_t per_seq = config.scheduler.mode == Mode::kStatic
+                              ? groups.num_groups() * ((context + block_size - 1) / block_size)
+                              : groups.pages_for_tokens(context, block_size, config.scheduler.max_num_batched_tokens);
   return static_cast<int>(std::min<int64_t>({limit, per_seq * config.scheduler.max_num_seqs, INT32_MAX}));
 }
 

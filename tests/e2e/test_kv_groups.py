@@ -40,6 +40,14 @@ prefix_rows = [{"id": i, "prompt_token_ids": shared + [rng.randrange(3, 256) for
                 "temperature": 0, "ignore_eos": True} for i in range(5)]
 prefix_path = os.path.join(work, "prefix.jsonl")
 write_jsonl(prefix_path, prefix_rows)
+# Static batches of two, a shared prompt beside an unrelated one: the second batch's shared prompt starts
+# after its cached prefix and pads the columns before it, its padding rows reading the window behind it.
+mixed_rows = []
+for i, row in enumerate(prefix_rows[:3]):
+    unrelated = [rng.randrange(3, 256) for _ in range(46)]
+    mixed_rows += [dict(row, id=2 * i), dict(row, id=2 * i + 1, prompt_token_ids=unrelated)]
+mixed_path = os.path.join(work, "mixed.jsonl")
+write_jsonl(mixed_path, mixed_rows)
 
 
 def cbatch(model, path, tag, *flags):
@@ -137,5 +145,9 @@ for name, window in MODELS.items():
             f"{name}: only {cached_summary['cached_tokens']} prompt tokens served by the prefix cache")
     squeezed, _, _ = cbatch(model, prefix_path, f"{name}-prefix-small", "--kv-cache-memory", memory)
     c.check(squeezed == plain, f"{name}: prefix caching in a small cache changes the outputs")
+    static, static_summary, _ = cbatch(model, mixed_path, f"{name}-static", "--mode", "static", "--max-num-seqs", "2")
+    static_plain, _, _ = cbatch(model, mixed_path, f"{name}-static-plain", "--no-enable-prefix-caching")
+    c.check(static_summary["cached_tokens"] > 0, f"{name}: no prefix hit in the static batches")
+    c.check(static == static_plain, f"{name}: static batches with prefix hits change the outputs")
 shutil.rmtree(work, ignore_errors=True)
 c.done()
