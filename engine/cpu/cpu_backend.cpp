@@ -27,6 +27,7 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
       pool_(options.num_threads, kDecodeSpinNs),
       storage_(model.storage),
       weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
+      kv_groups_(kv_groups(model.config)),
       states_(model.config) {
   if (config_.has_recurrent_layers() && options.loras) {
     throw Error("LoRA adapters are not supported on hybrid models (" + config_.architecture + ") yet");
@@ -63,6 +64,7 @@ BackendTraits CpuBackend::make_traits() const {
 DevicePeaks CpuBackend::measure_peaks() { return measure_cpu_peaks(pool_); }
 
 int64_t CpuBackend::max_kv_blocks(int block_size) const {
+  if (options_.kv_blocks_bytes > 0) return options_.kv_blocks_bytes / kv_block_bytes(block_size);
   const int64_t bytes = config_.has_recurrent_layers() ? options_.kv_cache_bytes / 2 : options_.kv_cache_bytes;
   return bytes / kv_block_bytes(block_size);
 }
@@ -73,7 +75,7 @@ int64_t CpuBackend::max_state_slots() const {
 
 void CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   spec_ = spec;
-  const size_t n = static_cast<size_t>(config_.num_attention_layers()) * spec.num_blocks * spec.block_size * config_.kv_dim();
+  const size_t n = static_cast<size_t>(kv_groups_.layers_per_page) * spec.num_blocks * spec.block_size * config_.kv_dim();
   k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots);
@@ -191,6 +193,12 @@ void CpuBackend::rope_tables(const RaggedBatch& batch) {
 
 void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
   const int num_tokens = batch.num_tokens();
+  const size_t groups = static_cast<size_t>(kv_groups_.num_groups());
+  if (batch.num_kv_groups != kv_groups_.num_groups() || batch.slot_mapping.size() != groups * num_tokens ||
+      batch.block_tables.size() != groups * batch.num_seqs() * batch.max_blocks_per_seq) {
+    throw Error("internal error: a batch of " + std::to_string(batch.num_kv_groups) + " KV groups' tables for a model of " +
+                std::to_string(groups) + " (" + kv_groups_.describe() + ")");
+  }
   resize_activations(num_tokens);
   copy_blocks(batch);
   for (int s = 0; s < batch.num_seqs(); ++s) {
@@ -241,7 +249,8 @@ void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
   lora_groups_ = group_lora_rows(row_lora_);
 }
 
-// Copy-on-write: every layer's K and V of each source block into its destination, before the step writes.
+// Copy-on-write: every cache slot's K and V of each source block (one group's page) into its destination,
+// before the step writes.
 void CpuBackend::copy_blocks(const RaggedBatch& batch) {
   const size_t block_bytes = static_cast<size_t>(spec_.block_size) * config_.kv_dim() * kv_element_bytes(kv_element_);
   const size_t layer_bytes = block_bytes * spec_.num_blocks;
@@ -250,7 +259,7 @@ void CpuBackend::copy_blocks(const RaggedBatch& batch) {
     if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
       throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
     }
-    for (int l = 0; l < config_.num_attention_layers(); ++l) {
+    for (int l = 0; l < kv_groups_.layers_per_page; ++l) {
       for (uint8_t* cache : {k_cache_.get(), v_cache_.get()}) {
         uint8_t* layer = cache + l * layer_bytes;
         std::memcpy(layer + dst * block_bytes, layer + src * block_bytes, block_bytes);

@@ -12,6 +12,7 @@
 #include "engine/backend/backend.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/cpu/cpu_backend_options.hpp"
+#include "engine/model/kv_groups.hpp"
 #include "engine/model/model.hpp"
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_moe.hpp"
@@ -31,9 +32,9 @@ class CpuBackend final : public Backend {
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
   DevicePeaks measure_peaks() override;
 
-  // Only attention layers keep K/V.
+  // A block is one KV group's page: K and V of its layers (kv_groups.hpp; only attention layers keep K/V).
   int64_t kv_block_bytes(int block_size) const override {
-    return 2LL * config_.num_attention_layers() * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
+    return 2LL * kv_groups_.layers_per_page * block_size * config_.kv_dim() * kv_element_bytes(kv_element_);
   }
   // A hybrid model's cache memory is split in halves: K/V blocks and state slots.
   int64_t max_kv_blocks(int block_size) const override;
@@ -82,6 +83,9 @@ class CpuBackend final : public Backend {
   // position row r attends (its own, or with bidirectional attention its sequence's last).
   void norm_row(const float* x, const std::vector<float>& weight, const std::vector<float>& bias, float* out) const;
   int attention_extent(const RaggedBatch& batch, int64_t row) const;
+  int64_t kv_slot_offset(int layer) const;  // elements before the layer's cache slot in k_cache_ and v_cache_
+  // Row r's block table in the layer's KV group; throws when the first block its window reads was freed.
+  const int32_t* row_block_table(const RaggedBatch& batch, int layer, int64_t r, int first_key) const;
 
   ModelConfig config_;
   CpuBackendOptions options_;
@@ -95,9 +99,11 @@ class CpuBackend final : public Backend {
   std::vector<float> inv_freq_[kRopeSets];  // (head_dim / 2) each
 
   KvCacheSpec spec_;
+  KvGroups kv_groups_;             // which layers keep which K/V: a layer's group and cache slot
   KvElement kv_element_ = KvElement::kF32;
-  // Elements of kv_element_: K (layers, num_blocks, kv_dim, block_size), V (layers, num_blocks *
-  // block_size, kv_dim) (PagedKv).
+  // Elements of kv_element_: K (layers_per_page, num_blocks, kv_dim, block_size), V (layers_per_page,
+  // num_blocks * block_size, kv_dim) (PagedKv): layer l's K/V live in cache slot kv_groups_.layer_slot[l],
+  // in the pages of its group's block table.
   ZeroedBytes k_cache_;
   ZeroedBytes v_cache_;
   CpuStateCache states_;           // a hybrid model's recurrent state slots (empty otherwise)

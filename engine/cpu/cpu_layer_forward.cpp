@@ -33,7 +33,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const int num_tokens = batch.num_tokens();
   const int dim = config_.dim, hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
   const int q_proj = config_.q_proj_dim(), qkv_dim = q_proj + 2 * kv_dim, rotary = config_.rotary_dims();
-  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int64_t layer_offset = kv_slot_offset(l);
   const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
   const std::vector<float>& qkv_bias = layer.vector(LayerProduct::kQkvBias);
   const std::vector<float>& q_norm = layer.vector(LayerTensor::kQNorm);
@@ -47,6 +47,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   matmul(input, layer.matrix(LayerProduct::kQkv), qkv_.data(), num_tokens, pool_);
   lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
+  const int32_t* slots = batch.slots(kv_groups_.layer_group[static_cast<size_t>(l)]);  // the layer's group's pages
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
     float* k = q + q_proj;  // the k rows follow the q projection's (with the gate: 2 * q_dim of them)
@@ -66,10 +67,25 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     const bool rotates = !config_.learned_positions && !config_.is_nope(l);  // NoPE layers keep q and k as they are
     for (int h = 0; h < config_.num_heads && rotates; ++h) rope_head(q + h * hd, rotary, c, s, config_.rope_layout);
     for (int h = 0; h < config_.num_kv_heads && rotates; ++h) rope_head(k + h * hd, rotary, c, s, config_.rope_layout);
-    const int32_t slot = batch.slot_mapping[r];
+    const int32_t slot = slots[r];
     if (slot < 0) continue;
     store_kv(k, layer_offset, slot);
   }
+}
+
+int64_t CpuBackend::kv_slot_offset(int l) const {
+  return static_cast<int64_t>(kv_groups_.layer_slot[static_cast<size_t>(l)]) * spec_.num_blocks * spec_.block_size *
+         config_.kv_dim();
+}
+
+const int32_t* CpuBackend::row_block_table(const RaggedBatch& batch, int l, int64_t r, int first_key) const {
+  const int32_t* table = batch.block_table(kv_groups_.layer_group[static_cast<size_t>(l)], row_seq_[r]);
+  // A windowed group's freed blocks are -1, and a prefix of the table: the first block read must be a page.
+  if (table[first_key / spec_.block_size] < 0) {
+    throw Error("internal error: layer " + std::to_string(l) + " row " + std::to_string(r) + " would read block " +
+                std::to_string(first_key / spec_.block_size) + ", freed from its KV group's table");
+  }
+  return table;
 }
 
 // Qwen3.5's q rows hold per head [q | gate]: the gates go to att_gate_'s row, the q heads close up into the
@@ -111,7 +127,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int num_tokens = batch.num_tokens();
   const int hd = config_.head_dim, q_dim = config_.q_dim(), kv_dim = config_.kv_dim();
   const int qkv_dim = config_.q_proj_dim() + 2 * kv_dim;
-  const int64_t layer_offset = static_cast<int64_t>(config_.attention_index(l)) * spec_.num_blocks * spec_.block_size * kv_dim;
+  const int64_t layer_offset = kv_slot_offset(l);
   qkv_projection(batch, l);
   const int element_bytes = kv_element_bytes(kv_element_);
   const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
@@ -122,7 +138,7 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int num_heads = config_.num_heads;
   const int group = num_heads / config_.num_kv_heads;
   auto table_of = [&](int64_t r) {
-    return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+    return row_block_table(batch, l, r, params.first_key(attention_extent(batch, r)));
   };
   // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
   const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;
