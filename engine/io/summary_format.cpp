@@ -91,6 +91,7 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   write_throughput_fields(w, s);
   w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
   w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  if (s.weight_bytes > 0) w.key("weight_bytes").int64(s.weight_bytes);
   if (s.state_slots_total > 0) {  // a hybrid model's recurrent-state slots
     w.key("peak_state_slots").int64(s.peak_state_slots);
     w.key("state_slots_total").int64(s.state_slots_total);

@@ -172,7 +172,11 @@ std::string describe_quantization(const QuantizationConfig& q) {
   char bpw[64];
   std::snprintf(bpw, sizeof bpw, ", %.2f bits per weight", q.bits + scale_bits);
   text += bpw;
-  if (q.method != "mxfp4") text += "; expanded to f32 at load";
+  if (q.method == "gptq" || q.method == "awq" || q.format == "pack-quantized") {
+    text += "; kept as Q4_0, Q5_0 or Q8_0 blocks (those that hold the codes exactly, else f32)";
+  } else if (q.method != "mxfp4") {
+    text += "; expanded to f32 at load";
+  }
   if (!q.not_converted.empty()) text += "; " + std::to_string(q.not_converted.size()) + " module patterns kept in float";
   return text;
 }

@@ -1,5 +1,6 @@
-"""Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, FP8), read on the CPU by expanding each quantized
-Linear to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the
+"""Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, compressed-tensors, FP8) on the CPU: integer ones kept
+as the GGUF blocks that hold their codes exactly (Q4_0, Q5_0, Q8_0; act-order inputs permuted into groups),
+FP8 expanded to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the
 norms or lm_head, which the configs list as not converted, except where FP8 blocks cover lm_head too)
 quantized here by numpy quantizers written from the formats' definitions:
 - GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
@@ -11,17 +12,21 @@ quantized here by numpy quantizers written from the formats' definitions:
 - FP8: quant_method fp8 with weight_block_size (F8_E4M3 weights, weight_scale_inv per block, partial edge
   blocks), and compressed-tensors float-quantized per channel (weight_scale (out, 1); input_scale not read).
 Each is also written with every weight replaced by its exact dequantization (F32). cbatch's greedy tokens
-from the quantized directory equal its tokens from the dequantized one, which equal the float64
+from the quantized directory equal its tokens from the dequantized one under --cpu-precision exact (the
+blocks decode to the same fp32 values), which equal the float64
 reference's (family_reference.py) over its decisive steps, and differ from the unquantized model's (so a
-reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. Broken
-files exit 1 naming the tensor or the field."""
+reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. The
+integer schemes then run the 8-bit path (--cpu-precision fast, the default): greedy tokens and logprobs
+bit-identical across modes, token budgets, sequence caps and threads, logprobs not the exact path's, and the
+summary's weight_bytes shows the linears kept in their block type's bytes, not f32. Broken files exit 1
+naming the tensor or the field."""
 import json
 import os
 import random
 import shutil
 import struct
 
-from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import EXACT, Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
 
 need_modules("numpy")
 import numpy as np  # noqa: E402
@@ -42,7 +47,7 @@ rng = random.Random(23)
 prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60)]
 prompts_path = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
-                            "ignore_eos": True} for i, p in enumerate(prompts)])
+                            "ignore_eos": True, "logprobs": 1} for i, p in enumerate(prompts)])
 
 
 # ------------------------------------------------------------------------------------------- files
@@ -232,21 +237,21 @@ def packed_config(bits, sym, group):
 
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
-    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True,
+    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q5_0",
                            config=dict(GPTQ, bits=4, sym=False, desc_act=True), inspect="gptq (gptq) 4-bit, group 32"),
-    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True,
+    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True, blocks="Q5_0",
                           config=dict(GPTQ, bits=4, sym=False, desc_act=False, checkpoint_format="gptq_v2"),
                           inspect="gptq (gptq_v2) 4-bit, group 32, asymmetric"),
-    "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True,
+    "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True, blocks="Q4_0",
                           config=dict(GPTQ, bits=4, sym=True, desc_act=True), inspect="symmetric, act-order"),
-    "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False,
+    "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False, blocks="Q8_0",
                       config=dict(GPTQ, bits=8, sym=True, desc_act=False), inspect="gptq (gptq) 8-bit"),
-    "awq": dict(method="awq", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
+    "awq": dict(method="awq", blocks="Q5_0", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
                                           version="gemm", modules_to_not_convert=["lm_head"]),
                 inspect="awq (gemm) 4-bit, group 32"),
-    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, config=packed_config(4, False, 32),
+    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, blocks="Q5_0", config=packed_config(4, False, 32),
                             inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
-    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, config=packed_config(8, True, None),
+    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, blocks="Q8_0", config=packed_config(8, True, None),
                              inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
     "fp8-block": dict(method="fp8-block", config=dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
                                                       weight_block_size=[32, 32]),
@@ -261,13 +266,53 @@ SCHEMES = {
 
 
 # ------------------------------------------------------------------------------------------- checks
-def outputs(model):
+# Bytes a weight takes in int8 panels of the block type an integer scheme's codes fit (Q5_0: in planes,
+# as at --max-num-seqs 8 or fewer).
+PANEL_BITS = {"Q4_0": 4.5, "Q5_0": 5.5, "Q8_0": 8.5}
+FIRST_LOGPROB_GAP = 0.05
+FAST_CONFIGS = [["--max-num-seqs", "4"], ["--max-num-seqs", "4", "--max-num-batched-tokens", "16"],
+                ["--max-num-seqs", "4", "--mode", "static", "--threads", "1"],
+                ["--max-num-seqs", "4", "--mode", "sequential", "--threads", "2"]]
+def outputs(model, extra=EXACT, logprobs=False, summary=None):
     out = os.path.join(work, "out.jsonl")
-    run(["run", prompts_path, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
-    return [r["output_token_ids"] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+    more = ["--summary", summary] if summary else []
+    run(["run", prompts_path, "-o", out, "--model", model, "--device", "cpu", "--quiet"] + extra + more)
+    rows = sorted(read_jsonl(out), key=lambda r: r["id"])
+    return [(r["output_token_ids"], r["logprobs"]) if logprobs else r["output_token_ids"] for r in rows]
+
+
+def weight_bytes(model, extra):
+    path = os.path.join(work, "summary.json")
+    outputs(model, extra, summary=path)
+    return json.load(open(path))["weight_bytes"]
+
+
+def check_fast(label, quantized_dir, exact_dir, blocks):
+    """The 8-bit path on an integer scheme's blocks: batch-invariant, not the exact product, and the linears
+    in `blocks`' panel bytes (plus 4 bytes an input of each act-order matrix's order)."""
+    runs = [outputs(quantized_dir, extra, logprobs=True) for extra in FAST_CONFIGS]
+    for extra, got in zip(FAST_CONFIGS[1:], runs[1:]):
+        c.check(got == runs[0], f"{label} fast {' '.join(extra)}: outputs differ from {' '.join(FAST_CONFIGS[0])}")
+    exact = outputs(quantized_dir, EXACT + ["--max-num-seqs", "4"], logprobs=True)
+    c.check([lp for _, lp in exact] != [lp for _, lp in runs[0]], f"{label}: fast logprobs equal exact ones")
+    # The first token of each prompt (same context on both paths): its logprob within the 8-bit activations'
+    # error of the exact one (a wrong scale, zero or input order moves it by far more).
+    first_gap = max(abs(f[1][0]["logprob"] - e[1][0]["logprob"]) for f, e in zip(runs[0], exact))
+    print(f"{label}: fast vs exact first-token logprob, largest gap {first_gap:.4f}")
+    c.check(all(f[0][0] == e[0][0] for f, e in zip(runs[0], exact)) and first_gap < FIRST_LOGPROB_GAP,
+            f"{label}: fast first tokens or logprobs are not the exact path's (gap {first_gap})")
+    linear = sum(w.size for n, w in weights.items() if is_linear(n))
+    inputs = sum(w.shape[1] for n, w in weights.items() if is_linear(n))
+    kept = weight_bytes(quantized_dir, FAST_CONFIGS[0])
+    f32_kept = weight_bytes(exact_dir, FAST_CONFIGS[0])
+    linear_bytes = kept - (f32_kept - 4 * linear)
+    want = linear * PANEL_BITS[blocks] / 8
+    c.check(want <= linear_bytes <= want + 4 * inputs,
+            f"{label}: linears take {linear_bytes} bytes, expected {want:.0f} ({blocks} panels) + input orders")
 
 
 def check_reference(label, got, expected):
+
     compared = 0
     for i, (ids, margins) in enumerate(expected):
         want = ids[:reference.agreed_prefix(ids, margins, MARGIN)]
@@ -301,6 +346,8 @@ for label, scheme in SCHEMES.items():
     text = run(["inspect", "--model", quantized_dir]).stdout
     line = next((x for x in text.splitlines() if x.startswith("quantization: ")), "")
     c.check(scheme["inspect"] in line, f"{label}: inspect does not say {scheme['inspect']!r}:\n{text}")
+    if "blocks" in scheme:
+        check_fast(label, quantized_dir, exact_dir, scheme["blocks"])
 
 
 # ------------------------------------------------------------------------------------------- broken files
