@@ -7,8 +7,9 @@
 // per-expert projections instead of the dense FFN (gpt-oss's stacked experts, bf16 or MXFP4, are
 // rearranged into owned buffers: hf_stacked_experts.hpp). BERT and XLM-R encoders (model_type bert,
 // xlm-roberta) have their own names and no lm_head; a cross-encoder adds its pooler and classifier.
-// A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, FP8: config.json's quantization_config) are
-// expanded to f32 tensors the loader owns as they are read (hf_quantized.hpp).
+// A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, compressed-tensors, FP8: config.json's
+// quantization_config) become tensors the loader owns as they are read (hf_quantized.hpp): GGUF blocks of
+// the integer codes, or f32.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -108,7 +109,7 @@ class WeightFiles final : public TensorFile {
   std::string description_;
   QuantizationConfig quantization_;
   const TensorFileOf file_of_ = [this](const std::string& name) { return file_of(name); };
-  mutable OwnedBuffers expanded_;  // the expanded quantized weights, (out, in) f32 each
+  mutable OwnedBuffers expanded_;  // the quantized weights as read, (out, in) blocks or f32 each
 };
 
 // Where the text model's tensors live: "model." (causal LMs), or inside a multimodal Gemma 3 checkpoint.
