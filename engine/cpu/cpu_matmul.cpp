@@ -329,7 +329,8 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
     if (order != nullptr) {
       xs.resize(static_cast<size_t>(std::max<int64_t>(m * k, static_cast<int64_t>(xs.size()))));
       for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < k; ++j) xs[static_cast<size_t>(i * k + j)] = x[i * k + (*order)[static_cast<size_t>(j)]];
+        float* row = xs.data() + i * k;
+        for (int64_t j = 0; j < k; ++j) row[j] = x[i * k + (*order)[static_cast<size_t>(j)]];
       }
     }
     matmul_int8_rows(order != nullptr ? xs.data() : x, part, y + first, w.rows(), m, pool);

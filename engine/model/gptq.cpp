@@ -76,7 +76,8 @@ OwnedTensor read_gptq(const TensorFileOf& file_of, const std::string& weight_nam
   const std::vector<int32_t> g_idx = group_of_rows(parts, s, group_rows);
   const std::vector<uint32_t> words = parts.words("qweight"), zeros = parts.words("qzeros");
   const std::vector<float> scales = parts.floats("scales");
-  return int_codes_tensor(parts.name("qweight"), gptq_codes(s, words.data(), zeros.data(), scales.data(), g_idx.data()));
+  return int_codes_tensor(parts.name("qweight"),
+                          gptq_codes(s, words.data(), zeros.data(), scales.data(), g_idx.data()));
 }
 
 }  // namespace cbatch

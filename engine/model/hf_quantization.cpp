@@ -113,7 +113,9 @@ void read_compressed(const JsonFields& f, QuantizationConfig& q) {
       }
       if (q.strategy == "block" && q.weight_block_size.size() != 2) w.fail("block_structure", "must be [rows, cols]");
     } else if (q.format == "nvfp4-pack-quantized") {  // nvfp4_hf.hpp
-      if (q.type != "float" || q.bits != 4) unsupported(w, "type", q.type + " with " + std::to_string(q.bits) + " bits");
+      if (q.type != "float" || q.bits != 4) {
+        unsupported(w, "type", q.type + " with " + std::to_string(q.bits) + " bits");
+      }
       if (q.strategy != "tensor_group") unsupported(w, "strategy", "'" + q.strategy + "'");
       if (q.group_size != 16) unsupported(w, "group_size", std::to_string(q.group_size));
       if (!q.sym) unsupported(w, "symmetric", "false");

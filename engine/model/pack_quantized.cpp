@@ -91,8 +91,9 @@ OwnedTensor read_pack_quantized(const TensorFileOf& file_of, const std::string& 
   }
   const std::vector<uint32_t> packed = parts.words("weight_packed");
   const std::vector<float> scales = parts.floats("weight_scale");
-  return int_codes_tensor(parts.name("weight_packed"), packed_int_codes(s, packed.data(), q.sym ? nullptr : zeros.data(),
-                                                                       scales.data(), groups.data()));
+  const uint32_t* zero_words = q.sym ? nullptr : zeros.data();
+  return int_codes_tensor(parts.name("weight_packed"),
+                          packed_int_codes(s, packed.data(), zero_words, scales.data(), groups.data()));
 }
 
 }  // namespace cbatch

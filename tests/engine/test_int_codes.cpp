@@ -5,9 +5,12 @@
 // 2% of the exact fp32 product that the int8 tests allow the 32-k block types (test_cpu_matmul_int8.cpp).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/base/thread_pool.hpp"
@@ -36,7 +39,9 @@ IntCodes random_codes(int64_t out, int64_t in, int64_t group_rows, int lo, int h
   for (int64_t k = 0; k < in; ++k) perm[static_cast<size_t>(k)] = static_cast<int32_t>(k);
   if (act_order) std::shuffle(perm.begin(), perm.end(), rng);
   c.groups.resize(static_cast<size_t>(in));
-  for (int64_t k = 0; k < in; ++k) c.groups[static_cast<size_t>(perm[static_cast<size_t>(k)])] = static_cast<int32_t>(k / group_rows);
+  for (int64_t k = 0; k < in; ++k) {
+    c.groups[static_cast<size_t>(perm[static_cast<size_t>(k)])] = static_cast<int32_t>(k / group_rows);
+  }
   return c;
 }
 
@@ -68,7 +73,7 @@ TEST_CASE("integer codes take the smallest GGUF block type that holds them exact
 
 TEST_CASE("the blocks decode to the dequantized weights, bit for bit, act-order inputs back in place") {
   for (const bool act_order : {false, true}) {
-    for (const auto [lo, hi, dtype] : {std::tuple{-8, 7, DType::kQ4_0}, std::tuple{-16, 15, DType::kQ5_0},
+    for (const auto& [lo, hi, dtype] : {std::tuple{-8, 7, DType::kQ4_0}, std::tuple{-16, 15, DType::kQ5_0},
                                        std::tuple{-128, 127, DType::kQ8_0}}) {
       CAPTURE(act_order);
       CAPTURE(dtype_name(dtype));
@@ -85,7 +90,7 @@ TEST_CASE("the blocks decode to the dequantized weights, bit for bit, act-order 
 TEST_CASE("the int8 product of act-order blocks is the GGUF blocks' product on permuted inputs") {
   ThreadPool pool(2);
   const int64_t out = 200, in = 512, max_m = 9;
-  for (const auto [lo, hi] : {std::pair{-8, 7}, std::pair{-16, 15}, std::pair{-128, 127}}) {
+  for (const auto& [lo, hi] : {std::pair{-8, 7}, std::pair{-16, 15}, std::pair{-128, 127}}) {
     CAPTURE(lo);
     const IntCodes c = random_codes(out, in, 128, lo, hi, true, 11);
     const OwnedTensor t = int_codes_tensor("w", c);
@@ -98,7 +103,9 @@ TEST_CASE("the int8 product of act-order blocks is the GGUF blocks' product on p
     const std::vector<float> x = activations(max_m * in, 5);
     std::vector<float> x_permuted(x.size());
     for (int64_t i = 0; i < max_m; ++i) {
-      for (int64_t j = 0; j < in; ++j) x_permuted[static_cast<size_t>(i * in + j)] = x[static_cast<size_t>(i * in + t.view.input_order[j])];
+      for (int64_t j = 0; j < in; ++j) {
+        x_permuted[static_cast<size_t>(i * in + j)] = x[static_cast<size_t>(i * in + t.view.input_order[j])];
+      }
     }
     std::vector<float> y(static_cast<size_t>(max_m * out), NAN), y_plain(y.size(), NAN), y_alone(y.size(), NAN);
     matmul(x.data(), ordered, y.data(), max_m, pool);
@@ -113,13 +120,16 @@ TEST_CASE("the int8 product of act-order blocks is the GGUF blocks' product on p
     for (int64_t i = 0; i < max_m; ++i) {
       for (int64_t o = 0; o < out; ++o) {
         double want = 0;
-        for (int64_t k = 0; k < in; ++k) want += static_cast<double>(x[static_cast<size_t>(i * in + k)]) * w[static_cast<size_t>(o * in + k)];
+        for (int64_t k = 0; k < in; ++k) {
+          want += static_cast<double>(x[static_cast<size_t>(i * in + k)]) * w[static_cast<size_t>(o * in + k)];
+        }
         const double d = y[static_cast<size_t>(i * out + o)] - want;
         err += d * d;
         norm += want * want;
       }
     }
-    MESSAGE("codes [" << lo << ", " << hi << "]: int8 vs the float64 product, relative error " << std::sqrt(err / norm));
+    MESSAGE("codes [" << lo << ", " << hi << "]: int8 vs the float64 product, relative error "
+                      << std::sqrt(err / norm));
     CHECK(std::sqrt(err / norm) < 0.02);
     CHECK(err > 0.0);  // the 8-bit path ran
   }
