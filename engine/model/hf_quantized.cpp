@@ -32,6 +32,8 @@ bool is_fp8(const QuantizationConfig& q) {
 
 }  // namespace
 
+bool keeps_int_codes(const QuantizationConfig& q) { return is_packed_int(q) || is_packed_int_ct(q); }
+
 bool is_stored_quantized(const TensorFileOf& file_of, const QuantizationConfig& q, const std::string& name) {
   if (!is_weight(name)) return false;
   if (is_packed_int(q)) return file_of(stem(name) + "qweight") != nullptr;

@@ -13,6 +13,10 @@
 
 namespace cbatch {
 
+// Whether q's weights are integer codes kept as GGUF blocks where one holds them (int_codes.hpp): GPTQ,
+// AWQ, compressed-tensors pack-quantized.
+bool keeps_int_codes(const QuantizationConfig& q);
+
 // Whether the float weight `name` is stored quantized in the files under q.
 bool is_stored_quantized(const TensorFileOf& file_of, const QuantizationConfig& q, const std::string& name);
 

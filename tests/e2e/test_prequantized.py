@@ -378,6 +378,22 @@ expect_failure("weight_zero_point missing", broken("packed-zeros", lambda t: t.p
                                                    scheme="int4-group-asym"), [P + "weight_zero_point", "missing"])
 expect_failure("pack-quantized bits", broken("packed-bits", edit_config=lambda q: q["config_groups"]["group_0"][
     "weights"].update(num_bits=2), scheme="int4-group-asym"), ["num_bits", "int with 2 bits", "supported:"])
+# Groups of 16 inputs are not whole Q4_0 blocks: the weights are expanded to f32, and the run says so.
+g16 = os.path.join(work, "gptq-g16")
+g16_tensors, g16_exact = {}, {}
+for name, w in weights.items():
+    if is_linear(name):
+        parts, g16_exact[name] = gptq(w, 4, True, False, np.random.default_rng(4), group=16)
+        g16_tensors.update({name[:-len("weight")] + k: v for k, v in parts.items()})
+    else:
+        g16_tensors[name], g16_exact[name] = f32(w), w
+write_model(g16, g16_tensors, dict(GPTQ, bits=4, sym=True, desc_act=False, group_size=16))
+write_model(g16 + "-dequantized", {k: f32(v) for k, v in g16_exact.items()})
+proc = run(["run", prompts_path, "-o", os.path.join(work, "g16.jsonl"), "--model", g16, "--device", "cpu"])
+c.check(f"{len(LINEARS) * 3} of {len(LINEARS) * 3} quantized weights expanded to f32" in proc.stderr,
+        f"group 16: no note that the weights were expanded:\n{proc.stderr[-600:]}")
+c.check(outputs(g16, []) == outputs(g16 + "-dequantized", []), "group 16: tokens differ from the dequantized model's")
+
 N = "model.layers.1.mlp.down_proj."
 expect_failure("nvfp4 global scale missing", broken("nvfp4-global", lambda t: t.pop(N + "weight_global_scale"),
                                                     scheme="nvfp4"), [N + "weight_global_scale", "missing"])
