@@ -65,6 +65,7 @@ class EngineRun {
     RunSummary summary = stats_.summarize(static_cast<double>(engine_now_ns() - start_ns_) * 1e-9);
     summary.interrupted = stopping();
     summary.state_slot_bytes = backend_.state_slot_bytes();
+    summary.weight_bytes = backend_.traits().weight_bytes;
     summary.state_slots_total = slots_.num_slots();
     summary.kv_group_windows = groups_.windows();
     summary.kv_layers_per_block = groups_.layers_per_page;

@@ -72,6 +72,7 @@ struct RunSummary {
   int peak_state_slots = 0;        // a hybrid model's recurrent-state slots: most held after a step
   int state_slots_total = 0;       // the pool (0: no recurrent layers)
   int64_t state_slot_bytes = 0;    // one slot's bytes
+  int64_t weight_bytes = 0;        // the backend's weight matrices in memory (BackendTraits::weight_bytes)
   bool prefix_caching_off_for_state = false;  // asked for, but off: a recurrent state is not in the blocks
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;

@@ -57,6 +57,7 @@ BackendTraits CpuBackend::make_traits() const {
   t.expert_bytes_per_param =
       weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : t.weight_bytes_per_param;
   t.kv_bytes_per_elem = static_cast<double>(kv_element_bytes(kv_element_));
+  t.weight_bytes = weights_.matrix_bytes + weights_.expert_matrix_bytes;
   t.runs_recurrent_layers = true;
   return t;
 }

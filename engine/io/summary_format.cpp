@@ -125,6 +125,7 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   w.key("resumed_failed").int64(s.resumed_failed);
   write_throughput_fields(w, s);
   write_kv_fields(w, s);
+  if (s.weight_bytes > 0) w.key("weight_bytes").int64(s.weight_bytes);
   if (s.state_slots_total > 0) {  // a hybrid model's recurrent-state slots
     w.key("peak_state_slots").int64(s.peak_state_slots);
     w.key("state_slots_total").int64(s.state_slots_total);
