@@ -73,10 +73,12 @@ TEST_CASE("integer codes take the smallest GGUF block type that holds them exact
 
 TEST_CASE("the blocks decode to the dequantized weights, bit for bit, act-order inputs back in place") {
   for (const bool act_order : {false, true}) {
-    for (const auto& [lo, hi, dtype] : {std::tuple{-8, 7, DType::kQ4_0}, std::tuple{-16, 15, DType::kQ5_0},
-                                       std::tuple{-128, 127, DType::kQ8_0}}) {
+    for (const auto& range : {std::tuple{-8, 7, DType::kQ4_0}, std::tuple{-16, 15, DType::kQ5_0},
+                              std::tuple{-128, 127, DType::kQ8_0}}) {
+      const auto [lo, hi, dtype] = range;
+      const auto type_name = dtype_name(dtype);  // (CAPTURE's lambda may not name a binding)
       CAPTURE(act_order);
-      CAPTURE(dtype_name(dtype));
+      CAPTURE(type_name);
       const IntCodes c = random_codes(24, 128, 32, lo, hi, act_order, 7);
       const OwnedTensor t = int_codes_tensor("w", c);
       CHECK(t.view.dtype == dtype);
@@ -90,8 +92,10 @@ TEST_CASE("the blocks decode to the dequantized weights, bit for bit, act-order 
 TEST_CASE("the int8 product of act-order blocks is the GGUF blocks' product on permuted inputs") {
   ThreadPool pool(2);
   const int64_t out = 200, in = 512, max_m = 9;
-  for (const auto& [lo, hi] : {std::pair{-8, 7}, std::pair{-16, 15}, std::pair{-128, 127}}) {
-    CAPTURE(lo);
+  for (const auto& range : {std::pair{-8, 7}, std::pair{-16, 15}, std::pair{-128, 127}}) {
+    const auto [lo, hi] = range;
+    const int low = lo;  // (CAPTURE's lambda may not name a binding)
+    CAPTURE(low);
     const IntCodes c = random_codes(out, in, 128, lo, hi, true, 11);
     const OwnedTensor t = int_codes_tensor("w", c);
     REQUIRE(t.view.input_order != nullptr);
