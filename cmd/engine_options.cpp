@@ -55,6 +55,9 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--block-size", o.block_size, "tokens per KV cache block")->check(CLI::Range(1, 1024));
   app.add_option("--kv-cache-blocks", o.kv_cache_blocks, "KV cache blocks (default: what memory allows)")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--kv-cache-memory", o.kv_cache_memory,
+                 "memory of the KV cache's blocks: bytes, or with a K, M or G suffix (default: every sequence slot "
+                 "at full context, as far as memory allows)");
   app.add_option("--gpu-memory-utilization", o.gpu_memory_utilization, "fraction of GPU memory to use")
       ->check(CLI::Range(0.05, 1.0));
   app.add_option("--max-tokens", o.max_tokens, "max_tokens of requests that do not set it")

@@ -1,6 +1,7 @@
 #include "cmd/run_plan.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 
 #include "cmd/cuda_kernel_flags.hpp"
@@ -11,6 +12,26 @@
 
 namespace cbatch {
 namespace {
+
+// "1073741824", "512M", "2G" (powers of 1024; K, M, G, either case, an optional trailing B); "" is 0 (unset).
+int64_t parse_memory_size(const std::string& flag, const std::string& text) {
+  if (text.empty()) return 0;
+  std::string digits = text;
+  if (!digits.empty() && (digits.back() == 'B' || digits.back() == 'b')) digits.pop_back();
+  int64_t unit = 1;
+  if (!digits.empty()) {
+    const char suffix = static_cast<char>(std::toupper(static_cast<unsigned char>(digits.back())));
+    const int shift = suffix == 'K' ? 10 : suffix == 'M' ? 20 : suffix == 'G' ? 30 : 0;
+    if (shift > 0) unit = int64_t{1} << shift, digits.pop_back();
+  }
+  const bool all_digits = !digits.empty() && digits.size() <= 15 &&
+                          std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int64_t bytes = all_digits ? std::stoll(digits) * unit : 0;
+  if (bytes <= 0 || bytes / unit > (int64_t{1} << 50) / unit) {
+    throw Error(flag + " " + elide(text) + ": expected a positive size in bytes, or with a K, M or G suffix (512M, 2G)");
+  }
+  return bytes;
+}
 
 std::optional<ShardSpec> shard_of(const EngineOptions& o) {
   if (o.shard.empty()) {
@@ -100,6 +121,7 @@ CpuBackendOptions cpu_options(const EngineOptions& o) {
   cpu.int8_products = o.cpu_precision != "exact";
   cpu.int8_planes = cpu.int8_products && o.max_num_seqs <= kInt8PlanesMaxSeqs;
   if (o.kv_cache_dtype != "auto") cpu.kv_element = o.kv_cache_dtype == "bfloat16" ? KvElement::kBf16 : KvElement::kF32;
+  cpu.kv_blocks_bytes = parse_memory_size("--kv-cache-memory", o.kv_cache_memory);
   return cpu;
 }
 
@@ -116,6 +138,10 @@ EngineConfig engine_config(const EngineOptions& o) {
   config.scheduler.enable_prefix_caching = o.enable_prefix_caching;
   config.scheduler.max_loras = o.max_loras;
   config.kv_cache_blocks = o.kv_cache_blocks;
+  config.kv_cache_memory_bytes = parse_memory_size("--kv-cache-memory", o.kv_cache_memory);
+  if (o.kv_cache_blocks > 0 && config.kv_cache_memory_bytes > 0) {
+    throw Error("--kv-cache-blocks and --kv-cache-memory both size the KV cache: give one of them");
+  }
   config.default_max_tokens = o.max_tokens;
   config.seed = o.seed;
   config.quiet = o.quiet;

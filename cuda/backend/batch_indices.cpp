@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/attention/attention_shape.hpp"
 #include "cuda/attention/decode_stream.hpp"
 #include "cuda/common/cuda_check.hpp"
 
@@ -20,8 +21,12 @@ std::string num(int64_t v) { return std::to_string(v); }
 void validate_sizes(const RaggedBatch& b, const BatchLimits& lim) {
   const int n = b.num_tokens();
   const int s = b.num_seqs();
-  if (b.positions.size() != b.token_ids.size() || b.slot_mapping.size() != b.token_ids.size()) {
-    bad_batch("token_ids, positions and slot_mapping differ in length");
+  const size_t groups = lim.group_windows.size();
+  if (b.num_kv_groups != static_cast<int>(groups)) {
+    bad_batch(num(b.num_kv_groups) + " KV groups' tables for a model of " + num(static_cast<int64_t>(groups)));
+  }
+  if (b.positions.size() != b.token_ids.size() || b.slot_mapping.size() != groups * b.token_ids.size()) {
+    bad_batch("token_ids, positions and slot_mapping (one row per KV group) differ in length");
   }
   if (n > lim.max_tokens) bad_batch(num(n) + " tokens exceed max_batch_tokens " + num(lim.max_tokens));
   if (s > lim.max_seqs) bad_batch(num(s) + " sequences exceed max_num_seqs " + num(lim.max_seqs));
@@ -35,8 +40,8 @@ void validate_sizes(const RaggedBatch& b, const BatchLimits& lim) {
   if (s > 0 && (b.max_blocks_per_seq <= 0 || b.max_blocks_per_seq > lim.max_blocks_per_seq)) {
     bad_batch("max_blocks_per_seq " + num(b.max_blocks_per_seq) + " is not in [1, " + num(lim.max_blocks_per_seq) + "]");
   }
-  if (b.block_tables.size() != static_cast<size_t>(s) * static_cast<size_t>(b.max_blocks_per_seq)) {
-    bad_batch("block_tables must hold num_seqs * max_blocks_per_seq entries");
+  if (b.block_tables.size() != groups * static_cast<size_t>(s) * static_cast<size_t>(b.max_blocks_per_seq)) {
+    bad_batch("block_tables must hold num_kv_groups * num_seqs * max_blocks_per_seq entries");
   }
   for (int r = 0; r < n; ++r) {
     if (b.token_ids[r] < 0 || b.token_ids[r] >= lim.vocab_size) {
@@ -53,28 +58,36 @@ void validate_sizes(const RaggedBatch& b, const BatchLimits& lim) {
   }
 }
 
-// Every row's position maps through its sequence's block table to a valid block, and its slot (unless
-// -1) is exactly that cache position, so attention reads what rope_kv_cache wrote.
+// In every KV group, every row's position maps through its sequence's block table to a valid block, and its
+// slot (unless -1) is exactly that cache position, so attention reads what rope_kv_cache wrote; every block a
+// row's window reads is a cache block (a windowed group's table is -1 before its rows' first window key: those
+// blocks were freed, and the kernels start at the window).
 void validate_cache_addresses(const RaggedBatch& b, const BatchLimits& lim) {
   const int bs = lim.block_size;
-  for (int s = 0; s < b.num_seqs(); ++s) {
-    const int32_t* table = b.block_tables.data() + static_cast<size_t>(s) * b.max_blocks_per_seq;
-    int max_pos = -1;
-    for (int r = b.query_start[s]; r < b.query_start[s + 1]; ++r) {
-      const int pos = b.positions[r];
-      if (pos < 0 || pos / bs >= b.max_blocks_per_seq) {
-        bad_batch("row " + num(r) + ": position " + num(pos) + " outside the block table");
+  for (size_t g = 0; g < lim.group_windows.size(); ++g) {
+    const int window = lim.group_windows[g];
+    const int32_t* slots = b.slot_mapping.data() + g * b.token_ids.size();
+    for (int s = 0; s < b.num_seqs(); ++s) {
+      const int32_t* table = b.block_tables.data() + (g * b.num_seqs() + static_cast<size_t>(s)) * b.max_blocks_per_seq;
+      int min_pos = INT32_MAX, max_pos = -1;
+      for (int r = b.query_start[s]; r < b.query_start[s + 1]; ++r) {
+        const int pos = b.positions[r];
+        if (pos < 0 || pos / bs >= b.max_blocks_per_seq) {
+          bad_batch("row " + num(r) + ": position " + num(pos) + " outside the block table");
+        }
+        min_pos = std::min(min_pos, pos);
+        max_pos = std::max(max_pos, pos);
+        const int slot = slots[r];
+        if (slot != -1 && (table[pos / bs] < 0 || slot != table[pos / bs] * bs + pos % bs)) {
+          bad_batch("row " + num(r) + ": slot " + num(slot) + " is not position " + num(pos) + " of its block table");
+        }
       }
-      max_pos = std::max(max_pos, pos);
-      const int slot = b.slot_mapping[r];
-      if (slot != -1 && (table[pos / bs] < 0 || slot != table[pos / bs] * bs + pos % bs)) {
-        bad_batch("row " + num(r) + ": slot " + num(slot) + " is not position " + num(pos) + " of its block table");
-      }
-    }
-    for (int blk = 0; blk <= max_pos / bs && max_pos >= 0; ++blk) {
-      if (table[blk] < 0 || table[blk] >= lim.num_blocks) {
-        bad_batch("sequence " + num(s) + ": block table entry " + num(blk) + " = " + num(table[blk]) +
-                  " is not a block of the " + num(lim.num_blocks) + "-block cache");
+      const int first = max_pos >= 0 ? window_first_key(min_pos, window) / bs : 0;
+      for (int blk = first; blk <= max_pos / bs && max_pos >= 0; ++blk) {
+        if (table[blk] < 0 || table[blk] >= lim.num_blocks) {
+          bad_batch("sequence " + num(s) + ": block table entry " + num(blk) + " = " + num(table[blk]) +
+                    " is not a block of the " + num(lim.num_blocks) + "-block cache");
+        }
       }
     }
   }
@@ -93,8 +106,9 @@ size_t BatchUploader::capacity(const BatchLimits& lim) {
   // tokens, positions, slots, tile_seq, tile_row, LoRA tiles (3 each, a tile at least a row); query_start,
   // decode_tile_start per window kind; logits_rows, decode_seqs; block_tables
   static_assert(sizeof(LoraTile) == 3 * sizeof(int32_t));
-  return 8 * tokens + (1 + kMaxWindowKinds) * (seqs + 1) + 2 * seqs +
-         seqs * static_cast<size_t>(lim.max_blocks_per_seq);
+  const size_t groups = lim.group_windows.size();  // slots and block tables: one set per KV group
+  return (7 + groups) * tokens + (1 + kMaxWindowKinds) * (seqs + 1) + 2 * seqs +
+         groups * seqs * static_cast<size_t>(lim.max_blocks_per_seq);
 }
 
 BatchUploader::BatchUploader(const BatchLimits& limits) : host_(capacity(limits)), device_(capacity(limits)) {}
@@ -126,6 +140,8 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
   idx.query_start = put(b.query_start);
   idx.logits_rows = put(b.logits_rows);
   idx.block_tables = put(b.block_tables);
+  idx.slots_stride = b.token_ids.size();
+  idx.tables_stride = static_cast<size_t>(b.num_seqs()) * static_cast<size_t>(b.max_blocks_per_seq);
   // A tile holds at least one row, so num_tokens entries suffice for each tile array.
   auto [h_tile_seq, d_tile_seq] = reserve(b.token_ids.size());
   auto [h_tile_row, d_tile_row] = reserve(b.token_ids.size());

@@ -21,12 +21,14 @@ constexpr int kMaxWindowKinds = 4;
 struct BatchIndices {
   const int32_t* tokens = nullptr;        // (num_tokens)
   const int32_t* positions = nullptr;     // (num_tokens)
-  const int32_t* slots = nullptr;         // (num_tokens)
+  const int32_t* slots = nullptr;         // (num_kv_groups, num_tokens)
   const int32_t* query_start = nullptr;   // (num_seqs + 1)
   const int32_t* logits_rows = nullptr;   // (num_logits)
   const int32_t* tile_seq = nullptr;      // (num_tiles) attention tiles, see paged_attention.hpp
   const int32_t* tile_row = nullptr;      // (num_tiles)
-  const int32_t* block_tables = nullptr;  // (num_seqs, max_blocks_per_seq)
+  const int32_t* block_tables = nullptr;  // (num_kv_groups, num_seqs, max_blocks_per_seq)
+  size_t slots_stride = 0;                // num_tokens: one KV group's slots
+  size_t tables_stride = 0;               // num_seqs * max_blocks_per_seq: one KV group's tables
   const int32_t* decode_seqs = nullptr;   // (num_decode) single-row sequences, for decode_attention
   // (num_decode + 1) their key tiles (decode_stream.hpp), for window kind k: the k-th of upload()'s windows
   const int32_t* decode_tile_start[kMaxWindowKinds] = {};
@@ -35,6 +37,10 @@ struct BatchIndices {
   int decode_tiles[kMaxWindowKinds] = {};  // decode_tile_start[k][num_decode]: key tiles per kv head
   const LoraTile* lora_tiles = nullptr;   // (num_lora_tiles) the rows of LoRA adapters (lora_layout.hpp)
   int num_lora_tiles = 0;
+
+  // A KV group's slots and block tables (a layer reads its group's, kv_groups.hpp).
+  const int32_t* group_slots(int group) const { return slots + static_cast<size_t>(group) * slots_stride; }
+  const int32_t* group_tables(int group) const { return block_tables + static_cast<size_t>(group) * tables_stride; }
 };
 
 struct BatchLimits {
@@ -45,11 +51,13 @@ struct BatchLimits {
   int num_blocks = 0;          // KV cache blocks
   int block_size = 0;
   int num_loras = 0;           // LoRA adapters loaded: RaggedBatch::lora_ids are in [0, num_loras]
+  std::vector<int> group_windows{0};  // (KV groups) each group's window, 0 = full (kv_groups.hpp)
 };
 
 // Throws cbatch::Error naming the first inconsistency: sizes over the limits, token ids outside the
-// vocabulary, query_start not a partition of the rows, positions whose blocks are not valid cache blocks,
-// slots that disagree with the block table, logits rows not ascending, LoRA ids never loaded.
+// vocabulary, query_start not a partition of the rows, positions whose blocks are not valid cache blocks (in
+// every KV group: a windowed group's from the first block its rows' windows read), slots that disagree with
+// their group's block table, logits rows not ascending, LoRA ids never loaded.
 void validate_batch(const RaggedBatch& batch, const BatchLimits& limits);
 
 class BatchUploader {

@@ -43,6 +43,7 @@
 #include "cuda/sampling/device_logprobs.hpp"
 #include "cuda/sampling/sampling_lists.hpp"
 #include "engine/backend/backend.hpp"
+#include "engine/model/kv_groups.hpp"
 #include "engine/model/model.hpp"
 
 namespace cbatch {
@@ -66,6 +67,7 @@ class CudaBackend final : public Backend {
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),
+        kv_groups_(kv_groups(config_)),
         decode_split_(windows_.size()),
         decode_stream_(windows_.size()),
         decode_partial_o_(static_cast<size_t>(max_partials()) * (config_.num_heads / config_.num_kv_heads) *
@@ -80,8 +82,9 @@ class CudaBackend final : public Backend {
 
   const BackendTraits& traits() const override { return traits_; }
 
+  // A block is one KV group's page: K and V of its layers (kv_groups.hpp).
   int64_t kv_block_bytes(int block_size) const override {
-    return int64_t{2} * config_.num_layers * block_size * config_.kv_dim() * kv_elem_bytes();
+    return int64_t{2} * kv_groups_.layers_per_page * block_size * config_.kv_dim() * kv_elem_bytes();
   }
 
   // kv_cache_memory.cpp: the KV cache and a hybrid model's state slots (one for each sequence a step may
@@ -110,18 +113,20 @@ class CudaBackend final : public Backend {
     const int table_context = std::max({options_.max_context, config_.max_context, 1});
     return BatchLimits{options_.max_batch_tokens, options_.max_num_seqs,
                        static_cast<int>(ceil_div(table_context, block_size)), config_.vocab_size, num_blocks,
-                       block_size, lora_.num_adapters()};
+                       block_size, lora_.num_adapters(), kv_groups_.windows()};
   }
   size_t layer_cache_elems() const {
     return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * config_.kv_dim();
   }
   // The cache element: 1 byte (E4M3) with --kv-cache-dtype fp8, else T.
   int64_t kv_elem_bytes() const { return options_.fp8_kv_cache ? 1 : static_cast<int64_t>(sizeof(T)); }
-  // The layer's K (part 0) or V (part 1) cache as elements of KV (uint8_t: its bytes, whatever the element).
+  // The layer's K (part 0) or V (part 1) cache as elements of KV (uint8_t: its bytes, whatever the element):
+  // its cache slot's, whose pages its KV group's block table names.
   template <typename KV>
   KV* layer_cache(int layer, int part) const {
     const size_t bytes = static_cast<size_t>(kv_elem_bytes()) * layer_cache_elems();
-    return reinterpret_cast<KV*>(kv_cache_.get() + (2 * static_cast<size_t>(layer) + part) * bytes);
+    const size_t slot = static_cast<size_t>(kv_groups_.layer_slot[static_cast<size_t>(layer)]);
+    return reinterpret_cast<KV*>(kv_cache_.get() + (2 * slot + part) * bytes);
   }
   template <typename KV>
   KV* k_cache(int layer) const { return layer_cache<KV>(layer, 0); }
@@ -190,7 +195,7 @@ class CudaBackend final : public Backend {
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
-  DeviceBuffer<uint8_t> kv_cache_;  // (num_layers, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
+  DeviceBuffer<uint8_t> kv_cache_;  // (layers_per_page, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
                                     // elements of T, or E4M3 codes with --kv-cache-dtype fp8
   // (num_layers, 2 (k, v)) fp32 scales of an FP8 cache: all 1.0, as vLLM's default where a checkpoint has
   // none; a checkpoint's calibrated k/v scales would be copied here (none is read yet).
@@ -206,6 +211,7 @@ class CudaBackend final : public Backend {
   // sees, so there is one of each per window kind.
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice();  // none: all rows paged
   std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
+  KvGroups kv_groups_;                        // each layer's KV group (its block table) and cache slot
   std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
   std::vector<DecodeStream> decode_stream_;   // (windows_.size()) this step's
   std::optional<DecodeStreamLimits> stream_limits_;  // asked of the device on the first stream step

@@ -66,7 +66,9 @@ class WeightUploader {
       fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
       return;
     }
-    if (is_block_type(t.dtype)) {
+    // Blocks are decoded on the device as stored; a tensor whose columns are its inputs permuted
+    // (input_order: a pre-quantized act-order weight) goes the fp32 way, which puts them back in order.
+    if (is_block_type(t.dtype) && t.input_order == nullptr) {
       upload_blocks(t, dst);
       return;
     }
@@ -110,6 +112,7 @@ class WeightUploader {
   // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
   void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
     expect_shape(t, rows, cols);
+    if (t.input_order != nullptr) throw Error("internal error: tensor '" + t.name + "' has permuted inputs");
     if (t.is_random) {  // a dummy MXFP4 tensor: its blocks generated in place
       fill_random_mxfp4(dst, static_cast<size_t>(rows * cols / 32), t.random.seed, t.random.scale, 0, stream_);
       return;
@@ -220,6 +223,7 @@ ExpertFormat expert_format(const std::vector<std::vector<ExpertSource>>& experts
   for (const auto& parts : experts) {
     for (const ExpertSource& p : parts) {
       if (p.tensor->dtype != first.dtype || p.tensor->is_random != first.is_random) return ExpertFormat::kT;
+      if (p.tensor->input_order != nullptr) return ExpertFormat::kT;  // act-order: the fp32 way, in order
     }
   }
   return ExpertFormat::kBlocks;

@@ -40,7 +40,7 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
   const double available = budget - in_use - index_bytes - state_bytes;
   const int64_t block_bytes = kv_block_bytes(block_size);
   const int64_t blocks = available > 0 ? static_cast<int64_t>(available / static_cast<double>(block_bytes)) : 0;
-  const int64_t needed = ceil_div(max_context(), block_size);
+  const int64_t needed = kv_groups_.pages_for_tokens(max_context(), block_size, options_.max_batch_tokens);
   if (blocks <= 0 || blocks < needed) {
     throw Error("not enough GPU memory for the KV cache: " + gib_string(static_cast<double>(total_bytes)) + " x " +
                 std::to_string(options_.gpu_memory_utilization) + " = " + gib_string(budget) + " allowed, " +
@@ -73,7 +73,7 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
   shape_.block_size = 0;          // "no cache" until every allocation below has succeeded
   shape_.num_blocks = 0;
   const size_t layer_elems = static_cast<size_t>(spec.num_blocks) * spec.block_size * config_.kv_dim();
-  DeviceBuffer<uint8_t> cache(2 * static_cast<size_t>(config_.num_layers) * layer_elems * kv_elem_bytes());
+  DeviceBuffer<uint8_t> cache(2 * static_cast<size_t>(kv_groups_.layers_per_page) * layer_elems * kv_elem_bytes());
   BatchUploader uploader(limits(spec.block_size, spec.num_blocks));
   // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
   // a stray read would give finite values and runs stay deterministic.
@@ -89,8 +89,9 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
   context_.synchronize();
 }
 
-// Copy-on-write of blocks that n > 1 samples shared: every layer's K and V of each source block into its
-// destination, on the step's stream before anything writes (a block of one layer's K or V is contiguous).
+// Copy-on-write of blocks that n > 1 samples shared: every cache slot's K and V of each source block (one KV
+// group's page) into its destination, on the step's stream before anything writes (a block of one slot's K or
+// V is contiguous). The layers of any one group name each slot once.
 template <typename T>
 void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) {
   const size_t block_bytes = static_cast<size_t>(shape_.block_size) * config_.kv_dim() * kv_elem_bytes();
@@ -100,7 +101,7 @@ void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) 
       throw Error("CUDA backend: block copy " + std::to_string(src) + " -> " + std::to_string(dst) +
                   " outside the KV cache");
     }
-    for (int layer = 0; layer < config_.num_layers; ++layer) {
+    for (int layer : kv_groups_.groups.front().layers) {
       for (uint8_t* cache : {k_cache<uint8_t>(layer), v_cache<uint8_t>(layer)}) {  // bytes, whatever the element
         CUDA_CHECK(cudaMemcpyAsync(cache + dst * block_bytes, cache + src * block_bytes, block_bytes,
                                    cudaMemcpyDeviceToDevice, stream));

@@ -161,14 +161,15 @@ void CudaBackend<T>::run_attention(int layer, const RaggedBatch& batch, const Ba
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const int kind = window_kind(layer);
-  rope_kv_cache<T, KV>(ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions, idx.slots,
+  const int group = kv_groups_.layer_group[static_cast<size_t>(layer)];  // its slots and block tables
+  rope_kv_cache<T, KV>(ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions, idx.group_slots(group),
                        rope_table(layer), batch.num_tokens(), shape_, config_.rope_layout == RopeLayout::kHalves,
                        stream, rope_family(layer), kv_scales(layer));
   profiler_.phase("rope_kv", stream);
   run_tile_attention<KV>(layer, batch, idx);
   profiler_.phase("attn_tiles", stream);
   decode_attention<T, KV>(ws.attn.get(), ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
-                          idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
+                          idx.query_start, idx.group_tables(group), batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
                           decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(),
                           shape_, stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
                           scoring(layer), kv_scales(layer));
@@ -184,7 +185,8 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
     if (use_prefill_kernel_) attend = &prefill_attention<T, KV>;
   }
   attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
-         idx.query_start, idx.block_tables, batch.max_blocks_per_seq, idx.tile_seq, idx.tile_row, idx.num_tiles,
+         idx.query_start, idx.group_tables(kv_groups_.layer_group[static_cast<size_t>(layer)]), batch.max_blocks_per_seq,
+         idx.tile_seq, idx.tile_row, idx.num_tiles,
          shape_, context_.stream(), scoring(layer), kv_scales(layer));
 }
 

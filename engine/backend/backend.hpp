@@ -75,6 +75,9 @@ struct BackendTraits {
   double weight_bytes_per_param = 4.0;
   double expert_bytes_per_param = 4.0;
   double kv_bytes_per_elem = 4.0;
+  // Bytes the backend holds its weight matrices in (packed panels, routed experts included; 0: not
+  // counted). The summary's weight_bytes.
+  int64_t weight_bytes = 0;
   // Runs recurrent layers (a hybrid model's gated DeltaNet) with their per-sequence state slots; a backend
   // without it is refused a hybrid model before anything runs.
   bool runs_recurrent_layers = false;

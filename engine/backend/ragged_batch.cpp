@@ -18,6 +18,7 @@ void RaggedBatch::clear() {
   second_segment.clear();
   pooling.clear();
   max_blocks_per_seq = 0;
+  num_kv_groups = 1;
   max_seq_len = 0;
   max_query_len = 0;
 }

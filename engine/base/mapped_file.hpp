@@ -18,6 +18,9 @@ class MappedFile {
   const std::string& path() const { return path_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Gives back the memory of the whole pages inside [begin, begin + bytes) of the mapping (bytes read once
+  // and converted: a pre-quantized checkpoint's parts). Safe: a later read maps them from the file again.
+  void release(const uint8_t* begin, size_t bytes) const;
 
  private:
   std::string path_;

@@ -76,6 +76,7 @@ std::string format_bench_json(const BenchReport& report) {
     w.key("prefix_caching").boolean(r.prefix_caching);
     w.key("requests").int64(s.requests_ok);
     write_throughput_fields(w, s);
+    write_kv_fields(w, s);
     w.key("host_schedule_s").number(s.schedule_s, 4);
     w.key("forward_s").number(s.forward_s, 4);
     w.key("host_update_s").number(s.update_s, 4);

@@ -21,7 +21,7 @@ std::string Admission::embedding_refusal(const Request& request) const {
       return which + std::to_string(tokens) + " tokens, more than the step's budget (--max-num-batched-tokens " +
              std::to_string(sc.max_num_batched_tokens) + "); an embedding input is computed whole in one step";
     }
-    if (blocks_.blocks_for_tokens(static_cast<int>(tokens)) > blocks_.num_blocks()) {
+    if (blocks_.pages_for_request(tokens, 1, 0, false, 0) > blocks_.num_blocks()) {
       return which + std::to_string(tokens) + " tokens, more than the whole KV cache holds";
     }
   }
@@ -119,16 +119,16 @@ std::string Admission::prepare(Sequence& seq) {
   }
   const int n = seq.request->sampling.n;
   if (std::string error = structured_.attach(seq); !error.empty()) return error;
-  // The prompt's blocks once, and each sample's own: the rest of its context plus a copy of a partial block.
-  const int prompt_full = seq.num_prompt_tokens / blocks_.block_size();
-  const int64_t needed = blocks_.blocks_for_tokens(seq.max_total_tokens) +
-                         int64_t{n - 1} * (blocks_.blocks_for_tokens(seq.max_total_tokens) - prompt_full);
+  // Every KV group's blocks: the prompt's once, and each sample's own (the rest of its context plus a copy of
+  // a partial block); a windowed group's only what its window spans, except in a static batch.
+  const SchedulerConfig& sc = config_.scheduler;
+  const int64_t needed = blocks_.pages_for_request(seq.max_total_tokens, n, seq.num_prompt_tokens,
+                                                   sc.mode != Mode::kStatic, sc.max_num_batched_tokens);
   if (needed > blocks_.num_blocks()) {
     return "request needs " + std::to_string(needed) + " KV blocks (" + std::to_string(seq.max_total_tokens) +
            " tokens" + (n > 1 ? " for each of n = " + std::to_string(n) + " samples" : "") +
            ") but the whole cache has " + std::to_string(blocks_.num_blocks());
   }
-  const SchedulerConfig& sc = config_.scheduler;
   const int max_together = sc.mode == Mode::kStatic ? std::min(sc.max_num_seqs, sc.max_num_batched_tokens)
                                                     : sc.max_num_seqs;  // a static batch row per sample
   if (n > max_together && sc.mode != Mode::kSequential) {

@@ -6,8 +6,9 @@
 namespace cbatch {
 
 // Rows of one sequence: its real tokens tokens[num_computed, num_computed + n) with their positions and
-// KV slots, then its padding rows (slot -1, repeating the last cached position). A sequence that samples
-// contributes its last real row to logits_rows.
-void pack_batch(const StepPlan& plan, int block_size, RaggedBatch& batch);
+// KV slots (one per KV group), then its padding rows (slot -1, repeating the last cached position). A
+// sequence that samples contributes its last real row to logits_rows. Every sequence's block tables have
+// num_kv_groups groups; the batch gets each group's table and slots.
+void pack_batch(const StepPlan& plan, int block_size, int num_kv_groups, RaggedBatch& batch);
 
 }  // namespace cbatch

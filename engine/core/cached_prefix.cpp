@@ -6,19 +6,19 @@
 namespace cbatch {
 
 int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
-  if (seq.num_computed != 0 || !seq.block_table.empty() || seq.request->embedding) return 0;
+  if (seq.num_computed != 0 || !seq.block_tables.empty() || seq.request->embedding) return 0;
   // Prompt logprobs need the rows of every prompt position not scored yet: no cached block may cover one.
   const int limit = seq.request->sampling.wants_prompt_logprobs()
                         ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
                         : seq.num_tokens() - 1;
-  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_table, seq.block_hashes,
+  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_tables, seq.block_hashes,
                                           root_block_hash(seq.request->lora_id));
   seq.num_computed = cached;
   return cached;
 }
 
 void unmatch_cached_prefix(Sequence& seq, BlockManager& blocks) {
-  blocks.release(seq.block_table, &seq.block_hashes);
+  blocks.release(seq.block_tables, &seq.block_hashes);
   seq.num_computed = 0;
 }
 

@@ -29,6 +29,10 @@
 //     free state slot for each sample the sequence will become (its own, and those its running elders'
 //     forks will take); a preempted sequence gives its slot back with its blocks, a finished one at the
 //     step's end; a forked sample takes a slot and a copy of its parent's state.
+//  6. KV groups (kv_groups.hpp): a sequence holds a block table per group and every block it needs counts,
+//     in every group. At each step's end a running sequence gives back the blocks of its windowed groups
+//     that no query from its next position on reads, so a windowed group holds about window + chunk tokens
+//     whatever the sequence's length; the pool's free blocks are therefore what admission and preemption see.
 // Finished sequences release their blocks in on_step_done(), so their slots are refilled next step; their
 // full blocks, like every sequence's as its chunks complete, were registered for reuse first.
 #include <algorithm>
@@ -73,12 +77,15 @@ class ContinuousScheduler final : public Scheduler {
     std::vector<Sequence*> released;
     for (const ScheduledSeq& s : plan.seqs) {
       if (s.seq->request->embedding) continue;
-      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
-      if (!seq->is_finished()) continue;
-      blocks_.release(seq->block_table, &seq->block_hashes);
+      if (!seq->is_finished()) {
+        blocks_.free_outside_window(seq->block_tables, seq->num_computed);  // what its next queries no longer read
+        continue;
+      }
+      blocks_.release(seq->block_tables, &seq->block_hashes);
       release_state(*seq);
       released.push_back(seq);
     }
@@ -100,14 +107,16 @@ class ContinuousScheduler final : public Scheduler {
     // A copy into a block the victim gives up would be wasted: drop it.
     for (size_t i = 0; i < plan.block_copies.size();) {
       const int32_t dst = plan.block_copies[i + 1];
-      if (std::find(victim->block_table.begin(), victim->block_table.end(), dst) != victim->block_table.end()) {
+      const bool victims = std::any_of(victim->block_tables.groups.begin(), victim->block_tables.groups.end(),
+                                       [&](const std::vector<int32_t>& t) { return std::find(t.begin(), t.end(), dst) != t.end(); });
+      if (victims) {
         plan.block_copies.erase(plan.block_copies.begin() + static_cast<std::ptrdiff_t>(i),
                                 plan.block_copies.begin() + static_cast<std::ptrdiff_t>(i + 2));
       } else {
         i += 2;
       }
     }
-    blocks_.release(victim->block_table, &victim->block_hashes);
+    blocks_.release(victim->block_tables, &victim->block_hashes);
     release_state(*victim);
     victim->num_computed = 0;
     ++victim->num_preemptions;
@@ -124,8 +133,8 @@ class ContinuousScheduler final : public Scheduler {
       const int n = std::min(seq->num_uncomputed(), budget);
       assert(n > 0);
       bool preempted_self = false;
-      while (!blocks_.ensure_writable(seq->block_table, seq->num_computed, plan.block_copies) ||
-             !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
+      while (!blocks_.ensure_writable(seq->block_tables, seq->num_computed, plan.block_copies) ||
+             !blocks_.ensure_capacity(seq->block_tables, seq->num_computed + n)) {
         Sequence* victim = running_.back();  // running_ is in admission order
         preempt(victim, plan);
         if (victim == seq) {
@@ -164,7 +173,7 @@ class ContinuousScheduler final : public Scheduler {
       const int n = std::min(seq->num_uncomputed(), budget);
       if (seq->request->embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
       if (prefix_in_flight(*seq, running_, blocks_) ||
-          !blocks_.ensure_capacity(seq->block_table, seq->num_computed + n)) {
+          !blocks_.ensure_capacity(seq->block_tables, seq->num_computed + n)) {
         unmatch_cached_prefix(*seq, blocks_);
         break;
       }

@@ -41,11 +41,11 @@ std::unique_ptr<ReasoningParser> make_reasoning_parser(const EngineConfig& confi
 class EngineRun {
  public:
   EngineRun(const EngineConfig& config, const Model& model, Backend& backend, const KvCacheSpec& cache,
-            RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
+            const KvGroups& groups, RequestSource& source, ResultSink& sink, const EngineHooks& hooks)
       : config_(config), model_(model), backend_(backend), source_(source), hooks_(hooks), results_(sink, stats_),
         reasoning_(make_reasoning_parser(config, model)), structured_(model, reasoning_.get()),
-        blocks_(cache.num_blocks, cache.block_size, prefix_caching(config, cache)),
-        slots_(cache.num_state_slots),
+        blocks_(cache.num_blocks, cache.block_size, prefix_caching(config, cache), groups.windows()),
+        groups_(groups), slots_(cache.num_state_slots),
         scheduler_(make_scheduler(config.scheduler, blocks_, &slots_)),
         admission_(config, model, backend, blocks_, slots_, *scheduler_, live_, results_, structured_),
         sampling_(config, model, backend, structured_),
@@ -65,7 +65,12 @@ class EngineRun {
     RunSummary summary = stats_.summarize(static_cast<double>(engine_now_ns() - start_ns_) * 1e-9);
     summary.interrupted = stopping();
     summary.state_slot_bytes = backend_.state_slot_bytes();
+    summary.weight_bytes = backend_.traits().weight_bytes;
     summary.state_slots_total = slots_.num_slots();
+    summary.kv_group_windows = groups_.windows();
+    summary.kv_layers_per_block = groups_.layers_per_page;
+    summary.kv_block_bytes = backend_.kv_block_bytes(blocks_.block_size());
+    summary.peak_kv_group_blocks.resize(summary.kv_group_windows.size(), 0);
     summary.prefix_caching_off_for_state = config_.scheduler.enable_prefix_caching && !blocks_.caching();
     if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
       throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
@@ -101,11 +106,13 @@ class EngineRun {
     const StepPlan plan = scheduler_->schedule();
     if (plan.empty()) throw Error("internal error: the scheduler could not schedule any work");
     kv_blocks_in_step_ = blocks_.num_used();
+    group_blocks_in_step_.resize(static_cast<size_t>(blocks_.num_groups()));
+    for (int g = 0; g < blocks_.num_groups(); ++g) group_blocks_in_step_[static_cast<size_t>(g)] = blocks_.num_used_in_group(g);
     state_slots_in_step_ = slots_.num_used();
     for (const ScheduledSeq& s : plan.seqs) {
       if (s.seq->first_step < 0) s.seq->first_step = step_;
     }
-    pack_batch(plan, blocks_.block_size(), batch_);
+    pack_batch(plan, blocks_.block_size(), blocks_.num_groups(), batch_);
     sampling_.prepare(plan, request_);
     logprob_steps_.add_queries(plan, batch_, request_);
     result_.clear();
@@ -189,7 +196,7 @@ class EngineRun {
           const Request& r = *parent.request;
           const int seed_index = r.sampling.seed ? i : child->sample_index;  // see Admission::split_prompts
           child->rng_seed = sample_rng_seed(r.sampling.seed, config_.seed, r.id_json, seed_index);
-          blocks_.share(child->block_table);
+          blocks_.share(child->block_tables);
           scheduler_->add_forked(child.get());
           forked_.emplace_back(child.get(), logits_row);
           live_.emplace(child.get(), std::move(child));
@@ -221,6 +228,8 @@ class EngineRun {
     r.kv_blocks_used = blocks_.num_used();
     r.kv_blocks_in_step = kv_blocks_in_step_;
     r.kv_blocks_total = blocks_.num_blocks();
+    r.kv_group_blocks_in_step = group_blocks_in_step_;
+    for (int g = 0; g < blocks_.num_groups(); ++g) r.kv_group_blocks.push_back(blocks_.num_used_in_group(g));
     r.waiting = scheduler_->num_waiting();
     r.finished = finished;
     r.preempted = static_cast<int>(plan.preempted.size());
@@ -256,6 +265,7 @@ class EngineRun {
   std::unique_ptr<ReasoningParser> reasoning_;  // --reasoning-parser, null without one
   StructuredOutputs structured_;
   BlockManager blocks_;
+  const KvGroups& groups_;
   StateSlots slots_;  // recurrent-state slots (none without recurrent layers)
   std::unique_ptr<Scheduler> scheduler_;
   SequenceTable live_;
@@ -269,6 +279,7 @@ class EngineRun {
   int64_t start_ns_ = 0;
   int64_t step_ = 0;
   int kv_blocks_in_step_ = 0;  // blocks in use after this step's schedule()
+  std::vector<int> group_blocks_in_step_;  // (KV groups) likewise, per group
   int state_slots_in_step_ = 0;  // state slots held after this step's schedule()
   bool source_done_ = false;
 };
@@ -298,30 +309,50 @@ int state_slots(const EngineConfig& config, const Model& model, const Backend& b
   return static_cast<int>(std::min<int64_t>(fit, config.scheduler.max_num_seqs));
 }
 
-}  // namespace
-
-Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
-    : config_(config), model_(model), backend_(backend) {
-  cache_.block_size = config.scheduler.block_size;
-  const int64_t limit = backend.max_kv_blocks(cache_.block_size);
+// The pool's blocks (pages of one KV group's layers): --kv-cache-blocks, or the blocks --kv-cache-memory holds,
+// or enough for every sequence slot at full context (every group's blocks; a windowed group's only what its
+// window spans, except in a static batch), never more than the backend's memory allows.
+int kv_pool_blocks(const EngineConfig& config, const Model& model, const Backend& backend, const KvGroups& groups) {
+  const int block_size = config.scheduler.block_size;
+  const int64_t limit = backend.max_kv_blocks(block_size);
+  const std::string device = backend.traits().device_name;
   if (config.kv_cache_blocks > 0) {
     if (config.kv_cache_blocks > limit) {
       throw Error("--kv-cache-blocks " + std::to_string(config.kv_cache_blocks) + " exceeds the " +
-                  std::to_string(limit) + " blocks that fit the " + backend.traits().device_name + " memory");
+                  std::to_string(limit) + " blocks that fit the " + device + " memory");
     }
-    cache_.num_blocks = config.kv_cache_blocks;
-  } else {
-    // Enough for every sequence slot at full context; never more than memory allows.
-    const int64_t per_seq = (model.config.max_context + cache_.block_size - 1) / cache_.block_size;
-    cache_.num_blocks = static_cast<int>(std::min<int64_t>(limit, per_seq * config.scheduler.max_num_seqs));
+    return config.kv_cache_blocks;
   }
+  if (config.kv_cache_memory_bytes > 0) {
+    const int64_t block_bytes = backend.kv_block_bytes(block_size);
+    const int64_t blocks = config.kv_cache_memory_bytes / block_bytes;
+    const std::string what = "--kv-cache-memory " + std::to_string(config.kv_cache_memory_bytes) + " bytes holds " +
+                             std::to_string(blocks) + " KV blocks of " + std::to_string(block_bytes) + " bytes";
+    if (blocks < 1) throw Error(what + ": not one");
+    if (blocks > limit) throw Error(what + ", more than the " + std::to_string(limit) + " that fit the " + device + " memory");
+    return static_cast<int>(blocks);
+  }
+  // A static batch reserves every group's blocks of its whole requests; the others slide their windows.
+  const int64_t context = model.config.max_context;
+  const int64_t per_seq = config.scheduler.mode == Mode::kStatic
+                              ? groups.num_groups() * ((context + block_size - 1) / block_size)
+                              : groups.pages_for_tokens(context, block_size, config.scheduler.max_num_batched_tokens);
+  return static_cast<int>(std::min<int64_t>({limit, per_seq * config.scheduler.max_num_seqs, INT32_MAX}));
+}
+
+}  // namespace
+
+Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
+    : config_(config), model_(model), backend_(backend), groups_(kv_groups(model.config)) {
+  cache_.block_size = config.scheduler.block_size;
+  cache_.num_blocks = kv_pool_blocks(config, model, backend, groups_);
   if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.traits().device_name);
   cache_.num_state_slots = state_slots(config, model, backend);
   backend.allocate_kv_cache(cache_);
 }
 
 RunSummary Engine::run(RequestSource& source, ResultSink& sink, const EngineHooks& hooks) {
-  EngineRun run(config_, model_, backend_, cache_, source, sink, hooks);
+  EngineRun run(config_, model_, backend_, cache_, groups_, source, sink, hooks);
   return run.run();
 }
 

@@ -7,6 +7,7 @@
 
 #include "engine/backend/backend.hpp"
 #include "engine/core/engine_config.hpp"
+#include "engine/model/kv_groups.hpp"
 #include "engine/model/model.hpp"
 #include "engine/base/request_stream.hpp"
 #include "engine/core/run_stats.hpp"
@@ -33,6 +34,7 @@ class Engine {
   EngineConfig config_;
   const Model& model_;
   Backend& backend_;
+  KvGroups groups_;  // which layers keep which K/V (kv_groups.hpp)
   KvCacheSpec cache_;
 };
 

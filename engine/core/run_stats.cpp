@@ -19,6 +19,10 @@ void RunStats::add_step(const StepRecord& r) {
   summary_.mask_s += r.mask_ms * 1e-3;
   summary_.peak_kv_blocks = std::max(summary_.peak_kv_blocks, r.kv_blocks_in_step);
   summary_.kv_blocks_total = r.kv_blocks_total;
+  summary_.peak_num_seqs = std::max(summary_.peak_num_seqs, r.num_seqs);
+  std::vector<int>& peaks = summary_.peak_kv_group_blocks;
+  if (peaks.size() < r.kv_group_blocks_in_step.size()) peaks.resize(r.kv_group_blocks_in_step.size(), 0);
+  for (size_t g = 0; g < r.kv_group_blocks_in_step.size(); ++g) peaks[g] = std::max(peaks[g], r.kv_group_blocks_in_step[g]);
   summary_.peak_state_slots = std::max(summary_.peak_state_slots, r.state_slots_used);
   summary_.roofline_s += r.roofline_ms * 1e-3;
   summary_.flops += r.flops;

@@ -23,6 +23,8 @@ struct StepRecord {
   int kv_blocks_used = 0;      // after the step (finished sequences have released theirs)
   int kv_blocks_in_step = 0;   // while the step ran (its peak)
   int kv_blocks_total = 0;
+  std::vector<int> kv_group_blocks;         // (KV groups) each group's blocks after the step (sum: kv_blocks_used)
+  std::vector<int> kv_group_blocks_in_step;  // (KV groups) each group's blocks while the step ran
   int waiting = 0;
   int finished = 0;
   int preempted = 0;
@@ -61,9 +63,16 @@ struct RunSummary {
   double mask_s = 0;           // host time computing token masks, summed
   int peak_kv_blocks = 0;
   int kv_blocks_total = 0;
+  int peak_num_seqs = 0;       // most sequences one step ran
+  // KV groups (kv_groups.hpp): a block holds block_size tokens of one group's layers_per_block layers.
+  int64_t kv_block_bytes = 0;              // one block's K and V bytes
+  int kv_layers_per_block = 0;
+  std::vector<int> kv_group_windows;       // (KV groups) 0 = full attention
+  std::vector<int> peak_kv_group_blocks;   // (KV groups) most blocks each group held while a step ran
   int peak_state_slots = 0;        // a hybrid model's recurrent-state slots: most held after a step
   int state_slots_total = 0;       // the pool (0: no recurrent layers)
   int64_t state_slot_bytes = 0;    // one slot's bytes
+  int64_t weight_bytes = 0;        // the backend's weight matrices in memory (BackendTraits::weight_bytes)
   bool prefix_caching_off_for_state = false;  // asked for, but off: a recurrent state is not in the blocks
   double ttft_ms_p50 = 0, ttft_ms_p99 = 0;
   double e2e_ms_p50 = 0, e2e_ms_p99 = 0;

@@ -1,6 +1,7 @@
 // One request's life in the engine: its tokens (prompt then generated), how many of them have K/V in the
-// cache, its block table, and the timestamps its metrics come from. Owned by the engine; the scheduler
-// holds pointers. Invariant: num_computed <= tokens.size(), and the block table covers num_computed slots.
+// cache, its block tables (one per KV group), and the timestamps its metrics come from. Owned by the engine;
+// the scheduler holds pointers. Invariant: num_computed <= tokens.size(), and the block tables cover
+// num_computed slots (a windowed group's only the blocks its window still reads).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -51,7 +52,7 @@ struct Sequence {
   int num_prompt_tokens = 0;
   int max_total_tokens = 0;           // min(prompt + max_tokens, model context)
   int num_computed = 0;               // tokens whose K/V are in the cache
-  std::vector<int32_t> block_table;   // (blocks) physical KV block ids
+  BlockTables block_tables;           // (groups, blocks) physical KV block ids, -1 where freed
   int32_t state_slot = -1;            // its recurrent-state slot while running (hybrid models), else -1
   std::vector<BlockHash> block_hashes;  // (full computed blocks) prefix-cache names, prefix caching only
   std::vector<BlockHash> prompt_hashes;  // (full blocks of the prompt but its last token) their names, made once

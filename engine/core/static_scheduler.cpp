@@ -13,6 +13,8 @@
 // sequence always joins, so every adapter gets its batch). A hybrid model's sequences hold a state slot
 // each (state_slots.hpp), taken when the batch is formed (its samples' too: a batch of more samples than
 // slots is not formed) and given back when it ends; a forked sample takes one with a copy of its parent's.
+// KV groups: a sequence reserves every group's blocks of its whole request (a windowed group's too: a static
+// batch frees nothing before it ends, as it always did), all counted against the one pool.
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -55,13 +57,13 @@ class StaticScheduler final : public Scheduler {
 
   std::vector<Sequence*> on_step_done(const StepPlan& plan) override {
     for (const ScheduledSeq& s : plan.seqs) {
-      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_table, s.seq->block_hashes,
+      blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
     for (Sequence* seq : batch_) {
-      blocks_.release(seq->block_table, &seq->block_hashes);
+      blocks_.release(seq->block_tables, &seq->block_hashes);
       if (slots_ != nullptr) slots_->release(std::exchange(seq->state_slot, -1));
     }
     reserved_ = 0;
@@ -89,11 +91,11 @@ class StaticScheduler final : public Scheduler {
         loras.push_back(lora);
       }
       const int cached = match_cached_prefix(*seq, blocks_);
-      const int own = (seq->pending_samples - 1) *
+      const int own = (seq->pending_samples - 1) * blocks_.num_groups() *
                       (blocks_.blocks_for_tokens(seq->max_total_tokens) - seq->num_prompt_tokens / blocks_.block_size());
-      const int needed = blocks_.blocks_for_tokens(seq->max_total_tokens) - static_cast<int>(seq->block_table.size());
+      const int needed = blocks_.blocks_needed(seq->block_tables, seq->max_total_tokens);
       if (needed + own > blocks_.num_free() - reserved_ ||
-          !blocks_.ensure_capacity(seq->block_table, seq->max_total_tokens)) {
+          !blocks_.ensure_capacity(seq->block_tables, seq->max_total_tokens)) {
         unmatch_cached_prefix(*seq, blocks_);
         break;
       }
@@ -134,11 +136,11 @@ class StaticScheduler final : public Scheduler {
       } else {
         s.num_tokens = 1;
         s.samples = true;
-        const int32_t before = seq->block_table[static_cast<size_t>(seq->num_computed / blocks_.block_size())];
-        if (!blocks_.ensure_writable(seq->block_table, seq->num_computed, plan.block_copies)) {
+        const int before = blocks_.num_used();
+        if (!blocks_.ensure_writable(seq->block_tables, seq->num_computed, plan.block_copies)) {
           throw Error("internal error: static batch ran out of its reserved KV blocks");
         }
-        if (seq->block_table[static_cast<size_t>(seq->num_computed / blocks_.block_size())] != before) --reserved_;
+        reserved_ -= blocks_.num_used() - before;  // the private copies it took
       }
       plan.seqs.push_back(s);
     }

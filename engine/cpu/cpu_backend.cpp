@@ -27,6 +27,7 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
       pool_(options.num_threads, kDecodeSpinNs),
       storage_(model.storage),
       weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
+      kv_groups_(kv_groups(model.config)),
       states_(model.config) {
   if (config_.has_recurrent_layers() && options.loras) {
     throw Error("LoRA adapters are not supported on hybrid models (" + config_.architecture + ") yet");
@@ -60,6 +61,7 @@ BackendTraits CpuBackend::make_traits() const {
   t.expert_bytes_per_param =
       weights_.expert_params > 0 ? weights_.expert_bytes / weights_.expert_params : t.weight_bytes_per_param;
   t.kv_bytes_per_elem = static_cast<double>(kv_element_bytes(kv_element_));
+  t.weight_bytes = weights_.matrix_bytes + weights_.expert_matrix_bytes;
   t.runs_recurrent_layers = true;
   return t;
 }
@@ -67,6 +69,7 @@ BackendTraits CpuBackend::make_traits() const {
 DevicePeaks CpuBackend::measure_peaks() { return measure_cpu_peaks(pool_); }
 
 int64_t CpuBackend::max_kv_blocks(int block_size) const {
+  if (options_.kv_blocks_bytes > 0) return options_.kv_blocks_bytes / kv_block_bytes(block_size);
   const int64_t bytes = config_.has_recurrent_layers() ? options_.kv_cache_bytes / 2 : options_.kv_cache_bytes;
   return bytes / kv_block_bytes(block_size);
 }
@@ -77,7 +80,7 @@ int64_t CpuBackend::max_state_slots() const {
 
 void CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   spec_ = spec;
-  const size_t n = static_cast<size_t>(config_.kv_slot_values()) * spec.num_blocks * spec.block_size;
+  const size_t n = static_cast<size_t>(kv_groups_.layers_per_page) * spec.num_blocks * spec.block_size * kv_groups_.slot_values;
   k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots);
@@ -196,6 +199,12 @@ void CpuBackend::rope_tables(const RaggedBatch& batch) {
 
 void CpuBackend::forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) {
   const int num_tokens = batch.num_tokens();
+  const size_t groups = static_cast<size_t>(kv_groups_.num_groups());
+  if (batch.num_kv_groups != kv_groups_.num_groups() || batch.slot_mapping.size() != groups * num_tokens ||
+      batch.block_tables.size() != groups * batch.num_seqs() * batch.max_blocks_per_seq) {
+    throw Error("internal error: a batch of " + std::to_string(batch.num_kv_groups) + " KV groups' tables for a model of " +
+                std::to_string(groups) + " (" + kv_groups_.describe() + ")");
+  }
   resize_activations(num_tokens);
   copy_blocks(batch);
   for (int s = 0; s < batch.num_seqs(); ++s) {
@@ -248,8 +257,8 @@ void CpuBackend::group_rows_by_adapter(const RaggedBatch& batch) {
   lora_groups_ = group_lora_rows(row_lora_);
 }
 
-// Copy-on-write: every cached layer's K and V of each source block into its destination, before the step
-// writes.
+// Copy-on-write: every cache slot's K and V of each source block (one group's page) into its destination,
+// before the step writes.
 void CpuBackend::copy_blocks(const RaggedBatch& batch) {
   const size_t element_bytes = kv_element_bytes(kv_element_);
   for (int c = 0; c < batch.num_block_copies(); ++c) {
@@ -257,19 +266,14 @@ void CpuBackend::copy_blocks(const RaggedBatch& batch) {
     if (src < 0 || dst < 0 || src >= spec_.num_blocks || dst >= spec_.num_blocks) {
       throw Error("block copy " + std::to_string(src) + " -> " + std::to_string(dst) + " outside the KV cache");
     }
-    for (int l = 0; l < config_.num_layers; ++l) {
-      if (!config_.is_attention(l) || !config_.writes_kv(l)) continue;
-      const size_t block_bytes = static_cast<size_t>(spec_.block_size) * config_.kv_dim_of(l) * element_bytes;
+    for (int l = 0; l < kv_groups_.layers_per_page; ++l) {  // l: a cache slot, slot_values wide
+      const size_t block_bytes = static_cast<size_t>(spec_.block_size) * kv_groups_.slot_values * element_bytes;
       for (uint8_t* cache : {k_cache_.get(), v_cache_.get()}) {
-        uint8_t* layer = cache + kv_layer_offset(l) * element_bytes;
+        uint8_t* layer = cache + static_cast<size_t>(l) * spec_.num_blocks * block_bytes;
         std::memcpy(layer + dst * block_bytes, layer + src * block_bytes, block_bytes);
       }
     }
   }
-}
-
-int64_t CpuBackend::kv_layer_offset(int layer) const {
-  return config_.kv_values_before(layer) * spec_.num_blocks * spec_.block_size;
 }
 
 // The final norm and the head of batch rows rows[0..n) (n <= the batch's rows): (n, vocab) logits.

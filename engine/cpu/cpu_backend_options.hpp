@@ -15,6 +15,7 @@ struct CpuBackendOptions {
   int num_threads = 0;              // 0 = all hardware threads
   int max_batch_tokens = 2048;      // rows of the largest batch (sizes the activation buffers)
   int64_t kv_cache_bytes = 1LL << 30;  // memory the KV cache may take when --kv-cache-blocks is not set
+  int64_t kv_blocks_bytes = 0;      // --kv-cache-memory: the KV blocks' memory (a hybrid's state slots apart)
   bool keep_blocks = true;          // false: expand quantized weights to fp32 panels at load (tests)
   // Block-type weights multiply as 8-bit integers against each activation row quantized to 8 bits
   // (--cpu-precision fast; still batch-invariant); false: the fp32 values, exactly (cpu_matmul.hpp).

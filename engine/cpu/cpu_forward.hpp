@@ -12,6 +12,7 @@
 #include "engine/backend/backend.hpp"
 #include "engine/base/thread_pool.hpp"
 #include "engine/cpu/cpu_backend_options.hpp"
+#include "engine/model/kv_groups.hpp"
 #include "engine/model/model.hpp"
 #include "engine/cpu/cpu_lora.hpp"
 #include "engine/cpu/cpu_moe.hpp"
@@ -31,9 +32,10 @@ class CpuBackend final : public Backend {
   // The machine's copy bandwidth and this backend's fp32 matmul rate on a large product (cpu_peaks.hpp).
   DevicePeaks measure_peaks() override;
 
-  // Only attention layers that write their own K/V keep it (each its kv_dim_of values per slot).
+  // A block is one KV group's page: K and V of its layers' cache slots, each slot_values wide (kv_groups.hpp;
+  // only attention layers that write K/V keep it).
   int64_t kv_block_bytes(int block_size) const override {
-    return 2LL * block_size * config_.kv_slot_values() * kv_element_bytes(kv_element_);
+    return 2LL * kv_groups_.layers_per_page * block_size * kv_groups_.slot_values * kv_element_bytes(kv_element_);
   }
   // A hybrid model's cache memory is split in halves: K/V blocks and state slots.
   int64_t max_kv_blocks(int block_size) const override;
@@ -61,7 +63,6 @@ class CpuBackend final : public Backend {
   void split_output_gate(float* qkv_row, int64_t row);
   void apply_output_gate(int num_tokens);
   void store_kv(const float* kv, int kv_dim, int64_t layer_offset, int32_t slot);
-  int64_t kv_layer_offset(int layer) const;  // elements before the cache layer reads, in K (and in V)
   void keys_as_values(int num_tokens, int q_dim, int kv_dim);
   void rope_queries(int num_tokens, int layer);
   // cpu_per_layer_input.cpp: Gemma 4's per-layer inputs, and a layer's end (its input added, its scalar).
@@ -91,6 +92,9 @@ class CpuBackend final : public Backend {
   // position row r attends (its own, or with bidirectional attention its sequence's last).
   void norm_row(const float* x, const std::vector<float>& weight, const std::vector<float>& bias, float* out) const;
   int attention_extent(const RaggedBatch& batch, int64_t row) const;
+  int64_t kv_slot_offset(int layer) const;  // elements before the layer's cache slot in k_cache_ and v_cache_
+  // Row r's block table in the layer's KV group; throws when the first block its window reads was freed.
+  const int32_t* row_block_table(const RaggedBatch& batch, int layer, int64_t r, int first_key) const;
 
   ModelConfig config_;
   CpuBackendOptions options_;
@@ -104,9 +108,12 @@ class CpuBackend final : public Backend {
   std::vector<float> inv_freq_[kRopeSets];  // (rotary_dims_of(local) / 2) each
 
   KvCacheSpec spec_;
+  KvGroups kv_groups_;             // which layers keep which K/V: a layer's group and cache slot
   KvElement kv_element_ = KvElement::kF32;
-  // Elements of kv_element_: K (layers, num_blocks, kv_dim, block_size), V (layers, num_blocks *
-  // block_size, kv_dim) (PagedKv).
+  // Elements of kv_element_: K (layers_per_page, num_blocks, slot_values, block_size), V (layers_per_page,
+  // num_blocks * block_size, slot_values) (PagedKv, slot_values = kv_groups_.slot_values): layer l's K/V live
+  // in cache slot kv_groups_.layer_slot[l] (a shared layer: its source's), its first kv_dim_of(l) values,
+  // in the pages of its group's block table.
   ZeroedBytes k_cache_;
   ZeroedBytes v_cache_;
   CpuStateCache states_;           // a hybrid model's recurrent state slots (empty otherwise)

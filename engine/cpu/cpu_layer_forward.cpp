@@ -40,7 +40,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   const int q_proj = q_dim * (config_.attn_output_gate ? 2 : 1), qkv_dim = q_proj + 2 * kv_dim;
   const int rotary = config_.rotary_dims_of(config_.uses_local_rope(l));
   const bool writes = config_.writes_kv(l);
-  const int64_t layer_offset = kv_layer_offset(l);
+  const int64_t layer_offset = kv_slot_offset(l);
   const float* attn_norm = layer.vector(LayerTensor::kAttnNorm).data();
   const std::vector<float>& qkv_bias = layer.vector(LayerProduct::kQkvBias);
   const std::vector<float>& q_norm = layer.vector(LayerTensor::kQNorm);
@@ -56,6 +56,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
   if (config_.values_are_keys(l)) keys_as_values(num_tokens, q_dim, kv_dim);
   lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
+  const int32_t* slots = batch.slots(kv_groups_.layer_group[static_cast<size_t>(l)]);  // the layer's group's pages
   for (int r = 0; r < num_tokens; ++r) {
     float* q = &qkv_[static_cast<int64_t>(r) * qkv_dim];
     float* k = q + q_proj;  // the k rows follow the q projection's (with the gate: 2 * q_dim of them)
@@ -76,7 +77,7 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     const bool rotates = !config_.learned_positions && !config_.is_nope(l);  // NoPE layers keep q and k as they are
     for (int h = 0; h < config_.num_heads && rotates; ++h) rope_head(q + h * hd, rotary, c, s, config_.rope_layout);
     for (int h = 0; h < kv_heads && rotates; ++h) rope_head(k + h * hd, rotary, c, s, config_.rope_layout);
-    const int32_t slot = batch.slot_mapping[r];
+    const int32_t slot = slots[r];
     if (slot < 0) continue;
     store_kv(k, kv_dim, layer_offset, slot);
   }
@@ -109,6 +110,21 @@ void CpuBackend::keys_as_values(int num_tokens, int q_dim, int kv_dim) {
   }
 }
 
+int64_t CpuBackend::kv_slot_offset(int l) const {
+  return static_cast<int64_t>(kv_groups_.layer_slot[static_cast<size_t>(l)]) * spec_.num_blocks * spec_.block_size *
+         kv_groups_.slot_values;
+}
+
+const int32_t* CpuBackend::row_block_table(const RaggedBatch& batch, int l, int64_t r, int first_key) const {
+  const int32_t* table = batch.block_table(kv_groups_.layer_group[static_cast<size_t>(l)], row_seq_[r]);
+  // A windowed group's freed blocks are -1, and a prefix of the table: the first block read must be a page.
+  if (table[first_key / spec_.block_size] < 0) {
+    throw Error("internal error: layer " + std::to_string(l) + " row " + std::to_string(r) + " would read block " +
+                std::to_string(first_key / spec_.block_size) + ", freed from its KV group's table");
+  }
+  return table;
+}
+
 // Qwen3.5's q rows hold per head [q | gate]: the gates go to att_gate_'s row, the q heads close up into the
 // row's first q_dim values (head h moves down from 2 h head_dim, past what heads before it read).
 void CpuBackend::split_output_gate(float* q, int64_t r) {
@@ -129,16 +145,17 @@ void CpuBackend::apply_output_gate(int num_tokens) {
 // One row's K and V (kv_dim each, end to end at kv) into the cache at slot of the layer at layer_offset
 // (elements): V as the slot's row, K spread over its block's element rows (k_cache_index).
 void CpuBackend::store_kv(const float* kv, int kv_dim, int64_t layer_offset, int32_t slot) {
-  const int bs = spec_.block_size;
-  const int64_t v_at = layer_offset + static_cast<int64_t>(slot) * kv_dim;
+  // kv_dim values of K and of V into a cache slot slot_values wide (a narrower layer: the first kv_dim).
+  const int bs = spec_.block_size, stride = kv_groups_.slot_values;
+  const int64_t v_at = layer_offset + static_cast<int64_t>(slot) * stride;
   if (kv_element_ == KvElement::kBf16) {
     auto* k = reinterpret_cast<uint16_t*>(k_cache_.get()) + layer_offset;
     auto* v = reinterpret_cast<uint16_t*>(v_cache_.get()) + v_at;
-    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = f32_to_bf16(kv[i]);
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, stride, bs)] = f32_to_bf16(kv[i]);
     for (int i = 0; i < kv_dim; ++i) v[i] = f32_to_bf16(kv[kv_dim + i]);
   } else {
     auto* k = reinterpret_cast<float*>(k_cache_.get()) + layer_offset;
-    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, kv_dim, bs)] = kv[i];
+    for (int i = 0; i < kv_dim; ++i) k[k_cache_index(slot, i, stride, bs)] = kv[i];
     std::copy_n(kv + kv_dim, kv_dim, reinterpret_cast<float*>(v_cache_.get()) + v_at);
   }
 }
@@ -149,18 +166,20 @@ void CpuBackend::attention_layer(const RaggedBatch& batch, int l) {
   const int hd = config_.head_dim_of(l), q_dim = config_.q_dim_of(l), kv_dim = config_.kv_dim_of(l);
   // A row's stride in qkv_: [q (gate) | k | v], or q alone where the layer reads another's K/V.
   const int qkv_dim = config_.writes_kv(l) ? q_dim * (config_.attn_output_gate ? 2 : 1) + 2 * kv_dim : q_dim;
-  const int64_t layer_offset = kv_layer_offset(l);
+  const int64_t layer_offset = kv_slot_offset(l);
   qkv_projection(batch, l);
   const int element_bytes = kv_element_bytes(kv_element_);
+  // The cache slot's stride is slot_values (every slot as wide as the widest layer's K/V); this layer's
+  // heads are its first kv_dim.
   const PagedKv cache{k_cache_.get() + layer_offset * element_bytes, v_cache_.get() + layer_offset * element_bytes,
-                      kv_dim, spec_.block_size, kv_element_};
+                      kv_groups_.slot_values, spec_.block_size, kv_element_};
   const std::vector<float>& sinks = layer.vector(LayerTensor::kSinks);
   const AttentionParams params{hd, config_.query_scale(), config_.attn_softcap, config_.window(l),
                                sinks.empty() ? nullptr : sinks.data()};
   const int num_heads = config_.num_heads, num_kv_heads = config_.kv_heads_of(l);
   const int group = num_heads / num_kv_heads;
   auto table_of = [&](int64_t r) {
-    return &batch.block_tables[static_cast<int64_t>(row_seq_[r]) * batch.max_blocks_per_seq];
+    return row_block_table(batch, l, r, params.first_key(attention_extent(batch, r)));
   };
   // One-core cost of a head at most: per position a q.k and a p v (~0.25 ns per element each) and an exp.
   const double head_ns = (0.5 * hd + 10.0) * batch.max_seq_len;

@@ -239,6 +239,14 @@ PackedMatrix::PackedMatrix(std::vector<PackedMatrix> parts)
   parts_ = std::move(parts);
 }
 
+void PackedMatrix::set_input_order(std::vector<int32_t> order) {
+  if (!int8_ || !parts_.empty() || static_cast<int64_t>(order.size()) != k_) {
+    throw Error("internal error: an input order belongs to one int8 matrix and has K entries");
+  }
+  bytes_ += order.size() * sizeof(int32_t);
+  input_order_ = std::move(order);
+}
+
 void PackedMatrix::unpack_panels(int64_t panel, int count, float* out) const {
   if (int8_) throw Error("internal error: int8 panels have no fp32 form");
   for (int i = 0; i < count; ++i) {
@@ -273,8 +281,8 @@ PackedMatrix::PackedMatrix(int64_t n, int64_t k, const RowFiller& fill, ThreadPo
 namespace {
 
 // The 8-bit product: X's rows quantized (each on its own), then panels split across the pool as above;
-// a stacked matrix's panels are numbered across its parts, each part writing its own columns of Y.
-void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
+// a stacked matrix's panels are numbered across its parts, each part writing its own columns of Y (ldy).
+void matmul_int8_rows(const float* x, const PackedMatrix& w, float* y, int64_t ldy, int64_t m, ThreadPool& pool) {
   thread_local Q8Rows buffer;  // grows to the largest batch, then reused
   Q8Rows& rows = buffer;       // the caller's: a worker naming `buffer` would get its own
   quantize_rows_q8(x, m, w.cols(), q8_block(w.dtype()), rows);
@@ -284,7 +292,7 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
     const int64_t b = std::max(begin, first), e = std::min(end, first + num_panels(part.rows()));
     if (b >= e) return;
     matmul_int8_panels(isa, part.dtype(), part.has_planes(), rows, 0, m, part.blocked_panel(0), part.panel_bytes(),
-                       b - first, e - first, y + first * kLanes, w.rows(), part.rows());
+                       b - first, e - first, y + first * kLanes, ldy, part.rows());
   };
   const double panel_ns = (0.003 * static_cast<double>(m) + 0.1) * kLanes * static_cast<double>(w.cols());
   pool.parallel_for(num_panels(w.rows()), [&](int64_t begin, int64_t end) {
@@ -295,6 +303,39 @@ void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, Thr
       first += num_panels(part.rows());
     }
   }, /*align=*/kInt8TilePanels, /*min_parallel=*/std::max<int64_t>(2 * kInt8TilePanels, min_parallel_items(panel_ns)));
+}
+
+std::span<const PackedMatrix> parts_of(const PackedMatrix& w) {
+  return w.parts().empty() ? std::span(&w, 1) : std::span(w.parts());
+}
+
+bool has_input_order(const PackedMatrix& w) {
+  for (const PackedMatrix& part : parts_of(w)) {
+    if (part.input_order() != nullptr) return true;
+  }
+  return false;
+}
+
+// With input orders, part by part: each part's activation rows gathered into its order (a copy, exact),
+// then its own 8-bit product, so every output element is what the part alone computes.
+void matmul_int8(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPool& pool) {
+  if (!has_input_order(w)) return matmul_int8_rows(x, w, y, w.rows(), m, pool);
+  thread_local std::vector<float> gathered;  // (m, K)
+  std::vector<float>& xs = gathered;
+  const int64_t k = w.cols();
+  int64_t first = 0;  // the part's first column of Y
+  for (const PackedMatrix& part : parts_of(w)) {
+    const std::vector<int32_t>* order = part.input_order();
+    if (order != nullptr) {
+      xs.resize(static_cast<size_t>(std::max<int64_t>(m * k, static_cast<int64_t>(xs.size()))));
+      for (int64_t i = 0; i < m; ++i) {
+        float* row = xs.data() + i * k;
+        for (int64_t j = 0; j < k; ++j) row[j] = x[i * k + (*order)[static_cast<size_t>(j)]];
+      }
+    }
+    matmul_int8_rows(order != nullptr ? xs.data() : x, part, y + first, w.rows(), m, pool);
+    first += part.rows();
+  }
 }
 
 }  // namespace
@@ -313,8 +354,9 @@ void matmul(const float* x, const PackedMatrix& w, float* y, int64_t m, ThreadPo
 
 void matmul_on_thread(const float* x, const Q8Rows* xq, const PackedMatrix& w, float* y, int64_t m) {
   if (!w.is_int8()) return matmul_panels(x, w, y, m, 0, num_panels(w.rows()));
+  if (has_input_order(w)) throw Error("internal error: a routed expert's matrix with an input order");
   const Int8Isa isa = int8_isa();
-  const std::span<const PackedMatrix> parts = w.parts().empty() ? std::span(&w, 1) : std::span(w.parts());
+  const std::span<const PackedMatrix> parts = parts_of(w);
   int64_t first = 0;  // the part's first column of Y (every part but the last fills whole panels)
   for (const PackedMatrix& part : parts) {
     matmul_int8_panels(isa, part.dtype(), part.has_planes(), *xq, 0, m, part.blocked_panel(0), part.panel_bytes(), 0,

@@ -54,6 +54,13 @@ class PackedMatrix {
   // part keeps its own panels; every part but the last a whole number of panels.
   explicit PackedMatrix(std::vector<PackedMatrix> parts);
 
+  // An int8 matrix whose K columns are its inputs permuted (a pre-quantized act-order weight,
+  // TensorView::input_order): column j holds input order[j], and the product gathers each activation row
+  // so before quantizing it. Counted in bytes().
+  void set_input_order(std::vector<int32_t> order);
+  // The order, or nullptr (the inputs as they come); a stacked matrix's parts may each have one.
+  const std::vector<int32_t>* input_order() const { return input_order_.empty() ? nullptr : &input_order_; }
+
   // Whether a (N, K) weight of this dtype can stay in its blocks: a block type, K a whole number of blocks.
   static bool keeps_blocks(DType dtype, int64_t k);
 
@@ -84,6 +91,7 @@ class PackedMatrix {
   bool int8_ = false;  // int8 panels (cpu_matmul_int8.hpp) instead of blocked ones
   bool planes_ = false;
   std::vector<PackedMatrix> parts_;  // stacked parts (then data_ is empty)
+  std::vector<int32_t> input_order_;  // (K) or empty
   size_t bytes_ = 0;
   size_t panel_bytes_ = 0;  // blocked: bytes of one panel
   int64_t n_ = 0;

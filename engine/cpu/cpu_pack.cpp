@@ -59,13 +59,35 @@ bool can_stack_int8(const std::vector<const TensorView*>& tensors, Packing packi
   return true;
 }
 
+// Tensors with an input order (pre-quantized act-order weights, int_codes.hpp) as int8 panels, each part
+// its own matrix with its own order; possible when can_stack_int8 would allow it (one part: always, given
+// blocks). Else they are expanded to fp32 (tensor_rows_to_f32 puts the inputs back in their order).
+bool can_keep_ordered(const std::vector<const TensorView*>& tensors, Packing packing) {
+  if (!packing.int8 || !packing.keep_blocks) return false;
+  if (tensors.size() > 1) return can_stack_int8(tensors, packing);
+  const TensorView* t = tensors.front();
+  return !t->is_random && PackedMatrix::keeps_blocks(t->dtype, t->cols);
+}
+
 }  // namespace
 
 // Rows of several tensors stacked (rows summed, cols shared) and packed for matmul, converted panel by
 // panel across the pool (the packed layout is the only copy made). When every part is stored in the same
 // block type the matrix keeps its blocks (packing.keep_blocks), else it is expanded to fp32.
 PackedMatrix pack_stacked(const std::vector<const TensorView*>& tensors, ThreadPool& pool, Packing packing) {
-  bool keep_blocks = packing.keep_blocks;
+  bool ordered = false;
+  for (const TensorView* t : tensors) ordered = ordered || t->input_order != nullptr;
+  if (ordered && can_keep_ordered(tensors, packing)) {
+    std::vector<PackedMatrix> parts;
+    for (const TensorView* t : tensors) {
+      TensorView stored = *t;
+      stored.input_order = nullptr;
+      parts.push_back(pack_stacked({&stored}, pool, packing));
+      if (t->input_order != nullptr) parts.back().set_input_order({t->input_order, t->input_order + t->cols});
+    }
+    return parts.size() == 1 ? std::move(parts.front()) : PackedMatrix(std::move(parts));
+  }
+  bool keep_blocks = packing.keep_blocks && !ordered;
   int64_t rows = 0;
   for (const TensorView* t : tensors) rows += t->rows;
   const int64_t cols = tensors.front()->cols;

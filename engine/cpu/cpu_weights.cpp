@@ -68,10 +68,16 @@ class WeightBuilder {
 
  private:
   PackedMatrix pack(const std::vector<const TensorView*>& parts, Role role) {
-    const Packing packing = role == Role::kRouter ? Packing{packing_.keep_blocks, false, false} : packing_;
+    Packing packing = role == Role::kRouter ? Packing{packing_.keep_blocks, false, false} : packing_;
+    // A routed expert's product takes activations quantized once for all its matrices (cpu_moe_experts.hpp):
+    // an act-order expert (inputs permuted, int_codes.hpp) is expanded to fp32 instead.
+    for (const TensorView* part : parts) {
+      if (role == Role::kRoutedExpert && part->input_order != nullptr) packing.keep_blocks = false;
+    }
     PackedMatrix matrix = pack_stacked(parts, pool_, packing);
     if (role == Role::kRoutedExpert) {
       count_expert(matrix);
+      weights_.expert_matrix_bytes += static_cast<int64_t>(matrix.bytes());
     } else {
       weights_.matrix_bytes += static_cast<int64_t>(matrix.bytes());
       weights_.matrix_params += matrix.rows() * matrix.cols();

@@ -52,6 +52,7 @@ struct CpuWeights {
   int64_t matrix_bytes = 0;   // memory of the packed matrices, routed experts aside
   int64_t matrix_params = 0;  // their parameters
   double expert_bytes = 0;    // the routed experts' bytes as stored (not the panels' memory)
+  int64_t expert_matrix_bytes = 0;  // memory of the routed experts' packed matrices
   double expert_params = 0;   // their parameters
 };
 

@@ -1,6 +1,8 @@
 #include "engine/io/summary_format.hpp"
 
 #include <cstdio>
+#include <map>
+#include <utility>
 
 #include "engine/io/json_writer.hpp"
 
@@ -22,6 +24,22 @@ std::string format_summary_text(const RunSummary& s) {
                 s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, static_cast<long long>(s.cached_tokens),
                 s.prefix_cache_hit_rate());
   std::string text = buf;
+  if (s.kv_group_windows.size() > 1) {  // per kind of group: how many groups, their peak blocks summed
+    std::map<int, std::pair<int, int>> kinds;  // window -> (groups, peak blocks)
+    for (size_t g = 0; g < s.kv_group_windows.size(); ++g) {
+      auto& [groups, peak] = kinds[s.kv_group_windows[g]];
+      ++groups;
+      peak += g < s.peak_kv_group_blocks.size() ? s.peak_kv_group_blocks[g] : 0;
+    }
+    text += "KV groups of " + std::to_string(s.kv_layers_per_block) + " layers:";
+    for (const auto& [window, kind] : kinds) {
+      text += (window == 0 ? " full" : " window " + std::to_string(window)) + " x" + std::to_string(kind.first) +
+              " peak " + std::to_string(kind.second) + " blocks;";
+    }
+    std::snprintf(buf, sizeof(buf), " a block %lld bytes, %.2f MB at the peak\n", static_cast<long long>(s.kv_block_bytes),
+                  static_cast<double>(s.kv_block_bytes) * s.peak_kv_blocks / 1e6);
+    text += buf;
+  }
   if (s.state_slots_total > 0) {
     std::snprintf(buf, sizeof(buf), "state cache: peak %d/%d slots of %.2f MB (recurrent layers)\n", s.peak_state_slots,
                   s.state_slots_total, static_cast<double>(s.state_slot_bytes) / 1e6);
@@ -62,6 +80,23 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("e2e_ms_p99").number(s.e2e_ms_p99, 3);
 }
 
+void write_kv_fields(JsonWriter& w, const RunSummary& s) {
+  w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
+  w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  w.key("kv_block_bytes").int64(s.kv_block_bytes);
+  w.key("peak_kv_bytes").int64(s.kv_block_bytes * s.peak_kv_blocks);
+  w.key("peak_num_seqs").int64(s.peak_num_seqs);
+  w.key("kv_layers_per_block").int64(s.kv_layers_per_block);
+  w.key("kv_groups").begin_array();
+  for (size_t g = 0; g < s.kv_group_windows.size(); ++g) {
+    w.begin_object();
+    w.key("window").int64(s.kv_group_windows[g]);
+    w.key("peak_blocks").int64(g < s.peak_kv_group_blocks.size() ? s.peak_kv_group_blocks[g] : 0);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 namespace {
 
 void write_shard(JsonWriter& w, const ShardProvenance& p) {
@@ -89,8 +124,8 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   w.key("resumed_ok").int64(s.resumed_ok);
   w.key("resumed_failed").int64(s.resumed_failed);
   write_throughput_fields(w, s);
-  w.key("peak_kv_blocks").int64(s.peak_kv_blocks);
-  w.key("kv_blocks_total").int64(s.kv_blocks_total);
+  write_kv_fields(w, s);
+  if (s.weight_bytes > 0) w.key("weight_bytes").int64(s.weight_bytes);
   if (s.state_slots_total > 0) {  // a hybrid model's recurrent-state slots
     w.key("peak_state_slots").int64(s.peak_state_slots);
     w.key("state_slots_total").int64(s.state_slots_total);

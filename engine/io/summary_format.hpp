@@ -13,6 +13,9 @@ class JsonWriter;
 std::string format_summary_text(const RunSummary& summary);
 // The throughput and latency fields that the summary and every bench result share.
 void write_throughput_fields(JsonWriter& w, const RunSummary& summary);
+// The KV cache's fields: peak and total blocks, a block's bytes, the peak's bytes, the groups (window and
+// peak blocks each) and the most sequences one step ran.
+void write_kv_fields(JsonWriter& w, const RunSummary& summary);
 
 // What a sharded run records in its summary for `merge`: which shard of which input it answered, and where.
 struct ShardProvenance {

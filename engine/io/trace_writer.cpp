@@ -34,6 +34,9 @@ std::string format_step_record(const StepRecord& r) {
   w.key("preempted").int64(r.preempted);
   w.key("cached_tokens").int64(r.cached_tokens);
   w.key("kv_blocks_cached").int64(r.kv_blocks_cached);
+  w.key("kv_group_blocks").begin_array();
+  for (int blocks : r.kv_group_blocks) w.int64(blocks);
+  w.end_array();
   if (r.constrained_rows > 0) {
     w.key("constrained_rows").int64(r.constrained_rows);
     w.key("mask_ms").number(r.mask_ms, 3);

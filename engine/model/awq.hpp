@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model/hf_quantization.hpp"
+#include "engine/model/int_codes.hpp"
 #include "engine/model/quantized_parts.hpp"
 
 namespace cbatch {
@@ -14,7 +15,11 @@ namespace cbatch {
 // The output column (within its word's eight) of each nibble of a word, low nibble first.
 inline constexpr int kAwqNibbleColumn[8] = {0, 2, 4, 6, 1, 3, 5, 7};
 
-// w (out, in) from the words of qweight (in, out / 8) and qzeros (in / group_size, out / 8), fp32 scales.
+// The codes less their zeros, scales (out, groups) and groups from the words of qweight (in, out / 8) and
+// qzeros (in / group_size, out / 8) and the fp32 scales (groups, out).
+IntCodes awq_codes(int64_t in, int64_t out, int64_t group_size, const uint32_t* qweight, const uint32_t* qzeros,
+                   const float* scales);
+// w (out, in) from the same: scale * (code - zero).
 void awq_dequantize(int64_t in, int64_t out, int64_t group_size, const uint32_t* qweight, const uint32_t* qzeros,
                     const float* scales, float* w);
 

@@ -2,6 +2,8 @@
 // group size; g_idx must give every group exactly group_size input rows (checked_groups).
 #include "engine/model/gptq.hpp"
 
+#include <algorithm>
+
 #include "engine/base/error.hpp"
 
 namespace cbatch {
@@ -17,8 +19,13 @@ std::vector<int32_t> group_of_rows(const QuantizedParts& parts, const GptqShape&
 
 }  // namespace
 
-void gptq_dequantize(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
-                     const int32_t* g_idx, float* w) {
+IntCodes gptq_codes(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
+                    const int32_t* g_idx) {
+  IntCodes c;
+  c.out = s.out, c.in = s.in, c.num_groups = s.num_groups;
+  c.codes.resize(static_cast<size_t>(s.out * s.in));
+  c.scales.resize(static_cast<size_t>(s.out * s.num_groups));
+  c.groups.assign(g_idx, g_idx + s.in);
   const int per_word = 32 / s.bits;
   const uint32_t mask = (1u << s.bits) - 1;
   const int64_t zero_words = s.out / per_word;
@@ -30,9 +37,19 @@ void gptq_dequantize(const GptqShape& s, const uint32_t* qweight, const uint32_t
       const uint32_t zero_word = qzeros[g * zero_words + o / per_word];
       const int zero = static_cast<int>((zero_word >> ((o % per_word) * s.bits)) & mask) + s.zero_offset;
       const int code = static_cast<int>((row[o] >> shift) & mask);
-      w[o * s.in + k] = scales[g * s.out + o] * static_cast<float>(code - zero);
+      c.codes[static_cast<size_t>(o * s.in + k)] = static_cast<int16_t>(code - zero);
     }
   }
+  for (int64_t g = 0; g < s.num_groups; ++g) {
+    for (int64_t o = 0; o < s.out; ++o) c.scales[static_cast<size_t>(o * s.num_groups + g)] = scales[g * s.out + o];
+  }
+  return c;
+}
+
+void gptq_dequantize(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
+                     const int32_t* g_idx, float* w) {
+  const std::vector<float> values = int_codes_dequantize(gptq_codes(s, qweight, qzeros, scales, g_idx));
+  std::copy(values.begin(), values.end(), w);
 }
 
 OwnedTensor read_gptq(const TensorFileOf& file_of, const std::string& weight_name, const QuantizationConfig& q) {
@@ -59,9 +76,8 @@ OwnedTensor read_gptq(const TensorFileOf& file_of, const std::string& weight_nam
   const std::vector<int32_t> g_idx = group_of_rows(parts, s, group_rows);
   const std::vector<uint32_t> words = parts.words("qweight"), zeros = parts.words("qzeros");
   const std::vector<float> scales = parts.floats("scales");
-  std::vector<float> w(static_cast<size_t>(s.out * s.in));
-  gptq_dequantize(s, words.data(), zeros.data(), scales.data(), g_idx.data(), w.data());
-  return owned_f32(parts.name("qweight"), s.out, s.in, std::move(w));
+  return int_codes_tensor(parts.name("qweight"),
+                          gptq_codes(s, words.data(), zeros.data(), scales.data(), g_idx.data()));
 }
 
 }  // namespace cbatch

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/model/hf_quantization.hpp"
+#include "engine/model/int_codes.hpp"
 #include "engine/model/quantized_parts.hpp"
 
 namespace cbatch {
@@ -23,11 +24,16 @@ struct GptqShape {
   int zero_offset = 1;     // added to each stored zero: 1 for v1 checkpoints, 0 for gptq_v2
 };
 
-// w (out, in) from the unpacked words (qweight, qzeros), the scales as fp32 and each input row's group.
+// The codes less their zeros, the scales (out, groups) and the groups from the unpacked words (qweight,
+// qzeros), the scales (groups, out) as fp32 and each input row's group.
+IntCodes gptq_codes(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
+                    const int32_t* g_idx);
+// w (out, in) from the same: scale * (code - zero).
 void gptq_dequantize(const GptqShape& s, const uint32_t* qweight, const uint32_t* qzeros, const float* scales,
                      const int32_t* g_idx, float* w);
 
-// The GPTQ Linear replacing float weight `weight_name`, checked against q (group size, bits, g_idx).
+// The GPTQ Linear replacing float weight `weight_name`, checked against q (group size, bits, g_idx), kept
+// as int_codes_tensor keeps it.
 OwnedTensor read_gptq(const TensorFileOf& file_of, const std::string& weight_name, const QuantizationConfig& q);
 
 }  // namespace cbatch

@@ -7,8 +7,9 @@
 // per-expert projections instead of the dense FFN (gpt-oss's stacked experts, bf16 or MXFP4, are
 // rearranged into owned buffers: hf_stacked_experts.hpp). BERT and XLM-R encoders (model_type bert,
 // xlm-roberta) have their own names and no lm_head; a cross-encoder adds its pooler and classifier.
-// A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, FP8: config.json's quantization_config) are
-// expanded to f32 tensors the loader owns as they are read (hf_quantized.hpp).
+// A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, compressed-tensors, FP8: config.json's
+// quantization_config) become tensors the loader owns as they are read (hf_quantized.hpp): GGUF blocks of
+// the integer codes, or f32.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -56,6 +57,8 @@ class WeightFiles final : public TensorFile {
   TensorView view(const std::string& name) const override {
     if (is_stored_quantized(file_of_, quantization_, name)) {
       OwnedTensor t = read_quantized(file_of_, quantization_, name);
+      ++num_quantized_;
+      if (t.view.dtype == DType::kF32) ++num_f32_;
       expanded_.push_back(std::move(t.bytes));
       return t.view;
     }
@@ -73,6 +76,9 @@ class WeightFiles final : public TensorFile {
   }
   std::shared_ptr<const void> storage() const { return files_; }
   const OwnedBuffers& expanded() const { return expanded_; }
+  // Quantized weights read, and how many of them became f32.
+  int num_quantized() const { return num_quantized_; }
+  int num_f32() const { return num_f32_; }
 
  private:
   const SafetensorsFile& add_file(const std::string& path) {
@@ -108,7 +114,8 @@ class WeightFiles final : public TensorFile {
   std::string description_;
   QuantizationConfig quantization_;
   const TensorFileOf file_of_ = [this](const std::string& name) { return file_of(name); };
-  mutable OwnedBuffers expanded_;  // the expanded quantized weights, (out, in) f32 each
+  mutable OwnedBuffers expanded_;  // the quantized weights as read, (out, in) blocks or f32 each
+  mutable int num_quantized_ = 0, num_f32_ = 0;
 };
 
 // Where the text model's tensors live: "model." (causal LMs), inside a multimodal checkpoint, or
@@ -232,6 +239,12 @@ Model load_hf_model(const ModelSource& source) {
   model.tensors = read_tensors(weights, hf.config, owned);
   owned.insert(owned.end(), weights.expanded().begin(), weights.expanded().end());
   model.quantization = describe_quantization(quantization);
+  if (keeps_int_codes(quantization) && weights.num_f32() > 0) {  // said, not a quiet fallback
+    model.notes.push_back(std::to_string(weights.num_f32()) + " of " + std::to_string(weights.num_quantized()) +
+                          " quantized weights expanded to f32: no GGUF block type holds their codes exactly (groups "
+                          "that are not whole 32-input blocks, a scale that is not an fp16 number, or 8-bit codes "
+                          "outside [-128, 127])");
+  }
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
   model.embedding = read_sentence_transformers(dir);

@@ -14,7 +14,8 @@ namespace {
 constexpr const char* kSupported =
     "supported: gptq 4 or 8 bits (checkpoint_format gptq or gptq_v2), awq 4 bits (version gemm), fp8 e4m3 "
     "(blocks, per tensor or per channel), compressed-tensors float-quantized fp8 (tensor, channel, block) or "
-    "pack-quantized int 4 or 8 bits (group, channel), mxfp4 (gpt-oss)";
+    "pack-quantized int 4 or 8 bits (group, channel) or nvfp4-pack-quantized (float 4 bits, tensor_group of 16), "
+    "mxfp4 (gpt-oss)";
 
 [[noreturn]] void unsupported(const JsonFields& f, const char* key, const std::string& value) {
   f.fail(key, "is " + value + ", which cbatch does not read (" + kSupported + ")");
@@ -89,7 +90,9 @@ void read_fp8(const JsonFields& f, QuantizationConfig& q) {
 // compressed-tensors: one config group whose weights say how they are stored.
 void read_compressed(const JsonFields& f, QuantizationConfig& q) {
   q.format = f.get_string("format");
-  if (q.format != "float-quantized" && q.format != "pack-quantized") unsupported(f, "format", "'" + q.format + "'");
+  if (q.format != "float-quantized" && q.format != "pack-quantized" && q.format != "nvfp4-pack-quantized") {
+    unsupported(f, "format", "'" + q.format + "'");
+  }
   q.not_converted = read_strings(f, "ignore");
   int num_groups = 0;
   for (auto [name, value] : f.members("config_groups")) {
@@ -109,6 +112,13 @@ void read_compressed(const JsonFields& f, QuantizationConfig& q) {
         unsupported(w, "strategy", "'" + q.strategy + "'");
       }
       if (q.strategy == "block" && q.weight_block_size.size() != 2) w.fail("block_structure", "must be [rows, cols]");
+    } else if (q.format == "nvfp4-pack-quantized") {  // nvfp4_hf.hpp
+      if (q.type != "float" || q.bits != 4) {
+        unsupported(w, "type", q.type + " with " + std::to_string(q.bits) + " bits");
+      }
+      if (q.strategy != "tensor_group") unsupported(w, "strategy", "'" + q.strategy + "'");
+      if (q.group_size != 16) unsupported(w, "group_size", std::to_string(q.group_size));
+      if (!q.sym) unsupported(w, "symmetric", "false");
     } else {
       if (q.type != "int" || (q.bits != 4 && q.bits != 8)) {
         unsupported(w, "num_bits", q.type + " with " + std::to_string(q.bits) + " bits");
@@ -163,6 +173,9 @@ std::string describe_quantization(const QuantizationConfig& q) {
     if (q.group_size > 0) scale_bits = (16.0 + q.bits) / q.group_size;  // an fp16 scale and a zero per group
   } else if (q.method == "mxfp4") {
     scale_bits = 8.0 / 32;
+  } else if (q.format == "nvfp4-pack-quantized") {
+    text += ", e2m1, an e4m3 scale per 16 and a global scale";
+    scale_bits = 8.0 / 16;
   } else if (q.weight_block_size.size() == 2) {
     text += ", blocks " + std::to_string(q.weight_block_size[0]) + "x" + std::to_string(q.weight_block_size[1]);
     scale_bits = 32.0 / (q.weight_block_size[0] * q.weight_block_size[1]);
@@ -172,7 +185,11 @@ std::string describe_quantization(const QuantizationConfig& q) {
   char bpw[64];
   std::snprintf(bpw, sizeof bpw, ", %.2f bits per weight", q.bits + scale_bits);
   text += bpw;
-  if (q.method != "mxfp4") text += "; expanded to f32 at load";
+  if (q.method == "gptq" || q.method == "awq" || q.format == "pack-quantized") {
+    text += "; kept as Q4_0, Q5_0 or Q8_0 blocks (those that hold the codes exactly, else f32)";
+  } else if (q.method != "mxfp4") {
+    text += "; expanded to f32 at load";  // FP8, NVFP4
+  }
   if (!q.not_converted.empty()) text += "; " + std::to_string(q.not_converted.size()) + " module patterns kept in float";
   return text;
 }

@@ -15,9 +15,9 @@ struct QuantizationConfig {
   bool sym = true;                 // GPTQ: symmetric (the zero points are then constant)
   bool desc_act = false;           // GPTQ: act-order, the input rows' groups come from g_idx
   // GPTQ checkpoint_format ("gptq": v1, zeros stored minus 1; "gptq_v2": as they are), AWQ version
-  // ("gemm"), compressed-tensors format ("float-quantized", "pack-quantized")
+  // ("gemm"), compressed-tensors format ("float-quantized", "pack-quantized", "nvfp4-pack-quantized")
   std::string format;
-  std::string strategy;            // compressed-tensors weights: "tensor", "channel", "group", "block"
+  std::string strategy;            // compressed-tensors weights: "tensor", "channel", "group", "block", "tensor_group"
   std::string type;                // compressed-tensors weights: "int" or "float"
   std::vector<int> weight_block_size;  // FP8 blocks (output rows, input cols); empty: per tensor / channel
   std::vector<std::string> not_converted;  // modules_to_not_convert / ignore, as written

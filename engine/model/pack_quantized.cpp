@@ -2,6 +2,7 @@
 // (weight_packed may pad it); the other tensors' shapes follow from it and the strategy.
 #include "engine/model/pack_quantized.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace cbatch {
@@ -31,8 +32,13 @@ std::vector<int64_t> weight_shape(const QuantizedParts& parts) {
 
 }  // namespace
 
-void packed_int_dequantize(const PackedIntShape& s, const uint32_t* packed, const uint32_t* zero_words,
-                           const float* scales, const int32_t* groups, float* w) {
+IntCodes packed_int_codes(const PackedIntShape& s, const uint32_t* packed, const uint32_t* zero_words,
+                          const float* scales, const int32_t* groups) {
+  IntCodes c;
+  c.out = s.out, c.in = s.in, c.num_groups = s.num_groups;
+  c.codes.resize(static_cast<size_t>(s.out * s.in));
+  c.scales.assign(scales, scales + s.out * s.num_groups);
+  c.groups.assign(groups, groups + s.in);
   const int per_word = 32 / s.bits;
   const uint32_t mask = (1u << s.bits) - 1;
   const int offset = 1 << (s.bits - 1);
@@ -45,9 +51,16 @@ void packed_int_dequantize(const PackedIntShape& s, const uint32_t* packed, cons
       const int zero = zero_words == nullptr
                            ? offset
                            : static_cast<int>((zero_words[(o / per_word) * s.num_groups + g] >> zero_shift) & mask);
-      w[o * s.in + k] = scales[o * s.num_groups + g] * static_cast<float>(code - zero);
+      c.codes[static_cast<size_t>(o * s.in + k)] = static_cast<int16_t>(code - zero);
     }
   }
+  return c;
+}
+
+void packed_int_dequantize(const PackedIntShape& s, const uint32_t* packed, const uint32_t* zero_words,
+                           const float* scales, const int32_t* groups, float* w) {
+  const std::vector<float> values = int_codes_dequantize(packed_int_codes(s, packed, zero_words, scales, groups));
+  std::copy(values.begin(), values.end(), w);
 }
 
 OwnedTensor read_pack_quantized(const TensorFileOf& file_of, const std::string& weight_name,
@@ -78,9 +91,9 @@ OwnedTensor read_pack_quantized(const TensorFileOf& file_of, const std::string& 
   }
   const std::vector<uint32_t> packed = parts.words("weight_packed");
   const std::vector<float> scales = parts.floats("weight_scale");
-  std::vector<float> w(static_cast<size_t>(s.out * s.in));
-  packed_int_dequantize(s, packed.data(), q.sym ? nullptr : zeros.data(), scales.data(), groups.data(), w.data());
-  return owned_f32(parts.name("weight_packed"), s.out, s.in, std::move(w));
+  const uint32_t* zero_words = q.sym ? nullptr : zeros.data();
+  return int_codes_tensor(parts.name("weight_packed"),
+                          packed_int_codes(s, packed.data(), zero_words, scales.data(), groups.data()));
 }
 
 }  // namespace cbatch

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/model/hf_quantization.hpp"
+#include "engine/model/int_codes.hpp"
 #include "engine/model/quantized_parts.hpp"
 
 namespace cbatch {
@@ -21,8 +22,11 @@ struct PackedIntShape {
   int64_t num_groups = 1;
 };
 
-// w (out, in) from weight_packed's words, weight_zero_point's words (nullptr: symmetric), the scales
-// (out, num_groups) as fp32 and each input row's group.
+// The codes less their zeros, scales and groups from weight_packed's words, weight_zero_point's words
+// (nullptr: symmetric), the scales (out, num_groups) as fp32 and each input row's group.
+IntCodes packed_int_codes(const PackedIntShape& s, const uint32_t* packed, const uint32_t* zero_words,
+                          const float* scales, const int32_t* groups);
+// w (out, in) from the same: scale * (code - zero).
 void packed_int_dequantize(const PackedIntShape& s, const uint32_t* packed, const uint32_t* zero_words,
                            const float* scales, const int32_t* groups, float* w);
 

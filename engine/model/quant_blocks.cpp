@@ -14,9 +14,6 @@ void dequantize_blocks(DType dtype, const uint8_t* blocks, int64_t num_blocks, f
   });
 }
 
-namespace {
-
-// The nearest half of a finite float (ties to even); magnitudes below the half range flush to zero.
 uint16_t float_to_half(float f) {
   uint32_t bits;
   std::memcpy(&bits, &f, 4);
@@ -29,8 +26,6 @@ uint16_t float_to_half(float f) {
   if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) ++h;  // a carry into the exponent is still right
   return static_cast<uint16_t>(sign | std::min<uint32_t>(h, 0x7BFF));
 }
-
-}  // namespace
 
 void quantize_q8_0(const float* x, int64_t n, uint8_t* out) {
   for (int64_t b = 0; b < n / 32; ++b, x += 32, out += 34) {

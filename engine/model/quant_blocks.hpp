@@ -345,6 +345,9 @@ decltype(auto) with_block_format(DType dtype, Fn&& fn) {
 // Decodes num_blocks consecutive blocks of `dtype` (a block type) into out (num_blocks * block elements).
 void dequantize_blocks(DType dtype, const uint8_t* blocks, int64_t num_blocks, float* out);
 
+// The nearest half of a finite float's bits (ties to even); magnitudes below the half range flush to zero.
+uint16_t float_to_half(float f);
+
 // Encodes n values (a multiple of 32) as Q8_0 blocks, as ggml's reference quantizer: d = max |x| / 127
 // (stored as the nearest half), q = round(x / d). For dummy weights kept in blocks.
 void quantize_q8_0(const float* x, int64_t n, uint8_t* out);

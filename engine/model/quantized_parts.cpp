@@ -17,6 +17,13 @@ QuantizedParts::QuantizedParts(const TensorFileOf& file_of, const std::string& w
     : file_of_(file_of), stem_(weight_name.substr(0, weight_name.size() - std::string("weight").size())),
       scheme_(std::move(scheme)) {}
 
+QuantizedParts::~QuantizedParts() {
+  for (const std::string& suffix : read_) {
+    const SafetensorsFile* f = file_of_(name(suffix));
+    if (f != nullptr) f->release(f->entry(name(suffix)));
+  }
+}
+
 const SafetensorsFile& QuantizedParts::file(const std::string& suffix) const {
   const SafetensorsFile* f = file_of_(name(suffix));
   if (f == nullptr) {
@@ -72,6 +79,7 @@ std::vector<int32_t> checked_groups(const QuantizedParts& parts, const std::stri
 
 const uint8_t* QuantizedParts::bytes(const std::string& suffix) const {
   const SafetensorsFile& f = file(suffix);
+  read_.push_back(suffix);
   return f.bytes(f.entry(name(suffix)));
 }
 
@@ -92,6 +100,7 @@ std::vector<int32_t> QuantizedParts::ints(const std::string& suffix) const {
 std::vector<float> QuantizedParts::floats(const std::string& suffix) const {
   entry(suffix, "");
   const TensorView v = file(suffix).view(name(suffix));
+  read_.push_back(suffix);
   std::vector<float> out(static_cast<size_t>(v.numel()));
   tensor_rows_to_f32(v, 0, v.rows, out.data());
   return out;

@@ -16,6 +16,11 @@ class QuantizedParts {
  public:
   // weight_name: the float weight's name ("....weight"); scheme: for messages ("GPTQ").
   QuantizedParts(const TensorFileOf& file_of, const std::string& weight_name, std::string scheme);
+  // Gives back the mapped pages of every part it read (the readers copy them out): a checkpoint's codes
+  // then stay resident once, in the form they are kept in, not also as the file's pages.
+  ~QuantizedParts();
+  QuantizedParts(const QuantizedParts&) = delete;
+  QuantizedParts& operator=(const QuantizedParts&) = delete;
 
   std::string name(const std::string& suffix) const { return stem_ + suffix; }  // stem "....up_proj."
   bool has(const std::string& suffix) const { return file_of_(name(suffix)) != nullptr; }
@@ -36,6 +41,7 @@ class QuantizedParts {
   const TensorFileOf& file_of_;
   std::string stem_;
   std::string scheme_;
+  mutable std::vector<std::string> read_;  // suffixes whose bytes were handed out
 };
 
 // The group of each of `in` input rows from the I32 tensor `suffix` (in): throws naming it unless every value

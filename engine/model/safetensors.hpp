@@ -37,6 +37,8 @@ class SafetensorsFile {
   // A tensor's entry and its bytes in the mapping (any dtype); throws when it is missing.
   const SafetensorsTensor& entry(std::string_view name) const;
   const uint8_t* bytes(const SafetensorsTensor& tensor) const { return file_->data() + data_offset_ + tensor.begin; }
+  // Gives back the resident pages of a tensor read once and converted (MappedFile::release).
+  void release(const SafetensorsTensor& tensor) const { file_->release(bytes(tensor), tensor.end - tensor.begin); }
 
  private:
   void read_header();

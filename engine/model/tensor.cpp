@@ -48,6 +48,17 @@ int64_t row_bytes(DType dtype, int64_t cols) {
 
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out) {
   assert(row_begin >= 0 && row_begin + num_rows <= tensor.rows);
+  if (tensor.input_order != nullptr) {  // decoded as stored, then each column put back at its input
+    TensorView stored = tensor;
+    stored.input_order = nullptr;
+    std::vector<float> columns(static_cast<size_t>(num_rows * tensor.cols));
+    tensor_rows_to_f32(stored, row_begin, num_rows, columns.data());
+    for (int64_t r = 0; r < num_rows; ++r) {
+      const float* row = columns.data() + r * tensor.cols;
+      for (int64_t j = 0; j < tensor.cols; ++j) out[r * tensor.cols + tensor.input_order[j]] = row[j];
+    }
+    return;
+  }
   const int64_t cols = tensor.cols;
   if (tensor.is_random && tensor.dtype == DType::kMXFP4) {  // generated as blocks: their decoded values
     const RandomInit& r = tensor.random;

@@ -30,6 +30,10 @@ struct TensorView {
   int64_t rows = 1;             // (rows, cols), row-major
   int64_t cols = 1;
   const void* data = nullptr;   // bytes of rows * row_bytes(dtype, cols); nullptr for random tensors
+  // (cols) or nullptr: the stored columns are the inputs permuted, column j holding input input_order[j]
+  // (a pre-quantized act-order weight whose groups were made contiguous: int_codes.hpp). Kept with the
+  // bytes; tensor_rows_to_f32 undoes it, a consumer of the raw blocks must permute its inputs alike.
+  const int32_t* input_order = nullptr;
   // dummy weights: generated from `random`, never stored in a file; a block `dtype` asks a backend to keep
   // the generated values quantized in that block type (Q8_0), or, for kMXFP4, says that the tensor's
   // values are blocks generated as such (random_weights.hpp random_mxfp4_block)
@@ -40,7 +44,8 @@ struct TensorView {
   bool empty() const { return data == nullptr && !is_random; }
 };
 
-// Converts rows [row_begin, row_begin + num_rows) to fp32 into out (num_rows, cols).
+// Converts rows [row_begin, row_begin + num_rows) to fp32 into out (num_rows, cols), in the inputs' order
+// (an input_order undone).
 void tensor_rows_to_f32(const TensorView& tensor, int64_t row_begin, int64_t num_rows, float* out);
 
 }  // namespace cbatch

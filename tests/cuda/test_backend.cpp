@@ -26,6 +26,7 @@
 #include "tests/engine/step_io.hpp"
 #include "engine/base/error.hpp"
 #include "engine/cpu/cpu_backend.hpp"
+#include "engine/model/kv_groups.hpp"
 #include "engine/sample/radix_sampling.hpp"
 #include "tests/cuda/moe_quant_case.hpp"
 #include "tests/cuda/reference.hpp"
@@ -107,7 +108,10 @@ struct StepSeq {
   bool padding;                // static-mode padding: slot -1, position already cached
 };
 
-RaggedBatch make_batch(const std::vector<StepSeq>& seqs, std::mt19937& rng, int vocab) {
+// Blocks each KV group's tables may take: group g's are group 0's plus g * kNumBlocks (kv_groups.hpp).
+constexpr int kMaxKvGroups = 3;
+
+RaggedBatch make_batch(const std::vector<StepSeq>& seqs, std::mt19937& rng, int vocab, int num_kv_groups) {
   RaggedBatch b;
   b.max_blocks_per_seq = kMaxBlocksPerSeq;
   b.query_start.push_back(0);
@@ -125,23 +129,31 @@ RaggedBatch make_batch(const std::vector<StepSeq>& seqs, std::mt19937& rng, int 
     b.max_seq_len = std::max(b.max_seq_len, s.first_pos + s.num_rows);
     b.max_query_len = std::max(b.max_query_len, s.num_rows);
   }
+  REQUIRE(num_kv_groups <= kMaxKvGroups);
+  const std::vector<int32_t> slots = b.slot_mapping, tables = b.block_tables;
+  for (int g = 1; g < num_kv_groups; ++g) {  // no two groups share a page
+    for (int32_t slot : slots) b.slot_mapping.push_back(slot < 0 ? -1 : slot + g * kNumBlocks * kBlockSize);
+    for (int32_t block : tables) b.block_tables.push_back(block < 0 ? -1 : block + g * kNumBlocks);
+  }
+  b.num_kv_groups = num_kv_groups;
   return b;
 }
 
 // Step 1: prefill 20 of S0's 35 prompt tokens, all of S1 (13) and S2 (5). Step 2: S0's remaining 15
 // tokens (crossing a block boundary) and decodes of S1, S2. Step 3: decodes of all three plus a padding
 // row that repeats S1's position 7 through S1's block table.
-std::vector<RaggedBatch> scenario(int vocab) {
+std::vector<RaggedBatch> scenario(const ModelConfig& config) {
+  const int vocab = config.vocab_size, groups = kv_groups(config).num_groups();
   const std::vector<int32_t> t0 = {5, 2, 9, 14}, t1 = {7, 0}, t2 = {3};
   std::mt19937 rng(7);
   std::vector<RaggedBatch> steps;
-  steps.push_back(make_batch({{t0, 0, 20, false, false}, {t1, 0, 13, true, false}, {t2, 0, 5, true, false}}, rng, vocab));
-  steps.push_back(make_batch({{t0, 20, 15, true, false}, {t1, 13, 1, true, false}, {t2, 5, 1, true, false}}, rng, vocab));
+  steps.push_back(make_batch({{t0, 0, 20, false, false}, {t1, 0, 13, true, false}, {t2, 0, 5, true, false}}, rng, vocab, groups));
+  steps.push_back(make_batch({{t0, 20, 15, true, false}, {t1, 13, 1, true, false}, {t2, 5, 1, true, false}}, rng, vocab, groups));
   steps.push_back(make_batch({{t0, 35, 1, true, false},
                               {t1, 14, 1, true, false},
                               {t2, 6, 1, true, false},
                               {t1, 7, 1, true, true}},
-                             rng, vocab));
+                             rng, vocab, groups));
   return steps;
 }
 
@@ -165,7 +177,7 @@ class StepReference {
       options.num_threads = 2;
       options.max_batch_tokens = 64;
       cpu_ = make_cpu_backend(model, options);
-      cpu_->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+      cpu_->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
     } else {
       llama_ = std::make_unique<ReferenceModel>(model, kNumBlocks, kBlockSize);
     }
@@ -191,11 +203,11 @@ void check_scenario(const Model& model, ComputeDType dtype, double tol, bool cpu
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype, kernels));
   CHECK(backend->traits().device_name.rfind("cuda:", 0) == 0);
   CHECK(backend->max_kv_blocks(kBlockSize) >= kNumBlocks);
-  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
   StepReference reference(model, cpu_reference);
   const int vocab = model.config.vocab_size;
   int step_index = 0;
-  for (const RaggedBatch& batch : scenario(vocab)) {
+  for (const RaggedBatch& batch : scenario(model.config)) {
     ++step_index;
     CAPTURE(step_index);
     const std::vector<double> ref = reference.forward(batch);
@@ -369,11 +381,12 @@ TEST_CASE("the family models differ from their Llama base (each family test chec
   for (const Family family : kFamilies) {
     const Model model = make_family_model(family);
     CAPTURE(family_name(family));
-    StepReference family_ref(model, true), llama_ref(family_base_model(family), true);
-    const std::vector<RaggedBatch> steps = scenario(model.config.vocab_size);
+    const Model base = family_base_model(family);
+    StepReference family_ref(model, true), llama_ref(base, true);
+    const std::vector<RaggedBatch> steps = scenario(model.config), base_steps = scenario(base.config);  // same tokens
     double worst = 1e30;
-    for (const RaggedBatch& batch : steps) {  // steps 2 and 3 pass position 16 (longrope) and the windows
-      const std::vector<double> a = family_ref.forward(batch), b = llama_ref.forward(batch);
+    for (size_t i = 0; i < steps.size(); ++i) {  // steps 2 and 3 pass position 16 (longrope) and the windows
+      const std::vector<double> a = family_ref.forward(steps[i]), b = llama_ref.forward(base_steps[i]);
       worst = std::min(worst, rel_error(std::vector<float>(a.begin(), a.end()), b));
     }
     CHECK(worst > 1e-3);
@@ -652,13 +665,13 @@ void for_each_step_with_cpu(const Model& model, ComputeDType dtype,
                             const std::function<void(const StepIo& gpu, const StepIo& cpu)>& check,
                             const CudaKernelOptions& kernels = {}) {
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(dtype, kernels));
-  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
   CpuBackendOptions options;
   options.num_threads = 2;
   options.max_batch_tokens = 64;
   std::unique_ptr<Backend> cpu_backend = make_cpu_backend(model, options);
-  cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
+  cpu_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+  for (const RaggedBatch& batch : scenario(model.config)) {
     StepIo gpu_out, cpu_out;
     backend->forward(batch, gpu_out, gpu_out);
     cpu_backend->forward(batch, cpu_out, cpu_out);
@@ -728,9 +741,9 @@ TEST_CASE("CUDA backend with --quantization fp8 runs gpt-oss's experts in FP8 cl
   fp8.fp8_weights = true;
   std::unique_ptr<Backend> quantized = make_cuda_backend(model, fp8);
   std::unique_ptr<Backend> bf16 = make_cuda_backend(model, small_options(ComputeDType::kBF16));
-  quantized->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  for (const RaggedBatch& batch : scenario(model.config.vocab_size)) {
+  quantized->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+  bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+  for (const RaggedBatch& batch : scenario(model.config)) {
     StepIo a, b;
     a.want_logits = b.want_logits = true;
     quantized->forward(batch, a, a);
@@ -747,7 +760,7 @@ TEST_CASE("the gpt-oss test model's sinks and o bias change its logits (its CUDA
           doctest::test_suite("host")) {
   StepReference with(make_gpt_oss_model(), true), without(make_gpt_oss_model(true), true);
   double worst = 1e30;
-  for (const RaggedBatch& batch : scenario(make_gpt_oss_model().config.vocab_size)) {
+  for (const RaggedBatch& batch : scenario(make_gpt_oss_model().config)) {
     const std::vector<double> a = with.forward(batch), b = without.forward(batch);
     worst = std::min(worst, rel_error(std::vector<float>(a.begin(), a.end()), b));
   }
@@ -802,9 +815,9 @@ TEST_CASE("CUDA backend with device sampling draws each row's token from the log
   std::unique_ptr<Backend> host_sampling = make_cuda_backend(model, small_options(ComputeDType::kBF16, host));
   CHECK(backend->traits().samples_on_device);
   CHECK(!host_sampling->traits().samples_on_device);
-  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  host_sampling->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-  for (const RaggedBatch& batch : scenario(vocab)) {
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+  host_sampling->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+  for (const RaggedBatch& batch : scenario(model.config)) {
     StepIo out;
     out.want_logits = true;
     backend->forward(batch, out, out);
@@ -854,10 +867,10 @@ TEST_CASE("CUDA backend reports its KV block size and rejects bad batches") {
   const Model model = make_model(2, false, RopeLayout::kHalves);
   std::unique_ptr<Backend> backend = make_cuda_backend(model, small_options(ComputeDType::kBF16));
   CHECK(backend->kv_block_bytes(16) == int64_t{2} * 2 * 16 * model.config.kv_dim() * 2);
-  const std::vector<RaggedBatch> steps = scenario(model.config.vocab_size);
+  const std::vector<RaggedBatch> steps = scenario(model.config);
   StepIo out;
   CHECK_THROWS_AS(backend->forward(steps[0], out, out), Error);  // no KV cache yet
-  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+  backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
 
   RaggedBatch bad_token = steps[0];
   bad_token.token_ids[3] = model.config.vocab_size;
@@ -928,10 +941,10 @@ TEST_CASE("CUDA backend with an FP8 KV cache: half the bytes a block, logits nea
     std::unique_ptr<Backend> fp8_backend = make_cuda_backend(model, fp8);
     CHECK(2 * fp8_backend->kv_block_bytes(kBlockSize) == bf16->kv_block_bytes(kBlockSize));
     CHECK(fp8_backend->traits().kv_bytes_per_elem == 1.0);
-    bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
-    fp8_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks, kBlockSize});
+    bf16->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
+    fp8_backend->allocate_kv_cache(KvCacheSpec{kNumBlocks * kMaxKvGroups, kBlockSize});
     const int vocab = model.config.vocab_size;
-    for (const RaggedBatch& batch : scenario(vocab)) {
+    for (const RaggedBatch& batch : scenario(model.config)) {
       StepIo want, got;
       want.want_logits = got.want_logits = true;
       bf16->forward(batch, want, want);

@@ -10,7 +10,9 @@ Gemma 3, F32 and BF16, one file and shards) and as GGUF files with the same weig
   token, up to each request's first step whose top-2 margin is at most 1e-3; prompts are 20-60 tokens,
   longer than every window; `cbatch inspect` names the architecture;
 - per family, outputs are bit-identical across modes, token budgets (chunked prefill), block sizes,
-  sequence caps, the prefix cache off, and a KV cache small enough to preempt."""
+  sequence caps, the prefix cache off, and a small KV cache (12 blocks per KV group)."""
+import collections
+import math
 import os
 import random
 import time
@@ -75,6 +77,13 @@ def check_sensitive(name, model, expected):
         c.check(ablated != want, f"{name}: the reference without {feature} gives the same tokens (a weak model)")
 
 
+def kv_groups(windows):
+    """The KV groups cbatch cuts the layers into (engine/model/kv_groups.hpp): each window's layers (0: full)
+    in groups of the gcd of the counts. A block is one group's: the small cache below scales with them."""
+    counts = list(collections.Counter(windows).values())
+    return sum(counts) // math.gcd(*counts)
+
+
 def check_inspect(label, model, arch):
     text = run(["inspect", "--model", model]).stdout
     c.check(f"architecture: {arch}\n" in text, f"{label}: inspect does not say 'architecture: {arch}':\n{text}")
@@ -106,6 +115,8 @@ for name, spec in dense_models.items():
         families_checked.add(family)
         base = outputs(hf_dir)
         for options in INVARIANCE:
+            if "--kv-cache-blocks" in options:
+                options = dict(options, **{"--kv-cache-blocks": str(12 * kv_groups(model.windows))})
             c.check(outputs(hf_dir, options) == base, f"{name}: outputs change with {options}")
 print(f"{len(dense_models)} models in {time.time() - start:.1f} s")
 c.done()

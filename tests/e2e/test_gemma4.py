@@ -37,7 +37,7 @@ INVARIANCE = [{"--mode": "static"}, {"--mode": "sequential"}, {"--max-num-batche
               {"--max-num-batched-tokens": "7", "--block-size": "1"}, {"--max-num-batched-tokens": "1"},
               {"--block-size": "4"}, {"--threads": "1"}, {"--threads": "3"}, {"--max-num-seqs": "2"},
               {"--mode": "static", "--max-num-seqs": "3"},
-              {"--kv-cache-blocks": "9", "--block-size": "8", "--max-num-batched-tokens": "16"}]
+              {"--kv-cache-blocks": "21", "--block-size": "8", "--max-num-batched-tokens": "16"}]
 
 c = Checks()
 work = tmpdir()
@@ -120,7 +120,7 @@ def check_forks(name, hf_dir, base_hf, every_case):
     greedy = {"prompt_token_ids": prompts[1], "max_tokens": 10, "temperature": 0, "ignore_eos": True}
     sampled = dict(greedy, temperature=0.9)
     write_jsonl(forks, [dict(greedy, id="g", n=3), dict(sampled, id="s", n=3, seed=5)])
-    cases = ({}, {"--mode": "static"}, {"--kv-cache-blocks": "12", "--block-size": "8", "--max-num-batched-tokens": "16"})
+    cases = ({}, {"--mode": "static"}, {"--kv-cache-blocks": "48", "--block-size": "8", "--max-num-batched-tokens": "16"})
     for options in cases if every_case else cases[:1]:
         results, _, _ = cbatch(hf_dir, options, forks)
         outs = [o["output_token_ids"] for o in results["g"]["outputs"]]

@@ -1,5 +1,6 @@
-"""Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, FP8), read on the CPU by expanding each quantized
-Linear to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the
+"""Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, compressed-tensors, FP8, NVFP4) on the CPU: integer
+ones kept as the GGUF blocks that hold their codes exactly (Q4_0, Q5_0, Q8_0; act-order inputs permuted into
+groups), FP8 and NVFP4 expanded to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the
 norms or lm_head, which the configs list as not converted, except where FP8 blocks cover lm_head too)
 quantized here by numpy quantizers written from the formats' definitions:
 - GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
@@ -8,26 +9,33 @@ quantized here by numpy quantizers written from the formats' definitions:
 - AWQ GEMM: qweight (in, out / 8) and qzeros with the nibbles of columns [0, 2, 4, 6, 1, 3, 5, 7], scales F16;
 - compressed-tensors pack-quantized: INT4 asymmetric by groups of 32 with weight_g_idx (zero points packed
   along the output), INT8 symmetric per channel; codes packed along the input, offset by 2^(bits - 1);
+- compressed-tensors nvfp4-pack-quantized: E2M1 codes two a byte (the even input in the low nibble), an
+  F8_E4M3 scale per 16 inputs and a global scale stored as the divisor (w = e2m1 * fp8 / global), expanded
+  to f32; input_global_scale not read;
 - FP8: quant_method fp8 with weight_block_size (F8_E4M3 weights, weight_scale_inv per block, partial edge
   blocks), and compressed-tensors float-quantized per channel (weight_scale (out, 1); input_scale not read).
 Each is also written with every weight replaced by its exact dequantization (F32). cbatch's greedy tokens
-from the quantized directory equal its tokens from the dequantized one, which equal the float64
+from the quantized directory equal its tokens from the dequantized one under --cpu-precision exact (the
+blocks decode to the same fp32 values), which equal the float64
 reference's (family_reference.py) over its decisive steps, and differ from the unquantized model's (so a
-reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. Broken
-files exit 1 naming the tensor or the field."""
+reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. The
+integer schemes then run the 8-bit path (--cpu-precision fast, the default): greedy tokens and logprobs
+bit-identical across modes, token budgets, sequence caps and threads, logprobs not the exact path's, and the
+summary's weight_bytes shows the linears kept in their block type's bytes, not f32. Broken files exit 1
+naming the tensor or the field."""
 import json
 import os
 import random
 import shutil
-import struct
 
-from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import EXACT, Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
 
 need_modules("numpy")
 import numpy as np  # noqa: E402
 
 import family_reference as reference  # noqa: E402
 import tiny_models  # noqa: E402
+from prequantized_files import dequantized, gptq, int_quantize, pack, write_safetensors  # noqa: E402
 
 NAME = "llama"
 MARGIN = 1e-3
@@ -42,24 +50,10 @@ rng = random.Random(23)
 prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60)]
 prompts_path = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
-                            "ignore_eos": True} for i, p in enumerate(prompts)])
+                            "ignore_eos": True, "logprobs": 1} for i, p in enumerate(prompts)])
 
 
 # ------------------------------------------------------------------------------------------- files
-def write_safetensors(path, tensors):
-    """tensors: name -> (safetensors dtype, numpy array already of that dtype's bytes)."""
-    header, offset, blobs = {}, 0, []
-    for name, (dtype, t) in tensors.items():
-        data = np.ascontiguousarray(t).tobytes()
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    head = json.dumps(header).encode()
-    head += b" " * (-len(head) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
-
-
 def write_model(directory, tensors, quantization=None):
     """The tiny Llama's directory with `tensors` and, when given, a quantization_config."""
     tiny_models.write_hf(directory, NAME, {"model.embed_tokens.weight": np.zeros((1, 1), np.float32)})
@@ -80,52 +74,6 @@ def is_linear(name):
 
 
 # ------------------------------------------------------------------------------------------- quantizers
-def int_quantize(w, groups, bits, sym):
-    """w (out, in) in integer codes per (output, group): groups (in) the group of each input row. Returns
-    codes (out, in), zeros (num_groups, out) and fp16 scales (num_groups, out); w ~ (code - zero) * scale."""
-    n, levels = groups.max() + 1, (1 << bits) - 1
-    scales, zeros = np.zeros((n, w.shape[0]), np.float16), np.zeros((n, w.shape[0]), np.int64)
-    codes = np.zeros(w.shape, np.int64)
-    for g in range(n):
-        cols = w[:, groups == g]
-        if sym:
-            s = (np.abs(cols).max(axis=1) / (levels // 2)).astype(np.float16)
-            z = np.full(w.shape[0], 1 << (bits - 1))
-        else:
-            lo, hi = np.minimum(cols.min(axis=1), 0), np.maximum(cols.max(axis=1), 0)
-            s = ((hi - lo) / levels).astype(np.float16)
-            z = np.clip(np.round(-lo / s.astype(np.float32)), 1, levels).astype(np.int64)  # v1 stores z - 1 >= 0
-        q = np.clip(np.round(cols / s.astype(np.float32)[:, None]) + z[:, None], 0, levels)
-        codes[:, groups == g], scales[g], zeros[g] = q, s, z
-    return codes, zeros, scales
-
-
-def dequantized(codes, zeros, scales, groups):
-    z, s = zeros[groups].T, scales[groups].T.astype(np.float32)  # (out, in)
-    return ((codes - z).astype(np.float32) * s).astype(np.float32)
-
-
-def pack(values, bits, axis):
-    """Unsigned codes packed 32 / bits to an int32 along `axis`, the first in the low bits."""
-    per = 32 // bits
-    v = np.moveaxis(values.astype(np.uint32), axis, 0)
-    words = np.zeros((v.shape[0] // per,) + v.shape[1:], np.uint32)
-    for i in range(per):
-        words |= v[i::per] << np.uint32(i * bits)
-    return np.moveaxis(words, 0, axis).astype("<u4").view("<i4")
-
-
-def gptq(w, bits, sym, desc_act, nrng, v2=False, group=32):
-    out, inp = w.shape
-    perm = nrng.permutation(inp) if desc_act else np.arange(inp)
-    g_idx = np.zeros(inp, np.int64)
-    g_idx[perm] = np.arange(inp) // group
-    codes, zeros, scales = int_quantize(w, g_idx, bits, sym)
-    parts = {"qweight": ("I32", pack(codes.T, bits, 0)), "qzeros": ("I32", pack(zeros if v2 else zeros - 1, bits, 1)),
-             "scales": ("F16", scales.astype("<f2")), "g_idx": ("I32", g_idx.astype("<i4"))}
-    return parts, dequantized(codes, zeros, scales, g_idx)
-
-
 def awq(w, group=32):
     out, inp = w.shape
     groups = np.arange(inp) // group
@@ -187,6 +135,29 @@ def fp8(w, block, round_scale=np.float32):
     return codes, scales, (E4M3[codes].astype(np.float32) * rows).astype(np.float32)
 
 
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+
+
+def nvfp4(w):
+    """compressed-tensors nvfp4-pack-quantized: a global scale g = 448 * 6 / max |w| (stored as the divisor),
+    per 16 inputs an F8_E4M3 scale code of max |block| / 6 * g, each weight the nearest E2M1 code of w / s with
+    s = fp8 / g (fp32); codes two a byte, the even input in the low nibble. Returns parts and w = e2m1 * s."""
+    out, inp = w.shape
+    g = np.float32(448.0 * 6.0 / np.abs(w).max())
+    blocks = w.reshape(out, inp // 16, 16)
+    target = np.abs(blocks).max(axis=2) / 6.0 * g
+    finite = np.where(np.isfinite(E4M3[:127]), E4M3[:127], np.inf)  # the non-negative codes, NaN never chosen
+    scale_codes = np.abs(target[..., None] - finite).argmin(axis=-1).astype(np.uint8)
+    s = (E4M3[scale_codes].astype(np.float32) / g).astype(np.float32)  # (out, inp / 16)
+    scaled = blocks / np.where(s > 0, s, 1)[..., None]
+    codes = np.abs(scaled[..., None] - E2M1).argmin(axis=-1).reshape(out, inp).astype(np.uint8)
+    exact = (E2M1[codes].reshape(out, inp // 16, 16) * s[..., None]).astype(np.float32).reshape(out, inp)
+    parts = {"weight_packed": ("U8", (codes[:, 0::2] | codes[:, 1::2] << 4).astype(np.uint8)),
+             "weight_scale": ("F8_E4M3", scale_codes), "weight_global_scale": f32(np.array([g])),
+             "input_global_scale": f32(np.array([3.0]))}
+    return parts, exact
+
+
 # ------------------------------------------------------------------------------------------- schemes
 def quantized_model(weights, scheme, nrng):
     """(quantized tensors, dequantized float weights, quantization_config) of one scheme."""
@@ -205,6 +176,9 @@ def quantized_model(weights, scheme, nrng):
             tensors.update({stem + k: v for k, v in parts.items()})
         elif scheme["method"] == "packed" and is_linear(name):
             parts, exact[name] = pack_quantized(w, scheme["bits"], scheme["sym"], scheme["group"], nrng)
+            tensors.update({stem + k: v for k, v in parts.items()})
+        elif scheme["method"] == "nvfp4" and is_linear(name):
+            parts, exact[name] = nvfp4(w)
             tensors.update({stem + k: v for k, v in parts.items()})
         elif scheme["method"] == "awq" and is_linear(name):
             parts, exact[name] = awq(w)
@@ -230,24 +204,31 @@ def packed_config(bits, sym, group):
                 config_groups={"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}})
 
 
+NVFP4_ARGS = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
+NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
+             config_groups={"group_0": {"targets": ["Linear"], "weights": NVFP4_ARGS,
+                                        "input_activations": dict(NVFP4_ARGS, dynamic="local")}})
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
-    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True,
+    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q5_0",
                            config=dict(GPTQ, bits=4, sym=False, desc_act=True), inspect="gptq (gptq) 4-bit, group 32"),
-    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True,
+    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True, blocks="Q5_0",
                           config=dict(GPTQ, bits=4, sym=False, desc_act=False, checkpoint_format="gptq_v2"),
                           inspect="gptq (gptq_v2) 4-bit, group 32, asymmetric"),
-    "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True,
+    "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True, blocks="Q4_0",
                           config=dict(GPTQ, bits=4, sym=True, desc_act=True), inspect="symmetric, act-order"),
-    "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False,
+    "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False, blocks="Q8_0",
                       config=dict(GPTQ, bits=8, sym=True, desc_act=False), inspect="gptq (gptq) 8-bit"),
-    "awq": dict(method="awq", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
+    "awq": dict(method="awq", blocks="Q5_0", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
                                           version="gemm", modules_to_not_convert=["lm_head"]),
                 inspect="awq (gemm) 4-bit, group 32"),
-    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, config=packed_config(4, False, 32),
+    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, blocks="Q5_0", config=packed_config(4, False, 32),
                             inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
-    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, config=packed_config(8, True, None),
+    "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, blocks="Q8_0", config=packed_config(8, True, None),
                              inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
+    "nvfp4": dict(method="nvfp4", config=NVFP4,
+                  inspect="compressed-tensors (nvfp4-pack-quantized) 4-bit, e2m1, an e4m3 scale per 16 and a global "
+                          "scale, 4.50 bits per weight"),
     "fp8-block": dict(method="fp8-block", config=dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
                                                       weight_block_size=[32, 32]),
                       inspect="fp8 8-bit, blocks 32x32"),
@@ -261,13 +242,53 @@ SCHEMES = {
 
 
 # ------------------------------------------------------------------------------------------- checks
-def outputs(model):
+# Bytes a weight takes in int8 panels of the block type an integer scheme's codes fit (Q5_0: in planes,
+# as at --max-num-seqs 8 or fewer).
+PANEL_BITS = {"Q4_0": 4.5, "Q5_0": 5.5, "Q8_0": 8.5}
+FIRST_LOGPROB_GAP = 0.05
+FAST_CONFIGS = [["--max-num-seqs", "4"], ["--max-num-seqs", "4", "--max-num-batched-tokens", "16"],
+                ["--max-num-seqs", "4", "--mode", "static", "--threads", "1"],
+                ["--max-num-seqs", "4", "--mode", "sequential", "--threads", "2"]]
+def outputs(model, extra=EXACT, logprobs=False, summary=None):
     out = os.path.join(work, "out.jsonl")
-    run(["run", prompts_path, "-o", out, "--model", model, "--device", "cpu", "--quiet"])
-    return [r["output_token_ids"] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+    more = ["--summary", summary] if summary else []
+    run(["run", prompts_path, "-o", out, "--model", model, "--device", "cpu", "--quiet"] + extra + more)
+    rows = sorted(read_jsonl(out), key=lambda r: r["id"])
+    return [(r["output_token_ids"], r["logprobs"]) if logprobs else r["output_token_ids"] for r in rows]
+
+
+def weight_bytes(model, extra):
+    path = os.path.join(work, "summary.json")
+    outputs(model, extra, summary=path)
+    return json.load(open(path))["weight_bytes"]
+
+
+def check_fast(label, quantized_dir, exact_dir, blocks):
+    """The 8-bit path on an integer scheme's blocks: batch-invariant, not the exact product, and the linears
+    in `blocks`' panel bytes (plus 4 bytes an input of each act-order matrix's order)."""
+    runs = [outputs(quantized_dir, extra, logprobs=True) for extra in FAST_CONFIGS]
+    for extra, got in zip(FAST_CONFIGS[1:], runs[1:]):
+        c.check(got == runs[0], f"{label} fast {' '.join(extra)}: outputs differ from {' '.join(FAST_CONFIGS[0])}")
+    exact = outputs(quantized_dir, EXACT + ["--max-num-seqs", "4"], logprobs=True)
+    c.check([lp for _, lp in exact] != [lp for _, lp in runs[0]], f"{label}: fast logprobs equal exact ones")
+    # The first token of each prompt (same context on both paths): its logprob within the 8-bit activations'
+    # error of the exact one (a wrong scale, zero or input order moves it by far more).
+    first_gap = max(abs(f[1][0]["logprob"] - e[1][0]["logprob"]) for f, e in zip(runs[0], exact))
+    print(f"{label}: fast vs exact first-token logprob, largest gap {first_gap:.4f}")
+    c.check(all(f[0][0] == e[0][0] for f, e in zip(runs[0], exact)) and first_gap < FIRST_LOGPROB_GAP,
+            f"{label}: fast first tokens or logprobs are not the exact path's (gap {first_gap})")
+    linear = sum(w.size for n, w in weights.items() if is_linear(n))
+    inputs = sum(w.shape[1] for n, w in weights.items() if is_linear(n))
+    kept = weight_bytes(quantized_dir, FAST_CONFIGS[0])
+    f32_kept = weight_bytes(exact_dir, FAST_CONFIGS[0])
+    linear_bytes = kept - (f32_kept - 4 * linear)
+    want = linear * PANEL_BITS[blocks] / 8
+    c.check(want <= linear_bytes <= want + 4 * inputs,
+            f"{label}: linears take {linear_bytes} bytes, expected {want:.0f} ({blocks} panels) + input orders")
 
 
 def check_reference(label, got, expected):
+
     compared = 0
     for i, (ids, margins) in enumerate(expected):
         want = ids[:reference.agreed_prefix(ids, margins, MARGIN)]
@@ -301,6 +322,8 @@ for label, scheme in SCHEMES.items():
     text = run(["inspect", "--model", quantized_dir]).stdout
     line = next((x for x in text.splitlines() if x.startswith("quantization: ")), "")
     c.check(scheme["inspect"] in line, f"{label}: inspect does not say {scheme['inspect']!r}:\n{text}")
+    if "blocks" in scheme:
+        check_fast(label, quantized_dir, exact_dir, scheme["blocks"])
 
 
 # ------------------------------------------------------------------------------------------- broken files
@@ -355,4 +378,33 @@ expect_failure("weight_zero_point missing", broken("packed-zeros", lambda t: t.p
                                                    scheme="int4-group-asym"), [P + "weight_zero_point", "missing"])
 expect_failure("pack-quantized bits", broken("packed-bits", edit_config=lambda q: q["config_groups"]["group_0"][
     "weights"].update(num_bits=2), scheme="int4-group-asym"), ["num_bits", "int with 2 bits", "supported:"])
+# Groups of 16 inputs are not whole Q4_0 blocks: the weights are expanded to f32, and the run says so.
+g16 = os.path.join(work, "gptq-g16")
+g16_tensors, g16_exact = {}, {}
+for name, w in weights.items():
+    if is_linear(name):
+        parts, g16_exact[name] = gptq(w, 4, True, False, np.random.default_rng(4), group=16)
+        g16_tensors.update({name[:-len("weight")] + k: v for k, v in parts.items()})
+    else:
+        g16_tensors[name], g16_exact[name] = f32(w), w
+write_model(g16, g16_tensors, dict(GPTQ, bits=4, sym=True, desc_act=False, group_size=16))
+write_model(g16 + "-dequantized", {k: f32(v) for k, v in g16_exact.items()})
+proc = run(["run", prompts_path, "-o", os.path.join(work, "g16.jsonl"), "--model", g16, "--device", "cpu"])
+c.check(f"{len(LINEARS) * 3} of {len(LINEARS) * 3} quantized weights expanded to f32" in proc.stderr,
+        f"group 16: no note that the weights were expanded:\n{proc.stderr[-600:]}")
+c.check(outputs(g16, []) == outputs(g16 + "-dequantized", []), "group 16: tokens differ from the dequantized model's")
+
+N = "model.layers.1.mlp.down_proj."
+expect_failure("nvfp4 global scale missing", broken("nvfp4-global", lambda t: t.pop(N + "weight_global_scale"),
+                                                    scheme="nvfp4"), [N + "weight_global_scale", "missing"])
+expect_failure("nvfp4 global scale zero", broken("nvfp4-zero", lambda t: t.__setitem__(
+    N + "weight_global_scale", f32(np.array([0.0]))), scheme="nvfp4"), [N + "weight_global_scale", "not a positive"])
+expect_failure("nvfp4 scale dtype", broken("nvfp4-scale", lambda t: t.__setitem__(
+    N + "weight_scale", f32(np.ones(t[N + "weight_scale"][1].shape))), scheme="nvfp4"),
+    [N + "weight_scale", "has dtype F32, expected F8_E4M3"])
+expect_failure("nvfp4 scale shape", broken("nvfp4-scale-shape", lambda t: t.__setitem__(
+    N + "weight_scale", ("F8_E4M3", t[N + "weight_scale"][1][:, :3].copy())), scheme="nvfp4"),
+    [N + "weight_scale", "has shape [64, 3], expected [64, 6]"])
+expect_failure("nvfp4 group size", broken("nvfp4-group", edit_config=lambda q: q["config_groups"]["group_0"][
+    "weights"].update(group_size=32), scheme="nvfp4"), ["group_size", "is 32", "supported:"])
 c.done()

@@ -41,25 +41,40 @@ inline void set_tables(RaggedBatch& b, const std::vector<const std::vector<int32
   }
 }
 
+// A batch packed for one KV group, spread over num_groups groups (a model with windowed and full layers,
+// kv_groups.hpp): group g's tables and slots are group 0's with `offset` blocks added, so that no two groups
+// share a page (the cache needs num_groups * offset blocks).
+inline void spread_kv_groups(RaggedBatch& b, int num_groups, int offset) {
+  const std::vector<int32_t> slots = b.slot_mapping, tables = b.block_tables;
+  for (int g = 1; g < num_groups; ++g) {
+    for (int32_t s : slots) b.slot_mapping.push_back(s < 0 ? -1 : s + g * offset * 4);
+    for (int32_t t : tables) b.block_tables.push_back(t < 0 ? -1 : t + g * offset);
+  }
+  b.num_kv_groups = num_groups;
+}
+
 // The logits of a prefill step of two prompts (7 and 5 tokens of a vocabulary of at least 251: 6 rows of the
 // first, 5 of the second and `padding` rows after it, each one's last row sampled) and of a one-row decode
 // step of the first (the one-row kernels); 3 rows of logits. `experts_touched`, when given, gets the
-// prefill's count.
-inline std::vector<float> two_prompts_then_decode(Backend& backend, int padding = 0, int* experts_touched = nullptr) {
+// prefill's count. num_kv_groups: the model's KV groups (kv_groups.hpp).
+inline std::vector<float> two_prompts_then_decode(Backend& backend, int padding = 0, int* experts_touched = nullptr,
+                                                  int num_kv_groups = 1) {
   const std::vector<int32_t> a = {1, 17, 42, 99, 5, 250, 3}, b = {1, 200, 201, 202, 7};
   const std::vector<int32_t> table_a = {5, 2}, table_b = {0, 30};
-  backend.allocate_kv_cache({32, 4});
+  backend.allocate_kv_cache({32 * num_kv_groups, 4});
   StepIo out;
   RaggedBatch prefill;
   add_rows(prefill, a, table_a, 0, 6, 0, true);
   add_rows(prefill, b, table_b, 0, 5, padding, true);
   set_tables(prefill, {&table_a, &table_b});
+  spread_kv_groups(prefill, num_kv_groups, 32);
   backend.forward(prefill, out, out);
   if (experts_touched != nullptr) *experts_touched = out.experts_touched;
   std::vector<float> logits = out.logits;
   RaggedBatch decode;
   add_rows(decode, a, table_a, 6, 7, 0, true);
   set_tables(decode, {&table_a});
+  spread_kv_groups(decode, num_kv_groups, 32);
   backend.forward(decode, out, out);
   logits.insert(logits.end(), out.logits.begin(), out.logits.end());
   return logits;

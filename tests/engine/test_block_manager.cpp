@@ -5,32 +5,43 @@
 
 #include "engine/core/block_manager.hpp"
 #include "engine/base/error.hpp"
+#include "engine/model/kv_groups.hpp"
 
 using namespace cbatch;
 
+namespace {
+
+// The only group's table of a one-group manager.
+const std::vector<int32_t>& ids(const BlockTables& t) {
+  static const std::vector<int32_t> none;
+  return t.groups.empty() ? none : t.groups[0];
+}
+
+}  // namespace
+
 TEST_CASE("block manager hands out distinct blocks and takes them all back") {
   BlockManager blocks(10, 4);
-  std::vector<int32_t> a, b;
+  BlockTables a, b;
   CHECK(blocks.blocks_for_tokens(0) == 0);
   CHECK(blocks.blocks_for_tokens(4) == 1);
   CHECK(blocks.blocks_for_tokens(5) == 2);
   REQUIRE(blocks.ensure_capacity(a, 9));   // 3 blocks
   REQUIRE(blocks.ensure_capacity(b, 16));  // 4 blocks
-  CHECK(a.size() == 3);
-  CHECK(b.size() == 4);
+  CHECK(a.num_blocks() == 3);
+  CHECK(b.num_blocks() == 4);
   CHECK(blocks.num_free() == 3);
-  std::set<int32_t> all(a.begin(), a.end());
-  all.insert(b.begin(), b.end());
+  std::set<int32_t> all(ids(a).begin(), ids(a).end());
+  all.insert(ids(b).begin(), ids(b).end());
   CHECK(all.size() == 7);
   CHECK(*all.rbegin() < 10);
 
   SUBCASE("all-or-nothing growth") {
     const auto before = a;
     CHECK_FALSE(blocks.ensure_capacity(a, 9 + 4 * 4));  // needs 4 more, 3 free
-    CHECK(a == before);
+    CHECK(ids(a) == ids(before));
     CHECK(blocks.num_free() == 3);
     CHECK(blocks.ensure_capacity(a, 12));  // still 3 blocks: no change
-    CHECK(a.size() == 3);
+    CHECK(a.num_blocks() == 3);
   }
   blocks.release(a);
   blocks.release(b);
@@ -56,7 +67,7 @@ std::vector<int32_t> iota_tokens(int n, int32_t first) {
 TEST_CASE("prefix cache: registered full blocks are found again, shared by reference, kept while free") {
   BlockManager blocks(10, 4, true);
   std::vector<int32_t> a_tokens = iota_tokens(14, 100);  // blocks [100..103] [104..107] [108..111] + 2 tokens
-  std::vector<int32_t> a, b;
+  BlockTables a, b;
   std::vector<BlockHash> a_hashes, b_hashes;
   REQUIRE(blocks.ensure_capacity(a, 14));
   blocks.commit_full_blocks(a_tokens, 14, a, a_hashes);
@@ -66,7 +77,7 @@ TEST_CASE("prefix cache: registered full blocks are found again, shared by refer
   b_tokens.push_back(7);
   b_tokens.push_back(8);
   CHECK(blocks.match_prefix(b_tokens, static_cast<int>(b_tokens.size()) - 1, b, b_hashes) == 8);
-  CHECK(b == std::vector<int32_t>{a[0], a[1]});
+  CHECK(ids(b) == std::vector<int32_t>{ids(a)[0], ids(a)[1]});
   CHECK(blocks.num_used() == 4);  // shared blocks count once
   blocks.release(a, &a_hashes);
   CHECK(a_hashes.empty());
@@ -77,7 +88,7 @@ TEST_CASE("prefix cache: registered full blocks are found again, shared by refer
   CHECK(blocks.num_cached() == 3);
   CHECK(blocks.num_free() == 10);
   // The last token is never served from the cache: a prompt of exactly 12 tokens matches 2 blocks, not 3.
-  std::vector<int32_t> c;
+  BlockTables c;
   std::vector<BlockHash> c_hashes;
   const std::vector<int32_t> c_tokens = iota_tokens(12, 100);
   CHECK(blocks.match_prefix(c_tokens, 11, c, c_hashes) == 8);
@@ -91,29 +102,29 @@ TEST_CASE("prefix cache: registered full blocks are found again, shared by refer
 
 TEST_CASE("prefix cache: eviction takes uncached blocks first, then the least recently released, never a used one") {
   BlockManager blocks(5, 2, true);
-  std::vector<int32_t> a, b;
+  BlockTables a, b;
   std::vector<BlockHash> ah, bh;
   const std::vector<int32_t> a_tokens = iota_tokens(6, 10), b_tokens = iota_tokens(4, 50);
   REQUIRE(blocks.ensure_capacity(a, 6));
   blocks.commit_full_blocks(a_tokens, 6, a, ah);
   REQUIRE(blocks.ensure_capacity(b, 4));
   blocks.commit_full_blocks(b_tokens, 4, b, bh);
-  const std::vector<int32_t> a_blocks = a;
+  const std::vector<int32_t> a_blocks = ids(a);
   blocks.release(a, &ah);  // released tail first: a[2], a[1], a[0] from least to most recent
   blocks.release(b, &bh);
   CHECK(blocks.num_cached() == 5);
-  std::vector<int32_t> held;
+  BlockTables held;
   std::vector<BlockHash> held_hashes;
   CHECK(blocks.match_prefix(a_tokens, 5, held, held_hashes) == 4);  // holds a[0], a[1]
-  std::vector<int32_t> fresh;
+  BlockTables fresh;
   REQUIRE(blocks.ensure_capacity(fresh, 2));  // evicts a[2], the least recently released
-  CHECK(fresh == std::vector<int32_t>{a_blocks[2]});
+  CHECK(ids(fresh) == std::vector<int32_t>{a_blocks[2]});
   CHECK_FALSE(blocks.ensure_capacity(fresh, 2 * 5));  // a[0], a[1] are held: only b's two blocks are left
   REQUIRE(blocks.ensure_capacity(fresh, 6));
-  std::vector<int32_t> again;
+  BlockTables again;
   std::vector<BlockHash> again_hashes;
   CHECK(blocks.match_prefix(b_tokens, 3, again, again_hashes) == 0);  // b's blocks were evicted
-  CHECK(held == std::vector<int32_t>{a_blocks[0], a_blocks[1]});
+  CHECK(ids(held) == std::vector<int32_t>{a_blocks[0], a_blocks[1]});
   blocks.release(held, &held_hashes);
   blocks.release(fresh);
   CHECK(blocks.num_free() == 5);
@@ -121,7 +132,7 @@ TEST_CASE("prefix cache: eviction takes uncached blocks first, then the least re
 
 TEST_CASE("prefix cache off: nothing is matched or kept, and chained hashes depend on the parent") {
   BlockManager blocks(4, 2, false);
-  std::vector<int32_t> a, b;
+  BlockTables a, b;
   std::vector<BlockHash> ah, bh;
   const std::vector<int32_t> tokens = iota_tokens(4, 1);
   REQUIRE(blocks.ensure_capacity(a, 4));
@@ -135,29 +146,29 @@ TEST_CASE("prefix cache off: nothing is matched or kept, and chained hashes depe
 
 TEST_CASE("copy-on-write: a shared block gets a private copy before a write, the last holder writes in place") {
   BlockManager blocks(4, 4);
-  std::vector<int32_t> parent;
+  BlockTables parent;
   REQUIRE(blocks.ensure_capacity(parent, 6));  // 2 blocks, the second holds 2 of its 4 slots
-  std::vector<int32_t> child = parent;
+  BlockTables child = parent;
   blocks.share(child);
   CHECK(blocks.num_used() == 2);
-  CHECK(blocks.ref_count(parent[1]) == 2);
+  CHECK(blocks.ref_count(ids(parent)[1]) == 2);
   std::vector<int32_t> copies;
   REQUIRE(blocks.ensure_writable(child, 6, copies));  // slot 2 of block 1: copy slots 0-1 along
-  CHECK(copies == std::vector<int32_t>{parent[1], child[1]});
-  CHECK(child[1] != parent[1]);
-  CHECK(child[0] == parent[0]);
-  CHECK(blocks.ref_count(parent[1]) == 1);
+  CHECK(copies == std::vector<int32_t>{ids(parent)[1], ids(child)[1]});
+  CHECK(ids(child)[1] != ids(parent)[1]);
+  CHECK(ids(child)[0] == ids(parent)[0]);
+  CHECK(blocks.ref_count(ids(parent)[1]) == 1);
   REQUIRE(blocks.ensure_writable(parent, 6, copies));  // now the parent's own: written in place
   CHECK(copies.size() == 2);
   // A shared block written from its first slot needs a block, not a copy; none free: refused, unchanged.
-  std::vector<int32_t> a, b;
+  BlockTables a, b;
   BlockManager small(2, 4);
   REQUIRE(small.ensure_capacity(a, 8));
   b = a;
   small.share(b);
   std::vector<int32_t> none;
   CHECK_FALSE(small.ensure_writable(b, 4, none));
-  CHECK(b == a);
+  CHECK(ids(b) == ids(a));
   small.release(a);
   REQUIRE(small.ensure_writable(b, 4, none));  // refcount 1 now: in place
   CHECK(none.empty());

@@ -96,7 +96,7 @@ TEST_CASE("CPU backend: dummy MXFP4 experts kept in blocks give the logits of th
   int i = 0;
   for (Backend* backend : {blocked.get(), dense.get(), f32_backend.get()}) {
     int experts_touched = 0;
-    logits[i++] = testing::two_prompts_then_decode(*backend, 0, &experts_touched);
+    logits[i++] = testing::two_prompts_then_decode(*backend, 0, &experts_touched, 2);  // a window and a full group
     CHECK(experts_touched > 2);
   }
   REQUIRE(logits[0].size() == 3 * 320u);

@@ -2,7 +2,8 @@
 // expansions are written out here: GPTQ's codes along the input from the low bits up, its v1 zeros plus 1 and
 // its g_idx groups, 8-bit words; AWQ's nibble order [0, 2, 4, 6, 1, 3, 5, 7]; FP8 codes times the scale of
 // their block, partial edge blocks included; compressed-tensors pack-quantized codes along the input offset
-// by 2^(bits - 1), its zero points packed along the output. (Whole models in each format: tests/e2e/test_prequantized.py.)
+// by 2^(bits - 1), its zero points packed along the output; NVFP4's E2M1 nibbles (the even input low) times
+// their 16-block's E4M3 scale divided by the global scale. (Whole models in each format: tests/e2e/test_prequantized.py.)
 #include <doctest/doctest.h>
 
 #include <vector>
@@ -10,6 +11,7 @@
 #include "engine/model/awq.hpp"
 #include "engine/model/fp8_hf.hpp"
 #include "engine/model/gptq.hpp"
+#include "engine/model/nvfp4_hf.hpp"
 #include "engine/model/pack_quantized.hpp"
 
 namespace cbatch {
@@ -103,6 +105,27 @@ TEST_CASE("pack-quantized: codes along the input minus 2^(bits - 1), or minus ze
   const std::vector<uint32_t> zeros = {0x00000021u, 0x00000043u};  // (out / 8, groups): row 0 zeros 1, 3; row 1 2, 4
   packed_int_dequantize(s, packed.data(), zeros.data(), scales.data(), groups.data(), w.data());
   CHECK(w == std::vector<float>{-1, 0, 1, 2, 2, 4, 6, 8, 18, 18, 18, 18, 16, 16, 16, 16});
+}
+
+TEST_CASE("NVFP4: E2M1 nibbles, even input low, times fp8 scale / global scale per 16 inputs") {
+  CHECK(e2m1_value(0x0) == 0.0f);
+  CHECK(e2m1_value(0x3) == 1.5f);
+  CHECK(e2m1_value(0x7) == 6.0f);
+  CHECK(e2m1_value(0xD) == -3.0f);
+  std::vector<uint8_t> packed(16, 0x00);  // (1, 32 / 2): one row of 32 inputs
+  packed[0] = 0x72;  // inputs 0, 1: codes 2 (1.0) and 7 (6.0)
+  packed[8] = 0x9B;  // inputs 16, 17: codes 11 (-1.5) and 9 (-0.5)
+  packed[15] = 0x40;  // input 31: code 4 (2.0); input 30: 0
+  const std::vector<uint8_t> scales = {0x38, 0x40};  // E4M3 1.0 (inputs 0-15), 2.0 (16-31)
+  std::vector<float> w(32, -99.0f);
+  nvfp4_dequantize(1, 32, packed.data(), scales.data(), 4.0f, w.data());  // global scale 4: divides
+  CHECK(w[0] == 0.25f);
+  CHECK(w[1] == 1.5f);
+  CHECK(w[2] == 0.0f);
+  CHECK(w[16] == -0.75f);  // -1.5 * 2 / 4
+  CHECK(w[17] == -0.25f);
+  CHECK(w[30] == 0.0f);
+  CHECK(w[31] == 1.0f);  // 2 * 2 / 4
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ RunResult run_to_completion(Workload& w, const SchedulerConfig& config, int num_
     result.padding += plan.num_padding_tokens();
     for (const ScheduledSeq& s : plan.seqs) {
       Sequence& seq = *s.seq;
-      CHECK(static_cast<int64_t>(seq.block_table.size()) * config.block_size >= seq.num_computed + s.num_tokens);
+      CHECK(static_cast<int64_t>(seq.block_tables.num_blocks()) * config.block_size >= seq.num_computed + s.num_tokens);
       seq.num_computed += s.num_tokens;
       CHECK(seq.num_computed <= seq.num_tokens());
       if (!s.samples) continue;
@@ -63,7 +63,7 @@ RunResult run_to_completion(Workload& w, const SchedulerConfig& config, int num_
         result.finish_step[seq.request->index] = result.steps;
       }
     }
-    for (Sequence* seq : scheduler->on_step_done(plan)) CHECK(seq->block_table.empty());
+    for (Sequence* seq : scheduler->on_step_done(plan)) CHECK(seq->block_tables.empty());
     ++result.steps;
   }
   CHECK(blocks.num_free() == num_blocks);

@@ -92,7 +92,7 @@ struct SlotRun {
       child->pending_samples = 1;
       child->tokens.push_back(7);
       if (child->num_tokens() >= child->max_total_tokens) child->finish_reason = FinishReason::kLength;
-      blocks.share(child->block_table);
+      blocks.share(child->block_tables);
       scheduler.add_forked(child.get());
       seqs.push_back(std::move(child));
     }
