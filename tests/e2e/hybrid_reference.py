@@ -440,6 +440,25 @@ def greedy(m, prompts, num_tokens, chunk=None):
     return results
 
 
+def greedy_logprobs(m, prompts, num_tokens):
+    """Per prompt: (greedy ids, top-1 minus top-2 logit at each step, log-softmax of each chosen id); each prompt
+    prefilled whole, then decoded a token at a time."""
+    results = []
+    for prompt in prompts:
+        seq = Sequence(m)
+        row = logits(m, prefill(m, prompt, seq))
+        ids, margins, logprobs = [], [], []
+        for step in range(num_tokens):
+            top2 = np.partition(row, -2)[-2:]
+            ids.append(int(np.argmax(row)))
+            margins.append(float(top2[1] - top2[0]))
+            shifted = row - row.max()
+            logprobs.append(float(shifted[ids[-1]] - np.log(np.exp(shifted).sum())))
+            if step + 1 < num_tokens:
+                row = logits(m, forward(m, [ids[-1]], seq)[-1])
+        results.append((ids, margins, logprobs))
+    return results
+
 # ----------------------------------------------------------------------------------------------- model files
 def checked(kind, t, names=None):
     """A layer kind's tensors by our key (None: absent), after checking the required ones are there."""

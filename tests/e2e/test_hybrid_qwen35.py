@@ -69,21 +69,7 @@ def tokens(results):
 
 def reference_run(m):
     """Per prompt: (greedy ids, top-2 margins, log-softmax of each chosen id)."""
-    out = []
-    for prompt in prompts:
-        seq = reference.Sequence(m)
-        row = reference.logits(m, reference.prefill(m, prompt, seq))
-        ids, margins, logprobs = [], [], []
-        for step in range(NUM_TOKENS):
-            top2 = np.partition(row, -2)[-2:]
-            ids.append(int(np.argmax(row)))
-            margins.append(float(top2[1] - top2[0]))
-            shifted = row - row.max()
-            logprobs.append(float(shifted[ids[-1]] - np.log(np.exp(shifted).sum())))
-            if step + 1 < NUM_TOKENS:
-                row = reference.logits(m, reference.forward(m, [ids[-1]], seq)[-1])
-        out.append((ids, margins, logprobs))
-    return out
+    return reference.greedy_logprobs(m, prompts, NUM_TOKENS)
 
 
 def check_against_reference(label, results, expected):
