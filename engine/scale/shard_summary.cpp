@@ -33,6 +33,28 @@ ShardProvenance read_provenance(const JsonFields& fields) {
   return p;
 }
 
+// What a shard held in memory: KV groups, recurrent-state slots, weights. A field a summary lacks (written
+// by an older cbatch) stays 0.
+void read_memory_fields(const JsonFields& f, RunSummary& s) {
+  auto optional_int = [&](const char* key) { return f.has(key) ? f.get_int(key) : int64_t{0}; };
+  s.kv_block_bytes = optional_int("kv_block_bytes");
+  s.peak_num_seqs = static_cast<int>(optional_int("peak_num_seqs"));
+  s.kv_layers_per_block = static_cast<int>(optional_int("kv_layers_per_block"));
+  if (f.has("kv_groups")) {
+    size_t g = 0;
+    for (simdjson::dom::element value : f.array("kv_groups")) {
+      const JsonFields group = f.item("kv_groups", g++, value);
+      s.kv_group_windows.push_back(static_cast<int>(group.get_int("window")));
+      s.peak_kv_group_blocks.push_back(static_cast<int>(group.get_int("peak_blocks")));
+    }
+  }
+  s.weight_bytes = optional_int("weight_bytes");
+  s.peak_state_slots = static_cast<int>(optional_int("peak_state_slots"));
+  s.state_slots_total = static_cast<int>(optional_int("state_slots_total"));
+  s.state_slot_bytes = optional_int("state_slot_bytes");
+  s.prefix_caching_off_for_state = f.get_string("prefix_caching", "") == "off (recurrent state)";
+}
+
 RunSummary read_counters(const JsonFields& f) {
   RunSummary s;
   s.wall_s = f.get_number("wall_s", 0);
@@ -49,6 +71,7 @@ RunSummary read_counters(const JsonFields& f) {
   s.peak_kv_blocks = static_cast<int>(f.get_int("peak_kv_blocks"));
   s.kv_blocks_total = static_cast<int>(f.get_int("kv_blocks_total"));
   s.interrupted = f.get_bool("interrupted", false);
+  read_memory_fields(f, s);
   return s;
 }
 
@@ -69,6 +92,29 @@ ShardSummary read_shard_summary(const std::string& path) {
   return summary;
 }
 
+namespace {
+
+// Each shard ran on its own memory: the merged figures are the largest shard's, group by group.
+void merge_memory_fields(const RunSummary& s, RunSummary& m) {
+  m.kv_block_bytes = std::max(m.kv_block_bytes, s.kv_block_bytes);
+  m.peak_num_seqs = std::max(m.peak_num_seqs, s.peak_num_seqs);
+  m.kv_layers_per_block = std::max(m.kv_layers_per_block, s.kv_layers_per_block);
+  if (m.kv_group_windows.empty()) m.kv_group_windows = s.kv_group_windows;
+  if (m.peak_kv_group_blocks.size() < s.peak_kv_group_blocks.size()) {
+    m.peak_kv_group_blocks.resize(s.peak_kv_group_blocks.size(), 0);
+  }
+  for (size_t g = 0; g < s.peak_kv_group_blocks.size(); ++g) {
+    m.peak_kv_group_blocks[g] = std::max(m.peak_kv_group_blocks[g], s.peak_kv_group_blocks[g]);
+  }
+  m.weight_bytes = std::max(m.weight_bytes, s.weight_bytes);
+  m.peak_state_slots = std::max(m.peak_state_slots, s.peak_state_slots);
+  m.state_slots_total = std::max(m.state_slots_total, s.state_slots_total);
+  m.state_slot_bytes = std::max(m.state_slot_bytes, s.state_slot_bytes);
+  m.prefix_caching_off_for_state = m.prefix_caching_off_for_state || s.prefix_caching_off_for_state;
+}
+
+}  // namespace
+
 RunSummary merge_run_counters(const std::vector<ShardSummary>& summaries) {
   RunSummary m;
   double budget_sum = 0, padding_sum = 0;
@@ -86,6 +132,7 @@ RunSummary merge_run_counters(const std::vector<ShardSummary>& summaries) {
     m.peak_kv_blocks = std::max(m.peak_kv_blocks, s.peak_kv_blocks);
     m.kv_blocks_total = std::max(m.kv_blocks_total, s.kv_blocks_total);
     m.interrupted = m.interrupted || s.interrupted;
+    merge_memory_fields(s, m);
   }
   if (m.steps > 0) {
     m.mean_budget_use = budget_sum / static_cast<double>(m.steps);

@@ -47,6 +47,15 @@ std::string summary_of(int index, const std::string& input, const std::string& o
   cbatch::RunSummary s;
   s.steps = 4 + index;
   s.wall_s = 1.0 + index;
+  // What each shard held in memory (a hybrid model with a full and a windowed KV group).
+  s.kv_block_bytes = 4096;
+  s.peak_num_seqs = 3 - index;
+  s.kv_group_windows = {0, 512};
+  s.peak_kv_group_blocks = {10 + 5 * index, 7 - 3 * index};
+  s.weight_bytes = 1000;
+  s.state_slots_total = 8;
+  s.peak_state_slots = 2 + 4 * index;
+  s.state_slot_bytes = 640;
   cbatch::ShardProvenance p{{index, 2}, input, cbatch::fingerprint_file(input), output};
   return cbatch::format_summary_json(s, "continuous", "cpu", &p);
 }
@@ -105,6 +114,23 @@ TEST_CASE("merge: input order, shard lines byte for byte, duplicate ids across s
   CHECK(r.summary.prompt_tokens == 9);  // from the three result lines the shards wrote
   CHECK(r.summary.ttft_ms_p99 == 30);
   CHECK(r.summary.ttft_ms_p50 == 20);
+}
+
+TEST_CASE("merge: the memory figures (KV groups, state slots, weights) are the largest shard's") {
+  Shards s;
+  const cbatch::MergeResult r = s.merge({&s.shard0, &s.shard1}, {&s.summary0, &s.summary1});
+  REQUIRE_MESSAGE(r.problems.empty(), problems_of(r));
+  CHECK(r.summary.kv_block_bytes == 4096);
+  CHECK(r.summary.peak_num_seqs == 3);
+  CHECK(r.summary.kv_group_windows == std::vector<int>{0, 512});
+  CHECK(r.summary.peak_kv_group_blocks == std::vector<int>{15, 7});  // group by group
+  CHECK(r.summary.weight_bytes == 1000);
+  CHECK(r.summary.state_slots_total == 8);
+  CHECK(r.summary.peak_state_slots == 6);
+  CHECK(r.summary.state_slot_bytes == 640);
+  const std::string json = cbatch::format_summary_json(r.summary, "continuous", "cpu", nullptr);
+  CHECK(json.find("\"window\": 512, \"peak_blocks\": 7}") != std::string::npos);
+  CHECK(json.find("\"state_slot_bytes\": 640") != std::string::npos);
 }
 
 TEST_CASE("merge refuses a missing shard, naming its lines") {
