@@ -104,9 +104,8 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
 
 void add_chat_template_option(CLI::App& app, std::string& name) {
   app.add_option("--chat-template", name,
-                 std::string("render chat messages with this template (") + kChatTemplateNames +
-                     ") instead of the model's own")
-      ->check(CLI::IsMember({"chatml", "llama3", "llama2", "gemma", "qwen", "qwen3", "mistral", "phi3", "harmony"}));
+                 "render chat messages with this template (" + chat_template_names_text() + ") instead of the model's own")
+      ->check(CLI::IsMember(chat_template_names()));
 }
 
 }  // namespace cbatch

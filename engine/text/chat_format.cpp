@@ -13,18 +13,19 @@ ChatFormat::ChatFormat(const std::string& model_template, const std::string& for
   if (!forced_name.empty()) {
     template_ = chat_template_by_name(forced_name);
     if (!template_) {
-      throw Error("--chat-template " + elide(forced_name) + " is not a template cbatch knows (" + kChatTemplateNames + ")");
+      throw Error("--chat-template " + elide(forced_name) + " is not a template cbatch knows (" +
+                  chat_template_names_text() + ")");
     }
     // The model's own template of the same family keeps its details (default system prompt, dates).
     if (recognized && recognized->family == template_->family) template_ = recognized;
   } else if (recognized) {
     template_ = recognized;
   } else if (model_template.empty()) {
-    unavailable_ = std::string("this model has no chat template: pass --chat-template NAME (") + kChatTemplateNames + ")";
+    unavailable_ = "this model has no chat template: pass --chat-template NAME (" + chat_template_names_text() + ")";
   } else {
     unavailable_ = std::string("this model's chat template is not one cbatch recognizes (ChatML, Qwen, Llama 3, "
-                               "Llama 2, Gemma, Mistral, Phi-3, harmony): pass --chat-template NAME (") +
-                   kChatTemplateNames + ") to use one of those";
+                               "Llama 2, Gemma, Mistral, Phi-3, harmony, SmolLM3, Gemma 4): pass --chat-template NAME (") +
+                   chat_template_names_text() + ") to use one of those";
   }
   if (!template_) return;
   bos_text_ = tokenizer.token_text(tokenizer.bos_id());

@@ -127,13 +127,32 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja) {
   return t;
 }
 
+namespace {
+// The --chat-template names; one table for chat_template_by_name, the option's check and its help.
+constexpr std::pair<std::string_view, ChatFamily> kTemplateNames[] = {
+    {"chatml", ChatFamily::kChatMl}, {"llama3", ChatFamily::kLlama3},   {"llama2", ChatFamily::kLlama2},
+    {"gemma", ChatFamily::kGemma},   {"qwen", ChatFamily::kQwen},       {"qwen3", ChatFamily::kQwen},
+    {"mistral", ChatFamily::kMistral}, {"phi3", ChatFamily::kPhi3},     {"harmony", ChatFamily::kHarmony},
+    {"smollm3", ChatFamily::kSmolLm3}, {"gemma4", ChatFamily::kGemma4}};
+}  // namespace
+
+const std::vector<std::string>& chat_template_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& entry : kTemplateNames) v.emplace_back(entry.first);
+    return v;
+  }();
+  return names;
+}
+
+std::string chat_template_names_text() {
+  std::string text;
+  for (const auto& name : chat_template_names()) text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name) {
-  static const std::pair<std::string_view, ChatFamily> kNames[] = {
-      {"chatml", ChatFamily::kChatMl}, {"qwen", ChatFamily::kQwen},       {"llama3", ChatFamily::kLlama3},
-      {"llama2", ChatFamily::kLlama2}, {"gemma", ChatFamily::kGemma},     {"mistral", ChatFamily::kMistral},
-      {"phi3", ChatFamily::kPhi3},     {"qwen3", ChatFamily::kQwen},      {"harmony", ChatFamily::kHarmony},
-      {"smollm3", ChatFamily::kSmolLm3}, {"gemma4", ChatFamily::kGemma4}};
-  for (const auto& [known, family] : kNames) {
+  for (const auto& [known, family] : kTemplateNames) {
     if (name != known) continue;
     ChatTemplate t;
     t.family = family;

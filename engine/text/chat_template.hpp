@@ -24,8 +24,9 @@ std::optional<ChatTemplate> recognize_chat_template(std::string_view jinja);
 // The template of a --chat-template name; nullopt when unknown. "qwen" is Qwen2.5's (ChatML with its
 // default system prompt), "gemma" Gemma 3's, "mistral" Mistral 7B Instruct v0.3's, "phi3" Phi-3's.
 std::optional<ChatTemplate> chat_template_by_name(std::string_view name);
-inline constexpr const char* kChatTemplateNames =
-    "chatml, llama3, llama2, gemma, qwen, qwen3, mistral, phi3, harmony, smollm3";
+// Every name chat_template_by_name knows, in order, and the same joined with ", " for help and errors.
+const std::vector<std::string>& chat_template_names();
+std::string chat_template_names_text();
 // Qwen2.5's default system prompt, which its template writes when the chat has none.
 inline constexpr const char* kQwenDefaultSystem = "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.";
 

@@ -10,6 +10,7 @@ without a known template, give error lines naming the problem."""
 import datetime
 import json
 import os
+import re
 import shutil
 
 from common import Checks, need_modules, need_smollm2, run, tiny_spm_gguf, tmpdir
@@ -185,4 +186,13 @@ got = cbatch_render(plain, CHATS[:1], ["--chat-template", "chatml"])
 c.check(got and got[0].get("text") == "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n", f"forced chatml: {got}")
 got = cbatch_render(plain, CHATS[:1])
 c.check(got and "--chat-template" in got[0].get("error", ""), f"no template: {got}")
+# Every name the help lists is one the option accepts and renders (the check and the help were two lists once).
+help_text = run(["tokenize", "--help"]).stdout
+listed = re.search(r"--chat-template TEXT:\{([^}]*)\}", help_text)
+c.check(listed is not None, f"--chat-template's choices in the help: {help_text}")
+names = listed.group(1).split(",") if listed else []
+c.check({"smollm3", "gemma4", "harmony", "chatml"} <= set(names), f"--chat-template choices: {names}")
+for name in names:
+    got = cbatch_render(plain, CHATS[:1], ["--chat-template", name])
+    c.check(len(got) == 1 and got[0].get("text") and "error" not in got[0], f"--chat-template {name}: {got}")
 c.done()
