@@ -1,7 +1,7 @@
 // The tokenizer of a GGUF file, from its tokenizer.ggml.* metadata: tokens, scores or merges, token
 // types, special token ids and the add_bos / add_eos / add_space_prefix flags (llama.cpp's defaults
 // when absent). "llama" is SentencePiece BPE (scores); "gpt2" is byte-level BPE (merges) whose
-// pre-tokenizer tokenizer.ggml.pre names. End-of-generation tokens: eos, eot and eom ids, plus the
+// pre-tokenizer tokenizer.ggml.pre names; "gemma4" is SentencePiece-style BPE (merges). End-of-generation tokens: eos, eot and eom ids, plus the
 // control tokens llama.cpp recognizes by their text ("<|im_end|>", "<|eot_id|>", "<end_of_turn>", ...).
 // Three families' SentencePiece vocabularies need rules the metadata does not state, as their
 // tokenizer.json files (and transformers' or llama.cpp's GGUF readers) apply them: Gemma's, Phi-3's and
@@ -185,11 +185,40 @@ std::unique_ptr<Tokenizer> load_byte_level(const GgufFile& gguf) {
   return std::make_unique<BpeTokenizer>(std::move(spec), gguf.path());
 }
 
+// "gemma4": SentencePiece-style BPE from a tokenizer.json (llama.cpp's converter copies its tokens and
+// merges): spaces become "▁" with no prefix, BPE merges run over each whole fragment between special
+// tokens (Hugging Face runs it without a pre-tokenizer), characters without a token fall back to bytes.
+std::unique_ptr<Tokenizer> load_spm_bpe(const GgufFile& gguf) {
+  BpeTokenizerSpec spec;
+  spec.tokens = gguf.get_strings("tokenizer.ggml.tokens");
+  spec.types = read_types(gguf, spec.tokens.size());
+  if (spec.types.empty()) {
+    for (const std::string& token : spec.tokens) {
+      uint8_t byte = 0;
+      spec.types.push_back(parse_byte_piece(token, &byte) ? TokenType::kByte : TokenType::kNormal);
+    }
+  }
+  spec.merges = read_merges(gguf);
+  spec.is_byte_level = false;
+  const bool space_prefix = gguf.get_bool("tokenizer.ggml.add_space_prefix", false);
+  spec.space_prefix = space_prefix ? SpacePrefix::kAlways : SpacePrefix::kNone;
+  spec.model.byte_fallback = true;
+  spec.model.unk_id = token_id(gguf, "tokenizer.ggml.unknown_token_id", -1);
+  spec.bos_id = token_id(gguf, "tokenizer.ggml.bos_token_id", -1);
+  spec.eos_ids = {token_id(gguf, "tokenizer.ggml.eos_token_id", -1)};
+  for (int32_t id : extra_eos_ids(gguf)) spec.eos_ids.push_back(id);
+  for (int32_t id : end_of_generation_ids(spec.tokens, spec.types)) spec.eos_ids.push_back(id);
+  spec.add_bos = gguf.get_bool("tokenizer.ggml.add_bos_token", spec.bos_id >= 0);
+  spec.add_eos = gguf.get_bool("tokenizer.ggml.add_eos_token", false);
+  return std::make_unique<BpeTokenizer>(std::move(spec), gguf.path());
+}
+
 }  // namespace
 
 std::vector<int32_t> end_of_generation_ids(const std::vector<std::string>& tokens, const std::vector<TokenType>& types) {
   static const char* const kTexts[] = {"<|eot_id|>", "<|eom_id|>", "<|im_end|>",   "<|end|>",
-                                       "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|end_of_text|>"};
+                                       "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|end_of_text|>",
+                                       "<turn|>"};
   std::vector<int32_t> ids;
   for (size_t id = 0; id < tokens.size(); ++id) {
     // llama.cpp takes these texts as control tokens whatever type the file gives them.
@@ -205,8 +234,9 @@ std::unique_ptr<Tokenizer> load_gguf_tokenizer(const GgufFile& gguf) {
   const std::string model = gguf.get_string("tokenizer.ggml.model");
   if (model == "llama") return load_spm(gguf);
   if (model == "gpt2") return load_byte_level(gguf);
+  if (model == "gemma4") return load_spm_bpe(gguf);
   throw Error("'" + gguf.path() + "': tokenizer.ggml.model '" + elide(model) +
-              "' is not supported (supported: llama, gpt2)");
+              "' is not supported (supported: llama, gpt2, gemma4)");
 }
 
 }  // namespace cbatch

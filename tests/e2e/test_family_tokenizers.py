@@ -7,6 +7,10 @@ both as the tokenizer.json its family publishes and as a GGUF: cbatch reading ei
   transformers' own GGUF conversion.
 - Phi-3: the pieces plus "<|endoftext|>", "<|assistant|>", "<|end|>", "<|user|>", ... whose rstrip drops
   the whitespace after them (not after <s>, <unk>, <|endoftext|>), a Prepend("▁") normalizer.
+- Gemma 4: SentencePiece-style BPE with no "▁" prefix and no pre-tokenizer (a Replace(" ", "▁")
+  normalizer, merges over each whole fragment, byte fallback), turn and channel tokens added; its GGUF as
+  llama.cpp's converter writes it (tokenizer.ggml.model "gemma4": the tokenizer.json's tokens and merges,
+  scores -1000, the channel tokens user-defined).
 And Qwen2's byte-level tokenizer, on SmolLM2's real vocabulary (49,152 tokens; Qwen2's own cannot be
 fetched here) with Qwen2's normalizer and regex: the tokenizer.json Qwen2 publishes (NFC normalizer, Split
 with Qwen's regex, ByteLevel) agrees with `tokenizers`, and a GGUF with tokenizer.ggml.pre "qwen2" with
@@ -26,7 +30,7 @@ from hf_reference import gguf_vocab, hf_tokenizer, write_vocab_gguf  # noqa: E40
 from tokenizer_checks import check_tokenize  # noqa: E402
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors  # noqa: E402
 
-NORMAL, CONTROL = 1, 3
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, BYTE = 1, 2, 3, 4, 6
 
 
 def spm_vocab(path):
@@ -148,6 +152,53 @@ def compare_with_transformers(c, label, gguf_path, strings, without):
             lambda s, special: converted(s, add_special_tokens=special)["input_ids"], strings)
 
 
+GEMMA4_CONTROL = ["<|turn>", "<turn|>"]
+GEMMA4_VISIBLE = ["<|channel>", "<channel|>"]  # user-defined in the GGUF, so that they are rendered
+
+
+def check_gemma4(c, work, source, vocab):
+    """Gemma 4's tokenizer over `vocab` (a `llama` GGUF vocabulary), as tokenizer.json and as a gemma4 GGUF."""
+    tokens, scores, types = vocab
+    added = GEMMA4_CONTROL + GEMMA4_VISIBLE
+    merges = merges_from_scores(tokens, scores, types)
+    reference = Tokenizer(models.BPE({t: i for i, t in enumerate(tokens)}, merges, unk_token="<unk>", fuse_unk=True,
+                                     byte_fallback=True))
+    reference.normalizer = normalizers.Replace(" ", "▁")
+    reference.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse()])
+    specials = [t for t, ty in zip(tokens, types) if ty in (UNKNOWN, CONTROL)] + added
+    reference.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    reference.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    hf_dir = os.path.join(work, f"{source}-gemma4")
+    os.makedirs(hf_dir)
+    reference.save(os.path.join(hf_dir, "tokenizer.json"))
+    with open(os.path.join(hf_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"add_bos_token": True, "bos_token": "<s>", "eos_token": "</s>"}, f)
+    # As the converter types them: byte pieces BYTE, the tokenizer's special tokens (<unk> too) CONTROL.
+    gguf_types = [BYTE if t.startswith("<0x") and len(t) == 6 else CONTROL if ty == UNKNOWN else ty
+                  for t, ty in zip(tokens, types)]
+    gguf_types += [CONTROL] * len(GEMMA4_CONTROL) + [USER_DEFINED] * len(GEMMA4_VISIBLE)
+    gguf_path = os.path.join(work, f"{source}-gemma4.gguf")
+    w = gguf.GGUFWriter(gguf_path, "gemma4")
+    w.add_tokenizer_model("gemma4")
+    w.add_token_list(tokens + added)
+    w.add_token_scores([-1000.0] * (len(tokens) + len(added)))
+    w.add_token_types(gguf_types)
+    w.add_token_merges([f"{a} {b}" for a, b in merges])
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_space_prefix(False)
+    w.add_add_bos_token(True)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    strings = family_strings(added + ["<s>", "</s>", "<|turn>user\n", "<turn|>\n", "\n\n", " \n\n "], seed=4)
+    encode = lambda s, special: reference.encode(s, add_special_tokens=special).ids  # noqa: E731
+    compare(c, f"gemma4 ({source}) tokenizer.json", hf_dir, encode, strings)
+    compare(c, f"gemma4 ({source}) GGUF", gguf_path, encode, strings)
+
+
 def qwen2_strings():
     rng = random.Random(5)
     marks = ["\u0301", "\u0300", "\u0328", "\u0308", "\u0323", "\u0302", "\u030A", "\u0327", "\u05B4", "\u0E48",
@@ -180,12 +231,14 @@ def check_qwen2(c, work, source, gguf_path):
 c = Checks()
 work = tmpdir()
 check_families(c, work, "tiny-spm", spm_vocab(os.path.join(need_tiny_spm(), "tiny-spm.gguf")))
+check_gemma4(c, work, "tiny-spm", spm_vocab(os.path.join(need_tiny_spm(), "tiny-spm.gguf")))
 smollm2_qwen2 = os.path.join(work, "smollm2-qwen2.gguf")
 write_vocab_gguf(smollm2_qwen2, *gguf_vocab(need_smollm2())[:3], "qwen2", arch="qwen2")
 check_qwen2(c, work, "smollm2", smollm2_qwen2)
 llama = shared_extra(os.path.join("tokenizers", "ggml-vocab-llama-spm.gguf"))
 if llama:
     check_families(c, work, "llama-spm", spm_vocab(llama))
+    check_gemma4(c, work, "llama-spm", spm_vocab(llama))
 qwen2 = shared_extra(os.path.join("tokenizers", "ggml-vocab-qwen2.gguf"))
 if qwen2:
     check_qwen2(c, work, "qwen2", qwen2)
