@@ -55,23 +55,34 @@ void check_gemma4(const ModelConfig& c) {
 }
 
 // What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers with their projections in the
-// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet) and a
-// conv of at most kMaxConvKernel taps.
-void check_recurrent(const ModelConfig& c) {
-  for (int l = 0; l < c.num_layers; ++l) {
-    if (!c.is_attention(l) && c.layer_kind(l) != LayerKind::kDeltaNet) {
-      unsupported(c.architecture + "'s recurrent layer " + std::to_string(l) + " (" +
-                  std::string(layer_kind_name(c.layer_kind(l))) + ") yet (use --device cpu)");
-    }
-  }
-  const DeltaNetSizes& d = c.deltanet;
-  if (d.grouped_qkvz || d.grouped_ba) {
-    unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
-  }
-  if (d.conv_kernel < 1 || d.conv_kernel > deltanet_detail::kMaxConvKernel) {
-    unsupported("a DeltaNet conv of " + std::to_string(d.conv_kernel) + " taps (at most " +
+// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet) and LFM2's
+// short convs, each conv of at most kMaxConvKernel taps; any other recurrent kind is refused by name.
+void check_conv_taps(const char* kind, int taps) {
+  if (taps < 1 || taps > deltanet_detail::kMaxConvKernel) {
+    unsupported(std::string("a ") + kind + " conv of " + std::to_string(taps) + " taps (at most " +
                 std::to_string(deltanet_detail::kMaxConvKernel) + "; use --device cpu)");
   }
+}
+
+void check_recurrent(const ModelConfig& c) {
+  bool deltanet = false, short_conv = false;
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerKind kind = c.layer_kind(l);
+    deltanet = deltanet || kind == LayerKind::kDeltaNet;
+    short_conv = short_conv || kind == LayerKind::kShortConv;
+    if (c.is_recurrent(l) && kind != LayerKind::kDeltaNet && kind != LayerKind::kShortConv) {
+      unsupported(c.architecture + "'s recurrent layer " + std::to_string(l) + " (" +
+                  std::string(layer_kind_name(kind)) + ") yet (use --device cpu)");
+    }
+  }
+  if (deltanet) {
+    const DeltaNetSizes& d = c.deltanet;
+    if (d.grouped_qkvz || d.grouped_ba) {
+      unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
+    }
+    check_conv_taps("DeltaNet", d.conv_kernel);
+  }
+  if (short_conv) check_conv_taps("short", c.short_conv_kernel);
 }
 
 }  // namespace

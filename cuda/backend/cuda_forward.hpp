@@ -61,7 +61,8 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
                                    options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
-                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim()})),
+                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim(),
+                          config_.mamba.inner()})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
@@ -156,7 +157,9 @@ class CudaBackend final : public Backend {
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // step_recurrent.cpp: a hybrid model's recurrent layers.
   void prepare_states(const RaggedBatch& batch, cudaStream_t stream);
+  void run_recurrent(int layer, const RaggedBatch& batch, const BatchIndices& idx);  // by the layer's kind
   void run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_short_conv(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
@@ -190,7 +193,7 @@ class CudaBackend final : public Backend {
   DeviceWeights<T> weights_;
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
-  RecurrentStates<T> recurrent_;  // a hybrid model's state slots and DeltaNet buffers; empty without recurrent layers
+  RecurrentStates<T> recurrent_;  // a hybrid model's state slots and recurrent buffers; empty without recurrent layers
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)

@@ -133,7 +133,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
     add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
     profiler_.phase("gemm_o", stream);
   } else {
-    run_deltanet(layer, batch, idx);  // the only recurrent kind the backend runs (backend_checks.cpp)
+    run_recurrent(layer, batch, idx);
   }
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
                       w.vector(LayerTensor::kPostAttnNorm),

@@ -1,12 +1,12 @@
 """Hybrid models on the CUDA backend (skipped without a GPU): the tiny seeded Qwen3.5 and Qwen3.5-MoE of
 tiny_hybrid_models.py (gated DeltaNet layers beside gated, partially rotated attention) that
-test_hybrid_qwen35.py checks on the CPU:
+test_hybrid_qwen35.py checks on the CPU, and LFM2 (short convs beside attention) that test_hybrid_ssm.py does:
 - with --dtype fp32, the greedy tokens of each HF directory and each GGUF (its value heads tiled) on CUDA
   equal the float64 reference of that file (hybrid_reference.py) up to each request's first step whose top-2
   margin is at most 1e-3; bf16's leading agreement is printed;
 - the CUDA outputs are the same across modes, token budgets (a prompt's state carried over chunks), sequence
   caps, n = 2 (a fork copies its parent's state) and preemption under a small cache (its state rebuilt);
-- Qwen3-Next's grouped projections are refused by name.
+- Qwen3-Next's grouped projections and Granite 4.0-H's Mamba-2 layers are refused by name.
 A wrong kernel or state handling fails here by name."""
 import os
 import random
@@ -68,7 +68,7 @@ def check_model(label, path, model):
     return got
 
 
-for name in ("qwen3_5", "qwen3_5_moe"):
+for name in ("qwen3_5", "qwen3_5_moe", "lfm2"):
     hf_dir, gguf_path = tiny.write_model(work, name)
     base = check_model(f"{name} hf", hf_dir, reference.load_hf(hf_dir))
     check_model(f"{name} gguf", gguf_path, reference.load_gguf(gguf_path))
@@ -81,4 +81,8 @@ hf_dir, _ = tiny.write_model(work, "qwen3_next")
 proc = outputs(hf_dir, check=False)
 c.check(proc.returncode == 1 and "grouped by key head" in proc.stderr,
         f"qwen3_next on CUDA: exit {proc.returncode}, stderr {proc.stderr[-300:]}")
+hf_dir, _ = tiny.write_model(work, "granite_h")
+proc = outputs(hf_dir, check=False)
+c.check(proc.returncode == 1 and "(Mamba-2) yet" in proc.stderr,
+        f"granite_h on CUDA: exit {proc.returncode}, stderr {proc.stderr[-300:]}")
 c.done()
