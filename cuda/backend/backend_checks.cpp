@@ -55,8 +55,9 @@ void check_gemma4(const ModelConfig& c) {
 }
 
 // What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers with their projections in the
-// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet) and LFM2's
-// short convs, each conv of at most kMaxConvKernel taps; any other recurrent kind is refused by name.
+// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet), LFM2's
+// short convs and Mamba-2 layers (heads a multiple of the groups), each conv of at most kMaxConvKernel taps;
+// any other recurrent kind is refused by name.
 void check_conv_taps(const char* kind, int taps) {
   if (taps < 1 || taps > deltanet_detail::kMaxConvKernel) {
     unsupported(std::string("a ") + kind + " conv of " + std::to_string(taps) + " taps (at most " +
@@ -65,12 +66,14 @@ void check_conv_taps(const char* kind, int taps) {
 }
 
 void check_recurrent(const ModelConfig& c) {
-  bool deltanet = false, short_conv = false;
+  bool deltanet = false, short_conv = false, mamba2 = false;
   for (int l = 0; l < c.num_layers; ++l) {
     const LayerKind kind = c.layer_kind(l);
     deltanet = deltanet || kind == LayerKind::kDeltaNet;
     short_conv = short_conv || kind == LayerKind::kShortConv;
-    if (c.is_recurrent(l) && kind != LayerKind::kDeltaNet && kind != LayerKind::kShortConv) {
+    mamba2 = mamba2 || kind == LayerKind::kMamba2;
+    if (c.is_recurrent(l) && kind != LayerKind::kDeltaNet && kind != LayerKind::kShortConv &&
+        kind != LayerKind::kMamba2) {
       unsupported(c.architecture + "'s recurrent layer " + std::to_string(l) + " (" +
                   std::string(layer_kind_name(kind)) + ") yet (use --device cpu)");
     }
@@ -83,6 +86,15 @@ void check_recurrent(const ModelConfig& c) {
     check_conv_taps("DeltaNet", d.conv_kernel);
   }
   if (short_conv) check_conv_taps("short", c.short_conv_kernel);
+  if (mamba2) {
+    const Mamba2Sizes& m = c.mamba;
+    if (m.num_heads <= 0 || m.head_dim <= 0 || m.state_size <= 0 || m.num_groups <= 0 || m.num_heads % m.num_groups != 0) {
+      unsupported(c.architecture + "'s Mamba-2 sizes (" + std::to_string(m.num_heads) + " heads of " +
+                  std::to_string(m.head_dim) + ", state " + std::to_string(m.state_size) + ", " +
+                  std::to_string(m.num_groups) + " groups; use --device cpu)");
+    }
+    check_conv_taps("Mamba-2", m.conv_kernel);
+  }
 }
 
 }  // namespace

@@ -160,6 +160,7 @@ class CudaBackend final : public Backend {
   void run_recurrent(int layer, const RaggedBatch& batch, const BatchIndices& idx);  // by the layer's kind
   void run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_short_conv(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_mamba2(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {

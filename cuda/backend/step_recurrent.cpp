@@ -1,8 +1,8 @@
 // The recurrent layers of a hybrid model in a step of the CUDA backend (cuda_forward.hpp,
 // recurrent_states.hpp): the step's state copies (a fork's) and the zero states of the sequences that start,
-// then, per recurrent layer, its kind's products and kernels (cuda/recurrent/: deltanet.hpp, short_conv.hpp)
-// over each sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp and
-// cpu_short_conv.cpp.
+// then, per recurrent layer, its kind's products and kernels (cuda/recurrent/: deltanet.hpp, short_conv.hpp,
+// mamba2.hpp) over each sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp,
+// cpu_short_conv.cpp and cpu_mamba2.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -11,6 +11,7 @@
 #include "cuda/backend/cuda_forward.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/recurrent/deltanet.hpp"
+#include "cuda/recurrent/mamba2.hpp"
 #include "cuda/recurrent/short_conv.hpp"
 #include "engine/base/error.hpp"
 
@@ -57,6 +58,7 @@ void CudaBackend<T>::run_recurrent(int layer, const RaggedBatch& batch, const Ba
   switch (config_.layer_kind(layer)) {
     case LayerKind::kDeltaNet: return run_deltanet(layer, batch, idx);
     case LayerKind::kShortConv: return run_short_conv(layer, batch, idx);
+    case LayerKind::kMamba2: return run_mamba2(layer, batch, idx);
     default:
       throw Error("internal error: layer " + std::to_string(layer) + " (" +
                   std::string(layer_kind_name(config_.layer_kind(layer))) + ") has no CUDA mixer");
@@ -102,6 +104,29 @@ void CudaBackend<T>::run_short_conv(int layer, const RaggedBatch& batch, const B
                 config_.short_conv_kernel, seqs, batch.num_seqs(), rs.layer_states(layer), stream);
   profiler_.phase("short_conv", stream);
   linear_.forward(w.linear[LayerTensor::kShortConvOut], workspace_.delta.get(), rs.normed.get(), n);
+  profiler_.phase("gemm_ssm_out", stream);
+}
+
+// x += out(gated_norm(scan(conv(x|B|C), dt), z)), [z | x|B|C | dt] = in(h): a Mamba-2 layer.
+template <typename T>
+void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  RecurrentStates<T>& rs = recurrent_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens(), ns = batch.num_seqs();
+  const Mamba2Dims& d = rs.mamba;
+  linear_.forward(w.linear[LayerTensor::kMambaIn], rs.proj.get(), workspace_.h.get(), n);  // [z | x|B|C | dt]
+  profiler_.phase("gemm_ssm_in", stream);
+  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
+  const DeltaNetStates states = rs.layer_states(layer);
+  mamba2_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaConv),
+                 w.vector(LayerTensor::kMambaConvBias), d, seqs, ns, states, stream);  // the bias null when absent
+  mamba2_scan<T>(rs.core.get(), rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaDecay),
+                 w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns, states, stream);
+  mamba2_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kMambaNorm), d, n,
+                       config_.rms_eps, stream);
+  profiler_.phase("mamba2", stream);
+  linear_.forward(w.linear[LayerTensor::kMambaOut], workspace_.delta.get(), rs.normed.get(), n);
   profiler_.phase("gemm_ssm_out", stream);
 }
 

@@ -521,7 +521,7 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   Model long_conv = make_hybrid();
   long_conv.config.deltanet.conv_kernel = 9;
   CHECK(make_error(long_conv).find("a DeltaNet conv of 9 taps") != std::string::npos);
-  // LFM2's short convs pass (up to the kernel's taps); Mamba-2 layers are refused by name.
+  // LFM2's short convs and Mamba-2 layers pass (up to the kernels' taps, heads a multiple of the groups).
   Model lfm2 = make_family_model(Family::kQwen3);
   lfm2.config.layer_kinds.assign(static_cast<size_t>(lfm2.config.num_layers), LayerKind::kShortConv);
   lfm2.config.layer_kinds.back() = LayerKind::kAttention;
@@ -532,7 +532,11 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   Model mamba = make_family_model(Family::kQwen3);
   mamba.config.layer_kinds.assign(static_cast<size_t>(mamba.config.num_layers), LayerKind::kMamba2);
   mamba.config.mamba = Mamba2Sizes{4, 16, 16, 2, 4};
-  CHECK(make_error(mamba).find("(Mamba-2) yet") != std::string::npos);
+  CHECK(make_error(mamba).find("does not support") == std::string::npos);
+  mamba.config.mamba.conv_kernel = 9;
+  CHECK(make_error(mamba).find("a Mamba-2 conv of 9 taps") != std::string::npos);
+  mamba.config.mamba = Mamba2Sizes{4, 16, 16, 3, 4};
+  CHECK(make_error(mamba).find("Mamba-2 sizes (4 heads of 16, state 16, 3 groups") != std::string::npos);
   // Gemma 4's layers run on the CPU only: each feature is named.
   Model gemma4 = make_family_model(Family::kGemma3);
   gemma4.config.architecture = "gemma4";
