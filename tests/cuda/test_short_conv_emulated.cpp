@@ -1,7 +1,8 @@
 // The block code of LFM2's short-conv kernel (short_conv_block.cuh) run on the CPU by the block emulator,
 // against short_conv_case.hpp's float64 reference: a prefill, a decode row and a padded sequence in one
-// batch, states non-zero; the same rows split over two steps leave the same windows and outputs bit for bit.
-// A planted bug (the window advanced by the padding rows too) is caught. Part of the host suite.
+// batch, states non-zero; the same rows split over two steps leave the same windows and outputs bit for bit;
+// and against the CPU layer's own conv (cpu_recurrent.hpp's causal_conv, as cpu_short_conv.cpp calls it). A
+// planted bug (the window advanced by the padding rows too) is caught. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -11,6 +12,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/backend/ragged_batch.hpp"
+#include "engine/cpu/cpu_recurrent.hpp"
 #include "tests/cuda/short_conv_case.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it.
 #pragma GCC diagnostic ignored "-Wsign-compare"
@@ -54,6 +57,36 @@ TEST_CASE("short conv kernel: 1, 2 and 8 taps (no window, one input, the most th
   check(make_short_conv_case(40, 1, 2));
   check(make_short_conv_case(40, 2, 3));
   check(make_short_conv_case(40, 8, 4));
+}
+
+TEST_CASE("short conv kernel: the CPU layer's steps (B * x, causal_conv, C *) give the same outputs and windows") {
+  const ShortConvCase sc = make_short_conv_case(72, 3, 6);
+  const RecurrentCase& c = sc.batch;
+  const int dim = sc.dim;
+  RaggedBatch batch;  // what seq_rows reads: the rows per sequence, padding rows marked by slot -1
+  batch.query_start.assign(c.begin.begin(), c.begin.end());
+  batch.slot_mapping.assign(static_cast<size_t>(c.num_rows()), 0);
+  for (int s = 0; s < c.num_seqs(); ++s) {
+    for (int r = c.begin[s] + c.real[s]; r < c.begin[s + 1]; ++r) batch.slot_mapping[static_cast<size_t>(r)] = -1;
+  }
+  std::vector<float> cpu_conv = c.conv_state, y(static_cast<size_t>(c.num_rows()) * dim);
+  for (int r = 0; r < c.num_rows(); ++r) {
+    for (int i = 0; i < dim; ++i) y[r * dim + i] = c.inputs[r * 3 * dim + i] * c.inputs[r * 3 * dim + 2 * dim + i];
+  }
+  const ConvTaps taps{sc.taps.data(), nullptr, dim, sc.kernel, false};
+  for (int s = 0; s < c.num_seqs(); ++s) {
+    const SeqRows rows = seq_rows(batch, s);
+    CHECK(rows.real == c.real[s]);
+    float* rows_y = &y[static_cast<size_t>(rows.begin) * dim];
+    causal_conv(rows_y, dim, rows, taps, &cpu_conv[static_cast<size_t>(c.slot[s] * c.conv_stride)], rows_y, dim);
+  }
+  for (int r = 0; r < c.num_rows(); ++r) {
+    for (int i = 0; i < dim; ++i) y[r * dim + i] *= c.inputs[r * 3 * dim + dim + i];
+  }
+  std::vector<float> conv = c.conv_state, rec;
+  const std::vector<float> out = run_emulated(sc, c, conv, rec);
+  CHECK(largest_diff(out, std::vector<double>(y.begin(), y.end())) < 1e-5);
+  CHECK(conv == cpu_conv);  // the windows are inputs, copied
 }
 
 TEST_CASE("short conv kernel: a planted bug (padding rows advance the window) is caught") {
