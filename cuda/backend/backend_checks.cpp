@@ -108,11 +108,15 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.is_moe()) check_moe(c);
   // Before the encoder check: Nemotron-H's relu^2 FFN is not gated, and it is a hybrid, not an encoder.
   if (c.has_recurrent_layers()) check_recurrent(c);
-  if (c.single_sublayer || c.residual_scale != 1.0f || c.logit_divisor != 1.0f) {
-    unsupported("hybrid models' MLP-only layers and Granite's multipliers yet (" + c.architecture +
-                "; use --device cpu)");
+  // Nemotron-H's single-sublayer layers and Granite's multipliers run (step_forward.cpp, step_head.cpp), and
+  // so does a plain FFN of relu^2 without biases (Nemotron-H's MLP); other plain FFNs are encoders'.
+  const bool relu2_ffn = !c.gated_ffn && c.activation == Activation::kRelu2 && !c.ffn_bias;
+  if (relu2_ffn && c.is_moe()) unsupported(c.architecture + "'s ungated (relu^2) experts yet (use --device cpu)");
+  if (c.single_sublayer && c.o_bias) {  // the final norm's gather adds no bias (step_head.cpp)
+    unsupported(c.architecture + "'s o bias on layers without an FFN yet (use --device cpu)");
   }
-  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
+  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm ||
+      (!c.gated_ffn && !relu2_ffn)) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");

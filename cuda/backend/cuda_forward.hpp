@@ -151,6 +151,8 @@ class CudaBackend final : public Backend {
   // step_forward.cpp: the layers.
   void plan_decode(const RaggedBatch& batch, const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_attention_mixer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_ffn(int layer, const BatchIndices& idx, int n);
   template <typename KV>
   void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   template <typename KV>
@@ -174,8 +176,16 @@ class CudaBackend final : public Backend {
   int window_kind(int layer) const {
     return static_cast<int>(std::find(windows_.begin(), windows_.end(), config_.window(layer)) - windows_.begin());
   }
-  const float* post_ffn_norm(int layer) const {
-    return weights_.layers[static_cast<size_t>(layer)].vector(LayerTensor::kPostFfnNorm);  // null: no sandwich norms
+  // What the next norm adds a sublayer's output delta with: its sandwich norm (Gemma's post-attention or
+  // post-FFN norm) and bias (the o bias), each null when absent. The FFN's, or (ffn false) the mixer's.
+  struct SublayerOut {
+    const float* post_norm = nullptr;
+    const float* bias = nullptr;
+  };
+  SublayerOut sublayer_out(int layer, bool ffn) const {
+    const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+    return ffn ? SublayerOut{w.vector(LayerTensor::kPostFfnNorm), nullptr}
+               : SublayerOut{w.vector(LayerTensor::kPostAttnNorm), w.vector(LayerTensor::kBo)};
   }
   // y (rows, width) += the step's adapters on `product` of the layer, x (rows, in) its GEMM's input.
   void add_lora(LoraProduct product, int layer, const BatchIndices& idx, const T* x, int in, T* y, int width) {
