@@ -172,19 +172,21 @@ void CudaBackend<T>::run_ffn(int layer, const BatchIndices& idx, int n) {
     experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
     return;
   }
-  if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only
+  if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only; no adapters, as on the CPU
     linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);  // (n, hidden): up
     profiler_.phase("gemm_gate_up", stream);
     relu_squared<T>(ws.ffn.get(), ws.gate_up.get(), static_cast<size_t>(n) * hidden, stream);
     profiler_.phase("swiglu", stream);
-  } else {
-    linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
-    add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
-    profiler_.phase("gemm_gate_up", stream);
-    swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation,
-              GatedParams{config_.swiglu_limit, config_.swiglu_alpha});
-    profiler_.phase("swiglu", stream);
+    linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
+    profiler_.phase("gemm_down", stream);
+    return;
   }
+  linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
+  add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
+  profiler_.phase("gemm_gate_up", stream);
+  swiglu<T>(ws.ffn.get(), ws.gate_up.get(), n, hidden, stream, config_.activation,
+            GatedParams{config_.swiglu_limit, config_.swiglu_alpha});
+  profiler_.phase("swiglu", stream);
   linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
   add_lora(LoraProduct::kDown, layer, idx, ws.ffn.get(), hidden, ws.delta.get(), dim);
   profiler_.phase("gemm_down", stream);
