@@ -63,6 +63,13 @@
 #             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the refusals; and
 #             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5 and Qwen3.5-MoE, HF and GGUF, CUDA fp32 greedy tokens
 #             vs the float64 reference, modes, budgets, n = 2, preemption)
+#   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
+#             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
+#             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
+#             the float64 reference, chunked = whole bit for bit; the delta-scaled norm, relu^2 and the
+#             ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
+#             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 models, CUDA fp32
+#             greedy tokens vs the float64 reference, modes, n = 2, preemption; deltanet's e2e half is the same)
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
@@ -219,6 +226,9 @@ for s in "${@:-info unit sanitize e2e}"; do
       deltanet)
         stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'
         stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py ;;
+      ssm)
+        stage ssm-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*short conv*,*Mamba-2*,*rmsnorm*,*relu*,*moe*,*refuses what its kernels lack*'
+        stage ssm-e2e 400 python3 tests/e2e/test_gpu_hybrid.py ;;
       lora)
         stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
         stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;

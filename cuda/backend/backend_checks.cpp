@@ -55,22 +55,45 @@ void check_gemma4(const ModelConfig& c) {
 }
 
 // What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers with their projections in the
-// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet) and a
-// conv of at most kMaxConvKernel taps.
+// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet), LFM2's
+// short convs and Mamba-2 layers (heads a multiple of the groups), each conv of at most kMaxConvKernel taps;
+// any other recurrent kind is refused by name.
+void check_conv_taps(const char* kind, int taps) {
+  if (taps < 1 || taps > deltanet_detail::kMaxConvKernel) {
+    unsupported(std::string("a ") + kind + " conv of " + std::to_string(taps) + " taps (at most " +
+                std::to_string(deltanet_detail::kMaxConvKernel) + "; use --device cpu)");
+  }
+}
+
 void check_recurrent(const ModelConfig& c) {
+  bool deltanet = false, short_conv = false, mamba2 = false;
   for (int l = 0; l < c.num_layers; ++l) {
-    if (!c.is_attention(l) && c.layer_kind(l) != LayerKind::kDeltaNet) {
+    const LayerKind kind = c.layer_kind(l);
+    deltanet = deltanet || kind == LayerKind::kDeltaNet;
+    short_conv = short_conv || kind == LayerKind::kShortConv;
+    mamba2 = mamba2 || kind == LayerKind::kMamba2;
+    if (c.is_recurrent(l) && kind != LayerKind::kDeltaNet && kind != LayerKind::kShortConv &&
+        kind != LayerKind::kMamba2) {
       unsupported(c.architecture + "'s recurrent layer " + std::to_string(l) + " (" +
-                  std::string(layer_kind_name(c.layer_kind(l))) + ") yet (use --device cpu)");
+                  std::string(layer_kind_name(kind)) + ") yet (use --device cpu)");
     }
   }
-  const DeltaNetSizes& d = c.deltanet;
-  if (d.grouped_qkvz || d.grouped_ba) {
-    unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
+  if (deltanet) {
+    const DeltaNetSizes& d = c.deltanet;
+    if (d.grouped_qkvz || d.grouped_ba) {
+      unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
+    }
+    check_conv_taps("DeltaNet", d.conv_kernel);
   }
-  if (d.conv_kernel < 1 || d.conv_kernel > deltanet_detail::kMaxConvKernel) {
-    unsupported("a DeltaNet conv of " + std::to_string(d.conv_kernel) + " taps (at most " +
-                std::to_string(deltanet_detail::kMaxConvKernel) + "; use --device cpu)");
+  if (short_conv) check_conv_taps("short", c.short_conv_kernel);
+  if (mamba2) {
+    const Mamba2Sizes& m = c.mamba;
+    if (m.num_heads <= 0 || m.head_dim <= 0 || m.state_size <= 0 || m.num_groups <= 0 || m.num_heads % m.num_groups != 0) {
+      unsupported(c.architecture + "'s Mamba-2 sizes (" + std::to_string(m.num_heads) + " heads of " +
+                  std::to_string(m.head_dim) + ", state " + std::to_string(m.state_size) + ", " +
+                  std::to_string(m.num_groups) + " groups; use --device cpu)");
+    }
+    check_conv_taps("Mamba-2", m.conv_kernel);
   }
 }
 
@@ -85,11 +108,15 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   if (c.is_moe()) check_moe(c);
   // Before the encoder check: Nemotron-H's relu^2 FFN is not gated, and it is a hybrid, not an encoder.
   if (c.has_recurrent_layers()) check_recurrent(c);
-  if (c.single_sublayer || c.residual_scale != 1.0f || c.logit_divisor != 1.0f) {
-    unsupported("hybrid models' MLP-only layers and Granite's multipliers yet (" + c.architecture +
-                "; use --device cpu)");
+  // Nemotron-H's single-sublayer layers and Granite's multipliers run (step_forward.cpp, step_head.cpp), and
+  // so does a plain FFN of relu^2 without biases (Nemotron-H's MLP); other plain FFNs are encoders'.
+  const bool relu2_ffn = !c.gated_ffn && c.activation == Activation::kRelu2 && !c.ffn_bias;
+  if (relu2_ffn && c.is_moe()) unsupported(c.architecture + "'s ungated (relu^2) experts yet (use --device cpu)");
+  if (c.single_sublayer && c.o_bias) {  // the final norm's gather adds no bias (step_head.cpp)
+    unsupported(c.architecture + "'s o bias on layers without an FFN yet (use --device cpu)");
   }
-  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm || !c.gated_ffn) {
+  if (c.is_encoder() || c.bidirectional || c.learned_positions || c.layer_norm || c.post_norm ||
+      (!c.gated_ffn && !relu2_ffn)) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");

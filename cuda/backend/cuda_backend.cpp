@@ -79,7 +79,7 @@ BackendTraits CudaBackend<T>::make_traits() const {
   }
   t.expert_bytes_per_param = params > 0 ? bytes / params : t.weight_bytes_per_param;
   t.kv_bytes_per_elem = static_cast<double>(kv_elem_bytes());
-  t.runs_recurrent_layers = true;  // gated DeltaNet layers (step_recurrent.cpp; others refused by backend_checks.cpp)
+  t.runs_recurrent_layers = true;  // DeltaNet, short-conv and Mamba-2 layers (step_recurrent.cpp, backend_checks.cpp)
   return t;
 }
 

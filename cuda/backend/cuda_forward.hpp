@@ -61,7 +61,8 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
                                    options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
-                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim()})),
+                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim(),
+                          config_.mamba.inner()})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
@@ -150,13 +151,18 @@ class CudaBackend final : public Backend {
   // step_forward.cpp: the layers.
   void plan_decode(const RaggedBatch& batch, const BatchIndices& idx);
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_attention_mixer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_ffn(int layer, const BatchIndices& idx, int n);
   template <typename KV>
   void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   template <typename KV>
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // step_recurrent.cpp: a hybrid model's recurrent layers.
   void prepare_states(const RaggedBatch& batch, cudaStream_t stream);
+  void run_recurrent(int layer, const RaggedBatch& batch, const BatchIndices& idx);  // by the layer's kind
   void run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_short_conv(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_mamba2(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   // The family's per-layer parameters: how the layer scores keys, what its RoPE step adds, the kind of its
   // window (index into windows_), and the sandwich norm of the output delta of the layer before it.
   AttentionScoring scoring(int layer) const {
@@ -170,8 +176,16 @@ class CudaBackend final : public Backend {
   int window_kind(int layer) const {
     return static_cast<int>(std::find(windows_.begin(), windows_.end(), config_.window(layer)) - windows_.begin());
   }
-  const float* post_ffn_norm(int layer) const {
-    return weights_.layers[static_cast<size_t>(layer)].vector(LayerTensor::kPostFfnNorm);  // null: no sandwich norms
+  // What the next norm adds a sublayer's output delta with: its sandwich norm (Gemma's post-attention or
+  // post-FFN norm) and bias (the o bias), each null when absent. The FFN's, or (ffn false) the mixer's.
+  struct SublayerOut {
+    const float* post_norm = nullptr;
+    const float* bias = nullptr;
+  };
+  SublayerOut sublayer_out(int layer, bool ffn) const {
+    const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+    return ffn ? SublayerOut{w.vector(LayerTensor::kPostFfnNorm), nullptr}
+               : SublayerOut{w.vector(LayerTensor::kPostAttnNorm), w.vector(LayerTensor::kBo)};
   }
   // y (rows, width) += the step's adapters on `product` of the layer, x (rows, in) its GEMM's input.
   void add_lora(LoraProduct product, int layer, const BatchIndices& idx, const T* x, int in, T* y, int width) {
@@ -190,7 +204,7 @@ class CudaBackend final : public Backend {
   DeviceWeights<T> weights_;
   LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
   Workspace<T> workspace_;
-  RecurrentStates<T> recurrent_;  // a hybrid model's state slots and DeltaNet buffers; empty without recurrent layers
+  RecurrentStates<T> recurrent_;  // a hybrid model's state slots and recurrent buffers; empty without recurrent layers
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)

@@ -42,7 +42,8 @@ struct LayerWeights {
   ByKind<ExpertTensor, DeviceBuffer<float>> expert_vectors;
 
   const float* vector(LayerTensor kind) const { return vectors[kind].get(); }  // null when absent
-  bool has_shared() const { return vectors[LayerTensor::kSharedExpertGate].size() > 0; }
+  // A shared expert beside the routed ones (its gate vector may be absent: Granite's is unscaled).
+  bool has_shared() const { return linear[LayerProduct::kSharedGateUp].bytes() > 0; }
   size_t bytes() const;
 };
 

@@ -1,7 +1,8 @@
 // A step of the CUDA backend (cuda_forward.hpp): the batch's indices on the device, the decode plan, the
 // embedding, then each layer: norm, QKV, RoPE and the cache write, attention (tiles of multi-row sequences,
 // the decode kernel for single-row ones; Qwen3.5's output gate), o, or a recurrent layer's mixer
-// (step_recurrent.cpp), then norm, and the dense FFN or the sparse layer's experts.
+// (step_recurrent.cpp), then norm, and the gated or plain (relu^2) FFN or the sparse layer's experts;
+// Nemotron-H's layers have the mixer or the FFN alone.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -101,6 +102,10 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   return f;
 }
 
+// A layer: its mixer (attention or a recurrent kind), then its FFN, each behind the norm that adds the
+// sublayer output before it to the residual stream (times Granite's residual multiplier; 1 elsewhere).
+// Nemotron-H's layers have one of the two (has_mixer, has_ffn); the delta pending at a norm is then the
+// last sublayer's of the layer before, with that sublayer's sandwich norm and bias (sublayer_out).
 template <typename T>
 void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
@@ -108,39 +113,72 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens();
   const int dim = config_.dim;
-  const int hidden = config_.hidden_dim;
   const float eps = config_.rms_eps;
-  const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
-  const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
-
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
-                      previous_post_norm);
-  profiler_.phase("norm", stream);
-  if (config_.is_attention(layer)) {
-    const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
-    if (config_.attn_output_gate) {  // Qwen3.5: each q head's rows followed by its gate's
-      linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
-      split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
-                           config_.head_dim, config_.kv_dim(), stream);
+  const T* pending = layer == 0 ? nullptr : ws.delta.get();  // the previous sublayer's output
+  SublayerOut before = layer == 0 ? SublayerOut{} : sublayer_out(layer - 1, config_.has_ffn(layer - 1));
+  if (config_.has_mixer(layer)) {
+    rmsnorm_residual<T>(ws.h.get(), ws.x.get(), pending, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
+                        before.post_norm, before.bias, config_.residual_scale);
+    profiler_.phase("norm", stream);
+    if (config_.is_attention(layer)) {
+      run_attention_mixer(layer, batch, idx);
     } else {
-      linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
-      add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
+      run_recurrent(layer, batch, idx);
     }
-    profiler_.phase("gemm_qkv", stream);
-    with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
-    if (config_.attn_output_gate) apply_output_gate<T>(ws.attn.get(), ws.attn_gate.get(), n, config_.q_dim(), stream);
-    linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
-    add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
-    profiler_.phase("gemm_o", stream);
-  } else {
-    run_deltanet(layer, batch, idx);  // the only recurrent kind the backend runs (backend_checks.cpp)
+    pending = ws.delta.get();
+    before = sublayer_out(layer, false);
   }
-  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), ws.delta.get(), w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
-                      w.vector(LayerTensor::kPostAttnNorm),
-                      w.vector(LayerTensor::kBo));  // the o bias (null when absent) joins delta here
+  if (!config_.has_ffn(layer)) return;
+  rmsnorm_residual<T>(ws.h.get(), ws.x.get(), pending, w.vector(LayerTensor::kFfnNorm), n, dim, eps, stream,
+                      before.post_norm, before.bias, config_.residual_scale);
   profiler_.phase("norm", stream);
+  run_ffn(layer, idx, n);
+}
+
+// Attention as a layer's mixer: QKV (Qwen3.5's output gate split off), RoPE and the cache write, attention,
+// o; its output left in the workspace's delta.
+template <typename T>
+void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens(), dim = config_.dim;
+  const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
+  if (config_.attn_output_gate) {  // Qwen3.5: each q head's rows followed by its gate's
+    linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
+    split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
+                         config_.head_dim, config_.kv_dim(), stream);
+  } else {
+    linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
+    add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
+  }
+  profiler_.phase("gemm_qkv", stream);
+  with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
+  if (config_.attn_output_gate) apply_output_gate<T>(ws.attn.get(), ws.attn_gate.get(), n, config_.q_dim(), stream);
+  linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
+  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
+  profiler_.phase("gemm_o", stream);
+}
+
+// A layer's FFN on the normed rows h: the sparse layer's experts, the gated FFN, or a plain one (relu^2,
+// Nemotron-H's MLP: its up projection alone under kGateUp); its output left in the workspace's delta.
+template <typename T>
+void CudaBackend<T>::run_ffn(int layer, const BatchIndices& idx, int n) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int dim = config_.dim, hidden = config_.hidden_dim;
   if (config_.is_sparse(layer)) {
     experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
+    return;
+  }
+  if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only; no adapters, as on the CPU
+    linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);  // (n, hidden): up
+    profiler_.phase("gemm_gate_up", stream);
+    relu_squared<T>(ws.ffn.get(), ws.gate_up.get(), static_cast<size_t>(n) * hidden, stream);
+    profiler_.phase("swiglu", stream);
+    linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
+    profiler_.phase("gemm_down", stream);
     return;
   }
   linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
@@ -194,7 +232,9 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
   template void CudaBackend<T>::forward(const RaggedBatch&, const StepRequest&, StepResult&);                 \
   template void CudaBackend<T>::plan_decode(const RaggedBatch&, const BatchIndices&);                         \
   template RopeFamily CudaBackend<T>::rope_family(int) const;                                                 \
-  template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);
+  template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);                     \
+  template void CudaBackend<T>::run_attention_mixer(int, const RaggedBatch&, const BatchIndices&);           \
+  template void CudaBackend<T>::run_ffn(int, const BatchIndices&, int);
 CBATCH_INSTANTIATE_STEP(float)
 CBATCH_INSTANTIATE_STEP(__nv_bfloat16)
 CBATCH_INSTANTIATE_STEP(__half)

@@ -59,12 +59,15 @@ void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
   const cudaStream_t stream = context_.stream();
   const int last = config_.num_layers - 1;
   const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
+  // The last layer's last sublayer: its FFN, or (Nemotron-H) its mixer alone.
+  const SublayerOut out = last >= 0 ? sublayer_out(last, config_.has_ffn(last)) : SublayerOut{};
+  if (out.bias != nullptr) throw Error("internal error: the final norm adds no o bias (a last layer without an FFN)");
   rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm(), d_rows, n, config_.dim,
-                    config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
+                    config_.rms_eps, stream, out.post_norm, config_.residual_scale);
   gemm<T, float>(context_.cublas(), stream, d_logits, ws.h.get(), weights_.lm_head(), n, config_.vocab_size, config_.dim);
-  if (config_.final_softcap > 0.0f) {
-    softcap(d_logits, static_cast<size_t>(n) * config_.vocab_size, config_.final_softcap, stream);
-  }
+  const size_t num_logits = static_cast<size_t>(n) * config_.vocab_size;
+  if (config_.final_softcap > 0.0f) softcap(d_logits, num_logits, config_.final_softcap, stream);
+  if (config_.logit_divisor != 1.0f) divide_logits(d_logits, num_logits, config_.logit_divisor, stream);  // Granite
 }
 
 // The sampling rows' next tokens from the logits on the device (argmax, or each row's draw), copied back.

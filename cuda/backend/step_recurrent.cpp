@@ -1,7 +1,8 @@
 // The recurrent layers of a hybrid model in a step of the CUDA backend (cuda_forward.hpp,
 // recurrent_states.hpp): the step's state copies (a fork's) and the zero states of the sequences that start,
-// then, per gated DeltaNet layer, its products and kernels (cuda/recurrent/deltanet.hpp) over each
-// sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp.
+// then, per recurrent layer, its kind's products and kernels (cuda/recurrent/: deltanet.hpp, short_conv.hpp,
+// mamba2.hpp) over each sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp,
+// cpu_short_conv.cpp and cpu_mamba2.cpp.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -10,6 +11,8 @@
 #include "cuda/backend/cuda_forward.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/recurrent/deltanet.hpp"
+#include "cuda/recurrent/mamba2.hpp"
+#include "cuda/recurrent/short_conv.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch {
@@ -48,6 +51,20 @@ void CudaBackend<T>::prepare_states(const RaggedBatch& batch, cudaStream_t strea
   CUDA_CHECK(cudaMemcpyAsync(rs.seq_slot.get(), slots, ns * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
 }
 
+// The layer's mixer by its kind (backend_checks.cpp admits only these), its input h already normed; its
+// output is left in the workspace's delta for the next norm to add.
+template <typename T>
+void CudaBackend<T>::run_recurrent(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  switch (config_.layer_kind(layer)) {
+    case LayerKind::kDeltaNet: return run_deltanet(layer, batch, idx);
+    case LayerKind::kShortConv: return run_short_conv(layer, batch, idx);
+    case LayerKind::kMamba2: return run_mamba2(layer, batch, idx);
+    default:
+      throw Error("internal error: layer " + std::to_string(layer) + " (" +
+                  std::string(layer_kind_name(config_.layer_kind(layer))) + ") has no CUDA mixer");
+  }
+}
+
 // x += out(gated_norm(delta_rule(conv(qkv(h))), z)): the layer's mixer, its input h already normed; its
 // output is left in the workspace's delta for the FFN's norm to add.
 template <typename T>
@@ -58,12 +75,12 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
   const int n = batch.num_tokens(), ns = batch.num_seqs();
   const DeltaNetDims& d = rs.dims;
   linear_.forward(w.linear[LayerTensor::kSsmQkv], rs.proj.get(), workspace_.h.get(), n);  // [q|k|v | z]
-  linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.ba.get(), workspace_.h.get(), n);   // [b | a]
+  linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.side.get(), workspace_.h.get(), n);   // [b | a]
   profiler_.phase("gemm_ssm_in", stream);
   const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
   const DeltaNetStates states = rs.layer_states(layer);
   deltanet_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kSsmConv), d, seqs, ns, states, stream);
-  deltanet_gates<T>(rs.conv_out.get(), rs.gates.get(), rs.ba.get(), w.vector(LayerTensor::kSsmDecay),
+  deltanet_gates<T>(rs.conv_out.get(), rs.gates.get(), rs.side.get(), w.vector(LayerTensor::kSsmDecay),
                     w.vector(LayerTensor::kSsmDtBias), d, n, stream);
   deltanet_delta_rule(rs.core.get(), rs.conv_out.get(), rs.gates.get(), d, seqs, ns, states, stream);
   deltanet_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kSsmNorm), d, n,
@@ -73,9 +90,49 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
   profiler_.phase("gemm_ssm_out", stream);
 }
 
+// x += out(C * conv(B * x)), [B | C | x] = in(h): LFM2's short conv.
+template <typename T>
+void CudaBackend<T>::run_short_conv(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  RecurrentStates<T>& rs = recurrent_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens();
+  linear_.forward(w.linear[LayerTensor::kShortConvIn], rs.proj.get(), workspace_.h.get(), n);  // [B | C | x]
+  profiler_.phase("gemm_ssm_in", stream);
+  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
+  short_conv<T>(rs.normed.get(), rs.proj.get(), w.vector(LayerTensor::kShortConvTaps), config_.dim,
+                config_.short_conv_kernel, seqs, batch.num_seqs(), rs.layer_states(layer), stream);
+  profiler_.phase("short_conv", stream);
+  linear_.forward(w.linear[LayerTensor::kShortConvOut], workspace_.delta.get(), rs.normed.get(), n);
+  profiler_.phase("gemm_ssm_out", stream);
+}
+
+// x += out(gated_norm(scan(conv(x|B|C), dt), z)), [z | x|B|C | dt] = in(h): a Mamba-2 layer.
+template <typename T>
+void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  RecurrentStates<T>& rs = recurrent_;
+  const cudaStream_t stream = context_.stream();
+  const int n = batch.num_tokens(), ns = batch.num_seqs();
+  const Mamba2Dims& d = rs.mamba;
+  linear_.forward(w.linear[LayerTensor::kMambaIn], rs.proj.get(), workspace_.h.get(), n);  // [z | x|B|C | dt]
+  profiler_.phase("gemm_ssm_in", stream);
+  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
+  const DeltaNetStates states = rs.layer_states(layer);
+  mamba2_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaConv),
+                 w.vector(LayerTensor::kMambaConvBias), d, seqs, ns, states, stream);  // the bias null when absent
+  mamba2_scan<T>(rs.core.get(), rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaDecay),
+                 w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns, states, stream);
+  mamba2_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kMambaNorm), d, n,
+                       config_.rms_eps, stream);
+  profiler_.phase("mamba2", stream);
+  linear_.forward(w.linear[LayerTensor::kMambaOut], workspace_.delta.get(), rs.normed.get(), n);
+  profiler_.phase("gemm_ssm_out", stream);
+}
+
 #define CBATCH_INSTANTIATE_RECURRENT(T)                                                      \
   template void CudaBackend<T>::prepare_states(const RaggedBatch&, cudaStream_t);          \
-  template void CudaBackend<T>::run_deltanet(int, const RaggedBatch&, const BatchIndices&);
+  template void CudaBackend<T>::run_recurrent(int, const RaggedBatch&, const BatchIndices&);
 CBATCH_INSTANTIATE_RECURRENT(float)
 CBATCH_INSTANTIATE_RECURRENT(__nv_bfloat16)
 CBATCH_INSTANTIATE_RECURRENT(__half)

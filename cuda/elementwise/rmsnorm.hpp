@@ -13,16 +13,18 @@ namespace cbatch {
 // the sublayer whose output delta is), normalizes delta before the add: x[r] += rmsnorm(delta[r]) *
 // delta_weight, in fp32, with the same eps. It needs d_delta. d_delta_bias (dim) fp32, when given (gpt-oss's
 // output-projection bias), is added to delta[r] in fp32 before anything else. It needs d_delta.
+// delta_scale multiplies what is added, x[r] += delta_scale * delta[r] (Granite's residual multiplier).
 template <typename T>
 void rmsnorm_residual(T* d_out, float* d_x, const T* d_delta, const float* d_weight, int num_rows, int dim,
                       float eps, cudaStream_t stream, const float* d_delta_weight = nullptr,
-                      const float* d_delta_bias = nullptr);
+                      const float* d_delta_bias = nullptr, float delta_scale = 1.0f);
 
 // The final norm of the sampling rows: out[i] = rmsnorm(x[rows[i]] + delta[rows[i]]) * weight for
 // i < num_rows (delta skipped when null; normalized by d_delta_weight first when given, as above). x is
 // read, not updated. out (num_rows, dim) T.
 template <typename T>
 void rmsnorm_gather(T* d_out, const float* d_x, const T* d_delta, const float* d_weight, const int32_t* d_rows,
-                    int num_rows, int dim, float eps, cudaStream_t stream, const float* d_delta_weight = nullptr);
+                    int num_rows, int dim, float eps, cudaStream_t stream, const float* d_delta_weight = nullptr,
+                    float delta_scale = 1.0f);
 
 }  // namespace cbatch

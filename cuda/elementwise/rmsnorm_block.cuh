@@ -13,7 +13,8 @@ constexpr int kRmsnormThreads = 256;
 
 // rows == nullptr: in-place residual update of row blockIdx.x. rows != nullptr: gather, x read-only.
 // POST_NORM: delta is normalized by delta_weight before the add (delta is then never null). delta_bias
-// (dim, or null) is added to delta first (gpt-oss's output-projection bias).
+// (dim, or null) is added to delta first (gpt-oss's output-projection bias). delta_scale multiplies what is
+// added (Granite's residual multiplier; 1 leaves every other model's sums as they were).
 template <typename T, bool POST_NORM>
 __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,              // (num_rows, dim)
                                                        float* __restrict__ x,            // (.., dim)
@@ -22,7 +23,8 @@ __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,     
                                                        const int32_t* __restrict__ rows,  // (num_rows) or null
                                                        int dim, float eps,
                                                        const float* __restrict__ delta_weight,  // (dim)
-                                                       const float* __restrict__ delta_bias = nullptr) {  // (dim)
+                                                       const float* __restrict__ delta_bias = nullptr,  // (dim)
+                                                       float delta_scale = 1.0f) {
   const int out_row = blockIdx.x;
   const int src_row = rows != nullptr ? rows[out_row] : out_row;
   const bool write_back = rows == nullptr && delta != nullptr;
@@ -43,9 +45,9 @@ __device__ __forceinline__ void rmsnorm_residual_block(T* __restrict__ out,     
   }
   auto delta_at = [&](int i) {
     if constexpr (POST_NORM) {
-      return raw_delta(i) * delta_inv_rms * delta_weight[i];
+      return delta_scale * (raw_delta(i) * delta_inv_rms * delta_weight[i]);
     } else {
-      return raw_delta(i);
+      return delta_scale * raw_delta(i);
     }
   };
 

@@ -58,6 +58,27 @@ void swiglu(T* d_out, const T* d_gate_up, int num_rows, int hidden, cudaStream_t
   CUDA_CHECK_LAUNCH();
 }
 
+template <typename T>
+__global__ void relu_squared_kernel(T* out, const T* in, size_t n) {  // out, in (n); out may be in
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    out[i] = from_float<T>(relu_squared_f(to_float(in[i])));
+  }
+}
+
+template <typename T>
+void relu_squared(T* d_out, const T* d_in, size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  constexpr int kThreads = 256;
+  const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + kThreads - 1) / kThreads, 65536));
+  relu_squared_kernel<T><<<blocks, kThreads, 0, stream>>>(d_out, d_in, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template void relu_squared<float>(float*, const float*, size_t, cudaStream_t);
+template void relu_squared<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, size_t, cudaStream_t);
+template void relu_squared<__half>(__half*, const __half*, size_t, cudaStream_t);
+
 template void swiglu<float>(float*, const float*, int, int, cudaStream_t, Activation, const GatedParams&);
 template void swiglu<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, int, int, cudaStream_t, Activation,
                                     const GatedParams&);

@@ -1,8 +1,9 @@
-// Host launcher of the gated FFN activation (swiglu.cu): SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU, with
-// per-expert gate|up biases for the experts' permuted rows.
+// Host launchers of the FFN activations (swiglu.cu): SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU, with
+// per-expert gate|up biases for the experts' permuted rows; relu^2 of a plain FFN.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "engine/model/model_config.hpp"
@@ -25,5 +26,10 @@ struct GatedParams {
 template <typename T>
 void swiglu(T* d_out, const T* d_gate_up, int num_rows, int hidden, cudaStream_t stream,
             Activation activation = Activation::kSilu, const GatedParams& params = {});
+
+// out[i] = relu(in[i])^2 for i < n: the activation of a plain FFN without biases (Nemotron-H's relu^2 MLP),
+// in (n) T the up GEMM's output, out (n) T (may be in).
+template <typename T>
+void relu_squared(T* d_out, const T* d_in, size_t n, cudaStream_t stream);
 
 }  // namespace cbatch

@@ -14,6 +14,12 @@ __device__ __forceinline__ float gelu_tanh(float a) {
   return 0.5f * a * (1.0f + tanhf(kSqrt2OverPi * (a + 0.044715f * a * a * a)));
 }
 
+// relu(a)^2: a plain FFN's activation (Nemotron-H), as engine/cpu/cpu_ops.cpp's plain_ffn_row.
+__device__ __forceinline__ float relu_squared_f(float a) {
+  const float r = fmaxf(a, 0.0f);
+  return r * r;
+}
+
 // act(gate) * up of the activation ACT; gpt-oss's clamped SwiGLU clamps gate above at limit and up to
 // [-limit, limit], then (up + 1) * gate * sigmoid(alpha * gate).
 template <Activation ACT>

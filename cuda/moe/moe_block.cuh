@@ -161,11 +161,12 @@ template <typename T>
 struct SharedExpertOut {
   const T* out = nullptr;        // (num_rows, dim)
   const T* h = nullptr;          // (num_rows, dim)
-  const float* gate = nullptr;   // (dim)
+  const float* gate = nullptr;   // (dim), or null: the shared expert unscaled (Granite's)
 };
 
-// Block `row`: out[row] = shared part (sigmoid(h . gate) * shared out, or 0) + sum over k in k order of
-// weights[row, k] * (expert_out[pick_slot[row, k]] + down_bias[experts[row, k]]), in fp32, as moe_ffn sums.
+// Block `row`: out[row] = shared part (sigmoid(h . gate) * shared out, shared out without a gate, or 0) + sum
+// over k in k order of weights[row, k] * (expert_out[pick_slot[row, k]] + down_bias[experts[row, k]]), in fp32,
+// as moe_ffn sums.
 template <typename T>
 __device__ __forceinline__ void moe_combine_block(T* __restrict__ out,                    // (num_rows, dim)
                                                   const T* __restrict__ expert_out,       // (num_picks, dim)
@@ -176,8 +177,8 @@ __device__ __forceinline__ void moe_combine_block(T* __restrict__ out,          
                                                   SharedExpertOut<T> shared, int top_k, int dim) {
   const int row = blockIdx.x;
   const size_t k0 = static_cast<size_t>(row) * top_k;
-  float gate = 0.0f;
-  if (shared.out != nullptr) {
+  float gate = 1.0f;
+  if (shared.out != nullptr && shared.gate != nullptr) {
     float dot = 0.0f;
     const T* hr = shared.h + static_cast<size_t>(row) * dim;
     for (int i = threadIdx.x; i < dim; i += blockDim.x) dot += to_float(hr[i]) * shared.gate[i];

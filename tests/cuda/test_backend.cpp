@@ -521,6 +521,44 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   Model long_conv = make_hybrid();
   long_conv.config.deltanet.conv_kernel = 9;
   CHECK(make_error(long_conv).find("a DeltaNet conv of 9 taps") != std::string::npos);
+  // LFM2's short convs and Mamba-2 layers pass (up to the kernels' taps, heads a multiple of the groups).
+  Model lfm2 = make_family_model(Family::kQwen3);
+  lfm2.config.layer_kinds.assign(static_cast<size_t>(lfm2.config.num_layers), LayerKind::kShortConv);
+  lfm2.config.layer_kinds.back() = LayerKind::kAttention;
+  lfm2.config.short_conv_kernel = 3;
+  CHECK(make_error(lfm2).find("does not support") == std::string::npos);
+  lfm2.config.short_conv_kernel = 9;
+  CHECK(make_error(lfm2).find("a short conv of 9 taps") != std::string::npos);
+  Model mamba = make_family_model(Family::kQwen3);
+  mamba.config.layer_kinds.assign(static_cast<size_t>(mamba.config.num_layers), LayerKind::kMamba2);
+  mamba.config.mamba = Mamba2Sizes{4, 16, 16, 2, 4};
+  CHECK(make_error(mamba).find("does not support") == std::string::npos);
+  mamba.config.mamba.conv_kernel = 9;
+  CHECK(make_error(mamba).find("a Mamba-2 conv of 9 taps") != std::string::npos);
+  mamba.config.mamba = Mamba2Sizes{4, 16, 16, 3, 4};
+  CHECK(make_error(mamba).find("Mamba-2 sizes (4 heads of 16, state 16, 3 groups") != std::string::npos);
+  // Nemotron-H's single-sublayer layers (Mamba-2, MLP alone, attention) with relu^2 MLPs, and Granite's
+  // multipliers, pass; a plain FFN of another activation is still an encoder's, relu^2 experts are refused.
+  Model nemotron = make_family_model(Family::kQwen3);
+  const LayerKind pattern[] = {LayerKind::kMamba2, LayerKind::kMlp, LayerKind::kAttention};
+  nemotron.config.layer_kinds.clear();
+  for (int l = 0; l < nemotron.config.num_layers; ++l) nemotron.config.layer_kinds.push_back(pattern[l % 3]);
+  nemotron.config.mamba = Mamba2Sizes{4, 16, 16, 2, 4};
+  nemotron.config.single_sublayer = true;
+  nemotron.config.gated_ffn = false;
+  nemotron.config.activation = Activation::kRelu2;
+  nemotron.config.residual_scale = 0.22f;
+  nemotron.config.logit_divisor = 8.0f;
+  CHECK(make_error(nemotron).find("does not support") == std::string::npos);
+  nemotron.config.o_bias = true;  // the final norm would have to add a mixer's bias
+  CHECK(make_error(nemotron).find("o bias on layers without an FFN") != std::string::npos);
+  nemotron.config.o_bias = false;
+  nemotron.config.activation = Activation::kGeluTanh;
+  CHECK(make_error(nemotron).find("does not support encoder models") != std::string::npos);
+  Model relu2_experts = make_moe_model(false);
+  relu2_experts.config.gated_ffn = false;
+  relu2_experts.config.activation = Activation::kRelu2;
+  CHECK(make_error(relu2_experts).find("ungated (relu^2) experts") != std::string::npos);
   // Gemma 4's layers run on the CPU only: each feature is named.
   Model gemma4 = make_family_model(Family::kGemma3);
   gemma4.config.architecture = "gemma4";

@@ -3,7 +3,8 @@
 // with biases, q/k head norms (a warp per head, shared memory), the longrope table and the attention
 // factor on rope_case.hpp's cases (test_rope_kv_cache.cpp runs the same on the GPU), and its FP8 cache
 // write code by code against fp8.hpp; RMSNorm with and without a sandwich norm of the delta, in place and
-// gathered, and with a bias added to the delta (gpt-oss's o bias), against reference.hpp's rmsnorm_ref.
+// gathered, with a bias added to the delta (gpt-oss's o bias) and with the delta scaled (Granite), against
+// reference.hpp's rmsnorm_ref; relu^2's element against the CPU's.
 // The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
@@ -17,6 +18,8 @@
 
 #include "cuda/attention/kv_cache_dtype.hpp"
 #include "cuda/attention/rope_kv_cache.hpp"
+#include "cuda/elementwise/swiglu.hpp"
+#include "engine/cpu/cpu_ops.hpp"
 #include "engine/model/fp8.hpp"
 #include "tests/cuda/reference.hpp"
 #include "tests/cuda/rope_case.hpp"
@@ -27,6 +30,7 @@
 #include "tests/cuda/block_emulator.hpp"
 #include "cuda/common/cuda_dtype.cuh"
 #include "cuda/elementwise/rmsnorm_block.cuh"
+#include "cuda/elementwise/swiglu_block.cuh"
 #include "cuda/attention/rope_kv_cache_block.cuh"
 
 namespace cbatch::test {
@@ -168,6 +172,43 @@ void check_rmsnorm_bias_emulated(int rows, int dim) {
   CHECK(rel_error(to_float_vector(out), out_ref) < tolerance<T>());
 }
 
+// rmsnorm_residual and rmsnorm_gather with a delta scale (Granite's residual multiplier): x += scale * delta,
+// the reference on the scaled delta (the same fp32 product the CPU adds).
+template <typename T>
+void check_rmsnorm_scale_emulated(int rows, int dim) {
+  const float eps = 1e-6f, scale = 0.22f;
+  const size_t n = static_cast<size_t>(rows) * dim;
+  const std::vector<float> x = random_vector(n, 31 + dim, -2.0f, 2.0f);
+  const std::vector<float> delta = round_to<T>(random_vector(n, 32 + dim, -3.0f, 3.0f));
+  const std::vector<float> w = random_vector(static_cast<size_t>(dim), 33, 0.5f, 1.5f);
+  std::vector<float> scaled(n);
+  for (size_t i = 0; i < n; ++i) scaled[i] = scale * delta[i];
+  std::vector<double> x_ref, out_ref;
+  rmsnorm_ref(x, scaled, w, rows, dim, eps, x_ref, out_ref, {});
+  const std::vector<T> delta_t = to_t<T>(delta);
+  std::vector<float> x_dev = x;
+  std::vector<T> out(n, from_f32<T>(NAN));
+  block_emulator::launch(static_cast<unsigned>(rows), rmsnorm_detail::kRmsnormThreads, [&] {
+    rmsnorm_detail::rmsnorm_residual_block<T, false>(out.data(), x_dev.data(), delta_t.data(), w.data(), nullptr, dim,
+                                                     eps, nullptr, nullptr, scale);
+  });
+  CHECK(rel_error(x_dev, x_ref) < 1e-6);  // fp32; the product and add may be fused into one FMA
+  CHECK(rel_error(to_float_vector(out), out_ref) < tolerance<T>());
+  const std::vector<int32_t> picked = {rows - 1, 0};
+  std::vector<float> x_gather = x;
+  std::vector<T> gathered(picked.size() * dim, from_f32<T>(NAN));
+  block_emulator::launch(static_cast<unsigned>(picked.size()), rmsnorm_detail::kRmsnormThreads, [&] {
+    rmsnorm_detail::rmsnorm_residual_block<T, false>(gathered.data(), x_gather.data(), delta_t.data(), w.data(),
+                                                     picked.data(), dim, eps, nullptr, nullptr, scale);
+  });
+  std::vector<double> picked_ref;
+  for (int r : picked) {
+    picked_ref.insert(picked_ref.end(), out_ref.begin() + static_cast<long>(r) * dim,
+                      out_ref.begin() + static_cast<long>(r + 1) * dim);
+  }
+  CHECK(rel_error(to_float_vector(gathered), picked_ref) < tolerance<T>());
+}
+
 // f(case, halves, nullptr) for Llama's RoPE cases and f(case, halves, &family) for each family of the family
 // cases, with both rotation layouts.
 template <class F>
@@ -217,8 +258,18 @@ TEST_SUITE("host") {
         check_rmsnorm_emulated<T, true>(rows, dim);
         check_rmsnorm_bias_emulated<T, false>(rows, dim);
         check_rmsnorm_bias_emulated<T, true>(rows, dim);
+        check_rmsnorm_scale_emulated<T>(rows, dim);
       }
     }
+  }
+
+  TEST_CASE("relu^2's element (Nemotron-H's plain FFN) equals the CPU's plain_ffn_row (emulated)") {
+    const std::vector<float> up = random_vector(1000, 41, -8.0f, 8.0f);
+    std::vector<float> want(up.size());
+    plain_ffn_row(up.data(), nullptr, want.data(), static_cast<int>(up.size()), Activation::kRelu2);
+    size_t wrong = 0;
+    for (size_t i = 0; i < up.size(); ++i) wrong += swiglu_detail::relu_squared_f(up[i]) != want[i];
+    CHECK(wrong == 0);
   }
 }
 

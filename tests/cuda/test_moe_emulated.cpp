@@ -144,8 +144,9 @@ PackedMatrix pack(const std::vector<float>& w, int64_t n, int64_t k, ThreadPool&
 
 // moe_ffn.cpp's sequence in fp32 through the block code, each expert GEMM a host product over its segment
 // of the stacked weights (gate_up (E, 2 width, dim): each expert's gate rows then up rows; down (E, dim,
-// width)), against engine/cpu/cpu_moe's moe_ffn on the same weights.
-void check_sparse_layer_emulated(int num_rows, bool shared_expert) {
+// width)), against engine/cpu/cpu_moe's moe_ffn on the same weights. A shared expert scaled by its sigmoid
+// gate, or (shared_gated false: Granite's) unscaled.
+void check_sparse_layer_emulated(int num_rows, bool shared_expert, bool shared_gated = true) {
   const int dim = 48, width = 32, num_experts = 8, top_k = 2, shared_width = 40;
   std::mt19937 rng(17);
   auto floats = [&](size_t n, float scale) {
@@ -175,7 +176,7 @@ void check_sparse_layer_emulated(int num_rows, bool shared_expert) {
   if (shared_expert) {
     w.matrices[LayerProduct::kSharedGateUp] = pack(shared_gate_up, 2 * shared_width, dim, pool);
     w.matrices[LayerTensor::kSharedDown] = pack(shared_down, dim, shared_width, pool);
-    w.vectors[LayerTensor::kSharedExpertGate] = shared_gate;
+    if (shared_gated) w.vectors[LayerTensor::kSharedExpertGate] = shared_gate;
   }
   const MoeRouting routing{num_experts, top_k, !shared_expert};
   MoeScratch scratch;
@@ -225,7 +226,7 @@ void check_sparse_layer_emulated(int num_rows, bool shared_expert) {
                                                               GatedParams{});
     }
     matmul_ref(s_hidden.data(), shared_down.data(), s_out.data(), num_rows, dim, shared_width);
-    shared = {s_out.data(), h.data(), shared_gate.data()};
+    shared = {s_out.data(), h.data(), shared_gated ? shared_gate.data() : nullptr};
   }
   std::vector<float> out(h.size(), NAN);
   block_emulator::launch(static_cast<unsigned>(num_rows), kRowThreads, [&] {
@@ -281,6 +282,7 @@ TEST_SUITE("host") {
       CAPTURE(num_rows);
       check_sparse_layer_emulated(num_rows, false);
       check_sparse_layer_emulated(num_rows, true);
+      check_sparse_layer_emulated(num_rows, true, false);  // Granite's shared MLP: no gate
     }
   }
 

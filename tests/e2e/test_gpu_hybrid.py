@@ -1,6 +1,9 @@
 """Hybrid models on the CUDA backend (skipped without a GPU): the tiny seeded Qwen3.5 and Qwen3.5-MoE of
 tiny_hybrid_models.py (gated DeltaNet layers beside gated, partially rotated attention) that
-test_hybrid_qwen35.py checks on the CPU:
+test_hybrid_qwen35.py checks on the CPU, and those test_hybrid_ssm.py does: LFM2 (short convs beside
+attention), Granite 4.0-H dense and MoE (Mamba-2 beside attention without positions; the embedding, residual,
+attention and logit multipliers; the MoE's ungated shared MLP) and Nemotron-H (Mamba-2, attention and relu^2
+MLP layers, each a single sublayer):
 - with --dtype fp32, the greedy tokens of each HF directory and each GGUF (its value heads tiled) on CUDA
   equal the float64 reference of that file (hybrid_reference.py) up to each request's first step whose top-2
   margin is at most 1e-3; bf16's leading agreement is printed;
@@ -68,7 +71,7 @@ def check_model(label, path, model):
     return got
 
 
-for name in ("qwen3_5", "qwen3_5_moe"):
+for name in ("qwen3_5", "qwen3_5_moe", "lfm2", "granite_h", "granite_h_moe", "nemotron_h"):
     hf_dir, gguf_path = tiny.write_model(work, name)
     base = check_model(f"{name} hf", hf_dir, reference.load_hf(hf_dir))
     check_model(f"{name} gguf", gguf_path, reference.load_gguf(gguf_path))
