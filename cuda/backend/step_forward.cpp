@@ -1,7 +1,8 @@
 // A step of the CUDA backend (cuda_forward.hpp): the batch's indices on the device, the decode plan, the
 // embedding, then each layer: norm, QKV, RoPE and the cache write, attention (tiles of multi-row sequences,
 // the decode kernel for single-row ones; Qwen3.5's output gate), o, or a recurrent layer's mixer
-// (step_recurrent.cpp), then norm, and the dense FFN or the sparse layer's experts.
+// (step_recurrent.cpp), then norm, and the dense FFN or the sparse layer's experts, then Gemma 4's layer tail
+// (step_per_layer.cpp).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -16,6 +17,7 @@
 #include "cuda/attention/prefill_attention.hpp"
 #include "cuda/attention/rope_kv_cache.hpp"
 #include "cuda/backend/cuda_forward.hpp"
+#include "cuda/common/cuda_check.hpp"
 #include "cuda/elementwise/embedding.hpp"
 #include "cuda/elementwise/rmsnorm.hpp"
 #include "cuda/elementwise/swiglu.hpp"
@@ -43,6 +45,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, const StepRequest& reques
     embedding<T>(workspace_.x.get(), weights_.embedding(), idx.tokens, batch.num_tokens(), config_.dim, stream,
                  config_.embedding_scale);
     profiler_.phase("embedding", stream);
+    run_per_layer_inputs(idx, batch.num_tokens());
     experts_touched_ = 0;
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
     run_head(batch, idx, request, out);  // synchronizes: the offsets of the layers that did not wait are on the host
@@ -98,6 +101,8 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   f.attention_factor = rope_attention_factor(config_, local);
   f.rotates = !config_.is_nope(layer);
   if (config_.rotary_dims() != config_.head_dim) f.rotary_half = config_.rotary_dims() / 2;
+  f.value_norm = config_.value_norm;
+  f.stores_kv = config_.writes_kv(layer);
   return f;
 }
 
@@ -108,10 +113,10 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens();
   const int dim = config_.dim;
-  const int hidden = config_.hidden_dim;
   const float eps = config_.rms_eps;
-  const T* previous_delta = layer == 0 ? nullptr : ws.delta.get();  // the previous layer's w_down output
-  const float* previous_post_norm = layer == 0 ? nullptr : post_ffn_norm(layer - 1);  // its sandwich norm
+  const bool adds_delta = layer > 0 && !adds_own_output();
+  const T* previous_delta = adds_delta ? ws.delta.get() : nullptr;  // the previous layer's w_down output
+  const float* previous_post_norm = adds_delta ? post_ffn_norm(layer - 1) : nullptr;  // its sandwich norm
 
   rmsnorm_residual<T>(ws.h.get(), ws.x.get(), previous_delta, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
                       previous_post_norm);
@@ -122,7 +127,12 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
       linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
       split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
                            config_.head_dim, config_.kv_dim(), stream);
-    } else {
+    } else if (!config_.writes_kv(layer)) {  // Gemma 4's shared layer: q alone, into the rows' q part
+      linear_.forward(w.linear[LayerProduct::kQkv], ws.attn.get(), ws.h.get(), n);
+      const size_t q_bytes = sizeof(T) * config_.q_dim();
+      CUDA_CHECK(cudaMemcpy2DAsync(ws.qkv.get(), sizeof(T) * qkv_dim, ws.attn.get(), q_bytes, q_bytes, n,
+                                   cudaMemcpyDeviceToDevice, stream));
+    } else {  // (a layer whose values are its keys has its k rows uploaded twice: device_weights.cpp)
       linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
       add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
     }
@@ -139,10 +149,25 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
                       w.vector(LayerTensor::kPostAttnNorm),
                       w.vector(LayerTensor::kBo));  // the o bias (null when absent) joins delta here
   profiler_.phase("norm", stream);
-  if (config_.is_sparse(layer)) {
+  if (config_.experts_beside_dense) {
+    run_dense_ffn(layer, idx, n);
+    run_experts_beside_dense(layer, n);
+  } else if (config_.is_sparse(layer)) {
     experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
-    return;
+  } else {
+    run_dense_ffn(layer, idx, n);
   }
+  if (adds_own_output()) finish_layer(layer, n);
+}
+
+// The gated FFN of h into delta, at the layer's own width.
+template <typename T>
+void CudaBackend<T>::run_dense_ffn(int layer, const BatchIndices& idx, int n) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int dim = config_.dim;
+  const int hidden = config_.hidden_of(layer);  // Gemma 4's shared layers: double wide
   linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
   add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
   profiler_.phase("gemm_gate_up", stream);
@@ -194,7 +219,8 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
   template void CudaBackend<T>::forward(const RaggedBatch&, const StepRequest&, StepResult&);                 \
   template void CudaBackend<T>::plan_decode(const RaggedBatch&, const BatchIndices&);                         \
   template RopeFamily CudaBackend<T>::rope_family(int) const;                                                 \
-  template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);
+  template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);                     \
+  template void CudaBackend<T>::run_dense_ffn(int, const BatchIndices&, int);
 CBATCH_INSTANTIATE_STEP(float)
 CBATCH_INSTANTIATE_STEP(__nv_bfloat16)
 CBATCH_INSTANTIATE_STEP(__half)

@@ -58,9 +58,10 @@ void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const int last = config_.num_layers - 1;
-  const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
+  const bool adds_delta = last >= 0 && !adds_own_output();  // else the last layer's tail added it
+  const T* last_delta = adds_delta ? ws.delta.get() : nullptr;
   rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm(), d_rows, n, config_.dim,
-                    config_.rms_eps, stream, last >= 0 ? post_ffn_norm(last) : nullptr);
+                    config_.rms_eps, stream, adds_delta ? post_ffn_norm(last) : nullptr);
   gemm<T, float>(context_.cublas(), stream, d_logits, ws.h.get(), weights_.lm_head(), n, config_.vocab_size, config_.dim);
   if (config_.final_softcap > 0.0f) {
     softcap(d_logits, static_cast<size_t>(n) * config_.vocab_size, config_.final_softcap, stream);
