@@ -7,8 +7,9 @@
 namespace cbatch {
 
 // What a family adds to a layer's RoPE step, in the CPU backend's order: biases added to q, k and v, then
-// the RMSNorm of every q and k head (and of every v head, without weights), then the rotation (by the longrope table from position long_from on,
-// cos and sin times attention_factor). The defaults are Llama's: nothing added.
+// the RMSNorm of every q and k head (and of every v head, without weights), then the rotation (by the
+// longrope table from position long_from on, cos and sin times attention_factor). The defaults are Llama's:
+// nothing added.
 struct RopeFamily {
   const float* qkv_bias = nullptr;       // (q_dim + 2 * kv_dim) fp32: bq, bk, bv (Qwen2)
   const float* q_norm = nullptr;         // (head_dim) fp32: every q head's norm weight (Qwen3, Gemma 3)

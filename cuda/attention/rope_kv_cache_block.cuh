@@ -62,8 +62,9 @@ __device__ __forceinline__ void inv_rms_from_sums(float* s, int num_heads, int n
 }
 
 // The body of rope_kv_cache_kernel (arguments as the kernel's); s_inv_rms: (nh + 2 nkv) floats of dynamic
-// shared memory where the family build has q/k norms or the V norm (the v heads' after the q and k heads'). KV: the cache element (kv_cache_element.cuh); an
-// FP8 cache gets each fp32 k and v value divided by its scale and rounded once (no rounding to T first).
+// shared memory where the family build has q/k norms or the V norm (the v heads' after the q and k heads').
+// KV: the cache element (kv_cache_element.cuh); an FP8 cache gets each fp32 k and v value divided by its
+// scale and rounded once (no rounding to T first).
 template <typename T, bool FAMILY, typename KV = T>
 __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __restrict__ k_cache,
                                                     KV* __restrict__ v_cache, const int32_t* __restrict__ positions,

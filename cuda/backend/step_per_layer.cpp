@@ -27,9 +27,10 @@ void CudaBackend<T>::run_per_layer_inputs(const BatchIndices& idx, int n) {
   residual_tail<T>(ws.x.get(), nullptr, nullptr, nullptr, ws.h.get(), n, config_.dim, config_.rms_eps, stream);
   gemm<T, float>(context_.cublas(), stream, ws.per_layer_in.get(), ws.h.get(),
                  weights_.tables[ModelTensor::kPerLayerModelProj].get(), n, all, config_.dim);
-  per_layer_inputs<T>(ws.per_layer_in.get(), ws.per_layer_in.get(), weights_.tables[ModelTensor::kPerLayerEmbedding].get(),
-                      idx.tokens, weights_.vectors[ModelTensor::kPerLayerProjNorm].get(), n, config_.num_layers, p,
-                      config_.dim, config_.rms_eps, stream);
+  per_layer_inputs<T>(ws.per_layer_in.get(), ws.per_layer_in.get(),  // in place
+                      weights_.tables[ModelTensor::kPerLayerEmbedding].get(), idx.tokens,
+                      weights_.vectors[ModelTensor::kPerLayerProjNorm].get(), n, config_.num_layers, p, config_.dim,
+                      config_.rms_eps, stream);
   profiler_.phase("per_layer_inputs", stream);
 }
 

@@ -23,7 +23,7 @@ using namespace per_layer_detail;
 
 template <typename T>
 __global__ void __launch_bounds__(kPerLayerThreads)
-    per_layer_inputs_kernel(float* __restrict__ out, const float* __restrict__ proj, const T* __restrict__ table,
+    per_layer_inputs_kernel(float* out, const float* proj, const T* __restrict__ table,
                             const int32_t* __restrict__ tokens, const float* __restrict__ norm, int num_layers,
                             int p, float eps, float dim_scale, float table_scale, float input_scale) {
   per_layer_inputs_block<T>(out, proj, table, tokens, norm, num_layers, p, eps, dim_scale, table_scale, input_scale);

@@ -12,7 +12,8 @@ namespace cbatch {
 
 // Each row's inputs of every layer: for row r and layer l, with v = proj[r, l p .. l p + p) / sqrt(dim),
 // out[r, l p + i] = (v_i / sqrt(mean(v^2) + eps) * norm[i] + table[tokens[r], l p + i] * sqrt(p)) / sqrt(2).
-//   out, proj (num_rows, num_layers * p) fp32 (proj: the per-layer model projection of the scaled embedding)
+//   out, proj (num_rows, num_layers * p) fp32 (proj: the per-layer model projection of the scaled embedding;
+//   out may be proj)
 //   table (vocab, num_layers * p) T; tokens (num_rows); norm (p) fp32
 template <typename T>
 void per_layer_inputs(float* d_out, const float* d_proj, const T* d_table, const int32_t* d_tokens,

@@ -20,10 +20,11 @@ __device__ __forceinline__ float per_layer_act(float a, Activation activation) {
 }
 
 // Row blockIdx.x of out (rows, num_layers * p): for each layer l, with v = proj[l p .. l p + p) * dim_scale,
-// out = (v / sqrt(mean(v^2) + eps) * norm + table[token] * table_scale) * input_scale.
+// out = (v / sqrt(mean(v^2) + eps) * norm + table[token] * table_scale) * input_scale. out may be proj (each
+// element is read by the thread that writes it, before it writes it).
 template <typename T>
-__device__ __forceinline__ void per_layer_inputs_block(float* __restrict__ out,         // (rows, L p)
-                                                       const float* __restrict__ proj,  // (rows, L p)
+__device__ __forceinline__ void per_layer_inputs_block(float* out,         // (rows, L p), may be proj
+                                                       const float* proj,  // (rows, L p)
                                                        const T* __restrict__ table,     // (vocab, L p)
                                                        const int32_t* __restrict__ tokens,  // (rows)
                                                        const float* __restrict__ norm,  // (p)

@@ -96,8 +96,9 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
     std::vector<double> row(run.qkv.begin() + static_cast<long>(r) * stride,
                             run.qkv.begin() + static_cast<long>(r + 1) * stride);
     for (size_t i = 0; i < fam.bias.size(); ++i) row[i] += fam.bias[i];
+    const std::vector<float> ones(static_cast<size_t>(hd), 1.0f);  // the V norm has no weights
     for (int h = 0; h < rc.num_kv_heads && fam.value_norm; ++h) {
-      head_norm_ref(row.data() + q_dim + kv_dim + static_cast<size_t>(h) * hd, hd, std::vector<float>(hd, 1.0f), fam.eps);
+      head_norm_ref(row.data() + q_dim + kv_dim + static_cast<size_t>(h) * hd, hd, ones, fam.eps);
     }
     const std::vector<float>& table = run.positions[r] >= fam.long_from ? fam.long_inv_freq : run.inv_freq;
     if (fam.whole) {  // one norm over the q part, one over the k part

@@ -2,7 +2,8 @@
 // (swiglu_block.cuh) run on the CPU by the block emulator, against moe_case.hpp's references: routing under
 // both rules with biases, ties and k = E, decision for decision (and weight for weight: the emulator's
 // expf is the CPU's) the CPU's route_row, also with Gemma 4's logit and expert scales; the permutation entry
-// for entry the CPU's group_by_expert; the gather; the clamped SwiGLU with expert biases; the un-permute with the weighted sum and the shared expert.
+// for entry the CPU's group_by_expert; the gather; the clamped SwiGLU with expert biases; the un-permute
+// with the weighted sum and the shared expert.
 // The whole sparse layer as moe_ffn.cpp sequences it (the GEMMs on the host over the expert segments of the
 // stacked weights, laid out as device_weights.cpp uploads them) against the CPU backend's moe_ffn.
 // test_moe.cpp runs the same cases on the GPU. Part of the host suite.
@@ -59,11 +60,15 @@ void check_scaled_route_emulated(const RouteCase& rc) {
   RouteInput scaled = in;
   for (float& l : scaled.logits) l *= logit_scale;
   std::vector<float> expert_scale(static_cast<size_t>(rc.num_experts));
-  for (int e = 0; e < rc.num_experts; ++e) expert_scale[static_cast<size_t>(e)] = 0.5f + 0.093f * static_cast<float>(e % 11);
+  for (int e = 0; e < rc.num_experts; ++e) {
+    expert_scale[static_cast<size_t>(e)] = 0.5f + 0.093f * static_cast<float>(e % 11);
+  }
   std::vector<int32_t> want_experts;
   std::vector<float> want_weights;
   route_ref(rc, scaled, want_experts, want_weights);
-  for (size_t i = 0; i < want_weights.size(); ++i) want_weights[i] *= expert_scale[static_cast<size_t>(want_experts[i])];
+  for (size_t i = 0; i < want_weights.size(); ++i) {
+    want_weights[i] *= expert_scale[static_cast<size_t>(want_experts[i])];
+  }
   std::vector<int32_t> experts(want_experts.size(), -7);
   std::vector<float> weights(want_weights.size(), NAN);
   const RouteRule rule{rc.num_experts, rc.top_k, rc.renormalize, rc.router == MoeRouter::kTopkSoftmax, logit_scale,
