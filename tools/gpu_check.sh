@@ -70,6 +70,12 @@
 #             ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
 #             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 models, CUDA fp32
 #             greedy tokens vs the float64 reference, modes, n = 2, preemption; deltanet's e2e half is the same)
+#   gemma4    Gemma 4 on CUDA: the RoPE cases with the V norm and the shared layers' q-only step, the per-layer
+#             input kernels, the MoE routing with Gemma 4's scales, the refusals (test_cuda's cases), and
+#             tests/e2e/test_gpu_gemma4.py (tiny Gemma 4 dense with per-layer inputs, shared K/V, k_eq_v,
+#             proportional RoPE and double-wide FFNs, and its MoE block, HF and GGUF: CUDA fp32 greedy tokens
+#             and logprobs vs the float64 reference and the CPU, modes, budgets, preemption; the refusal of
+#             global layers with their own head size)
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
@@ -223,6 +229,10 @@ for s in "${@:-info unit sanitize e2e}"; do
       moe)
         stage moe-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*moe*,*mixture-of-experts*,*experts_touched*,*refuses*'
         stage moe-e2e 400 python3 tests/e2e/test_gpu_moe.py ;;
+      gemma4)
+        stage gemma4-unit 200 "$BIN_DIR/tests/test_cuda" \
+          -tc='*rope_kv_cache*,*per-layer*,*residual tail*,*moe routing*,*refuses what its kernels lack*'
+        stage gemma4-e2e 300 python3 tests/e2e/test_gpu_gemma4.py ;;
       deltanet)
         stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'
         stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py ;;

@@ -4,7 +4,9 @@
 // a sin + b cos) at angle = position * inv_freq[i]. Cache layout (num_blocks, num_kv_heads, block_size,
 // head_dim): slot s lives in block s / block_size at offset s % block_size.
 // The family build (RopeFamily) adds, in fp32 before the rotation: the q/k/v biases, and the RMSNorm of
-// every q and k head (a warp per head sums its squares first, into shared memory); it picks the longrope
+// every q and k head (a warp per head sums its squares first, into shared memory) and of every v head
+// without weights (Gemma 4's V norm); a layer that reads another's K/V has its q heads rotated and stores
+// nothing (RopeFamily::stores_kv); it picks the longrope
 // table by position and scales cos and sin by the attention factor. Llama's build has none of it. With an
 // FP8 cache (KV = Fp8E4M3) k and v are stored as E4M3 codes of value / scale (kv_cache_element.cuh). The
 // block code is in rope_kv_cache_block.cuh.
@@ -35,7 +37,7 @@ __global__ void __launch_bounds__(kRopeThreads)
                          int num_heads, int num_kv_heads, int head_dim, int block_size, bool halves,
                          const RopeFamily family,                // FAMILY only
                          const KvScales scales) {                // FP8 caches only
-  extern __shared__ float s_inv_rms[];  // (nh + nkv) with the family's q/k norms
+  extern __shared__ float s_inv_rms[];  // (nh + 2 nkv) with the family's q/k norms or V norm
   rope_kv_cache_block<T, FAMILY, KV>(qkv, k_cache, v_cache, positions, slots, inv_freq, num_heads, num_kv_heads,
                                      head_dim, block_size, halves, family, s_inv_rms, scales);
 }
@@ -64,7 +66,8 @@ void rope_kv_cache(T* d_qkv, KV* d_k_cache, KV* d_v_cache, const int32_t* d_posi
         d_qkv, d_k_cache, d_v_cache, d_positions, d_slots, d_inv_freq, shape.num_heads, shape.num_kv_heads,
         shape.head_dim, shape.block_size, halves, family, scales);
   } else {
-    const size_t smem = family.q_norm != nullptr ? sizeof(float) * (shape.num_heads + shape.num_kv_heads) : 0;
+    const bool norms = family.q_norm != nullptr || family.value_norm;
+    const size_t smem = norms ? sizeof(float) * (shape.num_heads + 2 * shape.num_kv_heads) : 0;
     rope_kv_cache_kernel<T, true, KV><<<num_tokens, kRopeThreads, smem, stream>>>(
         d_qkv, d_k_cache, d_v_cache, d_positions, d_slots, d_inv_freq, shape.num_heads, shape.num_kv_heads,
         shape.head_dim, shape.block_size, halves, family, scales);

@@ -61,9 +61,10 @@ __device__ __forceinline__ void inv_rms_from_sums(float* s, int num_heads, int n
   }
 }
 
-// The body of rope_kv_cache_kernel (arguments as the kernel's); s_inv_rms: (nh + nkv) floats of dynamic
-// shared memory where the family build has q/k norms. KV: the cache element (kv_cache_element.cuh); an
-// FP8 cache gets each fp32 k and v value divided by its scale and rounded once (no rounding to T first).
+// The body of rope_kv_cache_kernel (arguments as the kernel's); s_inv_rms: (nh + 2 nkv) floats of dynamic
+// shared memory where the family build has q/k norms or the V norm (the v heads' after the q and k heads').
+// KV: the cache element (kv_cache_element.cuh); an FP8 cache gets each fp32 k and v value divided by its
+// scale and rounded once (no rounding to T first).
 template <typename T, bool FAMILY, typename KV = T>
 __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __restrict__ k_cache,
                                                     KV* __restrict__ v_cache, const int32_t* __restrict__ positions,
@@ -89,11 +90,23 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
       s_cos[i] = family.rotates ? s_cos[i] * family.attention_factor : 1.0f;
     }
   }
+  // A layer that stores no K/V rotates its q heads alone (its k and v heads are not read).
+  const int cached_heads = FAMILY && !family.stores_kv ? 0 : num_kv_heads;
   if constexpr (FAMILY) {
+    const T* heads = qkv + static_cast<size_t>(row) * (num_heads + 2 * num_kv_heads) * head_dim;
     if (family.q_norm != nullptr) {
-      const T* heads = qkv + static_cast<size_t>(row) * (num_heads + 2 * num_kv_heads) * head_dim;
-      head_sum_sq(heads, family.qkv_bias, num_heads + num_kv_heads, head_dim, s_inv_rms);
-      inv_rms_from_sums(s_inv_rms, num_heads, num_kv_heads, head_dim, family);
+      head_sum_sq(heads, family.qkv_bias, num_heads + cached_heads, head_dim, s_inv_rms);
+      inv_rms_from_sums(s_inv_rms, num_heads, cached_heads, head_dim, family);
+    }
+    if (family.value_norm && cached_heads > 0) {  // the v heads' 1 / rms at s_inv_rms[nh + nkv ..)
+      const size_t v_at = static_cast<size_t>(num_heads + num_kv_heads) * head_dim;
+      float* s_v = s_inv_rms + num_heads + num_kv_heads;
+      head_sum_sq(heads + v_at, family.qkv_bias != nullptr ? family.qkv_bias + v_at : nullptr, num_kv_heads,
+                  head_dim, s_v);
+      __syncthreads();
+      for (int h = threadIdx.x; h < num_kv_heads; h += blockDim.x) {
+        s_v[h] = 1.0f / sqrtf(s_v[h] / static_cast<float>(head_dim) + family.norm_eps);
+      }
     }
   }
   __syncthreads();
@@ -109,7 +122,7 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
   if constexpr (FAMILY) {
     if (family.rotary_half > 0) rotated = family.rotary_half;
   }
-  const int num_pairs = (num_heads + num_kv_heads) * half;
+  const int num_pairs = (num_heads + cached_heads) * half;
   for (int p = threadIdx.x; p < num_pairs; p += blockDim.x) {
     const int head = p / half;
     const int i = p % half;
@@ -148,15 +161,18 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
       dst[ib] = kv_from_float<KV>(rb, k_scale);
     }
   }
-  if (slot < 0) return;  // padding row: computed, never stored
+  if (slot < 0 || cached_heads == 0) return;  // padding row: computed, never stored; or a shared layer
   const int kv_dim = num_kv_heads * head_dim;
   const float v_scale = kv_scale<KV>(scales.v);
   for (int j = threadIdx.x; j < kv_dim; j += blockDim.x) {
     const int kv_head = j / head_dim;
     KV* dst = v_cache + cache_offset(slot, kv_head, num_kv_heads, block_size, head_dim) + j % head_dim;
     const float* v_bias = FAMILY ? family.qkv_bias : nullptr;
-    if (v_bias != nullptr) {
-      *dst = kv_from_float<KV>(to_float(v_row[j]) + v_bias[(num_heads + num_kv_heads) * head_dim + j], v_scale);
+    const bool v_norm = FAMILY && family.value_norm;
+    if (v_bias != nullptr || v_norm) {
+      float value = to_float(v_row[j]) + (v_bias != nullptr ? v_bias[(num_heads + num_kv_heads) * head_dim + j] : 0.0f);
+      if (v_norm) value *= s_inv_rms[num_heads + num_kv_heads + kv_head];
+      *dst = kv_from_float<KV>(value, v_scale);
     } else if constexpr (!std::is_same_v<KV, T>) {  // FP8 (or the tests' fp32 copy of a 16-bit row)
       *dst = kv_from_float<KV>(to_float(v_row[j]), v_scale);
     } else {

@@ -8,8 +8,10 @@
 // KV cache in T (or in FP8 E4M3 with --kv-cache-dtype fp8, kv_cache_dtype.hpp). Per layer: norm -> fused
 // QKV GEMM -> (biases, q/k norms) RoPE + cache write -> paged attention (the layer's scale, softcap, window
 // and sinks) -> wo GEMM -> residual add (of the o bias, and of the sandwich-normed output) + norm -> fused
-// gate|up GEMM -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm), or in a sparse layer the
-// experts (moe_ffn.hpp); the final logits softcapped where the family does. Everything runs on the
+// gate|up GEMM (the layer's own width) -> SwiGLU or GeGLU -> w_down GEMM (added to x by the next norm, or by
+// Gemma 4's layer tail with its per-layer input and scalar: step_per_layer.cpp), or in a sparse layer the
+// experts (moe_ffn.hpp); the final logits softcapped where the family does. Gemma 4's shared layers compute
+// q alone and attend over their source layer's cache; its V norm is part of the RoPE step. Everything runs on the
 // context's one stream; forward() synchronizes once, after the single device-to-host copy, plus once per
 // sparse layer (its expert offsets reach the host for the GEMM shapes). Each file instantiates its members
 // for T = float, __nv_bfloat16 and __half.
@@ -61,8 +63,8 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
                                    options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
-                std::max({config_.dim, config_.q_dim(), config_.hidden_dim, config_.deltanet.value_dim(),
-                          config_.mamba.inner()})),
+                std::max({config_.dim, config_.q_dim(), config_.max_hidden(), config_.deltanet.value_dim(),
+                          config_.mamba.inner(), config_.per_layer_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
@@ -153,10 +155,21 @@ class CudaBackend final : public Backend {
   void run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_attention_mixer(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   void run_ffn(int layer, const BatchIndices& idx, int n);
+  void run_dense_ffn(int layer, const BatchIndices& idx, int n);
   template <typename KV>
   void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   template <typename KV>
   void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  // step_per_layer.cpp: Gemma 4's per-layer inputs of the step's rows, and a layer's tail (its FFN output,
+  // per-layer input and scalar into x).
+  void run_per_layer_inputs(const BatchIndices& idx, int n);
+  void finish_layer(int layer, int n);
+  // Gemma 4's MoE block: with the dense MLP's output in delta, delta = post_norm_1(delta) +
+  // post_norm_2(experts(pre_norm_2 x)), the router reading rmsnorm(x) * router_scale * dim^-1/2.
+  void run_experts_beside_dense(int layer, int n);
+  // A layer ends by adding its outputs to x itself (Gemma 4's per-layer inputs and layer scalars), so the
+  // next norm (or the final one) adds no delta.
+  bool adds_own_output() const { return config_.per_layer_dim > 0 || config_.layer_scalar; }
   // step_recurrent.cpp: a hybrid model's recurrent layers.
   void prepare_states(const RaggedBatch& batch, cudaStream_t stream);
   void run_recurrent(int layer, const RaggedBatch& batch, const BatchIndices& idx);  // by the layer's kind

@@ -382,6 +382,12 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
     }
     std::vector<LinearSource> sources;
     for (const LayerTensorRow* part : parts) sources.push_back({t[part->kind], size_of(part->shape.rows, c)});
+    // Gemma 4's k_eq_v: the layer's values are its keys' projection, so its k rows are uploaded again as the v
+    // rows, and the one QKV GEMM gives [q | k | v = k] rows as every other layer's (the V norm, not the k norm
+    // and RoPE, then applies to v in the RoPE step).
+    if (row.kind == LayerProduct::kQkv && c.values_are_keys(layer) && c.writes_kv(layer)) {
+      sources.push_back(sources.back());
+    }
     const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
     w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize);
   }

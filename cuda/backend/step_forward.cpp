@@ -1,8 +1,8 @@
 // A step of the CUDA backend (cuda_forward.hpp): the batch's indices on the device, the decode plan, the
 // embedding, then each layer: norm, QKV, RoPE and the cache write, attention (tiles of multi-row sequences,
 // the decode kernel for single-row ones; Qwen3.5's output gate), o, or a recurrent layer's mixer
-// (step_recurrent.cpp), then norm, and the gated or plain (relu^2) FFN or the sparse layer's experts;
-// Nemotron-H's layers have the mixer or the FFN alone.
+// (step_recurrent.cpp), then norm, and the gated or plain (relu^2) FFN or the sparse layer's experts, then
+// Gemma 4's layer tail (step_per_layer.cpp); Nemotron-H's layers have the mixer or the FFN alone.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -17,6 +17,7 @@
 #include "cuda/attention/prefill_attention.hpp"
 #include "cuda/attention/rope_kv_cache.hpp"
 #include "cuda/backend/cuda_forward.hpp"
+#include "cuda/common/cuda_check.hpp"
 #include "cuda/elementwise/embedding.hpp"
 #include "cuda/elementwise/rmsnorm.hpp"
 #include "cuda/elementwise/swiglu.hpp"
@@ -44,6 +45,7 @@ void CudaBackend<T>::forward(const RaggedBatch& batch, const StepRequest& reques
     embedding<T>(workspace_.x.get(), weights_.embedding(), idx.tokens, batch.num_tokens(), config_.dim, stream,
                  config_.embedding_scale);
     profiler_.phase("embedding", stream);
+    run_per_layer_inputs(idx, batch.num_tokens());
     experts_touched_ = 0;
     for (int layer = 0; layer < config_.num_layers; ++layer) run_layer(layer, batch, idx);
     run_head(batch, idx, request, out);  // synchronizes: the offsets of the layers that did not wait are on the host
@@ -98,6 +100,8 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   }
   f.attention_factor = rope_attention_factor(config_, local);
   f.rotates = !config_.is_nope(layer);
+  f.value_norm = config_.value_norm;
+  f.stores_kv = config_.writes_kv(layer);
   if (config_.rotary_dims() != config_.head_dim) f.rotary_half = config_.rotary_dims() / 2;
   return f;
 }
@@ -105,7 +109,8 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
 // A layer: its mixer (attention or a recurrent kind), then its FFN, each behind the norm that adds the
 // sublayer output before it to the residual stream (times Granite's residual multiplier; 1 elsewhere).
 // Nemotron-H's layers have one of the two (has_mixer, has_ffn); the delta pending at a norm is then the
-// last sublayer's of the layer before, with that sublayer's sandwich norm and bias (sublayer_out).
+// last sublayer's of the layer before, with that sublayer's sandwich norm and bias (sublayer_out); none when
+// the layer before added its own outputs (Gemma 4's layer tail: adds_own_output).
 template <typename T>
 void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
@@ -114,8 +119,9 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
   const int n = batch.num_tokens();
   const int dim = config_.dim;
   const float eps = config_.rms_eps;
-  const T* pending = layer == 0 ? nullptr : ws.delta.get();  // the previous sublayer's output
-  SublayerOut before = layer == 0 ? SublayerOut{} : sublayer_out(layer - 1, config_.has_ffn(layer - 1));
+  const bool adds_delta = layer > 0 && !adds_own_output();
+  const T* pending = adds_delta ? ws.delta.get() : nullptr;  // the previous sublayer's output
+  SublayerOut before = adds_delta ? sublayer_out(layer - 1, config_.has_ffn(layer - 1)) : SublayerOut{};
   if (config_.has_mixer(layer)) {
     rmsnorm_residual<T>(ws.h.get(), ws.x.get(), pending, w.vector(LayerTensor::kAttnNorm), n, dim, eps, stream,
                         before.post_norm, before.bias, config_.residual_scale);
@@ -133,6 +139,7 @@ void CudaBackend<T>::run_layer(int layer, const RaggedBatch& batch, const BatchI
                       before.post_norm, before.bias, config_.residual_scale);
   profiler_.phase("norm", stream);
   run_ffn(layer, idx, n);
+  if (adds_own_output()) finish_layer(layer, n);
 }
 
 // Attention as a layer's mixer: QKV (Qwen3.5's output gate split off), RoPE and the cache write, attention,
@@ -148,7 +155,12 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
     linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
     split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
                          config_.head_dim, config_.kv_dim(), stream);
-  } else {
+  } else if (!config_.writes_kv(layer)) {  // Gemma 4's shared layer: q alone, into the rows' q part
+    linear_.forward(w.linear[LayerProduct::kQkv], ws.attn.get(), ws.h.get(), n);
+    const size_t q_bytes = sizeof(T) * config_.q_dim();
+    CUDA_CHECK(cudaMemcpy2DAsync(ws.qkv.get(), sizeof(T) * qkv_dim, ws.attn.get(), q_bytes, q_bytes, n,
+                                 cudaMemcpyDeviceToDevice, stream));
+  } else {  // (a layer whose values are its keys has its k rows uploaded twice: device_weights.cpp)
     linear_.forward(w.linear[LayerProduct::kQkv], ws.qkv.get(), ws.h.get(), n);
     add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.qkv.get(), qkv_dim);
   }
@@ -160,27 +172,39 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
   profiler_.phase("gemm_o", stream);
 }
 
-// A layer's FFN on the normed rows h: the sparse layer's experts, the gated FFN, or a plain one (relu^2,
-// Nemotron-H's MLP: its up projection alone under kGateUp); its output left in the workspace's delta.
+// A layer's FFN on the normed rows h: the sparse layer's experts, the gated FFN (with Gemma 4's experts
+// beside it), or a plain one (relu^2, Nemotron-H's MLP: its up projection alone under kGateUp); its output
+// left in the workspace's delta.
 template <typename T>
 void CudaBackend<T>::run_ffn(int layer, const BatchIndices& idx, int n) {
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
-  const int dim = config_.dim, hidden = config_.hidden_dim;
-  if (config_.is_sparse(layer)) {
+  const int hidden = config_.hidden_of(layer);
+  if (config_.experts_beside_dense) {
+    run_dense_ffn(layer, idx, n);
+    run_experts_beside_dense(layer, n);
+  } else if (config_.is_sparse(layer)) {
     experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
-    return;
-  }
-  if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only; no adapters, as on the CPU
+  } else if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only; no adapters, as on the CPU
     linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);  // (n, hidden): up
     profiler_.phase("gemm_gate_up", stream);
     relu_squared<T>(ws.ffn.get(), ws.gate_up.get(), static_cast<size_t>(n) * hidden, stream);
     profiler_.phase("swiglu", stream);
     linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
     profiler_.phase("gemm_down", stream);
-    return;
+  } else {
+    run_dense_ffn(layer, idx, n);
   }
+}
+
+// The gated FFN of h into delta, at the layer's own width (Gemma 4's shared layers: double wide).
+template <typename T>
+void CudaBackend<T>::run_dense_ffn(int layer, const BatchIndices& idx, int n) {
+  const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
+  Workspace<T>& ws = workspace_;
+  const cudaStream_t stream = context_.stream();
+  const int dim = config_.dim, hidden = config_.hidden_of(layer);
   linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);
   add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), dim, ws.gate_up.get(), 2 * hidden);
   profiler_.phase("gemm_gate_up", stream);
@@ -234,7 +258,8 @@ void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, con
   template RopeFamily CudaBackend<T>::rope_family(int) const;                                                 \
   template void CudaBackend<T>::run_layer(int, const RaggedBatch&, const BatchIndices&);                     \
   template void CudaBackend<T>::run_attention_mixer(int, const RaggedBatch&, const BatchIndices&);           \
-  template void CudaBackend<T>::run_ffn(int, const BatchIndices&, int);
+  template void CudaBackend<T>::run_ffn(int, const BatchIndices&, int);                                       \
+  template void CudaBackend<T>::run_dense_ffn(int, const BatchIndices&, int);
 CBATCH_INSTANTIATE_STEP(float)
 CBATCH_INSTANTIATE_STEP(__nv_bfloat16)
 CBATCH_INSTANTIATE_STEP(__half)

@@ -58,9 +58,11 @@ void CudaBackend<T>::head_rows(const int32_t* d_rows, int n, float* d_logits) {
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const int last = config_.num_layers - 1;
-  const T* last_delta = last >= 0 ? ws.delta.get() : nullptr;
-  // The last layer's last sublayer: its FFN, or (Nemotron-H) its mixer alone.
-  const SublayerOut out = last >= 0 ? sublayer_out(last, config_.has_ffn(last)) : SublayerOut{};
+  // The last layer's last sublayer (its FFN, or Nemotron-H's mixer alone), unless that layer's tail added it
+  // (Gemma 4: adds_own_output).
+  const bool adds_delta = last >= 0 && !adds_own_output();
+  const T* last_delta = adds_delta ? ws.delta.get() : nullptr;
+  const SublayerOut out = adds_delta ? sublayer_out(last, config_.has_ffn(last)) : SublayerOut{};
   if (out.bias != nullptr) throw Error("internal error: the final norm adds no o bias (a last layer without an FFN)");
   rmsnorm_gather<T>(ws.h.get(), ws.x.get(), last_delta, weights_.final_norm(), d_rows, n, config_.dim,
                     config_.rms_eps, stream, out.post_norm, config_.residual_scale);

@@ -59,7 +59,8 @@ void moe_route(int32_t* d_experts, float* d_weights, const float* d_logits, cons
   check_experts("moe_route", rule.num_experts, rule.top_k);
   if (num_rows < 0) throw Error("moe_route: bad num_rows " + std::to_string(num_rows));
   if (num_rows == 0) return;
-  const RouteRule r{rule.num_experts, rule.top_k, rule.renormalize, rule.router == MoeRouter::kTopkSoftmax};
+  const RouteRule r{rule.num_experts, rule.top_k, rule.renormalize, rule.router == MoeRouter::kTopkSoftmax,
+                    rule.logit_scale, rule.expert_scale};
   const unsigned blocks = static_cast<unsigned>((num_rows + kRouteThreads - 1) / kRouteThreads);
   moe_route_kernel<<<blocks, kRouteThreads, 0, stream>>>(d_logits, d_bias, r, num_rows, d_experts, d_weights);
   CUDA_CHECK_LAUNCH();

@@ -19,10 +19,13 @@ struct MoeRouteRule {
   int top_k = 0;
   bool renormalize = false;                  // norm_topk_prob (kSoftmaxTopk only)
   MoeRouter router = MoeRouter::kSoftmaxTopk;
+  float logit_scale = 1.0f;             // the logits times it before anything (Gemma 4's router: dim^-1/2)
+  const float* expert_scale = nullptr;  // (num_experts) fp32 or null: each pick's weight times its expert's
 };
 
 // experts (num_rows, top_k), weights (num_rows, top_k) fp32 = each row's picks from logits (num_rows,
-// num_experts) fp32 plus bias (num_experts, or null): the decisions of engine/cpu/cpu_moe.cpp's route_row.
+// num_experts) fp32 times the rule's logit scale plus bias (num_experts, or null): the decisions of
+// engine/cpu/cpu_moe.cpp's route_row, each weight then times its expert's scale where the rule has them.
 void moe_route(int32_t* d_experts, float* d_weights, const float* d_logits, const float* d_bias, int num_rows,
                const MoeRouteRule& rule, cudaStream_t stream);
 

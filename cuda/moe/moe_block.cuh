@@ -21,9 +21,12 @@ struct RouteRule {
   int top_k = 0;
   bool renormalize = false;        // softmax-then-top-k: the k probabilities divided by their sum
   bool topk_then_softmax = false;  // gpt-oss: the top k logits, then a softmax over those k
+  float logit_scale = 1.0f;              // every logit times it first (Gemma 4's router: hidden^-1/2)
+  const float* expert_scale = nullptr;   // (num_experts) or null: each pick's weight times its expert's (Gemma 4)
 };
 
-// One row's routing, the decisions of cpu_moe.cpp's route_row: the top_k experts by logit (+ bias), highest
+// One row's routing, the decisions of cpu_moe.cpp's route_row: the top_k experts by logit (times the rule's
+// logit scale, + bias), highest
 // first, a tie going to the lower id (strict >), then their weights under the rule. Sums run in expert
 // order (softmax over all) or in k order (over the k picked), as the CPU sums them.
 __device__ __forceinline__ void route_one_row(const float* __restrict__ logits,  // (num_experts)
@@ -31,7 +34,10 @@ __device__ __forceinline__ void route_one_row(const float* __restrict__ logits, 
                                               const RouteRule& rule,
                                               int32_t* __restrict__ experts,     // (top_k)
                                               float* __restrict__ weights) {     // (top_k)
-  auto logit = [&](int e) { return bias != nullptr ? logits[e] + bias[e] : logits[e]; };
+  auto logit = [&](int e) {
+    const float l = logits[e] * rule.logit_scale;
+    return bias != nullptr ? l + bias[e] : l;
+  };
   uint32_t taken[kMaxExperts / 32] = {};
   for (int k = 0; k < rule.top_k; ++k) {
     int best = -1;
@@ -72,6 +78,8 @@ __device__ __forceinline__ void moe_route_block(const float* __restrict__ logits
   if (row >= num_rows) return;
   const size_t k0 = static_cast<size_t>(row) * rule.top_k;
   route_one_row(logits + static_cast<size_t>(row) * rule.num_experts, bias, rule, experts + k0, weights + k0);
+  if (rule.expert_scale == nullptr) return;
+  for (int k = 0; k < rule.top_k; ++k) weights[k0 + k] *= rule.expert_scale[experts[k0 + k]];
 }
 
 // The counting sort of the picks by expert, in one block of kPermuteThreads: warp w owns the w-th of 32

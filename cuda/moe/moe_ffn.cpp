@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -56,7 +57,7 @@ size_t MoeFfn<T>::device_bytes() const {
 
 template <typename T>
 int MoeFfn<T>::forward(const LayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
-                       StepProfiler& profiler) {
+                       StepProfiler& profiler, const T* d_router_in) {
   const ModelConfig& c = config_;
   const cudaStream_t stream = context.stream();
   const int dim = c.dim, k = c.experts_per_token, num_experts = c.num_experts, width = c.expert_hidden_dim;
@@ -66,10 +67,14 @@ int MoeFfn<T>::forward(const LayerWeights<T>& w, const T* d_h, int n, T* d_out, 
   }
   const ExpertMatrix<T>& gate_up = w.experts[ExpertProduct::kGateUp];
   const ExpertMatrix<T>& down = w.experts[ExpertTensor::kDown];
-  gemm<T, float>(context.cublas(), stream, logits_.get(), d_h, w.linear[LayerTensor::kRouter].weight.get(), n,
-                 num_experts, dim);
+  gemm<T, float>(context.cublas(), stream, logits_.get(), d_router_in != nullptr ? d_router_in : d_h,
+                 w.linear[LayerTensor::kRouter].weight.get(), n, num_experts, dim);
+  // Gemma 4's router input is rmsnorm(x) * scale * dim^-1/2: the last factor is applied to the logits.
+  const float logit_scale = c.experts_beside_dense ? 1.0f / std::sqrt(static_cast<float>(dim)) : 1.0f;
   moe_route(experts_.get(), weights_.get(), logits_.get(), w.vector(LayerTensor::kRouterBias), n,
-            MoeRouteRule{num_experts, k, c.norm_topk_prob, c.moe_router}, stream);
+            MoeRouteRule{num_experts, k, c.norm_topk_prob, c.moe_router, logit_scale,
+                         w.vector(LayerTensor::kExpertScale)},
+            stream);
   moe_permute(offsets_.get(), entries_.get(), pick_slot_.get(), slot_expert_.get(), experts_.get(), picks, num_experts,
               stream);
   const bool wait = !(gate_up.is_quantized() && down.is_quantized());

@@ -23,12 +23,13 @@ class MoeFfn {
   // expert products in T as grouped GEMMs where cuBLAS has them (ExpertGemm).
   MoeFfn(const ModelConfig& c, int max_tokens, bool grouped_gemm);
 
-  // out (n, dim) T = the MoE FFN of h (n, dim) T with layer weights w, on the context's stream. Returns the
+  // out (n, dim) T = the MoE FFN of h (n, dim) T with layer weights w, on the context's stream; the router
+  // reads router_in (n, dim) T where given (Gemma 4's: its own norm of the residual), else h. Returns the
   // distinct experts the rows picked. Waits for the stream once where an expert product is in T: the
   // expert offsets are copied to the host, since cuBLAS takes the GEMMs' row counts there. A layer whose
   // experts are all quantized does not wait and returns 0: its count comes from take_touched.
   int forward(const LayerWeights<T>& w, const T* d_h, int n, T* d_out, const CudaContext& context,
-              StepProfiler& profiler);
+              StepProfiler& profiler, const T* d_router_in = nullptr);
 
   // The distinct experts picked in the layers that did not wait since the last call; call it after the
   // stream is synced (the step's end).

@@ -37,6 +37,8 @@ struct RopeFamilyHost {
   float eps = 1e-6f;
   bool rotates = true;  // false: a NoPE layer (SmolLM3), q and k keep their (biased, normed) values
   int rotary_half = 0;  // partial rotary (Qwen3.5): the first 2 rotary_half dims rotated; 0: all
+  bool value_norm = false;  // every v head RMS-normed without weights (Gemma 4)
+  bool stores_kv = true;    // false: a layer reading another's K/V (Gemma 4's shared layers): q alone, no cache write
 };
 
 // The inputs of one case in T (held as floats) and its reference.
@@ -94,6 +96,10 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
     std::vector<double> row(run.qkv.begin() + static_cast<long>(r) * stride,
                             run.qkv.begin() + static_cast<long>(r + 1) * stride);
     for (size_t i = 0; i < fam.bias.size(); ++i) row[i] += fam.bias[i];
+    const std::vector<float> ones(static_cast<size_t>(hd), 1.0f);  // the V norm has no weights
+    for (int h = 0; h < rc.num_kv_heads && fam.value_norm; ++h) {
+      head_norm_ref(row.data() + q_dim + kv_dim + static_cast<size_t>(h) * hd, hd, ones, fam.eps);
+    }
     const std::vector<float>& table = run.positions[r] >= fam.long_from ? fam.long_inv_freq : run.inv_freq;
     if (fam.whole) {  // one norm over the q part, one over the k part
       head_norm_ref(row.data(), q_dim, fam.q_norm, fam.eps);
@@ -107,7 +113,7 @@ RopeRun make_rope_run(const RopeCase& rc, bool halves, const RopeFamilyHost& fam
     }
     run.q_ref.insert(run.q_ref.end(), row.begin(), row.begin() + q_dim);
     const int slot = run.slots[r];
-    if (slot < 0) continue;
+    if (slot < 0 || !fam.stores_kv) continue;
     for (int h = 0; h < rc.num_kv_heads; ++h) {
       for (int d = 0; d < hd; ++d) {
         run.cache.k[run.cache.offset(slot, h) + d] = row[static_cast<size_t>(q_dim + h * hd + d)];
@@ -142,10 +148,11 @@ void check_rope_outputs(const RopeRun& run, const RopeFamilyHost& fam, const std
     v_written.push_back(v_out[i]);
     v_expected.push_back(run.cache.v[i]);
   }
-  CHECK(k_written.size() == static_cast<size_t>(6 * run.kv_dim()));
+  CHECK(k_written.size() == static_cast<size_t>(fam.stores_kv ? 6 * run.kv_dim() : 0));
   CHECK(stray_writes == 0);
+  if (!fam.stores_kv) return;
   CHECK(rel_error(k_written, k_expected) < tolerance<T>());
-  if (fam.bias.empty()) {
+  if (fam.bias.empty() && !fam.value_norm) {
     CHECK(rel_error(v_written, v_expected) == 0.0);  // v is copied, not computed
   } else {
     CHECK(rel_error(v_written, v_expected) < tolerance<T>());  // v + bv, rounded once
@@ -160,7 +167,8 @@ inline std::vector<RopeCase> rope_family_cases() { return {{8, 2, 64, false}, {3
 
 // The family additions for a case: biases (Qwen2), head norms (Qwen3, Gemma 3; weights around 1 + w),
 // longrope from position 300 on (the case has rows on both sides) with an attention factor, and all; a NoPE
-// layer (SmolLM3) that must neither rotate nor scale; Qwen3.5's partial rotary with q/k norms.
+// layer (SmolLM3) that must neither rotate nor scale; Qwen3.5's partial rotary with q/k norms; Gemma 4's V
+// norm (also of biased v), and its shared layers (q alone, nothing cached).
 inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   const size_t qkv_dim = static_cast<size_t>((rc.num_heads + 2 * rc.num_kv_heads) * rc.head_dim);
   RopeFamilyHost qwen2;
@@ -191,7 +199,16 @@ inline std::vector<RopeFamilyHost> rope_families(const RopeCase& rc) {
   RopeFamilyHost partial = gemma;  // Qwen3.5: q/k norms, a quarter of each head rotated (halves paired in it)
   partial.name = "partial rotary";
   partial.rotary_half = rc.head_dim / 8;
-  return {qwen2, gemma, phi3, all, olmoe, nope, partial};
+  RopeFamilyHost gemma4 = gemma;  // Gemma 4: q/k norms and the v heads' norm without weights
+  gemma4.name = "V norm";
+  gemma4.value_norm = true;
+  RopeFamilyHost biased_v = qwen2;  // the V norm of v + bv
+  biased_v.name = "V norm of biased v";
+  biased_v.value_norm = true;
+  RopeFamilyHost shared = gemma4;  // a Gemma 4 layer reading another's K/V: q normed and rotated, nothing stored
+  shared.name = "shared K/V";
+  shared.stores_kv = false;
+  return {qwen2, gemma, phi3, all, olmoe, nope, partial, gemma4, biased_v, shared};
 }
 
 }  // namespace cbatch::test

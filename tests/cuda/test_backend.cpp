@@ -559,21 +559,37 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   relu2_experts.config.gated_ffn = false;
   relu2_experts.config.activation = Activation::kRelu2;
   CHECK(make_error(relu2_experts).find("ungated (relu^2) experts") != std::string::npos);
-  // Gemma 4's layers run on the CPU only: each feature is named.
-  Model gemma4 = make_family_model(Family::kGemma3);
-  gemma4.config.architecture = "gemma4";
+  // Gemma 4: per-layer inputs, layer scalars, the V norm, values that are the keys, shared K/V, double-wide
+  // FFNs, proportional RoPE and the MoE block beside the dense MLP pass the checks; global layers of their own
+  // head size or K/V heads are refused by name.
+  auto make_gemma4 = [] {
+    Model gemma4 = make_family_model(Family::kGemma3);
+    gemma4.config.architecture = "gemma4";
+    gemma4.config.global_head_dim = gemma4.config.head_dim;  // the same as the sliding layers': runs
+    gemma4.config.layer_kv_source.resize(static_cast<size_t>(gemma4.config.num_layers));
+    for (int l = 0; l < gemma4.config.num_layers; ++l) gemma4.config.layer_kv_source[static_cast<size_t>(l)] = l;
+    gemma4.config.layer_kv_source.back() = 0;
+    gemma4.config.per_layer_dim = 8;
+    gemma4.config.double_wide_shared = true;
+    gemma4.config.global_values_are_keys = gemma4.config.value_norm = gemma4.config.layer_scalar = true;
+    gemma4.config.global_rope_fraction = 0.25f;
+    gemma4.config.experts_beside_dense = true;
+    return gemma4;
+  };
+  CHECK(make_error(make_gemma4()).find("does not support") == std::string::npos);
+  Model gemma4 = make_gemma4();
   gemma4.config.global_head_dim = 2 * gemma4.config.head_dim;
-  gemma4.config.layer_kv_source.resize(static_cast<size_t>(gemma4.config.num_layers));
-  for (int l = 0; l < gemma4.config.num_layers; ++l) gemma4.config.layer_kv_source[static_cast<size_t>(l)] = l;
-  gemma4.config.layer_kv_source.back() = 0;
-  gemma4.config.per_layer_dim = 8;
-  gemma4.config.global_values_are_keys = gemma4.config.value_norm = gemma4.config.layer_scalar = true;
   const std::string refused = make_error(gemma4);
-  for (const char* what : {"does not support gemma4's global layers with their own head size", "values that are the keys",
-                           "the V norm", "K/V shared across layers", "per-layer inputs", "layer output scalars"}) {
+  CHECK(refused.find("does not support gemma4's global layers with their own head size and K/V heads (head_dim 64 "
+                     "and 2 K/V heads, global 128 and 2)") != std::string::npos);
+  for (const char* what : {"values that are the keys", "the V norm", "K/V shared", "per-layer inputs", "scalars",
+                           "experts beside", "proportional"}) {
     CAPTURE(what);
-    CHECK(refused.find(what) != std::string::npos);
+    CHECK(refused.find(what) == std::string::npos);
   }
+  Model kv_heads = make_gemma4();
+  kv_heads.config.global_kv_heads = 1;
+  CHECK(make_error(kv_heads).find("global layers with their own head size and K/V heads") != std::string::npos);
 }
 
 TEST_CASE("CUDA backend accepts every example model's family (checked before the device is opened)" *

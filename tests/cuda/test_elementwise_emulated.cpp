@@ -50,6 +50,8 @@ RopeFamily rope_family(const RopeFamilyHost& fam) {
   family.attention_factor = fam.factor;
   family.rotates = fam.rotates;
   family.rotary_half = fam.rotary_half;
+  family.value_norm = fam.value_norm;
+  family.stores_kv = fam.stores_kv;
   return family;
 }
 
@@ -61,7 +63,7 @@ void run_rope_emulated(const RopeRun& run, const RopeFamilyHost& fam, std::vecto
   const RopeCase& rc = run.rc;
   const RopeFamily family = rope_family(fam);
   REQUIRE(family.is_plain() == !FAMILY);
-  std::vector<float> s_inv_rms(static_cast<size_t>(rc.num_heads + rc.num_kv_heads), NAN);
+  std::vector<float> s_inv_rms(static_cast<size_t>(rc.num_heads + 2 * rc.num_kv_heads), NAN);
   block_emulator::launch(static_cast<unsigned>(run.num_rows()), rope_detail::kRopeThreads, [&] {
     rope_detail::rope_kv_cache_block<T, FAMILY, KV>(qkv.data(), k.data(), v.data(), run.positions.data(),
                                                     run.slots.data(), run.inv_freq.data(), rc.num_heads,

@@ -1,8 +1,9 @@
 // The block code of the mixture-of-experts kernels (moe_block.cuh) and of the gated activation
 // (swiglu_block.cuh) run on the CPU by the block emulator, against moe_case.hpp's references: routing under
 // both rules with biases, ties and k = E, decision for decision (and weight for weight: the emulator's
-// expf is the CPU's) the CPU's route_row; the permutation entry for entry the CPU's group_by_expert; the
-// gather; the clamped SwiGLU with expert biases; the un-permute with the weighted sum and the shared expert.
+// expf is the CPU's) the CPU's route_row, also with Gemma 4's logit and expert scales; the permutation entry
+// for entry the CPU's group_by_expert; the gather; the clamped SwiGLU with expert biases; the un-permute
+// with the weighted sum and the shared expert.
 // The whole sparse layer as moe_ffn.cpp sequences it (the GEMMs on the host over the expert segments of the
 // stacked weights, laid out as device_weights.cpp uploads them) against the CPU backend's moe_ffn.
 // test_moe.cpp runs the same cases on the GPU. Part of the host suite.
@@ -42,6 +43,36 @@ void check_route_emulated(const RouteCase& rc) {
   std::vector<int32_t> experts(want_experts.size(), -7);
   std::vector<float> weights(want_weights.size(), NAN);
   const RouteRule rule{rc.num_experts, rc.top_k, rc.renormalize, rc.router == MoeRouter::kTopkSoftmax};
+  const unsigned blocks = static_cast<unsigned>((rc.num_rows + kRouteThreads - 1) / kRouteThreads);
+  block_emulator::launch(blocks, kRouteThreads, [&] {
+    moe_route_block(in.logits.data(), in.bias.empty() ? nullptr : in.bias.data(), rule, rc.num_rows, experts.data(),
+                    weights.data());
+  });
+  CHECK(experts == want_experts);
+  CHECK(weights == want_weights);
+}
+
+// Gemma 4's router: the logits times the scale (hidden^-1/2) before the choice, each pick's weight times its
+// expert's scale after: the CPU's route_row on the scaled logits, then cpu_moe.cpp's expert-scale product.
+void check_scaled_route_emulated(const RouteCase& rc) {
+  const float logit_scale = 1.0f / std::sqrt(2816.0f);
+  RouteInput in = make_route_input(rc, 300 + rc.num_experts + rc.top_k);
+  RouteInput scaled = in;
+  for (float& l : scaled.logits) l *= logit_scale;
+  std::vector<float> expert_scale(static_cast<size_t>(rc.num_experts));
+  for (int e = 0; e < rc.num_experts; ++e) {
+    expert_scale[static_cast<size_t>(e)] = 0.5f + 0.093f * static_cast<float>(e % 11);
+  }
+  std::vector<int32_t> want_experts;
+  std::vector<float> want_weights;
+  route_ref(rc, scaled, want_experts, want_weights);
+  for (size_t i = 0; i < want_weights.size(); ++i) {
+    want_weights[i] *= expert_scale[static_cast<size_t>(want_experts[i])];
+  }
+  std::vector<int32_t> experts(want_experts.size(), -7);
+  std::vector<float> weights(want_weights.size(), NAN);
+  const RouteRule rule{rc.num_experts, rc.top_k, rc.renormalize, rc.router == MoeRouter::kTopkSoftmax, logit_scale,
+                       expert_scale.data()};
   const unsigned blocks = static_cast<unsigned>((rc.num_rows + kRouteThreads - 1) / kRouteThreads);
   block_emulator::launch(blocks, kRouteThreads, [&] {
     moe_route_block(in.logits.data(), in.bias.empty() ? nullptr : in.bias.data(), rule, rc.num_rows, experts.data(),
@@ -248,6 +279,20 @@ TEST_SUITE("host") {
       CAPTURE(rc.ties);
       CAPTURE(static_cast<int>(rc.router));
       check_route_emulated(rc);
+    }
+  }
+
+  TEST_CASE("moe routing's block code with Gemma 4's logit and expert scales: the CPU's choices and weights "
+            "(emulated)") {
+    for (const RouteCase& rc : route_cases()) {
+      // Gemma 4's router has no bias (with one, the compiler may fuse logit * scale + bias into one rounding,
+      // where the reference's scaled logits round twice).
+      if (rc.has_bias) continue;
+      CAPTURE(rc.num_experts);
+      CAPTURE(rc.top_k);
+      CAPTURE(rc.ties);
+      CAPTURE(static_cast<int>(rc.router));
+      check_scaled_route_emulated(rc);
     }
   }
 

@@ -43,6 +43,8 @@ struct DeviceRope {
     family.attention_factor = fam.factor;
     family.rotates = fam.rotates;
     family.rotary_half = fam.rotary_half;
+    family.value_norm = fam.value_norm;
+    family.stores_kv = fam.stores_kv;
   }
   template <typename KV>
   void run_into(DeviceBuffer<KV>& k, DeviceBuffer<KV>& v, const KvScales& scales = {}) {
