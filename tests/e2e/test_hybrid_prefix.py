@@ -136,7 +136,17 @@ def check_forks(name, hf_dir, off):
         c.check(summary.get("prefix_hits", 0) > 0, f"{name} n = 2 {options}: no prefix hit")
 
 
+def check_bad_flags():
+    """--state-snapshots beyond the state memory, or with prefix caching off, exits 1 naming the flag."""
+    hf_dir = os.path.join(work, "qwen3_5")
+    for flags in (["--state-snapshots", "100000000"], ["--state-snapshots", "4", "--no-enable-prefix-caching"]):
+        proc = run(["run", prompts_path, "-o", os.path.join(work, "bad.jsonl"), "--model", hf_dir, "--device", "cpu",
+                    "--quiet"] + flags, expect_rc=1)
+        c.check("--state-snapshots" in proc.stderr, f"{flags}: {proc.stderr}")
+
+
 for model_name in MODELS:
     check_model(model_name)
+check_bad_flags()
 
 c.done()
