@@ -77,14 +77,16 @@ void restore_snapshot(Sequence& seq, StateSlots& slots, const StateSnapshots& sn
   seq.restore_snapshot = -1;
 }
 
-void save_snapshots(const StepPlan& plan, int block_size, StateSlots& slots, StateSnapshots& snapshots) {
+void save_snapshots(const StepPlan& plan, const BlockManager& blocks, StateSlots& slots, StateSnapshots& snapshots) {
+  const int block_size = blocks.block_size();
+  const auto is_cached = [&blocks](const BlockHash& hash) { return blocks.holds_block(hash); };
   for (const int32_t s : plan.restored_snapshots) snapshots.unpin(s);
   for (const ScheduledSeq& s : plan.seqs) {
     std::vector<SnapshotPoint>& points = s.seq->snapshot_points;
     size_t done = 0;
     for (; done < points.size() && points[done].num_blocks * block_size <= s.seq->num_computed; ++done) {
       if (points[done].num_blocks * block_size != s.seq->num_computed || s.seq->state_slot < 0) continue;
-      const int32_t snapshot = snapshots.capture(points[done].hash);
+      const int32_t snapshot = snapshots.capture(points[done].hash, is_cached);
       if (snapshot >= 0) slots.add_copy(s.seq->state_slot, snapshots.slot_of(snapshot));
     }
     points.erase(points.begin(), points.begin() + static_cast<std::ptrdiff_t>(done));

@@ -85,7 +85,7 @@ class ContinuousScheduler final : public Scheduler {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
-    if (snapshots_ != nullptr) save_snapshots(plan, blocks_.block_size(), *slots_, *snapshots_);
+    if (snapshots_ != nullptr) save_snapshots(plan, blocks_, *slots_, *snapshots_);
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
       if (!seq->is_finished()) {
         blocks_.free_outside_window(seq->block_tables, seq->num_computed);  // what its next queries no longer read

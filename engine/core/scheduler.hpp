@@ -65,6 +65,6 @@ int tokens_to_snapshot(const Sequence& seq, int block_size);
 void restore_snapshot(Sequence& seq, StateSlots& slots, const StateSnapshots& snapshots, StepPlan& plan);
 // At the step's end: unpins the step's restored snapshots and saves the state of every sequence whose
 // computed tokens end at its next snapshot point (a copy of its slot run first thing next step).
-void save_snapshots(const StepPlan& plan, int block_size, StateSlots& slots, StateSnapshots& snapshots);
+void save_snapshots(const StepPlan& plan, const BlockManager& blocks, StateSlots& slots, StateSnapshots& snapshots);
 
 }  // namespace cbatch

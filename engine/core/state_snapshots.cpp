@@ -31,7 +31,7 @@ void StateSnapshots::touch(int32_t snapshot) {
   lru_.splice(lru_.end(), lru_, lru_pos_[static_cast<size_t>(snapshot)]);
 }
 
-int32_t StateSnapshots::capture(const BlockHash& hash) {
+int32_t StateSnapshots::capture(const BlockHash& hash, const std::function<bool(const BlockHash&)>& is_cached) {
   if (by_hash_.count(hash.lo) != 0) return -1;  // saved already (or a 64-bit twin: keep the one there)
   int32_t s = -1;
   if (!free_.empty()) {
@@ -39,8 +39,10 @@ int32_t StateSnapshots::capture(const BlockHash& hash) {
     free_.pop_back();
   } else {
     for (const int32_t victim : lru_) {
-      if (pins_[static_cast<size_t>(victim)] == 0) {
-        s = victim;
+      if (pins_[static_cast<size_t>(victim)] != 0) continue;
+      if (s < 0) s = victim;  // the least recently used
+      if (is_cached && !is_cached(hash_[static_cast<size_t>(victim)])) {
+        s = victim;  // its blocks are gone: no hit can use it
         break;
       }
     }

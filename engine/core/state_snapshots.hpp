@@ -5,11 +5,13 @@
 // snapshot at their end restores it into its own slot and skips the prefix. Snapshots live in the backend's
 // state memory beside the running slots: snapshot i is backend slot first_slot + i, so saving and restoring
 // are the step's state copies (RaggedBatch::state_copies, run in order before the step's layers).
-// Registered snapshots are evicted least recently used first when a new one is needed; a pinned one (a
-// sequence admitted this step restores it) never is. Invariant: each snapshot is free or registered under
+// When a new snapshot is needed, a registered one whose K/V blocks the block cache has evicted goes first (no
+// hit can use it), then the least recently used; a pinned one (a sequence admitted this step restores it)
+// never goes. Invariant: each snapshot is free or registered under
 // one hash; at the end of a run none is pinned.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <unordered_map>
 #include <vector>
@@ -33,9 +35,10 @@ class StateSnapshots {
 
   // The snapshot registered under `hash` (the prefix ending at a block boundary), or -1.
   int32_t find(const BlockHash& hash) const;
-  // A snapshot to save a state into under `hash`: a free one, else the least recently used unpinned one
-  // (evicted); -1 when `hash` is registered already or every snapshot is pinned.
-  int32_t capture(const BlockHash& hash);
+  // A snapshot to save a state into under `hash`: a free one, else an unpinned one evicted: the least recently
+  // used of those whose prefix `is_cached` says is gone, else the least recently used; -1 when `hash` is
+  // registered already or every snapshot is pinned.
+  int32_t capture(const BlockHash& hash, const std::function<bool(const BlockHash&)>& is_cached = {});
   // A sequence about to restore `snapshot` holds it (it is marked most recently used); unpin lets it go.
   void pin(int32_t snapshot);
   void unpin(int32_t snapshot);

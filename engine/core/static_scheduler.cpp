@@ -64,7 +64,7 @@ class StaticScheduler final : public Scheduler {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
-    if (snapshots_ != nullptr) save_snapshots(plan, blocks_.block_size(), *slots_, *snapshots_);
+    if (snapshots_ != nullptr) save_snapshots(plan, blocks_, *slots_, *snapshots_);
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
     for (Sequence* seq : batch_) {

@@ -50,6 +50,17 @@ TEST_CASE("state snapshots: capture, find, least recently used eviction, pins") 
   CHECK_FALSE(StateSnapshots(0, 3).in_use());
 }
 
+TEST_CASE("state snapshots: one whose K/V blocks are gone is evicted before the least recently used") {
+  StateSnapshots pool(3, 0);
+  for (uint64_t i = 1; i <= 3; ++i) CHECK(pool.capture(name(i)) == static_cast<int32_t>(i - 1));
+  const auto gone = [](const BlockHash& h) { return !(h == name(2)) && !(h == name(3)); };  // 2 and 3 evicted
+  CHECK(pool.capture(name(4), gone) == 1);  // 2, not the least recently used 1
+  CHECK(pool.find(name(1)) == 0);
+  pool.pin(2);
+  CHECK(pool.capture(name(5), gone) == 0);  // 3 is pinned: the least recently used then
+  pool.unpin(2);
+}
+
 namespace {
 
 uint64_t fold(uint64_t state, int32_t token) { return (state ^ static_cast<uint64_t>(token)) * 0x100000001b3ULL + 1; }
