@@ -46,7 +46,8 @@ int match_snapshot(Sequence& seq, BlockManager& blocks, StateSnapshots& snapshot
     while (j > 0 && (snapshot = snapshots.find(seq.block_hashes[static_cast<size_t>(j - 1)])) < 0) --j;
     if (j == k) break;
     blocks.release(seq.block_tables, &seq.block_hashes);
-    k = j > 0 ? blocks.match_prefix(seq.tokens, j * block_size, seq.block_tables, seq.block_hashes, root) / block_size : 0;
+    const int kept = j > 0 ? blocks.match_prefix(seq.tokens, j * block_size, seq.block_tables, seq.block_hashes, root) : 0;
+    k = kept / block_size;
   }
   seq.restore_snapshot = k > 0 ? snapshot : -1;
   if (seq.restore_snapshot >= 0) snapshots.pin(seq.restore_snapshot);

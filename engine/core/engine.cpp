@@ -341,8 +341,8 @@ StateCounts state_counts(const EngineConfig& config, const Model& model, const B
   }
   if (config.state_snapshots >= 0) {
     if (config.state_snapshots > fit - 1) {
-      throw Error("--state-snapshots " + std::to_string(config.state_snapshots) + ": the memory for recurrent states holds " +
-                  std::to_string(fit) + " slots of " + std::to_string(backend.state_slot_bytes()) +
+      throw Error("--state-snapshots " + std::to_string(config.state_snapshots) +
+                  ": the memory for recurrent states holds " + std::to_string(fit) + " slots of " + std::to_string(backend.state_slot_bytes()) +
                   " bytes, and one is needed for a running sequence");
     }
     return {static_cast<int>(std::min<int64_t>(fit - config.state_snapshots, config.scheduler.max_num_seqs)),

@@ -7,8 +7,11 @@
 
 namespace cbatch {
 
-StateSnapshots::StateSnapshots(int num_snapshots, int first_slot) : num_snapshots_(num_snapshots), first_slot_(first_slot) {
-  if (num_snapshots < 0) throw Error("the state snapshot pool needs a non-negative size (got " + std::to_string(num_snapshots) + ")");
+StateSnapshots::StateSnapshots(int num_snapshots, int first_slot)
+    : num_snapshots_(num_snapshots), first_slot_(first_slot) {
+  if (num_snapshots < 0) {
+    throw Error("the state snapshot pool needs a non-negative size (got " + std::to_string(num_snapshots) + ")");
+  }
   lru_pos_.resize(static_cast<size_t>(num_snapshots));
   hash_.resize(static_cast<size_t>(num_snapshots));
   pins_.assign(static_cast<size_t>(num_snapshots), 0);

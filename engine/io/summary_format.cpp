@@ -46,7 +46,8 @@ std::string format_summary_text(const RunSummary& s) {
     text += buf;
   }
   if (s.state_snapshots_total > 0) {
-    std::snprintf(buf, sizeof(buf), "state snapshots: %d of %.2f MB (%.2f MB), %lld saved, %lld restored, %lld evicted\n",
+    std::snprintf(buf, sizeof(buf),
+                  "state snapshots: %d of %.2f MB (%.2f MB), %lld saved, %lld restored, %lld evicted\n",
                   s.state_snapshots_total, static_cast<double>(s.state_slot_bytes) / 1e6,
                   static_cast<double>(s.state_slot_bytes) * s.state_snapshots_total / 1e6,
                   static_cast<long long>(s.state_snapshots_saved), static_cast<long long>(s.state_snapshots_restored),

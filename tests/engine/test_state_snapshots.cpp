@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "engine/base/error.hpp"
@@ -87,7 +88,9 @@ struct SnapshotRun {
 
   // The backend's step: copies in order, a zero state for a sequence that starts, then each real row.
   void forward(const StepPlan& plan) {
-    for (size_t i = 0; i < plan.state_copies.size(); i += 2) state.at(plan.state_copies[i + 1]) = state.at(plan.state_copies[i]);
+    for (size_t i = 0; i < plan.state_copies.size(); i += 2) {
+      state.at(static_cast<size_t>(plan.state_copies[i + 1])) = state.at(static_cast<size_t>(plan.state_copies[i]));
+    }
     for (const ScheduledSeq& s : plan.seqs) {
       const Sequence& seq = *s.seq;
       if (s.num_tokens == 0) continue;
@@ -136,7 +139,9 @@ struct SnapshotRun {
       cached += plan.cached_tokens;
       hits += plan.prefix_hits;
       preemptions += static_cast<int>(plan.preempted.size());
-      CHECK(plan.restored_snapshots.size() <= static_cast<size_t>(snapshots.num_pinned()) * plan.seqs.size());
+      // The step's restores pin their snapshots until its end, and nothing else is pinned.
+      const std::set<int32_t> restored(plan.restored_snapshots.begin(), plan.restored_snapshots.end());
+      CHECK(snapshots.num_pinned() == static_cast<int>(restored.size()));
       commit(plan, *scheduler, blocks);
       scheduler->on_step_done(plan);
     }
@@ -148,7 +153,8 @@ struct SnapshotRun {
   }
 };
 
-// A prompt of the prefix's first tokens, then num prompts of a shared prefix (prefix_len tokens) and random suffixes; every third one of another prefix.
+// A prompt of the prefix's first tokens, then num prompts of a shared prefix (prefix_len tokens) and random
+// suffixes; every third one of another prefix.
 void add_shared(SnapshotRun& r, int num, int prefix_len, int n = 1) {
   std::mt19937 rng(11);
   std::vector<int32_t> prefix[2];
