@@ -55,6 +55,10 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
   app.add_option("--block-size", o.block_size, "tokens per KV cache block")->check(CLI::Range(1, 1024));
   app.add_option("--kv-cache-blocks", o.kv_cache_blocks, "KV cache blocks (default: what memory allows)")
       ->check(CLI::Range(1, 1 << 30));
+  app.add_option("--state-snapshots", o.state_snapshots,
+                 "a hybrid model's recurrent-state snapshots for prefix caching (default: a quarter of the state "
+                 "memory, at most one per KV block)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--kv-cache-memory", o.kv_cache_memory,
                  "memory of the KV cache's blocks: bytes, or with a K, M or G suffix (default: every sequence slot "
                  "at full context, as far as memory allows)");

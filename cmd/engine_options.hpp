@@ -26,6 +26,7 @@ struct EngineOptions {
   int max_num_seqs = 256;
   int block_size = 16;
   int kv_cache_blocks = 0;
+  int state_snapshots = -1;              // --state-snapshots: -1 = a quarter of the recurrent-state memory
   std::string kv_cache_memory;           // --kv-cache-memory: bytes, or with a K/M/G suffix (powers of 1024)
   double gpu_memory_utilization = 0.9;
   int max_tokens = 16;

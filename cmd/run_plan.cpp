@@ -138,6 +138,7 @@ EngineConfig engine_config(const EngineOptions& o) {
   config.scheduler.enable_prefix_caching = o.enable_prefix_caching;
   config.scheduler.max_loras = o.max_loras;
   config.kv_cache_blocks = o.kv_cache_blocks;
+  config.state_snapshots = o.state_snapshots;
   config.kv_cache_memory_bytes = parse_memory_size("--kv-cache-memory", o.kv_cache_memory);
   if (o.kv_cache_blocks > 0 && config.kv_cache_memory_bytes > 0) {
     throw Error("--kv-cache-blocks and --kv-cache-memory both size the KV cache: give one of them");

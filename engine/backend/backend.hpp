@@ -21,6 +21,9 @@ struct KvCacheSpec {
   int num_blocks = 0;
   int block_size = 16;     // tokens per block
   int num_state_slots = 0;  // recurrent-state slots (a hybrid model's; 0 without recurrent layers)
+  // State snapshots of the prefix cache (state_snapshots.hpp): slots num_state_slots.. of the same pool, only
+  // ever copied to and from (RaggedBatch::state_copies); 0 without prefix caching of recurrent state.
+  int num_state_snapshots = 0;
 };
 
 // What the engine asks of one step besides its batch; the backend only reads it.
@@ -81,6 +84,9 @@ struct BackendTraits {
   // Runs recurrent layers (a hybrid model's gated DeltaNet) with their per-sequence state slots; a backend
   // without it is refused a hybrid model before anything runs.
   bool runs_recurrent_layers = false;
+  // Holds KvCacheSpec::num_state_snapshots slots beyond the running ones, within max_state_slots(), and runs
+  // the state copies into and out of them: a hybrid model's prefix caching needs it.
+  bool keeps_state_snapshots = false;
 };
 
 class Backend {
@@ -92,7 +98,7 @@ class Backend {
   // Blocks that fit the memory this backend may give the cache (after weights and workspace).
   virtual int64_t max_kv_blocks(int block_size) const = 0;
   // Bytes of one sequence's recurrent state (every recurrent layer's), and the slots that fit the memory this
-  // backend gives them: 0 for a model without recurrent layers.
+  // backend gives them (running slots and state snapshots together): 0 for a model without recurrent layers.
   virtual int64_t state_slot_bytes() const { return 0; }
   virtual int64_t max_state_slots() const { return 0; }
   // The KV blocks and, for a hybrid model, the state slots (zeroed).

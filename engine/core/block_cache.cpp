@@ -99,6 +99,16 @@ int BlockManager::match_prefix(const std::vector<int32_t>& tokens, int max_token
   return k * block_size_;
 }
 
+bool BlockManager::holds_block(const BlockHash& hash) const {
+  for (int g = 0; g < num_groups(); ++g) {
+    if (window(g) > 0) continue;
+    const auto& registry = by_hash_[static_cast<size_t>(g)];
+    const auto it = registry.find(hash.lo);
+    if (it == registry.end() || !(cached_[static_cast<size_t>(it->second)].hash == hash)) return false;
+  }
+  return true;
+}
+
 void BlockManager::commit_full_blocks(const std::vector<int32_t>& tokens, int num_computed, const BlockTables& tables,
                                       std::vector<BlockHash>& hashes, const BlockHash& root) {
   if (!caching_) return;

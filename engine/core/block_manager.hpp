@@ -98,6 +98,8 @@ class BlockManager {
   // unregistered, and so does an entry already freed (-1).
   void commit_full_blocks(const std::vector<int32_t>& tokens, int num_computed, const BlockTables& tables,
                           std::vector<BlockHash>& hashes, const BlockHash& root = {});
+  // Whether a block named `hash` is still registered in every full group (its K/V not evicted).
+  bool holds_block(const BlockHash& hash) const;
 
  private:
   struct Cached {

@@ -1,25 +1,30 @@
 // The schedulers' shared admission steps for prefix caching (scheduler.hpp).
 #include "engine/core/scheduler.hpp"
+#include "engine/core/state_snapshots.hpp"
 
 #include <algorithm>
 
 namespace cbatch {
 
-int match_cached_prefix(Sequence& seq, BlockManager& blocks) {
+int match_cached_prefix(Sequence& seq, BlockManager& blocks, StateSnapshots* snapshots) {
   if (seq.num_computed != 0 || !seq.block_tables.empty() || seq.request->embedding) return 0;
   // Prompt logprobs need the rows of every prompt position not scored yet: no cached block may cover one.
   const int limit = seq.request->sampling.wants_prompt_logprobs()
                         ? std::min(seq.num_tokens() - 1, seq.num_prompt_logprobs())
                         : seq.num_tokens() - 1;
-  const int cached = blocks.match_prefix(seq.tokens, limit, seq.block_tables, seq.block_hashes,
-                                          root_block_hash(seq.request->lora_id));
+  const BlockHash root = root_block_hash(seq.request->lora_id);
+  int cached = blocks.match_prefix(seq.tokens, limit, seq.block_tables, seq.block_hashes, root);
+  if (snapshots != nullptr && blocks.caching()) cached = match_snapshot(seq, blocks, *snapshots, cached);
   seq.num_computed = cached;
   return cached;
 }
 
-void unmatch_cached_prefix(Sequence& seq, BlockManager& blocks) {
+void unmatch_cached_prefix(Sequence& seq, BlockManager& blocks, StateSnapshots* snapshots) {
   blocks.release(seq.block_tables, &seq.block_hashes);
   seq.num_computed = 0;
+  seq.snapshot_points.clear();
+  if (snapshots != nullptr && seq.restore_snapshot >= 0) snapshots->unpin(seq.restore_snapshot);
+  seq.restore_snapshot = -1;
 }
 
 namespace {
@@ -52,6 +57,7 @@ bool prefix_in_flight(Sequence& seq, const std::vector<Sequence*>& running, cons
 
 void note_admitted(Sequence& seq, int cached_tokens, StepPlan& plan) {
   plan.cached_tokens += cached_tokens;
+  plan.prefix_hits += cached_tokens > 0;
   if (seq.num_cached_tokens < 0) seq.num_cached_tokens = cached_tokens;
 }
 

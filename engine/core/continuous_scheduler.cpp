@@ -29,7 +29,11 @@
 //     free state slot for each sample the sequence will become (its own, and those its running elders'
 //     forks will take); a preempted sequence gives its slot back with its blocks, a finished one at the
 //     step's end; a forked sample takes a slot and a copy of its parent's state.
-//  6. KV groups (kv_groups.hpp): a sequence holds a block table per group and every block it needs counts,
+//  6. Prefix caching of a hybrid model (state_snapshots.hpp): a hit also needs a state snapshot at its end,
+//     restored into the sequence's slot; a sequence's chunks end at its snapshot points, where its state is
+//     saved at the step's end. A sequence that would save the same snapshot as a running one (where their
+//     prompts leave a shared prefix) waits for it, as for a block in flight.
+//  7. KV groups (kv_groups.hpp): a sequence holds a block table per group and every block it needs counts,
 //     in every group. At each step's end a running sequence gives back the blocks of its windowed groups
 //     that no query from its next position on reads, so a windowed group holds about window + chunk tokens
 //     whatever the sequence's length; the pool's free blocks are therefore what admission and preemption see.
@@ -47,8 +51,9 @@ namespace {
 
 class ContinuousScheduler final : public Scheduler {
  public:
-  ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots)
-      : config_(config), blocks_(blocks), slots_(slots), loras_(config.max_loras) {
+  ContinuousScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots, StateSnapshots* snapshots)
+      : config_(config), blocks_(blocks), slots_(slots),
+        snapshots_(snapshots != nullptr && snapshots->in_use() ? snapshots : nullptr), loras_(config.max_loras) {
     if (config.mode == Mode::kSequential) config_.max_num_seqs = 1;
   }
 
@@ -80,6 +85,7 @@ class ContinuousScheduler final : public Scheduler {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
+    if (snapshots_ != nullptr) save_snapshots(plan, blocks_, *slots_, *snapshots_);
     for (Sequence* seq : running_) {  // samples forked this step may finish at their first token
       if (!seq->is_finished()) {
         blocks_.free_outside_window(seq->block_tables, seq->num_computed);  // what its next queries no longer read
@@ -130,7 +136,7 @@ class ContinuousScheduler final : public Scheduler {
     size_t i = 0;
     while (i < running_.size() && budget > 0) {
       Sequence* seq = running_[i];
-      const int n = std::min(seq->num_uncomputed(), budget);
+      const int n = chunk_tokens(*seq, budget);
       assert(n > 0);
       bool preempted_self = false;
       while (!blocks_.ensure_writable(seq->block_tables, seq->num_computed, plan.block_copies) ||
@@ -169,16 +175,17 @@ class ContinuousScheduler final : public Scheduler {
         ++i;
         continue;
       }
-      const int cached = match_cached_prefix(*seq, blocks_);
-      const int n = std::min(seq->num_uncomputed(), budget);
+      const int cached = match_cached_prefix(*seq, blocks_, snapshots_);
+      const int n = chunk_tokens(*seq, budget);
       if (seq->request->embedding && n < seq->num_uncomputed()) break;  // whole, in a later step
-      if (prefix_in_flight(*seq, running_, blocks_) ||
+      if (prefix_in_flight(*seq, running_, blocks_) || snapshot_in_flight(*seq, running_) ||
           !blocks_.ensure_capacity(seq->block_tables, seq->num_computed + n)) {
-        unmatch_cached_prefix(*seq, blocks_);
+        unmatch_cached_prefix(*seq, blocks_, snapshots_);
         break;
       }
       note_admitted(*seq, cached, plan);
       if (has_state()) seq->state_slot = slots_->allocate();  // has_room saw enough free
+      if (snapshots_ != nullptr) restore_snapshot(*seq, *slots_, *snapshots_, plan);
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
       running_.push_back(seq);
@@ -198,6 +205,11 @@ class ContinuousScheduler final : public Scheduler {
     return slots + seq.pending_samples <= config_.max_num_seqs && state_room;
   }
 
+  // The next chunk: what the budget allows of the uncomputed tokens, ending at the next snapshot point.
+  int chunk_tokens(const Sequence& seq, int budget) const {
+    return std::min({seq.num_uncomputed(), budget, tokens_to_snapshot(seq, blocks_.block_size())});
+  }
+
   bool has_state() const { return slots_ != nullptr && slots_->in_use(); }
   void release_state(Sequence& seq) {
     if (!has_state()) return;
@@ -208,6 +220,7 @@ class ContinuousScheduler final : public Scheduler {
   SchedulerConfig config_;
   BlockManager& blocks_;
   StateSlots* slots_;  // nullptr: no recurrent state
+  StateSnapshots* snapshots_;  // nullptr: no state snapshots (no recurrent state, or no prefix caching)
   LoraRotation loras_;
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> running_;   // admission order
@@ -217,8 +230,8 @@ class ContinuousScheduler final : public Scheduler {
 }  // namespace
 
 std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks,
-                                                     StateSlots* slots) {
-  return std::make_unique<ContinuousScheduler>(config, blocks, slots);
+                                                     StateSlots* slots, StateSnapshots* snapshots) {
+  return std::make_unique<ContinuousScheduler>(config, blocks, slots, snapshots);
 }
 
 }  // namespace cbatch

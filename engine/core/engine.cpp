@@ -18,6 +18,7 @@
 #include "engine/core/result_emitter.hpp"
 #include "engine/core/scheduler.hpp"
 #include "engine/core/state_slots.hpp"
+#include "engine/core/state_snapshots.hpp"
 #include "engine/core/step_sampling.hpp"
 #include "engine/core/stop_checker.hpp"
 #include "engine/core/structured_outputs.hpp"
@@ -27,9 +28,10 @@
 namespace cbatch {
 namespace {
 
-// A recurrent state cannot be restored from cached K/V blocks: a hybrid model runs without the prefix cache.
+// A recurrent state cannot be restored from cached K/V blocks: a hybrid model caches prefixes only with state
+// snapshots to restore (state_snapshots.hpp).
 bool prefix_caching(const EngineConfig& config, const KvCacheSpec& cache) {
-  return config.scheduler.enable_prefix_caching && cache.num_state_slots == 0;
+  return config.scheduler.enable_prefix_caching && (cache.num_state_slots == 0 || cache.num_state_snapshots > 0);
 }
 
 std::unique_ptr<ReasoningParser> make_reasoning_parser(const EngineConfig& config, const Model& model) {
@@ -46,7 +48,8 @@ class EngineRun {
         reasoning_(make_reasoning_parser(config, model)), structured_(model, reasoning_.get()),
         blocks_(cache.num_blocks, cache.block_size, prefix_caching(config, cache), groups.windows()),
         groups_(groups), slots_(cache.num_state_slots),
-        scheduler_(make_scheduler(config.scheduler, blocks_, &slots_)),
+        snapshots_(blocks_.caching() ? cache.num_state_snapshots : 0, cache.num_state_slots),
+        scheduler_(make_scheduler(config.scheduler, blocks_, &slots_, &snapshots_)),
         admission_(config, model, backend, blocks_, slots_, *scheduler_, live_, results_, structured_),
         sampling_(config, model, backend, structured_),
         cost_model_(model.config, backend.traits().weight_bytes_per_param, backend.traits().kv_bytes_per_elem,
@@ -72,11 +75,20 @@ class EngineRun {
     summary.kv_block_bytes = backend_.kv_block_bytes(blocks_.block_size());
     summary.peak_kv_group_blocks.resize(summary.kv_group_windows.size(), 0);
     summary.prefix_caching_off_for_state = config_.scheduler.enable_prefix_caching && !blocks_.caching();
+    summary.state_snapshots_total = snapshots_.num_snapshots();
+    summary.state_snapshots_evicted = snapshots_.num_evictions();
     if (!summary.interrupted && blocks_.num_free() != blocks_.num_blocks()) {
       throw Error("internal error: " + std::to_string(blocks_.num_used()) + " KV blocks not returned at the end of the run");
     }
     if (!summary.interrupted && slots_.num_used() != 0) {
       throw Error("internal error: " + std::to_string(slots_.num_used()) + " state slots not returned at the end of the run");
+    }
+    if (!summary.interrupted && (snapshots_.num_pinned() != 0 ||
+                                 snapshots_.num_free() + snapshots_.num_registered() != snapshots_.num_snapshots())) {
+      throw Error("internal error: state snapshots lost or still pinned at the end of the run (" +
+                  std::to_string(snapshots_.num_pinned()) + " pinned, " + std::to_string(snapshots_.num_free()) +
+                  " free, " + std::to_string(snapshots_.num_registered()) + " cached of " +
+                  std::to_string(snapshots_.num_snapshots()) + ")");
     }
     return summary;
   }
@@ -234,6 +246,12 @@ class EngineRun {
     r.finished = finished;
     r.preempted = static_cast<int>(plan.preempted.size());
     r.cached_tokens = plan.cached_tokens;
+    r.prefix_hits = plan.prefix_hits;
+    r.state_snapshots_restored = static_cast<int>(plan.restored_snapshots.size());
+    r.state_snapshots_saved = static_cast<int>(snapshots_.num_saved() - snapshots_saved_before_);
+    snapshots_saved_before_ = snapshots_.num_saved();
+    r.state_snapshots_cached = snapshots_.num_registered();
+    r.state_snapshots_total = snapshots_.num_snapshots();
     r.constrained_rows = sampling_.constrained_rows();
     r.mask_ms = sampling_.mask_ms();
     r.experts_touched = result_.experts_touched;
@@ -267,6 +285,7 @@ class EngineRun {
   BlockManager blocks_;
   const KvGroups& groups_;
   StateSlots slots_;  // recurrent-state slots (none without recurrent layers)
+  StateSnapshots snapshots_;  // their snapshots for the prefix cache (none without caching or recurrent layers)
   std::unique_ptr<Scheduler> scheduler_;
   SequenceTable live_;
   Admission admission_;
@@ -281,6 +300,7 @@ class EngineRun {
   int kv_blocks_in_step_ = 0;  // blocks in use after this step's schedule()
   std::vector<int> group_blocks_in_step_;  // (KV groups) likewise, per group
   int state_slots_in_step_ = 0;  // state slots held after this step's schedule()
+  int64_t snapshots_saved_before_ = 0;  // snapshots saved before this step's end
   bool source_done_ = false;
 };
 
@@ -292,9 +312,16 @@ int recurrent_layers(const ModelConfig& c) {
   return n;
 }
 
-int state_slots(const EngineConfig& config, const Model& model, const Backend& backend) {
+// With prefix caching on a backend that keeps them, the same memory holds the state snapshots: --state-snapshots
+// N, or a quarter of the slots that fit (more when the running slots leave more), at most one per KV block.
+struct StateCounts {
+  int slots = 0;
+  int snapshots = 0;
+};
+
+StateCounts state_counts(const EngineConfig& config, const Model& model, const Backend& backend, int num_blocks) {
   const ModelConfig& c = model.config;
-  if (!c.has_recurrent_layers()) return 0;
+  if (!c.has_recurrent_layers()) return {};
   const BackendTraits& traits = backend.traits();
   if (!traits.runs_recurrent_layers) {
     throw Error("the " + traits.device_name + " backend does not run recurrent layers, and " + c.architecture +
@@ -306,7 +333,25 @@ int state_slots(const EngineConfig& config, const Model& model, const Backend& b
     throw Error("no room for one sequence's recurrent state (" + std::to_string(backend.state_slot_bytes()) +
                 " bytes) on " + traits.device_name);
   }
-  return static_cast<int>(std::min<int64_t>(fit, config.scheduler.max_num_seqs));
+  const bool caching = config.scheduler.enable_prefix_caching && traits.keeps_state_snapshots;
+  if (config.state_snapshots > 0 && !caching) {
+    throw Error("--state-snapshots " + std::to_string(config.state_snapshots) + ": " +
+                (traits.keeps_state_snapshots ? std::string("prefix caching is off")
+                                              : "the " + traits.device_name + " backend keeps no state snapshots"));
+  }
+  if (config.state_snapshots >= 0) {
+    if (config.state_snapshots > fit - 1) {
+      throw Error("--state-snapshots " + std::to_string(config.state_snapshots) +
+                  ": the memory for recurrent states holds " + std::to_string(fit) + " slots of " + std::to_string(backend.state_slot_bytes()) +
+                  " bytes, and one is needed for a running sequence");
+    }
+    return {static_cast<int>(std::min<int64_t>(fit - config.state_snapshots, config.scheduler.max_num_seqs)),
+            config.state_snapshots};
+  }
+  const int64_t reserved = caching ? std::min<int64_t>(fit / 4, fit - 1) : 0;
+  const int64_t slots = std::min<int64_t>(fit - reserved, config.scheduler.max_num_seqs);
+  const int64_t snapshots = caching ? std::min<int64_t>(fit - slots, num_blocks) : 0;
+  return {static_cast<int>(slots), static_cast<int>(snapshots)};
 }
 
 // The pool's blocks (pages of one KV group's layers): --kv-cache-blocks, or the blocks --kv-cache-memory holds,
@@ -347,7 +392,9 @@ Engine::Engine(const EngineConfig& config, const Model& model, Backend& backend)
   cache_.block_size = config.scheduler.block_size;
   cache_.num_blocks = kv_pool_blocks(config, model, backend, groups_);
   if (cache_.num_blocks <= 0) throw Error("no room for a KV cache on " + backend.traits().device_name);
-  cache_.num_state_slots = state_slots(config, model, backend);
+  const StateCounts states = state_counts(config, model, backend, cache_.num_blocks);
+  cache_.num_state_slots = states.slots;
+  cache_.num_state_snapshots = states.snapshots;
   backend.allocate_kv_cache(cache_);
 }
 

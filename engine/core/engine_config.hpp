@@ -27,6 +27,7 @@ struct EngineConfig {
   SchedulerConfig scheduler;
   int kv_cache_blocks = 0;            // 0 = as many as the backend's memory allows
   int64_t kv_cache_memory_bytes = 0;  // --kv-cache-memory: the blocks' bytes (0: the default pool)
+  int state_snapshots = -1;           // --state-snapshots: a hybrid model's prefix-cache state snapshots; -1 = auto
   int default_max_tokens = 16;        // max_tokens of requests that do not set it
   uint64_t seed = 0;                  // base of per-request seeds
   bool ordered = false;               // write results in input order

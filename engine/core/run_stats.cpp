@@ -14,6 +14,9 @@ void RunStats::add_step(const StepRecord& r) {
   budget_use_sum_ += static_cast<double>(useful + r.padding_tokens) / r.token_budget;
   summary_.preemptions += r.preempted;
   summary_.cached_tokens += r.cached_tokens;
+  summary_.prefix_hits += r.prefix_hits;
+  summary_.state_snapshots_restored += r.state_snapshots_restored;
+  summary_.state_snapshots_saved += r.state_snapshots_saved;
   summary_.prefill_tokens += r.prefill_tokens;
   summary_.constrained_rows += r.constrained_rows;
   summary_.mask_s += r.mask_ms * 1e-3;

@@ -29,6 +29,11 @@ struct StepRecord {
   int finished = 0;
   int preempted = 0;
   int cached_tokens = 0;       // tokens of admitted sequences served by the prefix cache, not computed
+  int prefix_hits = 0;         // admissions the prefix cache served (cached_tokens > 0)
+  int state_snapshots_restored = 0;  // a hybrid model's admissions that restored a state snapshot this step
+  int state_snapshots_saved = 0;     // states saved into snapshots at the step's end
+  int state_snapshots_cached = 0;    // snapshots registered after the step
+  int state_snapshots_total = 0;     // the snapshot pool (0: none)
   int kv_blocks_cached = 0;    // free blocks holding reusable K/V after the step
   int state_slots_used = 0;    // a hybrid model's recurrent-state slots held while the step ran
   int state_slots_total = 0;   // its pool (0: no recurrent layers)
@@ -58,6 +63,11 @@ struct RunSummary {
   double padding_fraction = 0;
   int64_t preemptions = 0;
   int64_t cached_tokens = 0;   // summed over steps
+  int64_t prefix_hits = 0;     // admissions the prefix cache served, summed over steps
+  int64_t state_snapshots_restored = 0;  // summed over steps
+  int64_t state_snapshots_saved = 0;     // summed over steps
+  int64_t state_snapshots_evicted = 0;   // registered snapshots dropped for a new one
+  int state_snapshots_total = 0;         // the snapshot pool of a hybrid model's prefix cache (0: none)
   int64_t prefill_tokens = 0;  // computed prefill tokens, summed over steps
   int64_t constrained_rows = 0;  // summed over steps
   double mask_s = 0;           // host time computing token masks, summed

@@ -19,6 +19,13 @@ namespace cbatch {
 
 enum class FinishReason : uint8_t { kNone, kStop, kLength };
 
+// A block boundary where a hybrid model's sequence saves its recurrent state (state_snapshots.hpp): after its
+// first num_blocks blocks, whose prefix-cache name is `hash`.
+struct SnapshotPoint {
+  int num_blocks = 0;
+  BlockHash hash;
+};
+
 // The n completions of one request (n for each prompt of a list of prompts): filled as its samples
 // finish, written out when the last one does.
 struct SampleGroup {
@@ -54,6 +61,8 @@ struct Sequence {
   int num_computed = 0;               // tokens whose K/V are in the cache
   BlockTables block_tables;           // (groups, blocks) physical KV block ids, -1 where freed
   int32_t state_slot = -1;            // its recurrent-state slot while running (hybrid models), else -1
+  int32_t restore_snapshot = -1;      // the state snapshot it restores at its admission's step, else -1
+  std::vector<SnapshotPoint> snapshot_points;  // (ascending) boundaries where it saves its state, not reached yet
   std::vector<BlockHash> block_hashes;  // (full computed blocks) prefix-cache names, prefix caching only
   std::vector<BlockHash> prompt_hashes;  // (full blocks of the prompt but its last token) their names, made once
   int num_cached_tokens = -1;         // prompt tokens the prefix cache served at first admission (-1: not yet)

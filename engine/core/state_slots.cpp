@@ -44,6 +44,11 @@ int32_t StateSlots::fork(int32_t parent) {
   return slot;
 }
 
+void StateSlots::add_copy(int32_t src, int32_t dst) {
+  copies_.push_back(src);
+  copies_.push_back(dst);
+}
+
 std::vector<int32_t> StateSlots::take_copies() {
   std::vector<int32_t> out;
   out.swap(copies_);

@@ -30,6 +30,8 @@ class StateSlots {
   // A slot for a sample forked from the holder of `parent`, with a pending copy of the parent's state into
   // it; -1 (no copy) when none is free.
   int32_t fork(int32_t parent);
+  // A pending copy of state slot `src` (a held slot or a snapshot's, state_snapshots.hpp) into `dst`.
+  void add_copy(int32_t src, int32_t dst);
   // The pending copies (pairs source, destination), handed to one step and forgotten here.
   std::vector<int32_t> take_copies();
 

@@ -13,9 +13,12 @@
 // sequence always joins, so every adapter gets its batch). A hybrid model's sequences hold a state slot
 // each (state_slots.hpp), taken when the batch is formed (its samples' too: a batch of more samples than
 // slots is not formed) and given back when it ends; a forked sample takes one with a copy of its parent's.
+// With prefix caching, a hybrid model's sequence restores a state snapshot at its cached prefix's end and saves
+// its state at its snapshot points (state_snapshots.hpp): a column chunk ends at the next point of any member.
 // KV groups: a sequence reserves every group's blocks of its whole request (a windowed group's too: a static
 // batch frees nothing before it ends, as it always did), all counted against the one pool.
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <utility>
 
@@ -27,8 +30,9 @@ namespace {
 
 class StaticScheduler final : public Scheduler {
  public:
-  StaticScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots)
-      : config_(config), blocks_(blocks), slots_(slots != nullptr && slots->in_use() ? slots : nullptr) {}
+  StaticScheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots, StateSnapshots* snapshots)
+      : config_(config), blocks_(blocks), slots_(slots != nullptr && slots->in_use() ? slots : nullptr),
+        snapshots_(slots_ != nullptr && snapshots != nullptr && snapshots->in_use() ? snapshots : nullptr) {}
 
   void add(Sequence* seq) override { waiting_.push_back(seq); }
   void add_forked(Sequence* seq) override {
@@ -60,6 +64,7 @@ class StaticScheduler final : public Scheduler {
       blocks_.commit_full_blocks(s.seq->tokens, s.seq->num_computed, s.seq->block_tables, s.seq->block_hashes,
                                  root_block_hash(s.seq->request->lora_id));
     }
+    if (snapshots_ != nullptr) save_snapshots(plan, blocks_, *slots_, *snapshots_);
     const bool all_done = std::all_of(batch_.begin(), batch_.end(), [](const Sequence* s) { return s->is_finished(); });
     if (!all_done) return {};
     for (Sequence* seq : batch_) {
@@ -90,18 +95,19 @@ class StaticScheduler final : public Scheduler {
         }
         loras.push_back(lora);
       }
-      const int cached = match_cached_prefix(*seq, blocks_);
+      const int cached = match_cached_prefix(*seq, blocks_, snapshots_);
       const int own = (seq->pending_samples - 1) * blocks_.num_groups() *
                       (blocks_.blocks_for_tokens(seq->max_total_tokens) - seq->num_prompt_tokens / blocks_.block_size());
       const int needed = blocks_.blocks_needed(seq->block_tables, seq->max_total_tokens);
       if (needed + own > blocks_.num_free() - reserved_ ||
           !blocks_.ensure_capacity(seq->block_tables, seq->max_total_tokens)) {
-        unmatch_cached_prefix(*seq, blocks_);
+        unmatch_cached_prefix(*seq, blocks_, snapshots_);
         break;
       }
       reserved_ += own;
       slots += seq->pending_samples;
       if (slots_ != nullptr) seq->state_slot = slots_->allocate();  // the batch forms with every slot free
+      if (snapshots_ != nullptr) restore_snapshot(*seq, *slots_, *snapshots_, plan);
       note_admitted(*seq, cached, plan);
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       seq->admit_order = next_admit_order_++;
@@ -114,7 +120,13 @@ class StaticScheduler final : public Scheduler {
 
   void plan_prompt_columns(StepPlan& plan) {
     const int width = std::max(1, config_.max_num_batched_tokens / static_cast<int>(batch_.size()));
-    const int end = std::min(next_column_ + width, longest_prompt_);
+    int end = std::min(next_column_ + width, longest_prompt_);
+    for (const Sequence* seq : batch_) {  // a column chunk ends at a member's snapshot point
+      const int to_point = tokens_to_snapshot(*seq, blocks_.block_size());
+      if (to_point != INT_MAX && seq->num_computed + to_point > next_column_) {
+        end = std::min(end, seq->num_computed + to_point);
+      }
+    }
     for (Sequence* seq : batch_) {
       ScheduledSeq s;
       s.seq = seq;
@@ -149,6 +161,7 @@ class StaticScheduler final : public Scheduler {
   SchedulerConfig config_;
   BlockManager& blocks_;
   StateSlots* slots_;          // nullptr: no recurrent state
+  StateSnapshots* snapshots_;  // nullptr: no state snapshots (no recurrent state, or no prefix caching)
   std::deque<Sequence*> waiting_;
   std::vector<Sequence*> batch_;
   int reserved_ = 0;           // free blocks set aside for the batch's samples' copy-on-write
@@ -160,11 +173,12 @@ class StaticScheduler final : public Scheduler {
 }  // namespace
 
 std::unique_ptr<Scheduler> make_continuous_scheduler(const SchedulerConfig& config, BlockManager& blocks,
-                                                     StateSlots* slots);
+                                                     StateSlots* slots, StateSnapshots* snapshots);
 
-std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots) {
-  if (config.mode == Mode::kStatic) return std::make_unique<StaticScheduler>(config, blocks, slots);
-  return make_continuous_scheduler(config, blocks, slots);
+std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, BlockManager& blocks, StateSlots* slots,
+                                          StateSnapshots* snapshots) {
+  if (config.mode == Mode::kStatic) return std::make_unique<StaticScheduler>(config, blocks, slots, snapshots);
+  return make_continuous_scheduler(config, blocks, slots, snapshots);
 }
 
 }  // namespace cbatch

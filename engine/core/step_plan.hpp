@@ -20,8 +20,12 @@ struct StepPlan {
   std::vector<ScheduledSeq> seqs;
   std::vector<Sequence*> preempted;   // preempted during this schedule() call (blocks already freed)
   int cached_tokens = 0;              // tokens of admitted sequences the prefix cache served (not computed)
+  int prefix_hits = 0;                // admitted sequences it served
   std::vector<int32_t> block_copies;  // (copies, 2) copy-on-write source and destination blocks (RaggedBatch)
-  std::vector<int32_t> state_copies;  // (copies, 2) forked samples' source and destination state slots
+  // (copies, 2) source and destination state slots, in order: state snapshots saved at the last step's end,
+  // forked samples' copies, then snapshots restored into admitted sequences' slots
+  std::vector<int32_t> state_copies;
+  std::vector<int32_t> restored_snapshots;  // snapshots pinned by this step's restores (unpinned at its end)
 
   int num_prefill_tokens() const;
   int num_decode_tokens() const;

@@ -63,6 +63,7 @@ BackendTraits CpuBackend::make_traits() const {
   t.kv_bytes_per_elem = static_cast<double>(kv_element_bytes(kv_element_));
   t.weight_bytes = weights_.matrix_bytes + weights_.expert_matrix_bytes;
   t.runs_recurrent_layers = true;
+  t.keeps_state_snapshots = true;
   return t;
 }
 
@@ -83,7 +84,7 @@ void CpuBackend::allocate_kv_cache(const KvCacheSpec& spec) {
   const size_t n = static_cast<size_t>(kv_groups_.layers_per_page) * spec.num_blocks * spec.block_size * kv_groups_.slot_values;
   k_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
   v_cache_ = calloc_bytes(n * kv_element_bytes(kv_element_), "KV cache");
-  if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots);
+  if (config_.has_recurrent_layers()) states_.allocate(spec.num_state_slots + spec.num_state_snapshots);
 }
 
 void CpuBackend::resize_activations(int num_tokens) {

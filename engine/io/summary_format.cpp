@@ -15,14 +15,14 @@ std::string format_summary_text(const RunSummary& s) {
                 "tokens: %lld prompt, %lld generated in %.2f s: %.1f output tok/s, %.1f total tok/s\n"
                 "steps: %lld, mean budget use %.3f, padding fraction %.3f, preemptions %lld, peak KV blocks %d/%d\n"
                 "latency: TTFT p50 %.1f ms p99 %.1f ms, end-to-end p50 %.1f ms p99 %.1f ms\n"
-                "prefix cache: %lld tokens served, hit rate %.3f\n",
+                "prefix cache: %lld tokens served to %lld admissions, hit rate %.3f\n",
                 static_cast<long long>(s.requests_ok), static_cast<long long>(s.requests_failed),
                 s.interrupted ? " (interrupted)" : "", static_cast<long long>(s.prompt_tokens),
                 static_cast<long long>(s.output_tokens), s.wall_s, s.output_tokens_per_s(), s.total_tokens_per_s(),
                 static_cast<long long>(s.steps), s.mean_budget_use, s.padding_fraction,
                 static_cast<long long>(s.preemptions), s.peak_kv_blocks, s.kv_blocks_total, s.ttft_ms_p50,
                 s.ttft_ms_p99, s.e2e_ms_p50, s.e2e_ms_p99, static_cast<long long>(s.cached_tokens),
-                s.prefix_cache_hit_rate());
+                static_cast<long long>(s.prefix_hits), s.prefix_cache_hit_rate());
   std::string text = buf;
   if (s.kv_group_windows.size() > 1) {  // per kind of group: how many groups, their peak blocks summed
     std::map<int, std::pair<int, int>> kinds;  // window -> (groups, peak blocks)
@@ -45,8 +45,18 @@ std::string format_summary_text(const RunSummary& s) {
                   s.state_slots_total, static_cast<double>(s.state_slot_bytes) / 1e6);
     text += buf;
   }
+  if (s.state_snapshots_total > 0) {
+    std::snprintf(buf, sizeof(buf),
+                  "state snapshots: %d of %.2f MB (%.2f MB), %lld saved, %lld restored, %lld evicted\n",
+                  s.state_snapshots_total, static_cast<double>(s.state_slot_bytes) / 1e6,
+                  static_cast<double>(s.state_slot_bytes) * s.state_snapshots_total / 1e6,
+                  static_cast<long long>(s.state_snapshots_saved), static_cast<long long>(s.state_snapshots_restored),
+                  static_cast<long long>(s.state_snapshots_evicted));
+    text += buf;
+  }
   if (s.prefix_caching_off_for_state) {
-    text += "note: prefix caching is off for this model: its recurrent state cannot be restored from cached blocks\n";
+    text += "note: prefix caching is off for this model: this backend keeps no snapshots of its recurrent state "
+            "(or --state-snapshots 0)\n";
   }
   if (s.resumed_ok + s.resumed_failed > 0) {
     std::snprintf(buf, sizeof(buf),
@@ -71,6 +81,7 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& s) {
   w.key("padding_fraction").number(s.padding_fraction, 4);
   w.key("preemptions").int64(s.preemptions);
   w.key("cached_tokens").int64(s.cached_tokens);
+  w.key("prefix_hits").int64(s.prefix_hits);
   w.key("prefix_cache_hit_rate").number(s.prefix_cache_hit_rate(), 4);
   w.key("constrained_rows").int64(s.constrained_rows);
   w.key("mask_s").number(s.mask_s, 4);
@@ -131,7 +142,13 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
     w.key("state_slots_total").int64(s.state_slots_total);
     w.key("state_slot_bytes").int64(s.state_slot_bytes);
     w.key("state_bytes").int64(s.state_slot_bytes * s.state_slots_total);
-    w.key("prefix_caching").string(s.prefix_caching_off_for_state ? "off (recurrent state)" : "off");
+    w.key("prefix_caching").string(s.prefix_caching_off_for_state ? "off (recurrent state)"
+                                   : s.state_snapshots_total > 0 ? "on (state snapshots)" : "off");
+    w.key("state_snapshots_total").int64(s.state_snapshots_total);
+    w.key("state_snapshot_bytes").int64(s.state_slot_bytes * s.state_snapshots_total);
+    w.key("state_snapshots_saved").int64(s.state_snapshots_saved);
+    w.key("state_snapshots_restored").int64(s.state_snapshots_restored);
+    w.key("state_snapshots_evicted").int64(s.state_snapshots_evicted);
   }
   if (shard != nullptr) write_shard(w, *shard);
   w.end_object();

@@ -33,6 +33,7 @@ std::string format_step_record(const StepRecord& r) {
   w.key("finished").int64(r.finished);
   w.key("preempted").int64(r.preempted);
   w.key("cached_tokens").int64(r.cached_tokens);
+  w.key("prefix_hits").int64(r.prefix_hits);
   w.key("kv_blocks_cached").int64(r.kv_blocks_cached);
   w.key("kv_group_blocks").begin_array();
   for (int blocks : r.kv_group_blocks) w.int64(blocks);
@@ -46,6 +47,12 @@ std::string format_step_record(const StepRecord& r) {
     w.key("state_slots_used").int64(r.state_slots_used);
     w.key("state_slots_total").int64(r.state_slots_total);
     w.key("state_bytes").int64(r.state_bytes);
+  }
+  if (r.state_snapshots_total > 0) {
+    w.key("state_snapshots_cached").int64(r.state_snapshots_cached);
+    w.key("state_snapshots_total").int64(r.state_snapshots_total);
+    w.key("state_snapshots_saved").int64(r.state_snapshots_saved);
+    w.key("state_snapshots_restored").int64(r.state_snapshots_restored);
   }
   if (r.embedding_seqs > 0) {
     w.key("embedding_seqs").int64(r.embedding_seqs);

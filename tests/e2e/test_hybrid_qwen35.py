@@ -8,7 +8,8 @@ stored as 1 + w, the MTP block counted in block_count):
   the layer kinds and the skipped parts;
 - outputs are bit-identical across modes, token budgets (chunked prefill down to 1 token a step), block
   sizes, thread counts, sequence caps and a KV cache small enough to preempt (the trace shows preemptions
-  and state slots, all returned: the run checks that); the summary says prefix caching is off;
+  and state slots, all returned: the run checks that); the summary says prefix caching is on with state
+  snapshots (test_hybrid_prefix.py checks what it serves);
 - n > 1 forks copy the recurrent state: greedy samples equal the request alone, sampled sample i equals the
   request alone with seed + i;
 - bad files exit 1 before anything runs, naming the tensor or key: a missing conv or decay tensor, head
@@ -91,7 +92,7 @@ def check_model(name, layers, every_case):
     expected_gguf = reference_run(reference.load_gguf(gguf_path))
     base_hf, steps, summary = cbatch(hf_dir)
     check_against_reference(f"{name} hf", base_hf, expected_hf)
-    c.check(summary.get("prefix_caching") == "off (recurrent state)",
+    c.check(summary.get("prefix_caching") == "on (state snapshots)",
             f"{name} summary: prefix caching {summary.get('prefix_caching')}")
     c.check(summary.get("state_slots_total") == 8 and 0 < summary.get("peak_state_slots", 0) <= 8,
             f"{name} summary: state slots {summary.get('peak_state_slots')}/{summary.get('state_slots_total')}")
