@@ -53,6 +53,11 @@ void read_memory_fields(const JsonFields& f, RunSummary& s) {
   s.state_slots_total = static_cast<int>(optional_int("state_slots_total"));
   s.state_slot_bytes = optional_int("state_slot_bytes");
   s.prefix_caching_off_for_state = f.get_string("prefix_caching", "") == "off (recurrent state)";
+  s.state_snapshots_total = static_cast<int>(optional_int("state_snapshots_total"));
+  s.state_snapshots_saved = optional_int("state_snapshots_saved");
+  s.state_snapshots_restored = optional_int("state_snapshots_restored");
+  s.state_snapshots_evicted = optional_int("state_snapshots_evicted");
+  s.prefix_hits = optional_int("prefix_hits");
 }
 
 RunSummary read_counters(const JsonFields& f) {
@@ -94,7 +99,8 @@ ShardSummary read_shard_summary(const std::string& path) {
 
 namespace {
 
-// Each shard ran on its own memory: the merged figures are the largest shard's, group by group.
+// Each shard ran on its own memory: the merged figures are the largest shard's, group by group; the
+// snapshot and hit counters are summed.
 void merge_memory_fields(const RunSummary& s, RunSummary& m) {
   m.kv_block_bytes = std::max(m.kv_block_bytes, s.kv_block_bytes);
   m.peak_num_seqs = std::max(m.peak_num_seqs, s.peak_num_seqs);
@@ -111,6 +117,12 @@ void merge_memory_fields(const RunSummary& s, RunSummary& m) {
   m.state_slots_total = std::max(m.state_slots_total, s.state_slots_total);
   m.state_slot_bytes = std::max(m.state_slot_bytes, s.state_slot_bytes);
   m.prefix_caching_off_for_state = m.prefix_caching_off_for_state || s.prefix_caching_off_for_state;
+  m.state_snapshots_total = std::max(m.state_snapshots_total, s.state_snapshots_total);
+  // What the shards' prefix caches did: summed.
+  m.state_snapshots_saved += s.state_snapshots_saved;
+  m.state_snapshots_restored += s.state_snapshots_restored;
+  m.state_snapshots_evicted += s.state_snapshots_evicted;
+  m.prefix_hits += s.prefix_hits;
 }
 
 }  // namespace

@@ -56,6 +56,10 @@ std::string summary_of(int index, const std::string& input, const std::string& o
   s.state_slots_total = 8;
   s.peak_state_slots = 2 + 4 * index;
   s.state_slot_bytes = 640;
+  s.state_snapshots_total = 4;
+  s.state_snapshots_saved = 3 + index;
+  s.state_snapshots_restored = 1;
+  s.prefix_hits = 2;
   cbatch::ShardProvenance p{{index, 2}, input, cbatch::fingerprint_file(input), output};
   return cbatch::format_summary_json(s, "continuous", "cpu", &p);
 }
@@ -128,6 +132,10 @@ TEST_CASE("merge: the memory figures (KV groups, state slots, weights) are the l
   CHECK(r.summary.state_slots_total == 8);
   CHECK(r.summary.peak_state_slots == 6);
   CHECK(r.summary.state_slot_bytes == 640);
+  CHECK(r.summary.state_snapshots_total == 4);
+  CHECK(r.summary.state_snapshots_saved == 7);  // summed
+  CHECK(r.summary.state_snapshots_restored == 2);
+  CHECK(r.summary.prefix_hits == 4);
   const std::string json = cbatch::format_summary_json(r.summary, "continuous", "cpu", nullptr);
   CHECK(json.find("\"window\": 512, \"peak_blocks\": 7}") != std::string::npos);
   CHECK(json.find("\"state_slot_bytes\": 640") != std::string::npos);
