@@ -11,8 +11,10 @@ total tok/s = N * (prompt + output) / wall time of the generation (model load ex
 N * output / the same wall time. Prefill and decode tok/s apart: llama.cpp's own (its prompt batch; its
 output-len steps of N tokens), cbatch's from its slowest time to first token (its first step prefills every
 prompt and samples the first tokens when N * input fits --max-num-batched-tokens, 2048 by default) and the
-rest of the wall time (output-len - 1 steps of N tokens); a hybrid model's row adds cbatch's state bytes per
-sequence (state_slot_bytes). Each run records the 1-minute load average when it started (on a shared
+rest of the wall time (output-len - 1 steps of N tokens). A hybrid model's row adds cbatch's state bytes per
+sequence (state_slot_bytes). --llama-cpp-args passes more options to llama-batched-bench (e.g. --no-repack
+where its AMX kernels stop on an illegal instruction: a CPU that lists AMX without the kernel allowing it).
+Each run records the 1-minute load average when it started (on a shared
 machine, other work slows llama.cpp, whose threads spin at their barriers, more than cbatch).
 
     tools/bench_vs_llama_cpp.py --cbatch build/cbatch A.gguf B.gguf [--seqs 1,16,64] [--threads 2] \\
@@ -74,7 +76,8 @@ def run_llama_cpp(args, model, num_seqs):
     ctx = num_seqs * (args.input_len + args.output_len)  # each sequence's KV cell range is ctx / num_seqs
     proc = subprocess.run([os.path.join(args.llama_cpp_bin, "llama-batched-bench"), "-m", model,
                            "-c", str(ctx), "-t", str(args.threads), "-npp", str(args.input_len),
-                           "-ntg", str(args.output_len), "-npl", str(num_seqs), "--output-format", "jsonl"],
+                           "-ntg", str(args.output_len), "-npl", str(num_seqs), "--output-format", "jsonl"]
+                          + args.llama_cpp_args.split(),
                           check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if len(rows) != 1:
@@ -118,7 +121,7 @@ def agreement_text(a):
 def print_table(rows):
     print("| model | seqs | cbatch total tok/s | llama.cpp total tok/s | ratio | cbatch output tok/s "
           "| llama.cpp output tok/s | prefill tok/s (cbatch / llama.cpp) | decode tok/s (cbatch / llama.cpp) "
-          "| state bytes / seq | load (cbatch / llama.cpp) | fast = exact, greedy |")
+          "| cbatch state / seq | load (cbatch / llama.cpp) | fast = exact, greedy |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         c, l = r["cbatch"], r["llama_cpp"]
@@ -135,6 +138,7 @@ def main():
     ap.add_argument("models", nargs="+", help="GGUF files")
     ap.add_argument("--cbatch", default=os.environ.get("CBATCH_BIN", "build/cbatch"), help="the cbatch binary")
     ap.add_argument("--llama-cpp", default="build-llama-cpp", help="llama.cpp build folder (tools/llama_cpp/build.sh)")
+    ap.add_argument("--llama-cpp-args", default="", help="more options for llama-batched-bench, space-separated")
     ap.add_argument("--seqs", default="1,16,64", help="comma-separated sequence counts")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
