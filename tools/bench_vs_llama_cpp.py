@@ -8,7 +8,13 @@ of N tokens; it samples nothing, every step feeds random tokens). The two run on
 row (--repeat R times, the fastest of each engine kept), the first of the pair alternating, so a busy
 machine weighs on both; each is a fresh process with its own warm-up. Both are measured the same way:
 total tok/s = N * (prompt + output) / wall time of the generation (model load excluded), output tok/s =
-N * output / the same wall time. Each run records the 1-minute load average when it started (on a shared
+N * output / the same wall time. Prefill and decode tok/s apart: llama.cpp's own (its prompt batch; its
+output-len steps of N tokens), cbatch's from its slowest time to first token (its first step prefills every
+prompt and samples the first tokens when N * input fits --max-num-batched-tokens, 2048 by default) and the
+rest of the wall time (output-len - 1 steps of N tokens). A hybrid model's row adds cbatch's state bytes per
+sequence (state_slot_bytes). --llama-cpp-args passes more options to llama-batched-bench (e.g. --no-repack
+where its AMX kernels stop on an illegal instruction: a CPU that lists AMX without the kernel allowing it).
+Each run records the 1-minute load average when it started (on a shared
 machine, other work slows llama.cpp, whose threads spin at their barriers, more than cbatch).
 
     tools/bench_vs_llama_cpp.py --cbatch build/cbatch A.gguf B.gguf [--seqs 1,16,64] [--threads 2] \\
@@ -40,10 +46,10 @@ def llama_cpp_bin(folder):
     return out.strip().splitlines()[-1]
 
 
-def measure(num_seqs, prompt_tokens, output_tokens, wall_s):
+def measure(num_seqs, prompt_tokens, output_tokens, wall_s, prefill_tok_s, decode_tok_s):
     return {"num_seqs": num_seqs, "prompt_tokens": prompt_tokens, "output_tokens": output_tokens,
             "wall_s": wall_s, "total_tok_s": (prompt_tokens + output_tokens) / wall_s,
-            "output_tok_s": output_tokens / wall_s}
+            "output_tok_s": output_tokens / wall_s, "prefill_tok_s": prefill_tok_s, "decode_tok_s": decode_tok_s}
 
 
 def run_cbatch(args, model, num_seqs):
@@ -55,20 +61,29 @@ def run_cbatch(args, model, num_seqs):
                         "--modes", "continuous", "--quiet", "--json", report_path],
                        check=True, stdout=subprocess.DEVNULL)
         r = json.load(open(report_path))["results"][0]
-    return measure(num_seqs, r["prompt_tokens"], r["output_tokens"], r["wall_s"])
+    # Every prompt is admitted in the first step when N * input-len fits the token budget (2048 by default), so
+    # the slowest first token is the prefill's time; the rest of the run is the N * (output-len - 1) decodes.
+    prefill_s = r["ttft_ms_p99"] / 1000.0
+    decodes = num_seqs * (args.output_len - 1)
+    m = measure(num_seqs, r["prompt_tokens"], r["output_tokens"], r["wall_s"], r["prompt_tokens"] / prefill_s,
+                decodes / (r["wall_s"] - prefill_s) if decodes else 0.0)
+    if "state_slot_bytes" in r:  # a hybrid model: one sequence's recurrent state
+        m["state_slot_bytes"] = r["state_slot_bytes"]
+    return m
 
 
 def run_llama_cpp(args, model, num_seqs):
     ctx = num_seqs * (args.input_len + args.output_len)  # each sequence's KV cell range is ctx / num_seqs
     proc = subprocess.run([os.path.join(args.llama_cpp_bin, "llama-batched-bench"), "-m", model,
                            "-c", str(ctx), "-t", str(args.threads), "-npp", str(args.input_len),
-                           "-ntg", str(args.output_len), "-npl", str(num_seqs), "--output-format", "jsonl"],
+                           "-ntg", str(args.output_len), "-npl", str(num_seqs), "--output-format", "jsonl"]
+                          + args.llama_cpp_args.split(),
                           check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     if len(rows) != 1:
         sys.exit(f"error: llama-batched-bench on {model} with {num_seqs} sequences printed {len(rows)} result rows")
     r = rows[0]
-    return measure(num_seqs, r["pl"] * r["pp"], r["pl"] * r["tg"], r["t"])
+    return measure(num_seqs, r["pl"] * r["pp"], r["pl"] * r["tg"], r["t"], r["speed_pp"], r["speed_tg"])
 
 
 AGREEMENT_PROMPTS = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
@@ -105,13 +120,17 @@ def agreement_text(a):
 
 def print_table(rows):
     print("| model | seqs | cbatch total tok/s | llama.cpp total tok/s | ratio | cbatch output tok/s "
-          "| llama.cpp output tok/s | load (cbatch / llama.cpp) | fast = exact, greedy |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|")
+          "| llama.cpp output tok/s | prefill tok/s (cbatch / llama.cpp) | decode tok/s (cbatch / llama.cpp) "
+          "| cbatch state / seq | load (cbatch / llama.cpp) | fast = exact, greedy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     for r in rows:
         c, l = r["cbatch"], r["llama_cpp"]
+        state = f"{c['state_slot_bytes'] / 1e6:.2f} MB" if "state_slot_bytes" in c else "-"
         print(f"| {r['model']} | {r['num_seqs']} | {c['total_tok_s']:.1f} | {l['total_tok_s']:.1f} "
               f"| {r['ratio']:.2f}x | {c['output_tok_s']:.1f} | {l['output_tok_s']:.1f} "
-              f"| {c['load_before']:.1f} / {l['load_before']:.1f} | {agreement_text(r.get('agreement'))} |")
+              f"| {c['prefill_tok_s']:.1f} / {l['prefill_tok_s']:.1f} "
+              f"| {c['decode_tok_s']:.1f} / {l['decode_tok_s']:.1f} "
+              f"| {state} | {c['load_before']:.1f} / {l['load_before']:.1f} | {agreement_text(r.get('agreement'))} |")
 
 
 def main():
@@ -119,6 +138,7 @@ def main():
     ap.add_argument("models", nargs="+", help="GGUF files")
     ap.add_argument("--cbatch", default=os.environ.get("CBATCH_BIN", "build/cbatch"), help="the cbatch binary")
     ap.add_argument("--llama-cpp", default="build-llama-cpp", help="llama.cpp build folder (tools/llama_cpp/build.sh)")
+    ap.add_argument("--llama-cpp-args", default="", help="more options for llama-batched-bench, space-separated")
     ap.add_argument("--seqs", default="1,16,64", help="comma-separated sequence counts")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Seeded random-weight models for CPU speed comparisons with llama.cpp (tools/bench_vs_llama_cpp.py), in
-four shapes (--shape):
+these shapes (--shape):
 
 - moe (the default): a mixture of experts with Qwen3-30B-A3B's proportions, about 0.5 GB in Q8_0.
   Qwen3-30B-A3B (48 layers, hidden 2048, 32 query / 4 KV heads of 128, 128 experts, top-8, expert width
@@ -21,11 +21,19 @@ four shapes (--shape):
   ggml-org ships it, MXFP4 experts and Q8_0 for the other matrices, random codes likewise: 20.0B parameters
   with SmolLM2's vocabulary, about 11 GB.
 
-The weights and the GGUF come from the tiny test models' writer (tests/e2e/tiny_models.py: llama.cpp's
+- the hybrids, each with its model's config.json sizes and full vocabulary (the tokenizer given is padded with
+  <extra_N> tokens to it): qwen35-0.8b and qwen35-4b (Qwen3.5's dense models: three gated DeltaNet layers, then
+  one of attention, 24 and 32 layers, tied heads), qwen35-35b-a3b (Qwen3.5-35B-A3B, 256 experts of width 512,
+  top-8; 4 of its 40 layers by default: 4.4B parameters, 8.8 GB in f16), lfm2-1.2b (LFM2-1.2B: 10 short convs
+  and 6 attention layers) and granite-4.0-h-micro (Granite-4.0-H-Micro: 36 Mamba-2 and 4 attention layers).
+  --layers keeps the family's pattern (Qwen3.5: attention every fourth layer). Written by the tiny hybrid
+  models' writer (tests/e2e/tiny_hybrid_models.py: the converter's layout), the matrices in f16.
+
+The weights and the GGUF of the others come from the tiny test models' writer (tests/e2e/tiny_models.py: llama.cpp's
 tensor and key names, arch qwen3moe), the matrices in f16; the tokenizer keys are copied from a GGUF given
 with --tokenizer-from (e.g. SmolLM2-135M-Instruct's: vocabulary 49,152), so both engines accept the file.
 
-    tools/make_random_gguf.py OUT.gguf --tokenizer-from SmolLM2.gguf [--shape moe|dense] [--layers L]
+    tools/make_random_gguf.py OUT.gguf --tokenizer-from SmolLM2.gguf [--shape SHAPE] [--layers L]
 
 Quantize with llama.cpp's llama-quantize (tools/llama_cpp/build.sh builds it). The files of the CPU
 benchmark (docs/benchmarks/README.md), with M = SmolLM2-135M-Instruct.Q4_1.gguf:
@@ -49,6 +57,7 @@ import zlib
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "e2e"))
+import tiny_hybrid_models  # noqa: E402
 import tiny_models  # noqa: E402
 
 
@@ -72,9 +81,80 @@ def dense_spec(num_layers, vocab_size):
         rms_norm_eps=1e-5, vocab_size=vocab_size, max_position_embeddings=4096, tie_word_embeddings=False))
 
 
-# --shape: (the seed's name, its spec, its default layer count)
-SHAPES = {"moe": ("qwen3-30b-a3b-proportions", moe_spec, 12), "dense": ("llama-3.2-1b-proportions", dense_spec, 12),
-          "qwen3-30b-a3b": ("qwen3-30b-a3b", None, 48), "gpt-oss-20b": ("gpt-oss-20b", None, 24)}
+# The hybrid shapes: each model's config.json on the Hugging Face hub (the text model's, as the converter reads it),
+# in tests/e2e/tiny_hybrid_models.py's MODELS form, whose layout code writes them.
+QWEN35_LINEAR = dict(linear_conv_kernel_dim=4, linear_key_head_dim=128, linear_value_head_dim=128,
+                     linear_num_key_heads=16, head_dim=256, rms_norm_eps=1e-6, attention_bias=False,
+                     full_attention_interval=4, max_position_embeddings=262144,
+                     rope_parameters=dict(rope_type="default", rope_theta=10000000.0, partial_rotary_factor=0.25,
+                                          mrope_section=[11, 11, 10], mrope_interleaved=True))
+
+
+def qwen35_layer_types(num_layers):
+    """Three gated DeltaNet layers, then one of full attention (full_attention_interval 4)."""
+    return ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(num_layers)]
+
+
+def qwen35_spec(hidden, heads, kv_heads, v_heads, width, tied):
+    def spec(num_layers, vocab_size):
+        return dict(family="qwen3_5", layout="multimodal", config=dict(
+            QWEN35_LINEAR, model_type="qwen3_5_text", hidden_size=hidden, num_attention_heads=heads,
+            num_key_value_heads=kv_heads, linear_num_value_heads=v_heads, intermediate_size=width,
+            num_hidden_layers=num_layers, layer_types=qwen35_layer_types(num_layers), vocab_size=vocab_size,
+            tie_word_embeddings=tied))
+    return spec
+
+
+def qwen35_moe_spec(num_layers, vocab_size):
+    """Qwen3.5-35B-A3B: 40 layers, hidden 2048, 16 / 2 heads of 256, DeltaNet 16 key / 32 value heads of 128,
+    256 experts of width 512, top-8, a shared expert of width 512, untied head."""
+    return dict(family="qwen3_5_moe", layout="multimodal", config=dict(
+        QWEN35_LINEAR, model_type="qwen3_5_moe_text", hidden_size=2048, num_attention_heads=16,
+        num_key_value_heads=2, linear_num_value_heads=32, num_experts=256, num_experts_per_tok=8,
+        moe_intermediate_size=512, shared_expert_intermediate_size=512, num_hidden_layers=num_layers,
+        layer_types=qwen35_layer_types(num_layers), vocab_size=vocab_size, tie_word_embeddings=False))
+
+
+def lfm2_spec(num_layers, vocab_size):
+    """LFM2-1.2B: 16 layers (attention at 2, 5, 8, 10, 12, 14, short convs of 3 taps elsewhere), hidden 2048,
+    32 / 8 heads of 64, feed-forward 12288 auto-adjusted to 8192, tied head."""
+    full = [2, 5, 8, 10, 12, 14]
+    return dict(family="lfm2", config=dict(
+        model_type="lfm2", architectures=["Lfm2ForCausalLM"], hidden_size=2048, num_hidden_layers=num_layers,
+        num_attention_heads=32, num_key_value_heads=8, intermediate_size=12288, block_auto_adjust_ff_dim=True,
+        block_ffn_dim_multiplier=1.0, block_multiple_of=256, conv_L_cache=3, conv_bias=False, norm_eps=1e-5,
+        max_position_embeddings=128000, tie_word_embeddings=True, vocab_size=vocab_size,
+        layer_types=["full_attention" if i in full else "conv" for i in range(num_layers)],
+        full_attn_idxs=[i for i in full if i < num_layers],
+        rope_parameters=dict(rope_type="default", rope_theta=1000000.0)))
+
+
+def granite_micro_spec(num_layers, vocab_size):
+    """Granite-4.0-H-Micro: 40 layers, 4 of them attention (32 / 8 heads of 64, no RoPE), the others Mamba-2 (64
+    heads of 64, state 128, 1 group, 4 conv taps), hidden 2048, a dense shared MLP of width 8192, tied head."""
+    attention = {i for i in range(num_layers) if i % 10 == 9}
+    return dict(family="granitemoehybrid", config=dict(
+        model_type="granitemoehybrid", architectures=["GraniteMoeHybridForCausalLM"], hidden_size=2048,
+        num_hidden_layers=num_layers,
+        layer_types=["attention" if i in attention else "mamba" for i in range(num_layers)],
+        num_attention_heads=32, num_key_value_heads=8, intermediate_size=8192, shared_intermediate_size=8192,
+        num_local_experts=0, num_experts_per_tok=0, mamba_n_heads=64, mamba_d_head=64, mamba_d_state=128,
+        mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2, mamba_conv_bias=True, mamba_proj_bias=False,
+        mamba_chunk_size=256, position_embedding_type="nope", embedding_multiplier=12.0, residual_multiplier=0.22,
+        attention_multiplier=0.0078125, logits_scaling=8.0, rms_norm_eps=1e-5, tie_word_embeddings=True,
+        max_position_embeddings=131072, vocab_size=vocab_size,
+        rope_parameters=dict(rope_type="default", rope_theta=10000.0)))
+
+
+# --shape: (the seed's name, its spec, its default layer count, the hybrid's real vocabulary or None)
+SHAPES = {"moe": ("qwen3-30b-a3b-proportions", moe_spec, 12, None),
+          "dense": ("llama-3.2-1b-proportions", dense_spec, 12, None),
+          "qwen3-30b-a3b": ("qwen3-30b-a3b", None, 48, None), "gpt-oss-20b": ("gpt-oss-20b", None, 24, None),
+          "qwen35-0.8b": ("qwen3.5-0.8b", qwen35_spec(1024, 8, 2, 16, 3584, True), 24, 248320),
+          "qwen35-4b": ("qwen3.5-4b", qwen35_spec(2560, 16, 4, 32, 9216, True), 32, 248320),
+          "qwen35-35b-a3b": ("qwen3.5-35b-a3b", qwen35_moe_spec, 4, 248320),
+          "lfm2-1.2b": ("lfm2-1.2b", lfm2_spec, 16, 65536),
+          "granite-4.0-h-micro": ("granite-4.0-h-micro", granite_micro_spec, 40, 100352)}
 
 
 def example_spec(name, family, num_layers, vocab_size):
@@ -198,18 +278,38 @@ class ReadOnce(dict):
     __getitem__ = dict.pop
 
 
-def tokenizer_of(path):
-    """The tokenizer.* keys of the GGUF at path, and a writer callback that copies them."""
+PER_TOKEN = {"tokenizer.ggml.tokens": lambda i: f"<extra_{i}>", "tokenizer.ggml.token_type": lambda i: 1,
+             "tokenizer.ggml.scores": lambda i: 0.0}
+
+
+def tokenizer_of(path, vocab=None):
+    """The tokenizer.* keys of the GGUF at path, and a writer callback that copies them; with vocab, the
+    per-token arrays padded to vocab entries with normal tokens <extra_N> (a real shape's embedding and head)."""
     import gguf
     fields = {k: f for k, f in gguf.GGUFReader(path).fields.items() if k.startswith("tokenizer.")}
     if "tokenizer.ggml.tokens" not in fields:
         sys.exit(f"error: {path} has no tokenizer.ggml.tokens")
+    size = len(fields["tokenizer.ggml.tokens"].data)
+    if vocab is not None and vocab < size:
+        sys.exit(f"error: {path} has {size} tokens, more than the shape's vocabulary of {vocab}")
 
     def write(writer):
         for key, f in fields.items():
             sub_type = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
-            writer.add_key_value(key, f.contents(), f.types[0], sub_type=sub_type)
-    return len(fields["tokenizer.ggml.tokens"].data), write
+            value = f.contents()
+            if vocab is not None and key in PER_TOKEN:
+                value = list(value) + [PER_TOKEN[key](i) for i in range(vocab - size)]
+            writer.add_key_value(key, value, f.types[0], sub_type=sub_type)
+    return (size if vocab is None else vocab), write
+
+
+class Consumed(dict):
+    """Tensors iterated once each and dropped as they are (the hybrid writer's converted copies stay)."""
+
+    def items(self):
+        while self:
+            key = next(iter(self))
+            yield key, self.pop(key)
 
 
 def main():
@@ -218,13 +318,20 @@ def main():
     ap.add_argument("--tokenizer-from", required=True, help="a GGUF whose tokenizer keys are copied")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="moe", help="the model's shape (default moe)")
     ap.add_argument("--layers", type=int, help="number of layers (default 12: moe about 0.5 GB, dense about "
-                    "1 GB in Q8_0; qwen3-30b-a3b: 48)")
+                    "1 GB in Q8_0; qwen3-30b-a3b: 48; a hybrid: its model's, qwen35-35b-a3b: 4)")
     args = ap.parse_args()
-    name, spec, default_layers = SHAPES[args.shape]
+    name, spec, default_layers, real_vocab = SHAPES[args.shape]
     layers = default_layers if args.layers is None else args.layers
     if layers < 1:
         sys.exit(f"error: --layers {layers}: must be at least 1")
-    vocab, write_tokenizer = tokenizer_of(args.tokenizer_from)
+    vocab, write_tokenizer = tokenizer_of(args.tokenizer_from, real_vocab)
+    if real_vocab is not None:  # a hybrid: tests/e2e/tiny_hybrid_models.py's layout, f16 matrices
+        model = spec(layers, vocab)
+        weights = tiny_hybrid_models.random_weights(name, spec=model, matrix_dtype=np.float16)
+        num_params = sum(t.size for t in weights.values())
+        tiny_hybrid_models.write_gguf(args.out, name, Consumed(weights), spec=model, tokenizer=write_tokenizer)
+        print(f"{args.out}: {num_params / 1e9:.2f}B parameters, {os.path.getsize(args.out) / 1e9:.2f} GB")
+        return
     if spec is None:
         family = "gpt_oss" if name == "gpt-oss-20b" else "qwen3_moe"
         num_params = write_full_shape(args.out, name, family, layers, vocab, write_tokenizer)

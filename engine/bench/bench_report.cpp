@@ -77,6 +77,7 @@ std::string format_bench_json(const BenchReport& report) {
     w.key("requests").int64(s.requests_ok);
     write_throughput_fields(w, s);
     write_kv_fields(w, s);
+    if (s.state_slots_total > 0) write_state_fields(w, s);  // a hybrid model's recurrent-state slots
     w.key("host_schedule_s").number(s.schedule_s, 4);
     w.key("forward_s").number(s.forward_s, 4);
     w.key("host_update_s").number(s.update_s, 4);

@@ -30,23 +30,21 @@ void l2_normalize(float* x, int n, float scale) {
   for (int i = 0; i < n; ++i) x[i] *= inv;
 }
 
-// One token of the delta rule on state s (dk, dv): s *= decay; s += k (beta (v - k s)); o = q s.
+// One token of the delta rule on state s (dk, dv): s *= decay; s += k (beta (v - k s)); o = q s. The first
+// pass only reads s (k s of the old state, times decay after), the second writes it once: s decay + k delta.
 void delta_step(float* s, const float* q, const float* k, const float* v, float beta, float decay, int dk, int dv,
                 float* ks, float* o) {
   std::fill_n(ks, dv, 0.0f);
   for (int i = 0; i < dk; ++i) {
-    float* row = s + static_cast<int64_t>(i) * dv;
-    for (int j = 0; j < dv; ++j) {
-      row[j] *= decay;
-      ks[j] += k[i] * row[j];
-    }
+    const float* row = s + static_cast<int64_t>(i) * dv;
+    for (int j = 0; j < dv; ++j) ks[j] += k[i] * row[j];
   }
-  for (int j = 0; j < dv; ++j) ks[j] = (v[j] - ks[j]) * beta;  // now the delta
+  for (int j = 0; j < dv; ++j) ks[j] = (v[j] - decay * ks[j]) * beta;  // now the delta
   std::fill_n(o, dv, 0.0f);
   for (int i = 0; i < dk; ++i) {
     float* row = s + static_cast<int64_t>(i) * dv;
     for (int j = 0; j < dv; ++j) {
-      row[j] += k[i] * ks[j];
+      row[j] = row[j] * decay + k[i] * ks[j];
       o[j] += q[i] * row[j];
     }
   }

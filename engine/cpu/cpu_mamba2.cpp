@@ -19,19 +19,34 @@
 namespace cbatch {
 namespace {
 
+constexpr int kScanLanes = 16;  // partial sums of s c (one AVX-512 register, two AVX2 ones), summed pairwise
+
 // One token of one head: s (head_dim, state) = s decay + (dt x) b^T; y = s c + d x. The inner loops run over
-// the state's contiguous values.
+// the state's contiguous values; s c is summed in kScanLanes interleaved partial sums (value n into lane
+// n % kScanLanes, a tail past the last full group into its own sum), then pairwise: a fixed order, so the
+// compiler vectorizes it and the result depends on nothing but the state and the row.
 void scan_step(float* s, const float* x, const float* b, const float* c, float dt, float decay, float d, int head_dim,
                int state, float* y) {
+  const int full = state - state % kScanLanes;
   for (int p = 0; p < head_dim; ++p) {
     float* row = s + static_cast<int64_t>(p) * state;
     const float dx = dt * x[p];
-    float acc = 0.0f;
-    for (int n = 0; n < state; ++n) {
-      row[n] = row[n] * decay + dx * b[n];
-      acc += row[n] * c[n];
+    float lanes[kScanLanes] = {};
+    for (int n = 0; n < full; n += kScanLanes) {
+      for (int k = 0; k < kScanLanes; ++k) {
+        row[n + k] = row[n + k] * decay + dx * b[n + k];
+        lanes[k] += row[n + k] * c[n + k];
+      }
     }
-    y[p] = acc + d * x[p];
+    float tail = 0.0f;
+    for (int n = full; n < state; ++n) {
+      row[n] = row[n] * decay + dx * b[n];
+      tail += row[n] * c[n];
+    }
+    for (int width = kScanLanes / 2; width > 0; width /= 2) {
+      for (int k = 0; k < width; ++k) lanes[k] += lanes[k + width];
+    }
+    y[p] = (lanes[0] + tail) + d * x[p];
   }
 }
 

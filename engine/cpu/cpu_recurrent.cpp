@@ -32,13 +32,26 @@ void causal_conv(const float* in, int64_t in_stride, const SeqRows& rows, const 
   for (int t = 0; t < rows.count; ++t) {
     std::copy_n(in + t * in_stride, channels, history + static_cast<int64_t>(width + t) * channels);
   }
+  // The taps as (kernel, channels), so that the loops below run over contiguous channels (vectorized); each
+  // channel's sum still adds its taps oldest first, then the bias, as one channel at a time would.
+  thread_local std::vector<float> taps_by_tap;
+  taps_by_tap.resize(static_cast<size_t>(kernel) * channels);
+  for (int c = 0; c < channels; ++c) {
+    for (int j = 0; j < kernel; ++j) taps_by_tap[static_cast<size_t>(j) * channels + c] = conv.taps[c * kernel + j];
+  }
   for (int t = 0; t < rows.count; ++t) {
-    float* o = out + static_cast<int64_t>(t) * out_stride;
-    for (int c = 0; c < channels; ++c) {
-      float acc = 0.0f;
-      for (int j = 0; j < kernel; ++j) acc += conv.taps[c * kernel + j] * history[static_cast<int64_t>(t + j) * channels + c];
-      if (conv.bias != nullptr) acc += conv.bias[c];
-      o[c] = conv.silu ? silu(acc) : acc;
+    float* o = out + static_cast<int64_t>(t) * out_stride;  // may be in: its row is in history already
+    std::fill_n(o, channels, 0.0f);
+    for (int j = 0; j < kernel; ++j) {
+      const float* tap = &taps_by_tap[static_cast<size_t>(j) * channels];
+      const float* x = history + static_cast<int64_t>(t + j) * channels;
+      for (int c = 0; c < channels; ++c) o[c] += tap[c] * x[c];
+    }
+    if (conv.bias != nullptr) {
+      for (int c = 0; c < channels; ++c) o[c] += conv.bias[c];
+    }
+    if (conv.silu) {
+      for (int c = 0; c < channels; ++c) o[c] = silu(o[c]);
     }
   }
   std::copy_n(history + static_cast<int64_t>(rows.real) * channels, static_cast<int64_t>(width) * channels, window);

@@ -108,6 +108,13 @@ void write_kv_fields(JsonWriter& w, const RunSummary& s) {
   w.end_array();
 }
 
+void write_state_fields(JsonWriter& w, const RunSummary& s) {
+  w.key("peak_state_slots").int64(s.peak_state_slots);
+  w.key("state_slots_total").int64(s.state_slots_total);
+  w.key("state_slot_bytes").int64(s.state_slot_bytes);
+  w.key("state_bytes").int64(s.state_slot_bytes * s.state_slots_total);
+}
+
 namespace {
 
 void write_shard(JsonWriter& w, const ShardProvenance& p) {
@@ -138,10 +145,7 @@ std::string format_summary_json(const RunSummary& s, std::string_view mode, std:
   write_kv_fields(w, s);
   if (s.weight_bytes > 0) w.key("weight_bytes").int64(s.weight_bytes);
   if (s.state_slots_total > 0) {  // a hybrid model's recurrent-state slots
-    w.key("peak_state_slots").int64(s.peak_state_slots);
-    w.key("state_slots_total").int64(s.state_slots_total);
-    w.key("state_slot_bytes").int64(s.state_slot_bytes);
-    w.key("state_bytes").int64(s.state_slot_bytes * s.state_slots_total);
+    write_state_fields(w, s);
     w.key("prefix_caching").string(s.prefix_caching_off_for_state ? "off (recurrent state)"
                                    : s.state_snapshots_total > 0 ? "on (state snapshots)" : "off");
     w.key("state_snapshots_total").int64(s.state_snapshots_total);

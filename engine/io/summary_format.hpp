@@ -16,6 +16,8 @@ void write_throughput_fields(JsonWriter& w, const RunSummary& summary);
 // The KV cache's fields: peak and total blocks, a block's bytes, the peak's bytes, the groups (window and
 // peak blocks each) and the most sequences one step ran.
 void write_kv_fields(JsonWriter& w, const RunSummary& summary);
+// A hybrid model's recurrent-state slots: the most held in a step, the pool, one slot's bytes, the pool's bytes.
+void write_state_fields(JsonWriter& w, const RunSummary& summary);
 
 // What a sharded run records in its summary for `merge`: which shard of which input it answered, and where.
 struct ShardProvenance {

@@ -5,7 +5,7 @@ ssm_norm reshaped, Granite's q/k rows permuted, LFM2's token_embd_norm):
 - cbatch's greedy tokens of each file equal the float64 reference's of that file (hybrid_reference.py), up to each
   request's first step with a top-2 margin of at most 1e-3, the chosen tokens' logprobs within 2e-4 of the
   reference's; the directory and the GGUF give the same tokens; inspect names the layer kinds; the summary's
-  state_slot_bytes is what the config says a slot keeps (conv windows and SSM states);
+  state_slot_bytes (and bench --json's) is what the config says a slot keeps (conv windows and SSM states);
 - the comparison can fail: the reference without one feature (the conv window, D, dt_bias, the z gate, Granite's
   multipliers, relu^2 as relu, ...) gives other tokens than cbatch on some prompt;
 - outputs are bit-identical across modes, token budgets (chunked prefill down to 1 token a step), block sizes,
@@ -130,6 +130,13 @@ def check_model(name, layers, features, every_case):
             f"{name} summary: state_slot_bytes {summary.get('state_slot_bytes')}, the config says {slot_bytes(name)}")
     c.check(steps[-1]["state_bytes"] == steps[-1]["state_slots_used"] * summary["state_slot_bytes"],
             f"{name} trace: state bytes")
+    bench_json = os.path.join(work, "bench.json")
+    run(["bench", "--model", gguf_path, "--device", "cpu", "--dataset", "random", "--num-prompts", "2", "--input-len",
+         "4", "--output-len", "2", "--modes", "continuous", "--quiet", "--json", bench_json])
+    with open(bench_json) as f:
+        bench = json.load(f)["results"][0]
+    c.check(bench.get("state_slot_bytes") == slot_bytes(name) and bench.get("peak_state_slots", 0) > 0,
+            f"{name} bench --json: state_slot_bytes {bench.get('state_slot_bytes')}, expected {slot_bytes(name)}")
     base_gguf, _, _ = cbatch(gguf_path)
     check_against_reference(f"{name} gguf", base_gguf, reference_run(reference.load_gguf(gguf_path)))
     c.check(tokens(base_gguf) == tokens(base_hf), f"{name}: the GGUF gives other tokens than the directory")

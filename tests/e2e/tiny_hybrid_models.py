@@ -88,9 +88,11 @@ ROUTER_SCALE = 4.0
 LEGACY_TYPES = {"mamba": L, "attention": F}
 
 
-def config_of(name):
+def config_of(name, spec=None):
+    """BASE with the config of MODELS[name] (or of spec, a row of MODELS' form for a model defined elsewhere, e.g.
+    tools/make_random_gguf.py's real shapes)."""
     c = dict(BASE)
-    c.update(MODELS[name]["config"])
+    c.update((spec or MODELS[name])["config"])
     return c
 
 
@@ -111,13 +113,14 @@ def lfm2_ffn_width(c):
 
 
 class Draw:
-    """Seeded tensors: linear maps scaled to keep unit variance, norms, vectors."""
+    """Seeded tensors: linear maps scaled to keep unit variance (as matrix_dtype), norms, vectors (float32)."""
 
-    def __init__(self, name):
+    def __init__(self, name, matrix_dtype=np.float32):
         self.rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.matrix_dtype = matrix_dtype
 
     def linear(self, out, inp, scale=1.0):
-        return (self.rng.uniform(-1, 1, (out, inp)) * np.sqrt(3.0 / inp) * scale).astype(np.float32)
+        return (self.rng.uniform(-1, 1, (out, inp)) * np.sqrt(3.0 / inp) * scale).astype(self.matrix_dtype)
 
     def vector(self, n, lo, hi):
         return self.rng.uniform(lo, hi, n).astype(np.float32)
@@ -262,10 +265,14 @@ def layer_weights(w, p, c, draw, kind):
         w[p + "mixer.down_proj.weight"] = draw.linear(dim, c["intermediate_size"], scale=0.5)
 
 
-def random_weights(name):
-    """HF-named float32 tensors of the tiny model `name`, with the prefixes its directory uses, seeded by the name."""
-    spec, c = MODELS[name], config_of(name)
-    draw = Draw(name)
+def random_weights(name, spec=None, matrix_dtype=np.float32):
+    """HF-named float32 tensors of the tiny model `name`, with the prefixes its directory uses, seeded by the name;
+    spec as in config_of; matrix_dtype the linear maps' and the embedding's type (np.float16 halves a real shape's
+    memory)."""
+    spec = spec or MODELS[name]
+    c = config_of(name, spec)
+    draw = Draw(name, matrix_dtype)
+    vocab = c["vocab_size"]
     layout = spec.get("layout")
     prefix = {"multimodal": "model.language_model.", "backbone": "backbone."}.get(layout, "model.")
     dim, zero_centred = c["hidden_size"], c["model_type"].startswith("qwen")
@@ -276,13 +283,13 @@ def random_weights(name):
     else:
         embed_std = 0.35 if c["model_type"] == "granitemoehybrid" else 1.0
     embed_name = "embeddings.weight" if layout == "backbone" else "embed_tokens.weight"
-    w = {prefix + embed_name: draw.rng.normal(0, embed_std, (VOCAB, dim)).astype(np.float32)}
+    w = {prefix + embed_name: draw.rng.normal(0, embed_std, (vocab, dim)).astype(matrix_dtype)}
     for i, kind in enumerate(layer_types(c)):
         layer_weights(w, f"{prefix}layers.{i}.", c, draw, kind)
     final = {"lfm2": "embedding_norm.weight", "nemotron_h": "norm_f.weight"}.get(c["model_type"], "norm.weight")
     w[prefix + final] = draw.norm(dim, 0.0 if zero_centred else 1.0)
     if not c.get("tie_word_embeddings"):
-        w["lm_head.weight"] = draw.linear(VOCAB, dim)
+        w["lm_head.weight"] = draw.linear(vocab, dim)
     if spec.get("mtp"):  # Qwen3.5's multi-token-prediction head: never part of generation
         w["mtp.fc.weight"] = draw.linear(dim, 2 * dim)
         for norm in ("pre_fc_norm_embedding", "pre_fc_norm_hidden", "norm"):
@@ -531,16 +538,19 @@ METADATA = {"qwen3_5": qwen_metadata, "qwen3_5_moe": qwen_metadata, "qwen3_next"
             "lfm2": lfm2_metadata, "granitemoehybrid": hybrid_metadata, "nemotron_h": hybrid_metadata}
 
 
-def write_gguf(path, name, weights):
-    """The GGUF of model `name` (weights: random_weights(name)), float32, as llama.cpp's converter writes it."""
+def write_gguf(path, name, weights, spec=None, tokenizer=write_byte_tokenizer):
+    """The GGUF of model `name` (weights: random_weights(name, spec)), as llama.cpp's converter writes it: float32,
+    or float16 where random_weights made the matrices float16; spec as in config_of; tokenizer(writer) writes the
+    tokenizer keys."""
     import gguf
-    spec, c = MODELS[name], config_of(name)
+    spec = spec or MODELS[name]
+    c = config_of(name, spec)
     family = spec["family"]
     arch = gguf.MODEL_ARCH[GGUF_ARCH[family]]
     n_mtp = c.get("mtp_num_hidden_layers", 0)
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
     METADATA[family](writer, c, gguf.MODEL_ARCH_NAMES[arch], n_mtp)
-    write_byte_tokenizer(writer)
+    tokenizer(writer)
     names = gguf.get_tensor_name_map(arch, len(layer_types(c)) + n_mtp)
     for hf_name, t in converted_tensors(family, weights, c):
         gguf_name = hf_name if hf_name.startswith("blk.") else \
@@ -548,7 +558,7 @@ def write_gguf(path, name, weights):
         if gguf_name is None:  # the MTP block's own tensors (the gguf package knows them under newer versions)
             prefix, rest = hf_name.split(".", 3)[2], hf_name.split(".", 3)[3]
             gguf_name = f"blk.{prefix}.{NEXTN_GGUF[rest]}"
-        writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float32))
+        writer.add_tensor(gguf_name, np.ascontiguousarray(t, dtype=np.float16 if t.dtype == np.float16 else np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
