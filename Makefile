@@ -61,6 +61,7 @@ test-data:
 	@tools/fetch_model.sh models >/dev/null || echo "warning: could not fetch $(MODEL); the SmolLM2 tests will be skipped"
 	@tools/fetch_gemma3.sh models >/dev/null || echo "warning: could not fetch Gemma 3 270M; its tests will be skipped"
 	@tools/fetch_minilm.sh models >/dev/null || echo "warning: could not fetch all-MiniLM-L6-v2; the embedding tests will be skipped"
+	@tools/fetch_llama_vocabs.sh models >/dev/null || echo "warning: could not fetch llama.cpp's vocabulary test files; test_llama_vocabs will be skipped"
 
 # One clang build serves both: sanitizers everywhere, fuzzer coverage outside the compute kernels.
 test-robust:

@@ -69,6 +69,7 @@ def need_fetched(path, script):
 
 GEMMA3 = os.path.join(MODELS, "gemma-3-270m-Q4_K_M.gguf")
 MINILM = os.path.join(MODELS, "all-MiniLM-L6-v2")
+LLAMA_VOCABS = os.path.join(MODELS, "llama-vocabs")
 
 
 def need_cuda_device():
@@ -99,6 +100,11 @@ def need_gemma3():
 def need_minilm():
     """all-MiniLM-L6-v2 as a sentence-transformers directory (BERT safetensors, tokenizer.json, pooling)."""
     return need_fetched(MINILM, "fetch_minilm.sh")
+
+
+def need_llama_vocabs():
+    """llama.cpp's vocabulary test files (ggml-vocab-NAME.gguf with .inp strings and .out ids)."""
+    return need_fetched(LLAMA_VOCABS, "fetch_llama_vocabs.sh")
 
 
 def tiny_dummy_model(work, **overrides):
