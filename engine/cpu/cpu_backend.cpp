@@ -29,13 +29,6 @@ CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
       weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
       kv_groups_(kv_groups(model.config)),
       states_(model.config) {
-  if (config_.has_recurrent_layers() && options.loras) {
-    throw Error("LoRA adapters are not supported on hybrid models (" + config_.architecture + ") yet");
-  }
-  if ((config_.global_head_dim > 0 || !config_.layer_kv_source.empty()) && options.loras) {
-    throw Error("LoRA adapters are not supported on models with per-layer attention sizes or shared K/V (" +
-                config_.architecture + ") yet");
-  }
   // auto: bf16 where K and V come out of 8-bit products (the activations are rounded already), else fp32
   const bool int8_qkv = !weights_.layers.empty() && weights_.layers.front().matrix(LayerProduct::kQkv).is_int8();
   kv_element_ = options.kv_element.value_or(int8_qkv ? KvElement::kBf16 : KvElement::kF32);

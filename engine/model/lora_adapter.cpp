@@ -298,6 +298,15 @@ LoraModuleArg parse_lora_module(std::string_view arg) {
 }
 
 LoraAdapter load_lora_adapter(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
+  // Both backends' LoRA products assume one attention shape and a q/k/v, o, gate/up and down per layer.
+  if (base.has_recurrent_layers()) {
+    throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): LoRA adapters are not supported on hybrid models (" +
+                base.architecture + ") yet");
+  }
+  if (base.global_head_dim > 0 || !base.layer_kv_source.empty()) {
+    throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): LoRA adapters are not supported on models with "
+                "per-layer attention sizes or shared K/V (" + base.architecture + ") yet");
+  }
   std::error_code ec;
   if (!std::filesystem::exists(arg.path, ec)) {
     throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): no such file or directory");

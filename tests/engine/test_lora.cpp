@@ -133,6 +133,14 @@ TEST_CASE("lora loader: PEFT scales, fused-product slots and q rows in the base'
   ModelConfig fewer = base;
   fewer.num_layers = 1;
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, fewer, 64), doctest::Contains("layer 1"), Error);
+  // Bases whose layers the LoRA products do not describe are refused by both backends, naming the adapter.
+  ModelConfig hybrid = base;
+  hybrid.layer_kinds = {LayerKind::kDeltaNet, LayerKind::kAttention};
+  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, hybrid, 64), doctest::Contains("'ad'"), Error);
+  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, hybrid, 64), doctest::Contains("hybrid models"), Error);
+  ModelConfig shared_kv = base;
+  shared_kv.layer_kv_source = {0, 0};
+  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, shared_kv, 64), doctest::Contains("shared K/V"), Error);
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path + "/none"}, base, 64), doctest::Contains("no such file"), Error);
   CHECK_THROWS_WITH_AS(parse_lora_module("=x"), doctest::Contains("NAME=PATH"), Error);
 }
