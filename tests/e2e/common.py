@@ -122,6 +122,9 @@ def tiny_dummy_model(work, **overrides):
 # What a comparison with a float64 reference runs on: quantized weights' exact fp32 values in fp32 (the
 # CPU's default for them, --cpu-precision fast, multiplies 8-bit activations as integers).
 EXACT = ["--cpu-precision", "exact"]
+# The sanitizer build (CBATCH_SANITIZED=1, about 10x slower): tests whose cost is repetition (many strings,
+# many tokens, the float64 reference's steps) run fewer of them there; every code path still runs.
+SANITIZED = os.environ.get("CBATCH_SANITIZED") == "1"
 
 
 def run(args, stdin=None, check=True, expect_rc=0):
@@ -155,12 +158,14 @@ def by_id(rows):
 
 def greedy_agreement(model, work, args_a, args_b):
     """Greedy outputs of two runs of `model` on the CPU (extra arguments args_a, args_b) over eight prompts of
-    32 tokens: (tokens of a before each request's first difference, tokens of b, requests identical)."""
+    32 tokens (three of 12 in the sanitizer build): (tokens of a before each request's first difference,
+    tokens of b, requests identical, requests)."""
     texts = ["The three primary colors are", "Paris is the capital of", "def add(a, b):\n    return",
              "Once upon a time", "The quick brown fox", "In 1969, astronauts", "Water boils at",
              "My favourite book is"]
+    texts, max_tokens = (texts[:3], 12) if SANITIZED else (texts, 32)
     path = os.path.join(work, "agree.jsonl")
-    write_jsonl(path, [{"id": i, "prompt": t, "max_tokens": 32, "temperature": 0, "ignore_eos": True}
+    write_jsonl(path, [{"id": i, "prompt": t, "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
                        for i, t in enumerate(texts)])
     got = []
     for args in (args_a, args_b):
@@ -172,7 +177,7 @@ def greedy_agreement(model, work, args_a, args_b):
         a, b = got[0][i], got[1][i]
         prefix = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
         agreed, total, identical = agreed + prefix, total + len(b), identical + (a == b)
-    return agreed, total, identical
+    return agreed, total, identical, len(texts)
 
 
 class Checks:

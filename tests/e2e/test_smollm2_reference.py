@@ -1,5 +1,5 @@
-"""SmolLM2-135M-Instruct (Q4_1 GGUF): cbatch's greedy completions of 5 raw prompts agree for 32 tokens
-with an independent float64 numpy forward pass (reference_llama.py: the `gguf` package reads and
+"""SmolLM2-135M-Instruct (Q4_1 GGUF): cbatch's greedy completions of 5 raw prompts agree for 32 tokens (12 in
+the sanitizer build) with an independent float64 numpy forward pass (reference_llama.py: the `gguf` package reads and
 dequantizes, Hugging Face `tokenizers` tokenizes), plain and with repetition, frequency and presence
 penalties. Prints the smallest top-1/top-2 logit margin, so a disagreement at a near-tie can be told
 apart from a real bug."""
@@ -10,13 +10,13 @@ import os
 for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(var, "1")
 
-from common import EXACT, Checks, need_modules, need_smollm2, read_jsonl, run, tmpdir, write_jsonl
+from common import EXACT, SANITIZED, Checks, need_modules, need_smollm2, read_jsonl, run, tmpdir, write_jsonl
 
 need_modules("numpy", "gguf", "tokenizers")
 from hf_reference import hf_tokenizer_from_gguf  # noqa: E402
 from reference_llama import GgufLlama  # noqa: E402
 
-NUM_TOKENS = 32
+NUM_TOKENS = 12 if SANITIZED else 32  # the sanitizer build: fewer steps, the same paths
 PROMPTS = [
     "The three primary colors are",
     "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
