@@ -5,6 +5,8 @@ pre-quantized Hugging Face checkpoint with GGUFs on the CPU (docs/benchmarks/REA
 - OUT/gptq-<bits>bit-g<group>[-asym]/: a GPTQ directory (v1 checkpoint_format, sym unless --asym) written
   with the e2e test's numpy quantizer (tests/e2e/prequantized_files.py), every Linear quantized, the tied
   embedding F16, norms F32, the tests' byte-level tokenizer.json;
+- with --fp8, OUT/fp8-b128/: an FP8 directory (quant_method fp8, E4M3 weights with a weight_scale_inv per
+  128x128 block, as Qwen3's and DeepSeek's FP8 releases), and OUT/q8_0.gguf of the same float weights;
 - OUT/q4_0.gguf and, where every Linear's input width is a multiple of 256, OUT/q4_k.gguf: the same
   weights' Linears as Q4_0 (the gguf package's quantizer) and Q4_K (tiny_models.quantize_q4_k), the
   embedding F16 (tied, as in the GPTQ directory), the tokenizer keys of the GGUF given with --tokenizer-from
@@ -18,6 +20,7 @@ prompt ids from the whole vocabulary).
 
     tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape smollm2-135m --group 64
     tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape llama-3.2-1b --group 128
+    tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape smollm2-135m --fp8
 """
 import argparse
 import json
@@ -31,7 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_models  # noqa: E402
 from make_random_gguf import tokenizer_of  # noqa: E402
-from prequantized_files import gptq, write_safetensors  # noqa: E402
+from prequantized_files import E4M3, gptq, write_safetensors  # noqa: E402
 
 SHAPES = {
     "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -85,7 +88,26 @@ def gguf_name(name, c):
     return f"blk.{layer}.{names[rest[:-len('.weight')]]}.weight"
 
 
-def write_all(out, shape, bits, group, sym, tokenizer_from):
+def fp8_blocks(w, block=128):
+    """E4M3 codes of w / scale with a scale (max |block| / 448, f32) per block x block block, the nearest code
+    found by bisection over the sorted finite values (the tests' quantizer compares with all 256)."""
+    e4m3 = E4M3[:127]  # the non-negative finite codes 0..126, increasing
+    out, inp = w.shape
+    scales = np.zeros(((out + block - 1) // block, (inp + block - 1) // block), np.float32)
+    codes = np.zeros(w.shape, np.uint8)
+    for i in range(scales.shape[0]):
+        for j in range(scales.shape[1]):
+            b = w[i * block:(i + 1) * block, j * block:(j + 1) * block]
+            s = np.float32(np.abs(b).max() / 448.0)
+            a = np.abs(b / s)
+            hi = np.clip(np.searchsorted(e4m3, a), 1, 126)
+            nearest = np.where(a - e4m3[hi - 1] <= e4m3[hi] - a, hi - 1, hi)
+            codes[i * block:(i + 1) * block, j * block:(j + 1) * block] = nearest | np.where(b < 0, 0x80, 0)
+            scales[i, j] = s
+    return codes, scales
+
+
+def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8):
     import gguf
     from gguf.quants import quantize
     vocab, write_tokenizer = tokenizer_of(tokenizer_from)
@@ -95,6 +117,9 @@ def write_all(out, shape, bits, group, sym, tokenizer_from):
     writers = {"q4_0": gguf.GGUFWriter(os.path.join(out, "q4_0.gguf"), "llama")}
     if with_q4_k:
         writers["q4_k"] = gguf.GGUFWriter(os.path.join(out, "q4_k.gguf"), "llama")
+    if with_fp8:
+        writers["q8_0"] = gguf.GGUFWriter(os.path.join(out, "q8_0.gguf"), "llama")
+    fp8_tensors = {}
     for w in writers.values():
         tiny_models.write_gguf_metadata(w, spec, "llama", c, write_tokenizer)
     gptq_dir = os.path.join(out, f"gptq-{bits}bit-g{group}" + ("" if sym else "-asym"))
@@ -115,9 +140,16 @@ def write_all(out, shape, bits, group, sym, tokenizer_from):
             if with_q4_k:
                 writers["q4_k"].add_tensor(gguf_name(name, c), tiny_models.quantize_q4_k(g),
                                            raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+            if with_fp8:
+                writers["q8_0"].add_tensor(gguf_name(name, c), quantize(g, gguf.GGMLQuantizationType.Q8_0),
+                                           raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+                codes, scales = fp8_blocks(t)
+                fp8_tensors[name] = ("F8_E4M3", codes)
+                fp8_tensors[name[:-len("weight")] + "weight_scale_inv"] = ("F32", scales)
         else:
             half = t.ndim == 2
             hf[name] = ("F16", t.astype("<f2")) if half else ("F32", t)
+            fp8_tensors[name] = hf[name]
             for w in writers.values():
                 w.add_tensor(gguf_name(name, c), t.astype(np.float16) if half else t)
         print(name, flush=True)
@@ -134,6 +166,15 @@ def write_all(out, shape, bits, group, sym, tokenizer_from):
     tokens = tiny_models.byte_tokens()  # the tests' byte-level vocabulary, filled up to the model's
     tokens += [f"<filler_{i}>" for i in range(len(tokens), vocab)]
     tiny_models.write_tokenizer(gptq_dir, tokens, {tiny_models.BOS: True, tiny_models.EOS: True}, ["Ġ t"])
+    if with_fp8:
+        fp8_dir = os.path.join(out, "fp8-b128")
+        os.makedirs(fp8_dir, exist_ok=True)
+        write_safetensors(os.path.join(fp8_dir, "model.safetensors"), fp8_tensors)
+        config = dict(c, quantization_config=dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic",
+                                                  weight_block_size=[128, 128]))
+        with open(os.path.join(fp8_dir, "config.json"), "w") as f:
+            json.dump(config, f, indent=1)
+        tiny_models.write_tokenizer(fp8_dir, tokens, {tiny_models.BOS: True, tiny_models.EOS: True}, ["Ġ t"])
 
 
 def main():
@@ -144,9 +185,10 @@ def main():
     ap.add_argument("--bits", type=int, choices=(4, 8), default=4)
     ap.add_argument("--group", type=int, default=128)
     ap.add_argument("--asym", action="store_true", help="asymmetric GPTQ (zero points per group)")
+    ap.add_argument("--fp8", action="store_true", help="also an FP8 directory (128x128 blocks) and a Q8_0 GGUF")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    write_all(args.out, args.shape, args.bits, args.group, not args.asym, args.tokenizer_from)
+    write_all(args.out, args.shape, args.bits, args.group, not args.asym, args.tokenizer_from, args.fp8)
 
 
 if __name__ == "__main__":

@@ -132,7 +132,7 @@ constexpr auto blocked_tile_table(std::integer_sequence<int, Is...>) {
 
 // kBlockedTiles[dtype][nv - 1]: a one-row tile straight from blocked panels of a block type (plain types:
 // none).
-constexpr int kNumDTypes = static_cast<int>(DType::kMXFP4) + 1;
+constexpr int kNumDTypes = static_cast<int>(kLastDType) + 1;
 constexpr auto kBlockedTiles = blocked_tile_table(std::make_integer_sequence<int, kNumDTypes>{});
 
 // Panels [panel_begin, panel_end) of Y for all M rows. One row (a decode step of one sequence) runs the
@@ -201,7 +201,8 @@ int matmul_panel_width() { return kLanes; }
 void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 bool PackedMatrix::keeps_blocks(DType dtype, int64_t k) {
-  return is_block_type(dtype) && k > 0 && k % dtype_block_elems(dtype) == 0;
+  // FP8's codes are not integer values: its panels are Q8_0's (cpu_pack.cpp), or fp32.
+  return is_block_type(dtype) && dtype != DType::kFP8 && k > 0 && k % dtype_block_elems(dtype) == 0;
 }
 
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool,

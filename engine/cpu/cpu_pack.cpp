@@ -12,13 +12,15 @@
 namespace cbatch {
 namespace {
 
-// Random (dummy) tensors kept in blocks: Q8_0 rows generated in fp32 and quantized, MXFP4 rows generated as
-// their blocks (random_weights.hpp); then packed.
-PackedMatrix pack_random_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols,
-                                ThreadPool& pool, bool int8) {
-  const DType dtype = tensors.front()->dtype;
+// Tensors kept in a block type they are not stored in, `dtype`: random (dummy) ones (Q8_0 rows generated in
+// fp32 and quantized, MXFP4 rows generated as their blocks: random_weights.hpp), and on the 8-bit path an
+// FP8 checkpoint's blocks decoded and re-quantized to Q8_0 (the int8 products take integer codes, which
+// E4M3 values are not; Q8_0's step, a 32-block's largest magnitude / 127, is finer than E4M3's 3 mantissa
+// bits for the block's larger weights). Then packed.
+PackedMatrix pack_as_blocks(const std::vector<const TensorView*>& tensors, int64_t rows, int64_t cols, ThreadPool& pool,
+                            bool int8, DType dtype) {
   if (dtype != DType::kQ8_0 && dtype != DType::kMXFP4) {
-    throw Error("internal error: dummy weights cannot be generated as " + std::string(dtype_name(dtype)));
+    throw Error("internal error: weights cannot be kept as " + std::string(dtype_name(dtype)) + " blocks");
   }
   const int64_t stride = row_bytes(dtype, cols);
   std::vector<uint8_t> blocks(static_cast<size_t>(rows * stride));  // (rows, cols / 32) blocks
@@ -98,7 +100,10 @@ PackedMatrix pack_stacked(const std::vector<const TensorView*>& tensors, ThreadP
     keep_blocks = keep_blocks && t->dtype == dtype;
     all_random = all_random && t->is_random;
   }
-  if (keep_blocks && all_random) return pack_random_blocks(tensors, rows, cols, pool, packing.int8);
+  if (keep_blocks && all_random) return pack_as_blocks(tensors, rows, cols, pool, packing.int8, dtype);
+  bool all_fp8 = packing.int8 && packing.keep_blocks && !ordered && cols % 32 == 0;
+  for (const TensorView* t : tensors) all_fp8 = all_fp8 && t->dtype == DType::kFP8 && !t->is_random;
+  if (all_fp8) return pack_as_blocks(tensors, rows, cols, pool, true, DType::kQ8_0);
   if (!keep_blocks && can_stack_int8(tensors, packing)) {
     std::vector<PackedMatrix> stacked;
     for (const TensorView* t : tensors) stacked.push_back(pack_stacked({t}, pool, packing));

@@ -55,6 +55,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kIQ4_NL: return "iq4_nl";
     case DType::kIQ4_XS: return "iq4_xs";
     case DType::kMXFP4: return "mxfp4";
+    case DType::kFP8: return "fp8_e4m3";
   }
   return "?";
 }

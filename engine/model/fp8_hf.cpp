@@ -1,10 +1,18 @@
-// FP8 expansion (fp8_hf.hpp): the scale tensor's shape says tensor, channel or block, and must agree with
-// the config's weight_block_size.
+// FP8 Linears (fp8_hf.hpp): the scale tensor's shape says tensor, channel or block, and must agree with
+// the config's weight_block_size; the codes go into kFP8 blocks of 32 inputs, each with its scale, where
+// the scale blocks are whole 32-input blocks, else they are expanded to f32.
 #include "engine/model/fp8_hf.hpp"
 
+#include <cstring>
+#include <memory>
+#include <vector>
+
 #include "engine/model/fp8.hpp"
+#include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
+
+constexpr int64_t kFp8Block = 32;  // inputs per kFP8 block
 
 void fp8_dequantize(int64_t out, int64_t in, int64_t block_rows, int64_t block_cols, const uint8_t* codes,
                     const float* scales, float* w) {
@@ -13,6 +21,29 @@ void fp8_dequantize(int64_t out, int64_t in, int64_t block_rows, int64_t block_c
     const float* row_scales = scales + (o / block_rows) * scale_cols;
     for (int64_t k = 0; k < in; ++k) w[o * in + k] = fp8_e4m3_to_float(codes[o * in + k]) * row_scales[k / block_cols];
   }
+}
+
+OwnedTensor fp8_blocks(const std::string& name, int64_t out, int64_t in, int64_t block_rows, int64_t block_cols,
+                       const uint8_t* codes, const float* scales) {
+  constexpr int64_t kBytes = BlockFormat<DType::kFP8>::kBytes;
+  const int64_t scale_cols = (in + block_cols - 1) / block_cols;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(out * (in / kFp8Block) * kBytes));
+  uint8_t* block = bytes->data();
+  for (int64_t o = 0; o < out; ++o) {
+    const float* row_scales = scales + (o / block_rows) * scale_cols;
+    for (int64_t k = 0; k < in; k += kFp8Block, block += kBytes) {
+      std::memcpy(block, &row_scales[k / block_cols], 4);  // little-endian, as the decoder reads it
+      std::memcpy(block + 4, codes + o * in + k, kFp8Block);
+    }
+  }
+  OwnedTensor t;
+  t.view.name = name;
+  t.view.dtype = DType::kFP8;
+  t.view.rows = out;
+  t.view.cols = in;
+  t.view.data = bytes->data();
+  t.bytes = std::move(bytes);
+  return t;
 }
 
 OwnedTensor read_fp8(const TensorFileOf& file_of, const std::string& weight_name, const QuantizationConfig& q) {
@@ -39,8 +70,18 @@ OwnedTensor read_fp8(const TensorFileOf& file_of, const std::string& weight_name
                           std::to_string(out) + ", 1] (one per output channel)");
   }
   const std::vector<float> scale_values = parts.floats(scale);
+  const uint8_t* codes = parts.bytes("weight");
+  for (int64_t i = 0; i < out * in; ++i) {
+    if ((codes[i] & 0x7F) == 0x7F) {
+      parts.fail("weight", "holds a NaN code (0x" + std::string(codes[i] == 0xFF ? "FF" : "7F") + ") at row " +
+                               std::to_string(i / in) + ", column " + std::to_string(i % in));
+    }
+  }
+  if (in % kFp8Block == 0 && block_cols % kFp8Block == 0) {
+    return fp8_blocks(parts.name("weight"), out, in, block_rows, block_cols, codes, scale_values.data());
+  }
   std::vector<float> w(static_cast<size_t>(out * in));
-  fp8_dequantize(out, in, block_rows, block_cols, parts.bytes("weight"), scale_values.data(), w.data());
+  fp8_dequantize(out, in, block_rows, block_cols, codes, scale_values.data(), w.data());
   return owned_f32(parts.name("weight"), out, in, std::move(w));
 }
 

@@ -244,6 +244,9 @@ Model load_hf_model(const ModelSource& source) {
                           " quantized weights expanded to f32: no GGUF block type holds their codes exactly (groups "
                           "that are not whole 32-input blocks, a scale that is not an fp16 number, or 8-bit codes "
                           "outside [-128, 127])");
+  } else if (is_fp8(quantization) && weights.num_f32() > 0) {
+    model.notes.push_back(std::to_string(weights.num_f32()) + " of " + std::to_string(weights.num_quantized()) +
+                          " FP8 weights expanded to f32: their inputs or scale blocks are not whole 32-input blocks");
   }
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);

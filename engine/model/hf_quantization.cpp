@@ -9,6 +9,11 @@
 #include "engine/base/json_file.hpp"
 
 namespace cbatch {
+
+bool is_fp8(const QuantizationConfig& q) {
+  return q.method == "fp8" || (q.method == "compressed-tensors" && q.format == "float-quantized");
+}
+
 namespace {
 
 constexpr const char* kSupported =
@@ -187,8 +192,11 @@ std::string describe_quantization(const QuantizationConfig& q) {
   text += bpw;
   if (q.method == "gptq" || q.method == "awq" || q.format == "pack-quantized") {
     text += "; kept as Q4_0, Q5_0 or Q8_0 blocks (those that hold the codes exactly, else f32)";
+  } else if (is_fp8(q)) {
+    text += "; kept as FP8 blocks of 32 (Q8_0 panels under --cpu-precision fast; f32 where the scale blocks are not "
+            "whole 32-input blocks)";
   } else if (q.method != "mxfp4") {
-    text += "; expanded to f32 at load";  // FP8, NVFP4
+    text += "; expanded to f32 at load";  // NVFP4
   }
   if (!q.not_converted.empty()) text += "; " + std::to_string(q.not_converted.size()) + " module patterns kept in float";
   return text;

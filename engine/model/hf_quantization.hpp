@@ -33,4 +33,7 @@ QuantizationConfig read_quantization_config(const std::string& config_path);
 // with its scales and zeros ("none" when not quantized).
 std::string describe_quantization(const QuantizationConfig& q);
 
+// Whether q's weights are FP8 (quant_method fp8, or compressed-tensors float-quantized).
+bool is_fp8(const QuantizationConfig& q);
+
 }  // namespace cbatch

@@ -26,9 +26,6 @@ bool is_packed_int_ct(const QuantizationConfig& q) {
 bool is_nvfp4(const QuantizationConfig& q) {
   return q.method == "compressed-tensors" && q.format == "nvfp4-pack-quantized";
 }
-bool is_fp8(const QuantizationConfig& q) {
-  return q.method == "fp8" || (q.method == "compressed-tensors" && q.format == "float-quantized");
-}
 
 }  // namespace
 

@@ -300,6 +300,30 @@ struct BlockFormat<DType::kMXFP4> {  // e (E8M0), qs[16] (as Q4_0); x = 2^(e - 1
   CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) { return {e8m0_half(b[0]), 0.0f}; }
 };
 
+// An E4M3 code's value times 2^9, an integer (the smallest subnormal is 2^-9, the largest finite value
+// 448 = 229376 / 2^9): subnormal m -> m, normal (8 + m) * 2^(e - 1). The NaN codes (0x7F, 0xFF) read as
+// 480; an FP8 checkpoint holding one is refused at load (fp8_hf.cpp).
+CBATCH_HOST_DEVICE constexpr int e4m3_value_x512(int code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  const int magnitude = e == 0 ? m : (8 + m) << (e - 1);
+  return (code & 0x80) ? -magnitude : magnitude;
+}
+
+template <>
+struct BlockFormat<DType::kFP8> {  // d (fp32), E4M3 q[32]; x = d * e4m3(q), as the checkpoint's dequantization
+  static constexpr int kElems = 32, kBytes = 36, kSubElems = 32, kCodeBits = 8, kRawCodes = -1;
+  // (d * 2^-9) * (e4m3 * 2^9): both factors exact, so the one rounding is that of d * e4m3 (-0, code 0x80,
+  // decodes to +0).
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return b[4 + e]; }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return e4m3_value_x512(c); }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) {
+    const uint32_t bits = static_cast<uint32_t>(b[0]) | static_cast<uint32_t>(b[1]) << 8 |
+                          static_cast<uint32_t>(b[2]) << 16 | static_cast<uint32_t>(b[3]) << 24;
+    return {float_from_bits(bits) * 0.001953125f, 0.0f};
+  }
+};
+
 // Element e of one block of format F.
 template <class F>
 CBATCH_HOST_DEVICE inline float block_element(const uint8_t* block, int e) {
@@ -338,6 +362,7 @@ decltype(auto) with_block_format(DType dtype, Fn&& fn) {
     case DType::kQ6_K: return fn(BlockFormat<DType::kQ6_K>{});
     case DType::kIQ4_XS: return fn(BlockFormat<DType::kIQ4_XS>{});
     case DType::kMXFP4: return fn(BlockFormat<DType::kMXFP4>{});
+    case DType::kFP8: return fn(BlockFormat<DType::kFP8>{});
     default: throw Error("internal error: " + std::string(dtype_name(dtype)) + " is not a block type");
   }
 }

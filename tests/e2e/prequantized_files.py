@@ -1,7 +1,8 @@
 """Pre-quantized Hugging Face checkpoint files written with numpy from the formats' definitions, shared by
 tests/e2e/test_prequantized.py and tools/make_prequantized_bench.py: safetensors files of raw tensors, an
 integer quantizer per (output, group) and its exact dequantization, GPTQ's packing (qweight along the input,
-qzeros along the output, v1 zeros stored minus 1) with act-order g_idx."""
+qzeros along the output, v1 zeros stored minus 1) with act-order g_idx, and FP8 E4M3 codes with a scale per
+block."""
 import json
 import struct
 
@@ -66,3 +67,32 @@ def gptq(w, bits, sym, desc_act, nrng, v2=False, group=32):
     parts = {"qweight": ("I32", pack(codes.T, bits, 0)), "qzeros": ("I32", pack(zeros if v2 else zeros - 1, bits, 1)),
              "scales": ("F16", scales.astype("<f2")), "g_idx": ("I32", g_idx.astype("<i4"))}
     return parts, dequantized(codes, zeros, scales, g_idx)
+
+
+def e4m3_values():
+    v = np.arange(256)
+    e, m = (v >> 3) & 15, v & 7
+    mag = np.where(e == 0, m / 512.0, (1 + m / 8.0) * np.exp2(e - 7.0))
+    mag[(e == 15) & (m == 7)] = np.inf  # NaN codes: never chosen
+    return np.where(v & 0x80, -mag, mag)
+
+
+E4M3 = e4m3_values()
+
+
+def fp8(w, block, round_scale=np.float32):
+    """F8_E4M3 codes of w / scale, scale per (block rows, block cols) block (rounded by round_scale); returns
+    codes, scales (f32) and the exact dequantization."""
+    out, inp = w.shape
+    br, bc = block
+    scales = np.zeros(((out + br - 1) // br, (inp + bc - 1) // bc), np.float32)
+    codes = np.zeros(w.shape, np.uint8)
+    for i in range(scales.shape[0]):
+        for j in range(scales.shape[1]):
+            b = w[i * br:(i + 1) * br, j * bc:(j + 1) * bc]
+            s = round_scale(np.float32(np.abs(b).max() / 448.0))
+            scaled = b / s
+            codes[i * br:(i + 1) * br, j * bc:(j + 1) * bc] = np.abs(scaled[..., None] - E4M3).argmin(axis=-1)
+            scales[i, j] = s
+    rows = np.repeat(np.repeat(scales, br, 0), bc, 1)[:out, :inp]
+    return codes, scales, (E4M3[codes].astype(np.float32) * rows).astype(np.float32)

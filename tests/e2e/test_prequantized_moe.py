@@ -6,8 +6,10 @@ Linear's input is whole groups of 32) with every Linear quantized by the e2e GPT
   token's logprob within the 8-bit activations' error of the exact path's, and the summary's weight_bytes
   shows the experts in Q4_0's int8 panel bytes (18 per 32 weights), not f32;
 - 4-bit with act-order (g_idx a permutation's groups): the experts are expanded to f32 (their product
-  takes activations quantized once for all of them), the dense matrices stay permuted blocks.
-Both: greedy tokens under --cpu-precision exact equal those of the directory holding the exact
+  takes activations quantized once for all of them), the dense matrices stay permuted blocks;
+- FP8 with 32x32 scale blocks (quant_method fp8): every matrix, experts too, kept as FP8 blocks and run on
+  the 8-bit path as Q8_0 panels (34 bytes per 32 weights).
+All: greedy tokens under --cpu-precision exact equal those of the directory holding the exact
 dequantizations (F32)."""
 import json
 import os
@@ -19,7 +21,7 @@ need_modules("numpy")
 import numpy as np  # noqa: E402
 
 import tiny_models  # noqa: E402
-from prequantized_files import gptq, write_safetensors  # noqa: E402
+from prequantized_files import fp8, gptq, write_safetensors  # noqa: E402
 
 NAME = "qwen3-moe-64"
 tiny_models.MODELS[NAME] = dict(tiny_models.MODELS["qwen3-moe"],
@@ -66,18 +68,24 @@ def weight_bytes(model):
 
 weights = tiny_models.random_weights(NAME)
 quantized_params = sum(w.size for n, w in weights.items() if is_quantized(n))
-for label, desc_act in (("sym", False), ("act-order", True)):
+NOT_CONVERTED = ["lm_head", "mlp.gate"]
+for label, desc_act in (("sym", False), ("act-order", True), ("fp8", False)):
     nrng = np.random.default_rng(3)
     tensors, exact = {}, {}
     for name, w in weights.items():
-        if is_quantized(name):
+        if is_quantized(name) and label == "fp8":
+            codes, scales, exact[name] = fp8(w, (32, 32))
+            tensors[name], tensors[name[:-len("weight")] + "weight_scale_inv"] = ("F8_E4M3", codes), ("F32", scales)
+        elif is_quantized(name):
             parts, exact[name] = gptq(w, 4, True, desc_act, nrng)
             tensors.update({name[:-len("weight")] + k: v for k, v in parts.items()})
         else:
             tensors[name], exact[name] = ("F32", w), w
     qdir, ddir = os.path.join(work, label), os.path.join(work, label + "-dequantized")
-    write_dir(qdir, tensors, dict(quant_method="gptq", bits=4, group_size=32, sym=True, desc_act=desc_act,
-                                  checkpoint_format="gptq", modules_to_not_convert=["lm_head", "mlp.gate"]))
+    write_dir(qdir, tensors, dict(quant_method="fp8", fmt="e4m3", weight_block_size=[32, 32],
+                                  modules_to_not_convert=NOT_CONVERTED) if label == "fp8" else
+              dict(quant_method="gptq", bits=4, group_size=32, sym=True, desc_act=desc_act, checkpoint_format="gptq",
+                   modules_to_not_convert=NOT_CONVERTED))
     write_dir(ddir, {k: ("F32", v) for k, v in exact.items()})
     got, want = outputs(qdir, EXACT), outputs(ddir, EXACT)
     c.check([t for t, _ in got] == [t for t, _ in want], f"{label}: exact tokens differ from the dequantized model's")
@@ -100,9 +108,10 @@ for label, desc_act in (("sym", False), ("act-order", True)):
     saved = weight_bytes(ddir) - weight_bytes(qdir)  # f32 against the kept form
     expert_params = sum(w.size for n, w in weights.items() if ".experts." in n)
     if not desc_act:
-        want_saved = quantized_params * (4 - 18 / 32)
+        block_bytes, blocks = (34, "Q8_0") if label == "fp8" else (18, "Q4_0")
+        want_saved = quantized_params * (4 - block_bytes / 32)
         c.check(abs(saved - want_saved) < 0.01 * want_saved,
-                f"{label}: kept form saves {saved} bytes against f32, expected {want_saved:.0f} (all Q4_0)")
+                f"{label}: kept form saves {saved} bytes against f32, expected {want_saved:.0f} (all {blocks})")
     else:  # experts f32, the rest Q4_0 panels plus a 4-byte input order per input
         dense = quantized_params - expert_params
         c.check(saved < dense * (4 - 18 / 32) and saved > 0.9 * dense * (4 - 18 / 32),

@@ -3,16 +3,25 @@
 // its g_idx groups, 8-bit words; AWQ's nibble order [0, 2, 4, 6, 1, 3, 5, 7]; FP8 codes times the scale of
 // their block, partial edge blocks included; compressed-tensors pack-quantized codes along the input offset
 // by 2^(bits - 1), its zero points packed along the output; NVFP4's E2M1 nibbles (the even input low) times
-// their 16-block's E4M3 scale divided by the global scale. (Whole models in each format: tests/e2e/test_prequantized.py.)
+// their 16-block's E4M3 scale divided by the global scale; FP8 kept as kFP8 blocks decodes to exactly
+// fp8_dequantize's values, and packs for the 8-bit product as the Q8_0 blocks of those values. (Whole models
+// in each format: tests/e2e/test_prequantized.py.)
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
+#include <random>
 #include <vector>
 
+#include "engine/base/thread_pool.hpp"
+#include "engine/cpu/cpu_pack.hpp"
 #include "engine/model/awq.hpp"
+#include "engine/model/fp8.hpp"
 #include "engine/model/fp8_hf.hpp"
 #include "engine/model/gptq.hpp"
 #include "engine/model/nvfp4_hf.hpp"
 #include "engine/model/pack_quantized.hpp"
+#include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
 namespace {
@@ -91,6 +100,60 @@ TEST_CASE("FP8: E4M3 codes times the scale of their block, edge blocks partial")
   fp8_dequantize(3, 3, 3, 3, codes.data(), scales.data() + 1, w.data());  // one scale for the tensor: 2
   CHECK(w[1] == 4.0f);
   CHECK(w[7] == -2.0f);
+}
+
+TEST_CASE("FP8 blocks: every E4M3 code times its block's scale, bit for bit, and Q8_0 panels on the 8-bit path") {
+  // 40 rows of 96 inputs: every non-NaN code appears, scales per (8, 32) block over four decades.
+  const int64_t out = 40, in = 96, block_rows = 8, block_cols = 32;
+  std::mt19937 rng(11);
+  std::vector<uint8_t> codes(static_cast<size_t>(out * in));
+  for (size_t i = 0; i < codes.size(); ++i) {
+    uint8_t c = static_cast<uint8_t>(i < 256 ? i : rng() & 0xFF);
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // NaN codes are refused at load
+    codes[i] = c;
+  }
+  std::vector<float> scales(static_cast<size_t>((out / block_rows) * (in / block_cols)));
+  std::uniform_real_distribution<float> exponent(-6.0f, -2.0f);
+  for (float& s : scales) s = std::pow(10.0f, exponent(rng));
+  std::vector<float> want(codes.size()), got(codes.size());
+  fp8_dequantize(out, in, block_rows, block_cols, codes.data(), scales.data(), want.data());
+  const OwnedTensor t = fp8_blocks("w", out, in, block_rows, block_cols, codes.data(), scales.data());
+  REQUIRE(t.view.dtype == DType::kFP8);
+  CHECK(t.bytes->size() == static_cast<size_t>(out * in / 32 * 36));
+  tensor_rows_to_f32(t.view, 0, out, got.data());
+  // Bit for bit, but for -0 (code 0x80), which the blocks decode as +0.
+  int differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const bool same = std::memcmp(&got[i], &want[i], sizeof(float)) == 0 || (codes[i] == 0x80 && got[i] == 0.0f);
+    differ += !same;
+  }
+  CHECK(differ == 0);
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7F) != 0x7F) CHECK(static_cast<float>(e4m3_value_x512(c)) / 512.0f == fp8_e4m3_to_float(static_cast<uint8_t>(c)));
+  }
+
+  // Packed for the 8-bit product: the matrix is the Q8_0 blocks of the decoded rows (the same products as
+  // packing those blocks directly); for fp32, the decoded values themselves.
+  ThreadPool pool(1);
+  const PackedMatrix fast = pack_stacked({&t.view}, pool, Packing{true, true, false});
+  CHECK(fast.is_int8());
+  CHECK(fast.dtype() == DType::kQ8_0);
+  std::vector<uint8_t> q8(static_cast<size_t>(row_bytes(DType::kQ8_0, in) * out));
+  quantize_q8_0(want.data(), out * in, q8.data());
+  const PackedMatrix direct(out, in, DType::kQ8_0, [&](int64_t r) { return q8.data() + r * row_bytes(DType::kQ8_0, in); },
+                            pool, true);
+  std::vector<float> x(static_cast<size_t>(3 * in)), y_fast(static_cast<size_t>(3 * out)), y_direct(y_fast.size());
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& v : x) v = u(rng);
+  matmul(x.data(), fast, y_fast.data(), 3, pool);
+  matmul(x.data(), direct, y_direct.data(), 3, pool);
+  CHECK(y_fast == y_direct);
+  const PackedMatrix exact = pack_stacked({&t.view}, pool, Packing{true, false, false});
+  CHECK(!exact.is_blocked());
+  std::vector<float> y_exact(y_fast.size()), y_ref(y_fast.size());
+  matmul(x.data(), exact, y_exact.data(), 3, pool);
+  matmul_ref(x.data(), want.data(), y_ref.data(), 3, out, in);
+  for (size_t i = 0; i < y_ref.size(); ++i) CHECK(y_exact[i] == doctest::Approx(y_ref[i]).epsilon(1e-5));
 }
 
 TEST_CASE("pack-quantized: codes along the input minus 2^(bits - 1), or minus zeros packed along the output") {
