@@ -27,18 +27,8 @@ void check_cuda_lora(const std::vector<LoraAdapter>& adapters, const ModelConfig
     throw Error("--lora-modules with --quantization fp8: LoRA adapters on FP8 weights are not supported on CUDA "
                 "(drop --quantization fp8, or use --device cpu)");
   }
-  // The CUDA forward adds adapters to the attention and MLP products of models with one attention shape; hybrid
-  // mixers, per-layer attention sizes and shared K/V (Gemma 4) are the CPU backend's for now.
-  const bool hybrid = config.has_recurrent_layers();
-  const bool per_layer_attention = config.global_head_dim > 0 || !config.layer_kv_source.empty();
   for (const LoraAdapter& a : adapters) {
     for (const LoraPair& p : a.pairs) {
-      if (hybrid || per_layer_attention) {
-        throw Error("LoRA adapter '" + a.name + "' (" + a.path + "): '" + p.module + "' of layer " +
-                    std::to_string(p.layer) + ": the CUDA backend does not apply LoRA adapters on " +
-                    (hybrid ? "hybrid models (" : "models with per-layer attention sizes or shared K/V (") +
-                    config.architecture + ") yet (use --device cpu)");
-      }
       const bool ffn = p.product == LoraProduct::kGateUp || p.product == LoraProduct::kDown;
       if (ffn && config.is_sparse(p.layer)) {
         throw Error("LoRA adapter '" + a.name + "' (" + a.path + "): '" + p.module + "' of layer " +
