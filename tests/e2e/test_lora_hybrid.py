@@ -14,7 +14,8 @@ and merged into the base weights as a model of its own; LFM2's also as a llama.c
   modes, token budgets, block sizes and thread counts;
 - bad adapters exit 1 before anything runs, naming the adapter, the module and the layer: a DeltaNet module on an
   attention layer, the gated q with q_dim rows, a Mamba-2 module on Nemotron-H's MLP layer, a shared expert, a
-  v_proj on Gemma 4's K=V layer."""
+  v_proj on Gemma 4's K=V layer, a PEFT DeltaNet adapter on Qwen3.5's GGUF (value heads tiled), whose attention
+  and MLP adapter equals the merged directory."""
 import os
 import sys
 
@@ -25,8 +26,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_hybrid_models as th  # noqa: E402
-from lora_hybrid_files import (ATTN, FAMILIES, RANK, make_adapter, merged, targets, write_gguf_lora,  # noqa: E402
-                               write_peft)
+from lora_hybrid_files import (ATTN, FAMILIES, GLU, RANK, make_adapter, merged, targets,  # noqa: E402
+                               write_gguf_lora, write_peft)
 
 COMMON = ["--device", "cpu", "--quiet"]
 PROMPTS = ["the quick brown fox jumps over", "a tiny model of many adapters says", "one two three four five six",
@@ -145,5 +146,18 @@ bad_adapter("shared expert", "qwen3_5_moe", Q35 + "0.mlp.shared_expert.gate_proj
             "layer 0 mlp.shared_expert.gate_proj", "experts")
 bad_adapter("v_proj of a K=V layer", "gemma4", Q35 + "2.self_attn.v_proj.weight", 32, 64,
             "layer 2 self_attn.v_proj", "values are its keys")
+
+# Qwen3.5's GGUF (value heads tiled by llama.cpp's converter): a PEFT adapter on attention and MLP equals the
+# merged directory; on the DeltaNet (rows in Hugging Face's order) it is refused by name.
+q_weights = models["qwen3_5"][2]
+q_gguf, q_attn, q_attn_merged = (os.path.join(work, n) for n in ("qwen3_5.gguf", "qwen3_5-attn", "qwen3_5-attn-merged"))
+th.write_gguf(q_gguf, "qwen3_5", q_weights)
+attn_pairs = make_adapter(q_weights, ATTN + GLU, seed=5)
+write_peft(q_attn, attn_pairs, "qwen3_5")
+th.write_hf(q_attn_merged, "qwen3_5", merged(q_weights, attn_pairs))
+got, _ = run_rows(requests("A", "A"), q_gguf, ["--lora-modules", f"A={q_attn}"])
+ref, _ = run_rows(requests("A"), q_attn_merged)
+c.check(tokens(got) == tokens(ref), f"qwen3_5 GGUF + PEFT attention/MLP adapter: {tokens(got)} != {tokens(ref)}")
+bad_start("PEFT DeltaNet adapter on a tiled GGUF", q_gguf, models["qwen3_5"][1], "'BAD'", "linear_attn.", "tiled")
 
 c.done()
