@@ -29,6 +29,7 @@ FAMILIES = {
     "nemotron_h": (th, "nemotron_h", ["mixer." + m for m in ("q_proj", "k_proj", "v_proj", "o_proj", "in_proj",
                                                              "out_proj", "up_proj", "down_proj")]),
     "gemma4": (tg, "dense", ATTN + GLU),
+    "gemma4_moe": (tg, "moe", ATTN + GLU),  # the dense MLP beside the experts
 }
 RANK, ALPHA = 4, 8.0
 SCALE = ALPHA / RANK

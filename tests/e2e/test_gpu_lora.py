@@ -117,7 +117,7 @@ hybrid_rows = [{"id": f"{t}-{i}", "prompt": p, "max_tokens": 10, "temperature": 
 hybrid_path = os.path.join(work, "hybrid.jsonl")
 write_jsonl(hybrid_path, hybrid_rows)
 for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [("gemma4-uniform", (lh.tg, "uniform", lh.ATTN + lh.GLU))]:
-    if family in ("qwen3_5_moe", "qwen3_next", "gemma4"):  # MoE MLPs, Qwen3-Next, Gemma 4's own head sizes: CPU only
+    if family in ("qwen3_5_moe", "qwen3_next", "gemma4", "gemma4_moe"):  # MoE, Qwen3-Next, own head sizes: CPU only
         continue
     weights = tiny.random_weights(name)
     base_dir, adapter_dir = os.path.join(work, family), os.path.join(work, family + "-lora")

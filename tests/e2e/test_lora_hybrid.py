@@ -1,7 +1,7 @@
 """LoRA adapters on the hybrid families and Gemma 4 on the CPU (--lora-modules), on the seeded tiny models of
 tiny_hybrid_models.py (Qwen3.5 dense and MoE, Qwen3-Next, LFM2, Granite 4.0-H, Nemotron-H) and tiny_gemma4_models.py
-("dense": per-layer head sizes, K=V global layers, layers reading another's K/V), written as Hugging Face
-directories. Per family, an adapter on every module kind the family has (the attention's q, k, v, o with Qwen3.5's
+("dense": per-layer head sizes, K=V global layers, layers reading another's K/V; "moe": the dense MLP beside the
+experts), written as Hugging Face directories. Per family, an adapter on every module kind the family has (the attention's q, k, v, o with Qwen3.5's
 gated q of 2 q_dim rows; the DeltaNet's in_proj_qkv / z / b / a or Qwen3-Next's fused in_proj_qkvz / ba and
 out_proj; LFM2's conv.in_proj / out_proj and feed_forward.w1 / w3 / w2; Granite's mamba.in_proj / out_proj and
 shared_mlp.input_linear / output_linear; Nemotron-H's mixer.* of its Mamba-2, attention and relu^2 MLP layers;
@@ -10,7 +10,7 @@ and merged into the base weights as a model of its own; LFM2's also as a llama.c
 - every adapter request's greedy tokens equal its merged model's, base requests equal the base model's, and the
   adapter changes most outputs;
 - Gemma 4's shared layers' k/v projections (in the checkpoint, never used) are skipped with a warning naming them;
-- a file mixing two adapters and the base on Qwen3.5 and Nemotron-H gives bit-identical tokens and logprobs across
+- a file mixing two adapters and the base on Qwen3.5, Nemotron-H and Gemma 4 gives bit-identical tokens and logprobs across
   modes, token budgets, block sizes and thread counts;
 - bad adapters exit 1 before anything runs, naming the adapter, the module and the layer: a DeltaNet module on an
   attention layer, the gated q with q_dim rows, a Mamba-2 module on Nemotron-H's MLP layer, a shared expert, a
@@ -103,7 +103,7 @@ for family, (tiny, name, modules) in FAMILIES.items():
         c.check(tokens(got_g) == ref_t, f"lfm2 GGUF LoRA on the GGUF: {tokens(got_g)} != {ref_t}")
 
 # Two adapters and the base in one file: bit-identical tokens and logprobs across modes, budgets, blocks, threads.
-SECOND = {"qwen3_5": ATTN, "nemotron_h": ["mixer.in_proj", "mixer.o_proj", "mixer.down_proj"]}
+SECOND = {"qwen3_5": ATTN, "nemotron_h": ["mixer.in_proj", "mixer.o_proj", "mixer.down_proj"], "gemma4": ATTN}
 for family, second_modules in SECOND.items():
     base_dir, adapter_dir, weights, _ = models[family]
     second = os.path.join(work, family + "-second")
