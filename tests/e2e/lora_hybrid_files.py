@@ -2,7 +2,7 @@
 tiny_gemma4_models.py), shared by test_lora_hybrid.py (CPU) and test_gpu_lora.py (CUDA): per family the modules
 an adapter targets (every module kind the family has), seeded pairs in Hugging Face row order on the model's own
 weight names, the base weights with the pairs merged in, PEFT directories (module names as PEFT wraps the
-model's: base_model.model. + the weight's name) and, for LFM2, a llama.cpp GGUF LoRA."""
+model's: base_model.model. + the weight's name) and llama.cpp GGUF LoRAs."""
 import json
 import os
 import re
@@ -81,15 +81,24 @@ def write_peft(directory, pairs, base):
 
 
 def write_gguf_lora(path, pairs, name):
-    """A llama.cpp GGUF LoRA of LFM2 (whose converter renames its tensors and keeps their rows)."""
+    """A llama.cpp GGUF LoRA of a hybrid (tiny_hybrid_models.py's model `name`), as convert_lora_to_gguf.py writes
+    it through the model's converter: names as the base's, and the row moves the converter makes on the base made
+    on the pairs (Qwen3.5's value heads tiled: B's rows, or A's columns for out_proj, where the base's move)."""
     import gguf
+    c = th.config_of(name)
     arch = gguf.MODEL_ARCH[th.GGUF_ARCH[th.MODELS[name]["family"]]]
-    names = gguf.get_tensor_name_map(arch, len(th.layer_types(th.config_of(name))))
+    names = gguf.get_tensor_name_map(arch, len(th.layer_types(c)))
     writer = gguf.GGUFWriter(path, gguf.MODEL_ARCH_NAMES[arch])
     writer.add_string("general.type", "adapter")
     writer.add_string("adapter.type", "lora")
     writer.add_float32("adapter.lora.alpha", ALPHA)
     for hf_name, (a, b) in sorted(pairs.items()):
+        hf_name = hf_name.replace("language_model.", "")
+        if c["model_type"].startswith("qwen3_5"):
+            if ".out_proj." in hf_name:
+                a = th.tile_value_heads(hf_name, a, c)
+            else:
+                b = th.tile_value_heads(hf_name, b, c)
         base = names.get_name(hf_name, try_suffixes=(".weight",))
         writer.add_tensor(base + ".lora_a", np.ascontiguousarray(a, dtype=np.float32))
         writer.add_tensor(base + ".lora_b", np.ascontiguousarray(b, dtype=np.float32))

@@ -6,7 +6,8 @@ gated q of 2 q_dim rows; the DeltaNet's in_proj_qkv / z / b / a or Qwen3-Next's 
 out_proj; LFM2's conv.in_proj / out_proj and feed_forward.w1 / w3 / w2; Granite's mamba.in_proj / out_proj and
 shared_mlp.input_linear / output_linear; Nemotron-H's mixer.* of its Mamba-2, attention and relu^2 MLP layers;
 the gated MLPs; Qwen3.5-MoE's and Qwen3-Next's mixers only, their FFN being experts), written as a PEFT directory
-and merged into the base weights as a model of its own; LFM2's also as a llama.cpp GGUF LoRA on its GGUF. Checks:
+and merged into the base weights as a model of its own; LFM2's and Qwen3.5's also as a llama.cpp GGUF LoRA on
+their GGUF (Qwen3.5's value heads tiled in both, as llama.cpp's converter writes them). Checks:
 - every adapter request's greedy tokens equal its merged model's, base requests equal the base model's, and the
   adapter changes most outputs;
 - Gemma 4's shared layers' k/v projections (in the checkpoint, never used) are skipped with a warning naming them;
@@ -95,12 +96,12 @@ for family, (tiny, name, modules) in FAMILIES.items():
         for layer, module in ((4, "k_proj"), (4, "v_proj"), (5, "k_proj")):
             c.check(f"layer {layer} self_attn.{module} is skipped" in stderr,
                     f"gemma4: no warning about layer {layer}'s {module}: {stderr[-600:]!r}")
-    if family == "lfm2":  # the same adapter as a GGUF LoRA on the GGUF base
-        gguf_base, gguf_lora = os.path.join(work, "lfm2.gguf"), os.path.join(work, "lfm2-lora.gguf")
+    if family in ("lfm2", "qwen3_5"):  # the same adapter as a GGUF LoRA on the GGUF base
+        gguf_base, gguf_lora = os.path.join(work, family + ".gguf"), os.path.join(work, family + "-lora.gguf")
         th.write_gguf(gguf_base, name, weights)
         write_gguf_lora(gguf_lora, pairs, name)
         got_g, _ = run_rows(requests("A", "A") + requests("base"), gguf_base, ["--lora-modules", f"A={gguf_lora}"])
-        c.check(tokens(got_g) == ref_t, f"lfm2 GGUF LoRA on the GGUF: {tokens(got_g)} != {ref_t}")
+        c.check(tokens(got_g) == ref_t, f"{family} GGUF LoRA on the GGUF: {tokens(got_g)} != {ref_t}")
 
 # Two adapters and the base in one file: bit-identical tokens and logprobs across modes, budgets, blocks, threads.
 SECOND = {"qwen3_5": ATTN, "nemotron_h": ["mixer.in_proj", "mixer.o_proj", "mixer.down_proj"], "gemma4": ATTN}
@@ -151,7 +152,6 @@ bad_adapter("v_proj of a K=V layer", "gemma4", Q35 + "2.self_attn.v_proj.weight"
 # merged directory; on the DeltaNet (rows in Hugging Face's order) it is refused by name.
 q_weights = models["qwen3_5"][2]
 q_gguf, q_attn, q_attn_merged = (os.path.join(work, n) for n in ("qwen3_5.gguf", "qwen3_5-attn", "qwen3_5-attn-merged"))
-th.write_gguf(q_gguf, "qwen3_5", q_weights)
 attn_pairs = make_adapter(q_weights, ATTN + GLU, seed=5)
 write_peft(q_attn, attn_pairs, "qwen3_5")
 th.write_hf(q_attn_merged, "qwen3_5", merged(q_weights, attn_pairs))
