@@ -100,7 +100,8 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   const DeltaNetSizes& d = config_.deltanet;
   // Adapters add in the files' row order, before Qwen3-Next's grouped rows are put in the standard one.
   const int dim = config_.dim, nv = d.num_v_heads;
-  lora_.add(LoraProduct::kSsmQkvz, l, lora_groups_, h_.data(), dim, ssm_proj_.data(), d.conv_dim() + d.value_dim(), pool_);
+  const int64_t proj_stride = d.conv_dim() + d.value_dim();
+  lora_.add(LoraProduct::kSsmQkvz, l, lora_groups_, h_.data(), dim, ssm_proj_.data(), proj_stride, pool_);
   lora_.add(LoraProduct::kSsmBa, l, lora_groups_, h_.data(), dim, ssm_ba_.data(), 2 * nv, pool_);
   if (d.grouped_qkvz) reorder_rows(ssm_proj_, num_tokens, grouped_qkvz_order(d));
   if (d.grouped_ba) reorder_rows(ssm_ba_, num_tokens, grouped_ba_order(d));

@@ -100,7 +100,9 @@ class PairBuilder {
     p.a = to_f32(a);
     p.b = to_f32(b);
     if (slot.rope_rows && layout_ != base_.rope_layout) {
-      if (base_.attn_output_gate) fail(where + ": the gated q rows cannot be put in another RoPE row order");
+      if (base_.attn_output_gate && p.row_offset == 0) {
+        fail(where + ": the gated q rows cannot be put in another RoPE row order");
+      }
       reorder_rope_rows(p.b, p.rows, p.rank, slot.head_dim, layout_, base_.rope_layout);
     }
     return p;

@@ -10,17 +10,10 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/model/lora_product.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {
-
-// The products of a layer that adapters add to: attention's q|k|v (Qwen3.5's gated q: 2 q_dim rows, per head
-// [q | gate]) and output; the MLP's gate|up (a plain MLP's up alone) and down; a DeltaNet's q|k|v|z, b|a and
-// output; a short conv's and a Mamba-2 mixer's in and out projections.
-enum class LoraProduct : uint8_t {
-  kQkv, kO, kGateUp, kDown, kSsmQkvz, kSsmBa, kSsmOut, kShortConvIn, kShortConvOut, kMambaIn, kMambaOut
-};
-constexpr int kNumLoraProducts = 11;
 
 struct LoraPair {
   std::string module;       // as the file names it after the layer: "self_attn.q_proj", "attn_q", ...

@@ -142,8 +142,8 @@ LoraTarget resolve_lora_target(std::string_view module, int layer, bool gguf, co
                 "MLP and recurrent mixer projections: q, k, v, o, gate, up, down, in_proj, out_proj)");
   }
   if (present == nullptr) {
-    const bool shared_kv = (named->kind == LayerTensor::kWk || named->kind == LayerTensor::kWv) && c.is_attention(layer) &&
-                           !c.writes_kv(layer);
+    const bool is_kv = named->kind == LayerTensor::kWk || named->kind == LayerTensor::kWv;
+    const bool shared_kv = is_kv && c.is_attention(layer) && !c.writes_kv(layer);
     if (shared_kv) {  // transformers' checkpoints keep these weights, and never use them
       LoraTarget t;
       t.unused = where + " is skipped: the layer reads layer " + std::to_string(c.kv_source(layer)) +

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/model/lora_adapter.hpp"
+#include "engine/model/lora_product.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {

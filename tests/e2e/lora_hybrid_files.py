@@ -63,7 +63,8 @@ def make_adapter(weights, modules, seed):
 def merged(weights, pairs):
     w = dict(weights)
     for name, (a, b) in pairs.items():
-        w[name] = (w[name].astype(np.float64) + SCALE * (b.astype(np.float64) @ a.astype(np.float64))).astype(np.float32)
+        delta = SCALE * (b.astype(np.float64) @ a.astype(np.float64))
+        w[name] = (w[name].astype(np.float64) + delta).astype(np.float32)
     return w
 
 

@@ -116,7 +116,8 @@ hybrid_rows = [{"id": f"{t}-{i}", "prompt": p, "max_tokens": 10, "temperature": 
                 **({"model": "A"} if t == "A" else {})} for i, p in enumerate(PROMPTS[:4]) for t in ("A", "base")]
 hybrid_path = os.path.join(work, "hybrid.jsonl")
 write_jsonl(hybrid_path, hybrid_rows)
-for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [("gemma4-uniform", (lh.tg, "uniform", lh.ATTN + lh.GLU))]:
+GEMMA4_UNIFORM = ("gemma4-uniform", (lh.tg, "uniform", lh.ATTN + lh.GLU))
+for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [GEMMA4_UNIFORM]:
     if family in ("qwen3_5_moe", "qwen3_next", "gemma4", "gemma4_moe"):  # MoE, Qwen3-Next, own head sizes: CPU only
         continue
     weights = tiny.random_weights(name)
@@ -127,7 +128,8 @@ for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [("gemma4-unifo
     want = run_file(hybrid_path, base_dir, "cpu", loras + ["--threads", "2"])
     got = run_file(hybrid_path, base_dir, "cuda", loras + ["--dtype", "fp32"])
     wrong = [k for k in want if got.get(k) != want[k]]
-    c.check(not wrong, f"{family} cuda fp32: {wrong} differ from the CPU, e.g. {[(k, got.get(k), want[k]) for k in wrong[:2]]}")
+    c.check(not wrong, f"{family} cuda fp32: {wrong} differ from the CPU, e.g. "
+            f"{[(k, got.get(k), want[k]) for k in wrong[:2]]}")
     changed = sum(want[f"A-{i}"] != want[f"base-{i}"] for i in range(4))
     c.check(changed >= 3, f"{family}: the adapter changes only {changed} of 4 outputs")
 
@@ -140,7 +142,8 @@ lh.write_peft(moe_lora, lh.make_adapter(moe_weights, ["mlp.down_proj"], seed=3),
 run_file(hybrid_path, moe_dir, "cpu", ["--lora-modules", f"A={moe_lora}", "--threads", "2"])
 proc = run(["run", hybrid_path, "-o", os.path.join(work, "never.jsonl"), "--model", moe_dir, "--device", "cuda",
             "--lora-modules", f"A={moe_lora}"] + COMMON, expect_rc=1, check=False)
-c.check(proc.returncode == 1 and all(n in proc.stderr for n in ("'A'", "mlp.down_proj", "layer 0", "mixture-of-experts")),
+needles = ("'A'", "mlp.down_proj", "layer 0", "mixture-of-experts")
+c.check(proc.returncode == 1 and all(n in proc.stderr for n in needles),
         f"moe refusal: {proc.returncode} {proc.stderr[-300:]}")
 
 # Refused with a message: adapters on FP8 weights.

@@ -1,22 +1,23 @@
 """LoRA adapters on the hybrid families and Gemma 4 on the CPU (--lora-modules), on the seeded tiny models of
-tiny_hybrid_models.py (Qwen3.5 dense and MoE, Qwen3-Next, LFM2, Granite 4.0-H, Nemotron-H) and tiny_gemma4_models.py
-("dense": per-layer head sizes, K=V global layers, layers reading another's K/V; "moe": the dense MLP beside the
-experts), written as Hugging Face directories. Per family, an adapter on every module kind the family has (the attention's q, k, v, o with Qwen3.5's
-gated q of 2 q_dim rows; the DeltaNet's in_proj_qkv / z / b / a or Qwen3-Next's fused in_proj_qkvz / ba and
-out_proj; LFM2's conv.in_proj / out_proj and feed_forward.w1 / w3 / w2; Granite's mamba.in_proj / out_proj and
-shared_mlp.input_linear / output_linear; Nemotron-H's mixer.* of its Mamba-2, attention and relu^2 MLP layers;
-the gated MLPs; Qwen3.5-MoE's and Qwen3-Next's mixers only, their FFN being experts), written as a PEFT directory
-and merged into the base weights as a model of its own; LFM2's and Qwen3.5's also as a llama.cpp GGUF LoRA on
-their GGUF (Qwen3.5's value heads tiled in both, as llama.cpp's converter writes them). Checks:
+tiny_hybrid_models.py (Qwen3.5 dense and MoE, Qwen3-Next, LFM2, Granite 4.0-H, Nemotron-H) and
+tiny_gemma4_models.py ("dense": per-layer head sizes, K=V global layers, layers reading another's K/V; "moe": the
+dense MLP beside the experts), written as Hugging Face directories. Per family, an adapter on every module kind
+the family has (the attention's q, k, v, o with Qwen3.5's gated q of 2 q_dim rows; the DeltaNet's in_proj_qkv / z
+/ b / a or Qwen3-Next's fused in_proj_qkvz / ba and out_proj; LFM2's conv.in_proj / out_proj and feed_forward.w1 /
+w3 / w2; Granite's mamba.in_proj / out_proj and shared_mlp.input_linear / output_linear; Nemotron-H's mixer.* of
+its Mamba-2, attention and relu^2 MLP layers; the gated MLPs; Qwen3.5-MoE's and Qwen3-Next's mixers only, their
+FFN being experts), written as a PEFT directory and merged into the base weights as a model of its own; LFM2's and
+Qwen3.5's also as a llama.cpp GGUF LoRA on their GGUF (Qwen3.5's value heads tiled in both, as llama.cpp's
+converter writes them). Checks:
 - every adapter request's greedy tokens equal its merged model's, base requests equal the base model's, and the
   adapter changes most outputs;
 - Gemma 4's shared layers' k/v projections (in the checkpoint, never used) are skipped with a warning naming them;
-- a file mixing two adapters and the base on Qwen3.5, Nemotron-H and Gemma 4 gives bit-identical tokens and logprobs across
-  modes, token budgets, block sizes and thread counts;
+- a file mixing two adapters and the base on Qwen3.5, Nemotron-H and Gemma 4 gives bit-identical tokens and logprobs
+  across modes, token budgets, block sizes and thread counts;
 - bad adapters exit 1 before anything runs, naming the adapter, the module and the layer: a DeltaNet module on an
   attention layer, the gated q with q_dim rows, a Mamba-2 module on Nemotron-H's MLP layer, a shared expert, a
-  v_proj on Gemma 4's K=V layer, a PEFT DeltaNet adapter on Qwen3.5's GGUF (value heads tiled), whose attention
-  and MLP adapter equals the merged directory."""
+  v_proj on Gemma 4's K=V layer, a PEFT DeltaNet adapter on Qwen3.5's GGUF (value heads tiled), whose attention and
+  MLP adapter equals the merged directory."""
 import os
 import sys
 
