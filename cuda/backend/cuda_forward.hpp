@@ -79,7 +79,10 @@ class CudaBackend final : public Backend {
     for (const LayerWeights<T>& w : weights_.layers) {
       for (const LinearWeight<T>& linear : w.linear.items) linear_.check(linear);
     }
-    if (options.loras) lora_ = LoraWeights<T>(*options.loras, config_.num_layers, options.max_batch_tokens);
+    if (options.loras) {
+      lora_ = LoraWeights<T>(lora_adapters_for_cuda(*options.loras, config_), config_.num_layers,
+                             options.max_batch_tokens);
+    }
     traits_ = make_traits();
   }
 

@@ -153,10 +153,12 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
   const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
   if (config_.attn_output_gate) {  // Qwen3.5: each q head's rows followed by its gate's
     linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
+    add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.gated_qkv.get(), config_.q_proj_dim() + 2 * config_.kv_dim());
     split_output_gate<T>(ws.qkv.get(), ws.attn_gate.get(), ws.gated_qkv.get(), n, config_.num_heads,
                          config_.head_dim, config_.kv_dim(), stream);
   } else if (!config_.writes_kv(layer)) {  // Gemma 4's shared layer: q alone, into the rows' q part
     linear_.forward(w.linear[LayerProduct::kQkv], ws.attn.get(), ws.h.get(), n);
+    add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.attn.get(), config_.q_dim());
     const size_t q_bytes = sizeof(T) * config_.q_dim();
     CUDA_CHECK(cudaMemcpy2DAsync(ws.qkv.get(), sizeof(T) * qkv_dim, ws.attn.get(), q_bytes, q_bytes, n,
                                  cudaMemcpyDeviceToDevice, stream));
@@ -186,12 +188,14 @@ void CudaBackend<T>::run_ffn(int layer, const BatchIndices& idx, int n) {
     run_experts_beside_dense(layer, n);
   } else if (config_.is_sparse(layer)) {
     experts_touched_ += moe_.forward(w, ws.h.get(), n, ws.delta.get(), context_, profiler_);
-  } else if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only; no adapters, as on the CPU
+  } else if (!config_.gated_ffn) {  // backend_checks.cpp admits relu^2 without biases only
     linear_.forward(w.linear[LayerProduct::kGateUp], ws.gate_up.get(), ws.h.get(), n);  // (n, hidden): up
+    add_lora(LoraProduct::kGateUp, layer, idx, ws.h.get(), config_.dim, ws.gate_up.get(), hidden);
     profiler_.phase("gemm_gate_up", stream);
     relu_squared<T>(ws.ffn.get(), ws.gate_up.get(), static_cast<size_t>(n) * hidden, stream);
     profiler_.phase("swiglu", stream);
     linear_.forward(w.linear[LayerTensor::kDown], ws.delta.get(), ws.ffn.get(), n);
+    add_lora(LoraProduct::kDown, layer, idx, ws.ffn.get(), hidden, ws.delta.get(), config_.dim);
     profiler_.phase("gemm_down", stream);
   } else {
     run_dense_ffn(layer, idx, n);

@@ -2,7 +2,7 @@
 // recurrent_states.hpp): the step's state copies (a fork's) and the zero states of the sequences that start,
 // then, per recurrent layer, its kind's products and kernels (cuda/recurrent/: deltanet.hpp, short_conv.hpp,
 // mamba2.hpp) over each sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp,
-// cpu_short_conv.cpp and cpu_mamba2.cpp.
+// cpu_short_conv.cpp and cpu_mamba2.cpp, LoRA adapters added after the in and out products as there.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -76,6 +76,10 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
   const DeltaNetDims& d = rs.dims;
   linear_.forward(w.linear[LayerTensor::kSsmQkv], rs.proj.get(), workspace_.h.get(), n);  // [q|k|v | z]
   linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.side.get(), workspace_.h.get(), n);   // [b | a]
+  const DeltaNetSizes& sizes = config_.deltanet;
+  add_lora(LoraProduct::kSsmQkvz, layer, idx, workspace_.h.get(), config_.dim, rs.proj.get(),
+           sizes.conv_dim() + sizes.value_dim());
+  add_lora(LoraProduct::kSsmBa, layer, idx, workspace_.h.get(), config_.dim, rs.side.get(), 2 * sizes.num_v_heads);
   profiler_.phase("gemm_ssm_in", stream);
   const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
   const DeltaNetStates states = rs.layer_states(layer);
@@ -87,6 +91,7 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
                          config_.rms_eps, stream);
   profiler_.phase("deltanet", stream);
   linear_.forward(w.linear[LayerTensor::kSsmOut], workspace_.delta.get(), rs.normed.get(), n);
+  add_lora(LoraProduct::kSsmOut, layer, idx, rs.normed.get(), sizes.value_dim(), workspace_.delta.get(), config_.dim);
   profiler_.phase("gemm_ssm_out", stream);
 }
 
@@ -98,12 +103,14 @@ void CudaBackend<T>::run_short_conv(int layer, const RaggedBatch& batch, const B
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens();
   linear_.forward(w.linear[LayerTensor::kShortConvIn], rs.proj.get(), workspace_.h.get(), n);  // [B | C | x]
+  add_lora(LoraProduct::kShortConvIn, layer, idx, workspace_.h.get(), config_.dim, rs.proj.get(), 3 * config_.dim);
   profiler_.phase("gemm_ssm_in", stream);
   const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
   short_conv<T>(rs.normed.get(), rs.proj.get(), w.vector(LayerTensor::kShortConvTaps), config_.dim,
                 config_.short_conv_kernel, seqs, batch.num_seqs(), rs.layer_states(layer), stream);
   profiler_.phase("short_conv", stream);
   linear_.forward(w.linear[LayerTensor::kShortConvOut], workspace_.delta.get(), rs.normed.get(), n);
+  add_lora(LoraProduct::kShortConvOut, layer, idx, rs.normed.get(), config_.dim, workspace_.delta.get(), config_.dim);
   profiler_.phase("gemm_ssm_out", stream);
 }
 
@@ -116,6 +123,8 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
   const int n = batch.num_tokens(), ns = batch.num_seqs();
   const Mamba2Dims& d = rs.mamba;
   linear_.forward(w.linear[LayerTensor::kMambaIn], rs.proj.get(), workspace_.h.get(), n);  // [z | x|B|C | dt]
+  add_lora(LoraProduct::kMambaIn, layer, idx, workspace_.h.get(), config_.dim, rs.proj.get(),
+           config_.mamba.in_proj_dim());
   profiler_.phase("gemm_ssm_in", stream);
   const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
   const DeltaNetStates states = rs.layer_states(layer);
@@ -127,6 +136,8 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
                        config_.rms_eps, stream);
   profiler_.phase("mamba2", stream);
   linear_.forward(w.linear[LayerTensor::kMambaOut], workspace_.delta.get(), rs.normed.get(), n);
+  add_lora(LoraProduct::kMambaOut, layer, idx, rs.normed.get(), config_.mamba.inner(), workspace_.delta.get(),
+           config_.dim);
   profiler_.phase("gemm_ssm_out", stream);
 }
 

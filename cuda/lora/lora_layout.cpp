@@ -8,6 +8,22 @@
 
 namespace cbatch {
 
+std::vector<LoraAdapter> lora_adapters_for_cuda(const std::vector<LoraAdapter>& adapters, const ModelConfig& config) {
+  std::vector<LoraAdapter> out = adapters;
+  for (LoraAdapter& adapter : out) {
+    const size_t num_pairs = adapter.pairs.size();
+    for (size_t i = 0; i < num_pairs; ++i) {
+      const LoraPair& p = adapter.pairs[i];
+      const bool is_k = p.product == LoraProduct::kQkv && p.row_offset == config.q_dim_of(p.layer);
+      if (!is_k || !config.values_are_keys(p.layer) || !config.writes_kv(p.layer)) continue;
+      LoraPair v = p;
+      v.row_offset += config.kv_dim_of(p.layer);
+      adapter.pairs.push_back(std::move(v));
+    }
+  }
+  return out;
+}
+
 LoraPack pack_lora_adapters(const std::vector<LoraAdapter>& adapters, int num_layers) {
   LoraPack pack;
   pack.num_adapters = static_cast<int>(adapters.size());

@@ -16,6 +16,10 @@ namespace cbatch {
 constexpr int kLoraTileRows = 8;  // rows a block shrinks and expands together (one A and B read for all)
 constexpr int kLoraMaxParts = 3;  // pairs an adapter puts on one product: q, k, v (or gate, up)
 
+// The adapters as the CUDA products hold their rows: a layer whose values are its keys (Gemma 4's k_eq_v)
+// has its k rows uploaded twice, [q | k | v = k] (device_weights.cpp), so its k pair is repeated on the v rows.
+std::vector<LoraAdapter> lora_adapters_for_cuda(const std::vector<LoraAdapter>& adapters, const ModelConfig& config);
+
 struct LoraTile {
   int32_t row = 0;      // first row
   int32_t rows = 0;     // 1..kLoraTileRows

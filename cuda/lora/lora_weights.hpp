@@ -14,7 +14,8 @@
 namespace cbatch {
 
 // Throws cbatch::Error naming the adapter for what the CUDA backend does not run with adapters: FP8 weights,
-// and a gate/up/down pair on a sparse layer (its experts have no dense FFN to add to).
+// and a gate/up/down pair on a sparse layer (its experts have no dense FFN to add to). Whatever else the
+// loader accepts has a product to add to (backend_checks.cpp refuses the models the CUDA forward does not run).
 void check_cuda_lora(const std::vector<LoraAdapter>& adapters, const ModelConfig& config, bool fp8_weights);
 
 template <typename T>

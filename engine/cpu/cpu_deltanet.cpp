@@ -9,6 +9,7 @@
 //  4. per sequence and value head j (reading key head DeltaNetSizes::key_head_of(j)), token by token, the delta
 //     rule on its state S (k_head_dim, v_head_dim): S *= decay; S += k (beta (v - k S)); o = q S;
 //  5. per row and value head, RMSNorm(o) w silu(z); the output product.
+// LoRA adapters add to the input products (in the file's row order) and the output product (cpu_lora.hpp).
 // Each value is computed from its own sequence's rows in a fixed order, so a prompt prefilled in chunks
 // leaves the same state, bit for bit, as one prefilled whole, whatever else shares the batch or the threads.
 // A padding row (static mode, slot_mapping -1) is computed from the state but leaves it as it was.
@@ -97,6 +98,11 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmQkvz), ssm_proj_.data(), num_tokens, pool_);
   matmul(h_.data(), layer.matrix(LayerProduct::kSsmBa), ssm_ba_.data(), num_tokens, pool_);
   const DeltaNetSizes& d = config_.deltanet;
+  // Adapters add in the files' row order, before Qwen3-Next's grouped rows are put in the standard one.
+  const int dim = config_.dim, nv = d.num_v_heads;
+  const int64_t proj_stride = d.conv_dim() + d.value_dim();
+  lora_.add(LoraProduct::kSsmQkvz, l, lora_groups_, h_.data(), dim, ssm_proj_.data(), proj_stride, pool_);
+  lora_.add(LoraProduct::kSsmBa, l, lora_groups_, h_.data(), dim, ssm_ba_.data(), 2 * nv, pool_);
   if (d.grouped_qkvz) reorder_rows(ssm_proj_, num_tokens, grouped_qkvz_order(d));
   if (d.grouped_ba) reorder_rows(ssm_ba_, num_tokens, grouped_ba_order(d));
   deltanet_conv(batch, l);
@@ -104,6 +110,7 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   deltanet_recurrence(batch, l);
   deltanet_gated_norm(num_tokens, layer);
   matmul(ssm_core_.data(), layer.matrix(LayerTensor::kSsmOut), delta_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kSsmOut, l, lora_groups_, ssm_core_.data(), d.value_dim(), delta_.data(), dim, pool_);
   add_sublayer_output(num_tokens, {}, {}, {});
 }
 

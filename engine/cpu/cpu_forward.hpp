@@ -85,7 +85,7 @@ class CpuBackend final : public Backend {
   void dense_ffn(int num_tokens, int layer);  // the gated FFN of h_ into delta_
   // cpu_experts_beside_dense.cpp: Gemma 4's experts added to the dense MLP's output in delta_.
   int experts_beside_dense(int num_tokens, int layer);
-  void plain_ffn(int num_tokens, const CpuLayer& layer, const float* input);
+  void plain_ffn(int num_tokens, int l, const float* input);
   void add_sublayer_output(int num_tokens, const std::vector<float>& post_norm, const std::vector<float>& norm,
                            const std::vector<float>& norm_bias);
   // Both: the family's norm of one row (LayerNorm with bias, or RMSNorm; out may be x), the last cache

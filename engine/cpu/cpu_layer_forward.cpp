@@ -5,8 +5,8 @@
 // that shares another's K/V, nothing written and that layer's cache read), attention with the layer's
 // window and sinks, the gate, the output product and bias, a sandwich norm), then the FFN (gated with
 // SwiGLU, GeGLU or the clamped SwiGLU; a sparse layer's experts: cpu_moe.hpp, or beside the dense MLP:
-// cpu_experts_beside_dense.cpp; an encoder's post-norm plain FFN), LoRA adapters on the four products
-// (cpu_lora.hpp).
+// cpu_experts_beside_dense.cpp; an encoder's post-norm plain FFN), LoRA adapters added after each product
+// they target (cpu_lora.hpp).
 #include <algorithm>
 #include <cmath>
 
@@ -51,10 +51,12 @@ void CpuBackend::qkv_projection(const RaggedBatch& batch, int l) {
     }, 1, min_parallel_items(0.5 * dim));
   }
   const float* input = config_.post_norm ? x_.data() : h_.data();
-  matmul(input, layer.matrix(LayerProduct::kQkv), qkv_.data(), num_tokens, pool_);
+  const PackedMatrix& qkv = layer.matrix(LayerProduct::kQkv);  // [q | k | v], [q | k] or q alone
+  matmul(input, qkv, qkv_.data(), num_tokens, pool_);
+  // Before the values copy the keys: an adapter on k then reaches v too, as in transformers.
+  lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv.rows(), pool_);
   if (!writes) return rope_queries(num_tokens, l);
   if (config_.values_are_keys(l)) keys_as_values(num_tokens, q_dim, kv_dim);
-  lora_.add(LoraProduct::kQkv, l, lora_groups_, input, dim, qkv_.data(), qkv_dim, pool_);
   const int rope_set = config_.uses_local_rope(l) ? 1 : 0;
   const int32_t* slots = batch.slots(kv_groups_.layer_group[static_cast<size_t>(l)]);  // the layer's group's pages
   for (int r = 0; r < num_tokens; ++r) {
@@ -259,7 +261,7 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
   const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int dim = config_.dim;
   if (config_.post_norm) {
-    plain_ffn(num_tokens, layer, x_.data());
+    plain_ffn(num_tokens, l, x_.data());
     return 0;
   }
   const std::vector<float>& ffn_norm = layer.vector(LayerTensor::kFfnNorm);
@@ -275,7 +277,7 @@ int CpuBackend::ffn_layer(int num_tokens, int l) {
     return touched;
   }
   if (!config_.gated_ffn) {  // a pre-norm plain FFN (Nemotron-H's relu^2 MLP)
-    plain_ffn(num_tokens, layer, h_.data());
+    plain_ffn(num_tokens, l, h_.data());
     return 0;
   }
   if (!layer.experts.empty()) {  // a sparse layer
@@ -313,12 +315,14 @@ void CpuBackend::dense_ffn(int num_tokens, int l) {
 
 // A plain FFN of input (x_ with post-norm, else the normed h_): down(act(up input + b_up)) + b_down, then
 // the residual add (post-norm: x = norm(x + that), BERT); without biases (Nemotron-H) relu^2 is the act.
-void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer, const float* input) {
+void CpuBackend::plain_ffn(int num_tokens, int l, const float* input) {
+  const CpuLayer& layer = weights_.layers[static_cast<size_t>(l)];
   const int dim = config_.dim, hidden = config_.hidden_dim;
   const std::vector<float>& up_bias = layer.vector(LayerTensor::kUpBias);
   const std::vector<float>& down_bias = layer.vector(LayerTensor::kDownBias);
   if (config_.gated_ffn || (config_.post_norm && up_bias.empty())) throw Error("internal error: a post-norm layer without a plain FFN");
   matmul(input, layer.matrix(LayerProduct::kGateUp), gate_up_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kGateUp, l, lora_groups_, input, dim, gate_up_.data(), hidden, pool_);  // up alone
   pool_.parallel_for(num_tokens, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       plain_ffn_row(&gate_up_[r * hidden], up_bias.empty() ? nullptr : up_bias.data(), &ff_[r * hidden], hidden,
@@ -326,6 +330,7 @@ void CpuBackend::plain_ffn(int num_tokens, const CpuLayer& layer, const float* i
     }
   }, 1, min_parallel_items(10.0 * hidden));
   matmul(ff_.data(), layer.matrix(LayerTensor::kDown), delta_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kDown, l, lora_groups_, ff_.data(), hidden, delta_.data(), dim, pool_);
   for (int64_t r = 0; r < num_tokens && !down_bias.empty(); ++r) {
     for (int i = 0; i < dim; ++i) delta_[r * dim + i] += down_bias[i];
   }

@@ -8,7 +8,7 @@
 //  3. per row, y * silu(z) RMS-normed over groups of inner / groups values, times the norm weight; out_proj.
 // The scan's order is the sequence's token order whatever the batch, chunk or thread count, so the state a
 // chunked prefill leaves is bit-identical to a whole one's. A padding row (static mode) is computed from a
-// copy of the state.
+// copy of the state. LoRA adapters add to the in and out products (cpu_lora.hpp).
 #include <algorithm>
 #include <cmath>
 
@@ -57,10 +57,13 @@ void CpuBackend::mamba2_layer(const RaggedBatch& batch, int l) {
   const int num_tokens = batch.num_tokens();
   mixer_norm(num_tokens, layer);
   matmul(h_.data(), layer.matrix(LayerTensor::kMambaIn), mamba_proj_.data(), num_tokens, pool_);
+  const Mamba2Sizes& m = config_.mamba;
+  lora_.add(LoraProduct::kMambaIn, l, lora_groups_, h_.data(), config_.dim, mamba_proj_.data(), m.in_proj_dim(), pool_);
   mamba2_conv_and_dt(batch, l);
   mamba2_scan(batch, l);
   mamba2_gated_norm(num_tokens, layer);
   matmul(mamba_y_.data(), layer.matrix(LayerTensor::kMambaOut), delta_.data(), num_tokens, pool_);
+  lora_.add(LoraProduct::kMambaOut, l, lora_groups_, mamba_y_.data(), m.inner(), delta_.data(), config_.dim, pool_);
   add_sublayer_output(num_tokens, {}, {}, {});
 }
 

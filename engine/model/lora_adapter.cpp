@@ -4,6 +4,7 @@
 // general.type "adapter", adapter.type "lora" and adapter.lora.alpha.
 #include "engine/model/lora_adapter.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -14,61 +15,12 @@
 #include "engine/base/json_file.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
+#include "engine/model/lora_targets.hpp"
 #include "engine/model/safetensors.hpp"
 #include "engine/model/tensor.hpp"
 
 namespace cbatch {
 namespace {
-
-enum class Target : uint8_t { kQ, kK, kV, kO, kGate, kUp, kDown, kQkv, kGateUp };
-
-struct TargetName {
-  std::string_view peft;
-  std::string_view gguf;
-  Target target;
-};
-
-constexpr TargetName kTargets[] = {
-    {"q_proj", "attn_q", Target::kQ},           {"k_proj", "attn_k", Target::kK},
-    {"v_proj", "attn_v", Target::kV},           {"o_proj", "attn_output", Target::kO},
-    {"gate_proj", "ffn_gate", Target::kGate},   {"up_proj", "ffn_up", Target::kUp},
-    {"down_proj", "ffn_down", Target::kDown},   {"qkv_proj", "attn_qkv", Target::kQkv},
-    {"gate_up_proj", "", Target::kGateUp},
-};
-
-bool is_fused_family(const ModelConfig& base) {
-  const Family* family = find_family(base.architecture);
-  return family != nullptr && family->fused_projections;
-}
-
-std::optional<Target> find_target(std::string_view module, bool gguf, const ModelConfig& base) {
-  // Phi-3 GGUF files hold gate|up in one ffn_up tensor.
-  if (gguf && module == "ffn_up" && is_fused_family(base)) return Target::kGateUp;
-  for (const TargetName& t : kTargets) {
-    if (module == (gguf ? t.gguf : t.peft) && !module.empty()) return t.target;
-  }
-  return std::nullopt;
-}
-
-// Where a target adds in the CPU backend's fused products; nullopt when the base has no such projection.
-std::optional<LoraSlot> slot_of(Target target, const ModelConfig& c) {
-  const int64_t q = c.q_dim(), kv = c.kv_dim(), dim = c.dim, hidden = c.hidden_dim;
-  const bool fused = is_fused_family(c);
-  const bool dense_ffn = c.num_experts == 0;
-  switch (target) {
-    case Target::kQ: return LoraSlot{LoraProduct::kQkv, 0, q, dim};
-    case Target::kK: return LoraSlot{LoraProduct::kQkv, q, kv, dim};
-    case Target::kV: return LoraSlot{LoraProduct::kQkv, q + kv, kv, dim};
-    case Target::kQkv: return fused ? std::optional(LoraSlot{LoraProduct::kQkv, 0, q + 2 * kv, dim}) : std::nullopt;
-    case Target::kO: return LoraSlot{LoraProduct::kO, 0, dim, q};
-    case Target::kGate: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, 0, hidden, dim}) : std::nullopt;
-    case Target::kUp: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, hidden, hidden, dim}) : std::nullopt;
-    case Target::kGateUp:
-      return fused && dense_ffn ? std::optional(LoraSlot{LoraProduct::kGateUp, 0, 2 * hidden, dim}) : std::nullopt;
-    case Target::kDown: return dense_ffn ? std::optional(LoraSlot{LoraProduct::kDown, 0, dim, hidden}) : std::nullopt;
-  }
-  return std::nullopt;
-}
 
 std::vector<float> to_f32(const TensorView& t) {
   std::vector<float> out(static_cast<size_t>(t.numel()));
@@ -109,23 +61,29 @@ class PairBuilder {
     throw Error("LoRA adapter '" + arg_.name + "' (" + arg_.path + "): " + problem);
   }
 
-  LoraPair build(int layer, const std::string& module, const RawPair& raw, float alpha, bool rslora) const {
+  // A pair, or nullopt for a module the layer never uses (a note says which and why).
+  std::optional<LoraPair> build(int layer, const std::string& module, const RawPair& raw, float alpha, bool rslora,
+                                std::vector<std::string>& notes) const {
     const std::string where = "layer " + std::to_string(layer) + " " + module;
-    const std::optional<Target> target = find_target(module, gguf_, base_);
-    if (!target) fail("target module '" + module + "' is not one cbatch adapts (q, k, v, o, gate, up, down projections)");
-    const std::optional<LoraSlot> slot = slot_of(*target, base_);
-    if (!slot) fail("target module '" + module + "': the " + base_.architecture + " base model has no such projection");
-    if (layer < 0 || layer >= base_.num_layers) {
-      fail(where + ": the base model has " + std::to_string(base_.num_layers) + " layers");
+    LoraTarget slot;
+    try {
+      slot = resolve_lora_target(module, layer, gguf_, base_);
+    } catch (const Error& e) {
+      fail(e.what());
     }
     if (!raw.a || !raw.b) fail(where + ": " + (raw.a ? "lora_B" : "lora_A") + " is missing");
+    if (!slot.unused.empty()) {
+      notes.push_back(slot.unused);
+      return std::nullopt;
+    }
     const TensorView& a = *raw.a;
     const TensorView& b = *raw.b;
     const int64_t rank = a.rows;
-    if (a.cols != slot->in_features || b.rows != slot->rows || b.cols != rank) {
+    if (a.cols != slot.in_features || b.rows != slot.rows || b.cols != rank) {
       fail(where + ": shapes A (" + std::to_string(a.rows) + ", " + std::to_string(a.cols) + ") and B (" +
            std::to_string(b.rows) + ", " + std::to_string(b.cols) + ") do not match the base's (" +
-           std::to_string(slot->rows) + ", " + std::to_string(slot->in_features) + ") projection");
+           std::to_string(slot.rows) + ", " + std::to_string(slot.in_features) + ") projection in " +
+           std::string(layer_kind_name(base_.layer_kind(layer))) + " layer " + std::to_string(layer));
     }
     if (rank < 1 || rank > max_rank_) {
       fail(where + ": rank " + std::to_string(rank) + " is above --max-lora-rank " + std::to_string(max_rank_));
@@ -133,16 +91,19 @@ class PairBuilder {
     LoraPair p;
     p.module = module;
     p.layer = layer;
-    p.product = slot->product;
-    p.row_offset = slot->row_offset;
-    p.rows = slot->rows;
-    p.in_features = slot->in_features;
+    p.product = slot.product;
+    p.row_offset = slot.row_offset;
+    p.rows = slot.rows;
+    p.in_features = slot.in_features;
     p.rank = static_cast<int>(rank);
     p.scale = alpha / (rslora ? std::sqrt(static_cast<float>(p.rank)) : static_cast<float>(p.rank));
     p.a = to_f32(a);
     p.b = to_f32(b);
-    if (*target == Target::kQ || *target == Target::kK) {
-      reorder_rope_rows(p.b, p.rows, p.rank, base_.head_dim, layout_, base_.rope_layout);
+    if (slot.rope_rows && layout_ != base_.rope_layout) {
+      if (base_.attn_output_gate && p.row_offset == 0) {
+        fail(where + ": the gated q rows cannot be put in another RoPE row order");
+      }
+      reorder_rope_rows(p.b, p.rows, p.rank, slot.head_dim, layout_, base_.rope_layout);
     }
     return p;
   }
@@ -155,10 +116,14 @@ class PairBuilder {
   RopeLayout layout_;  // the adapter's q/k row order
 };
 
-// "model.layers.N.self_attn.q_proj" -> (N, "q_proj"); nullopt for other names.
-std::optional<std::pair<int, std::string>> split_layer_name(std::string_view name, std::string_view layers_prefix) {
-  if (name.substr(0, layers_prefix.size()) != layers_prefix) return std::nullopt;
-  name.remove_prefix(layers_prefix.size());
+// "<prefix>N.self_attn.q_proj" -> (N, "self_attn.q_proj") for the first of `prefixes` the name starts with;
+// nullopt for other names.
+std::optional<std::pair<int, std::string>> split_layer_name(std::string_view name,
+                                                            std::initializer_list<std::string_view> prefixes) {
+  const std::string_view* prefix = std::find_if(prefixes.begin(), prefixes.end(),
+                                                [&](std::string_view p) { return name.starts_with(p); });
+  if (prefix == prefixes.end()) return std::nullopt;
+  name.remove_prefix(prefix->size());
   const size_t dot = name.find('.');
   if (dot == std::string_view::npos || dot == 0) return std::nullopt;
   int layer = 0;
@@ -166,10 +131,7 @@ std::optional<std::pair<int, std::string>> split_layer_name(std::string_view nam
     if (ch < '0' || ch > '9' || layer > 1000000) return std::nullopt;
     layer = layer * 10 + (ch - '0');
   }
-  std::string_view module = name.substr(dot + 1);
-  const size_t last = module.rfind('.');
-  if (last != std::string_view::npos) module.remove_prefix(last + 1);  // "self_attn.q_proj" -> "q_proj"
-  return std::make_pair(layer, std::string(module));
+  return std::make_pair(layer, std::string(name.substr(dot + 1)));
 }
 
 LoraAdapter load_peft(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
@@ -212,16 +174,20 @@ LoraAdapter load_peft(const LoraModuleArg& arg, const ModelConfig& base, int max
       const bool is_a = n.ends_with(".lora_A.weight"), is_b = n.ends_with(".lora_B.weight");
       if (!is_a && !is_b) builder.fail("tensor '" + name + "' is not a LoRA A or B weight (only those are supported)");
       n.remove_suffix(std::string_view(".lora_A.weight").size());
-      const auto key = split_layer_name(n, "base_model.model.model.layers.");
+      // PEFT wraps the model's own names: model.layers (decoders), model.language_model.layers (Qwen3.5's
+      // and Gemma 4's multimodal checkpoints), backbone.layers (Nemotron-H).
+      const auto key = split_layer_name(n, {"base_model.model.model.layers.", "base_model.model.model.language_model.layers.",
+                                            "base_model.model.backbone.layers."});
       if (!key) builder.fail("tensor '" + name + "' is not a layer projection's LoRA weight");
       (is_a ? raw[*key].a : raw[*key].b) = weights.view(name);
     }
     // The views point into the mapping: convert them while it lives.
     for (const auto& [key, pair] : raw) {
       // The config's r sets the scale (PEFT's scaling = lora_alpha / r), the tensors their own rank.
-      LoraPair p = builder.build(key.first, key.second, pair, alpha, rslora);
-      p.scale = alpha / (rslora ? std::sqrt(static_cast<float>(config_rank)) : static_cast<float>(config_rank));
-      adapter.pairs.push_back(std::move(p));
+      std::optional<LoraPair> p = builder.build(key.first, key.second, pair, alpha, rslora, adapter.notes);
+      if (!p) continue;
+      p->scale = alpha / (rslora ? std::sqrt(static_cast<float>(config_rank)) : static_cast<float>(config_rank));
+      adapter.pairs.push_back(std::move(*p));
     }
   } catch (const Error& e) {
     const std::string message = e.what();
@@ -255,14 +221,15 @@ LoraAdapter load_gguf(const LoraModuleArg& arg, const ModelConfig& base, int max
       const bool is_a = n.ends_with(".weight.lora_a"), is_b = n.ends_with(".weight.lora_b");
       if (!is_a && !is_b) builder.fail("tensor '" + info.name + "' is not a lora_a or lora_b weight");
       n.remove_suffix(std::string_view(".weight.lora_a").size());
-      const auto key = split_layer_name(n, "blk.");
+      const auto key = split_layer_name(n, {"blk."});
       if (!key) builder.fail("tensor '" + info.name + "' is not a layer projection's LoRA weight");
       (is_a ? raw[*key].a : raw[*key].b) = gguf.tensor_view(info);
     }
     for (const auto& [key, pair] : raw) {
-      LoraPair p = builder.build(key.first, key.second, pair, alpha, false);
-      if (alpha == 0.0f) p.scale = 1.0f;  // llama.cpp: no alpha means scale 1
-      adapter.pairs.push_back(std::move(p));
+      std::optional<LoraPair> p = builder.build(key.first, key.second, pair, alpha, false, adapter.notes);
+      if (!p) continue;
+      if (alpha == 0.0f) p->scale = 1.0f;  // llama.cpp: no alpha means scale 1
+      adapter.pairs.push_back(std::move(*p));
     }
   } catch (const Error& e) {
     const std::string message = e.what();
@@ -298,15 +265,6 @@ LoraModuleArg parse_lora_module(std::string_view arg) {
 }
 
 LoraAdapter load_lora_adapter(const LoraModuleArg& arg, const ModelConfig& base, int max_rank) {
-  // Both backends' LoRA products assume one attention shape and a q/k/v, o, gate/up and down per layer.
-  if (base.has_recurrent_layers()) {
-    throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): LoRA adapters are not supported on hybrid models (" +
-                base.architecture + ") yet");
-  }
-  if (base.global_head_dim > 0 || !base.layer_kv_source.empty()) {
-    throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): LoRA adapters are not supported on models with "
-                "per-layer attention sizes or shared K/V (" + base.architecture + ") yet");
-  }
   std::error_code ec;
   if (!std::filesystem::exists(arg.path, ec)) {
     throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): no such file or directory");
@@ -334,6 +292,7 @@ std::vector<LoraAdapter> load_lora_adapters(const std::vector<std::string>& args
       throw Error("LoRA adapter '" + arg.name + "' (" + arg.path + "): the name is the base model's (requests naming it get no adapter)");
     }
     adapters.push_back(load_lora_adapter(arg, base, max_rank));
+    for (const std::string& note : adapters.back().notes) warnings.push_back("LoRA adapter '" + arg.name + "': " + note);
     const std::string& named = adapters.back().base_model;
     if (!named.empty() && !names_same_model(named, base_path)) {
       warnings.push_back("LoRA adapter '" + arg.name + "' was trained on '" + named + "', not on '" + base_path + "'");

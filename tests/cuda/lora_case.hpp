@@ -22,12 +22,14 @@ struct LoraProductCase {
 
 struct LoraCase {
   static constexpr int kDim = 40, kQ = 32, kKv = 16, kHidden = 48, kLayers = 2;
+  static constexpr int kConv = 24, kZ = 16;  // a DeltaNet's q|k|v (conv) rows and z rows
   std::vector<LoraAdapter> adapters;
   std::vector<int32_t> row_adapter;  // (num_rows)
 
   static std::vector<LoraProductCase> products() {
     return {{LoraProduct::kQkv, kDim, kQ + 2 * kKv}, {LoraProduct::kO, kQ, kDim},
-            {LoraProduct::kGateUp, kDim, 2 * kHidden}, {LoraProduct::kDown, kHidden, kDim}};
+            {LoraProduct::kGateUp, kDim, 2 * kHidden}, {LoraProduct::kDown, kHidden, kDim},
+            {LoraProduct::kSsmQkvz, kDim, kConv + kZ}, {LoraProduct::kSsmOut, kZ, kDim}};
   }
 };
 
@@ -61,6 +63,10 @@ inline LoraCase make_lora_case(int num_rows, uint32_t seed) {
     a1.push_back(make_lora_pair(layer, LoraProduct::kO, 0, C::kDim, C::kQ, 4, 0.5f, s += 2));
     a1.push_back(make_lora_pair(layer, LoraProduct::kGateUp, 0, C::kHidden, C::kDim, 4, 0.5f, s += 2));
     a1.push_back(make_lora_pair(layer, LoraProduct::kGateUp, C::kHidden, C::kHidden, C::kDim, 4, 0.5f, s += 2));
+    // a hybrid's DeltaNet input (in_proj_qkv, in_proj_z: two parts of one product) and output
+    a1.push_back(make_lora_pair(layer, LoraProduct::kSsmQkvz, 0, C::kConv, C::kDim, 4, 0.5f, s += 2));
+    a1.push_back(make_lora_pair(layer, LoraProduct::kSsmQkvz, C::kConv, C::kZ, C::kDim, 2, 0.5f, s += 2));
+    a1.push_back(make_lora_pair(layer, LoraProduct::kSsmOut, 0, C::kDim, C::kZ, 4, 0.5f, s += 2));
     std::vector<LoraPair>& a2 = c.adapters[1].pairs;  // Phi-3: fused qkv_proj and gate_up_proj; down; rank 64
     a2.push_back(make_lora_pair(layer, LoraProduct::kQkv, 0, C::kQ + 2 * C::kKv, C::kDim, 16, 0.25f, s += 2));
     a2.push_back(make_lora_pair(layer, LoraProduct::kGateUp, 0, 2 * C::kHidden, C::kDim, 64, 0.125f, s += 2));
@@ -69,6 +75,7 @@ inline LoraCase make_lora_case(int num_rows, uint32_t seed) {
     a3.push_back(make_lora_pair(layer, LoraProduct::kQkv, 0, C::kQ, C::kDim, 1, 2.0f, s += 2));
     a3.push_back(make_lora_pair(layer, LoraProduct::kQkv, C::kQ + C::kKv, C::kKv, C::kDim, 1, 2.0f, s += 2));
     a3.push_back(make_lora_pair(layer, LoraProduct::kDown, 0, C::kDim, C::kHidden, 8, 0.7f, s += 2));
+    a3.push_back(make_lora_pair(layer, LoraProduct::kSsmQkvz, C::kConv, C::kZ, C::kDim, 8, 0.7f, s += 2));
     if (layer == 1) {  // adapter 4: o only, layer 1 only
       c.adapters[3].pairs.push_back(make_lora_pair(layer, LoraProduct::kO, 0, C::kDim, C::kQ, 8, 0.35f, s += 2));
     }

@@ -100,7 +100,7 @@ TEST_CASE("lora pack: stacked A, parts with their rows and rank offsets, (scale 
   CHECK(q.parts[1].row_offset == LoraCase::kQ);
   CHECK(q.parts[1].rank_offset == 4);
   CHECK(q.parts[2].rank_offset == 12);
-  const LoraPair& k = c.adapters[0].pairs[7];  // layer 1's k pair
+  const LoraPair& k = c.adapters[0].pairs[10];  // layer 1's k pair
   REQUIRE(k.layer == 1);
   CHECK(pack.values[static_cast<size_t>(q.parts[1].bt_offset) + 3 * k.rows + 5] == k.scale * k.b[5 * k.rank + 3]);
   CHECK(pack.values[static_cast<size_t>(q.a_offset) + 4 * k.in_features] == k.a[0]);
@@ -109,6 +109,29 @@ TEST_CASE("lora pack: stacked A, parts with their rows and rank offsets, (scale 
   }
   CHECK(pack.slots[pack.slot_index(0, LoraProduct::kO, 4)].num_parts == 0);
   CHECK(pack.slots[pack.slot_index(1, LoraProduct::kO, 4)].num_parts == 1);
+}
+
+TEST_CASE("lora adapters for CUDA: a K=V layer's k pair repeated on its v rows, nothing else changed") {
+  ModelConfig config;
+  config.dim = 40;
+  config.num_layers = 2;
+  config.num_heads = 2;
+  config.num_kv_heads = 2;
+  config.head_dim = 16;
+  config.layer_window = {8, 0};  // layer 1 global: its values are its keys
+  config.global_values_are_keys = true;
+  config.global_kv_heads = 1;
+  LoraAdapter adapter;
+  for (int layer = 0; layer < 2; ++layer) {
+    const int kv = config.kv_dim_of(layer);
+    adapter.pairs.push_back(make_lora_pair(layer, LoraProduct::kQkv, 0, 32, 40, 2, 1.0f, 3));
+    adapter.pairs.push_back(make_lora_pair(layer, LoraProduct::kQkv, 32, kv, 40, 2, 1.0f, 5));
+  }
+  const std::vector<LoraAdapter> out = lora_adapters_for_cuda({adapter}, config);
+  REQUIRE(out[0].pairs.size() == 5);
+  const LoraPair& v = out[0].pairs[4];
+  CHECK((v.layer == 1 && v.product == LoraProduct::kQkv && v.row_offset == 32 + 16 && v.rows == 16));
+  CHECK((v.a == adapter.pairs[3].a && v.b == adapter.pairs[3].b && v.scale == adapter.pairs[3].scale));
 }
 
 TEST_CASE("lora shrink + expand (emulated): the CPU's grouped product over mixed adapters, fp32") {

@@ -4,7 +4,10 @@ base, P and G requests (plain and OpenAI lines), and Phi-3 (fused qkv_proj and g
 on the fused modules and one on q_proj only. Every request's greedy tokens on CUDA fp32 equal the CPU
 backend's, in continuous and static mode and with --max-loras 1; each adapter changes most outputs on the
 CPU (so the comparison bites); a bf16 run completes every request and its agreement with fp32 is printed.
-Refusals: adapters with --quantization fp8."""
+The hybrids the CUDA backend runs (Qwen3.5 with its gated q and DeltaNet products, LFM2, Granite 4.0-H,
+Nemotron-H) and Gemma 4 (its "uniform" model: shared K/V layers, K=V global layers) with an adapter on every
+module kind (lora_hybrid_files.py): CUDA fp32 tokens equal the CPU's, base and adapter rows in one file.
+Refusals: adapters with --quantization fp8; a gate/up/down adapter on a mixture-of-experts layer."""
 import json
 import os
 import sys
@@ -19,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_models as tm  # noqa: E402
 from lora_files import (DIM, HD, HEADS, HIDDEN, KV_HEADS, NAME, W, make_pairs, write_gguf_lora,  # noqa: E402
                         write_peft)
+import lora_hybrid_files as lh  # noqa: E402
 
 c = Checks()
 work = tmpdir()
@@ -106,6 +110,41 @@ c.check(not wrong, f"phi3 cuda fp32: {wrong} differ from the CPU")
 for tag in ("fused", "q"):
     changed = sum(phi_cpu[f"{tag}-{i}"] != phi_cpu[f"base-{i}"] for i in range(6))
     c.check(changed >= 4, f"phi3 adapter {tag} changes only {changed} of 6 outputs")
+
+# The hybrids and Gemma 4: an adapter on every module kind, its rows and base rows in one file, CUDA against the CPU.
+hybrid_rows = [{"id": f"{t}-{i}", "prompt": p, "max_tokens": 10, "temperature": 0, "ignore_eos": True,
+                **({"model": "A"} if t == "A" else {})} for i, p in enumerate(PROMPTS[:4]) for t in ("A", "base")]
+hybrid_path = os.path.join(work, "hybrid.jsonl")
+write_jsonl(hybrid_path, hybrid_rows)
+GEMMA4_UNIFORM = ("gemma4-uniform", (lh.tg, "uniform", lh.ATTN + lh.GLU))
+for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [GEMMA4_UNIFORM]:
+    if family in ("qwen3_5_moe", "qwen3_next", "gemma4", "gemma4_moe"):  # MoE, Qwen3-Next, own head sizes: CPU only
+        continue
+    weights = tiny.random_weights(name)
+    base_dir, adapter_dir = os.path.join(work, family), os.path.join(work, family + "-lora")
+    tiny.write_hf(base_dir, name, weights)
+    lh.write_peft(adapter_dir, lh.make_adapter(weights, modules, seed=len(family)), family)
+    loras = ["--lora-modules", f"A={adapter_dir}"]
+    want = run_file(hybrid_path, base_dir, "cpu", loras + ["--threads", "2"])
+    got = run_file(hybrid_path, base_dir, "cuda", loras + ["--dtype", "fp32"])
+    wrong = [k for k in want if got.get(k) != want[k]]
+    c.check(not wrong, f"{family} cuda fp32: {wrong} differ from the CPU, e.g. "
+            f"{[(k, got.get(k), want[k]) for k in wrong[:2]]}")
+    changed = sum(want[f"A-{i}"] != want[f"base-{i}"] for i in range(4))
+    c.check(changed >= 3, f"{family}: the adapter changes only {changed} of 4 outputs")
+
+# A gate/up/down adapter on a mixture-of-experts layer (Gemma 4's dense MLP beside the experts: the CPU takes it)
+# is refused on CUDA, naming the adapter, the module and the layer.
+moe_weights = lh.tg.random_weights("moe_uniform")
+moe_dir, moe_lora = os.path.join(work, "gemma4-moe"), os.path.join(work, "gemma4-moe-mlp")
+lh.tg.write_hf(moe_dir, "moe_uniform", moe_weights)
+lh.write_peft(moe_lora, lh.make_adapter(moe_weights, ["mlp.down_proj"], seed=3), "gemma4-moe")
+run_file(hybrid_path, moe_dir, "cpu", ["--lora-modules", f"A={moe_lora}", "--threads", "2"])
+proc = run(["run", hybrid_path, "-o", os.path.join(work, "never.jsonl"), "--model", moe_dir, "--device", "cuda",
+            "--lora-modules", f"A={moe_lora}"] + COMMON, expect_rc=1, check=False)
+needles = ("'A'", "mlp.down_proj", "layer 0", "mixture-of-experts")
+c.check(proc.returncode == 1 and all(n in proc.stderr for n in needles),
+        f"moe refusal: {proc.returncode} {proc.stderr[-300:]}")
 
 # Refused with a message: adapters on FP8 weights.
 proc = run(["run", mixed, "-o", os.path.join(work, "never.jsonl"), "--model", BASE, "--device", "cuda",

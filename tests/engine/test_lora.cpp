@@ -74,9 +74,11 @@ void write_peft(const std::string& dir, const std::string& config, const std::ve
   for (const TensorSpec& t : tensors) out.write(reinterpret_cast<const char*>(t.values.data()), static_cast<std::streamsize>(t.values.size() * 4));
 }
 
+// A module's PEFT tensor name: a bare module name is put under self_attn (or mlp for down_proj).
 std::string peft_name(int layer, const std::string& module, const char* ab) {
-  const char* part = module == "down_proj" ? "mlp" : "self_attn";
-  return "base_model.model.model.layers." + std::to_string(layer) + "." + part + "." + module + ".lora_" + ab + ".weight";
+  const std::string path = module.find('.') != std::string::npos ? module
+                           : (module == "down_proj" ? "mlp." : "self_attn.") + module;
+  return "base_model.model.model.layers." + std::to_string(layer) + "." + path + ".lora_" + ab + ".weight";
 }
 
 struct TempDir {
@@ -103,9 +105,9 @@ TEST_CASE("lora loader: PEFT scales, fused-product slots and q rows in the base'
   CHECK(a.format == "peft");
   std::map<std::string, const LoraPair*> by_module;
   for (const LoraPair& p : a.pairs) by_module[p.module] = &p;
-  const LoraPair& q = *by_module.at("q_proj");
-  const LoraPair& k = *by_module.at("k_proj");
-  const LoraPair& down = *by_module.at("down_proj");
+  const LoraPair& q = *by_module.at("self_attn.q_proj");
+  const LoraPair& k = *by_module.at("self_attn.k_proj");
+  const LoraPair& down = *by_module.at("mlp.down_proj");
   CHECK(q.scale == doctest::Approx(8.0 / 2.0));  // rsLoRA: alpha / sqrt(r)
   CHECK(q.layer == 1);
   CHECK((q.product == LoraProduct::kQkv && q.row_offset == 0 && q.rows == 32));
@@ -123,7 +125,7 @@ TEST_CASE("lora loader: PEFT scales, fused-product slots and q rows in the base'
   // A halves base keeps the rows as they are; max rank below 4 refuses the adapter by name.
   const LoraAdapter halves = load_lora_adapter({"ad", tmp.path}, tiny_config(RopeLayout::kHalves), 64);
   for (const LoraPair& p : halves.pairs) {
-    if (p.module == "q_proj") CHECK(p.b == qb);
+    if (p.module == "self_attn.q_proj") CHECK(p.b == qb);
   }
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, base, 2), doctest::Contains("'ad'"), Error);
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, base, 2), doctest::Contains("above --max-lora-rank 2"), Error);
@@ -133,16 +135,125 @@ TEST_CASE("lora loader: PEFT scales, fused-product slots and q rows in the base'
   ModelConfig fewer = base;
   fewer.num_layers = 1;
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, fewer, 64), doctest::Contains("layer 1"), Error);
-  // Bases whose layers the LoRA products do not describe are refused by both backends, naming the adapter.
+  // A hybrid base: layer 0's k_proj is a DeltaNet layer's, which has none: refused naming adapter, layer, module.
   ModelConfig hybrid = base;
   hybrid.layer_kinds = {LayerKind::kDeltaNet, LayerKind::kAttention};
-  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, hybrid, 64), doctest::Contains("'ad'"), Error);
-  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, hybrid, 64), doctest::Contains("hybrid models"), Error);
+  hybrid.deltanet = {2, 4, 8, 8, 4};
+  for (const char* needle : {"'ad'", "layer 0 self_attn.k_proj", "no such projection"}) {
+    CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, hybrid, 64), doctest::Contains(needle), Error);
+  }
+  // A layer that reads another's K/V keeps no k_proj of its own: an adapter on it is skipped with a note.
   ModelConfig shared_kv = base;
-  shared_kv.layer_kv_source = {0, 0};
-  CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path}, shared_kv, 64), doctest::Contains("shared K/V"), Error);
+  shared_kv.layer_kv_source = {1, 1};
+  const LoraAdapter shared = load_lora_adapter({"ad", tmp.path}, shared_kv, 64);
+  CHECK(shared.pairs.size() == 2);
+  REQUIRE(shared.notes.size() == 1);
+  CHECK(shared.notes[0].find("layer 0 self_attn.k_proj is skipped") != std::string::npos);
   CHECK_THROWS_WITH_AS(load_lora_adapter({"ad", tmp.path + "/none"}, base, 64), doctest::Contains("no such file"), Error);
   CHECK_THROWS_WITH_AS(parse_lora_module("=x"), doctest::Contains("NAME=PATH"), Error);
+}
+
+TEST_CASE("lora loader: targets by layer kind (DeltaNet, gated q, Mamba-2, short conv, plain MLP, Gemma 4 sizes)") {
+  TempDir tmp;
+  const int rank = 2;
+  auto pair = [&](int layer, const std::string& module, int64_t rows, int64_t in, uint64_t seed) {
+    return std::vector<TensorSpec>{{peft_name(layer, module, "A"), rank, in, random_values(rank * in, seed)},
+                                   {peft_name(layer, module, "B"), rows, rank, random_values(rows * rank, seed + 1)}};
+  };
+  auto adapter_of = [&](const std::vector<std::vector<TensorSpec>>& pairs) {
+    std::vector<TensorSpec> tensors;
+    for (const auto& p : pairs) tensors.insert(tensors.end(), p.begin(), p.end());
+    std::filesystem::remove_all(tmp.path);
+    write_peft(tmp.path, R"({"peft_type": "LORA", "r": 2, "lora_alpha": 2})", tensors);
+    return LoraModuleArg{"ad", tmp.path};
+  };
+  auto slot = [](const LoraAdapter& a, const std::string& module) {
+    const auto it = std::find_if(a.pairs.begin(), a.pairs.end(), [&](const LoraPair& p) { return p.module == module; });
+    REQUIRE(it != a.pairs.end());
+    return std::make_tuple(it->product, it->row_offset, it->rows, it->in_features);
+  };
+  // Qwen3.5: a DeltaNet layer, then gated attention (q_proj 2 q_dim rows, k after them).
+  ModelConfig qwen = tiny_config(RopeLayout::kHalves);
+  qwen.layer_kinds = {LayerKind::kDeltaNet, LayerKind::kAttention};
+  qwen.deltanet = {2, 4, 8, 8, 4};  // conv_dim 64, value_dim 32
+  qwen.attn_output_gate = true;
+  const LoraAdapter q35 = load_lora_adapter(adapter_of({pair(0, "linear_attn.in_proj_qkv", 64, 32, 1),
+                                                        pair(0, "linear_attn.in_proj_z", 32, 32, 3),
+                                                        pair(0, "linear_attn.in_proj_a", 4, 32, 5),
+                                                        pair(0, "linear_attn.out_proj", 32, 32, 7),
+                                                        pair(1, "self_attn.q_proj", 64, 32, 9),
+                                                        pair(1, "self_attn.k_proj", 16, 32, 11)}), qwen, 8);
+  CHECK(slot(q35, "linear_attn.in_proj_qkv") == std::make_tuple(LoraProduct::kSsmQkvz, 0, 64, 32));
+  CHECK(slot(q35, "linear_attn.in_proj_z") == std::make_tuple(LoraProduct::kSsmQkvz, 64, 32, 32));
+  CHECK(slot(q35, "linear_attn.in_proj_a") == std::make_tuple(LoraProduct::kSsmBa, 4, 4, 32));
+  CHECK(slot(q35, "linear_attn.out_proj") == std::make_tuple(LoraProduct::kSsmOut, 0, 32, 32));
+  CHECK(slot(q35, "self_attn.q_proj") == std::make_tuple(LoraProduct::kQkv, 0, 64, 32));
+  CHECK(slot(q35, "self_attn.k_proj") == std::make_tuple(LoraProduct::kQkv, 64, 16, 32));
+  // The gated q with q_dim rows (no gate rows) does not match; a DeltaNet module on the attention layer is refused.
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(1, "self_attn.q_proj", 32, 32, 1)}), qwen, 8),
+                       doctest::Contains("layer 1 self_attn.q_proj: shapes"), Error);
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(1, "linear_attn.out_proj", 32, 32, 1)}), qwen, 8),
+                       doctest::Contains("layer 1 linear_attn.out_proj: layer 1 (attention)"), Error);
+  // Qwen3-Next: fused in_proj_qkvz and in_proj_ba, whole products; the unfused names are refused there.
+  ModelConfig next = qwen;
+  next.deltanet.grouped_qkvz = next.deltanet.grouped_ba = true;
+  const LoraAdapter q3n = load_lora_adapter(adapter_of({pair(0, "linear_attn.in_proj_qkvz", 96, 32, 1),
+                                                        pair(0, "linear_attn.in_proj_ba", 8, 32, 3)}), next, 8);
+  CHECK(slot(q3n, "linear_attn.in_proj_qkvz") == std::make_tuple(LoraProduct::kSsmQkvz, 0, 96, 32));
+  CHECK(slot(q3n, "linear_attn.in_proj_ba") == std::make_tuple(LoraProduct::kSsmBa, 0, 8, 32));
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(0, "linear_attn.in_proj_z", 32, 32, 1)}), next, 8),
+                       doctest::Contains("grouped by key head"), Error);
+  // Nemotron-H: Mamba-2 mixer.in_proj / out_proj and a plain MLP layer's mixer.up_proj / down_proj; experts refused.
+  ModelConfig nemo = tiny_config(RopeLayout::kHalves);
+  nemo.layer_kinds = {LayerKind::kMamba2, LayerKind::kMlp};
+  nemo.single_sublayer = true;
+  nemo.gated_ffn = false;
+  nemo.mamba = {};
+  nemo.mamba.num_heads = 4;
+  nemo.mamba.head_dim = 8;
+  nemo.mamba.state_size = 4;
+  nemo.mamba.num_groups = 1;
+  nemo.mamba.conv_kernel = 4;
+  const int64_t in_proj = nemo.mamba.in_proj_dim();
+  const LoraAdapter nh = load_lora_adapter(adapter_of({pair(0, "mixer.in_proj", in_proj, 32, 1),
+                                                       pair(0, "mixer.out_proj", 32, 32, 3),
+                                                       pair(1, "mixer.up_proj", 48, 32, 5),
+                                                       pair(1, "mixer.down_proj", 32, 48, 7)}), nemo, 8);
+  CHECK(slot(nh, "mixer.in_proj") == std::make_tuple(LoraProduct::kMambaIn, 0, in_proj, 32));
+  CHECK(slot(nh, "mixer.out_proj") == std::make_tuple(LoraProduct::kMambaOut, 0, 32, 32));
+  CHECK(slot(nh, "mixer.up_proj") == std::make_tuple(LoraProduct::kGateUp, 0, 48, 32));
+  CHECK(slot(nh, "mixer.down_proj") == std::make_tuple(LoraProduct::kDown, 0, 32, 48));
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(0, "mixer.up_proj", 48, 32, 1)}), nemo, 8),
+                       doctest::Contains("layer 0 mixer.up_proj: layer 0 (Mamba-2)"), Error);
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(0, "mlp.experts.0.up_proj", 48, 32, 1)}), nemo, 8),
+                       doctest::Contains("not one cbatch adapts"), Error);
+  // LFM2: conv.in_proj (B|C|x, 3 dim rows) and feed_forward.w1 / w3 / w2 in the gate|up product.
+  ModelConfig lfm = tiny_config(RopeLayout::kHalves);
+  lfm.layer_kinds = {LayerKind::kShortConv, LayerKind::kAttention};
+  lfm.short_conv_kernel = 3;
+  const LoraAdapter lf = load_lora_adapter(adapter_of({pair(0, "conv.in_proj", 96, 32, 1),
+                                                       pair(0, "conv.out_proj", 32, 32, 3),
+                                                       pair(0, "feed_forward.w3", 48, 32, 5),
+                                                       pair(1, "feed_forward.w2", 32, 48, 7)}), lfm, 8);
+  CHECK(slot(lf, "conv.in_proj") == std::make_tuple(LoraProduct::kShortConvIn, 0, 96, 32));
+  CHECK(slot(lf, "conv.out_proj") == std::make_tuple(LoraProduct::kShortConvOut, 0, 32, 32));
+  CHECK(slot(lf, "feed_forward.w3") == std::make_tuple(LoraProduct::kGateUp, 48, 48, 32));
+  CHECK(slot(lf, "feed_forward.w2") == std::make_tuple(LoraProduct::kDown, 0, 32, 48));
+  // Gemma 4's global layer (1): its own head size and K/V heads, values are its keys (no v_proj).
+  ModelConfig g4 = tiny_config(RopeLayout::kHalves);
+  g4.layer_window = {16, 0};
+  g4.global_head_dim = 16;
+  g4.global_kv_heads = 1;
+  g4.global_values_are_keys = true;
+  const LoraAdapter gem = load_lora_adapter(adapter_of({pair(1, "self_attn.q_proj", 64, 32, 1),
+                                                        pair(1, "self_attn.k_proj", 16, 32, 3),
+                                                        pair(1, "self_attn.o_proj", 32, 64, 5),
+                                                        pair(0, "self_attn.v_proj", 16, 32, 7)}), g4, 8);
+  CHECK(slot(gem, "self_attn.k_proj") == std::make_tuple(LoraProduct::kQkv, 64, 16, 32));
+  CHECK(slot(gem, "self_attn.o_proj") == std::make_tuple(LoraProduct::kO, 0, 32, 64));
+  CHECK(slot(gem, "self_attn.v_proj") == std::make_tuple(LoraProduct::kQkv, 48, 16, 32));
+  CHECK_THROWS_WITH_AS(load_lora_adapter(adapter_of({pair(1, "self_attn.v_proj", 16, 32, 1)}), g4, 8),
+                       doctest::Contains("values are its keys"), Error);
 }
 
 TEST_CASE("lora product: grouped shrink/expand equals matmul_ref per row and does not depend on the batch") {

@@ -1,0 +1,31 @@
+// Where a LoRA target module adds in one layer, read from the tensor table (layer_tensors.hpp): the module's
+// name in its format (a PEFT module path after "layers.N.", "self_attn.q_proj", "linear_attn.in_proj_qkv",
+// "mixer.up_proj"; a GGUF name after "blk.N.", "attn_q") is a table row's spelling, or a fused row's
+// (qkv_proj, gate_up_proj, in_proj_qkvz, in_proj_ba, shared_mlp.input_linear). The layer's kind decides
+// whether the row is there, its shape comes from the layer's own sizes, and its rows sit where the backends
+// stack it in the row's product (the present rows that join the product, in table order).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "engine/model/lora_product.hpp"
+#include "engine/model/model_config.hpp"
+
+namespace cbatch {
+
+struct LoraTarget {
+  LoraProduct product = LoraProduct::kQkv;
+  int64_t row_offset = 0;    // first row of the product it adds to
+  int64_t rows = 0;          // output features
+  int64_t in_features = 0;
+  bool rope_rows = false;    // a q or k projection: B's rows follow the base's RoPE layout (head_dim wide heads)
+  int head_dim = 0;          // the layer's
+  std::string unused;        // non-empty: the module exists in the checkpoint but the layer never uses it (why)
+};
+
+// The target of `module` in `layer`; throws cbatch::Error (the problem, naming the layer and the module) when
+// cbatch does not adapt the module or the layer has no such projection.
+LoraTarget resolve_lora_target(std::string_view module, int layer, bool gguf, const ModelConfig& base);
+
+}  // namespace cbatch
