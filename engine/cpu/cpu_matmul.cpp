@@ -132,7 +132,7 @@ constexpr auto blocked_tile_table(std::integer_sequence<int, Is...>) {
 
 // kBlockedTiles[dtype][nv - 1]: a one-row tile straight from blocked panels of a block type (plain types:
 // none).
-constexpr int kNumDTypes = static_cast<int>(DType::kMXFP4) + 1;
+constexpr int kNumDTypes = static_cast<int>(DType::kQ8_Z) + 1;
 constexpr auto kBlockedTiles = blocked_tile_table(std::make_integer_sequence<int, kNumDTypes>{});
 
 // Panels [panel_begin, panel_end) of Y for all M rows. One row (a decode step of one sequence) runs the
