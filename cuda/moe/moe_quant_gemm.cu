@@ -59,7 +59,7 @@ void launch(T* d_y, const T* d_x, const W& w, const int32_t* d_offsets, int num_
 bool expert_blocks_supported(DType dtype, int64_t k) {
   switch (dtype) {
     case DType::kMXFP4: case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0:
-    case DType::kQ5_1: case DType::kIQ4_NL: return k % 32 == 0;
+    case DType::kQ5_1: case DType::kIQ4_NL: case DType::kQ4_Z: case DType::kQ8_Z: return k % 32 == 0;
     case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: return k % 256 == 0;
     default: return false;
   }

@@ -21,8 +21,9 @@ enum class ExpertFormat {
   kFp8Row,  // FP8 E4M3 codes with a scale per row
 };
 
-// Whether moe_quant_gemm reads experts in blocks of `dtype`: MXFP4, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL
-// (32-element blocks, k a multiple of 32), Q4_K, Q5_K, Q6_K (256-element superblocks, k a multiple of 256).
+// Whether moe_quant_gemm reads experts in blocks of `dtype`: MXFP4, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and
+// cbatch's Q4_Z, Q8_Z (an asymmetric checkpoint's codes: 32-element blocks, k a multiple of 32), Q4_K, Q5_K,
+// Q6_K (256-element superblocks, k a multiple of 256).
 // Q2_K, Q3_K and IQ4_XS experts are decoded to T at load.
 bool expert_blocks_supported(DType dtype, int64_t k);
 

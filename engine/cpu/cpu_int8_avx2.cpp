@@ -126,13 +126,17 @@ __attribute__((target("avx2,fma,f16c"))) void panel_row_avx2(const Q8Rows& x, in
         // hadd leaves lanes 0 1 4 5 | 2 3 6 7; the permute puts them in order.
         __m256i isum = _mm256_permute4x64_epi64(_mm256_hadd_epi32(pairs0, pairs1), 0xD8);
         isum = _mm256_add_epi32(isum, _mm256_set1_epi32(L::kBias * sum_q));
+        if constexpr (L::kZeroPoints) {  // - z * sum(q), exact in int32
+          const __m256i zero = _mm256_cvttps_epi32(int8_scales8<F>(panel, b, kLanes + c * 8));
+          isum = _mm256_sub_epi32(isum, _mm256_mullo_epi32(zero, _mm256_set1_epi32(sum_q)));
+        }
         if constexpr (L::kSuper) {
           tot[c] = _mm256_add_epi32(tot[c], _mm256_mullo_epi32(isum, super_sc8<F>(panel, b, sub, c * 8)));
           continue;
         }
         const __m256 scale = _mm256_mul_ps(int8_scales8<F>(panel, b, s + c * 8), _mm256_set1_ps(d[b]));
         acc[c] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[c]);
-        if constexpr (G::kHasOffset) {
+        if constexpr (L::kOffset) {
           acc[c] = _mm256_fmadd_ps(int8_scales8<F>(panel, b, s + kLanes + c * 8), _mm256_set1_ps(d[b] * static_cast<float>(sum_q)),
                                    acc[c]);
         }

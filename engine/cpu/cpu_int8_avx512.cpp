@@ -166,18 +166,26 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void tile_vnni(const Q8Ro
       }
       const int s = sub * G::kSubFloats;
       __m512 scale[NV], offset[NV];
+      __m512i zero[NV];  // a zero-point type's z
       for (int v = 0; v < NV; ++v) {
         scale[v] = int8_scales16<F>(panels + v * panel_bytes, b, s);
-        if constexpr (G::kHasOffset) offset[v] = int8_scales16<F>(panels + v * panel_bytes, b, s + kLanes);
+        if constexpr (L::kOffset) offset[v] = int8_scales16<F>(panels + v * panel_bytes, b, s + kLanes);
+        if constexpr (L::kZeroPoints) {
+          zero[v] = _mm512_cvttps_epi32(int8_scales16<F>(panels + v * panel_bytes, b, kLanes));
+        }
       }
       for (int r = 0; r < MR; ++r) {
         const int32_t sum_q = sub_sum<F>(x.sums.data() + (row + r) * (k / 16), b, sub);
         const float dr = x.d[static_cast<size_t>((row + r) * (k / kGroupK) + b)];
         const __m512i bias = _mm512_set1_epi32(L::kBias * sum_q);
         for (int v = 0; v < NV; ++v) {
-          const __m512 isum_f = _mm512_cvtepi32_ps(_mm512_add_epi32(isum[r][v], bias));
+          __m512i biased = _mm512_add_epi32(isum[r][v], bias);
+          if constexpr (L::kZeroPoints) {  // - z * sum(q), exact in int32
+            biased = _mm512_sub_epi32(biased, _mm512_mullo_epi32(zero[v], _mm512_set1_epi32(sum_q)));
+          }
+          const __m512 isum_f = _mm512_cvtepi32_ps(biased);
           acc[r][v] = _mm512_fmadd_ps(_mm512_mul_ps(scale[v], _mm512_set1_ps(dr)), isum_f, acc[r][v]);
-          if constexpr (G::kHasOffset) {
+          if constexpr (L::kOffset) {
             acc[r][v] = _mm512_fmadd_ps(offset[v], _mm512_set1_ps(dr * static_cast<float>(sum_q)), acc[r][v]);
           }
         }
@@ -248,7 +256,11 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
         odd = _mm512_dpbusd_epi32(odd, u1, _mm512_set1_epi32(load_quad(qb + 4 * t + 4)));
       }
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
-      const __m512i isum = _mm512_add_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(L::kBias * sum_q));
+      __m512i isum = _mm512_add_epi32(_mm512_add_epi32(even, odd), _mm512_set1_epi32(L::kBias * sum_q));
+      if constexpr (L::kZeroPoints) {  // - z * sum(q), exact in int32
+        const __m512i zero = _mm512_cvttps_epi32(int8_scales16<F>(panel, b, kLanes));
+        isum = _mm512_sub_epi32(isum, _mm512_mullo_epi32(zero, _mm512_set1_epi32(sum_q)));
+      }
       if constexpr (L::kSuper) {
         tot = _mm512_add_epi32(tot, _mm512_mullo_epi32(isum, super_sc16<F>(panel, b, sub)));
         continue;
@@ -256,7 +268,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void row_vnni(const Q8Row
       const int s = sub * G::kSubFloats;
       acc = _mm512_fmadd_ps(_mm512_mul_ps(int8_scales16<F>(panel, b, s), _mm512_set1_ps(d[b])), _mm512_cvtepi32_ps(isum),
                             acc);
-      if constexpr (G::kHasOffset) {
+      if constexpr (L::kOffset) {
         acc = _mm512_fmadd_ps(int8_scales16<F>(panel, b, s + kLanes), _mm512_set1_ps(d[b] * static_cast<float>(sum_q)),
                               acc);
       }

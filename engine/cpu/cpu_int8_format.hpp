@@ -47,11 +47,13 @@ template <class F>
 constexpr bool is_planes = !std::is_same_v<typename BaseFormat<F>::type, F>;
 
 // The types whose scales (and offsets) are fp16 numbers as stored (the 32-element blocks with an fp16 d
-// and m): their int8 groups keep them as fp16, exactly, in half the bytes (a Q4_1 group: 320 bytes, not 384).
+// and m; Q4_Z's and Q8_Z's zero points, integers of at most 8 bits): their int8 groups keep them as fp16,
+// exactly, in half the bytes (a Q4_1 group: 320 bytes, not 384).
 template <class F>
 constexpr bool has_half_scales() {
   return is_format<F, DType::kQ8_0> || is_format<F, DType::kQ4_0> || is_format<F, DType::kQ4_1> ||
-         is_format<F, DType::kQ5_0> || is_format<F, DType::kQ5_1> || is_format<F, DType::kIQ4_NL>;
+         is_format<F, DType::kQ5_0> || is_format<F, DType::kQ5_1> || is_format<F, DType::kIQ4_NL> ||
+         is_format<F, DType::kQ4_Z> || is_format<F, DType::kQ8_Z>;
 }
 
 // The types whose int8 groups come in superblocks of their 256-k blocks (cpu_matmul_int8.hpp): Q4_K, Q5_K,
@@ -115,6 +117,11 @@ struct Int8Layout {
                                : kHighBits > 0  ? wide_code_min<F>()
                                                 : -128;
   static constexpr int kQuadsPerSub = kQuads / G::kSubs;
+  // Q4_Z, Q8_Z: the offset array holds each lane's integer zero point z (value = u + kBias - z), which the
+  // kernels fold into the lane's integer sum, (kBias - z) * sum(q): the same exact sum as a block type
+  // that stores q - z (Q5_0, Q8_0), so the same bits. kOffset: the rest of the offsets, an fp32 step.
+  static constexpr bool kZeroPoints = F::kFormula == Formula::kScaledZero;
+  static constexpr bool kOffset = G::kHasOffset && !kZeroPoints;
   static constexpr bool kHalfScales = has_half_scales<F>();
   // MXFP4's scales are powers of two: its int8 groups keep their E8M0 bytes (a quarter of fp32's).
   static constexpr bool kByteScales = is_format<F, DType::kMXFP4>;
@@ -197,6 +204,12 @@ float int8_scale(const uint8_t* panel, int64_t b, int i) {
   float v;
   std::memcpy(&v, group + 4 * i, sizeof(v));
   return v;
+}
+
+// Lane l's zero point in int8 group b (a zero-point type: Int8Layout::kZeroPoints), exact as an int.
+template <class F>
+int32_t int8_zero(const uint8_t* panel, int64_t b, int l) {
+  return static_cast<int32_t>(int8_scale<F>(panel, b, kLanes + l));
 }
 
 // Sum of q over sub-block `sub` of group b (sums per 16 k).

@@ -58,6 +58,7 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
       const int32_t sum_q = sub_sum<F>(sums, b, sub);
       for (int l = 0; l < kLanes; ++l) {
         int32_t isum = L::kBias * sum_q;
+        if constexpr (L::kZeroPoints) isum -= int8_zero<F>(panel, b, l) * sum_q;
         for (int t = sub * L::kQuadsPerSub; t < (sub + 1) * L::kQuadsPerSub; ++t) {
           for (int j = 0; j < 4; ++j) isum += panel_code<F>(codes, t, l * 4 + j) * q[b * kGroupK + 4 * t + j];
         }
@@ -67,7 +68,7 @@ void panel_row_scalar(const Q8Rows& x, int64_t row, const uint8_t* panel, float*
           continue;
         }
         acc[l] = std::fma(int8_scale<F>(panel, b, s + l) * d[b], static_cast<float>(isum), acc[l]);
-        if constexpr (G::kHasOffset) {
+        if constexpr (L::kOffset) {
           acc[l] = std::fma(int8_scale<F>(panel, b, s + kLanes + l), d[b] * static_cast<float>(sum_q), acc[l]);
         }
       }

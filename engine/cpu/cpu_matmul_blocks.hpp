@@ -1,10 +1,10 @@
 // Internal to the CPU matmul: weights kept in a GGUF block type, regrouped by panel. A blocked panel is
 // K / 32 groups, one per 32 k. A group holds, per sub-block of its k (one, or two of 16 k for Q2_K, Q3_K,
 // Q6_K), the lanes' fp32 scales s[kLanes] and, for the types with an offset, their offsets b[kLanes]
-// (K-quant scales and minimums multiplied out at load); then the codes of its 32 k in k order: a byte per
-// lane (int8 values: Q8_0, Q5_*, Q5_K, Q6_K), or kLanes / 2 bytes of nibbles whose low nibble is lane j and
-// high nibble lane j + kLanes / 2 (Q4_*, Q2_K, Q3_K, Q4_K, IQ4_*, MXFP4: a nibble's value through the type's
-// 16-entry table). A group decodes to exactly the values tensor_rows_to_f32 gives, through the formulas
+// (K-quant scales and minimums multiplied out at load; Q4_Z's and Q8_Z's integer zero points); then the
+// codes of its 32 k in k order: a byte per lane (int8 values: Q8_0, Q8_Z, Q5_*, Q5_K, Q6_K), or kLanes / 2
+// bytes of nibbles whose low nibble is lane j and high nibble lane j + kLanes / 2 (Q4_*, Q2_K, Q3_K, Q4_K,
+// IQ4_*, MXFP4: a nibble's value through the type's 16-entry table). A group decodes to exactly the values tensor_rows_to_f32 gives, through the formulas
 // of quant_blocks.hpp; lanes past N decode to +0, as the fp32 panels' padding.
 #pragma once
 #include <array>
@@ -81,6 +81,8 @@ class BlockedGroup {
       return Vec::mul(vs_, v);
     } else if constexpr (F::kFormula == Formula::kScaledOffset) {
       return Vec::add(Vec::product_rounded(vs_, v), vb_);
+    } else if constexpr (F::kFormula == Formula::kScaledZero) {
+      return Vec::mul(vs_, Vec::sub(v, vb_));
     } else {
       Vec w = vb_;  // fma(v, s, b)
       w.fma(v, vs_);

@@ -28,6 +28,7 @@ struct Vec {
   static Vec from_uint8(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q))}; }
   static Vec mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
   static Vec add(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
+  static Vec sub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
   // a * b, hidden from the compiler so that it cannot fuse it into a following add (quant_blocks.hpp).
   static Vec product_rounded(Vec a, Vec b) {
     __m512 p = _mm512_mul_ps(a.v, b.v);
@@ -61,6 +62,7 @@ struct Vec {
   static Vec from_uint8(__m128i q) { return {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q))}; }
   static Vec mul(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
   static Vec add(Vec a, Vec b) { return {_mm256_add_ps(a.v, b.v)}; }
+  static Vec sub(Vec a, Vec b) { return {_mm256_sub_ps(a.v, b.v)}; }
   static Vec product_rounded(Vec a, Vec b) {  // as the AVX-512 one
     __m256 p = _mm256_mul_ps(a.v, b.v);
     __asm__("" : "+x"(p));

@@ -11,6 +11,7 @@ IntCodes awq_codes(int64_t in, int64_t out, int64_t group_size, const uint32_t* 
   c.out = out, c.in = in, c.num_groups = in / group_size;
   c.codes.resize(static_cast<size_t>(out * in));
   c.scales.resize(static_cast<size_t>(out * c.num_groups));
+  c.zeros.resize(c.scales.size());
   c.groups.resize(static_cast<size_t>(in));
   const int64_t words = out / 8;
   for (int64_t k = 0; k < in; ++k) {
@@ -23,6 +24,7 @@ IntCodes awq_codes(int64_t in, int64_t out, int64_t group_size, const uint32_t* 
         const int code = static_cast<int>((codes >> (4 * nibble)) & 0xF);
         const int zero = static_cast<int>((zeros >> (4 * nibble)) & 0xF);
         c.codes[static_cast<size_t>(o * in + k)] = static_cast<int16_t>(code - zero);
+        c.zeros[static_cast<size_t>(o * c.num_groups + g)] = static_cast<int16_t>(zero);
       }
     }
   }

@@ -56,6 +56,8 @@ std::string_view dtype_name(DType dtype) {
     case DType::kIQ4_XS: return "iq4_xs";
     case DType::kMXFP4: return "mxfp4";
     case DType::kFP8: return "fp8_e4m3";
+    case DType::kQ4_Z: return "q4_z";
+    case DType::kQ8_Z: return "q8_z";
   }
   return "?";
 }

@@ -25,6 +25,7 @@ IntCodes gptq_codes(const GptqShape& s, const uint32_t* qweight, const uint32_t*
   c.out = s.out, c.in = s.in, c.num_groups = s.num_groups;
   c.codes.resize(static_cast<size_t>(s.out * s.in));
   c.scales.resize(static_cast<size_t>(s.out * s.num_groups));
+  c.zeros.resize(c.scales.size());
   c.groups.assign(g_idx, g_idx + s.in);
   const int per_word = 32 / s.bits;
   const uint32_t mask = (1u << s.bits) - 1;
@@ -38,6 +39,7 @@ IntCodes gptq_codes(const GptqShape& s, const uint32_t* qweight, const uint32_t*
       const int zero = static_cast<int>((zero_word >> ((o % per_word) * s.bits)) & mask) + s.zero_offset;
       const int code = static_cast<int>((row[o] >> shift) & mask);
       c.codes[static_cast<size_t>(o * s.in + k)] = static_cast<int16_t>(code - zero);
+      c.zeros[static_cast<size_t>(o * s.num_groups + g)] = static_cast<int16_t>(zero);
     }
   }
   for (int64_t g = 0; g < s.num_groups; ++g) {

@@ -191,7 +191,8 @@ std::string describe_quantization(const QuantizationConfig& q) {
   std::snprintf(bpw, sizeof bpw, ", %.2f bits per weight", q.bits + scale_bits);
   text += bpw;
   if (q.method == "gptq" || q.method == "awq" || q.format == "pack-quantized") {
-    text += "; kept as Q4_0, Q5_0 or Q8_0 blocks (those that hold the codes exactly, else f32)";
+    text += "; kept as Q4_0, Q5_0 or Q8_0 blocks, or Q4_Z or Q8_Z (codes with their zero points): those that hold "
+            "the codes exactly, else f32";
   } else if (is_fp8(q)) {
     text += "; kept as FP8 blocks of 32 (Q8_0 panels under --cpu-precision fast; f32 where the scale blocks are not "
             "whole 32-input blocks)";

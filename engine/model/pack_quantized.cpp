@@ -38,6 +38,7 @@ IntCodes packed_int_codes(const PackedIntShape& s, const uint32_t* packed, const
   c.out = s.out, c.in = s.in, c.num_groups = s.num_groups;
   c.codes.resize(static_cast<size_t>(s.out * s.in));
   c.scales.assign(scales, scales + s.out * s.num_groups);
+  c.zeros.resize(c.scales.size());
   c.groups.assign(groups, groups + s.in);
   const int per_word = 32 / s.bits;
   const uint32_t mask = (1u << s.bits) - 1;
@@ -52,6 +53,7 @@ IntCodes packed_int_codes(const PackedIntShape& s, const uint32_t* packed, const
                            ? offset
                            : static_cast<int>((zero_words[(o / per_word) * s.num_groups + g] >> zero_shift) & mask);
       c.codes[static_cast<size_t>(o * s.in + k)] = static_cast<int16_t>(code - zero);
+      c.zeros[static_cast<size_t>(o * s.num_groups + g)] = static_cast<int16_t>(zero);
     }
   }
   return c;

@@ -76,6 +76,8 @@ enum class Formula {
   kScaled,          // s * v
   kScaledOffset,    // s * v rounded, + b (the gguf package's order)
   kFusedOffset,     // fma(v, s, b): Q4_1, as the CPU matmul has always decoded it
+  kScaledZero,      // s * (v - b), b an integer zero point: Q4_Z, Q8_Z (v - b is exact, and so is the
+                    // product: an fp16 s times an integer of at most 9 bits), so the bits of s * code
 };
 
 // A sub-block's scale and offset. The offset of the K-quants is the negated product dmin * min, itself
@@ -83,7 +85,7 @@ enum class Formula {
 // either).
 struct ScaleOffset {
   float scale = 0.0f;
-  float offset = 0.0f;  // unused by kScaled
+  float offset = 0.0f;  // unused by kScaled; kScaledZero's zero point
 };
 
 template <Formula kFormula>
@@ -93,6 +95,8 @@ CBATCH_HOST_DEVICE inline float weight_value(ScaleOffset so, int value) {
     return so.scale * v;  // a lone product: nothing to contract it with
   } else if constexpr (kFormula == Formula::kScaledOffset) {
     return product_rounded(so.scale, v) + so.offset;
+  } else if constexpr (kFormula == Formula::kScaledZero) {
+    return so.scale * (v - so.offset);  // both steps exact: no rounding for a contraction to change
   } else {
 #if defined(__CUDA_ARCH__)
     return fmaf(v, so.scale, so.offset);
@@ -324,6 +328,35 @@ struct BlockFormat<DType::kFP8> {  // d (fp32), E4M3 q[32]; x = d * e4m3(q), as 
   }
 };
 
+// cbatch's internal types for asymmetric integer codes (int_codes.hpp), never in a GGUF file: a code q
+// stored unsigned with its block's integer zero point z, x = d * (q - z), exactly the checkpoint's
+// scale * (q - z). (An fp32 offset m = -d * z would give the same value, d * q + m, for every d and q, but
+// +0 where d * (q - z) is -0, a zero or negative d; the integer keeps the bits, and the int8 kernels fold
+// it into their exact integer sums.)
+template <>
+struct BlockFormat<DType::kQ4_Z> {  // d, z (u8), a zero byte, qs[16] (as Q4_1's); x = d * (q - z)
+  static constexpr int kElems = 32, kBytes = 20, kSubElems = 32, kCodeBits = 4, kRawCodes = 4;
+  static constexpr Formula kFormula = Formula::kScaledZero;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 4, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) {
+    return {load_half(b), static_cast<float>(b[2])};
+  }
+};
+
+// 8-bit codes q in [0, 255] kept as the signed bytes q - 128 (as Q8_0's, so the CPU's byte panels take
+// them as they are), with z - 128 as a signed byte: x = d * ((q - 128) - (z - 128)).
+template <>
+struct BlockFormat<DType::kQ8_Z> {  // d, z - 128 (s8), a zero byte, q - 128 (s8)[32]
+  static constexpr int kElems = 32, kBytes = 36, kSubElems = 32, kCodeBits = 8, kRawCodes = 4;
+  static constexpr Formula kFormula = Formula::kScaledZero;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return static_cast<int8_t>(b[4 + e]); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return c; }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int) {
+    return {load_half(b), static_cast<float>(static_cast<int8_t>(b[2]))};
+  }
+};
+
 // Element e of one block of format F.
 template <class F>
 CBATCH_HOST_DEVICE inline float block_element(const uint8_t* block, int e) {
@@ -363,6 +396,8 @@ decltype(auto) with_block_format(DType dtype, Fn&& fn) {
     case DType::kIQ4_XS: return fn(BlockFormat<DType::kIQ4_XS>{});
     case DType::kMXFP4: return fn(BlockFormat<DType::kMXFP4>{});
     case DType::kFP8: return fn(BlockFormat<DType::kFP8>{});
+    case DType::kQ4_Z: return fn(BlockFormat<DType::kQ4_Z>{});
+    case DType::kQ8_Z: return fn(BlockFormat<DType::kQ8_Z>{});
     default: throw Error("internal error: " + std::string(dtype_name(dtype)) + " is not a block type");
   }
 }

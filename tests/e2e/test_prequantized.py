@@ -1,11 +1,13 @@
 """Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, compressed-tensors, FP8, NVFP4) on the CPU: integer
-ones kept as the GGUF blocks that hold their codes exactly (Q4_0, Q5_0, Q8_0; act-order inputs permuted into
-groups), FP8 kept as its own blocks (E4M3 codes, a scale per 32 inputs), NVFP4 expanded to f32 at load. The
-tiny seeded Llama of tiny_models.py has its Linear weights (not the embedding, the norms or lm_head, which the configs list as not converted, except where FP8 blocks cover lm_head too)
-quantized here by numpy quantizers written from the formats' definitions:
+ones kept as the blocks that hold their codes exactly (symmetric: Q4_0, Q8_0; asymmetric: Q4_Z, Q8_Z, the
+codes with their zero points; act-order inputs permuted into groups), FP8 kept as its own blocks (E4M3 codes,
+a scale per 32 inputs), NVFP4 expanded to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear
+weights (not the embedding, the norms or lm_head, which the configs list as not converted, except where FP8
+blocks cover lm_head too) quantized here by numpy quantizers written from the formats' definitions:
 - GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
-  random permutation's groups), 8-bit symmetric without, group 32; a gptq_v2 one (zeros as they are); qweight (in * bits / 32, out) packed along
-  the input, qzeros (groups, out * bits / 32) along the output, scales (groups, out) F16;
+  random permutation's groups), 8-bit symmetric and asymmetric without, group 32; a gptq_v2 one (zeros as
+  they are); qweight (in * bits / 32, out) packed along the input, qzeros (groups, out * bits / 32) along
+  the output, scales (groups, out) F16;
 - AWQ GEMM: qweight (in, out / 8) and qzeros with the nibbles of columns [0, 2, 4, 6, 1, 3, 5, 7], scales F16;
 - compressed-tensors pack-quantized: INT4 asymmetric by groups of 32 with weight_g_idx (zero points packed
   along the output), INT8 symmetric per channel; codes packed along the input, offset by 2^(bits - 1);
@@ -21,9 +23,9 @@ reference's (family_reference.py) over its decisive steps, and differ from the u
 reader that ignored scales, zeros or the nibble order would fail). `cbatch inspect` names the scheme. The
 integer schemes then run the 8-bit path (--cpu-precision fast, the default): greedy tokens and logprobs
 bit-identical across modes, token budgets, sequence caps and threads, logprobs not the exact path's, and the
-summary's weight_bytes shows the linears kept in their block type's bytes, not f32; FP8 runs the 8-bit path
-through Q8_0 panels (its codes re-quantized), checked the same way. Broken files exit 1 naming the tensor or
-the field (an FP8 NaN code too)."""
+summary's weight_bytes shows the linears kept in their block type's bytes, not f32, and `cbatch inspect` names
+that type (the weight dtype); FP8 runs the 8-bit path through Q8_0 panels (its codes re-quantized), checked the
+same way. Broken files exit 1 naming the tensor or the field (an FP8 NaN code too)."""
 import json
 import os
 import random
@@ -182,30 +184,34 @@ NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", i
                                         "input_activations": dict(NVFP4_ARGS, dynamic="local")}})
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
-    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q5_0",
+    "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q4_Z",
                            config=dict(GPTQ, bits=4, sym=False, desc_act=True), inspect="gptq (gptq) 4-bit, group 32"),
-    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True, blocks="Q5_0",
+    "gptq4-asym-v2": dict(method="gptq", bits=4, sym=False, desc_act=False, v2=True, blocks="Q4_Z",
                           config=dict(GPTQ, bits=4, sym=False, desc_act=False, checkpoint_format="gptq_v2"),
                           inspect="gptq (gptq_v2) 4-bit, group 32, asymmetric"),
     "gptq4-sym-act": dict(method="gptq", bits=4, sym=True, desc_act=True, blocks="Q4_0",
                           config=dict(GPTQ, bits=4, sym=True, desc_act=True), inspect="symmetric, act-order"),
     "gptq8-sym": dict(method="gptq", bits=8, sym=True, desc_act=False, blocks="Q8_0",
                       config=dict(GPTQ, bits=8, sym=True, desc_act=False), inspect="gptq (gptq) 8-bit"),
-    "awq": dict(method="awq", blocks="Q5_0", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
+    "gptq8-asym": dict(method="gptq", bits=8, sym=False, desc_act=False, blocks="Q8_Z",
+                       config=dict(GPTQ, bits=8, sym=False, desc_act=False),
+                       inspect="gptq (gptq) 8-bit, group 32, asymmetric"),
+    "awq": dict(method="awq", blocks="Q4_Z", config=dict(quant_method="awq", bits=4, group_size=32, zero_point=True,
                                           version="gemm", modules_to_not_convert=["lm_head"]),
                 inspect="awq (gemm) 4-bit, group 32"),
-    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, blocks="Q5_0", config=packed_config(4, False, 32),
+    "int4-group-asym": dict(method="packed", bits=4, sym=False, group=32, blocks="Q4_Z",
+                            config=packed_config(4, False, 32),
                             inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
     "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, blocks="Q8_0", config=packed_config(8, True, None),
                              inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
     "nvfp4": dict(method="nvfp4", config=NVFP4,
                   inspect="compressed-tensors (nvfp4-pack-quantized) 4-bit, e2m1, an e4m3 scale per 16 and a global "
                           "scale, 4.50 bits per weight"),
-    "fp8-block": dict(method="fp8-block", blocks="Q8_0", config=dict(quant_method="fp8", fmt="e4m3",
+    "fp8-block": dict(method="fp8-block", blocks="Q8_0", dtype="fp8_e4m3", config=dict(quant_method="fp8", fmt="e4m3",
                                                                      activation_scheme="dynamic",
                                                                      weight_block_size=[32, 32]),
                       inspect="fp8 8-bit, blocks 32x32"),
-    "fp8-channel": dict(method="fp8-channel", blocks="Q8_0", config=dict(
+    "fp8-channel": dict(method="fp8-channel", blocks="Q8_0", dtype="fp8_e4m3", config=dict(
         quant_method="compressed-tensors", format="float-quantized", ignore=["lm_head"],
         config_groups={"group_0": {"targets": ["Linear"], "weights": dict(num_bits=8, type="float", strategy="channel",
                                                                           symmetric=True, dynamic=False),
@@ -215,9 +221,9 @@ SCHEMES = {
 
 
 # ------------------------------------------------------------------------------------------- checks
-# Bytes a weight takes in int8 panels of the block type an integer scheme's codes fit (Q5_0: in planes,
-# as at --max-num-seqs 8 or fewer).
-PANEL_BITS = {"Q4_0": 4.5, "Q5_0": 5.5, "Q8_0": 8.5}
+# Bits a weight takes in int8 panels of the block type an integer scheme's codes fit (Q4_Z, Q8_Z: an fp16
+# scale and zero point per 32, as Q4_1's).
+PANEL_BITS = {"Q4_0": 4.5, "Q8_0": 8.5, "Q4_Z": 5.0, "Q8_Z": 9.0}
 FIRST_LOGPROB_GAP = 0.05
 FAST_CONFIGS = [["--max-num-seqs", "4"], ["--max-num-seqs", "4", "--max-num-batched-tokens", "16"],
                 ["--max-num-seqs", "4", "--mode", "static", "--threads", "1"],
@@ -308,6 +314,9 @@ for label, scheme in SCHEMES.items():
     line = next((x for x in text.splitlines() if x.startswith("quantization: ")), "")
     c.check(scheme["inspect"] in line, f"{label}: inspect does not say {scheme['inspect']!r}:\n{text}")
     if "blocks" in scheme:
+        dtype = next((x for x in text.splitlines() if x.startswith("weight dtype: ")), "")
+        want_dtype = scheme.get("dtype", scheme["blocks"].lower())
+        c.check(dtype == "weight dtype: " + want_dtype, f"{label}: inspect says {dtype!r}, expected {want_dtype}")
         check_fast(label, quantized_dir, exact_dir, scheme)
 
 

@@ -5,6 +5,8 @@ Linear's input is whole groups of 32) with every Linear quantized by the e2e GPT
   (--cpu-precision fast) is bit-identical across modes, token budgets, sequence caps and threads, its first
   token's logprob within the 8-bit activations' error of the exact path's, and the summary's weight_bytes
   shows the experts in Q4_0's int8 panel bytes (18 per 32 weights), not f32;
+- asymmetric 4-bit, groups of 32: every matrix, experts too, kept as Q4_Z blocks (the codes and their zero
+  points), 20 bytes per 32 weights in the int8 panels;
 - 4-bit with act-order (g_idx a permutation's groups): the experts are expanded to f32 (their product
   takes activations quantized once for all of them), the dense matrices stay permuted blocks;
 - FP8 with 32x32 scale blocks (quant_method fp8): every matrix, experts too, kept as FP8 blocks and run on
@@ -69,7 +71,10 @@ def weight_bytes(model):
 weights = tiny_models.random_weights(NAME)
 quantized_params = sum(w.size for n, w in weights.items() if is_quantized(n))
 NOT_CONVERTED = ["lm_head", "mlp.gate"]
-for label, desc_act in (("sym", False), ("act-order", True), ("fp8", False)):
+PANEL_BYTES = {"sym": 18, "asym": 20, "fp8": 34}  # per 32 weights: Q4_0, Q4_Z, Q8_0 (FP8's panels)
+PANEL_TYPE = {"sym": "Q4_0", "asym": "Q4_Z", "fp8": "Q8_0"}
+for label, desc_act, sym in (("sym", False, True), ("asym", False, False), ("act-order", True, True),
+                             ("fp8", False, True)):
     nrng = np.random.default_rng(3)
     tensors, exact = {}, {}
     for name, w in weights.items():
@@ -77,14 +82,14 @@ for label, desc_act in (("sym", False), ("act-order", True), ("fp8", False)):
             codes, scales, exact[name] = fp8(w, (32, 32))
             tensors[name], tensors[name[:-len("weight")] + "weight_scale_inv"] = ("F8_E4M3", codes), ("F32", scales)
         elif is_quantized(name):
-            parts, exact[name] = gptq(w, 4, True, desc_act, nrng)
+            parts, exact[name] = gptq(w, 4, sym, desc_act, nrng)
             tensors.update({name[:-len("weight")] + k: v for k, v in parts.items()})
         else:
             tensors[name], exact[name] = ("F32", w), w
     qdir, ddir = os.path.join(work, label), os.path.join(work, label + "-dequantized")
     write_dir(qdir, tensors, dict(quant_method="fp8", fmt="e4m3", weight_block_size=[32, 32],
                                   modules_to_not_convert=NOT_CONVERTED) if label == "fp8" else
-              dict(quant_method="gptq", bits=4, group_size=32, sym=True, desc_act=desc_act, checkpoint_format="gptq",
+              dict(quant_method="gptq", bits=4, group_size=32, sym=sym, desc_act=desc_act, checkpoint_format="gptq",
                    modules_to_not_convert=NOT_CONVERTED))
     write_dir(ddir, {k: ("F32", v) for k, v in exact.items()})
     got, want = outputs(qdir, EXACT), outputs(ddir, EXACT)
@@ -108,10 +113,10 @@ for label, desc_act in (("sym", False), ("act-order", True), ("fp8", False)):
     saved = weight_bytes(ddir) - weight_bytes(qdir)  # f32 against the kept form
     expert_params = sum(w.size for n, w in weights.items() if ".experts." in n)
     if not desc_act:
-        block_bytes, blocks = (34, "Q8_0") if label == "fp8" else (18, "Q4_0")
-        want_saved = quantized_params * (4 - block_bytes / 32)
+        want_saved = quantized_params * (4 - PANEL_BYTES[label] / 32)
         c.check(abs(saved - want_saved) < 0.01 * want_saved,
-                f"{label}: kept form saves {saved} bytes against f32, expected {want_saved:.0f} (all {blocks})")
+                f"{label}: kept form saves {saved} bytes against f32, expected {want_saved:.0f} (all "
+                f"{PANEL_TYPE[label]})")
     else:  # experts f32, the rest Q4_0 panels plus a 4-byte input order per input
         dense = quantized_params - expert_params
         c.check(saved < dense * (4 - 18 / 32) and saved > 0.9 * dense * (4 - 18 / 32),

@@ -27,11 +27,11 @@ inline std::vector<int> f16_offsets(DType dtype) {
   }
 }
 
-// Every block type.
+// Every block type (cbatch's internal Q4_Z and Q8_Z too: random zero points of every byte value).
 inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                                         DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
                                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS,
-                                        DType::kMXFP4};
+                                        DType::kMXFP4, DType::kQ4_Z, DType::kQ8_Z};
 
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
