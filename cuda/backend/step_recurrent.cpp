@@ -73,7 +73,7 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
   RecurrentStates<T>& rs = recurrent_;
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens(), ns = batch.num_seqs();
-  const DeltaNetDims& d = rs.dims;
+  const DeltaNetSizes& d = rs.dims;
   linear_.forward(w.linear[LayerTensor::kSsmQkv], rs.proj.get(), workspace_.h.get(), n);  // [q|k|v | z]
   linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.side.get(), workspace_.h.get(), n);   // [b | a]
   profiler_.phase("gemm_ssm_in", stream);
@@ -114,7 +114,7 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
   RecurrentStates<T>& rs = recurrent_;
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens(), ns = batch.num_seqs();
-  const Mamba2Dims& d = rs.mamba;
+  const Mamba2Sizes& d = rs.mamba;
   linear_.forward(w.linear[LayerTensor::kMambaIn], rs.proj.get(), workspace_.h.get(), n);  // [z | x|B|C | dt]
   profiler_.phase("gemm_ssm_in", stream);
   const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
