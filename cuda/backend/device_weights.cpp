@@ -184,8 +184,8 @@ struct LinearSource {
 
 // The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8. With
 // `runs` (a DeltaNet projection grouped by key head: deltanet_layout.hpp) the stacked rows, once in T, are put
-// in the standard order by one device copy a run, before any FP8 quantization (whose scales then cover the
-// parts' rows in that order); every source format and random weights alike, since the rows are T's by then.
+// in the standard order by one device copy a run, before any FP8 quantization (which takes its scale from the
+// reordered rows); every source format and random weights alike, since the rows are T's by then.
 template <typename T>
 LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8,
                               const std::vector<RowRun>& runs = {}) {
@@ -201,6 +201,12 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
     up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
   }
   if (!runs.empty()) {
+    int64_t covered = 0;
+    for (const RowRun& run : runs) covered += run.count;
+    if (covered != out) {
+      throw Error("internal error: the row order of '" + sources.front().tensor.name + "' covers " +
+                  std::to_string(covered) + " of its " + std::to_string(out) + " rows");
+    }
     DeviceBuffer<T> stored = std::move(weight);
     weight = DeviceBuffer<T>(static_cast<size_t>(out * in));
     auto* dst = reinterpret_cast<uint8_t*>(weight.get());
