@@ -1,7 +1,7 @@
-# Which GPUs the CUDA kernels are compiled for, chosen before enable_language(CUDA), and how cbatch --version
-# says it. Entries use CMake's syntax: "90-real" is sm_90 machine code, "80-virtual" compute_80 PTX (the
-# driver compiles it for the GPU at hand on first use and caches it), a bare "90" both, "native" the GPUs
-# of this machine.
+# Which GPUs the CUDA kernels are compiled for: chosen before enable_language(CUDA), spelled out as explicit
+# entries after it (what cbatch --version then reports, from the kernels' target). Entries use CMake's syntax:
+# "90-real" is sm_90 machine code, "80-virtual" compute_80 PTX (the driver compiles it for the GPU at hand on
+# first use and caches it), a bare "90" both, "native" the GPUs of this machine.
 
 # The compute capabilities of the GPUs nvidia-smi lists ("90;89"), or "" when it lists none (or is absent).
 function(cbatch_detect_gpu_archs out_var)
@@ -68,25 +68,30 @@ function(cbatch_choose_cuda_archs)
   set(CMAKE_CUDA_ARCHITECTURES "${archs}" PARENT_SCOPE)
 endfunction()
 
-# CBATCH_CUDA_ARCHS_TEXT in the caller, after enable_language(CUDA): the architectures as cbatch --version
-# prints them ("compute_80 PTX, sm_90"), "native" resolved to the GPUs CMake found.
-function(cbatch_describe_cuda_archs)
-  set(archs "${CMAKE_CUDA_ARCHITECTURES}")
-  if(archs STREQUAL "native")
-    set(archs "${CMAKE_CUDA_ARCHITECTURES_NATIVE}")
-  endif()
-  set(parts "")
-  foreach(arch IN LISTS archs)
-    if(arch MATCHES "^([0-9]+a?)-real$")
-      list(APPEND parts "sm_${CMAKE_MATCH_1}")
-    elseif(arch MATCHES "^([0-9]+a?)-virtual$")
-      list(APPEND parts "compute_${CMAKE_MATCH_1} PTX")
-    elseif(arch MATCHES "^([0-9]+a?)$")
-      list(APPEND parts "sm_${CMAKE_MATCH_1}" "compute_${CMAKE_MATCH_1} PTX")
+# After enable_language(CUDA): CMAKE_CUDA_ARCHITECTURES in the caller with CMake's special values spelled out
+# as the entries they stand for ("native": the GPUs CMake found, "-real"; "all", "all-major": machine code
+# for each architecture and PTX for the newest), so that the kernels' target holds an explicit list, which
+# the build records for cbatch --version (CMakeLists.txt: CBATCH_CUDA_ARCHITECTURES, read by
+# cuda/backend/cuda_architectures.hpp).
+function(cbatch_resolve_cuda_archs)
+  set(archs "")
+  foreach(arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+    if(arch STREQUAL "native")
+      if(NOT CMAKE_CUDA_ARCHITECTURES_NATIVE)
+        message(FATAL_ERROR "cbatch: CUDA architectures 'native', but CMake found no GPU here; "
+                            "set CBATCH_CUDA_ARCHS (e.g. 90-real)")
+      endif()
+      list(APPEND archs ${CMAKE_CUDA_ARCHITECTURES_NATIVE})
+    elseif(arch STREQUAL "all")
+      list(APPEND archs ${CMAKE_CUDA_ARCHITECTURES_ALL})
+    elseif(arch STREQUAL "all-major")
+      list(APPEND archs ${CMAKE_CUDA_ARCHITECTURES_ALL_MAJOR})
     else()
-      list(APPEND parts "${arch}")
+      list(APPEND archs "${arch}")
     endif()
   endforeach()
-  list(JOIN parts ", " text)
-  set(CBATCH_CUDA_ARCHS_TEXT "${text}" PARENT_SCOPE)
+  if(NOT archs STREQUAL CMAKE_CUDA_ARCHITECTURES)
+    message(STATUS "cbatch: CUDA architectures ${CMAKE_CUDA_ARCHITECTURES} are ${archs}")
+  endif()
+  set(CMAKE_CUDA_ARCHITECTURES "${archs}" PARENT_SCOPE)
 endfunction()

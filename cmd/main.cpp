@@ -12,6 +12,7 @@
 #include "engine/base/text_output.hpp"
 
 #ifdef CBATCH_HAVE_CUDA
+#include "cuda/backend/cuda_architectures.hpp"
 #include "cuda/backend/cuda_backend.hpp"
 #endif
 
@@ -20,7 +21,7 @@ namespace {
 std::string version_text() {
   std::string text = std::string("cbatch ") + CBATCH_VERSION + "\n";
 #ifdef CBATCH_HAVE_CUDA
-  text += std::string("CUDA support: yes (compiled for ") + CBATCH_CUDA_ARCHS + ")\n";
+  text += "CUDA support: yes (compiled for " + cbatch::describe_cuda_architectures(CBATCH_CUDA_ARCHITECTURES) + ")\n";
   const int count = cbatch::cuda_device_count();
   if (count == 0) text += "CUDA devices: none found\n";
   for (int i = 0; i < count; ++i) text += "CUDA device " + std::to_string(i) + ": " + cbatch::cuda_device_description(i) + "\n";

@@ -61,15 +61,17 @@
 #   deltanet  hybrid models on CUDA: the gated DeltaNet launchers (cuda/recurrent/: conv with its window, q/k
 #             norms and gates, the delta rule, the gated norm) in fp32 and bf16 against the float64 reference,
 #             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the refusals; and
-#             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5 and Qwen3.5-MoE, HF and GGUF, CUDA fp32 greedy tokens
-#             vs the float64 reference, modes, budgets, n = 2, preemption)
+#             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5, Qwen3.5-MoE and Qwen3-Next, whose DeltaNet
+#             projections grouped by key head the upload puts in Qwen3.5's order, HF and GGUF, CUDA fp32 greedy
+#             tokens vs the float64 reference, modes, budgets, n = 2, preemption)
 #   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
 #             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
 #             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
 #             the float64 reference, chunked = whole bit for bit; the delta-scaled norm, relu^2 and the
 #             ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
-#             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 models, CUDA fp32
-#             greedy tokens vs the float64 reference, modes, n = 2, preemption; deltanet's e2e half is the same)
+#             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 and Qwen3-Next
+#             models, CUDA fp32 greedy tokens vs the float64 reference, modes, n = 2, preemption; deltanet's
+#             e2e half is the same)
 #   gemma4    Gemma 4 on CUDA: the RoPE cases with the V norm and the shared layers' q-only step, the per-layer
 #             input kernels, the MoE routing with Gemma 4's scales, the refusals (test_cuda's cases), and
 #             tests/e2e/test_gpu_gemma4.py (tiny Gemma 4 dense with per-layer inputs, shared K/V, k_eq_v,

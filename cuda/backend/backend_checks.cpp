@@ -56,8 +56,8 @@ void check_gemma4(const ModelConfig& c) {
   if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
 }
 
-// What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers with their projections in the
-// standard order (Qwen3.5; Qwen3-Next's rows grouped by key head are not reordered on the device yet), LFM2's
+// What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers (Qwen3.5; Qwen3-Next's projections,
+// grouped by key head in its files, are put in Qwen3.5's order at upload: device_weights.cpp), LFM2's
 // short convs and Mamba-2 layers (heads a multiple of the groups), each conv of at most kMaxConvKernel taps;
 // any other recurrent kind is refused by name.
 void check_conv_taps(const char* kind, int taps) {
@@ -82,9 +82,6 @@ void check_recurrent(const ModelConfig& c) {
   }
   if (deltanet) {
     const DeltaNetSizes& d = c.deltanet;
-    if (d.grouped_qkvz || d.grouped_ba) {
-      unsupported(c.architecture + "'s DeltaNet projections grouped by key head yet (Qwen3-Next; use --device cpu)");
-    }
     check_conv_taps("DeltaNet", d.conv_kernel);
   }
   if (short_conv) check_conv_taps("short", c.short_conv_kernel);

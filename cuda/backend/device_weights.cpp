@@ -7,6 +7,8 @@
 // backend adds it.
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
 // (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
+// Qwen3-Next's DeltaNet projections, grouped by key head in its files, are put in the standard order on the
+// device once their rows are in T (deltanet_layout.hpp), so that its layers run Qwen3.5's forward.
 // Experts (T bf16 or fp16): tensors in a block type that moe_quant_gemm reads (MXFP4, Q8_0, Q4_K, ...) are copied
 // as their blocks and stay so (dummy MXFP4 experts, --dummy-dtype mxfp4, are generated as their blocks on the
 // device, and decoded to T like uploaded blocks where they take the T path); with fp8 weights each expert is
@@ -29,6 +31,7 @@
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/gemm/fp8_gemm.hpp"
 #include "cuda/recurrent/deltanet.hpp"
+#include "engine/model/deltanet_layout.hpp"
 #include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
@@ -179,9 +182,13 @@ struct LinearSource {
   int64_t rows;
 };
 
-// The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8.
+// The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8. With
+// `runs` (a DeltaNet projection grouped by key head: deltanet_layout.hpp) the stacked rows, once in T, are put
+// in the standard order by one device copy a run, before any FP8 quantization (which takes its scale from the
+// reordered rows); every source format and random weights alike, since the rows are T's by then.
 template <typename T>
-LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8) {
+LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8,
+                              const std::vector<RowRun>& runs = {}) {
   std::vector<WeightPart> parts;
   int64_t out = 0;
   for (const LinearSource& s : sources) {
@@ -192,6 +199,23 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
   DeviceBuffer<T> weight(static_cast<size_t>(out * in));
   for (size_t i = 0; i < sources.size(); ++i) {
     up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
+  }
+  if (!runs.empty()) {
+    int64_t covered = 0;
+    for (const RowRun& run : runs) covered += run.count;
+    if (covered != out) {
+      throw Error("internal error: the row order of '" + sources.front().tensor.name + "' covers " +
+                  std::to_string(covered) + " of its " + std::to_string(out) + " rows");
+    }
+    DeviceBuffer<T> stored = std::move(weight);
+    weight = DeviceBuffer<T>(static_cast<size_t>(out * in));
+    auto* dst = reinterpret_cast<uint8_t*>(weight.get());
+    const auto* src = reinterpret_cast<const uint8_t*>(stored.get());
+    copy_row_runs(runs, in * static_cast<int64_t>(sizeof(T)), [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
+      CUDA_CHECK(cudaMemcpyAsync(dst + dst_offset, src + src_offset, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
+                                 up.stream()));
+    });
+    up.finish();  // the copies are done before `stored` is freed
   }
   if (fp8) return quantize_weight_fp8<T>(std::move(weight), out, in, parts, up.stream());
   LinearWeight<T> w;
@@ -356,6 +380,14 @@ void upload_routed_experts(WeightUploader& up, const LayerTensors& t, const Mode
   }
 }
 
+// The runs that put product `kind`'s rows in the standard order where the files group them by key head
+// (Qwen3-Next's in_proj_qkvz and in_proj_ba); empty where they are stored in that order.
+std::vector<RowRun> standard_row_runs(const ModelConfig& c, LayerTensor kind) {
+  if (kind == LayerProduct::kSsmQkvz && c.deltanet.grouped_qkvz) return grouped_qkvz_runs(c.deltanet);
+  if (kind == LayerProduct::kSsmBa && c.deltanet.grouped_ba) return grouped_ba_runs(c.deltanet);
+  return {};
+}
+
 // A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
 // the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
 template <typename T>
@@ -389,7 +421,7 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
       sources.push_back(sources.back());
     }
     const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
-    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize);
+    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize, standard_row_runs(c, row.kind));
   }
   if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
   return w;

@@ -11,28 +11,9 @@
 
 #include "cuda/common/device_buffer.hpp"
 #include "cuda/recurrent/deltanet_shape.hpp"
-#include "cuda/recurrent/mamba2_shape.hpp"
 #include "engine/model/model_config.hpp"
 
 namespace cbatch {
-
-// The DeltaNet kernels' view of the config's sizes (the file layouts already undone by the loader, except
-// the value heads' tiling, which the kernels follow).
-inline deltanet_detail::DeltaNetDims deltanet_dims(const DeltaNetSizes& d) {
-  deltanet_detail::DeltaNetDims dims;
-  dims.num_k_heads = d.num_k_heads;
-  dims.num_v_heads = d.num_v_heads;
-  dims.k_head_dim = d.k_head_dim;
-  dims.v_head_dim = d.v_head_dim;
-  dims.conv_kernel = d.conv_kernel;
-  dims.tiled_heads = d.tiled_heads;
-  return dims;
-}
-
-// The Mamba-2 kernels' view of the config's sizes.
-inline recurrent_detail::Mamba2Dims mamba2_dims(const Mamba2Sizes& m) {
-  return {m.num_heads, m.head_dim, m.state_size, m.num_groups, m.conv_kernel, m.dt_min, m.dt_max};
-}
 
 // Widths (values per row) of the step buffers a recurrent layer kind needs.
 struct RecurrentWidths {
@@ -47,7 +28,7 @@ struct RecurrentWidths {
 inline RecurrentWidths recurrent_widths(const ModelConfig& c, LayerKind kind) {
   switch (kind) {
     case LayerKind::kDeltaNet: {
-      const deltanet_detail::DeltaNetDims d = deltanet_dims(c.deltanet);
+      const DeltaNetSizes& d = c.deltanet;
       return {d.proj_dim(), 2 * d.num_v_heads, d.conv_dim(), 2 * d.num_v_heads, d.value_dim(), d.value_dim()};
     }
     case LayerKind::kShortConv: return {3LL * c.dim, 0, 0, 0, 0, c.dim};
@@ -64,7 +45,7 @@ inline RecurrentWidths recurrent_widths(const ModelConfig& c, LayerKind kind) {
 template <typename T>
 struct RecurrentStates {
   RecurrentStates(const ModelConfig& c, int max_tokens, int max_seqs)
-      : dims(deltanet_dims(c.deltanet)), mamba(mamba2_dims(c.mamba)) {
+      : dims(c.deltanet), mamba(c.mamba) {
     RecurrentWidths w;
     for (int l = 0; l < c.num_layers; ++l) {
       const LayerState state = c.layer_state(l);
@@ -103,8 +84,8 @@ struct RecurrentStates {
     return {base, base + layer_conv_floats[i], slot_floats(), slot_floats()};
   }
 
-  deltanet_detail::DeltaNetDims dims;    // the DeltaNet layers' sizes
-  recurrent_detail::Mamba2Dims mamba;    // the Mamba-2 layers' sizes
+  DeltaNetSizes dims;    // the DeltaNet layers' sizes
+  Mamba2Sizes mamba;    // the Mamba-2 layers' sizes
   int num_layers = 0;                    // recurrent layers
   std::vector<int64_t> layer_offset;     // (num_layers of the model) a layer's floats into a slot, or -1
   std::vector<int64_t> layer_conv_floats;  // (num_layers of the model) its conv window's floats

@@ -73,7 +73,7 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
   RecurrentStates<T>& rs = recurrent_;
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens(), ns = batch.num_seqs();
-  const DeltaNetDims& d = rs.dims;
+  const DeltaNetSizes& d = rs.dims;
   linear_.forward(w.linear[LayerTensor::kSsmQkv], rs.proj.get(), workspace_.h.get(), n);  // [q|k|v | z]
   linear_.forward(w.linear[LayerTensor::kSsmBeta], rs.side.get(), workspace_.h.get(), n);   // [b | a]
   const DeltaNetSizes& sizes = config_.deltanet;
@@ -121,7 +121,7 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
   RecurrentStates<T>& rs = recurrent_;
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens(), ns = batch.num_seqs();
-  const Mamba2Dims& d = rs.mamba;
+  const Mamba2Sizes& d = rs.mamba;
   linear_.forward(w.linear[LayerTensor::kMambaIn], rs.proj.get(), workspace_.h.get(), n);  // [z | x|B|C | dt]
   add_lora(LoraProduct::kMambaIn, layer, idx, workspace_.h.get(), config_.dim, rs.proj.get(),
            config_.mamba.in_proj_dim());

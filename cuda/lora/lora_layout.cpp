@@ -5,14 +5,29 @@
 #include <string>
 
 #include "engine/base/error.hpp"
+#include "engine/model/deltanet_layout.hpp"
 
 namespace cbatch {
 
 std::vector<LoraAdapter> lora_adapters_for_cuda(const std::vector<LoraAdapter>& adapters, const ModelConfig& config) {
   std::vector<LoraAdapter> out = adapters;
+  const DeltaNetSizes& d = config.deltanet;
   for (LoraAdapter& adapter : out) {
     const size_t num_pairs = adapter.pairs.size();
     for (size_t i = 0; i < num_pairs; ++i) {
+      LoraPair& grouped = adapter.pairs[i];
+      const bool qkvz = grouped.product == LoraProduct::kSsmQkvz && d.grouped_qkvz;
+      if (qkvz || (grouped.product == LoraProduct::kSsmBa && d.grouped_ba)) {
+        // The whole fused product (lora_targets.cpp), its B rows in the file's order: put them in the standard
+        // order the upload gave the weight rows.
+        const std::vector<int32_t> order = standard_order(qkvz ? grouped_qkvz_runs(d) : grouped_ba_runs(d), grouped.rows);
+        std::vector<float> b(grouped.b.size());
+        for (int64_t r = 0; r < grouped.rows; ++r) {
+          std::copy_n(&grouped.b[static_cast<size_t>(order[static_cast<size_t>(r)] * grouped.rank)], grouped.rank,
+                      &b[static_cast<size_t>(r * grouped.rank)]);
+        }
+        grouped.b = std::move(b);
+      }
       const LoraPair& p = adapter.pairs[i];
       const bool is_k = p.product == LoraProduct::kQkv && p.row_offset == config.q_dim_of(p.layer);
       if (!is_k || !config.values_are_keys(p.layer) || !config.writes_kv(p.layer)) continue;

@@ -17,7 +17,9 @@ constexpr int kLoraTileRows = 8;  // rows a block shrinks and expands together (
 constexpr int kLoraMaxParts = 3;  // pairs an adapter puts on one product: q, k, v (or gate, up)
 
 // The adapters as the CUDA products hold their rows: a layer whose values are its keys (Gemma 4's k_eq_v)
-// has its k rows uploaded twice, [q | k | v = k] (device_weights.cpp), so its k pair is repeated on the v rows.
+// has its k rows uploaded twice, [q | k | v = k] (device_weights.cpp), so its k pair is repeated on the v rows;
+// Qwen3-Next's grouped DeltaNet input rows are uploaded in the standard order (deltanet_layout.hpp), so its
+// in_proj_qkvz / in_proj_ba pairs' B rows are put in that order too.
 std::vector<LoraAdapter> lora_adapters_for_cuda(const std::vector<LoraAdapter>& adapters, const ModelConfig& config);
 
 struct LoraTile {

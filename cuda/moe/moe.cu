@@ -1,7 +1,7 @@
 // The mixture-of-experts kernels around the expert GEMMs. moe_route: one thread a row, the CPU's serial
-// top-k and softmax (experts are few: a row's scan is a few hundred compares). moe_permute: one block of
-// 1024 threads, a two-pass counting sort by expert (per-warp counts, __match_any_sync ranks), stable in pick
-// order. moe_gather and moe_combine: one block a row, a strided loop over dim. The block code is in
+// top-k and softmax (experts are few: a row's scan is a few thousand compares). moe_permute: one block of up
+// to 1024 threads (permute_threads), a two-pass counting sort by expert (per-warp counts, __match_any_sync
+// ranks), stable in pick order. moe_gather and moe_combine: one block a row, a strided loop over dim. The block code is in
 // moe_block.cuh. Layouts: logits (rows, experts) fp32; experts, weights (rows, top_k); rows of T.
 #include "cuda/moe/moe.hpp"
 
@@ -25,7 +25,7 @@ __global__ void __launch_bounds__(kRouteThreads)
   moe_route_block(logits, bias, rule, num_rows, experts, weights);
 }
 
-__global__ void __launch_bounds__(kPermuteThreads)
+__global__ void __launch_bounds__(kPermuteMaxThreads)
     moe_permute_kernel(const int32_t* __restrict__ experts, int num_picks, int num_experts,
                        int32_t* __restrict__ offsets, int32_t* __restrict__ entries, int32_t* __restrict__ pick_slot,
                        int32_t* __restrict__ slot_expert) {
@@ -71,7 +71,7 @@ void moe_permute(int32_t* d_offsets, int32_t* d_entries, int32_t* d_pick_slot, i
   check_experts("moe_permute", num_experts, 1);
   if (num_picks < 0) throw Error("moe_permute: bad num_picks " + std::to_string(num_picks));
   // Even with no picks the offsets are written (all zero), so the host's copy of them is always valid.
-  moe_permute_kernel<<<1, kPermuteThreads, 0, stream>>>(d_experts, num_picks, num_experts, d_offsets, d_entries,
+  moe_permute_kernel<<<1, permute_threads(num_experts), 0, stream>>>(d_experts, num_picks, num_experts, d_offsets, d_entries,
                                                         d_pick_slot, d_slot_expert);
   CUDA_CHECK_LAUNCH();
 }

@@ -12,7 +12,7 @@
 namespace cbatch {
 
 // The most experts a layer may have here (the permutation's shared counters); backend_checks refuses more.
-constexpr int kMoeMaxExperts = 256;
+constexpr int kMoeMaxExperts = 512;
 
 struct MoeRouteRule {
   int num_experts = 0;

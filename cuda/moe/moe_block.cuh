@@ -11,9 +11,17 @@
 
 namespace cbatch::moe_detail {
 
-constexpr int kMaxExperts = 256;      // the permutation's shared counters and the routing bitmask
-constexpr int kPermuteThreads = 1024;  // one block: 32 warps, each a contiguous range of picks
+constexpr int kMaxExperts = 512;        // the routing bitmask and the permutation's per-expert totals
+constexpr int kPermuteCounters = 8192;  // the permutation's (warp, expert) counters in shared memory (32 KB)
 constexpr int kRouteThreads = 128;    // one thread a row
+// The permutation's one block: a warp a contiguous range of picks, as many warps (up to 32) as the counters
+// hold one per expert for: 32 up to 256 experts, 16 for 512.
+constexpr int kPermuteMaxThreads = 1024;
+constexpr int permute_threads(int num_experts) {
+  return 32 * (kPermuteCounters / num_experts < kPermuteMaxThreads / 32 ? kPermuteCounters / num_experts
+                                                                          : kPermuteMaxThreads / 32);
+}
+static_assert(permute_threads(kMaxExperts) >= 32, "the counters must hold one warp's per expert");
 constexpr int kRowThreads = 256;      // gather and combine: one block a row
 
 struct RouteRule {
@@ -82,8 +90,8 @@ __device__ __forceinline__ void moe_route_block(const float* __restrict__ logits
   for (int k = 0; k < rule.top_k; ++k) weights[k0 + k] *= rule.expert_scale[experts[k0 + k]];
 }
 
-// The counting sort of the picks by expert, in one block of kPermuteThreads: warp w owns the w-th of 32
-// contiguous ranges of picks and walks it 32 picks at a time; __match_any_sync finds each pick's peers (same
+// The counting sort of the picks by expert, in one block of permute_threads(num_experts): warp w owns the w-th
+// of num_warps contiguous ranges of picks and walks it 32 picks at a time; __match_any_sync finds each pick's peers (same
 // expert) in the chunk, and its rank among the lower lanes gives its place, so the order within an expert
 // is the pick order. Pass 1 counts per (warp, expert); the counts become each warp's first slot per expert;
 // pass 2 places. Outputs: offsets (num_experts + 1); entries[slot] = pick; pick_slot[pick] = slot;
@@ -94,10 +102,11 @@ __device__ __forceinline__ void moe_permute_block(const int32_t* __restrict__ ex
                                                   int32_t* __restrict__ entries,      // (num_picks)
                                                   int32_t* __restrict__ pick_slot,    // (num_picks)
                                                   int32_t* __restrict__ slot_expert) {  // (num_picks)
-  __shared__ int32_t cursor[kPermuteThreads / 32][kMaxExperts];  // (warp, expert) count, then next slot
+  __shared__ int32_t counters[kPermuteCounters];  // (num_warps, num_experts): a count, then the next slot
   const int num_warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned lower_lanes = (1u << lane) - 1u;
-  for (int i = threadIdx.x; i < num_warps * num_experts; i += blockDim.x) cursor[i / num_experts][i % num_experts] = 0;
+  auto cursor = [&](int w, int e) -> int32_t& { return counters[w * num_experts + e]; };
+  for (int i = threadIdx.x; i < num_warps * num_experts; i += blockDim.x) counters[i] = 0;
   __syncthreads();
   const int span = (num_picks + num_warps - 1) / num_warps;
   const int begin = min(warp * span, num_picks), end = min(begin + span, num_picks);
@@ -105,7 +114,7 @@ __device__ __forceinline__ void moe_permute_block(const int32_t* __restrict__ ex
     const int i = base + lane;
     const int e = i < end ? experts[i] : -1;
     const unsigned peers = __match_any_sync(0xffffffffu, e);
-    if (e >= 0 && (peers & lower_lanes) == 0) cursor[warp][e] += __popc(peers);  // the group's lowest lane
+    if (e >= 0 && (peers & lower_lanes) == 0) cursor(warp, e) += __popc(peers);  // the group's lowest lane
     __syncwarp();
   }
   __syncthreads();
@@ -113,8 +122,8 @@ __device__ __forceinline__ void moe_permute_block(const int32_t* __restrict__ ex
   for (int e = threadIdx.x; e < num_experts; e += blockDim.x) {  // per expert: the warps' counts, scanned
     int32_t running = 0;
     for (int w = 0; w < num_warps; ++w) {
-      const int32_t c = cursor[w][e];
-      cursor[w][e] = running;
+      const int32_t c = cursor(w, e);
+      cursor(w, e) = running;
       running += c;
     }
     expert_total[e] = running;
@@ -131,21 +140,19 @@ __device__ __forceinline__ void moe_permute_block(const int32_t* __restrict__ ex
     offsets[num_experts] = start;
   }
   __syncthreads();
-  for (int i = threadIdx.x; i < num_warps * num_experts; i += blockDim.x) {
-    cursor[i / num_experts][i % num_experts] += expert_total[i % num_experts];
-  }
+  for (int i = threadIdx.x; i < num_warps * num_experts; i += blockDim.x) counters[i] += expert_total[i % num_experts];
   __syncthreads();
   for (int base = begin; base < end; base += 32) {  // pass 2: place
     const int i = base + lane;
     const int e = i < end ? experts[i] : -1;
     const unsigned peers = __match_any_sync(0xffffffffu, e);
-    const int slot = e >= 0 ? cursor[warp][e] + __popc(peers & lower_lanes) : 0;
+    const int slot = e >= 0 ? cursor(warp, e) + __popc(peers & lower_lanes) : 0;
     __syncwarp();  // every lane has read its cursor before the leader moves it
     if (e >= 0) {
       entries[slot] = i;
       pick_slot[i] = slot;
       slot_expert[slot] = e;
-      if ((peers & lower_lanes) == 0) cursor[warp][e] += __popc(peers);
+      if ((peers & lower_lanes) == 0) cursor(warp, e) += __popc(peers);
     }
     __syncwarp();
   }

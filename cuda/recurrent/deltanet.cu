@@ -21,7 +21,7 @@ namespace {
 
 template <typename T>
 __global__ void __launch_bounds__(kConvThreads)
-    conv_kernel(float* __restrict__ out, const T* __restrict__ proj, const float* __restrict__ taps, DeltaNetDims d,
+    conv_kernel(float* __restrict__ out, const T* __restrict__ proj, const float* __restrict__ taps, DeltaNetSizes d,
                 DeltaNetSeqs seqs, DeltaNetStates states) {
   conv_block<T>(out, proj, taps, d, seqs, states);
 }
@@ -29,12 +29,12 @@ __global__ void __launch_bounds__(kConvThreads)
 template <typename T>
 __global__ void __launch_bounds__(kGateThreads)
     gates_kernel(float* __restrict__ conv_out, float* __restrict__ gates, const T* __restrict__ ba,
-                 const float* __restrict__ decay, const float* __restrict__ dt_bias, DeltaNetDims d) {
+                 const float* __restrict__ decay, const float* __restrict__ dt_bias, DeltaNetSizes d) {
   gates_block<T>(conv_out, gates, ba, decay, dt_bias, d);
 }
 
 __global__ void delta_rule_kernel(float* __restrict__ core, const float* __restrict__ conv_out,
-                                  const float* __restrict__ gates, DeltaNetDims d, DeltaNetSeqs seqs,
+                                  const float* __restrict__ gates, DeltaNetSizes d, DeltaNetSeqs seqs,
                                   DeltaNetStates states) {
   extern __shared__ float smem[];
   delta_rule_block(core, conv_out, gates, d, seqs, states, smem);
@@ -43,7 +43,7 @@ __global__ void delta_rule_kernel(float* __restrict__ core, const float* __restr
 template <typename T>
 __global__ void __launch_bounds__(kNormThreads)
     gated_norm_kernel(T* __restrict__ out, const float* __restrict__ core, const T* __restrict__ proj,
-                      const float* __restrict__ weight, DeltaNetDims d, float eps) {
+                      const float* __restrict__ weight, DeltaNetSizes d, float eps) {
   gated_norm_block<T>(out, core, proj, weight, d, eps);
 }
 
@@ -51,7 +51,7 @@ __global__ void decay_from_log_kernel(float* decay, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) decay[i] = -expf(decay[i]);
 }
 
-void check_dims(const char* op, const DeltaNetDims& d) {
+void check_dims(const char* op, const DeltaNetSizes& d) {
   if (d.num_k_heads <= 0 || d.num_v_heads <= 0 || d.num_v_heads % d.num_k_heads != 0 || d.k_head_dim <= 0 ||
       d.v_head_dim <= 0 || d.conv_kernel < 1 || d.conv_kernel > kMaxConvKernel) {
     throw Error(std::string(op) + ": bad DeltaNet sizes (key heads " + std::to_string(d.num_k_heads) +
@@ -61,15 +61,15 @@ void check_dims(const char* op, const DeltaNetDims& d) {
 }
 
 // Threads of a delta-rule block: a column per thread, whole warps; shared bytes: S, q and k.
-int delta_rule_threads(const DeltaNetDims& d) { return (d.v_head_dim + 31) / 32 * 32; }
-size_t delta_rule_smem(const DeltaNetDims& d) {
+int delta_rule_threads(const DeltaNetSizes& d) { return (d.v_head_dim + 31) / 32 * 32; }
+size_t delta_rule_smem(const DeltaNetSizes& d) {
   return sizeof(float) * static_cast<size_t>(d.k_head_dim) * (d.v_head_dim + 2);
 }
 
 }  // namespace
 
 template <typename T>
-void deltanet_conv(float* d_conv_out, const T* d_proj, const float* d_taps, const DeltaNetDims& dims,
+void deltanet_conv(float* d_conv_out, const T* d_proj, const float* d_taps, const DeltaNetSizes& dims,
                    const DeltaNetSeqs& seqs, int num_seqs, const DeltaNetStates& states, cudaStream_t stream) {
   check_dims("deltanet_conv", dims);
   if (num_seqs == 0) return;
@@ -80,14 +80,14 @@ void deltanet_conv(float* d_conv_out, const T* d_proj, const float* d_taps, cons
 
 template <typename T>
 void deltanet_gates(float* d_conv_out, float* d_gates, const T* d_ba, const float* d_decay, const float* d_dt_bias,
-                    const DeltaNetDims& dims, int num_rows, cudaStream_t stream) {
+                    const DeltaNetSizes& dims, int num_rows, cudaStream_t stream) {
   check_dims("deltanet_gates", dims);
   if (num_rows == 0) return;
   gates_kernel<T><<<num_rows, kGateThreads, 0, stream>>>(d_conv_out, d_gates, d_ba, d_decay, d_dt_bias, dims);
   CUDA_CHECK_LAUNCH();
 }
 
-void deltanet_delta_rule(float* d_core, const float* d_conv_out, const float* d_gates, const DeltaNetDims& dims,
+void deltanet_delta_rule(float* d_core, const float* d_conv_out, const float* d_gates, const DeltaNetSizes& dims,
                          const DeltaNetSeqs& seqs, int num_seqs, const DeltaNetStates& states, cudaStream_t stream) {
   check_dims("deltanet_delta_rule", dims);
   if (num_seqs == 0) return;
@@ -103,7 +103,7 @@ void deltanet_delta_rule(float* d_core, const float* d_conv_out, const float* d_
 
 template <typename T>
 void deltanet_gated_norm(T* d_out, const float* d_core, const T* d_proj, const float* d_weight,
-                         const DeltaNetDims& dims, int num_rows, float eps, cudaStream_t stream) {
+                         const DeltaNetSizes& dims, int num_rows, float eps, cudaStream_t stream) {
   check_dims("deltanet_gated_norm", dims);
   if (num_rows == 0) return;
   const dim3 grid(num_rows, dims.num_v_heads);
@@ -118,11 +118,11 @@ void deltanet_decay_from_log(float* d_decay, int n, cudaStream_t stream) {
 }
 
 #define CBATCH_INSTANTIATE_DELTANET(T)                                                                           \
-  template void deltanet_conv<T>(float*, const T*, const float*, const DeltaNetDims&, const DeltaNetSeqs&, int,  \
+  template void deltanet_conv<T>(float*, const T*, const float*, const DeltaNetSizes&, const DeltaNetSeqs&, int,  \
                                  const DeltaNetStates&, cudaStream_t);                                         \
-  template void deltanet_gates<T>(float*, float*, const T*, const float*, const float*, const DeltaNetDims&, int, \
+  template void deltanet_gates<T>(float*, float*, const T*, const float*, const float*, const DeltaNetSizes&, int, \
                                   cudaStream_t);                                                                 \
-  template void deltanet_gated_norm<T>(T*, const float*, const T*, const float*, const DeltaNetDims&, int, float, \
+  template void deltanet_gated_norm<T>(T*, const float*, const T*, const float*, const DeltaNetSizes&, int, float, \
                                        cudaStream_t);
 CBATCH_INSTANTIATE_DELTANET(float)
 CBATCH_INSTANTIATE_DELTANET(__nv_bfloat16)

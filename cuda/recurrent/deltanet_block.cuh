@@ -29,7 +29,7 @@ template <typename T>
 __device__ __forceinline__ void conv_block(float* __restrict__ out,          // (rows, conv_dim)
                                            const T* __restrict__ proj,       // (rows, proj_dim)
                                            const float* __restrict__ taps,   // (conv_dim, conv_kernel)
-                                           DeltaNetDims d, DeltaNetSeqs seqs, DeltaNetStates states) {
+                                           DeltaNetSizes d, DeltaNetSeqs seqs, DeltaNetStates states) {
   const int s = blockIdx.x, c = blockIdx.y * blockDim.x + threadIdx.x;
   const int channels = d.conv_dim(), kernel = d.conv_kernel, width = kernel - 1;
   if (c >= channels) return;
@@ -62,7 +62,7 @@ __device__ __forceinline__ void gates_block(float* __restrict__ conv_out,      /
                                             const T* __restrict__ ba,          // (rows, 2 num_v_heads)
                                             const float* __restrict__ decay,   // (num_v_heads): A, negative
                                             const float* __restrict__ dt_bias,  // (num_v_heads)
-                                            DeltaNetDims d) {
+                                            DeltaNetSizes d) {
   const int64_t r = blockIdx.x;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32, dk = d.k_head_dim;
   float* qk = conv_out + r * d.conv_dim();
@@ -89,7 +89,7 @@ __device__ __forceinline__ void gates_block(float* __restrict__ conv_out,      /
 __device__ __forceinline__ void delta_rule_block(float* __restrict__ core,         // (rows, value_dim)
                                                  const float* __restrict__ conv_out,  // (rows, conv_dim): q|k|v
                                                  const float* __restrict__ gates,     // (rows, 2 num_v_heads)
-                                                 DeltaNetDims d, DeltaNetSeqs seqs, DeltaNetStates states,
+                                                 DeltaNetSizes d, DeltaNetSeqs seqs, DeltaNetStates states,
                                                  float* smem) {
   const int s = blockIdx.x, h = blockIdx.y, j = threadIdx.x;
   const int dk = d.k_head_dim, dv = d.v_head_dim, nv = d.num_v_heads, kh = d.key_head_of(h);
@@ -142,7 +142,7 @@ __device__ __forceinline__ void gated_norm_block(T* __restrict__ out,           
                                                  const float* __restrict__ core,   // (rows, value_dim)
                                                  const T* __restrict__ proj,       // (rows, proj_dim): z last
                                                  const float* __restrict__ weight,  // (v_head_dim)
-                                                 DeltaNetDims d, float eps) {
+                                                 DeltaNetSizes d, float eps) {
   const int64_t r = blockIdx.x;
   const int h = blockIdx.y, dv = d.v_head_dim;
   const float* o = core + r * d.value_dim() + h * dv;

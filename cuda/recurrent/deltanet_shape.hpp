@@ -1,30 +1,15 @@
-// The sizes and layouts the gated DeltaNet kernels share with their launcher (deltanet.hpp) and the backend
-// that fills them, apart from the block code (deltanet_block.cuh) so that host files can include them. The
-// methods are constexpr so that device code may call them (--expt-relaxed-constexpr).
+// The layouts the recurrent kernels (deltanet.hpp, short_conv.hpp, mamba2.hpp) share with the backend that fills
+// them, apart from the block code so that host files can include them: the step's sequences and a layer's
+// state slots. The layers' sizes are the engine's own (engine/model/recurrent_sizes.hpp: DeltaNetSizes,
+// Mamba2Sizes), read on the device as they are.
 #pragma once
 #include <cstdint>
+
+#include "engine/model/recurrent_sizes.hpp"
 
 namespace cbatch::deltanet_detail {
 
 constexpr int kMaxConvKernel = 8;  // taps a conv may have (Qwen3.5: 4)
-
-// The sizes of a layer (DeltaNetSizes, without the file layouts the loader has already undone).
-struct DeltaNetDims {
-  int num_k_heads = 0;
-  int num_v_heads = 0;
-  int k_head_dim = 0;
-  int v_head_dim = 0;
-  int conv_kernel = 0;
-  bool tiled_heads = false;  // value head h reads key head h % num_k_heads (else h / (num_v_heads / num_k_heads))
-
-  constexpr int key_dim() const { return num_k_heads * k_head_dim; }
-  constexpr int value_dim() const { return num_v_heads * v_head_dim; }
-  constexpr int conv_dim() const { return 2 * key_dim() + value_dim(); }
-  constexpr int proj_dim() const { return conv_dim() + value_dim(); }  // [q|k|v | z]
-  constexpr int key_head_of(int v_head) const {
-    return tiled_heads ? v_head % num_k_heads : v_head / (num_v_heads / num_k_heads);
-  }
-};
 
 // The step's sequences: rows [begin[s], begin[s + 1]), of which the first real[s] are real (padding rows
 // come last: they are computed from the state but leave it as it was); slot[s] is the sequence's state slot.

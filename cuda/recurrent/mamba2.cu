@@ -24,14 +24,14 @@ namespace {
 template <typename T>
 __global__ void __launch_bounds__(kConvThreads)
     mamba2_conv_kernel(float* __restrict__ xbc, const T* __restrict__ proj, const float* __restrict__ taps,
-                       const float* __restrict__ bias, Mamba2Dims d, RecurrentSeqs seqs, RecurrentStates states) {
+                       const float* __restrict__ bias, Mamba2Sizes d, RecurrentSeqs seqs, RecurrentStates states) {
   mamba2_conv_block<T>(xbc, proj, taps, bias, d, seqs, states);
 }
 
 template <typename T>
 __global__ void mamba2_scan_kernel(float* __restrict__ y, const float* __restrict__ xbc, const T* __restrict__ proj,
                                    const float* __restrict__ decay, const float* __restrict__ dt_bias,
-                                   const float* __restrict__ skip, Mamba2Dims d, RecurrentSeqs seqs,
+                                   const float* __restrict__ skip, Mamba2Sizes d, RecurrentSeqs seqs,
                                    RecurrentStates states) {
   extern __shared__ float smem[];
   mamba2_scan_block<T>(y, xbc, proj, decay, dt_bias, skip, d, seqs, states, smem);
@@ -40,11 +40,11 @@ __global__ void mamba2_scan_kernel(float* __restrict__ y, const float* __restric
 template <typename T>
 __global__ void __launch_bounds__(kMambaNormThreads)
     mamba2_gated_norm_kernel(T* __restrict__ out, const float* __restrict__ y, const T* __restrict__ proj,
-                             const float* __restrict__ weight, Mamba2Dims d, float eps) {
+                             const float* __restrict__ weight, Mamba2Sizes d, float eps) {
   mamba2_gated_norm_block<T>(out, y, proj, weight, d, eps);
 }
 
-void check_dims(const char* op, const Mamba2Dims& d) {
+void check_dims(const char* op, const Mamba2Sizes& d) {
   if (d.num_heads <= 0 || d.head_dim <= 0 || d.state_size <= 0 || d.num_groups <= 0 ||
       d.num_heads % d.num_groups != 0 || d.conv_kernel < 1 || d.conv_kernel > kMaxConvKernel) {
     throw Error(std::string(op) + ": bad Mamba-2 sizes (heads " + std::to_string(d.num_heads) + ", head dim " +
@@ -54,13 +54,13 @@ void check_dims(const char* op, const Mamba2Dims& d) {
 }
 
 // Threads of a scan block: a row of the head's state per thread, whole warps; shared bytes: S, B and C.
-int scan_threads(const Mamba2Dims& d) { return (d.head_dim + 31) / 32 * 32; }
-size_t scan_smem(const Mamba2Dims& d) { return sizeof(float) * static_cast<size_t>(d.state_size) * (d.head_dim + 2); }
+int scan_threads(const Mamba2Sizes& d) { return (d.head_dim + 31) / 32 * 32; }
+size_t scan_smem(const Mamba2Sizes& d) { return sizeof(float) * static_cast<size_t>(d.state_size) * (d.head_dim + 2); }
 
 }  // namespace
 
 template <typename T>
-void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float* d_bias, const Mamba2Dims& dims,
+void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float* d_bias, const Mamba2Sizes& dims,
                  const RecurrentSeqs& seqs, int num_seqs, const RecurrentStates& states, cudaStream_t stream) {
   check_dims("mamba2_conv", dims);
   if (num_seqs == 0) return;
@@ -71,7 +71,7 @@ void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float
 
 template <typename T>
 void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d_decay, const float* d_dt_bias,
-                 const float* d_skip, const Mamba2Dims& dims, const RecurrentSeqs& seqs, int num_seqs,
+                 const float* d_skip, const Mamba2Sizes& dims, const RecurrentSeqs& seqs, int num_seqs,
                  const RecurrentStates& states, cudaStream_t stream) {
   check_dims("mamba2_scan", dims);
   if (num_seqs == 0) return;
@@ -87,7 +87,7 @@ void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d
 }
 
 template <typename T>
-void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float* d_weight, const Mamba2Dims& dims,
+void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float* d_weight, const Mamba2Sizes& dims,
                        int num_rows, float eps, cudaStream_t stream) {
   check_dims("mamba2_gated_norm", dims);
   if (num_rows == 0) return;
@@ -97,12 +97,12 @@ void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float*
 }
 
 #define CBATCH_INSTANTIATE_MAMBA2(T)                                                                            \
-  template void mamba2_conv<T>(float*, const T*, const float*, const float*, const Mamba2Dims&,                 \
+  template void mamba2_conv<T>(float*, const T*, const float*, const float*, const Mamba2Sizes&,                 \
                                const RecurrentSeqs&, int, const RecurrentStates&, cudaStream_t);               \
   template void mamba2_scan<T>(float*, const float*, const T*, const float*, const float*, const float*,        \
-                               const Mamba2Dims&, const RecurrentSeqs&, int, const RecurrentStates&,            \
+                               const Mamba2Sizes&, const RecurrentSeqs&, int, const RecurrentStates&,            \
                                cudaStream_t);                                                                   \
-  template void mamba2_gated_norm<T>(T*, const float*, const T*, const float*, const Mamba2Dims&, int, float,  \
+  template void mamba2_gated_norm<T>(T*, const float*, const T*, const float*, const Mamba2Sizes&, int, float,  \
                                      cudaStream_t);
 CBATCH_INSTANTIATE_MAMBA2(float)
 CBATCH_INSTANTIATE_MAMBA2(__nv_bfloat16)

@@ -7,16 +7,14 @@
 #include <cuda_runtime.h>
 
 #include "cuda/recurrent/deltanet_shape.hpp"
-#include "cuda/recurrent/mamba2_shape.hpp"
+#include "engine/model/recurrent_sizes.hpp"
 
 namespace cbatch {
-
-using recurrent_detail::Mamba2Dims;
 
 // xbc (rows, conv_dim) fp32 = silu(causal conv of proj's x|B|C channels + bias) over each sequence's window
 // and rows; the windows advance past the real rows. proj (rows, in_proj_dim) T, taps (conv_dim, conv_kernel).
 template <typename T>
-void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float* d_bias, const Mamba2Dims& dims,
+void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float* d_bias, const Mamba2Sizes& dims,
                  const deltanet_detail::DeltaNetSeqs& seqs, int num_seqs, const deltanet_detail::DeltaNetStates& states,
                  cudaStream_t stream);
 
@@ -24,12 +22,12 @@ void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float
 // dt from proj's last num_heads values; the states advance past the real rows. decay A (heads), negative.
 template <typename T>
 void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d_decay, const float* d_dt_bias,
-                 const float* d_skip, const Mamba2Dims& dims, const deltanet_detail::DeltaNetSeqs& seqs, int num_seqs,
+                 const float* d_skip, const Mamba2Sizes& dims, const deltanet_detail::DeltaNetSeqs& seqs, int num_seqs,
                  const deltanet_detail::DeltaNetStates& states, cudaStream_t stream);
 
 // out (rows, inner) T = RMSNorm(y silu(z)) weight per group of inner / num_groups values, z proj's first inner.
 template <typename T>
-void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float* d_weight, const Mamba2Dims& dims,
+void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float* d_weight, const Mamba2Sizes& dims,
                        int num_rows, float eps, cudaStream_t stream);
 
 }  // namespace cbatch

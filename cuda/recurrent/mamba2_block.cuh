@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "cuda/recurrent/causal_conv_block.cuh"
-#include "cuda/recurrent/mamba2_shape.hpp"
+#include "engine/model/recurrent_sizes.hpp"
 
 namespace cbatch::recurrent_detail {
 
@@ -17,7 +17,7 @@ constexpr int kMambaNormThreads = 32;  // a warp per (row, group)
 template <typename T>
 struct Mamba2ConvInput {
   const T* proj;  // (rows, in_proj_dim)
-  Mamba2Dims d;
+  Mamba2Sizes d;
   __device__ float operator()(int64_t r, int c) const { return to_float(proj[r * d.in_proj_dim() + d.inner() + c]); }
 };
 
@@ -33,7 +33,7 @@ template <typename T>
 __device__ __forceinline__ void mamba2_conv_block(float* __restrict__ xbc, const T* __restrict__ proj,
                                                   const float* __restrict__ taps,  // (conv_dim, conv_kernel)
                                                   const float* __restrict__ bias,  // (conv_dim)
-                                                  const Mamba2Dims& d, const RecurrentSeqs& seqs,
+                                                  const Mamba2Sizes& d, const RecurrentSeqs& seqs,
                                                   const RecurrentStates& states) {
   ConvParams p;
   p.taps = taps;
@@ -58,7 +58,7 @@ __device__ __forceinline__ void mamba2_scan_block(float* __restrict__ y,        
                                                   const float* __restrict__ decay,  // (heads): A, negative
                                                   const float* __restrict__ dt_bias,  // (heads)
                                                   const float* __restrict__ skip,     // (heads): D
-                                                  const Mamba2Dims& d, const RecurrentSeqs& seqs,
+                                                  const Mamba2Sizes& d, const RecurrentSeqs& seqs,
                                                   const RecurrentStates& states, float* smem) {
   const int s = blockIdx.x, h = blockIdx.y, p = threadIdx.x;
   const int P = d.head_dim, N = d.state_size, g = d.group_of(h);
@@ -109,7 +109,7 @@ __device__ __forceinline__ void mamba2_gated_norm_block(T* __restrict__ out,    
                                                         const float* __restrict__ y,     // (rows, inner)
                                                         const T* __restrict__ proj,      // (rows, in_proj_dim): z first
                                                         const float* __restrict__ weight,  // (inner)
-                                                        const Mamba2Dims& d, float eps) {
+                                                        const Mamba2Sizes& d, float eps) {
   const int64_t r = blockIdx.x;
   const int width = d.group_width(), first = blockIdx.y * width;
   const float* yr = y + r * d.inner() + first;

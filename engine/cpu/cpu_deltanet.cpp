@@ -1,7 +1,7 @@
 // A gated DeltaNet layer of the CPU backend's forward pass (cpu_forward.hpp; Qwen3.5's linear attention):
 // x += out(gated_norm(delta_rule(conv(qkv(h))), z)), h = norm(x), over each sequence's rows in token order:
 //  1. the products of h by [q|k|v | z] and [b | a] (LayerProduct::kSsmQkvz, kSsmBa; Qwen3-Next's rows,
-//     grouped by key head, are put in that order);
+//     grouped by key head, are put in that order: deltanet_layout.hpp);
 //  2. the causal depthwise conv over the q|k|v channels (conv_kernel taps, the earlier inputs from the
 //     sequence's conv window, which the step then advances), SiLU;
 //  3. per row: q and k L2-normed per key head (x / sqrt(sum x^2 + 1e-6)), q scaled by k_head_dim^-1/2;
@@ -20,6 +20,7 @@
 #include "engine/cpu/cpu_forward.hpp"
 #include "engine/cpu/cpu_matmul.hpp"
 #include "engine/cpu/cpu_recurrent.hpp"
+#include "engine/model/deltanet_layout.hpp"
 
 namespace cbatch {
 namespace {
@@ -51,44 +52,6 @@ void delta_step(float* s, const float* q, const float* k, const float* v, float 
   }
 }
 
-// Where each value of a projection row in the standard order ([q|k|v | z], [b | a]) is in Qwen3-Next's
-// rows grouped by key head kh: [q | k | v (its r value heads) | z (its r value heads)] and [b (r) | a (r)].
-std::vector<int32_t> grouped_qkvz_order(const DeltaNetSizes& d) {
-  const int dk = d.k_head_dim, rv = d.num_v_heads / d.num_k_heads * d.v_head_dim;
-  std::vector<int32_t> order(static_cast<size_t>(d.conv_dim() + d.value_dim()));
-  for (int kh = 0; kh < d.num_k_heads; ++kh) {
-    const int base = kh * (2 * dk + 2 * rv);
-    for (int t = 0; t < dk; ++t) order[kh * dk + t] = base + t;
-    for (int t = 0; t < dk; ++t) order[d.key_dim() + kh * dk + t] = base + dk + t;
-    for (int t = 0; t < rv; ++t) order[2 * d.key_dim() + kh * rv + t] = base + 2 * dk + t;
-    for (int t = 0; t < rv; ++t) order[d.conv_dim() + kh * rv + t] = base + 2 * dk + rv + t;
-  }
-  return order;
-}
-
-std::vector<int32_t> grouped_ba_order(const DeltaNetSizes& d) {
-  const int r = d.num_v_heads / d.num_k_heads;
-  std::vector<int32_t> order(static_cast<size_t>(2 * d.num_v_heads));
-  for (int kh = 0; kh < d.num_k_heads; ++kh) {
-    for (int i = 0; i < r; ++i) {
-      order[kh * r + i] = kh * 2 * r + i;
-      order[d.num_v_heads + kh * r + i] = kh * 2 * r + r + i;
-    }
-  }
-  return order;
-}
-
-// Each row of (rows, order.size()) values put in the standard order in place.
-void reorder_rows(std::vector<float>& values, int rows, const std::vector<int32_t>& order) {
-  const size_t width = order.size();
-  std::vector<float> row(width);
-  for (int r = 0; r < rows; ++r) {
-    float* v = &values[r * width];
-    for (size_t i = 0; i < width; ++i) row[i] = v[order[i]];
-    std::copy(row.begin(), row.end(), v);
-  }
-}
-
 }  // namespace
 
 void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
@@ -103,8 +66,8 @@ void CpuBackend::deltanet_layer(const RaggedBatch& batch, int l) {
   const int64_t proj_stride = d.conv_dim() + d.value_dim();
   lora_.add(LoraProduct::kSsmQkvz, l, lora_groups_, h_.data(), dim, ssm_proj_.data(), proj_stride, pool_);
   lora_.add(LoraProduct::kSsmBa, l, lora_groups_, h_.data(), dim, ssm_ba_.data(), 2 * nv, pool_);
-  if (d.grouped_qkvz) reorder_rows(ssm_proj_, num_tokens, grouped_qkvz_order(d));
-  if (d.grouped_ba) reorder_rows(ssm_ba_, num_tokens, grouped_ba_order(d));
+  if (d.grouped_qkvz) reorder_values(ssm_proj_.data(), num_tokens, standard_order(grouped_qkvz_runs(d), proj_stride));
+  if (d.grouped_ba) reorder_values(ssm_ba_.data(), num_tokens, standard_order(grouped_ba_runs(d), 2 * nv));
   deltanet_conv(batch, l);
   deltanet_gates(num_tokens, layer);
   deltanet_recurrence(batch, l);

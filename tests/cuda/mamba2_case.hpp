@@ -8,15 +8,13 @@
 #include <random>
 #include <vector>
 
-#include "cuda/recurrent/mamba2_shape.hpp"
+#include "engine/model/recurrent_sizes.hpp"
 #include "tests/cuda/recurrent_case.hpp"
 
 namespace cbatch::test {
 
-using recurrent_detail::Mamba2Dims;
-
 struct Mamba2Case {
-  Mamba2Dims d;
+  Mamba2Sizes d;
   std::vector<float> taps, conv_bias;     // (conv_dim, conv_kernel), (conv_dim)
   std::vector<float> decay, dt_bias, skip;  // (heads) each: A (negative), dt_bias, D
   std::vector<float> norm;                // (inner)
@@ -24,7 +22,7 @@ struct Mamba2Case {
                         // (heads, head_dim, state_size)
 };
 
-inline Mamba2Case make_mamba2_case(const Mamba2Dims& d, uint32_t seed) {
+inline Mamba2Case make_mamba2_case(const Mamba2Sizes& d, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Mamba2Case c;
@@ -45,7 +43,7 @@ inline Mamba2Case make_mamba2_case(const Mamba2Dims& d, uint32_t seed) {
 // The reference's outputs (rows, inner), before the output product; the states advance in place.
 inline std::vector<double> mamba2_reference(const Mamba2Case& mc, const RecurrentCase& c, std::vector<double>& conv,
                                             std::vector<double>& rec) {
-  const Mamba2Dims& d = mc.d;
+  const Mamba2Sizes& d = mc.d;
   const int P = d.head_dim, N = d.state_size, inner = d.inner(), width = d.group_width();
   std::vector<double> out(static_cast<size_t>(c.num_rows()) * inner), in(d.conv_dim()), xbc(d.conv_dim()), y(inner);
   for (int s = 0; s < c.num_seqs(); ++s) {

@@ -33,6 +33,7 @@ inline std::vector<RouteCase> route_cases() {
       cases.push_back({9, 6, 6, true, router, ties, false});    // k = E
       cases.push_back({9, 5, 5, false, router, ties, true});    // k = E
       cases.push_back({3, 256, 1, false, router, ties, false});
+      cases.push_back({40, 512, 10, true, router, ties, true});  // 512 experts (Qwen3-Next's), top 10
     }
   }
   return cases;

@@ -498,13 +498,16 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   CHECK(make_error(windows).find("different sliding windows") != std::string::npos);
   CHECK(make_error(make_gpt_oss_model()).find("does not support") == std::string::npos);  // sinks, biases
   Model many = make_moe_model(false);
-  many.config.num_experts = 300;
-  CHECK(make_error(many).find("300 experts") != std::string::npos);
+  many.config.num_experts = 512;  // Qwen3-Next's
+  CHECK(make_error(many).find("does not support") == std::string::npos);
+  many.config.num_experts = 600;
+  CHECK(make_error(many).find("600 experts") != std::string::npos);
   CudaBackendOptions fp8 = small_options(ComputeDType::kBF16);
   fp8.fp8_weights = true;
   CHECK(make_error(make_moe_model(true), fp8).find("mixture-of-experts") == std::string::npos);  // FP8 experts
-  // Hybrid models: Qwen3.5's gated DeltaNet layers, gated and partially rotated attention pass the checks;
-  // Qwen3-Next's grouped projections and a conv past the kernels' taps are refused by name.
+  // Hybrid models: Qwen3.5's gated DeltaNet layers, gated and partially rotated attention, and Qwen3-Next's
+  // projections grouped by key head (put in Qwen3.5's order at upload) pass the checks; a conv past the
+  // kernels' taps is refused by name.
   auto make_hybrid = [] {
     Model hybrid = make_family_model(Family::kQwen3);
     hybrid.config.layer_kinds.assign(static_cast<size_t>(hybrid.config.num_layers), LayerKind::kDeltaNet);
@@ -516,8 +519,8 @@ TEST_CASE("CUDA backend refuses what its kernels lack with a clear message, befo
   };
   CHECK(make_error(make_hybrid()).find("does not support") == std::string::npos);
   Model grouped = make_hybrid();
-  grouped.config.deltanet.grouped_qkvz = true;
-  CHECK(make_error(grouped).find("grouped by key head") != std::string::npos);
+  grouped.config.deltanet.grouped_qkvz = grouped.config.deltanet.grouped_ba = true;
+  CHECK(make_error(grouped).find("does not support") == std::string::npos);
   Model long_conv = make_hybrid();
   long_conv.config.deltanet.conv_kernel = 9;
   CHECK(make_error(long_conv).find("a DeltaNet conv of 9 taps") != std::string::npos);

@@ -19,13 +19,14 @@ namespace {
 
 // The four launchers on the case's rows in T; the states advance in place.
 template <typename T>
-std::vector<float> run_device(const DeltaNetCase& c, std::vector<float>& conv_state, std::vector<float>& state) {
-  const DeltaNetDims& d = c.d;
+std::vector<float> run_device(const DeltaNetCase& dc, const RecurrentCase& c, std::vector<float>& conv_state,
+                              std::vector<float>& state) {
+  const DeltaNetSizes& d = dc.d;
   const int rows = c.num_rows(), ns = c.num_seqs();
   const cudaStream_t stream = nullptr;
-  DeviceBuffer<T> proj = to_device<T>(c.proj), ba = to_device<T>(c.ba);
-  DeviceBuffer<float> taps = to_device<float>(c.taps), decay = to_device<float>(c.decay);
-  DeviceBuffer<float> dt_bias = to_device<float>(c.dt_bias), norm = to_device<float>(c.norm);
+  DeviceBuffer<T> proj = to_device<T>(c.inputs), ba = to_device<T>(c.side);
+  DeviceBuffer<float> taps = to_device<float>(dc.taps), decay = to_device<float>(dc.decay);
+  DeviceBuffer<float> dt_bias = to_device<float>(dc.dt_bias), norm = to_device<float>(dc.norm);
   DeviceBuffer<float> conv = to_device<float>(conv_state), rec = to_device<float>(state);
   DeviceBuffer<int32_t> begin = to_device_i32(c.begin), real = to_device_i32(c.real), slot = to_device_i32(c.slot);
   DeviceBuffer<float> conv_out(static_cast<size_t>(rows) * d.conv_dim());
@@ -35,7 +36,7 @@ std::vector<float> run_device(const DeltaNetCase& c, std::vector<float>& conv_st
   poison(conv_out);
   poison(core);
   const DeltaNetSeqs seqs{begin.get(), real.get(), slot.get()};
-  const DeltaNetStates states{conv.get(), rec.get(), c.conv_stride(), c.recurrent_stride()};
+  const DeltaNetStates states{conv.get(), rec.get(), c.conv_stride, c.recurrent_stride};
   deltanet_conv<T>(conv_out.get(), proj.get(), taps.get(), d, seqs, ns, states, stream);
   deltanet_gates<T>(conv_out.get(), gates.get(), ba.get(), decay.get(), dt_bias.get(), d, rows, stream);
   deltanet_delta_rule(core.get(), conv_out.get(), gates.get(), d, seqs, ns, states, stream);
@@ -45,8 +46,8 @@ std::vector<float> run_device(const DeltaNetCase& c, std::vector<float>& conv_st
   return to_host(out);
 }
 
-DeltaNetDims dims(int nk, int nv, int dk, int dv, int kernel, bool tiled) {
-  DeltaNetDims d;
+DeltaNetSizes dims(int nk, int nv, int dk, int dv, int kernel, bool tiled) {
+  DeltaNetSizes d;
   d.num_k_heads = nk;
   d.num_v_heads = nv;
   d.k_head_dim = dk;

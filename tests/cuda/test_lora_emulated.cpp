@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuda/lora/lora_layout.hpp"
+#include "engine/model/deltanet_layout.hpp"
 #include "tests/cuda/lora_case.hpp"
 #include "tests/cuda/test_util.hpp"
 // Last: the emulator defines the CUDA keywords as macros, for the device code after it.
@@ -132,6 +133,38 @@ TEST_CASE("lora adapters for CUDA: a K=V layer's k pair repeated on its v rows, 
   const LoraPair& v = out[0].pairs[4];
   CHECK((v.layer == 1 && v.product == LoraProduct::kQkv && v.row_offset == 32 + 16 && v.rows == 16));
   CHECK((v.a == adapter.pairs[3].a && v.b == adapter.pairs[3].b && v.scale == adapter.pairs[3].scale));
+}
+
+TEST_CASE("lora adapters for CUDA: Qwen3-Next's grouped DeltaNet pairs take the upload's standard row order") {
+  ModelConfig config;
+  config.dim = 24;
+  config.num_layers = 1;
+  DeltaNetSizes& d = config.deltanet;
+  d.num_k_heads = 2;
+  d.num_v_heads = 4;
+  d.k_head_dim = 4;
+  d.v_head_dim = 3;
+  d.grouped_qkvz = d.grouped_ba = true;
+  const int64_t qkvz = d.conv_dim() + d.value_dim(), ba = 2 * d.num_v_heads;
+  LoraAdapter adapter;
+  adapter.pairs.push_back(make_lora_pair(0, LoraProduct::kSsmQkvz, 0, static_cast<int>(qkvz), 24, 2, 1.0f, 7));
+  adapter.pairs.push_back(make_lora_pair(0, LoraProduct::kSsmBa, 0, static_cast<int>(ba), 24, 2, 1.0f, 9));
+  const std::vector<LoraAdapter> out = lora_adapters_for_cuda({adapter}, config);
+  REQUIRE(out[0].pairs.size() == 2);
+  for (int p = 0; p < 2; ++p) {
+    const LoraPair& in = adapter.pairs[static_cast<size_t>(p)];
+    const LoraPair& got = out[0].pairs[static_cast<size_t>(p)];
+    const std::vector<int32_t> order = standard_order(p == 0 ? grouped_qkvz_runs(d) : grouped_ba_runs(d), in.rows);
+    bool moved = false;
+    for (int64_t r = 0; r < in.rows; ++r) {
+      moved = moved || order[static_cast<size_t>(r)] != r;
+      for (int j = 0; j < in.rank; ++j) {
+        CHECK(got.b[static_cast<size_t>(r * in.rank + j)] == in.b[static_cast<size_t>(order[static_cast<size_t>(r)] * in.rank + j)]);
+      }
+    }
+    CHECK(moved);
+    CHECK(got.a == in.a);
+  }
 }
 
 TEST_CASE("lora shrink + expand (emulated): the CPU's grouped product over mixed adapters, fp32") {

@@ -20,7 +20,7 @@ namespace {
 template <typename T>
 std::vector<float> run_device(const Mamba2Case& mc, const RecurrentCase& c, std::vector<float>& conv_state,
                               std::vector<float>& state) {
-  const Mamba2Dims& d = mc.d;
+  const Mamba2Sizes& d = mc.d;
   const int rows = c.num_rows();
   DeviceBuffer<T> proj = to_device<T>(c.inputs);
   DeviceBuffer<float> taps = to_device<float>(mc.taps), bias = to_device<float>(mc.conv_bias);
@@ -45,7 +45,7 @@ std::vector<float> run_device(const Mamba2Case& mc, const RecurrentCase& c, std:
 }
 
 template <typename T>
-void check_device(const Mamba2Dims& d, uint32_t seed) {
+void check_device(const Mamba2Sizes& d, uint32_t seed) {
   Mamba2Case mc = make_mamba2_case(d, seed);
   for (float& x : mc.batch.inputs) x = to_f32(from_f32<T>(x));
   const double tolerance = std::is_same_v<T, float> ? 2e-4 : 3e-2;  // bf16 outputs: 8 bits of mantissa

@@ -25,7 +25,7 @@ namespace {
 using namespace recurrent_detail;
 
 // The three kernels' block code on the batch's rows; the states advance in place.
-std::vector<float> run_emulated(const Mamba2Case& mc, const Mamba2Dims& d, const RecurrentCase& c,
+std::vector<float> run_emulated(const Mamba2Case& mc, const Mamba2Sizes& d, const RecurrentCase& c,
                                 std::vector<float>& conv, std::vector<float>& rec) {
   const int rows = c.num_rows(), ns = c.num_seqs();
   std::vector<float> xbc(static_cast<size_t>(rows) * d.conv_dim()), y(static_cast<size_t>(rows) * d.inner());
@@ -58,7 +58,7 @@ void check(const Mamba2Case& mc) {
       2e-4);
 }
 
-Mamba2Dims dims(int heads, int head_dim, int state, int groups, int kernel, float dt_min, float dt_max) {
+Mamba2Sizes dims(int heads, int head_dim, int state, int groups, int kernel, float dt_min, float dt_max) {
   return {heads, head_dim, state, groups, kernel, dt_min, dt_max};
 }
 

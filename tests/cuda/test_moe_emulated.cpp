@@ -88,7 +88,7 @@ void check_permute_emulated(const std::vector<int32_t>& experts, int num_rows, i
   const ExpertGroups want = group_by_expert(experts.data(), num_rows, MoeRouting{num_experts, top_k, false});
   std::vector<int32_t> offsets(static_cast<size_t>(num_experts) + 1, -7), entries(experts.size(), -7),
       pick_slot(experts.size(), -7), slot_expert(experts.size(), -7);
-  block_emulator::launch(1, kPermuteThreads, [&] {
+  block_emulator::launch(1, permute_threads(num_experts), [&] {
     moe_permute_block(experts.data(), num_picks, num_experts, offsets.data(), entries.data(), pick_slot.data(),
                       slot_expert.data());
   });
@@ -223,7 +223,7 @@ void check_sparse_layer_emulated(int num_rows, bool shared_expert, bool shared_g
     moe_route_block(logits.data(), nullptr, RouteRule{num_experts, top_k, routing.renormalize, false}, num_rows,
                     experts.data(), weights.data());
   });
-  block_emulator::launch(1, kPermuteThreads, [&] {
+  block_emulator::launch(1, permute_threads(num_experts), [&] {
     moe_permute_block(experts.data(), picks, num_experts, offsets.data(), entries.data(), pick_slot.data(),
                       slot_expert.data());
   });
@@ -311,6 +311,10 @@ TEST_SUITE("host") {
     std::vector<int32_t> skewed(3000 * 8);
     for (size_t i = 0; i < skewed.size(); ++i) skewed[i] = static_cast<int32_t>((i * 7 + i / 13) % 3) * 40;
     check_permute_emulated(skewed, 3000, 128, 8);
+    // 512 experts (16 warps share the counters), picks on both sides of expert 256.
+    std::vector<int32_t> wide(1500 * 10);
+    for (size_t i = 0; i < wide.size(); ++i) wide[i] = static_cast<int32_t>((i * 37 + i / 7) % 512);
+    check_permute_emulated(wide, 1500, 512, 10);
     check_permute_emulated(std::vector<int32_t>(67 * 2, 5), 67, 8, 2);
     check_permute_emulated({}, 0, 8, 2);
   }

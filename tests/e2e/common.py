@@ -180,6 +180,14 @@ def greedy_agreement(model, work, args_a, args_b):
     return agreed, total, identical, len(texts)
 
 
+def leading_agreement(a, b):
+    """How many leading items of the lists a and b are equal."""
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return n
+
+
 class Checks:
     """Counts checks so every test prints one 'N passed, N failed' line and exits non-zero on failure."""
 

@@ -1,6 +1,6 @@
 """Helpers of the CUDA mixture-of-experts tests (test_gpu_moe.py, test_gpu_gpt_oss.py): cbatch's greedy
-tokens of a model with BASE's options and a test's own, how far two token lists agree, and the experts
-touched per step of a one-sequence-at-a-time run on a device."""
+tokens of a model with BASE's options and a test's own, and the experts touched per step of a
+one-sequence-at-a-time run on a device."""
 import os
 
 from common import cuda_device, read_jsonl, run
@@ -24,13 +24,6 @@ def outputs(work, model, prompts, extra):
     out = os.path.join(work, "out.jsonl")
     run(["run", prompts, "-o", out, "--model", model] + flags(extra))
     return [r.get("output_token_ids") for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def touched_per_step(work, model, prompts, device):

@@ -8,8 +8,8 @@ import json
 import os
 import random
 
-from common import (EXACT, ROOT, Checks, cuda_device, need_cuda_device, read_jsonl, run, shared_extra, tiny_spm_gguf,
-                    tmpdir, write_jsonl)
+from common import (EXACT, ROOT, Checks, cuda_device, leading_agreement, need_cuda_device, read_jsonl, run,
+                    shared_extra, tiny_spm_gguf, tmpdir, write_jsonl)
 
 need_cuda_device()
 c = Checks()
@@ -27,13 +27,6 @@ def run_outputs(prompts, model, extra):
     out = os.path.join(work, "out.jsonl")
     run(["run", prompts, "-o", out, "--quiet"] + model + extra)
     return outputs(out)
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 def check_goldens(label, gguf, golden_path):

@@ -11,18 +11,15 @@ import os
 import random
 import time
 
-from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, need_cuda_device, need_modules, tmpdir
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import family_reference as reference  # noqa: E402
 import tiny_models  # noqa: E402
-from gpu_moe_common import leading_agreement  # noqa: E402
+from gpu_common import Runs, check_decisive, print_agreement, write_prompts  # noqa: E402
 
-MARGIN = 1e-3
 NUM_TOKENS = 16
-BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8", "--device": "cuda",
-        "--dtype": "fp32"}
 INVARIANCE = [{"--mode": "static"}, {"--mode": "sequential"}, {"--max-num-batched-tokens": "16"},
               {"--max-num-seqs": "2"}]
 
@@ -31,32 +28,14 @@ work = tmpdir()
 rng = random.Random(17)  # test_families.py's prompts: 20-60 tokens, longer than every window
 prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60)]
 prompts.append(prompts[3][:40] + [rng.randrange(3, 256) for _ in range(12)])
-write_jsonl(os.path.join(work, "prompts.jsonl"),
-            [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0, "ignore_eos": True}
-             for i, p in enumerate(prompts)])
-
-
-def outputs(model, options=None):
-    out = os.path.join(work, "out.jsonl")
-    flags = [x for k, v in dict(BASE, **(options or {})).items() for x in (k, v)]
-    run(["run", os.path.join(work, "prompts.jsonl"), "-o", out, "--model", model, "--quiet"] + flags)
-    return [r.get("output_token_ids") or [] for r in sorted(read_jsonl(out), key=lambda r: r["id"])]
+runs = Runs(work, write_prompts(os.path.join(work, "prompts.jsonl"), prompts, NUM_TOKENS))
 
 
 def check_model(label, path, expected):
     """CUDA fp32 against the reference's decisive tokens; bf16's agreement with them printed."""
-    got = outputs(path)
-    compared = 0
-    for i, (ids, margins) in enumerate(expected):
-        want = ids[:reference.agreed_prefix(ids, margins, MARGIN)]
-        compared += len(want)
-        n = leading_agreement(got[i], want)
-        c.check(n == len(want), f"{label} fp32 prompt {i}: CUDA agrees with the reference for {n} of {len(want)} "
-                                f"decisive tokens\n  cuda      {got[i][:len(want)]}\n  reference {want}")
-    c.check(compared >= 0.8 * len(prompts) * NUM_TOKENS, f"{label}: only {compared} decisive reference tokens")
-    bf16 = outputs(path, {"--dtype": "bf16"})
-    print(f"{label} bf16 leading tokens equal to the reference per prompt:",
-          [leading_agreement(b, ids) for b, (ids, _) in zip(bf16, expected)], f"of {NUM_TOKENS}")
+    got = runs.tokens(path)
+    check_decisive(c, label, got, expected, reference.agreed_prefix, NUM_TOKENS, 0.8)
+    print_agreement(label, runs.tokens(path, {"--dtype": "bf16"}), expected, NUM_TOKENS)
     return got
 
 
@@ -75,6 +54,6 @@ for name, spec in dense.items():
     if spec["family"] not in families_checked:
         families_checked.add(spec["family"])
         for options in INVARIANCE:
-            c.check(outputs(hf_dir, options) == base, f"{name}: CUDA outputs change with {options}")
+            c.check(runs.tokens(hf_dir, options) == base, f"{name}: CUDA outputs change with {options}")
 print(f"{len(dense)} models, {len(families_checked)} families in {time.time() - start:.1f} s")
 c.done()

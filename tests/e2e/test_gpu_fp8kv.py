@@ -8,8 +8,8 @@ import os
 import random
 import sys
 
-from common import (GEMMA3, ROOT, SKIP, SMOLLM2, Checks, cuda_device, need_cuda_device, read_jsonl, run, tmpdir,
-                    write_jsonl)
+from common import (GEMMA3, ROOT, SKIP, SMOLLM2, Checks, cuda_device, leading_agreement, need_cuda_device, read_jsonl,
+                    run, tmpdir, write_jsonl)
 
 need_cuda_device()
 c = Checks()
@@ -28,13 +28,6 @@ def run_outputs(prompts, model, extra, trace=None, kernels=()):
     c.check(proc.returncode == 0, f"cbatch {' '.join(args)} exited {proc.returncode}: {proc.stderr[-2000:]}")
     rows = read_jsonl(out) if proc.returncode == 0 else []
     return {r["id"]: r.get("output_token_ids") for r in rows}
-
-
-def leading_agreement(a, b):
-    n = 0
-    while n < min(len(a), len(b)) and a[n] == b[n]:
-        n += 1
-    return n
 
 
 rng = random.Random(8)

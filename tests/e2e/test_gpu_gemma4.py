@@ -15,19 +15,16 @@ A wrong kernel or a layer reading the wrong cache fails here by name."""
 import os
 import random
 
-from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
+from common import Checks, need_cuda_device, need_modules, tmpdir
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import gemma4_reference as reference  # noqa: E402
 import tiny_gemma4_models as tiny  # noqa: E402
-from gpu_moe_common import leading_agreement  # noqa: E402
+from gpu_common import Runs, check_decisive, print_agreement, tokens, write_prompts  # noqa: E402
 
-MARGIN = 1e-3
 LOGPROB_TOLERANCE = 1e-3
 NUM_TOKENS = 12
-BASE = {"--mode": "continuous", "--max-num-batched-tokens": "512", "--max-num-seqs": "8", "--device": "cuda",
-        "--dtype": "fp32"}
 INVARIANCE = [{"--mode": "static"}, {"--mode": "sequential"}, {"--max-num-batched-tokens": "16"},
               {"--max-num-batched-tokens": "7", "--block-size": "8"}, {"--max-num-seqs": "2"},
               {"--kv-cache-blocks": "21", "--block-size": "8", "--max-num-batched-tokens": "16"}]
@@ -37,45 +34,21 @@ work = tmpdir()
 rng = random.Random(23)  # test_gemma4.py's prompts: longer than the window of 8
 prompts = [[rng.randrange(3, 256) for _ in range(n)] for n in (20, 33, 47, 60, 5, 1)]
 prompts.append(prompts[3][:40] + [rng.randrange(3, 256) for _ in range(12)])
-prompts_path = os.path.join(work, "prompts.jsonl")
-write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
-                            "ignore_eos": True, "logprobs": 1} for i, p in enumerate(prompts)])
-
-
-def results(model, options=None, check=True):
-    out = os.path.join(work, "out.jsonl")
-    if os.path.exists(out):
-        os.remove(out)
-    flags = [x for k, v in dict(BASE, **(options or {})).items() for x in (k, v)]
-    proc = run(["run", prompts_path, "-o", out, "--model", model, "--quiet"] + flags, check=check)
-    if not check:
-        return proc, os.path.exists(out) and os.path.getsize(out) > 0
-    return sorted(read_jsonl(out), key=lambda r: r["id"])
-
-
-def tokens(rows):
-    return [r["output_token_ids"] for r in rows]
+runs = Runs(work, write_prompts(os.path.join(work, "prompts.jsonl"), prompts, NUM_TOKENS, logprobs=1))
+results = runs.results
 
 
 def check_model(label, path, expected):
     got = results(path)
     cpu = tokens(results(path, {"--device": "cpu", "--dtype": "auto"}))
-    compared = 0
-    for i, (ids, margins, logprobs) in enumerate(expected):
-        n_want = reference.agreed_prefix(ids, margins, MARGIN)
+    decisive = check_decisive(c, label, tokens(got), expected, reference.agreed_prefix, NUM_TOKENS, 0.7)
+    for i, (n_want, (ids, _, logprobs)) in enumerate(zip(decisive, expected)):
         want = ids[:n_want]
-        compared += n_want
-        n = leading_agreement(got[i]["output_token_ids"], want)
-        c.check(n == n_want, f"{label} fp32 prompt {i}: CUDA agrees with the reference for {n} of {n_want} decisive "
-                             f"tokens\n  cuda      {got[i]['output_token_ids'][:n_want]}\n  reference {want}")
         c.check(cpu[i][:n_want] == want, f"{label} prompt {i}: the CPU's tokens {cpu[i][:n_want]} against {want}")
         got_lp = [e["logprob"] for e in got[i]["logprobs"]][:n_want]
         worst = max((abs(a - b) for a, b in zip(got_lp, logprobs)), default=0.0)
         c.check(worst < LOGPROB_TOLERANCE, f"{label} prompt {i}: a CUDA logprob is {worst:.2e} from the reference's")
-    c.check(compared >= 0.7 * len(prompts) * NUM_TOKENS, f"{label}: only {compared} decisive reference tokens")
-    bf16 = tokens(results(path, {"--dtype": "bf16"}))
-    print(f"{label} bf16 leading tokens equal to the reference per prompt:",
-          [leading_agreement(b, ids) for b, (ids, _, _) in zip(bf16, expected)], f"of {NUM_TOKENS}")
+    print_agreement(label, tokens(results(path, {"--dtype": "bf16"})), expected, NUM_TOKENS)
     return tokens(got)
 
 

@@ -14,12 +14,12 @@ The kernels' sink arithmetic itself is checked against a reference in test_cuda 
 import os
 import random
 
-from common import Checks, cuda_device, need_cuda_device, need_modules, tmpdir, write_jsonl
+from common import Checks, cuda_device, leading_agreement, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import tiny_models  # noqa: E402
-from gpu_moe_common import leading_agreement, outputs, touched_per_step  # noqa: E402
+from gpu_moe_common import outputs, touched_per_step  # noqa: E402
 
 NUM_TOKENS = 12
 PROMPT_SEED = 6  # test_gpt_oss.py's: prompts longer than the window, clear router gaps

@@ -12,13 +12,13 @@ Arguments (--cuda-kernel NAME=VALUE, e.g. moe-gemm=loop) go to every CUDA run.""
 import os
 import random
 
-from common import Checks, cuda_device, need_cuda_device, need_modules, tmpdir, write_jsonl
+from common import Checks, cuda_device, leading_agreement, need_cuda_device, need_modules, tmpdir, write_jsonl
 
 need_cuda_device()
 need_modules("numpy", "gguf")
 import gguf  # noqa: E402
 import tiny_models  # noqa: E402
-from gpu_moe_common import leading_agreement, outputs, touched_per_step  # noqa: E402
+from gpu_moe_common import outputs, touched_per_step  # noqa: E402
 
 NUM_TOKENS = 12
 PROMPT_LENGTHS = (12, 21, 30, 40)
