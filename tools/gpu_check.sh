@@ -75,9 +75,12 @@
 #   gemma4    Gemma 4 on CUDA: the RoPE cases with the V norm and the shared layers' q-only step, the per-layer
 #             input kernels, the MoE routing with Gemma 4's scales, the refusals (test_cuda's cases), and
 #             tests/e2e/test_gpu_gemma4.py (tiny Gemma 4 dense with per-layer inputs, shared K/V, k_eq_v,
-#             proportional RoPE and double-wide FFNs, and its MoE block, HF and GGUF: CUDA fp32 greedy tokens
-#             and logprobs vs the float64 reference and the CPU, modes, budgets, preemption; the refusal of
-#             global layers with their own head size)
+#             proportional RoPE, double-wide FFNs and global layers of their own head size and K/V heads, the
+#             same at the checkpoints' head sizes 256 and 512, and its MoE block, HF and GGUF: CUDA fp32 greedy
+#             tokens and logprobs vs the float64 reference and the CPU, modes, budgets, preemption); the
+#             head-512 line (gemma4-h512): paged_attention at head_dim 512 on the GPU vs the reference (every
+#             dtype, family builds, sinks, FP8 cache) and the layers in their own shapes (a cache slot wider
+#             than the layer, the tile list of another GQA group, every kernel), with their emulated cases
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
@@ -234,6 +237,8 @@ for s in "${@:-info unit sanitize e2e}"; do
       gemma4)
         stage gemma4-unit 200 "$BIN_DIR/tests/test_cuda" \
           -tc='*rope_kv_cache*,*per-layer*,*residual tail*,*moe routing*,*refuses what its kernels lack*'
+        stage gemma4-h512 300 "$BIN_DIR/tests/test_cuda" \
+          -tc='*head_dim 512*,*own shapes*,*cache slot wider*,*Gemma 4*,*layer*shape*'
         stage gemma4-e2e 300 python3 tests/e2e/test_gpu_gemma4.py ;;
       deltanet)
         stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'

@@ -1,6 +1,8 @@
 // The geometry that the attention kernels share: heads, head size and the paged KV cache, and how a layer
-// scores its keys. One layer's cache is (num_blocks, num_kv_heads, block_size, head_dim) for K and the same
-// for V; cache position p of a sequence lives in block block_table[p / block_size] at offset p % block_size.
+// scores its keys. One layer's cache is (num_blocks, cache_heads, block_size, head_dim) for K and the same
+// for V, of which the layer uses kv heads 0..num_kv_heads-1 (cache_heads > num_kv_heads: a layer narrower than
+// the widest layer of its cache slot, Gemma 4's); cache position p of a sequence lives in block
+// block_table[p / block_size] at offset p % block_size.
 // No CUDA include: the kernels' block code that runs on the host in tests uses it too.
 #pragma once
 
@@ -19,6 +21,13 @@ struct AttentionShape {
   int head_dim = 0;
   int block_size = 0;   // tokens per KV block
   int num_blocks = 0;   // blocks in the cache
+  // Heads' room in a cache block: a block is cache_heads * block_size * head_dim elements; 0: num_kv_heads.
+  int cache_heads = 0;
+  // Rows per tile of the attention tile list a launch takes (attention_tiles.hpp), where it was built for
+  // another shape (a model whose layers differ in K/V heads); 0: paged_attention_rows_per_tile(*this).
+  int tile_rows = 0;
+
+  int block_heads() const { return cache_heads > 0 ? cache_heads : num_kv_heads; }
 };
 
 // How one layer scores its keys (ModelConfig's query_scale(), attn_softcap and window(layer); the CPU's

@@ -1,7 +1,7 @@
 // The decode attention kernels' arguments and the paged-cache addressing they share, written with no CUDA
 // header so that the tensor-core kernels' block code (decode_mma_block.cuh, decode_stream_block.cuh) can
-// also run on the host through tests/cuda/block_emulator.hpp. Cache layout (num_blocks, num_kv_heads,
-// block_size, head_dim), as in paged_attention.hpp. Every decode kernel has Llama's build (FAMILY = false)
+// also run on the host through tests/cuda/block_emulator.hpp. Cache layout (num_blocks, cache_heads,
+// block_size, head_dim), as in attention_shape.hpp. Every decode kernel has Llama's build (FAMILY = false)
 // and the family build, which reads the softcap and the window (AttentionScoring) from the arguments: a
 // windowed row's keys start at its window's first key, so the keys before it cost nothing.
 #pragma once
@@ -20,8 +20,8 @@ template <typename T, typename KV = T>
 struct DecodeArgs {
   T* out;                       // (num_tokens, num_heads * hd)
   const T* qkv;                 // (num_tokens, (num_heads + 2 * num_kv_heads) * hd)
-  const KV* k_cache;            // (num_blocks, num_kv_heads, block_size, hd)
-  const KV* v_cache;            // (num_blocks, num_kv_heads, block_size, hd)
+  const KV* k_cache;            // (num_blocks, cache_heads, block_size, hd)
+  const KV* v_cache;            // (num_blocks, cache_heads, block_size, hd)
   const int32_t* positions;     // (num_tokens)
   const int32_t* query_start;   // (num_seqs_in_batch + 1)
   const int32_t* block_tables;  // (num_seqs_in_batch, max_blocks_per_seq)
@@ -40,13 +40,16 @@ struct DecodeArgs {
   const float* k_scale;         // (1) an FP8 cache's; null otherwise
   const float* v_scale;         // (1)
   const float* sinks;           // (num_heads) sink logits (AttentionScoring), joined at the output; null: none
+  int cache_heads = 0;          // heads' room in a cache block (AttentionShape::cache_heads); 0: num_kv_heads
+
+  __device__ __forceinline__ int block_heads() const { return cache_heads > 0 ? cache_heads : num_kv_heads; }
 };
 
 template <typename T, typename KV>
 __device__ __forceinline__ size_t cache_offset(const DecodeArgs<T, KV>& a, const int32_t* table, int kv_head, int pos,
                                                int hd) {
   const size_t block = static_cast<size_t>(table[pos / a.block_size]);
-  return ((block * a.num_kv_heads + kv_head) * a.block_size + pos % a.block_size) * hd;
+  return ((block * a.block_heads() + kv_head) * a.block_size + pos % a.block_size) * hd;
 }
 
 // What one CTA of either decode kernel covers: the only row `row` of sequence decode_seqs[blockIdx.x],

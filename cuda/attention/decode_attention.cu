@@ -176,7 +176,7 @@ void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
        (plan->stages == 2 || plan->stages == 3) &&
        (plan->num_warps == 1 || (static_cast<int64_t>(plan->num_warps) * 2 <= max_partials &&
                                  d_partial_o != nullptr && d_partial_ml != nullptr)) &&
-       static_cast<int64_t>(shape.num_blocks) * shape.num_kv_heads * shape.block_size <= 2147483647);
+       static_cast<int64_t>(shape.num_blocks) * shape.block_heads() * shape.block_size <= 2147483647);
   if (!stream_ok) {
     throw Error("decode_attention: bad stream plan: " +
                 (plan == nullptr ? std::string("none")
@@ -191,7 +191,8 @@ void decode_attention(T* d_out, const T* d_qkv, const KvElement<KV>* d_k_cache,
   const DecodeArgs<T, KV> args{d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables,
                                d_decode_seqs, d_partial_o, d_partial_ml, max_blocks_per_seq, shape.num_heads,
                                shape.num_kv_heads, shape.block_size, split.keys_per_split, scoring.scale_for(hd),
-                               scoring.softcap, scoring.window, scales.k, scales.v, scoring.sinks};
+                               scoring.softcap, scoring.window, scales.k, scales.v, scoring.sinks,
+                               shape.block_heads()};
   if (scoring.is_plain()) return launch_decode<T, false>(args, num_seqs, split, hd, kernel, plan, stream);
   launch_decode<T, true>(args, num_seqs, split, hd, kernel, plan, stream);
 }

@@ -91,7 +91,7 @@ __device__ __forceinline__ void stream_load_tile(const DecodeArgs<T, KV>& a, con
   static_assert(decode_stream::kTile == 32, "one key per lane");
   const int key = key0 + lane;
   const int cache_row = key < s.key_end
-                            ? (s.table[key / a.block_size] * a.num_kv_heads + kv_head) * a.block_size + key % a.block_size
+                            ? (s.table[key / a.block_size] * a.block_heads() + kv_head) * a.block_size + key % a.block_size
                             : -1;
 #pragma unroll
   for (int j = 0; j < decode_stream::kTile * kPieces / 32; ++j) {

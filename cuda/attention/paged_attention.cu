@@ -14,7 +14,10 @@
 // before its window, and softcaps the scores. An FP8 cache (KV = Fp8E4M3) is read 16 codes at a time and
 // widened to fp32 times its scale on the way to shared memory; the rest is unchanged.
 // Shared memory: q (64, hd+1) + k (32, hd+1) + v (32, hd) + p (64, 33) floats: 74 KB at head_dim 128,
-// 140 KB at 256 (Gemma's, which only this kernel takes). The block code is in paged_attention_block.cuh.
+// 140 KB at 256 (Gemma's, which only this kernel takes). At 512 (Gemma 4's global layers) a CTA serves 32
+// items over key tiles of 16 (133 KB; paged_attention_block.cuh's Geometry), and a tile's items past a CTA's
+// (past 32 at 512, or past 64 where the layer's GQA group is larger than the one the tile list was cut for)
+// are the next CTAs' along grid z. The block code is in paged_attention_block.cuh.
 #include "cuda/attention/paged_attention.hpp"
 
 #include <cuda_bf16.h>
@@ -62,8 +65,8 @@ void paged_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* d_
     dispatch_scoring(scoring, [&](auto family) {
       constexpr int HD = decltype(hd)::value;
       constexpr bool FAMILY = decltype(family)::value;
-      launch_over_tiles<T, KV>(paged_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles, kThreads,
-                               smem_bytes<HD>(), stream);
+      launch_over_tiles<T, KV>(paged_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles,
+                               attention_tile_slices(shape, items_per_cta<HD>()), kThreads, smem_bytes<HD>(), stream);
     });
   });
 }

@@ -18,11 +18,12 @@ size_t paged_attention_smem_bytes(int head_dim);
 // sum of the v of s at cache positions first..positions[r], with scores q.k * scale (softcapped), kv head
 // h / (num_heads / num_kv_heads), as `scoring` says (attention_shape.hpp; default: first = 0, scale
 // 1 / sqrt(head_dim), no softcap). Reads q from qkv (num_tokens, (num_heads + 2 * num_kv_heads) *
-// head_dim), already rotated; k and v only from the cache (num_blocks, num_kv_heads, block_size,
+// head_dim), already rotated; k and v only from the cache (num_blocks, shape.block_heads(), block_size,
 // head_dim), into which this step's rows were written before. block_tables (num_seqs,
 // max_blocks_per_seq); query_start (num_seqs + 1); positions (num_tokens); tile_seq, tile_row (num_tiles)
-// from build_attention_tiles with paged_attention_rows_per_tile(shape) (attention_tiles.hpp). head_dim:
-// a multiple of 16 up to 128, or kWideHeadDim. Block table entries for positions 0..positions[r] must be
+// from build_attention_tiles with paged_attention_rows_per_tile(shape) (attention_tiles.hpp: shape.tile_rows
+// where the list was cut for another shape). head_dim: a multiple of 16 up to 128, kWideHeadDim or
+// kWidestHeadDim. Block table entries for positions 0..positions[r] must be
 // valid blocks (host-validated). KV: the cache element, T or (T = bf16, fp16) Fp8E4M3 with the layer's
 // scales (kv_cache_dtype.hpp), dequantized to fp32 as it is read.
 template <typename T, typename KV = T>

@@ -17,16 +17,31 @@ namespace cbatch::paged_attention_detail {
 constexpr int kThreads = 128;
 constexpr int kLanesPerGroup = 16;                                   // tx
 constexpr int kItemGroups = kThreads / kLanesPerGroup;               // ty: 8
-constexpr int kItems = kAttentionItemsPerTile;                       // 64
-constexpr int kItemsPerThread = kItems / kItemGroups;                // 8
-constexpr int kKeysPerTile = 32;
-constexpr int kKeysPerThread = kKeysPerTile / kLanesPerGroup;        // 2
-static_assert(kItems % kItemGroups == 0 && kKeysPerTile % kLanesPerGroup == 0, "tile shape");
+constexpr int kMaxRows = kAttentionItemsPerTile;                     // rows of a tile
+
+// A CTA's items and key tile at head_dim HD: 64 items and 32 keys, or at 512 (Gemma 4's global layers) 32
+// items and 16 keys, which keeps the shared memory (133 KB) under head_dim 256's (140 KB) and the registers
+// of the weighted values (kItemsPerThread * HD / 16 = 128 floats a thread) at 256's. A tile's items past a
+// CTA's are the next CTAs' (grid z, TileCta::item0): at 512 each CTA reads the tile's keys for half the items
+// (or fewer) that a CTA at 256 serves; they come from L2 for all but the first.
+template <int HD>
+struct Geometry {
+  static constexpr int kItems = HD > kWideHeadDim ? kAttentionItemsPerTile / 2 : kAttentionItemsPerTile;
+  static constexpr int kKeysPerTile = HD > kWideHeadDim ? 16 : 32;
+  static constexpr int kItemsPerThread = kItems / kItemGroups;            // 8 (4 at 512)
+  static constexpr int kKeysPerThread = kKeysPerTile / kLanesPerGroup;     // 2 (1 at 512)
+  static_assert(kItems % kItemGroups == 0 && kKeysPerTile % kLanesPerGroup == 0, "tile shape");
+};
+
+// The items a CTA serves at head_dim HD (attention_tile_slices' items_per_cta).
+template <int HD>
+constexpr int items_per_cta() { return Geometry<HD>::kItems; }
 
 template <int HD>
 constexpr size_t smem_bytes() {
-  return sizeof(float) * (kItems * (HD + 1) + kKeysPerTile * (HD + 1) + kKeysPerTile * HD +
-                          kItems * (kKeysPerTile + 1));
+  using G = Geometry<HD>;
+  return sizeof(float) * (G::kItems * (HD + 1) + G::kKeysPerTile * (HD + 1) + G::kKeysPerTile * HD +
+                          G::kItems * (G::kKeysPerTile + 1));
 }
 
 // Reductions over the 16 lanes of a half-warp: xor offsets below 16 never cross into the other half.
@@ -49,9 +64,10 @@ __device__ __forceinline__ float group_sum(float v) {
 // their first visible keys. The valid ones form the prefix i < count. Invalid ones see only key 0 (position
 // 0), which keeps their (unused) softmax state finite (in the family build, nothing where the tile starts
 // past key 0: the softmax guard keeps it finite).
+template <int HD>
 struct ThreadItems {
-  int pos[kItemsPerThread];
-  int first[kItemsPerThread];  // the family build: each item's first visible key
+  int pos[Geometry<HD>::kItemsPerThread];
+  int first[Geometry<HD>::kItemsPerThread];  // the family build: each item's first visible key
   int count;
 };
 
@@ -59,6 +75,7 @@ struct ThreadItems {
 // its dims tx + 16 dd.
 template <int HD>
 struct ItemSoftmax {
+  static constexpr int kItemsPerThread = Geometry<HD>::kItemsPerThread;
   static constexpr int kDimsPerThread = HD / kLanesPerGroup;
   float m[kItemsPerThread];                  // running max of the scaled scores
   float l[kItemsPerThread];                  // running sum of exp(score - m)
@@ -72,6 +89,7 @@ __device__ __forceinline__ void load_queries(const TileAttentionArgs<T, KV>& a, 
                                              int* s_pos) {
   constexpr int kVec = Pack16<T>::kSize;
   constexpr int kPacksPerRow = HD / kVec;
+  constexpr int kItems = Geometry<HD>::kItems;
   if (threadIdx.x < c.num_rows) s_pos[threadIdx.x] = a.positions[c.row_begin + threadIdx.x];
   for (int idx = threadIdx.x; idx < kItems * kPacksPerRow; idx += kThreads) {
     const int item = idx / kPacksPerRow;
@@ -88,14 +106,14 @@ __device__ __forceinline__ void load_queries(const TileAttentionArgs<T, KV>& a, 
   }
 }
 
-template <bool FAMILY>
-__device__ __forceinline__ ThreadItems thread_items(const int* s_pos, const TileCta& c, int ty, int window) {
-  ThreadItems it;
+template <int HD, bool FAMILY>
+__device__ __forceinline__ ThreadItems<HD> thread_items(const int* s_pos, const TileCta& c, int ty, int window) {
+  ThreadItems<HD> it;
   it.count = 0;
 #pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) {
+  for (int i = 0; i < Geometry<HD>::kItemsPerThread; ++i) {
     const int item = ty + kItemGroups * i;
-    it.pos[i] = item < c.num_items ? s_pos[item / c.group] : 0;
+    it.pos[i] = item < c.num_items ? s_pos[c.row_of(item)] : 0;
     it.first[i] = FAMILY ? window_first_key(it.pos[i], window) : 0;
     if (item < c.num_items) it.count = i + 1;
   }
@@ -109,6 +127,7 @@ __device__ __forceinline__ void load_kv_tile(const TileAttentionArgs<T, KV>& a, 
                                              int num_keys, float k_scale, float v_scale, float* s_k, float* s_v) {
   constexpr int kKvVec = Pack16<KV>::kSize;
   constexpr int kKvPacksPerRow = HD / kKvVec;
+  constexpr int kKeysPerTile = Geometry<HD>::kKeysPerTile;
   static_assert(HD % kKvVec == 0, "whole 16-byte packs of cache elements per row");
   for (int idx = threadIdx.x; idx < kKeysPerTile * kKvPacksPerRow; idx += kThreads) {
     const int key = idx / kKvPacksPerRow;
@@ -133,8 +152,11 @@ __device__ __forceinline__ void load_kv_tile(const TileAttentionArgs<T, KV>& a, 
 
 // Scores of this thread's items against keys tx + 16 j of the tile: s = q.k.
 template <int HD>
-__device__ __forceinline__ void tile_scores(const float* s_q, const float* s_k, int my_items, int tx, int ty,
-                                            float (&s)[kItemsPerThread][kKeysPerThread]) {
+__device__ __forceinline__ void tile_scores(
+    const float* s_q, const float* s_k, int my_items, int tx, int ty,
+    float (&s)[Geometry<HD>::kItemsPerThread][Geometry<HD>::kKeysPerThread]) {
+  constexpr int kItemsPerThread = Geometry<HD>::kItemsPerThread;
+  constexpr int kKeysPerThread = Geometry<HD>::kKeysPerThread;
 #pragma unroll
   for (int i = 0; i < kItemsPerThread; ++i) {
 #pragma unroll
@@ -160,9 +182,12 @@ __device__ __forceinline__ void tile_scores(const float* s_q, const float* s_k, 
 // full warp). Scales (in the family build softcaps) and masks the scores, writes the probabilities to s_p
 // and rescales the running sum and values to the new max.
 template <int HD, bool FAMILY, typename T, typename KV>
-__device__ __forceinline__ void softmax_update(const TileAttentionArgs<T, KV>& a, const ThreadItems& it, int key0,
-                                               int tx, int ty, float (&s)[kItemsPerThread][kKeysPerThread],
-                                               ItemSoftmax<HD>& sm, float* s_p) {
+__device__ __forceinline__ void softmax_update(
+    const TileAttentionArgs<T, KV>& a, const ThreadItems<HD>& it, int key0, int tx, int ty,
+    float (&s)[Geometry<HD>::kItemsPerThread][Geometry<HD>::kKeysPerThread], ItemSoftmax<HD>& sm, float* s_p) {
+  constexpr int kItemsPerThread = Geometry<HD>::kItemsPerThread;
+  constexpr int kKeysPerThread = Geometry<HD>::kKeysPerThread;
+  constexpr int kKeysPerTile = Geometry<HD>::kKeysPerTile;
 #pragma unroll
   for (int i = 0; i < kItemsPerThread; ++i) {
     float tile_max = -INFINITY;
@@ -202,6 +227,8 @@ template <int HD>
 __device__ __forceinline__ void accumulate_values(const float* s_v, const float* s_p, int num_keys, int my_items,
                                                   int tx, int ty, ItemSoftmax<HD>& sm) {
   constexpr int kDimsPerThread = ItemSoftmax<HD>::kDimsPerThread;
+  constexpr int kItemsPerThread = Geometry<HD>::kItemsPerThread;
+  constexpr int kKeysPerTile = Geometry<HD>::kKeysPerTile;
   for (int key = 0; key < num_keys; ++key) {
     float v[kDimsPerThread];
 #pragma unroll
@@ -223,10 +250,10 @@ template <int HD, bool FAMILY, typename T, typename KV>
 __device__ __forceinline__ void write_items(const TileAttentionArgs<T, KV>& a, const TileCta& c, int my_items, int tx,
                                             int ty, const ItemSoftmax<HD>& sm) {
 #pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) {
+  for (int i = 0; i < Geometry<HD>::kItemsPerThread; ++i) {
     if (i < my_items) {
       const int item = ty + kItemGroups * i;
-      const int q_head = c.kv_head * c.group + item % c.group;
+      const int q_head = c.q_head_of(item);
       T* dst = tile_item_out<HD>(a, c, item);
       // l >= 1: the maximum contributes exp(0). The family build joins the head's sink here, once.
       const float inv_l =
@@ -243,22 +270,29 @@ __device__ __forceinline__ void write_items(const TileAttentionArgs<T, KV>& a, c
 // cache element (kv_cache_element.cuh), widened to fp32 (times its scale) as it goes to shared memory.
 template <typename T, int HD, bool FAMILY, typename KV = T>
 __device__ __forceinline__ void paged_attention_block(const TileAttentionArgs<T, KV>& a, float* smem) {
+  using G = Geometry<HD>;
+  constexpr int kItemsPerThread = G::kItemsPerThread;
+  constexpr int kKeysPerThread = G::kKeysPerThread;
+  constexpr int kKeysPerTile = G::kKeysPerTile;
   const float k_scale = kv_scale<KV>(a.k_scale);
   const float v_scale = kv_scale<KV>(a.v_scale);
   float* s_q = smem;                                 // (kItems, HD + 1)
-  float* s_k = s_q + kItems * (HD + 1);              // (kKeysPerTile, HD + 1)
+  float* s_k = s_q + G::kItems * (HD + 1);           // (kKeysPerTile, HD + 1)
   float* s_v = s_k + kKeysPerTile * (HD + 1);        // (kKeysPerTile, HD)
   float* s_p = s_v + kKeysPerTile * HD;              // (kItems, kKeysPerTile + 1)
-  __shared__ int s_pos[kItems];                      // (rows of the tile)
+  __shared__ int s_pos[kMaxRows];                    // (rows of the tile)
 
-  const TileCta c = tile_cta<HD>(a);
+  const TileCta c = tile_cta<HD, G::kItems>(a);
+  if (c.num_items == 0) return;  // a slice past the tile's items (the whole CTA: no barrier is skipped)
   const int tx = threadIdx.x % kLanesPerGroup;
   const int ty = threadIdx.x / kLanesPerGroup;
   load_queries<HD>(a, c, s_q, s_pos);
   __syncthreads();
 
-  const TileKeys keys = tile_keys<FAMILY>(s_pos, c.num_rows, 1, a.window);
-  const ThreadItems it = thread_items<FAMILY>(s_pos, c, ty, a.window);
+  // The keys the CTA's rows see (its slice's rows: c.row_of(0) .. c.row_of(num_items - 1)).
+  const int first_row = c.row_of(0);
+  const TileKeys keys = tile_keys<FAMILY>(s_pos + first_row, c.row_of(c.num_items - 1) + 1 - first_row, 1, a.window);
+  const ThreadItems<HD> it = thread_items<HD, FAMILY>(s_pos, c, ty, a.window);
   ItemSoftmax<HD> sm;
 #pragma unroll
   for (int i = 0; i < kItemsPerThread; ++i) {

@@ -1,7 +1,8 @@
 // Tensor-core paged attention for the multi-row tiles of a ragged batch (prefill chunks), bf16 and fp16.
 //
 // Same contract and tile list as paged_attention (paged_attention.hpp); a CTA serves one tile's 64 items
-// ((row, q head) pairs sharing kv head blockIdx.y, item = row * group + head in group) with 4 warps of 16
+// ((row, q head) pairs sharing kv head blockIdx.y, item = row * group + head in group; the next 64 are the
+// next CTA's along grid z where the tile holds more: TileCta::item0) with 4 warps of 16
 // items each; a warp keeps its 16 q rows in WMMA fragments. Per tile of 64 keys (loaded raw through the
 // block table into shared memory, zeros past the last position): S = Q K^T on the tensor cores (WMMA
 // 16x16x16, fp32 accumulate) into shared memory; the warp's 16 rows get the fp32 online softmax (scale,
@@ -123,7 +124,7 @@ __device__ __forceinline__ void clear_tile_state(const TileAttentionArgs<T, KV>&
   for (int idx = threadIdx.x; idx < kItems * HD; idx += kThreads) s_o[(idx / HD) * L::kOLd + idx % HD] = 0.0f;
   if (threadIdx.x < kItems) {
     const int item = threadIdx.x;
-    sm.pos[item] = item < c.num_items ? a.positions[c.row_begin + item / c.group] : 0;
+    sm.pos[item] = item < c.num_items ? a.positions[c.row_begin + c.row_of(item)] : 0;
     sm.m[item] = -INFINITY;
     sm.l[item] = 0.0f;
   }
@@ -209,7 +210,7 @@ __device__ __forceinline__ void write_tile(const TileAttentionArgs<T, KV>& a, co
   const bool sunk = FAMILY && a.sinks != nullptr;  // the family build with sinks: each item's 1 / denominator
   if (sunk && threadIdx.x < c.num_items) {
     const int item = threadIdx.x;
-    sm.alpha[item] = sink_normalizer(sm.m[item], sm.l[item], a.sinks[c.kv_head * c.group + item % c.group]);
+    sm.alpha[item] = sink_normalizer(sm.m[item], sm.l[item], a.sinks[c.q_head_of(item)]);
   }
   if (sunk) __syncthreads();
 
@@ -240,7 +241,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
   __shared__ float s_alpha[kItems];
   const TileSoftmax sm{s_pos, s_m, s_l, s_alpha};
 
-  const TileCta c = tile_cta<HD>(a);
+  const TileCta c = tile_cta<HD, kItems>(a);
+  if (c.num_items == 0) return;  // a slice past the tile's items (the whole CTA: no barrier is skipped)
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   const float k_scale = kv_scale<KV>(a.k_scale);
@@ -260,7 +262,8 @@ __global__ void __launch_bounds__(kThreads) prefill_attention_kernel(const TileA
   clear_tile_state<T, HD>(a, c, s_o, sm);
   __syncthreads();
 
-  const TileKeys keys = tile_keys<FAMILY>(s_pos, c.num_items, c.group, a.window);
+  // Every item's position (a slice need not start at a row's first item, so no stride of group).
+  const TileKeys keys = tile_keys<FAMILY>(s_pos, c.num_items, 1, a.window);
   const int item0 = warp * kFrag;             // this warp's first item
   const bool warp_busy = item0 < c.num_items;  // warp-uniform: fragments need the whole warp
   RowFragment<T> q[HD / kFrag];  // this warp's 16 q rows, constant over the key tiles
@@ -308,8 +311,8 @@ void prefill_attention(T* d_out, const T* d_qkv, const KV* d_k_cache, const KV* 
     dispatch_scoring(scoring, [&](auto family) {
       constexpr int HD = decltype(hd)::value;
       constexpr bool FAMILY = decltype(family)::value;
-      launch_over_tiles<T, KV>(prefill_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles, kThreads,
-                               Layout<HD>::template bytes<T>(), stream);
+      launch_over_tiles<T, KV>(prefill_attention_kernel<T, HD, FAMILY, KV>, args, num_tiles,
+                               attention_tile_slices(shape, kItems), kThreads, Layout<HD>::template bytes<T>(), stream);
     });
   });
 }

@@ -1,7 +1,7 @@
 // RoPE on q and k fused with the write of k and v into the paged KV cache. One block of 128 threads per
 // token row: the row's cos/sin table (head_dim/2 angles) goes to shared memory, then threads stride over
 // the (head, pair) rotations and over the v elements. Rotation in fp32: (a, b) -> (a cos - b sin,
-// a sin + b cos) at angle = position * inv_freq[i]. Cache layout (num_blocks, num_kv_heads, block_size,
+// a sin + b cos) at angle = position * inv_freq[i]. Cache layout (num_blocks, cache_heads, block_size,
 // head_dim): slot s lives in block s / block_size at offset s % block_size.
 // The family build (RopeFamily) adds, in fp32 before the rotation: the q/k/v biases, and the RMSNorm of
 // every q and k head (a warp per head sums its squares first, into shared memory) and of every v head
@@ -29,17 +29,18 @@ using namespace rope_detail;
 template <typename T, bool FAMILY, typename KV>
 __global__ void __launch_bounds__(kRopeThreads)
     rope_kv_cache_kernel(T* __restrict__ qkv,                // (num_tokens, (nh + 2 nkv) * hd)
-                         KV* __restrict__ k_cache,           // (num_blocks, nkv, block_size, hd)
-                         KV* __restrict__ v_cache,           // (num_blocks, nkv, block_size, hd)
+                         KV* __restrict__ k_cache,           // (num_blocks, cache_heads, block_size, hd)
+                         KV* __restrict__ v_cache,           // (num_blocks, cache_heads, block_size, hd)
                          const int32_t* __restrict__ positions,  // (num_tokens)
                          const int32_t* __restrict__ slots,      // (num_tokens)
                          const float* __restrict__ inv_freq,     // (hd / 2)
                          int num_heads, int num_kv_heads, int head_dim, int block_size, bool halves,
                          const RopeFamily family,                // FAMILY only
-                         const KvScales scales) {                // FP8 caches only
+                         const KvScales scales,                  // FP8 caches only
+                         int cache_heads) {                      // heads' room in a cache block
   extern __shared__ float s_inv_rms[];  // (nh + 2 nkv) with the family's q/k norms or V norm
   rope_kv_cache_block<T, FAMILY, KV>(qkv, k_cache, v_cache, positions, slots, inv_freq, num_heads, num_kv_heads,
-                                     head_dim, block_size, halves, family, s_inv_rms, scales);
+                                     head_dim, block_size, halves, family, s_inv_rms, scales, cache_heads);
 }
 
 template <typename T, typename KV>
@@ -47,7 +48,8 @@ void rope_kv_cache(T* d_qkv, KV* d_k_cache, KV* d_v_cache, const int32_t* d_posi
                    const float* d_inv_freq, int num_tokens, const AttentionShape& shape, bool halves,
                    cudaStream_t stream, const RopeFamily& family, const KvScales& scales) {
   const bool ok = num_tokens >= 0 && shape.num_heads > 0 && shape.num_kv_heads > 0 && shape.head_dim > 0 &&
-                  shape.head_dim % 2 == 0 && shape.head_dim / 2 <= kRopeMaxHalf && shape.block_size > 0;
+                  shape.head_dim % 2 == 0 && shape.head_dim / 2 <= kRopeMaxHalf && shape.block_size > 0 &&
+                  shape.block_heads() >= shape.num_kv_heads;
   if (!ok) {
     throw Error("rope_kv_cache: bad sizes num_tokens=" + std::to_string(num_tokens) + " num_heads=" +
                 std::to_string(shape.num_heads) + " num_kv_heads=" + std::to_string(shape.num_kv_heads) +
@@ -64,13 +66,13 @@ void rope_kv_cache(T* d_qkv, KV* d_k_cache, KV* d_v_cache, const int32_t* d_posi
   if (family.is_plain()) {
     rope_kv_cache_kernel<T, false, KV><<<num_tokens, kRopeThreads, 0, stream>>>(
         d_qkv, d_k_cache, d_v_cache, d_positions, d_slots, d_inv_freq, shape.num_heads, shape.num_kv_heads,
-        shape.head_dim, shape.block_size, halves, family, scales);
+        shape.head_dim, shape.block_size, halves, family, scales, shape.block_heads());
   } else {
     const bool norms = family.q_norm != nullptr || family.value_norm;
     const size_t smem = norms ? sizeof(float) * (shape.num_heads + 2 * shape.num_kv_heads) : 0;
     rope_kv_cache_kernel<T, true, KV><<<num_tokens, kRopeThreads, smem, stream>>>(
         d_qkv, d_k_cache, d_v_cache, d_positions, d_slots, d_inv_freq, shape.num_heads, shape.num_kv_heads,
-        shape.head_dim, shape.block_size, halves, family, scales);
+        shape.head_dim, shape.block_size, halves, family, scales, shape.block_heads());
   }
   CUDA_CHECK_LAUNCH();
 }

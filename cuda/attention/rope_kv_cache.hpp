@@ -14,7 +14,8 @@ namespace cbatch {
 // For every row r: rotates the q heads of qkv in place and writes the rotated k heads and the v heads
 // of row r into the cache at slot slots[r] (nothing is stored when slots[r] == -1).
 //   qkv (num_tokens, (num_heads + 2 * num_kv_heads) * head_dim) T: q heads, k heads, v heads
-//   k_cache, v_cache (num_blocks, num_kv_heads, block_size, head_dim) T, one layer
+//   k_cache, v_cache (num_blocks, shape.block_heads(), block_size, head_dim) T, one layer (heads past
+//   num_kv_heads untouched)
 //   positions, slots (num_tokens); inv_freq (head_dim / 2) fp32 from rope_inv_freq (the layer's table)
 // halves: RopeLayout::kHalves pairs (i, i + head_dim/2), else adjacent pairs (2i, 2i+1).
 // family: biases, q/k norms, longrope table and attention factor (rope_family.hpp), all in fp32 before the

@@ -16,12 +16,12 @@ namespace cbatch::rope_detail {
 constexpr int kRopeThreads = 128;
 constexpr int kRopeMaxHalf = 256;  // head_dim up to 512
 
-// Offset of (slot, kv head) in one layer's cache.
-__device__ __forceinline__ size_t cache_offset(int slot, int kv_head, int num_kv_heads, int block_size,
+// Offset of (slot, kv head) in one layer's cache of block_heads heads' room a block.
+__device__ __forceinline__ size_t cache_offset(int slot, int kv_head, int block_heads, int block_size,
                                                int head_dim) {
   const size_t block = static_cast<size_t>(slot / block_size);
   const size_t offset = static_cast<size_t>(slot % block_size);
-  return ((block * num_kv_heads + kv_head) * block_size + offset) * head_dim;
+  return ((block * block_heads + kv_head) * block_size + offset) * head_dim;
 }
 
 // The sum of squares of every q and k head of q_row (biases added first), a warp per head, into s_sum_sq.
@@ -72,7 +72,8 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
                                                     const float* __restrict__ inv_freq, int num_heads,
                                                     int num_kv_heads, int head_dim, int block_size, bool halves,
                                                     const RopeFamily& family, float* s_inv_rms,
-                                                    const KvScales& scales = {}) {
+                                                    const KvScales& scales = {}, int cache_heads = 0) {
+  const int block_heads = cache_heads > 0 ? cache_heads : num_kv_heads;  // heads' room in a cache block
   __shared__ float s_cos[kRopeMaxHalf];  // (hd / 2)
   __shared__ float s_sin[kRopeMaxHalf];  // (hd / 2)
   const int row = blockIdx.x;
@@ -156,7 +157,7 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
       dst[ib] = from_float<T>(rb);
     } else if (slot >= 0) {
       const float k_scale = kv_scale<KV>(scales.k);
-      KV* dst = k_cache + cache_offset(slot, head - num_heads, num_kv_heads, block_size, head_dim);
+      KV* dst = k_cache + cache_offset(slot, head - num_heads, block_heads, block_size, head_dim);
       dst[ia] = kv_from_float<KV>(ra, k_scale);
       dst[ib] = kv_from_float<KV>(rb, k_scale);
     }
@@ -166,7 +167,7 @@ __device__ __forceinline__ void rope_kv_cache_block(T* __restrict__ qkv, KV* __r
   const float v_scale = kv_scale<KV>(scales.v);
   for (int j = threadIdx.x; j < kv_dim; j += blockDim.x) {
     const int kv_head = j / head_dim;
-    KV* dst = v_cache + cache_offset(slot, kv_head, num_kv_heads, block_size, head_dim) + j % head_dim;
+    KV* dst = v_cache + cache_offset(slot, kv_head, block_heads, block_size, head_dim) + j % head_dim;
     const float* v_bias = FAMILY ? family.qkv_bias : nullptr;
     const bool v_norm = FAMILY && family.value_norm;
     if (v_bias != nullptr || v_norm) {

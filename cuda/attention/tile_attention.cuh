@@ -37,7 +37,7 @@ TileAttentionArgs<T, KV> make_tile_attention_args(const char* op, T* d_out, cons
   return {d_out, d_qkv, d_k_cache, d_v_cache, d_positions, d_query_start, d_block_tables, d_tile_seq, d_tile_row,
           max_blocks_per_seq, shape.num_heads, shape.num_kv_heads, shape.block_size,
           paged_attention_rows_per_tile(shape), scoring.scale_for(shape.head_dim), scoring.softcap, scoring.window,
-          scales.k, scales.v, scoring.sinks};
+          scales.k, scales.v, scoring.sinks, shape.block_heads()};
 }
 
 // Calls launch(std::bool_constant<FAMILY>) with the build the layer needs: Llama's where it has no softcap,
@@ -48,13 +48,14 @@ void dispatch_scoring(const AttentionScoring& scoring, F&& launch) {
   return launch(std::true_type{});
 }
 
-// Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}, and 256 where WIDE
-// (paged_attention's builds); the launchers check head_dim first (check_paged_attention_sizes), so no
+// Calls launch(std::integral_constant<int, HD>) for head_dim HD in {16, 32, ..., 128}, and 256 and 512 where
+// WIDE (paged_attention's builds); the launchers check head_dim first (check_paged_attention_sizes), so no
 // other value reaches here.
 template <bool WIDE = false, typename F>
 void dispatch_head_dim(int head_dim, F&& launch) {
   if constexpr (WIDE) {
     if (head_dim == kWideHeadDim) return launch(std::integral_constant<int, kWideHeadDim>{});
+    if (head_dim == kWidestHeadDim) return launch(std::integral_constant<int, kWidestHeadDim>{});
   }
   switch (head_dim) {
     case 16: return launch(std::integral_constant<int, 16>{});
@@ -69,13 +70,14 @@ void dispatch_head_dim(int head_dim, F&& launch) {
   }
 }
 
-// Runs kernel on the grid (num_tiles, num_kv_heads) with `threads` threads and smem_bytes of dynamic
-// shared memory (opting in past the default 48 KB), and checks the launch.
+// Runs kernel on the grid (num_tiles, num_kv_heads, slices) with `threads` threads and smem_bytes of dynamic
+// shared memory (opting in past the default 48 KB), and checks the launch; slices: attention_tile_slices.
 template <typename T, typename KV>
 void launch_over_tiles(void (*kernel)(TileAttentionArgs<T, KV>), const TileAttentionArgs<T, KV>& args, int num_tiles,
-                       int threads, size_t smem_bytes, cudaStream_t stream) {
+                       int slices, int threads, size_t smem_bytes, cudaStream_t stream) {
   allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem_bytes);
-  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads));
+  const dim3 grid(static_cast<unsigned>(num_tiles), static_cast<unsigned>(args.num_kv_heads),
+                  static_cast<unsigned>(slices));
   kernel<<<grid, threads, smem_bytes, stream>>>(args);
   CUDA_CHECK_LAUNCH();
 }

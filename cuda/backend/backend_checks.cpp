@@ -36,24 +36,25 @@ void check_moe(const ModelConfig& c) {
   }
 }
 
-// Gemma 4's layer features the CUDA kernels do not run yet, named. They run the per-layer inputs, the layer
-// scalars, the V norm, values that are the keys, K/V shared across layers, the double-wide FFNs of the
-// shared layers, the MoE block beside the dense MLP (step_per_layer.cpp, step_forward.cpp) and proportional
-// RoPE (rope_inv_freq's table: the frequencies that do not turn are 0); not yet: global layers of another
-// head size or K/V head count than the sliding ones (the attention kernels, their tiles, the RoPE tables and
-// the KV cache take one shape a model, and the checkpoints' global head size, 512, is above the kernels' 256).
-void check_gemma4(const ModelConfig& c) {
-  std::string missing;
-  auto add = [&](bool has, const std::string& what) {
-    if (has) missing += (missing.empty() ? "" : ", ") + what;
-  };
-  const bool own_head = c.global_head_dim > 0 && c.global_head_dim != c.head_dim;
-  const bool own_kv_heads = c.global_kv_heads > 0 && c.global_kv_heads != c.num_kv_heads;
-  add(own_head || own_kv_heads, "global layers with their own head size and K/V heads (head_dim " +
-                                    std::to_string(c.head_dim) + " and " + std::to_string(c.num_kv_heads) +
-                                    " K/V heads, global " + std::to_string(c.max_head_dim()) + " and " +
-                                    std::to_string(c.global_kv_heads > 0 ? c.global_kv_heads : c.num_kv_heads) + ")");
-  if (!missing.empty()) unsupported(c.architecture + "'s " + missing + " yet (use --device cpu)");
+// The attention shapes the kernels take, for every layer's own (Gemma 4's global layers have their own head
+// size and K/V heads): GQA groups of at most kAttentionItemsPerTile q heads, head sizes that are multiples of 16
+// up to 128, 256 and 512 (the tile kernel alone at 512: paged_attention_block.cuh; the decode kernels take the
+// layers of the model's base shape, the others' decode rows go through the tile kernel: cuda_forward.hpp).
+void check_attention_shapes(const ModelConfig& c) {
+  for (int l = -1; l < c.num_layers; ++l) {  // -1: the base shape, which sizes the tile list
+    if (l >= 0 && !c.is_attention(l)) continue;
+    const int kv_heads = l < 0 ? c.num_kv_heads : c.kv_heads_of(l);
+    const int hd = l < 0 ? c.head_dim : c.head_dim_of(l);
+    const std::string where = l < 0 ? c.architecture + "'s" : c.architecture + "'s layer " + std::to_string(l) + ":";
+    if (kv_heads <= 0 || c.num_heads % kv_heads != 0 || c.num_heads / kv_heads > kAttentionItemsPerTile) {
+      unsupported(where + " " + std::to_string(c.num_heads) + " query heads over " + std::to_string(kv_heads) +
+                  " kv heads");
+    }
+    if ((hd % 16 != 0 || hd > 128 || hd <= 0) && hd != kWideHeadDim && hd != kWidestHeadDim) {
+      unsupported(where + " head_dim " + std::to_string(hd) +
+                  ": the attention kernels take multiples of 16 up to 128, 256 and 512 (use --device cpu)");
+    }
+  }
 }
 
 // What the recurrent kernels take (cuda/recurrent/): gated DeltaNet layers (Qwen3.5; Qwen3-Next's projections,
@@ -103,7 +104,6 @@ const ModelConfig& checked_config(const ModelConfig& c) {
       c.num_kv_heads <= 0) {
     unsupported("a model config with non-positive sizes");
   }
-  check_gemma4(c);
   if (c.is_moe()) check_moe(c);
   // Before the encoder check: Nemotron-H's relu^2 FFN is not gated, and it is a hybrid, not an encoder.
   if (c.has_recurrent_layers()) check_recurrent(c);
@@ -119,13 +119,7 @@ const ModelConfig& checked_config(const ModelConfig& c) {
     unsupported("encoder models yet (" + c.architecture + ": bidirectional attention, LayerNorm, post-norm; use --device cpu)");
   }
   if (c.activation == Activation::kGeluErf) unsupported("the erf GELU (hidden_act \"gelu\") yet (use --device cpu)");
-  if (c.num_heads % c.num_kv_heads != 0 || c.num_heads / c.num_kv_heads > kAttentionItemsPerTile) {
-    unsupported(std::to_string(c.num_heads) + " query heads over " + std::to_string(c.num_kv_heads) + " kv heads");
-  }
-  if ((c.head_dim % 16 != 0 || c.head_dim > 128 || c.head_dim <= 0) && c.head_dim != kWideHeadDim) {
-    unsupported(c.architecture + "'s head_dim " + std::to_string(c.head_dim) +
-                ": the attention kernels take multiples of 16 up to 128, and 256 (use --device cpu)");
-  }
+  check_attention_shapes(c);
   if (window_kinds(c).size() > static_cast<size_t>(kMaxWindowKinds)) {
     unsupported("more than " + std::to_string(kMaxWindowKinds) + " different sliding windows across the layers");
   }
@@ -133,7 +127,9 @@ const ModelConfig& checked_config(const ModelConfig& c) {
   // Every other part of the family description (norm offset, biases, q/k norms, sandwich norms, GeGLU,
   // embedding scale, query scale, softcaps, windows, attention sinks on every attention kernel, the output
   // bias, local RoPE base, every RoPE scaling) is implemented.
-  // head_dim 256 (Gemma's) runs on the CUDA-core attention kernels (see context_with_shared_memory).
+  // head_dim 256 (Gemma's) and 512 (Gemma 4's global layers) run on the CUDA-core attention kernels (see
+  // context_with_shared_memory), and so do Gemma 4's per-layer inputs, layer scalars, V norm, values that are
+  // the keys, K/V shared across layers, double-wide FFNs, MoE beside the dense MLP and proportional RoPE.
   return c;
 }
 

@@ -161,6 +161,12 @@ BatchIndices BatchUploader::upload(const RaggedBatch& b, int rows_per_tile, bool
       ++idx.num_tiles;
     }
   }
+  idx.num_all_tiles = idx.num_tiles;  // a tile holds a row at least: still at most num_tokens tiles
+  for (int i = 0; i < idx.num_decode; ++i) {
+    h_tile_seq[idx.num_all_tiles] = h_decode[i];
+    h_tile_row[idx.num_all_tiles] = b.query_start[h_decode[i]];
+    ++idx.num_all_tiles;
+  }
   for (size_t k = 0; k < windows.size(); ++k) {
     auto [h_decode_tiles, d_decode_tiles] = reserve(static_cast<size_t>(idx.num_decode) + 1);
     decode_stream::build_tile_start(b.positions.data(), b.query_start.data(), h_decode, idx.num_decode,

@@ -24,8 +24,8 @@ struct BatchIndices {
   const int32_t* slots = nullptr;         // (num_kv_groups, num_tokens)
   const int32_t* query_start = nullptr;   // (num_seqs + 1)
   const int32_t* logits_rows = nullptr;   // (num_logits)
-  const int32_t* tile_seq = nullptr;      // (num_tiles) attention tiles, see paged_attention.hpp
-  const int32_t* tile_row = nullptr;      // (num_tiles)
+  const int32_t* tile_seq = nullptr;      // (num_all_tiles) attention tiles, see paged_attention.hpp
+  const int32_t* tile_row = nullptr;      // (num_all_tiles)
   const int32_t* block_tables = nullptr;  // (num_kv_groups, num_seqs, max_blocks_per_seq)
   size_t slots_stride = 0;                // num_tokens: one KV group's slots
   size_t tables_stride = 0;               // num_seqs * max_blocks_per_seq: one KV group's tables
@@ -33,6 +33,8 @@ struct BatchIndices {
   // (num_decode + 1) their key tiles (decode_stream.hpp), for window kind k: the k-th of upload()'s windows
   const int32_t* decode_tile_start[kMaxWindowKinds] = {};
   int num_tiles = 0;                      // tiles of the sequences with several rows (all, without decode)
+  int num_all_tiles = 0;                  // and after them, with decode, one tile per decode row (decode_seqs'
+                                          // order): for the layers the decode kernel does not take
   int num_decode = 0;
   int decode_tiles[kMaxWindowKinds] = {};  // decode_tile_start[k][num_decode]: key tiles per kv head
   const LoraTile* lora_tiles = nullptr;   // (num_lora_tiles) the rows of LoRA adapters (lora_layout.hpp)
@@ -71,8 +73,8 @@ class BatchUploader {
 
   // Packs a validated batch and enqueues its copy on stream. The pinned buffer is reused by the next
   // call: the caller synchronizes the stream in between. With split_decode, single-row sequences go to
-  // the decode list instead of the attention tiles, and their key tiles are listed for each of `windows`
-  // (at most kMaxWindowKinds; the model's distinct layer windows, 0 for none).
+  // the decode list (and to one tile each, after the other tiles: num_all_tiles), and their key tiles are
+  // listed for each of `windows` (at most kMaxWindowKinds; the model's distinct layer windows, 0 for none).
   BatchIndices upload(const RaggedBatch& batch, int rows_per_tile, bool split_decode, cudaStream_t stream,
                       const std::vector<int>& windows = {0});
 

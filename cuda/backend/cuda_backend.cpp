@@ -23,12 +23,16 @@ namespace cbatch {
 
 template <typename T>
 const CudaContext& CudaBackend<T>::context_with_shared_memory() const {
-  if (config_.head_dim <= 128) return context_;  // every kernel fits every supported GPU
-  const size_t need = std::max(paged_attention_smem_bytes(config_.head_dim) + kAttentionItemsPerTile * sizeof(int),
-                               decode_cuda_cores_smem_bytes<T>(config_.head_dim));
+  const int widest = config_.max_head_dim();  // Gemma 4's global layers: 512, on the tile kernel alone
+  if (widest <= 128) return context_;  // every kernel fits every supported GPU
+  size_t need = paged_attention_smem_bytes(widest) + kAttentionItemsPerTile * sizeof(int);
+  if (config_.head_dim > 128 && config_.head_dim <= kWideHeadDim) {  // the decode kernel's layers (256)
+    need = std::max({need, paged_attention_smem_bytes(config_.head_dim) + kAttentionItemsPerTile * sizeof(int),
+                     decode_cuda_cores_smem_bytes<T>(config_.head_dim)});
+  }
   const size_t has = context_.properties().sharedMemPerBlockOptin;
   if (need > has) {
-    unsupported("head_dim " + std::to_string(config_.head_dim) + " on " + context_.properties().name +
+    unsupported("head_dim " + std::to_string(widest) + " on " + context_.properties().name +
                 ": its attention kernels need " + std::to_string(need) + " bytes of shared memory per block, the "
                 "GPU allows " + std::to_string(has) + " (use --device cpu)");
   }

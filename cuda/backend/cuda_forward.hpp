@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "cuda/attention/attention_shape.hpp"
+#include "cuda/attention/attention_tiles.hpp"
 #include "cuda/attention/decode_attention.hpp"
 #include "cuda/attention/kv_cache_dtype.hpp"
 #include "cuda/attention/rope_family.hpp"
@@ -52,6 +53,10 @@ namespace cbatch {
 
 // (num_layers, 2) FP8 cache scales of 1.0 on the device (kv_cache_dtype.hpp).
 DeviceBuffer<float> unit_kv_scales(int num_layers);  // kv_cache_memory.cpp
+// K (and V) values of one token in one cache slot on the device: the groups' slot_values (the widest cached
+// layer's kv_dim) rounded up to a multiple of every attention layer's head_dim, so that each layer sees its
+// slot as (num_blocks, cache_heads, block_size, head_dim) with a whole cache_heads (kv_cache_memory.cpp).
+int cache_slot_values(const ModelConfig& config, const KvGroups& groups);
 
 template <typename T>
 class CudaBackend final : public Backend {
@@ -63,7 +68,8 @@ class CudaBackend final : public Backend {
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
                                    options.kernels.quantized_experts)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
-                std::max({config_.dim, config_.q_dim(), config_.max_hidden(), config_.deltanet.value_dim(),
+                std::max({config_.dim, config_.num_heads * config_.max_head_dim(), config_.max_hidden(),
+                          config_.deltanet.value_dim(),
                           config_.mamba.inner(), config_.per_layer_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
@@ -88,9 +94,9 @@ class CudaBackend final : public Backend {
 
   const BackendTraits& traits() const override { return traits_; }
 
-  // A block is one KV group's page: K and V of its layers (kv_groups.hpp).
+  // A block is one KV group's page: K and V of its layers (kv_groups.hpp), each slot_values_ wide a token.
   int64_t kv_block_bytes(int block_size) const override {
-    return int64_t{2} * kv_groups_.layers_per_page * block_size * config_.kv_dim() * kv_elem_bytes();
+    return int64_t{2} * kv_groups_.layers_per_page * block_size * slot_values_ * kv_elem_bytes();
   }
 
   // kv_cache_memory.cpp: the KV cache and a hybrid model's state slots (one for each sequence a step may
@@ -122,7 +128,24 @@ class CudaBackend final : public Backend {
                        block_size, lora_.num_adapters(), kv_groups_.windows()};
   }
   size_t layer_cache_elems() const {
-    return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * config_.kv_dim();
+    return static_cast<size_t>(shape_.num_blocks) * shape_.block_size * slot_values_;
+  }
+  // The layer's attention geometry (Gemma 4's global layers have their own head size and K/V heads): its cache
+  // slot seen as (num_blocks, cache_heads, block_size, head_dim), and the step's tile list, cut for shape_.
+  AttentionShape layer_shape(int layer) const {
+    AttentionShape s = shape_;
+    s.num_kv_heads = config_.kv_heads_of(layer);
+    s.head_dim = config_.head_dim_of(layer);
+    s.cache_heads = slot_values_ / s.head_dim;
+    s.tile_rows = paged_attention_rows_per_tile(shape_);
+    return s;
+  }
+  // The layers of shape_'s head size and K/V heads take the decode kernel for their single-row sequences (its
+  // split, stream plan and scratch are sized for that shape); the others (Gemma 4's global layers: head_dim
+  // 512 has no decode kernel) attend them in the tile kernel, the decode rows' tiles after the others.
+  bool takes_decode_kernel(int layer) const {
+    return decode_kernel_.has_value() && config_.head_dim_of(layer) == shape_.head_dim &&
+           config_.kv_heads_of(layer) == shape_.num_kv_heads;
   }
   // The cache element: 1 byte (E4M3) with --kv-cache-dtype fp8, else T.
   int64_t kv_elem_bytes() const { return options_.fp8_kv_cache ? 1 : static_cast<int64_t>(sizeof(T)); }
@@ -162,7 +185,7 @@ class CudaBackend final : public Backend {
   template <typename KV>
   void run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
   template <typename KV>
-  void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx);
+  void run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx, int num_tiles);
   // step_per_layer.cpp: Gemma 4's per-layer inputs of the step's rows, and a layer's tail (its FFN output,
   // per-layer input and scalar into x).
   void run_per_layer_inputs(const BatchIndices& idx, int n);
@@ -225,7 +248,8 @@ class CudaBackend final : public Backend {
   LoraWeights<T> lora_;         // LoRA adapters, added after each targeted GEMM; empty without any
   int experts_touched_ = 0;     // this step's, summed over the sparse layers (StepResult::experts_touched)
   AttentionShape shape_;        // block_size, num_blocks set by allocate_kv_cache
-  DeviceBuffer<uint8_t> kv_cache_;  // (layers_per_page, 2 (k, v), num_blocks, num_kv_heads, block_size, head_dim)
+  DeviceBuffer<uint8_t> kv_cache_;  // (layers_per_page, 2 (k, v), num_blocks, block_size * slot_values_): a
+                                    // layer's (num_blocks, cache_heads, block_size, head_dim) (layer_shape),
                                     // elements of T, or E4M3 codes with --kv-cache-dtype fp8
   // (num_layers, 2 (k, v)) fp32 scales of an FP8 cache: all 1.0, as vLLM's default where a checkpoint has
   // none; a checkpoint's calibrated k/v scales would be copied here (none is read yet).
@@ -242,6 +266,7 @@ class CudaBackend final : public Backend {
   std::optional<DecodeKernel> decode_kernel_ = decode_kernel_choice();  // none: all rows paged
   std::vector<int> windows_;                  // the layers' distinct windows (window_kinds)
   KvGroups kv_groups_;                        // each layer's KV group (its block table) and cache slot
+  int slot_values_ = cache_slot_values(config_, kv_groups_);  // K (or V) values a token in a cache slot
   std::vector<DecodeSplit> decode_split_;     // (windows_.size()) this step's
   std::vector<DecodeStream> decode_stream_;   // (windows_.size()) this step's
   std::optional<DecodeStreamLimits> stream_limits_;  // asked of the device on the first stream step
@@ -249,10 +274,10 @@ class CudaBackend final : public Backend {
   DeviceBuffer<float> decode_partial_ml_;  // (max_partials, group, 2)
 
   // Multi-row tiles in bf16/fp16 take the tensor-core prefill_attention (--cuda-kernel prefill=off sends
-  // them through the CUDA-core paged_attention, for comparison; fp32 and head_dim 256 always use
-  // paged_attention).
-  bool use_prefill_kernel_ = !std::is_same_v<T, float> && options_.kernels.prefill_tensor_cores &&
-                             config_.head_dim <= 128;
+  // them through the CUDA-core paged_attention, for comparison; fp32 and layers of head_dim 256 or 512 always
+  // use paged_attention: takes_prefill_kernel).
+  bool use_prefill_kernel_ = !std::is_same_v<T, float> && options_.kernels.prefill_tensor_cores;
+  bool takes_prefill_kernel(int layer) const { return use_prefill_kernel_ && config_.head_dim_of(layer) <= 128; }
 
   // Sampled rows drawn on the GPU by sample_rows instead of copying their logits to the host's Sampler
   // (--cuda-kernel sampling=host keeps the host path). Checked on an H200 (2026-11-26): the host's tokens, and

@@ -326,20 +326,20 @@ bool is_vector(Role role) { return role == Role::kNorm || role == Role::kBias ||
 // A recurrent layer's small fp32 tensors, uploaded whole as they are stored (the decay then turned into A).
 bool is_recurrent_fp32(Role role) { return role == Role::kDense || role == Role::kPlainNorm || role == Role::kDecay; }
 
-// A vector product's length: its parts' end to end.
+// A vector product's length: its parts' end to end (of layer's own sizes: Gemma 4's global layers).
 template <typename Row>
-int64_t vector_length(const std::vector<const Row*>& parts, const ModelConfig& c) {
+int64_t vector_length(const std::vector<const Row*>& parts, const ModelConfig& c, int layer = -1) {
   int64_t n = 0;
-  for (const Row* row : parts) n += size_of(row->shape.cols, c);
+  for (const Row* row : parts) n += size_of(row->shape.cols, c, layer);
   return n;
 }
 
 // A vector product's parts end to end at dst, fp32 (plus the norm offset on norms).
 template <typename Row, typename Tensors>
 void upload_vector_parts(WeightUploader& up, const std::vector<const Row*>& parts, const Tensors& t,
-                         const ModelConfig& c, float* dst) {
+                         const ModelConfig& c, float* dst, int layer = -1) {
   for (const Row* row : parts) {
-    const int64_t n = size_of(row->shape.cols, c);
+    const int64_t n = size_of(row->shape.cols, c, layer);
     up.upload_vector(t[row->kind], n, row->role == Role::kNorm ? c.norm_offset : 0.0f, dst);
     dst += n;
   }
@@ -400,12 +400,12 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
         product_parts(layer_tensor_rows(), row.kind, [&](const LayerTensorRow& r) { return r.present(c, layer); });
     if (parts.empty()) continue;
     if (is_vector(row.role)) {
-      w.vectors[row.kind] = DeviceBuffer<float>(static_cast<size_t>(vector_length(parts, c)));
-      upload_vector_parts(up, parts, t, c, w.vectors[row.kind].get());
+      w.vectors[row.kind] = DeviceBuffer<float>(static_cast<size_t>(vector_length(parts, c, layer)));
+      upload_vector_parts(up, parts, t, c, w.vectors[row.kind].get(), layer);
       continue;
     }
     if (is_recurrent_fp32(row.role)) {  // one part each: a conv's taps, a decay, a gated norm, kept fp32
-      const int64_t rows = size_of(row.shape.rows, c), cols = size_of(row.shape.cols, c);
+      const int64_t rows = size_of(row.shape.rows, c, layer), cols = size_of(row.shape.cols, c, layer);
       w.vectors[row.kind] = up.upload<float>(t[row.kind], rows, cols);
       if (row.role == Role::kDecay && c.decay_from_log) {
         deltanet_decay_from_log(w.vectors[row.kind].get(), static_cast<int>(rows * cols), up.stream());
@@ -413,7 +413,7 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
       continue;
     }
     std::vector<LinearSource> sources;
-    for (const LayerTensorRow* part : parts) sources.push_back({t[part->kind], size_of(part->shape.rows, c)});
+    for (const LayerTensorRow* part : parts) sources.push_back({t[part->kind], size_of(part->shape.rows, c, layer)});
     // Gemma 4's k_eq_v: the layer's values are its keys' projection, so its k rows are uploaded again as the v
     // rows, and the one QKV GEMM gives [q | k | v = k] rows as every other layer's (the V norm, not the k norm
     // and RoPE, then applies to v in the RoPE step).
@@ -421,7 +421,8 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
       sources.push_back(sources.back());
     }
     const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
-    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c), quantize, standard_row_runs(c, row.kind));
+    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c, layer), quantize,
+                                          standard_row_runs(c, row.kind));
   }
   if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
   return w;
@@ -471,8 +472,9 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
     w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, fp8_weights, keep_quantized));
   }
 
-  // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap).
-  const size_t half = static_cast<size_t>(c.head_dim / 2);
+  // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap), each
+  // as wide as the widest head's pairs (Gemma 4's global layers rotate their own head: rotary_dims_of).
+  const size_t half = static_cast<size_t>(std::max({c.max_head_dim(), c.rotary_dims_of(false), c.rotary_dims_of(true)}) / 2);
   std::vector<float> inv_freq(kNumRopeTables * half);
   for (int set = 0; set < kNumRopeTables; ++set) {
     rope_inv_freq(c, inv_freq.data() + set * half, (set & kRopeLocal) != 0, (set & kRopeLongRange) != 0);

@@ -57,7 +57,7 @@ struct DeviceWeights {
   ByKind<ModelTensor, DeviceBuffer<T>> tables;
   ByKind<ModelTensor, DeviceBuffer<float>> vectors;  // kFinalNorm (dim), the norm offset added
   std::vector<LayerWeights<T>> layers;
-  DeviceBuffer<float> rope_inv_freq;  // (kNumRopeTables, head_dim / 2) from rope_inv_freq(config, .., local, long)
+  DeviceBuffer<float> rope_inv_freq;  // (kNumRopeTables, max_head_dim / 2) from rope_inv_freq(config, .., local, long)
 
   const T* embedding() const { return tables[ModelTensor::kEmbedding].get(); }
   const T* lm_head() const {

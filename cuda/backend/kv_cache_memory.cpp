@@ -5,6 +5,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,14 @@ DeviceBuffer<float> unit_kv_scales(int num_layers) {
   DeviceBuffer<float> scales(ones.size());
   CUDA_CHECK(cudaMemcpy(scales.get(), ones.data(), scales.bytes(), cudaMemcpyHostToDevice));
   return scales;
+}
+
+int cache_slot_values(const ModelConfig& config, const KvGroups& groups) {
+  int unit = 1;  // the least common multiple of the attention layers' head sizes
+  for (int l = 0; l < config.num_layers; ++l) {
+    if (config.is_attention(l)) unit = std::lcm(unit, config.head_dim_of(l));
+  }
+  return (groups.slot_values + unit - 1) / unit * unit;
 }
 
 template <typename T>
@@ -72,7 +81,7 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
   uploader_ = BatchUploader();
   shape_.block_size = 0;          // "no cache" until every allocation below has succeeded
   shape_.num_blocks = 0;
-  const size_t layer_elems = static_cast<size_t>(spec.num_blocks) * spec.block_size * config_.kv_dim();
+  const size_t layer_elems = static_cast<size_t>(spec.num_blocks) * spec.block_size * slot_values_;
   DeviceBuffer<uint8_t> cache(2 * static_cast<size_t>(kv_groups_.layers_per_page) * layer_elems * kv_elem_bytes());
   BatchUploader uploader(limits(spec.block_size, spec.num_blocks));
   // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
@@ -91,10 +100,11 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
 
 // Copy-on-write of blocks that n > 1 samples shared: every cache slot's K and V of each source block (one KV
 // group's page) into its destination, on the step's stream before anything writes (a block of one slot's K or
-// V is contiguous). The layers of any one group name each slot once.
+// V is contiguous, slot_values_ a token whatever the layer's shape). The layers of any one group name each
+// slot once.
 template <typename T>
 void CudaBackend<T>::copy_blocks(const RaggedBatch& batch, cudaStream_t stream) {
-  const size_t block_bytes = static_cast<size_t>(shape_.block_size) * config_.kv_dim() * kv_elem_bytes();
+  const size_t block_bytes = static_cast<size_t>(shape_.block_size) * slot_values_ * kv_elem_bytes();
   for (int c = 0; c < batch.num_block_copies(); ++c) {
     const int32_t src = batch.block_copies[2 * c], dst = batch.block_copies[2 * c + 1];
     if (src < 0 || dst < 0 || src >= shape_.num_blocks || dst >= shape_.num_blocks) {

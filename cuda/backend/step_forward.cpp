@@ -102,7 +102,8 @@ RopeFamily CudaBackend<T>::rope_family(int layer) const {
   f.rotates = !config_.is_nope(layer);
   f.value_norm = config_.value_norm;
   f.stores_kv = config_.writes_kv(layer);
-  if (config_.rotary_dims() != config_.head_dim) f.rotary_half = config_.rotary_dims() / 2;
+  const int rotary = config_.rotary_dims_of(local);  // as the CPU's: a global layer of Gemma 4 rotates its head
+  if (rotary != config_.head_dim_of(layer)) f.rotary_half = rotary / 2;
   return f;
 }
 
@@ -150,7 +151,7 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
   Workspace<T>& ws = workspace_;
   const cudaStream_t stream = context_.stream();
   const int n = batch.num_tokens(), dim = config_.dim;
-  const int qkv_dim = config_.q_dim() + 2 * config_.kv_dim();
+  const int q_dim = config_.q_dim_of(layer), qkv_dim = q_dim + 2 * config_.kv_dim_of(layer);  // the layer's own
   if (config_.attn_output_gate) {  // Qwen3.5: each q head's rows followed by its gate's
     linear_.forward(w.linear[LayerProduct::kQkv], ws.gated_qkv.get(), ws.h.get(), n);
     add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.gated_qkv.get(), config_.q_proj_dim() + 2 * config_.kv_dim());
@@ -158,8 +159,8 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
                          config_.head_dim, config_.kv_dim(), stream);
   } else if (!config_.writes_kv(layer)) {  // Gemma 4's shared layer: q alone, into the rows' q part
     linear_.forward(w.linear[LayerProduct::kQkv], ws.attn.get(), ws.h.get(), n);
-    add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.attn.get(), config_.q_dim());
-    const size_t q_bytes = sizeof(T) * config_.q_dim();
+    add_lora(LoraProduct::kQkv, layer, idx, ws.h.get(), dim, ws.attn.get(), q_dim);
+    const size_t q_bytes = sizeof(T) * q_dim;
     CUDA_CHECK(cudaMemcpy2DAsync(ws.qkv.get(), sizeof(T) * qkv_dim, ws.attn.get(), q_bytes, q_bytes, n,
                                  cudaMemcpyDeviceToDevice, stream));
   } else {  // (a layer whose values are its keys has its k rows uploaded twice: device_weights.cpp)
@@ -170,7 +171,7 @@ void CudaBackend<T>::run_attention_mixer(int layer, const RaggedBatch& batch, co
   with_kv_type([&](auto kv) { run_attention<typename decltype(kv)::type>(layer, batch, idx); });
   if (config_.attn_output_gate) apply_output_gate<T>(ws.attn.get(), ws.attn_gate.get(), n, config_.q_dim(), stream);
   linear_.forward(w.linear[LayerTensor::kWo], ws.delta.get(), ws.attn.get(), n);
-  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), config_.q_dim(), ws.delta.get(), dim);
+  add_lora(LoraProduct::kO, layer, idx, ws.attn.get(), q_dim, ws.delta.get(), dim);
   profiler_.phase("gemm_o", stream);
 }
 
@@ -220,7 +221,8 @@ void CudaBackend<T>::run_dense_ffn(int layer, const BatchIndices& idx, int n) {
   profiler_.phase("gemm_down", stream);
 }
 
-// The layer's RoPE and cache write, then the attention of its rows over a cache of KV elements.
+// The layer's RoPE and cache write, then the attention of its rows over a cache of KV elements, in the layer's
+// own shape (layer_shape).
 template <typename T>
 template <typename KV>
 void CudaBackend<T>::run_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
@@ -228,32 +230,34 @@ void CudaBackend<T>::run_attention(int layer, const RaggedBatch& batch, const Ba
   const cudaStream_t stream = context_.stream();
   const int kind = window_kind(layer);
   const int group = kv_groups_.layer_group[static_cast<size_t>(layer)];  // its slots and block tables
+  const AttentionShape shape = layer_shape(layer);
   rope_kv_cache<T, KV>(ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions, idx.group_slots(group),
-                       rope_table(layer), batch.num_tokens(), shape_, config_.rope_layout == RopeLayout::kHalves,
+                       rope_table(layer), batch.num_tokens(), shape, config_.rope_layout == RopeLayout::kHalves,
                        stream, rope_family(layer), kv_scales(layer));
   profiler_.phase("rope_kv", stream);
-  run_tile_attention<KV>(layer, batch, idx);
+  const bool decode_kernel = takes_decode_kernel(layer);
+  run_tile_attention<KV>(layer, batch, idx, decode_kernel ? idx.num_tiles : idx.num_all_tiles);
   profiler_.phase("attn_tiles", stream);
+  if (!decode_kernel) return;  // the decode rows' tiles were attended with the others
   decode_attention<T, KV>(ws.attn.get(), ws.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
                           idx.query_start, idx.group_tables(group), batch.max_blocks_per_seq, idx.decode_seqs, idx.num_decode,
                           decode_split_[kind], decode_partial_o_.get(), decode_partial_ml_.get(), max_partials(),
-                          shape_, stream, decode_kernel_.value_or(DecodeKernel::kCudaCores), &decode_stream_[kind],
-                          scoring(layer), kv_scales(layer));
+                          shape, stream, *decode_kernel_, &decode_stream_[kind], scoring(layer), kv_scales(layer));
   profiler_.phase("attn_decode", stream);
 }
 
-// Attention of the sequences with several rows (all sequences when the decode kernel is off).
+// Attention of the first num_tiles tiles: those of the sequences with several rows, or all of them (the decode
+// rows' tiles come last; all sequences' when the decode kernel is off).
 template <typename T>
 template <typename KV>
-void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
+void CudaBackend<T>::run_tile_attention(int layer, const RaggedBatch& batch, const BatchIndices& idx, int num_tiles) {
   auto* attend = &paged_attention<T, KV>;  // the two launchers share one signature
   if constexpr (!std::is_same_v<T, float>) {
-    if (use_prefill_kernel_) attend = &prefill_attention<T, KV>;
+    if (takes_prefill_kernel(layer)) attend = &prefill_attention<T, KV>;
   }
   attend(workspace_.attn.get(), workspace_.qkv.get(), k_cache<KV>(layer), v_cache<KV>(layer), idx.positions,
          idx.query_start, idx.group_tables(kv_groups_.layer_group[static_cast<size_t>(layer)]), batch.max_blocks_per_seq,
-         idx.tile_seq, idx.tile_row, idx.num_tiles,
-         shape_, context_.stream(), scoring(layer), kv_scales(layer));
+         idx.tile_seq, idx.tile_row, num_tiles, layer_shape(layer), context_.stream(), scoring(layer), kv_scales(layer));
 }
 
 #define CBATCH_INSTANTIATE_STEP(T)                                                                            \

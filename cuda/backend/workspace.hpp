@@ -1,5 +1,7 @@
 // Activation buffers of one forward pass, sized once for the largest batch (max_tokens rows,
-// max_seqs sampling rows). T is the compute dtype; the residual stream and the logits stay fp32.
+// max_seqs sampling rows) and the widest layer (Gemma 4's global layers: their own head size and K/V heads;
+// a layer uses the first q_dim_of + 2 kv_dim_of values of a qkv row). T is the compute dtype; the residual
+// stream and the logits stay fp32.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,8 +17,8 @@ struct Workspace {
   Workspace(const ModelConfig& c, int max_tokens, int max_seqs)
       : x(rows(max_tokens) * c.dim),
         h(rows(max_tokens) * c.dim),
-        qkv(rows(max_tokens) * (c.q_dim() + 2 * c.kv_dim())),
-        attn(rows(max_tokens) * c.q_dim()),
+        qkv(rows(max_tokens) * (c.num_heads * c.max_head_dim() + 2 * c.max_kv_dim())),
+        attn(rows(max_tokens) * c.num_heads * c.max_head_dim()),
         delta(rows(max_tokens) * c.dim),
         gate_up(rows(max_tokens) * 2 * c.max_hidden()),
         ffn(rows(max_tokens) * c.max_hidden()),
@@ -43,8 +45,8 @@ struct Workspace {
 
   DeviceBuffer<float> x;          // (max_tokens, dim) residual stream
   DeviceBuffer<T> h;              // (max_tokens, dim) normed input of the next GEMM; final-normed logits rows
-  DeviceBuffer<T> qkv;            // (max_tokens, q_dim + 2 kv_dim) fused projection, q rotated in place
-  DeviceBuffer<T> attn;           // (max_tokens, q_dim) attention output
+  DeviceBuffer<T> qkv;            // (max_tokens, q_dim_of + 2 kv_dim_of) fused projection, q rotated in place
+  DeviceBuffer<T> attn;           // (max_tokens, q_dim_of) attention output
   DeviceBuffer<T> delta;          // (max_tokens, dim) output of wo or w_down, added to x by the next norm
   DeviceBuffer<T> gate_up;        // (max_tokens, 2 max_hidden) fused gate|up projection (a layer's own width)
   DeviceBuffer<T> ffn;            // (max_tokens, max_hidden) SwiGLU output

@@ -228,6 +228,29 @@ std::vector<KV> cache_elements(const AttentionCase& c, bool values_of_k) {
   }
 }
 
+// The case's cache (num_blocks, num_kv_heads, block_size, head_dim) inside a wider one of cache_heads heads'
+// room a block (a layer narrower than its cache slot: AttentionShape::cache_heads), the heads past the case's
+// poisoned (NaN; an FP8 cache's code 0x7F).
+template <typename KV>
+std::vector<KV> widen_cache(const std::vector<KV>& compact, const AttentionCase& c, int cache_heads) {
+  if (cache_heads == 0) return compact;
+  const size_t per_head = static_cast<size_t>(c.block_size) * c.head_dim;
+  KV poison;
+  if constexpr (kFp8Kv<KV>) {
+    poison = 0x7F;
+  } else {
+    poison = from_f32<KV>(NAN);
+  }
+  std::vector<KV> wide(static_cast<size_t>(c.num_blocks) * cache_heads * per_head, poison);
+  for (int b = 0; b < c.num_blocks; ++b) {
+    for (int h = 0; h < c.num_kv_heads; ++h) {
+      std::copy_n(compact.begin() + static_cast<long>((static_cast<size_t>(b) * c.num_kv_heads + h) * per_head),
+                  per_head, wide.begin() + static_cast<long>((static_cast<size_t>(b) * cache_heads + h) * per_head));
+    }
+  }
+  return wide;
+}
+
 // The scale of an FP8 case's K or V as a kernel's argument (null for a cache in T).
 template <typename KV>
 const float* case_kv_scale(const AttentionCase& c, bool of_k) {

@@ -163,7 +163,10 @@ void check_rope_outputs(const RopeRun& run, const RopeFamilyHost& fam, const std
 inline std::vector<RopeCase> rope_cases() {
   return {{4, 4, 16, false}, {8, 2, 64, true}, {32, 8, 128, true}, {6, 2, 48, false}};
 }
-inline std::vector<RopeCase> rope_family_cases() { return {{8, 2, 64, false}, {32, 8, 128, true}, {8, 4, 256, false}}; }
+// head_dim 512: Gemma 4's global layers.
+inline std::vector<RopeCase> rope_family_cases() {
+  return {{8, 2, 64, false}, {32, 8, 128, true}, {8, 4, 256, false}, {8, 2, 512, false}};
+}
 
 // The family additions for a case: biases (Qwen2), head norms (Qwen3, Gemma 3; weights around 1 + w),
 // longrope from position 300 on (the case has rows on both sides) with an attention factor, and all; a NoPE

@@ -6,8 +6,9 @@
 // and the family builds (windows that cut key tiles and splits, softcaps, query scales; the cache before
 // every window NaN, so a kernel that loads a key it need not read fails; attention sinks), head_dim 16 to
 // 256; and both kernels' FP8 builds over an FP8 cache (E4M3 codes and scales) against the reference on its dequantized
-// values. The device helpers (cuda_dtype.cuh) are compiled as host code after the emulator. Part of the
-// host suite.
+// values; head_dim 512 (Gemma 4's global layers) on the tile kernel, and Gemma 4's pairs of layers of their own
+// shapes in one cache slot (check_gemma4_pair). The device helpers (cuda_dtype.cuh) are compiled as host code
+// after the emulator. Part of the host suite.
 #include <math.h>
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
@@ -50,15 +51,17 @@ struct BlockMemory {
   explicit BlockMemory(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
 };
 
-// The case's inputs in T (its cache in KV) and the output poisoned.
+// The case's inputs in T (its cache in KV, of cache_heads heads' room a block where set) and the output
+// poisoned.
 template <typename T, typename KV = T>
 struct HostInputs {
   const AttentionCase& c;
   std::vector<T> qkv;
   std::vector<KV> k, v;
   std::vector<T> out;
-  explicit HostInputs(const AttentionCase& ca)
-      : c(ca), qkv(to_t<T>(ca.qkv)), k(cache_elements<T, KV>(ca, true)), v(cache_elements<T, KV>(ca, false)),
+  explicit HostInputs(const AttentionCase& ca, int cache_heads = 0)
+      : c(ca), qkv(to_t<T>(ca.qkv)), k(widen_cache(cache_elements<T, KV>(ca, true), ca, cache_heads)),
+        v(widen_cache(cache_elements<T, KV>(ca, false), ca, cache_heads)),
         out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)) {}
 
   // The output of `rows` (every row when empty) against the reference.
@@ -76,12 +79,18 @@ struct HostInputs {
   }
 };
 
-// Every row through paged_attention_block over the case's attention tiles.
+// Every row (decode rows too, a tile each) through paged_attention_block over the case's attention tiles, in a
+// cache of cache_heads heads' room a block and tiles of tile_rows rows where set (a tile list cut for another
+// layer's shape: its items cut into slices along grid z, as paged_attention launches them).
 template <typename T, int HD, bool FAMILY, typename KV>
-void check_paged(const AttentionCase& c) {
-  HostInputs<T, KV> h(c);
-  const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size, c.num_blocks};
+void check_paged(const AttentionCase& c, int cache_heads = 0, int tile_rows = 0) {
+  HostInputs<T, KV> h(c, cache_heads);
+  const AttentionShape shape{c.num_heads, c.num_kv_heads, c.head_dim, c.block_size, c.num_blocks, cache_heads,
+                             tile_rows};
   const int rows_per_tile = paged_attention_rows_per_tile(shape);
+  const int slices = attention_tile_slices(shape, paged_attention_detail::items_per_cta<HD>());
+  CAPTURE(rows_per_tile);
+  CAPTURE(slices);
   std::vector<int32_t> tile_seq(static_cast<size_t>(c.num_rows())), tile_row(tile_seq.size());
   const int num_tiles = build_attention_tiles(c.query_start.data(), static_cast<int>(c.seqs.size()), rows_per_tile,
                                               tile_seq.data(), tile_row.data());
@@ -89,9 +98,11 @@ void check_paged(const AttentionCase& c) {
                                    c.query_start.data(), c.tables.data(), tile_seq.data(), tile_row.data(),
                                    c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size, rows_per_tile,
                                    c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
-                                   case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
+                                   case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks(),
+                                   cache_heads};
   BlockMemory smem(paged_attention_detail::smem_bytes<HD>());
-  block_emulator::launch({static_cast<unsigned>(num_tiles), static_cast<unsigned>(c.num_kv_heads), 1},
+  block_emulator::launch({static_cast<unsigned>(num_tiles), static_cast<unsigned>(c.num_kv_heads),
+                          static_cast<unsigned>(slices)},
                          paged_attention_detail::kThreads, [&] {
                            paged_attention_detail::paged_attention_block<T, HD, FAMILY, KV>(
                                a, reinterpret_cast<float*>(smem.bytes.get()));
@@ -102,8 +113,8 @@ void check_paged(const AttentionCase& c) {
 // The decode rows through the CUDA-core decode block, with one split and with 128-key splits merged by the
 // merge block.
 template <typename T, int HD, bool FAMILY, typename KV>
-void check_decode(const AttentionCase& c) {
-  HostInputs<T, KV> h(c);
+void check_decode(const AttentionCase& c, int cache_heads = 0) {
+  HostInputs<T, KV> h(c, cache_heads);
   const int group = c.num_heads / c.num_kv_heads;
   const int num_decode = static_cast<int>(c.decode_seqs.size());
   std::vector<int> decode_rows;
@@ -123,7 +134,8 @@ void check_decode(const AttentionCase& c) {
                               c.query_start.data(), c.tables.data(), c.decode_seqs.data(), partial_o.data(),
                               partial_ml.data(), c.max_blocks, c.num_heads, c.num_kv_heads, c.block_size,
                               keys_per_split, c.scoring.scale_for(HD), c.scoring.softcap, c.scoring.window,
-                              case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
+                              case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks(),
+                              cache_heads};
     BlockMemory smem(decode_detail::cuda_cores::decode_smem_bytes<KV, HD>());
     block_emulator::launch(
         {static_cast<unsigned>(num_decode), static_cast<unsigned>(c.num_kv_heads), static_cast<unsigned>(splits)},
@@ -146,6 +158,7 @@ void with_head_dim(int hd, F&& f) {
     case 64: return f(std::integral_constant<int, 64>{});
     case 128: return f(std::integral_constant<int, 128>{});
     case 256: return f(std::integral_constant<int, 256>{});
+    case 512: return f(std::integral_constant<int, 512>{});
     default: FAIL("no CUDA-core build for head_dim " << hd);
   }
 }
@@ -166,12 +179,38 @@ void check_cuda_core_kernels(std::initializer_list<CaseShape> shapes, const Atte
     with_head_dim(head_dim, [&](auto hd) {
       constexpr int HD = decltype(hd)::value;
       check_paged<T, HD, FAMILY, KV>(c);
-      if constexpr (HD != 48) check_decode<T, HD, FAMILY, KV>(c);
+      if constexpr (HD != 48 && HD <= 256) check_decode<T, HD, FAMILY, KV>(c);  // 512: the tile kernel's
     });
   });
 }
 
 const AttentionScoring kFamilyScorings[] = {{0.0f, 0.0f, 37}, {0.0f, 0.0f, 300}, {0.3f, 2.0f, 0}, {0.0625f, 2.0f, 64}};
+
+// A Gemma 4 pair of layers as the CUDA backend runs them (cuda_forward.hpp: layer_shape): a sliding layer of
+// head 256 over `sliding_kv` kv heads (its window 37: the family build) and a global one of head 512 over
+// `global_kv` (no window), both in one cache slot as wide as the wider of the two (each layer's cache_heads),
+// the tile list cut for the sliding layer's GQA group (the global one's tiles then hold more items than a CTA:
+// slices along grid z); the global layer's decode rows go through the tile kernel, the sliding one's through
+// the decode kernel too.
+template <typename T, typename KV = T>
+void check_gemma4_pair(int num_heads, int sliding_kv, int global_kv) {
+  CAPTURE(num_heads);
+  CAPTURE(sliding_kv);
+  CAPTURE(global_kv);
+  const int slot_values = std::max(sliding_kv * 256, global_kv * 512);
+  const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
+  for (int block_size : {16, 5}) {
+    CAPTURE(block_size);
+    const AttentionScoring window{0.0f, 0.0f, 37};
+    const AttentionCase sliding =
+        make_attention_case<T>(256, num_heads, sliding_kv, block_size, mixed_batch(), window, fp8);
+    const AttentionCase global = make_attention_case<T>(512, num_heads, global_kv, block_size, mixed_batch(), {}, fp8);
+    const int tile_rows = paged_attention_rows_per_tile(AttentionShape{num_heads, sliding_kv, 256, block_size, 0});
+    check_paged<T, 256, true, KV>(sliding, slot_values / 256, tile_rows);
+    check_decode<T, 256, true, KV>(sliding, slot_values / 256);
+    check_paged<T, 512, false, KV>(global, slot_values / 512, tile_rows);
+  }
+}
 
 }  // namespace
 
@@ -197,6 +236,30 @@ TEST_SUITE("host") {
     if constexpr (!std::is_same_v<T, float>) {
       check_cuda_core_kernels<T, true, Fp8E4M3>({{64, 8, 2}}, kFamilyScorings[0], true);
     }
+  }
+
+  TEST_CASE_TEMPLATE("the CUDA-core tile kernel at head_dim 512 (Gemma 4's global layers) matches the reference, "
+                     "Llama's and the family builds (emulated)", T, float, __nv_bfloat16, __half) {
+    check_cuda_core_kernels<T, false>({{512, 8, 2}, {512, 2, 2}});
+    check_cuda_core_kernels<T, true>({{512, 4, 1}}, kFamilyScorings[0]);
+    check_cuda_core_kernels<T, true>({{512, 4, 1}}, kFamilyScorings[3], true);
+    if constexpr (!std::is_same_v<T, float>) check_cuda_core_kernels<T, false, Fp8E4M3>({{512, 8, 2}});
+  }
+
+  TEST_CASE_TEMPLATE("Gemma 4's attention shapes in one cache slot: sliding 256 and global 512, their own K/V heads "
+                     "and the tile list of the sliding layer (emulated)", T, float, __nv_bfloat16) {
+    check_gemma4_pair<T>(16, 8, 2);  // 31B: 32 q heads over 16 and 4 kv heads, here halved (group 2 and 8)
+    check_gemma4_pair<T>(8, 1, 1);   // E2B: 8 q heads over 1 kv head in both kinds
+    if constexpr (!std::is_same_v<T, float>) check_gemma4_pair<T, Fp8E4M3>(8, 2, 1);
+  }
+
+  TEST_CASE("a layer's shape: its tile list's rows, the slices of its items, its cache's block stride") {
+    const AttentionShape global{16, 2, 512, 16, 100, 4, 32};
+    CHECK(paged_attention_rows_per_tile(global) == 32);
+    CHECK(attention_tile_slices(global, paged_attention_detail::items_per_cta<512>()) == 8);  // 32 rows * 8 heads / 32
+    CHECK(attention_tile_slices(AttentionShape{16, 8, 256, 16, 100}, paged_attention_detail::items_per_cta<256>()) == 1);
+    CHECK(global.block_heads() == 4);
+    CHECK(AttentionShape{16, 2, 512, 16, 100}.block_heads() == 2);
   }
 
   TEST_CASE("the reference with sinks differs from the one without (the sink cases test something)") {

@@ -63,8 +63,8 @@ struct AlignedBytes {
   explicit AlignedBytes(size_t n) : bytes(static_cast<unsigned char*>(::operator new[](n, std::align_val_t(128)))) {}
 };
 
-// The case's inputs in T on the host (its cache in KV), the outputs poisoned, and the decode kernels'
-// arguments over them.
+// The case's inputs in T on the host (its cache in KV, of cache_heads heads' room a block where set: a layer
+// narrower than its cache slot), the outputs poisoned, and the decode kernels' arguments over them.
 template <typename T, typename KV = T>
 struct HostDecode {
   const AttentionCase& c;
@@ -73,14 +73,16 @@ struct HostDecode {
   std::vector<T> out;
   std::vector<float> partial_o, partial_ml;
   int group;
+  int cache_heads;
 
-  explicit HostDecode(const AttentionCase& ca)
+  explicit HostDecode(const AttentionCase& ca, int heads_room = 0)
       : c(ca),
         qkv(to_t<T>(ca.qkv)),
-        k(cache_elements<T, KV>(ca, true)),
-        v(cache_elements<T, KV>(ca, false)),
+        k(widen_cache(cache_elements<T, KV>(ca, true), ca, heads_room)),
+        v(widen_cache(cache_elements<T, KV>(ca, false), ca, heads_room)),
         out(static_cast<size_t>(ca.num_rows()) * ca.q_dim(), from_f32<T>(NAN)),
-        group(ca.num_heads / ca.num_kv_heads) {}
+        group(ca.num_heads / ca.num_kv_heads),
+        cache_heads(heads_room) {}
 
   DecodeArgs<T, KV> args(size_t partials, int keys_per_split) {
     partial_o.assign(partials * group * c.head_dim, NAN);
@@ -90,7 +92,8 @@ struct HostDecode {
                              c.tables.data(), c.decode_seqs.data(), partial_o.data(), partial_ml.data(), c.max_blocks,
                              c.num_heads, c.num_kv_heads, c.block_size, keys_per_split,
                              c.scoring.scale_for(c.head_dim), c.scoring.softcap, c.scoring.window,
-                             case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks()};
+                             case_kv_scale<KV>(c, true), case_kv_scale<KV>(c, false), c.host_sinks(),
+                             cache_heads};
   }
 
   // The global arrays the kernels may copy from with cp.async.
@@ -169,8 +172,8 @@ int keys_seen(const AttentionCase& c, int s) {
 // (the long decode cut in six, the others leaving empty splits) merged on the host as decode_combine_kernel
 // merges them.
 template <typename T, bool FAMILY = false, typename KV = T>
-void check_mma(const AttentionCase& c) {
-  HostDecode<T, KV> h(c);
+void check_mma(const AttentionCase& c, int cache_heads = 0) {
+  HostDecode<T, KV> h(c, cache_heads);
   const int num_decode = h.num_decode();
   with_head_dim(c.head_dim, [&](auto head_dim) {
     constexpr int HD = decltype(head_dim)::value;
@@ -193,8 +196,8 @@ void check_mma(const AttentionCase& c) {
 // The stream kernel (its FAMILY build: windows, softcaps) with STAGES pipeline stages over the given warp
 // counts, and its merge launch, over a cache of KV elements.
 template <typename T, int STAGES, bool FAMILY = false, typename KV = T>
-void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts) {
-  HostDecode<T, KV> h(c);
+void check_stream(const AttentionCase& c, std::initializer_list<int> warp_counts, int cache_heads = 0) {
+  HostDecode<T, KV> h(c, cache_heads);
   std::vector<int32_t> tile_start(c.decode_seqs.size() + 1);
   decode_stream::build_tile_start(c.positions.data(), c.query_start.data(), c.decode_seqs.data(), h.num_decode(),
                                   tile_start.data(), c.scoring.window);
@@ -290,6 +293,18 @@ TEST_SUITE("host") {
   TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code matches the reference (emulated)", T, __nv_bfloat16,
                      __half) {
     check_decode_kernels<T>({{64, 6, 2}, {128, 8, 2}, {32, 8, 8}, {64, 16, 2}, {128, 32, 8}});
+  }
+
+  TEST_CASE_TEMPLATE("the tensor-core decode kernels' block code over a cache slot wider than the layer (Gemma 4's "
+                     "cache_heads; emulated)", T, __nv_bfloat16, __half) {
+    for_each_case_shape({{64, 8, 1}, {32, 8, 2}}, [](int head_dim, int num_heads, int num_kv_heads, int block_size) {
+      const AttentionCase c = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size);
+      check_mma<T>(c, 3 * num_kv_heads);  // a room of 3 layers' heads: a stride of the layer's own fails
+      check_stream<T, 3>(c, {1, 7}, 3 * num_kv_heads);
+      const AttentionCase fp8 = make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(),
+                                                       AttentionScoring{0.0f, 0.0f, 37}, Fp8KvScales{});
+      check_stream<T, 3, true, Fp8E4M3>(fp8, {5}, 2 * num_kv_heads);
+    });
   }
 
   TEST_CASE_TEMPLATE("the tensor-core decode kernels read an FP8 cache: the reference on its dequantized values "

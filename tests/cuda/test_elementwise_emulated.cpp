@@ -59,7 +59,7 @@ RopeFamily rope_family(const RopeFamilyHost& fam) {
 // with qkv in T (rotated in place).
 template <typename T, bool FAMILY, typename KV>
 void run_rope_emulated(const RopeRun& run, const RopeFamilyHost& fam, std::vector<T>& qkv, std::vector<KV>& k,
-                       std::vector<KV>& v, const KvScales& scales = {}) {
+                       std::vector<KV>& v, const KvScales& scales = {}, int cache_heads = 0) {
   const RopeCase& rc = run.rc;
   const RopeFamily family = rope_family(fam);
   REQUIRE(family.is_plain() == !FAMILY);
@@ -68,8 +68,43 @@ void run_rope_emulated(const RopeRun& run, const RopeFamilyHost& fam, std::vecto
     rope_detail::rope_kv_cache_block<T, FAMILY, KV>(qkv.data(), k.data(), v.data(), run.positions.data(),
                                                     run.slots.data(), run.inv_freq.data(), rc.num_heads,
                                                     rc.num_kv_heads, rc.head_dim, RopeRun::kBlockSize, run.halves,
-                                                    family, s_inv_rms.data(), scales);
+                                                    family, s_inv_rms.data(), scales, cache_heads);
   });
+}
+
+// A layer narrower than its cache slot (Gemma 4: cache_heads heads' room a block, num_kv_heads used): the
+// writes land where the compact layout's do, block by block at the wider stride, and the heads past the
+// layer's keep their poison; q is the compact run's.
+template <typename T>
+void check_rope_cache_heads(const RopeCase& rc, int cache_heads, const RopeFamilyHost& fam) {
+  const RopeRun run = make_rope_run<T>(rc, false, fam);
+  std::vector<T> qkv = to_t<T>(run.qkv), qkv_wide = qkv;
+  std::vector<T> k(run.cache_elems(), from_f32<T>(NAN)), v = k;
+  run_rope_emulated<T, true>(run, fam, qkv, k, v);
+  const size_t wide_elems = run.cache_elems() / rc.num_kv_heads * cache_heads;
+  std::vector<T> k_wide(wide_elems, from_f32<T>(NAN)), v_wide = k_wide;
+  run_rope_emulated<T, true>(run, fam, qkv_wide, k_wide, v_wide, {}, cache_heads);
+  CHECK(to_float_vector(qkv_wide) == to_float_vector(qkv));
+  const size_t per_head = static_cast<size_t>(RopeRun::kBlockSize) * rc.head_dim;  // one head of one block
+  size_t wrong = 0, written = 0;
+  for (int b = 0; b < RopeRun::kNumBlocks; ++b) {
+    for (int h = 0; h < cache_heads; ++h) {
+      for (size_t i = 0; i < per_head; ++i) {
+        const size_t at = (static_cast<size_t>(b) * cache_heads + h) * per_head + i;
+        const float kw = to_f32(k_wide[at]), vw = to_f32(v_wide[at]);
+        if (h >= rc.num_kv_heads) {
+          wrong += !std::isnan(kw) + !std::isnan(vw);
+          continue;
+        }
+        const size_t compact = (static_cast<size_t>(b) * rc.num_kv_heads + h) * per_head + i;
+        const float kc = to_f32(k[compact]), vc = to_f32(v[compact]);
+        wrong += !(kw == kc || (std::isnan(kw) && std::isnan(kc))) + !(vw == vc || (std::isnan(vw) && std::isnan(vc)));
+        written += !std::isnan(kc);
+      }
+    }
+  }
+  CHECK(wrong == 0);
+  CHECK(written > 0);
 }
 
 // One RoPE case through the block code of the FAMILY build.
@@ -240,6 +275,18 @@ TEST_SUITE("host") {
       if (fam == nullptr) return check_rope_emulated<T, false>(rc, halves);
       check_rope_emulated<T, true>(rc, halves, *fam);
     });
+  }
+
+  TEST_CASE_TEMPLATE("rope_kv_cache's block code into a cache slot wider than the layer: Gemma 4's global layer "
+                     "of head 512 and its sliding layer of 256 (emulated)", T, float, __nv_bfloat16) {
+    for (const RopeCase& rc : {RopeCase{16, 2, 512, false}, RopeCase{8, 1, 256, false}}) {
+      CAPTURE(rc.head_dim);
+      for (const RopeFamilyHost& fam : rope_families(rc)) {
+        if (!fam.value_norm || !fam.stores_kv) continue;  // Gemma 4's layers that write K/V
+        CAPTURE(fam.name);
+        check_rope_cache_heads<T>(rc, rc.head_dim == 512 ? 4 : 2, fam);  // 31B's global, E2B's sliding
+      }
+    }
   }
 
   TEST_CASE_TEMPLATE("rope_kv_cache's block code into an FP8 cache: every code as fp8.hpp rounds value / scale "

@@ -40,8 +40,8 @@ enum class Kernels { kProven, kStream };
 
 // A case's K (of_k) or V cache on the device as elements of KV (T, or an FP8 case's codes).
 template <typename T, typename KV>
-DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k) {
-  const std::vector<KV> host = cache_elements<T, KV>(c, of_k);
+DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k, int cache_heads = 0) {
+  const std::vector<KV> host = widen_cache(cache_elements<T, KV>(c, of_k), c, cache_heads);
   DeviceBuffer<KV> d(host.size());
   CUDA_CHECK(cudaMemcpy(d.get(), host.data(), d.bytes(), cudaMemcpyHostToDevice));
   return d;
@@ -49,9 +49,12 @@ DeviceBuffer<KV> cache_on_device(const AttentionCase& c, bool of_k) {
 
 // Every kernel on the case of the shape, over a cache of KV elements (T or FP8 codes), against the reference
 // (on an FP8 cache's dequantized values); sinks: with attention sinks (uploaded into the kernels' scoring).
+// cache_heads, tile_rows (where set): a layer in a wider cache slot, with a tile list cut for another shape
+// (AttentionShape; Gemma 4's layers as the backend runs them).
 template <typename T, typename KV = T>
 void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_size, Kernels which,
-                     const AttentionScoring& case_scoring = {}, bool sinks = false) {
+                     const AttentionScoring& case_scoring = {}, bool sinks = false, int cache_heads = 0,
+                     int tile_rows = 0) {
   const std::optional<Fp8KvScales> fp8 = kFp8Kv<KV> ? std::optional<Fp8KvScales>(Fp8KvScales{}) : std::nullopt;
   const AttentionCase c =
       make_attention_case<T>(head_dim, num_heads, num_kv_heads, block_size, mixed_batch(), case_scoring, fp8, sinks);
@@ -66,7 +69,7 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   const std::vector<int32_t>& tables = c.tables;
   const std::vector<double>& ref = c.ref;
 
-  const AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, num_blocks};
+  const AttentionShape shape{num_heads, num_kv_heads, head_dim, block_size, num_blocks, cache_heads, tile_rows};
   std::vector<int32_t> tile_seq(static_cast<size_t>(n)), tile_row(static_cast<size_t>(n));
   const int num_tiles = build_attention_tiles(query_start.data(), num_seqs, paged_attention_rows_per_tile(shape),
                                               tile_seq.data(), tile_row.data());
@@ -74,8 +77,8 @@ void check_attention(int head_dim, int num_heads, int num_kv_heads, int block_si
   tile_row.resize(static_cast<size_t>(num_tiles));
 
   auto d_qkv = to_device<T>(c.qkv);
-  const DeviceBuffer<KV> d_k = cache_on_device<T, KV>(c, true);
-  const DeviceBuffer<KV> d_v = cache_on_device<T, KV>(c, false);
+  const DeviceBuffer<KV> d_k = cache_on_device<T, KV>(c, true, cache_heads);
+  const DeviceBuffer<KV> d_v = cache_on_device<T, KV>(c, false, cache_heads);
   const DeviceBuffer<float> d_scales = to_device<float>({Fp8KvScales{}.k, Fp8KvScales{}.v});
   const KvScales scales = kFp8Kv<KV> ? KvScales{d_scales.get(), d_scales.get() + 1} : KvScales{};
   auto d_positions = to_device_i32(positions);
@@ -232,6 +235,32 @@ TEST_CASE_TEMPLATE("paged_attention matches the reference on a mixed prefill/dec
   check_attention_shapes<T>({{16, 4, 4}, {64, 6, 2}, {128, 8, 2}, {64, 16, 2}, {48, 8, 1}, {128, 4, 4}, {32, 8, 8},
                              {64, 32, 8}, {128, 32, 8}, {256, 8, 4}, {256, 2, 1}},
                             Kernels::kProven);
+}
+
+TEST_CASE_TEMPLATE("paged_attention at head_dim 512 (Gemma 4's global layers) matches the reference: Llama's and "
+                   "the family builds, sinks, an FP8 cache", T, float, __nv_bfloat16, __half) {
+  check_attention_shapes<T>({{512, 8, 2}, {512, 16, 2}, {512, 4, 1}}, Kernels::kProven);
+  check_attention_shapes<T>({{512, 4, 1}}, Kernels::kProven, kFamilyScorings[0]);
+  check_attention_shapes<T>({{512, 4, 1}}, Kernels::kProven, kFamilyScorings[3], true);
+  if constexpr (!std::is_same_v<T, float>) check_attention_shapes<T, Fp8E4M3>({{512, 8, 2}}, Kernels::kProven);
+}
+
+TEST_CASE_TEMPLATE("Gemma 4's layers in their own shapes: a cache slot wider than the layer, the tile list of "
+                   "another GQA group (every kernel)", T, float, __nv_bfloat16, __half) {
+  for (int block_size : {16, 5}) {
+    CAPTURE(block_size);
+    // 31B halved: sliding 256 over 8 kv heads of 16 q heads, global 512 over 2, a slot of 8 x 256 values.
+    const int tile_rows = paged_attention_rows_per_tile(AttentionShape{16, 8, 256, block_size, 0});
+    check_attention<T>(512, 16, 2, block_size, Kernels::kProven, {}, false, 4, tile_rows);
+    check_attention<T>(256, 16, 8, block_size, Kernels::kProven, {0.0f, 0.0f, 37}, false, 8, tile_rows);
+    // E2B: one kv head of 256 in a slot of 512; and a small pair on the tensor-core kernels (head 64 over 1
+    // kv head in a slot of 4 x 32, the tile list of 8 q heads over 4).
+    check_attention<T>(256, 8, 1, block_size, Kernels::kProven, {0.0f, 0.0f, 37}, false, 2);
+    for (Kernels kernels : {Kernels::kProven, Kernels::kStream}) {
+      check_attention<T>(64, 8, 1, block_size, kernels, {}, false, 2,
+                         paged_attention_rows_per_tile(AttentionShape{8, 4, 32, block_size, 0}));
+    }
+  }
 }
 
 TEST_CASE_TEMPLATE("the stream decode kernel matches the reference over every cut into warp ranges", T,

@@ -1,17 +1,16 @@
 """Gemma 4 on the CUDA backend (skipped without a GPU), on the seeded tiny models of tiny_gemma4_models.py that
 test_gemma4.py checks on the CPU:
-- "uniform" (per-layer inputs, layer scalars, the V norm, values that are the keys, proportional RoPE, the last
-  two layers reading the K/V of layers 3 and 2 with double-wide FFNs, sliding and global layers of one head
-  shape) and
-  "moe_uniform" (every layer's dense MLP beside 8 experts, top 2, with the router's own norm and scales): with
+- "dense" (per-layer inputs, layer scalars, the V norm, values that are the keys, proportional RoPE, the last
+  two layers reading the K/V of layers 3 and 2 with double-wide FFNs, global layers of their own head size and
+  K/V heads: 32 over 1 against the sliding layers' 16 over 2),
+  "wide" ("dense" at the checkpoints' head sizes: 512 and 256, the head-512 tile kernel) and
+  "moe" (every layer's dense MLP beside 8 experts, top 2, with the router's own norm and scales): with
   --dtype fp32 the greedy tokens of the HF directory and the GGUF on CUDA equal the float64 reference
   (gemma4_reference.py) up to each request's first step whose top-2 margin is at most 1e-3, their logprobs
   within 1e-3, and equal the CPU backend's tokens over the same prefix; bf16's leading agreement is printed;
 - the CUDA outputs are the same across modes, token budgets (chunked prefill), sequence caps and a KV cache small
-  enough to preempt;
-- "dense" and "moe" (global layers of another head size and K/V heads) are refused before anything runs,
-  naming what the CUDA backend lacks.
-A wrong kernel or a layer reading the wrong cache fails here by name."""
+  enough to preempt.
+A wrong kernel, a layer of the wrong shape or a layer reading the wrong cache fails here by name."""
 import os
 import random
 
@@ -52,7 +51,7 @@ def check_model(label, path, expected):
     return tokens(got)
 
 
-for name, cases in (("uniform", INVARIANCE), ("moe_uniform", INVARIANCE[::2])):
+for name, cases in (("dense", INVARIANCE), ("wide", INVARIANCE[::3]), ("moe", INVARIANCE[::2])):
     hf_dir, gguf_path = tiny.write_model(work, name)
     base = check_model(f"{name} hf", hf_dir, reference.greedy(reference.load_hf(hf_dir), prompts, NUM_TOKENS))
     gguf = check_model(f"{name} gguf", gguf_path,
@@ -60,12 +59,4 @@ for name, cases in (("uniform", INVARIANCE), ("moe_uniform", INVARIANCE[::2])):
     c.check(gguf == base, f"{name}: the GGUF gives other CUDA tokens than the directory")
     for options in cases:
         c.check(tokens(results(hf_dir, options)) == base, f"{name} {options}: CUDA outputs differ from the base run")
-
-for name in ("dense", "moe"):
-    model, _ = tiny.write_model(work, name)
-    proc, ran = results(model, check=False)
-    needles = ("global layers with their own head size and K/V heads",)
-    c.check(proc.returncode == 1 and not ran and all(n in proc.stderr for n in needles),
-            f"{name} on CUDA: exit {proc.returncode}, output written {ran}, stderr without {needles}:\n"
-            f"{proc.stderr[-400:]}")
 c.done()

@@ -4,9 +4,10 @@ base, P and G requests (plain and OpenAI lines), and Phi-3 (fused qkv_proj and g
 on the fused modules and one on q_proj only. Every request's greedy tokens on CUDA fp32 equal the CPU
 backend's, in continuous and static mode and with --max-loras 1; each adapter changes most outputs on the
 CPU (so the comparison bites); a bf16 run completes every request and its agreement with fp32 is printed.
-The hybrids the CUDA backend runs (Qwen3.5 with its gated q and DeltaNet products, LFM2, Granite 4.0-H,
-Nemotron-H) and Gemma 4 (its "uniform" model: shared K/V layers, K=V global layers) with an adapter on every
-module kind (lora_hybrid_files.py): CUDA fp32 tokens equal the CPU's, base and adapter rows in one file.
+The hybrids (Qwen3.5 with its gated q and DeltaNet products, Qwen3-Next with its grouped ones, LFM2, Granite
+4.0-H, Nemotron-H) and Gemma 4 (its "dense" model: shared K/V layers, K=V global layers of their own head size)
+with an adapter on every module kind (lora_hybrid_files.py): CUDA fp32 tokens equal the CPU's, base and adapter
+rows in one file.
 Refusals: adapters with --quantization fp8; a gate/up/down adapter on a mixture-of-experts layer."""
 import json
 import os
@@ -116,9 +117,8 @@ hybrid_rows = [{"id": f"{t}-{i}", "prompt": p, "max_tokens": 10, "temperature": 
                 **({"model": "A"} if t == "A" else {})} for i, p in enumerate(PROMPTS[:4]) for t in ("A", "base")]
 hybrid_path = os.path.join(work, "hybrid.jsonl")
 write_jsonl(hybrid_path, hybrid_rows)
-GEMMA4_UNIFORM = ("gemma4-uniform", (lh.tg, "uniform", lh.ATTN + lh.GLU))
-for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [GEMMA4_UNIFORM]:
-    if family in ("qwen3_5_moe", "qwen3_next", "gemma4", "gemma4_moe"):  # MoE, Qwen3-Next, own head sizes: CPU only
+for family, (tiny, name, modules) in lh.FAMILIES.items():
+    if family == "gemma4_moe":  # its adapter on the dense MLP beside the experts is refused on CUDA (below)
         continue
     weights = tiny.random_weights(name)
     base_dir, adapter_dir = os.path.join(work, family), os.path.join(work, family + "-lora")
@@ -135,9 +135,9 @@ for family, (tiny, name, modules) in list(lh.FAMILIES.items()) + [GEMMA4_UNIFORM
 
 # A gate/up/down adapter on a mixture-of-experts layer (Gemma 4's dense MLP beside the experts: the CPU takes it)
 # is refused on CUDA, naming the adapter, the module and the layer.
-moe_weights = lh.tg.random_weights("moe_uniform")
+moe_weights = lh.tg.random_weights("moe")
 moe_dir, moe_lora = os.path.join(work, "gemma4-moe"), os.path.join(work, "gemma4-moe-mlp")
-lh.tg.write_hf(moe_dir, "moe_uniform", moe_weights)
+lh.tg.write_hf(moe_dir, "moe", moe_weights)
 lh.write_peft(moe_lora, lh.make_adapter(moe_weights, ["mlp.down_proj"], seed=3), "gemma4-moe")
 run_file(hybrid_path, moe_dir, "cpu", ["--lora-modules", f"A={moe_lora}", "--threads", "2"])
 proc = run(["run", hybrid_path, "-o", os.path.join(work, "never.jsonl"), "--model", moe_dir, "--device", "cuda",

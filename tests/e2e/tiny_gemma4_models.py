@@ -14,8 +14,8 @@ quarter of the frequencies turn), values that are the keys on the global layers,
 the K/V of layers 3 and 2 (their FFN double wide; the directory still holds their unused k/v projections, as
 transformers ignores them), per-layer inputs of 8, layer scalars away from 1, a final softcap the logits reach.
 "moe" is the 26B-A4B layout: no per-layer inputs, every layer's dense MLP beside 8 experts (top 2).
-"uniform" and "moe_uniform" are "dense" and "moe" with global layers of the sliding ones' head size and K/V
-heads (the CUDA backend's share of the features)."""
+"wide" is "dense" at the checkpoints' head sizes: sliding layers of head 256, global ones of 512 (the CUDA
+backend's head-512 tile kernel, test_gpu_gemma4.py)."""
 import json
 import os
 import zlib
@@ -36,19 +36,14 @@ MODELS = {
     "dense": dict(BASE, num_hidden_layers=6, intermediate_size=48, layer_types=[S, S, G, S, S, G],
                   num_global_key_value_heads=1, attention_k_eq_v=True, num_kv_shared_layers=2,
                   use_double_wide_mlp=True, hidden_size_per_layer_input=8),
-    # "dense" with the global layers' heads as the sliding ones' (head 16, 2 K/V heads): the features the CUDA
-    # backend runs (test_gpu_gemma4.py).
-    "uniform": dict(BASE, num_hidden_layers=6, intermediate_size=48, layer_types=[S, S, G, S, S, G],
-                    global_head_dim=16, num_global_key_value_heads=2, attention_k_eq_v=True, num_kv_shared_layers=2,
-                    use_double_wide_mlp=True, hidden_size_per_layer_input=8),
+    # "dense" at the real head sizes (256 and 512; 1 K/V head against 2): the CUDA backend's head-512 kernels.
+    "wide": dict(BASE, num_hidden_layers=6, intermediate_size=48, layer_types=[S, S, G, S, S, G], head_dim=256,
+                 global_head_dim=512, num_global_key_value_heads=1, attention_k_eq_v=True, num_kv_shared_layers=2,
+                 use_double_wide_mlp=True, hidden_size_per_layer_input=8),
     "moe": dict(BASE, num_hidden_layers=4, intermediate_size=32, layer_types=[S, G, S, G],
                 num_global_key_value_heads=1, attention_k_eq_v=True, num_kv_shared_layers=0,
                 hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=8, top_k_experts=2,
                 moe_intermediate_size=16),
-    "moe_uniform": dict(BASE, num_hidden_layers=4, intermediate_size=32, layer_types=[S, G, S, G],
-                        global_head_dim=16, num_global_key_value_heads=2, attention_k_eq_v=True,
-                        num_kv_shared_layers=0, hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=8,
-                        top_k_experts=2, moe_intermediate_size=16),
 }
 
 
