@@ -36,14 +36,7 @@ OwnedTensor fp8_blocks(const std::string& name, int64_t out, int64_t in, int64_t
       std::memcpy(block + 4, codes + o * in + k, kFp8Block);
     }
   }
-  OwnedTensor t;
-  t.view.name = name;
-  t.view.dtype = DType::kFP8;
-  t.view.rows = out;
-  t.view.cols = in;
-  t.view.data = bytes->data();
-  t.bytes = std::move(bytes);
-  return t;
+  return owned_tensor(name, DType::kFP8, out, in, std::move(bytes));
 }
 
 OwnedTensor read_fp8(const TensorFileOf& file_of, const std::string& weight_name, const QuantizationConfig& q) {

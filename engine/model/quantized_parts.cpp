@@ -106,17 +106,22 @@ std::vector<float> QuantizedParts::floats(const std::string& suffix) const {
   return out;
 }
 
-OwnedTensor owned_f32(const std::string& name, int64_t rows, int64_t cols, std::vector<float> values) {
-  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
-  std::memcpy(bytes->data(), values.data(), bytes->size());
+OwnedTensor owned_tensor(const std::string& name, DType dtype, int64_t rows, int64_t cols,
+                         std::shared_ptr<std::vector<uint8_t>> bytes) {
   OwnedTensor out;
   out.view.name = name;
-  out.view.dtype = DType::kF32;
+  out.view.dtype = dtype;
   out.view.rows = rows;
   out.view.cols = cols;
   out.view.data = bytes->data();
   out.bytes = std::move(bytes);
   return out;
+}
+
+OwnedTensor owned_f32(const std::string& name, int64_t rows, int64_t cols, std::vector<float> values) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>(values.size() * sizeof(float));
+  std::memcpy(bytes->data(), values.data(), bytes->size());
+  return owned_tensor(name, DType::kF32, rows, cols, std::move(bytes));
 }
 
 }  // namespace cbatch

@@ -4,6 +4,7 @@
 // GPTQ, AWQ and FP8 readers (gptq.hpp, awq.hpp, fp8_hf.hpp), which expand a Linear to an f32 tensor.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class QuantizedParts {
 // is a group below num_groups and every group has group_rows rows (a valid group assignment).
 std::vector<int32_t> checked_groups(const QuantizedParts& parts, const std::string& suffix, int64_t in,
                                     int64_t num_groups, int64_t group_rows);
+
+// A tensor (rows, cols) of dtype owning `bytes` (its rows, as tensor.hpp lays them out), named `name`.
+OwnedTensor owned_tensor(const std::string& name, DType dtype, int64_t rows, int64_t cols,
+                         std::shared_ptr<std::vector<uint8_t>> bytes);
 
 // An f32 tensor (rows, cols) owning `values`, named `name`.
 OwnedTensor owned_f32(const std::string& name, int64_t rows, int64_t cols, std::vector<float> values);

@@ -1,4 +1,5 @@
-// Random GGUF block data (every block type) for tests of code that reads quantized weights: random bytes
+// Random GGUF block data (every block type) for tests of code that reads quantized weights, and random
+// activations for their products: random bytes
 // (every code, sub-block scale and minimum), with the f16 scales set to values of either sign, some
 // subnormal and some zero, and MXFP4's E8M0 scale bytes to 2^-10..2^-4, sometimes the subnormal 2^-128 or
 // 2^-127 (finite products that a matmul can sum without overflow).
@@ -56,6 +57,16 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
     }
   }
   return bytes;
+}
+
+// n activations, normal with an outlier (x30) every 97 values, as real activations have.
+inline std::vector<float> random_activations(size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist;
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  for (size_t i = 0; i < n; i += 97) v[i] *= 30.0f;
+  return v;
 }
 
 // A view of stored bytes (blocks or plain elements) as a (rows, cols) tensor of `dtype`.

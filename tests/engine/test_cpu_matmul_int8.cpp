@@ -22,15 +22,6 @@ using namespace cbatch::matmul_detail;
 
 namespace {
 
-std::vector<float> random_activations(size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  for (size_t i = 0; i < n; i += 97) v[i] *= 30.0f;  // outliers, as real activations have
-  return v;
-}
-
 struct Case {
   DType dtype;
   int64_t n, k;
@@ -62,7 +53,7 @@ double relative_error(const std::vector<float>& got, const std::vector<double>& 
 TEST_CASE("quantize_rows_q8: each block (32 or 256 k) within half a step of its scale, sums of q per 16, "
           "ties to even, the bits of the scalar formula; 256-blocks' split sums give their 32-k sums") {
   const int64_t m = 3, k = 512;
-  auto x = random_activations(static_cast<size_t>(m * k), 7);
+  auto x = testing::random_activations(static_cast<size_t>(m * k), 7);
   for (int i = 256; i < 512; ++i) x[static_cast<size_t>(i)] = 0.0f;  // an all-zero 256-block: d = 0, q = 0
   for (int i = 0; i < 32; ++i) x[static_cast<size_t>(96 + i)] = static_cast<float>(i % 8) - 3.5f;  // halves
   x[96 + 31] = 127.0f;  // d = 1 for the 32-block: the halves are ties, rounded to even
@@ -133,7 +124,7 @@ TEST_CASE("int8 kernels: every instruction set this CPU runs gives the scalar re
         const PackedMatrix w = c.pack(pool, true, planes);
         REQUIRE(w.is_int8());
         REQUIRE(w.has_planes() == planes);
-        const auto x = random_activations(static_cast<size_t>(m * k), 3);
+        const auto x = testing::random_activations(static_cast<size_t>(m * k), 3);
         Q8Rows q8;
         quantize_rows_q8(x.data(), m, k, q8_block(dtype), q8);
         const int64_t panels = (n + matmul_panel_width() - 1) / matmul_panel_width();
@@ -194,7 +185,7 @@ TEST_CASE("int8 planes: the 5- and 6-bit types' planes give the whole-byte panel
     CHECK(static_cast<double>(planes.bytes()) * 8 / weights == plane_bits);
     for (int64_t m : {1, 2, 7}) {  // the one-row kernel, and the tiles
       CAPTURE(m);
-      const auto x = random_activations(static_cast<size_t>(m * k), 5);
+      const auto x = testing::random_activations(static_cast<size_t>(m * k), 5);
       std::vector<float> want(static_cast<size_t>(m * n), NAN), got(want.size(), NAN);
       matmul(x.data(), bytes, want.data(), m, pool);
       matmul(x.data(), planes, got.data(), m, pool);
@@ -217,7 +208,7 @@ TEST_CASE("int8 matmul is batch-invariant (every row the bits of the same row al
     CAPTURE(dtype_name(dtype));
     const Case c(dtype, n, k, 11);
     const PackedMatrix fast = c.pack(pool, true), exact = c.pack(pool, false);
-    const auto x = random_activations(static_cast<size_t>(max_m * k), 5);
+    const auto x = testing::random_activations(static_cast<size_t>(max_m * k), 5);
     std::vector<float> alone(static_cast<size_t>(max_m * n), NAN);
     for (int64_t i = 0; i < max_m; ++i) matmul(&x[static_cast<size_t>(i * k)], fast, &alone[static_cast<size_t>(i * n)], 1, pool);
     for (int64_t m : {int64_t{2}, int64_t{5}, int64_t{13}}) {
@@ -253,7 +244,7 @@ TEST_CASE("int8 parts of different block types stacked by rows give each part's 
     const int64_t n = stacked.rows();
     CHECK(n == 5 * width + 20);
     for (int64_t m : {int64_t{1}, int64_t{6}}) {
-      const auto x = random_activations(static_cast<size_t>(m * k), 9);
+      const auto x = testing::random_activations(static_cast<size_t>(m * k), 9);
       std::vector<float> y(static_cast<size_t>(m * n), NAN);
       matmul(x.data(), stacked, y.data(), m, pool);
       int64_t first = 0;

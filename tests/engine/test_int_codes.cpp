@@ -17,6 +17,7 @@
 #include "engine/cpu/cpu_pack.hpp"
 #include "engine/model/int_codes.hpp"
 #include "engine/model/quant_blocks.hpp"
+#include "test_blocks.hpp"
 
 namespace cbatch {
 namespace {
@@ -49,15 +50,6 @@ std::vector<float> values_of(const TensorView& t) {
   std::vector<float> w(static_cast<size_t>(t.rows * t.cols));
   tensor_rows_to_f32(t, 0, t.rows, w.data());
   return w;
-}
-
-std::vector<float> activations(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = dist(rng);
-  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 30.0f;  // outliers, as test_cpu_matmul_int8.cpp's
-  return x;
 }
 
 TEST_CASE("integer codes take the smallest GGUF block type that holds them exactly") {
@@ -104,7 +96,7 @@ TEST_CASE("the int8 product of act-order blocks is the GGUF blocks' product on p
     const PackedMatrix ordered = pack_stacked({&t.view}, pool, {true, true, false});
     const PackedMatrix plain = pack_stacked({&stored}, pool, {true, true, false});
     REQUIRE(ordered.input_order() != nullptr);
-    const std::vector<float> x = activations(max_m * in, 5);
+    const std::vector<float> x = testing::random_activations(static_cast<size_t>(max_m * in), 5);
     std::vector<float> x_permuted(x.size());
     for (int64_t i = 0; i < max_m; ++i) {
       for (int64_t j = 0; j < in; ++j) {
@@ -146,7 +138,7 @@ TEST_CASE("stacked act-order parts keep their own orders; exact packing expands 
   const PackedMatrix fused = pack_stacked({&ta.view, &tb.view}, pool, {true, true, false});
   const PackedMatrix alone_a = pack_stacked({&ta.view}, pool, {true, true, false});
   const PackedMatrix alone_b = pack_stacked({&tb.view}, pool, {true, true, false});
-  const std::vector<float> x = activations(3 * 256, 9);
+  const std::vector<float> x = testing::random_activations(static_cast<size_t>(3 * 256), 9);
   std::vector<float> y(3 * 48), ya(3 * 32), yb(3 * 16);
   matmul(x.data(), fused, y.data(), 3, pool);
   matmul(x.data(), alone_a, ya.data(), 3, pool);

@@ -15,6 +15,7 @@
 #include "engine/cpu/cpu_pack.hpp"
 #include "engine/model/int_codes.hpp"
 #include "engine/model/quant_blocks.hpp"
+#include "test_blocks.hpp"
 
 namespace cbatch {
 namespace {
@@ -69,15 +70,6 @@ IntCodes asymmetric_codes(int64_t out, int64_t in, int64_t group_rows, int bits,
     }
   }
   return c;
-}
-
-std::vector<float> activations(int64_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist;
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = dist(rng);
-  for (size_t i = 0; i < x.size(); i += 97) x[i] *= 30.0f;  // outliers, as test_cpu_matmul_int8.cpp's
-  return x;
 }
 
 template <class F>
@@ -187,7 +179,7 @@ TEST_CASE("a Q4_Z matrix's int8 product is the bits of the Q5_0 one of the same 
     CHECK(bits_a_weight(planes) == 5.5);
     for (int64_t m : {1, 2, 7}) {  // the one-row kernel and the tiles
       CAPTURE(m);
-      const std::vector<float> x = activations(m * in, static_cast<unsigned>(m));
+      const std::vector<float> x = testing::random_activations(static_cast<size_t>(m * in), static_cast<unsigned>(m));
       std::vector<float> y(static_cast<size_t>(m * out), NAN), y5(y.size(), NAN), yp(y.size(), NAN);
       matmul(x.data(), zp, y.data(), m, pool);
       matmul(x.data(), bytes, y5.data(), m, pool);
@@ -208,7 +200,7 @@ TEST_CASE("Q4_Z and Q8_Z matrices: the blocked product is matmul_ref's bits; the
     const OwnedTensor t = int_codes_tensor("w", c);
     REQUIRE(t.view.dtype == (bits == 4 ? DType::kQ4_Z : DType::kQ8_Z));
     const std::vector<float> w = int_codes_dequantize(c);
-    const std::vector<float> x = activations(max_m * in, 13);
+    const std::vector<float> x = testing::random_activations(static_cast<size_t>(max_m * in), 13);
     const PackedMatrix blocked = pack_stacked({&t.view}, pool, {true, false, false});
     REQUIRE(blocked.is_blocked());
     for (int64_t m : {int64_t{1}, int64_t{3}, max_m}) {
