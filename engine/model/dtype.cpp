@@ -58,6 +58,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::kFP8: return "fp8_e4m3";
     case DType::kQ4_Z: return "q4_z";
     case DType::kQ8_Z: return "q8_z";
+    case DType::kNVFP4: return "nvfp4";
   }
   return "?";
 }

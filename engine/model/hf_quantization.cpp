@@ -196,8 +196,8 @@ std::string describe_quantization(const QuantizationConfig& q) {
   } else if (is_fp8(q)) {
     text += "; kept as FP8 blocks of 32 (Q8_0 panels under --cpu-precision fast; f32 where the scale blocks are not "
             "whole 32-input blocks)";
-  } else if (q.method != "mxfp4") {
-    text += "; expanded to f32 at load";  // NVFP4
+  } else if (q.format == "nvfp4-pack-quantized") {
+    text += "; kept as NVFP4 blocks of 32 (f32 where the inputs are not whole 32-input blocks)";
   }
   if (!q.not_converted.empty()) text += "; " + std::to_string(q.not_converted.size()) + " module patterns kept in float";
   return text;

@@ -1,10 +1,16 @@
-// NVFP4 expansion (nvfp4_hf.hpp): weight_packed's shape gives the sizes, the scales' and the global
-// scale's follow; a global scale that is not a positive finite number is refused, naming the tensor.
+// NVFP4 Linears (nvfp4_hf.hpp): weight_packed's shape gives the sizes, the scales' and the global scale's
+// follow; a global scale that is not a positive finite number is refused, naming the tensor. Kept as kNVFP4
+// blocks where the inputs are whole 32-blocks, else expanded to f32.
 #include "engine/model/nvfp4_hf.hpp"
 
 #include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
 
 #include "engine/model/fp8.hpp"
+#include "engine/model/quant_blocks.hpp"
 
 namespace cbatch {
 
@@ -27,6 +33,31 @@ void nvfp4_dequantize(int64_t out, int64_t in, const uint8_t* packed, const uint
   }
 }
 
+std::optional<OwnedTensor> nvfp4_blocks(const std::string& name, int64_t out, int64_t in, const uint8_t* packed,
+                                        const uint8_t* scales, float global_scale) {
+  constexpr int64_t kBytes = BlockFormat<DType::kNVFP4>::kBytes;
+  auto bytes = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(out * (in / 32) * kBytes));
+  uint8_t* block = bytes->data();
+  for (int64_t o = 0; o < out; ++o) {
+    const uint8_t* row = packed + o * (in / 2);
+    for (int64_t k = 0; k < in; k += 32, block += kBytes) {
+      for (int j = 0; j < 2; ++j) {
+        const float s = fp8_e4m3_to_float(scales[o * (in / kNvfp4Group) + k / kNvfp4Group + j]) / global_scale;
+        const float half = s * 0.5f;
+        if (half * 2.0f != s) return std::nullopt;  // a subnormal half: not exact
+        std::memcpy(block + 4 * j, &half, 4);  // little-endian, as the decoder reads it
+      }
+      for (int e = 0; e < 16; ++e) {  // nibble32: byte e holds element e (low) and e + 16 (high)
+        const int64_t lo = k + e, hi = k + e + 16;
+        const uint8_t lo_code = lo % 2 == 0 ? row[lo / 2] & 0x0F : row[lo / 2] >> 4;
+        const uint8_t hi_code = hi % 2 == 0 ? row[hi / 2] & 0x0F : row[hi / 2] >> 4;
+        block[8 + e] = static_cast<uint8_t>(lo_code | hi_code << 4);
+      }
+    }
+  }
+  return owned_tensor(name, DType::kNVFP4, out, in, std::move(bytes));
+}
+
 OwnedTensor read_nvfp4(const TensorFileOf& file_of, const std::string& weight_name) {
   const QuantizedParts parts(file_of, weight_name, "NVFP4");
   const SafetensorsTensor& packed = parts.entry("weight_packed", "U8");
@@ -45,6 +76,12 @@ OwnedTensor read_nvfp4(const TensorFileOf& file_of, const std::string& weight_na
   }
   if (!(global[0] > 0.0f) || !std::isfinite(global[0])) {
     parts.fail("weight_global_scale", "is " + std::to_string(global[0]) + ", not a positive finite number");
+  }
+  if (in % 32 == 0) {
+    if (std::optional<OwnedTensor> blocks = nvfp4_blocks(parts.name("weight_packed"), out, in, parts.bytes("weight_packed"),
+                                                         parts.bytes("weight_scale"), global[0])) {
+      return std::move(*blocks);
+    }
   }
   std::vector<float> w(static_cast<size_t>(out * in));
   nvfp4_dequantize(out, in, parts.bytes("weight_packed"), parts.bytes("weight_scale"), global[0], w.data());

@@ -6,10 +6,13 @@
 // its dequantization divides by it; vLLM's NVFP4 layers take its reciprocal as the multiplier), so
 //     w[o][k] = e2m1(code[o][k]) * (fp8(weight_scale[o][k / 16]) / weight_global_scale)
 // in fp32, the quotient rounded once per 16-block, then the product. input_global_scale (activations) is
-// not read: the weights are used on their own. The values are not integers times a scale per 32 inputs, so
-// no int8 block type holds them exactly: every backend gets them as f32.
+// not read: the weights are used on their own. Kept as kNVFP4 blocks (dtype.hpp: each 32 inputs' codes with
+// half of each 16's scale, 6 bits a weight, decoding to exactly that product; the CPU's 8-bit path takes
+// them as MXFP4's table nibbles with a scale per 16) where the inputs are whole 32-blocks, else (or where a
+// halved scale would be subnormal) expanded to f32.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "engine/model/hf_quantization.hpp"
@@ -24,6 +27,10 @@ float e2m1_value(uint8_t code);
 // global scale.
 void nvfp4_dequantize(int64_t out, int64_t in, const uint8_t* packed, const uint8_t* scales, float global_scale,
                       float* w);
+
+// The tensor as kNVFP4 blocks (in a multiple of 32), or nullopt where a halved scale is not exact.
+std::optional<OwnedTensor> nvfp4_blocks(const std::string& name, int64_t out, int64_t in, const uint8_t* packed,
+                                        const uint8_t* scales, float global_scale);
 
 OwnedTensor read_nvfp4(const TensorFileOf& file_of, const std::string& weight_name);
 

@@ -357,6 +357,23 @@ struct BlockFormat<DType::kQ8_Z> {  // d, z - 128 (s8), a zero byte, q - 128 (s8
   }
 };
 
+// An NVFP4 checkpoint's codes (nvfp4_hf.hpp), never in a GGUF file: 32 E2M1 codes as MXFP4's doubled
+// integers (mxfp4_value), each 16 with half its fp32 scale s = fp8 scale / global scale; (s / 2) * (2 * e2m1)
+// is the checkpoint's s * e2m1 rounded once (code 8, -0, reads as +0).
+template <>
+struct BlockFormat<DType::kNVFP4> {  // s0 / 2, s1 / 2 (fp32), qs[16] (as Q4_0's); x = s_j / 2 * mxfp4_value(q)
+  static constexpr int kElems = 32, kBytes = 24, kSubElems = 16, kCodeBits = 4, kRawCodes = 8;
+  static constexpr Formula kFormula = Formula::kScaled;
+  CBATCH_HOST_DEVICE static int code(const uint8_t* b, int e) { return nibble32(b + 8, e); }
+  CBATCH_HOST_DEVICE static constexpr int value(int c) { return mxfp4_value(c); }
+  CBATCH_HOST_DEVICE static ScaleOffset scale(const uint8_t* b, int j) {
+    const uint8_t* s = b + 4 * j;
+    return {float_from_bits(static_cast<uint32_t>(s[0]) | static_cast<uint32_t>(s[1]) << 8 |
+                            static_cast<uint32_t>(s[2]) << 16 | static_cast<uint32_t>(s[3]) << 24),
+            0.0f};
+  }
+};
+
 // Element e of one block of format F.
 template <class F>
 CBATCH_HOST_DEVICE inline float block_element(const uint8_t* block, int e) {
@@ -398,6 +415,7 @@ decltype(auto) with_block_format(DType dtype, Fn&& fn) {
     case DType::kFP8: return fn(BlockFormat<DType::kFP8>{});
     case DType::kQ4_Z: return fn(BlockFormat<DType::kQ4_Z>{});
     case DType::kQ8_Z: return fn(BlockFormat<DType::kQ8_Z>{});
+    case DType::kNVFP4: return fn(BlockFormat<DType::kNVFP4>{});
     default: throw Error("internal error: " + std::string(dtype_name(dtype)) + " is not a block type");
   }
 }

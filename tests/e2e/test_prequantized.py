@@ -1,9 +1,10 @@
 """Pre-quantized Hugging Face checkpoints (GPTQ, AWQ, compressed-tensors, FP8, NVFP4) on the CPU: integer
 ones kept as the blocks that hold their codes exactly (symmetric: Q4_0, Q8_0; asymmetric: Q4_Z, Q8_Z, the
 codes with their zero points; act-order inputs permuted into groups), FP8 kept as its own blocks (E4M3 codes,
-a scale per 32 inputs), NVFP4 expanded to f32 at load. The tiny seeded Llama of tiny_models.py has its Linear
-weights (not the embedding, the norms or lm_head, which the configs list as not converted, except where FP8
-blocks cover lm_head too) quantized here by numpy quantizers written from the formats' definitions:
+a scale per 32 inputs), NVFP4 as its own blocks (E2M1 codes, the scale of each 16 inputs). The tiny seeded
+Llama of tiny_models.py has its Linear weights (not the embedding, the norms or lm_head, which the configs
+list as not converted, except where FP8 blocks cover lm_head too) quantized here by numpy quantizers written
+from the formats' definitions:
 - GPTQ (v1 checkpoint_format: zeros stored minus 1): 4-bit asymmetric and symmetric with act-order (g_idx a
   random permutation's groups), 8-bit symmetric and asymmetric without, group 32; a gptq_v2 one (zeros as
   they are); qweight (in * bits / 32, out) packed along the input, qzeros (groups, out * bits / 32) along
@@ -12,8 +13,8 @@ blocks cover lm_head too) quantized here by numpy quantizers written from the fo
 - compressed-tensors pack-quantized: INT4 asymmetric by groups of 32 with weight_g_idx (zero points packed
   along the output), INT8 symmetric per channel; codes packed along the input, offset by 2^(bits - 1);
 - compressed-tensors nvfp4-pack-quantized: E2M1 codes two a byte (the even input in the low nibble), an
-  F8_E4M3 scale per 16 inputs and a global scale stored as the divisor (w = e2m1 * fp8 / global), expanded
-  to f32; input_global_scale not read;
+  F8_E4M3 scale per 16 inputs and a global scale stored as the divisor (w = e2m1 * fp8 / global), kept as
+  NVFP4 blocks and run on the 8-bit path like the integer schemes; input_global_scale not read;
 - FP8: quant_method fp8 with weight_block_size (F8_E4M3 weights, weight_scale_inv per block, partial edge
   blocks), and compressed-tensors float-quantized per channel (weight_scale (out, 1); input_scale not read).
 Each is also written with every weight replaced by its exact dequantization (F32). cbatch's greedy tokens
@@ -204,7 +205,7 @@ SCHEMES = {
                             inspect="compressed-tensors (pack-quantized) 4-bit, group 32, asymmetric"),
     "int8-channel-sym": dict(method="packed", bits=8, sym=True, group=None, blocks="Q8_0", config=packed_config(8, True, None),
                              inspect="compressed-tensors (pack-quantized) 8-bit, per channel, symmetric"),
-    "nvfp4": dict(method="nvfp4", config=NVFP4,
+    "nvfp4": dict(method="nvfp4", blocks="NVFP4", config=NVFP4,
                   inspect="compressed-tensors (nvfp4-pack-quantized) 4-bit, e2m1, an e4m3 scale per 16 and a global "
                           "scale, 4.50 bits per weight"),
     "fp8-block": dict(method="fp8-block", blocks="Q8_0", dtype="fp8_e4m3", config=dict(quant_method="fp8", fmt="e4m3",
@@ -223,7 +224,7 @@ SCHEMES = {
 # ------------------------------------------------------------------------------------------- checks
 # Bits a weight takes in int8 panels of the block type an integer scheme's codes fit (Q4_Z, Q8_Z: an fp16
 # scale and zero point per 32, as Q4_1's).
-PANEL_BITS = {"Q4_0": 4.5, "Q8_0": 8.5, "Q4_Z": 5.0, "Q8_Z": 9.0}
+PANEL_BITS = {"Q4_0": 4.5, "Q8_0": 8.5, "Q4_Z": 5.0, "Q8_Z": 9.0, "NVFP4": 6.0}
 FIRST_LOGPROB_GAP = 0.05
 FAST_CONFIGS = [["--max-num-seqs", "4"], ["--max-num-seqs", "4", "--max-num-batched-tokens", "16"],
                 ["--max-num-seqs", "4", "--mode", "static", "--threads", "1"],

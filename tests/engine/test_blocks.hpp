@@ -1,9 +1,11 @@
 // Random GGUF block data (every block type) for tests of code that reads quantized weights, and random
 // activations for their products: random bytes
 // (every code, sub-block scale and minimum), with the f16 scales set to values of either sign, some
-// subnormal and some zero, and MXFP4's E8M0 scale bytes to 2^-10..2^-4, sometimes the subnormal 2^-128 or
-// 2^-127 (finite products that a matmul can sum without overflow).
+// subnormal and some zero, MXFP4's E8M0 scale bytes to 2^-10..2^-4, sometimes the subnormal 2^-128 or
+// 2^-127, and NVFP4's fp32 scales to 2^-10..2^-4 or zero (finite products that a matmul can sum without
+// overflow).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -23,7 +25,8 @@ inline std::vector<int> f16_offsets(DType dtype) {
     case DType::kQ2_K: return {80, 82};
     case DType::kQ3_K: return {108};
     case DType::kQ6_K: return {208};
-    case DType::kMXFP4: return {};  // an E8M0 byte, not f16
+    case DType::kMXFP4:   // an E8M0 byte, not f16
+    case DType::kNVFP4: return {};  // two fp32 scales
     default: return {0};  // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS
   }
 }
@@ -32,7 +35,7 @@ inline std::vector<int> f16_offsets(DType dtype) {
 inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
                                         DType::kQ5_1, DType::kIQ4_NL, DType::kQ2_K, DType::kQ3_K,
                                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_XS,
-                                        DType::kMXFP4, DType::kQ4_Z, DType::kQ8_Z};
+                                        DType::kMXFP4, DType::kQ4_Z, DType::kQ8_Z, DType::kNVFP4};
 
 inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t cols, unsigned seed) {
   std::mt19937 rng(seed);
@@ -54,6 +57,11 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
     if (dtype == DType::kMXFP4) {  // 2^(e - 128): e 118..124, or 0 and 1
       const unsigned pick = rng() % 16;
       bytes[at] = static_cast<uint8_t>(pick < 2 ? pick : 118 + rng() % 7);
+    }
+    for (int j = 0; dtype == DType::kNVFP4 && j < 2; ++j) {  // fp32 scales 2^-10..2^-5 of either sign, or 0
+      const float s = rng() % 16 == 0 ? 0.0f : std::ldexp(1.0f + static_cast<float>(rng() % 256) / 256.0f,
+                                                         -10 + static_cast<int>(rng() % 6)) * ((rng() & 1) ? -1 : 1);
+      std::memcpy(&bytes[at + static_cast<size_t>(4 * j)], &s, 4);
     }
   }
   return bytes;
