@@ -20,7 +20,8 @@ std::vector<LoraAdapter> lora_adapters_for_cuda(const std::vector<LoraAdapter>& 
       if (qkvz || (grouped.product == LoraProduct::kSsmBa && d.grouped_ba)) {
         // The whole fused product (lora_targets.cpp), its B rows in the file's order: put them in the standard
         // order the upload gave the weight rows.
-        const std::vector<int32_t> order = standard_order(qkvz ? grouped_qkvz_runs(d) : grouped_ba_runs(d), grouped.rows);
+        const std::vector<int32_t> order =
+            standard_order(qkvz ? grouped_qkvz_runs(d) : grouped_ba_runs(d), grouped.rows);
         std::vector<float> b(grouped.b.size());
         for (int64_t r = 0; r < grouped.rows; ++r) {
           std::copy_n(&grouped.b[static_cast<size_t>(order[static_cast<size_t>(r)] * grouped.rank)], grouped.rank,

@@ -78,10 +78,9 @@ OwnedTensor read_nvfp4(const TensorFileOf& file_of, const std::string& weight_na
     parts.fail("weight_global_scale", "is " + std::to_string(global[0]) + ", not a positive finite number");
   }
   if (in % 32 == 0) {
-    if (std::optional<OwnedTensor> blocks = nvfp4_blocks(parts.name("weight_packed"), out, in, parts.bytes("weight_packed"),
-                                                         parts.bytes("weight_scale"), global[0])) {
-      return std::move(*blocks);
-    }
+    std::optional<OwnedTensor> blocks = nvfp4_blocks(parts.name("weight_packed"), out, in,
+                                                     parts.bytes("weight_packed"), parts.bytes("weight_scale"), global[0]);
+    if (blocks) return std::move(*blocks);
   }
   std::vector<float> w(static_cast<size_t>(out * in));
   nvfp4_dequantize(out, in, parts.bytes("weight_packed"), parts.bytes("weight_scale"), global[0], w.data());
