@@ -77,6 +77,28 @@ inline std::vector<float> random_activations(size_t n, unsigned seed) {
   return v;
 }
 
+// y (m, out) against the float64 product of x (m, in) and w (out, in): the squared error and the squared norm.
+struct ProductError {
+  double err = 0.0, norm = 0.0;
+  double relative() const { return std::sqrt(err / norm); }
+};
+inline ProductError product_error(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& y,
+                                  int64_t m, int64_t out, int64_t in) {
+  ProductError e;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t o = 0; o < out; ++o) {
+      double want = 0;
+      for (int64_t k = 0; k < in; ++k) {
+        want += static_cast<double>(x[static_cast<size_t>(i * in + k)]) * w[static_cast<size_t>(o * in + k)];
+      }
+      const double d = y[static_cast<size_t>(i * out + o)] - want;
+      e.err += d * d;
+      e.norm += want * want;
+    }
+  }
+  return e;
+}
+
 // A view of stored bytes (blocks or plain elements) as a (rows, cols) tensor of `dtype`.
 inline TensorView blocks_view(const std::vector<uint8_t>& bytes, DType dtype, int64_t rows, int64_t cols) {
   TensorView t;

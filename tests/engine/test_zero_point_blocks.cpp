@@ -217,21 +217,10 @@ TEST_CASE("Q4_Z and Q8_Z matrices: the blocked product is matmul_ref's bits; the
       matmul(&x[static_cast<size_t>(i * in)], fast, &alone[static_cast<size_t>(i * out)], 1, pool);
     }
     CHECK(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)) == 0);
-    double err = 0, norm = 0;
-    for (int64_t i = 0; i < max_m; ++i) {
-      for (int64_t o = 0; o < out; ++o) {
-        double want = 0;
-        for (int64_t k = 0; k < in; ++k) {
-          want += static_cast<double>(x[static_cast<size_t>(i * in + k)]) * w[static_cast<size_t>(o * in + k)];
-        }
-        const double d = y[static_cast<size_t>(i * out + o)] - want;
-        err += d * d;
-        norm += want * want;
-      }
-    }
-    MESSAGE(bits << "-bit zero points: int8 vs the float64 product, relative error " << std::sqrt(err / norm));
-    CHECK(std::sqrt(err / norm) < 0.02);
-    CHECK(err > 0.0);  // the 8-bit path ran
+    const testing::ProductError e = testing::product_error(x, w, y, max_m, out, in);
+    MESSAGE(bits << "-bit zero points: int8 vs the float64 product, relative error " << e.relative());
+    CHECK(e.relative() < 0.02);
+    CHECK(e.err > 0.0);  // the 8-bit path ran
   }
 }
 
