@@ -89,6 +89,9 @@ CudaBackendOptions cuda_options(const EngineOptions& o, const CudaKernelOptions&
   cuda.gpu_memory_utilization = static_cast<float>(o.gpu_memory_utilization);
   cuda.fp8_weights = o.quantization == "fp8";
   cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
+  // A hybrid model's prefix cache keeps recurrent-state snapshots in slots beyond the running ones: those
+  // --state-snapshots asks, else a quarter of the state memory, as on the CPU (S = (max_num_seqs + S) / 4).
+  if (o.enable_prefix_caching) cuda.state_snapshots = o.state_snapshots >= 0 ? o.state_snapshots : (o.max_num_seqs + 2) / 3;
   cuda.kernels = kernels;
   return cuda;
 }

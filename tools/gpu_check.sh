@@ -63,7 +63,9 @@
 #             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the refusals; and
 #             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5, Qwen3.5-MoE and Qwen3-Next, whose DeltaNet
 #             projections grouped by key head the upload puts in Qwen3.5's order, HF and GGUF, CUDA fp32 greedy
-#             tokens vs the float64 reference, modes, budgets, n = 2, preemption)
+#             tokens vs the float64 reference, modes, budgets, n = 2, preemption), and
+#             tests/e2e/test_gpu_hybrid_prefix.py (prefix caching with the recurrent-state snapshots in device
+#             slots, on a model of each recurrent kind: tokens as without caching, the hits, eviction)
 #   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
 #             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
 #             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
@@ -242,7 +244,8 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage gemma4-e2e 300 python3 tests/e2e/test_gpu_gemma4.py ;;
       deltanet)
         stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'
-        stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py ;;
+        stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py
+        stage deltanet-prefix 300 python3 tests/e2e/test_gpu_hybrid_prefix.py ;;
       ssm)
         stage ssm-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*short conv*,*Mamba-2*,*rmsnorm*,*relu*,*moe*,*refuses what its kernels lack*'
         stage ssm-e2e 400 python3 tests/e2e/test_gpu_hybrid.py ;;

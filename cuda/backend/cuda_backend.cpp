@@ -84,6 +84,9 @@ BackendTraits CudaBackend<T>::make_traits() const {
   t.expert_bytes_per_param = params > 0 ? bytes / params : t.weight_bytes_per_param;
   t.kv_bytes_per_elem = static_cast<double>(kv_elem_bytes());
   t.runs_recurrent_layers = true;  // DeltaNet, short-conv and Mamba-2 layers (step_recurrent.cpp, backend_checks.cpp)
+  // The snapshots are slots beyond the running ones (CudaBackendOptions::state_snapshots), copied to and from
+  // as a fork's state is (step_recurrent.cpp).
+  t.keeps_state_snapshots = true;
   return t;
 }
 

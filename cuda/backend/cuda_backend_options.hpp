@@ -37,6 +37,9 @@ struct CudaBackendOptions {
   int device_index = 0;
   bool fp8_weights = false;             // --quantization fp8: linear layers' weights in FP8 E4M3 (sm_89+)
   bool fp8_kv_cache = false;            // --kv-cache-dtype fp8: the paged KV cache in FP8 E4M3 (sm_89+)
+  // A hybrid model's state slots reserved beyond max_num_seqs for the prefix cache's snapshots of recurrent
+  // state (KvCacheSpec::num_state_snapshots); 0 without prefix caching.
+  int state_snapshots = 0;
   // LoRA adapters (id i + 1 = loras[i]), uploaded at load; RaggedBatch::lora_ids picks them per sequence.
   std::shared_ptr<const std::vector<LoraAdapter>> loras;
   CudaKernelOptions kernels;

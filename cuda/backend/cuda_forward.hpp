@@ -100,10 +100,12 @@ class CudaBackend final : public Backend {
   }
 
   // kv_cache_memory.cpp: the KV cache and a hybrid model's state slots (one for each sequence a step may
-  // hold, reserved before the blocks).
+  // hold and the prefix cache's snapshots, reserved before the blocks).
   int64_t max_kv_blocks(int block_size) const override;
   int64_t state_slot_bytes() const override { return recurrent_.num_layers > 0 ? recurrent_.slot_bytes() : 0; }
-  int64_t max_state_slots() const override { return recurrent_.num_layers > 0 ? options_.max_num_seqs : 0; }
+  int64_t max_state_slots() const override {
+    return recurrent_.num_layers > 0 ? int64_t{options_.max_num_seqs} + options_.state_snapshots : 0;
+  }
   void allocate_kv_cache(const KvCacheSpec& spec) override;
   // step_forward.cpp: a step.
   void forward(const RaggedBatch& batch, const StepRequest& request, StepResult& out) override;

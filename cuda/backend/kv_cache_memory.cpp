@@ -71,9 +71,11 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
                 std::to_string(spec.block_size));
   }
   context_.make_current();
-  if (spec.num_state_slots > max_state_slots()) {
-    throw Error("CUDA backend: " + std::to_string(spec.num_state_slots) + " state slots asked for, " +
-                std::to_string(max_state_slots()) + " reserved");
+  const int state_slots = spec.num_state_slots + spec.num_state_snapshots;  // running, then the snapshots
+  if (state_slots > max_state_slots()) {
+    throw Error("CUDA backend: " + std::to_string(state_slots) + " state slots asked for (" +
+                std::to_string(spec.num_state_snapshots) + " of them snapshots), " + std::to_string(max_state_slots()) +
+                " reserved");
   }
   kv_cache_ = DeviceBuffer<uint8_t>();  // free the old cache before asking for the new one
   recurrent_.slots = DeviceBuffer<float>();
@@ -87,12 +89,12 @@ void CudaBackend<T>::allocate_kv_cache(const KvCacheSpec& spec) {
   // Never read before written (attention only loads positions 0..max position of its rows); zeroed so
   // a stray read would give finite values and runs stay deterministic.
   if (cache.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(cache.get(), 0, cache.bytes(), context_.stream()));
-  DeviceBuffer<float> state_slots(static_cast<size_t>(spec.num_state_slots) * recurrent_.slot_floats());
-  if (state_slots.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(state_slots.get(), 0, state_slots.bytes(), context_.stream()));
+  DeviceBuffer<float> states(static_cast<size_t>(state_slots) * recurrent_.slot_floats());
+  if (states.bytes() > 0) CUDA_CHECK(cudaMemsetAsync(states.get(), 0, states.bytes(), context_.stream()));
   kv_cache_ = std::move(cache);
   uploader_ = std::move(uploader);
-  recurrent_.slots = std::move(state_slots);
-  recurrent_.num_slots = spec.num_state_slots;
+  recurrent_.slots = std::move(states);
+  recurrent_.num_slots = state_slots;
   shape_.block_size = spec.block_size;
   shape_.num_blocks = spec.num_blocks;
   context_.synchronize();
