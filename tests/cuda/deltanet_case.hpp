@@ -5,6 +5,7 @@
 // (grouped or tiled), the gated RMSNorm. Shared by the emulated test (test_deltanet_emulated.cpp) and the GPU
 // one (test_deltanet.cpp).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -24,33 +25,42 @@ struct DeltaNetCase {
                         // (conv_kernel - 1, conv_dim), then (num_v_heads, k_head_dim, v_head_dim)
 };
 
-// Three sequences: a prefill of 9 rows, a decode row, 6 rows of which the last 2 are padding.
-inline DeltaNetCase make_deltanet_case(const DeltaNetSizes& d, uint32_t seed) {
+// Sequences of rows[s] rows, real[s] of them real; A = -exp(A_log), A_log uniform in [-1, 1] + log_a_shift
+// (a shift of -9: decay factors near 1; +4: near 0).
+inline DeltaNetCase make_deltanet_case(const DeltaNetSizes& d, uint32_t seed, const std::vector<int>& rows,
+                                       const std::vector<int>& real, float log_a_shift = 0.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   DeltaNetCase c;
   c.d = d;
   fill_uniform(rng, c.taps, static_cast<size_t>(d.conv_dim()) * d.conv_kernel, 0.6f);
   c.decay.resize(d.num_v_heads);
-  for (float& a : c.decay) a = -std::exp(u(rng));  // A = -exp(A_log)
+  for (float& a : c.decay) a = -std::exp(u(rng) + log_a_shift);
   fill_uniform(rng, c.dt_bias, d.num_v_heads, 0.5f);
   c.norm.resize(d.v_head_dim);
   for (float& w : c.norm) w = 1.0f + 0.3f * u(rng);
-  c.batch = make_recurrent_case({9, 1, 6}, {9, 1, 4}, d.proj_dim(), static_cast<int64_t>(d.conv_kernel - 1) * d.conv_dim(),
+  c.batch = make_recurrent_case(rows, real, d.proj_dim(), static_cast<int64_t>(d.conv_kernel - 1) * d.conv_dim(),
                                 static_cast<int64_t>(d.num_v_heads) * d.k_head_dim * d.v_head_dim, rng,
                                 2 * d.num_v_heads, 2.0f);
   return c;
 }
 
+// Three sequences: a prefill of 9 rows, a decode row, 6 rows of which the last 2 are padding.
+inline DeltaNetCase make_deltanet_case(const DeltaNetSizes& d, uint32_t seed) {
+  return make_deltanet_case(d, seed, {9, 1, 6}, {9, 1, 4});
+}
+
 inline double deltanet_sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
 inline double deltanet_softplus(double x) { return std::log1p(std::exp(x)); }
 
-// The float64 reference: out (rows, value_dim) before the output product; the states advance in place.
+// The float64 reference: out (rows, value_dim) before the output product; the states advance in place; core
+// (when given) gets the delta rule's outputs (rows, value_dim) before the norm.
 inline std::vector<double> deltanet_reference(const DeltaNetCase& dc, const RecurrentCase& c, std::vector<double>& conv,
-                                              std::vector<double>& rec) {
+                                              std::vector<double>& rec, std::vector<double>* core = nullptr) {
   const DeltaNetSizes& d = dc.d;
   const int dk = d.k_head_dim, dv = d.v_head_dim, nv = d.num_v_heads;
   std::vector<double> out(static_cast<size_t>(c.num_rows()) * d.value_dim()), in(d.conv_dim()), x(d.conv_dim());
+  if (core != nullptr) core->assign(out.size(), 0.0);
   for (int s = 0; s < c.num_seqs(); ++s) {
     reference_rows(c, s, conv, rec, [&](int r, double* window, double* state) {
       const float* p = &c.inputs[static_cast<size_t>(r) * d.proj_dim()];
@@ -79,6 +89,7 @@ inline std::vector<double> deltanet_reference(const DeltaNetCase& dc, const Recu
           for (int i = 0; i < dk; ++i) S[i * dv + j] = S[i * dv + j] * g + k[i] * delta;
           for (int i = 0; i < dk; ++i) o[j] += q[i] * S[i * dv + j];
         }
+        if (core != nullptr) std::copy(o.begin(), o.end(), core->begin() + static_cast<int64_t>(r) * d.value_dim() + h * dv);
         double sum = 0;
         for (int j = 0; j < dv; ++j) sum += o[j] * o[j];
         const double inv = 1.0 / std::sqrt(sum / dv + 1e-6);
