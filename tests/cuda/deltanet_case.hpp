@@ -123,4 +123,75 @@ void check_deltanet_case(const DeltaNetSizes& d, uint32_t seed, Run run, double 
       tolerance, true);
 }
 
+// The delta rule's outputs before the norm (core) and the layer's after it (out), (rows, value_dim) each.
+struct DeltaNetOutputs {
+  std::vector<float> core, out;
+};
+
+// Runs of 1, C - 1, C, C + 1 and 3C + 5 rows, a decode row, C + 6 rows of which the last 3 are padding: the
+// chunked delta rule's batch, C = kDeltaNetChunk.
+inline DeltaNetCase make_chunked_deltanet_case(const DeltaNetSizes& d, uint32_t seed, float log_a_shift = 0.0f) {
+  constexpr int C = deltanet_detail::kDeltaNetChunk;
+  return make_deltanet_case(d, seed, {1, C - 1, C, C + 1, 3 * C + 5, 1, C + 6}, {1, C - 1, C, C + 1, 3 * C + 5, 1, C + 3},
+                            log_a_shift);
+}
+
+// The layer's sizes, conv kernel 4.
+inline DeltaNetSizes deltanet_dims(int nk, int nv, int dk, int dv, bool tiled) {
+  DeltaNetSizes d;
+  d.num_k_heads = nk;
+  d.num_v_heads = nv;
+  d.k_head_dim = dk;
+  d.v_head_dim = dv;
+  d.conv_kernel = 4;
+  d.tiled_heads = tiled;
+  return d;
+}
+
+// The chunked delta rule on the case's rows (sequences of at least min_chunk_rows real rows) against the
+// float64 reference and the token-by-token kernel, outputs before and after the norm and the final states;
+// then the rows split over two steps (the second continuing the first's states) against the reference.
+// run(case, batch, conv_state, state, min_chunk_rows) -> DeltaNetOutputs, the states advanced in place;
+// min_chunk_rows 0: every sequence token by token.
+template <typename Run>
+void check_chunked_deltanet_case(const DeltaNetCase& dc, Run run, int min_chunk_rows, double tolerance) {
+  const RecurrentCase& c = dc.batch;
+  std::vector<double> conv_ref(c.conv_state.begin(), c.conv_state.end());
+  std::vector<double> state_ref(c.recurrent_state.begin(), c.recurrent_state.end()), core_ref;
+  const std::vector<double> out_ref = deltanet_reference(dc, c, conv_ref, state_ref, &core_ref);
+  std::vector<float> conv = c.conv_state, state = c.recurrent_state;
+  const DeltaNetOutputs chunked = run(dc, c, conv, state, min_chunk_rows);
+  CHECK(largest_diff(chunked.core, core_ref) < tolerance);
+  CHECK(largest_diff(chunked.out, out_ref) < 10 * tolerance);  // normed: values of order 1
+  CHECK(largest_diff(conv, conv_ref) == 0.0);
+  CHECK(largest_diff(state, state_ref) < tolerance);
+  std::vector<float> conv_token = c.conv_state, state_token = c.recurrent_state;
+  const DeltaNetOutputs token = run(dc, c, conv_token, state_token, 0);
+  const std::vector<double> core_token(token.core.begin(), token.core.end());
+  const std::vector<double> state_token_d(state_token.begin(), state_token.end());
+  CHECK(largest_diff(chunked.core, core_token) < tolerance);
+  CHECK(largest_diff(state, state_token_d) < tolerance);
+
+  const int split = deltanet_detail::kDeltaNetChunk + 6;
+  const RecurrentCase first = rows_of(c, 0, split), second = rows_of(c, split, 1 << 20);
+  std::vector<float> conv_split = c.conv_state, state_split = c.recurrent_state;
+  const DeltaNetOutputs out_first = run(dc, first, conv_split, state_split, min_chunk_rows);
+  const DeltaNetOutputs out_second = run(dc, second, conv_split, state_split, min_chunk_rows);
+  CHECK(largest_diff(state_split, state_ref) < tolerance);
+  const int width = dc.d.value_dim();
+  double split_diff = 0;
+  for (int s = 0; s < c.num_seqs(); ++s) {
+    for (int t = 0; t < c.begin[s + 1] - c.begin[s]; ++t) {
+      const RecurrentCase& part = t < split ? first : second;
+      const std::vector<float>& part_core = t < split ? out_first.core : out_second.core;
+      const size_t pr = static_cast<size_t>(part.begin[s] + (t < split ? t : t - split));
+      const size_t r = static_cast<size_t>(c.begin[s] + t);
+      for (int i = 0; i < width; ++i) {
+        split_diff = std::max(split_diff, std::abs(part_core[pr * width + i] - core_ref[r * width + i]));
+      }
+    }
+  }
+  CHECK(split_diff < tolerance);
+}
+
 }  // namespace cbatch::test

@@ -29,11 +29,6 @@
 namespace cbatch::test {
 namespace {
 
-// The delta rule's outputs before the norm (core) and the layer's after it (out), (rows, value_dim) each.
-struct DeltaNetOutputs {
-  std::vector<float> core, out;
-};
-
 // The kernels' block code on the batch's rows, the sequences of at least min_chunk_rows real rows on the
 // chunked delta rule (0: none); the states advance in place. core starts as NaN: a row left unwritten shows.
 DeltaNetOutputs run_kernels(const DeltaNetCase& dc, const RecurrentCase& c, std::vector<float>& conv_state,
@@ -135,76 +130,17 @@ TEST_CASE("gated DeltaNet chunk plan: real rows in chunks from the first, paddin
   CHECK(plan.num_chunks() <= max_deltanet_chunks(begin.back(), 3));
 }
 
-// The chunked delta rule on the case's rows (sequences of at least min_chunk_rows real rows) against the
-// float64 reference and the token-by-token kernel, outputs before and after the norm and the final states;
-// then the rows split over two steps (the second continuing the first's states) against the reference.
-void check_chunked(const DeltaNetCase& dc, int min_chunk_rows, double tolerance) {
-  const RecurrentCase& c = dc.batch;
-  std::vector<double> conv_ref(c.conv_state.begin(), c.conv_state.end());
-  std::vector<double> state_ref(c.recurrent_state.begin(), c.recurrent_state.end()), core_ref;
-  const std::vector<double> out_ref = deltanet_reference(dc, c, conv_ref, state_ref, &core_ref);
-  std::vector<float> conv = c.conv_state, state = c.recurrent_state;
-  const DeltaNetOutputs chunked = run_kernels(dc, c, conv, state, min_chunk_rows);
-  CHECK(largest_diff(chunked.core, core_ref) < tolerance);
-  CHECK(largest_diff(chunked.out, out_ref) < 10 * tolerance);  // normed: values of order 1
-  CHECK(largest_diff(conv, conv_ref) == 0.0);
-  CHECK(largest_diff(state, state_ref) < tolerance);
-  std::vector<float> conv_token = c.conv_state, state_token = c.recurrent_state;
-  const DeltaNetOutputs token = run_kernels(dc, c, conv_token, state_token, 0);
-  const std::vector<double> core_token(token.core.begin(), token.core.end());
-  const std::vector<double> state_token_d(state_token.begin(), state_token.end());
-  CHECK(largest_diff(chunked.core, core_token) < tolerance);
-  CHECK(largest_diff(state, state_token_d) < tolerance);
-
-  const int split = deltanet_detail::kDeltaNetChunk + 6;
-  const RecurrentCase first = rows_of(c, 0, split), second = rows_of(c, split, 1 << 20);
-  std::vector<float> conv_split = c.conv_state, state_split = c.recurrent_state;
-  const DeltaNetOutputs out_first = run_kernels(dc, first, conv_split, state_split, min_chunk_rows);
-  const DeltaNetOutputs out_second = run_kernels(dc, second, conv_split, state_split, min_chunk_rows);
-  CHECK(largest_diff(state_split, state_ref) < tolerance);
-  const int width = dc.d.value_dim();
-  double split_diff = 0;
-  for (int s = 0; s < c.num_seqs(); ++s) {
-    for (int t = 0; t < c.begin[s + 1] - c.begin[s]; ++t) {
-      const RecurrentCase& part = t < split ? first : second;
-      const std::vector<float>& part_core = t < split ? out_first.core : out_second.core;
-      const size_t pr = static_cast<size_t>(part.begin[s] + (t < split ? t : t - split));
-      const size_t r = static_cast<size_t>(c.begin[s] + t);
-      for (int i = 0; i < width; ++i) {
-        split_diff = std::max(split_diff, std::abs(part_core[pr * width + i] - core_ref[r * width + i]));
-      }
-    }
-  }
-  CHECK(split_diff < tolerance);
-}
-
-DeltaNetSizes chunked_dims(int nk, int nv, int dk, int dv, bool tiled) {
-  DeltaNetSizes d;
-  d.num_k_heads = nk;
-  d.num_v_heads = nv;
-  d.k_head_dim = dk;
-  d.v_head_dim = dv;
-  d.conv_kernel = 4;
-  d.tiled_heads = tiled;
-  return d;
-}
-
-// Runs of 1, C - 1, C, C + 1 and 3C + 5 rows, a decode row, C + 6 rows of which the last 3 are padding.
-constexpr int kC = deltanet_detail::kDeltaNetChunk;
-const std::vector<int> kChunkedRows = {1, kC - 1, kC, kC + 1, 3 * kC + 5, 1, kC + 6};
-const std::vector<int> kChunkedReal = {1, kC - 1, kC, kC + 1, 3 * kC + 5, 1, kC + 3};
-
 TEST_CASE("chunked gated DeltaNet: every run chunked, grouped key heads, decay factors mid, near 1 and near 0") {
-  const DeltaNetSizes d = chunked_dims(2, 4, 16, 24, false);  // num_v_heads = 2 num_k_heads; idle lanes
+  const DeltaNetSizes d = deltanet_dims(2, 4, 16, 24, false);  // num_v_heads = 2 num_k_heads; idle lanes
   for (const float shift : {0.0f, -9.0f, 4.0f}) {
     CAPTURE(shift);
-    check_chunked(make_deltanet_case(d, 11, kChunkedRows, kChunkedReal, shift), 1, 2e-5);
+    check_chunked_deltanet_case(make_chunked_deltanet_case(d, 11, shift), run_kernels, 1, 2e-5);
   }
 }
 
 TEST_CASE("chunked gated DeltaNet: runs of C rows and more chunked, the rest token by token; two column tiles") {
-  const DeltaNetSizes d = chunked_dims(2, 6, 40, 40, true);  // tiled key heads; a second, partial tile of S
-  check_chunked(make_deltanet_case(d, 12, kChunkedRows, kChunkedReal), kC, 2e-5);
+  const DeltaNetSizes d = deltanet_dims(2, 6, 40, 40, true);  // tiled key heads; a second, partial tile of S
+  check_chunked_deltanet_case(make_chunked_deltanet_case(d, 12), run_kernels, deltanet_detail::kDeltaNetChunk, 2e-5);
 }
 
 }  // TEST_SUITE("host")
