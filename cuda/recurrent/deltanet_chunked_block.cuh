@@ -18,6 +18,8 @@ namespace cbatch::deltanet_detail {
 
 constexpr int kPrepareThreads = 128;
 constexpr int kStateCols = 32;  // a state block's columns of S: one warp, a column per lane
+constexpr int kRowBlock = 4;    // rows a state block's lane sums at once (kDeltaNetChunk a multiple)
+static_assert(kDeltaNetChunk % kRowBlock == 0, "a row block past a chunk would read past the buffer");
 
 // A row's log decay from the decay factor the gates hold; a factor that rounded to 0 counts as exp(-88),
 // which is as good as 0 against any later row yet keeps the differences G_i - G_j finite.
@@ -118,6 +120,19 @@ __device__ __forceinline__ void chunk_prepare_block(DeltaNetChunkWork work,
   }
 }
 
+// out[t] = buf row (i0 + t) . column lane of S for t < kRowBlock, each summed over m in order: one read of S
+// for kRowBlock rows, and as many independent sums. Rows past the chunk's are read (inside buf) and unused.
+__device__ __forceinline__ void rows_times_column(float* out, const float* buf, int i0, int dk, const float* S,
+                                                  int lane) {
+#pragma unroll
+  for (int t = 0; t < kRowBlock; ++t) out[t] = 0.0f;
+  for (int m = 0; m < dk; ++m) {
+    const float s = S[m * kStateCols + lane];
+#pragma unroll
+    for (int t = 0; t < kRowBlock; ++t) out[t] += buf[(i0 + t) * dk + m] * s;
+  }
+}
+
 // Loads rows [first, first + n) of a (rows, stride) matrix at src (a head's dk values from each row) into
 // buf (n, dk), the block's threads striding.
 __device__ __forceinline__ void load_chunk_rows(float* buf, const float* __restrict__ src, int64_t first, int n,
@@ -155,23 +170,27 @@ __device__ __forceinline__ void chunk_state_block(float* __restrict__ core,  // 
     __syncthreads();  // the previous chunk's K rows are read
     load_chunk_rows(buf, work.w + h * dk, first, n, static_cast<int64_t>(nv) * dk, dk);
     __syncthreads();
-    for (int i = 0; i < n; ++i) {  // V' = U - W S
-      float ws = 0.0f;
-      for (int m = 0; m < dk; ++m) ws += buf[i * dk + m] * S[m * kStateCols + lane];
-      const float u = owner ? work.u[(static_cast<int64_t>(first + i) * nv + h) * dv + col] : 0.0f;
-      delta[i * kStateCols + lane] = u - ws;
+    for (int i0 = 0; i0 < n; i0 += kRowBlock) {  // V' = U - W S
+      float ws[kRowBlock];
+      rows_times_column(ws, buf, i0, dk, S, lane);
+      for (int i = i0; i < min(i0 + kRowBlock, n); ++i) {
+        const float u = owner ? work.u[(static_cast<int64_t>(first + i) * nv + h) * dv + col] : 0.0f;
+        delta[i * kStateCols + lane] = u - ws[i - i0];
+      }
     }
     __syncthreads();
     load_chunk_rows(buf, conv_out + kh * dk, first, n, conv_dim, dk);
     __syncthreads();
-    for (int i = 0; i < n; ++i) {  // O = exp(G) Q S + scores V'
-      const int64_t r = first + i;
-      float qs = 0.0f;
-      for (int m = 0; m < dk; ++m) qs += buf[i * dk + m] * S[m * kStateCols + lane];
-      float o = expf(G[r * nv + h]) * qs;
-      const float* score = work.scores + (r * nv + h) * C;
-      for (int j = 0; j <= i; ++j) o += score[j] * delta[j * kStateCols + lane];
-      if (owner) core[r * d.value_dim() + h * dv + col] = o;
+    for (int i0 = 0; i0 < n; i0 += kRowBlock) {  // O = exp(G) Q S + scores V'
+      float qs[kRowBlock];
+      rows_times_column(qs, buf, i0, dk, S, lane);
+      for (int i = i0; i < min(i0 + kRowBlock, n); ++i) {
+        const int64_t r = first + i;
+        float o = expf(G[r * nv + h]) * qs[i - i0];
+        const float* score = work.scores + (r * nv + h) * C;
+        for (int j = 0; j <= i; ++j) o += score[j] * delta[j * kStateCols + lane];
+        if (owner) core[r * d.value_dim() + h * dv + col] = o;
+      }
     }
     __syncthreads();
     load_chunk_rows(buf, conv_out + d.key_dim() + kh * dk, first, n, conv_dim, dk);
@@ -181,10 +200,16 @@ __device__ __forceinline__ void chunk_state_block(float* __restrict__ core,  // 
       delta[i * kStateCols + lane] *= expf(g_last - G[static_cast<int64_t>(first + i) * nv + h]);
     }
     const float decay = expf(g_last);
-    for (int m = 0; m < dk; ++m) {
-      float acc = decay * S[m * kStateCols + lane];
-      for (int i = 0; i < n; ++i) acc += buf[i * dk + m] * delta[i * kStateCols + lane];
-      S[m * kStateCols + lane] = acc;
+    for (int m0 = 0; m0 < dk; m0 += kRowBlock) {  // kRowBlock rows of S at once, each summed over i in order
+      float acc[kRowBlock];
+#pragma unroll
+      for (int t = 0; t < kRowBlock; ++t) acc[t] = decay * S[min(m0 + t, dk - 1) * kStateCols + lane];
+      for (int i = 0; i < n; ++i) {
+        const float v = delta[i * kStateCols + lane];
+#pragma unroll
+        for (int t = 0; t < kRowBlock; ++t) acc[t] += buf[i * dk + min(m0 + t, dk - 1)] * v;
+      }
+      for (int t = 0; t < kRowBlock && m0 + t < dk; ++t) S[(m0 + t) * kStateCols + lane] = acc[t];
     }
     if (owner && first + n == real_end) {
       for (int m = 0; m < dk; ++m) state[static_cast<int64_t>(m) * dv + col] = S[m * kStateCols + lane];
