@@ -173,9 +173,12 @@ __device__ __forceinline__ void chunk_state_block(float* __restrict__ core,  // 
     for (int i0 = 0; i0 < n; i0 += kRowBlock) {  // V' = U - W S
       float ws[kRowBlock];
       rows_times_column(ws, buf, i0, dk, S, lane);
-      for (int i = i0; i < min(i0 + kRowBlock, n); ++i) {
+#pragma unroll
+      for (int t = 0; t < kRowBlock; ++t) {  // unrolled, so that ws stays in registers
+        const int i = i0 + t;
+        if (i >= n) break;
         const float u = owner ? work.u[(static_cast<int64_t>(first + i) * nv + h) * dv + col] : 0.0f;
-        delta[i * kStateCols + lane] = u - ws[i - i0];
+        delta[i * kStateCols + lane] = u - ws[t];
       }
     }
     __syncthreads();
@@ -184,9 +187,12 @@ __device__ __forceinline__ void chunk_state_block(float* __restrict__ core,  // 
     for (int i0 = 0; i0 < n; i0 += kRowBlock) {  // O = exp(G) Q S + scores V'
       float qs[kRowBlock];
       rows_times_column(qs, buf, i0, dk, S, lane);
-      for (int i = i0; i < min(i0 + kRowBlock, n); ++i) {
+#pragma unroll
+      for (int t = 0; t < kRowBlock; ++t) {
+        const int i = i0 + t;
+        if (i >= n) break;
         const int64_t r = first + i;
-        float o = expf(G[r * nv + h]) * qs[i - i0];
+        float o = expf(G[r * nv + h]) * qs[t];
         const float* score = work.scores + (r * nv + h) * C;
         for (int j = 0; j <= i; ++j) o += score[j] * delta[j * kStateCols + lane];
         if (owner) core[r * d.value_dim() + h * dv + col] = o;
