@@ -60,12 +60,17 @@
 #             CUDA fp32 greedy tokens vs the CPU's in several modes; bf16 agreement printed)
 #   deltanet  hybrid models on CUDA: the gated DeltaNet launchers (cuda/recurrent/: conv with its window, q/k
 #             norms and gates, the delta rule, the gated norm) in fp32 and bf16 against the float64 reference,
-#             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the refusals; and
-#             tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5, Qwen3.5-MoE and Qwen3-Next, whose DeltaNet
-#             projections grouped by key head the upload puts in Qwen3.5's order, HF and GGUF, CUDA fp32 greedy
-#             tokens vs the float64 reference, modes, budgets, n = 2, preemption), and
+#             up to Qwen3.5's 128 x 128 heads, chunked = whole bit for bit; the chunked delta rule's launcher
+#             against the token-by-token one and the reference (runs of 1 to 3C + 5 rows, padding, decay near
+#             0 and 1, Qwen3.5's heads); the refusals; and tests/e2e/test_gpu_hybrid.py (tiny Qwen3.5,
+#             Qwen3.5-MoE and Qwen3-Next, whose DeltaNet projections grouped by key head the upload puts in
+#             Qwen3.5's order, HF and GGUF, CUDA fp32 greedy tokens vs the float64 reference, modes, budgets,
+#             n = 2, preemption: bit for bit with deltanet=recurrent, decisive tokens with chunked), and
 #             tests/e2e/test_gpu_hybrid_prefix.py (prefix caching with the recurrent-state snapshots in device
 #             slots, on a model of each recurrent kind: tokens as without caching, the hits, eviction)
+#   deltanet-bench  bench, dummy Qwen3.5-4B shape (examples/models/qwen3.5-4b.json), 16 requests 4096 / 8,
+#             continuous, --cuda-profile: the chunked delta rule (deltanet-bench-chunked) against token by
+#             token (deltanet-bench-recurrent)
 #   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
 #             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
 #             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
@@ -244,11 +249,18 @@ for s in "${@:-info unit sanitize e2e}"; do
         stage gemma4-e2e 300 python3 tests/e2e/test_gpu_gemma4.py ;;
       deltanet)
         stage deltanet-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*DeltaNet*,*refuses what its kernels lack*'
-        stage deltanet-e2e 300 python3 tests/e2e/test_gpu_hybrid.py
+        stage deltanet-e2e 450 python3 tests/e2e/test_gpu_hybrid.py
         stage deltanet-prefix 300 python3 tests/e2e/test_gpu_hybrid_prefix.py ;;
+      deltanet-bench)  # prefill-bound: 16 prompts of 4,096 tokens on Qwen3.5-4B's shape, both delta rules
+        for k in chunked recurrent; do
+          stage "deltanet-bench-$k" 300 "$CBATCH" bench --model dummy:examples/models/qwen3.5-4b.json \
+            --num-prompts 16 --input-len 4096 --output-len 8 --modes continuous --max-num-seqs 16 \
+            --max-num-batched-tokens 8192 --dtype bf16 --device cuda --quiet --cuda-profile \
+            --cuda-kernel "deltanet=$k" --json "$OUT_DIR/bench-deltanet-$k.json"
+        done ;;
       ssm)
         stage ssm-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*short conv*,*Mamba-2*,*rmsnorm*,*relu*,*moe*,*refuses what its kernels lack*'
-        stage ssm-e2e 400 python3 tests/e2e/test_gpu_hybrid.py ;;
+        stage ssm-e2e 550 python3 tests/e2e/test_gpu_hybrid.py ;;
       lora)
         stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
         stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;

@@ -72,7 +72,7 @@ class CudaBackend final : public Backend {
                           config_.deltanet.value_dim(),
                           config_.mamba.inner(), config_.per_layer_dim})),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
-        recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
+        recurrent_(config_, options.max_batch_tokens, options.max_num_seqs, options.kernels.chunked_deltanet),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
         shape_{config_.num_heads, config_.num_kv_heads, config_.head_dim, 0, 0},
         windows_(window_kinds(config_)),

@@ -54,7 +54,8 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
     throw Error("not enough GPU memory for the KV cache: " + gib_string(static_cast<double>(total_bytes)) + " x " +
                 std::to_string(options_.gpu_memory_utilization) + " = " + gib_string(budget) + " allowed, " +
                 gib_string(in_use) + " already in use (weights " + gib_string(static_cast<double>(weights_.bytes())) +
-                ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes() + moe_.device_bytes())) +
+                ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes() + moe_.device_bytes() +
+                                                      recurrent_.device_bytes())) +
                 "), leaving " +
                 gib_string(std::max(available, 0.0)) + " for " + std::to_string(blocks) + " blocks; one sequence of " +
                 std::to_string(max_context()) + " tokens needs " + std::to_string(needed) + " blocks of " +

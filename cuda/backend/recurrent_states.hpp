@@ -3,13 +3,16 @@
 // layer in order, its conv window ((conv_kernel - 1, channels) fp32) then its recurrent matrices (DeltaNet:
 // (num_v_heads, k_head_dim, v_head_dim), Mamba-2: (heads, head_dim, state_size) fp32; a short conv has none),
 // as the CPU's state cache lays them out (ModelConfig::layer_state). The step buffers are shared by the kinds
-// (a layer's steps end before the next layer's begin), each as wide as the widest kind present needs.
+// (a layer's steps end before the next layer's begin), each as wide as the widest kind present needs. With
+// the chunked delta rule (--cuda-kernel deltanet=chunked) the DeltaNet layers also have its workspace and the
+// step's chunk plan (deltanet_chunk_plan.hpp), cut once a step and read by every DeltaNet layer.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "cuda/common/device_buffer.hpp"
+#include "cuda/recurrent/deltanet_chunk_plan.hpp"
 #include "cuda/recurrent/deltanet_shape.hpp"
 #include "engine/model/model_config.hpp"
 
@@ -44,10 +47,12 @@ inline RecurrentWidths recurrent_widths(const ModelConfig& c, LayerKind kind) {
 
 template <typename T>
 struct RecurrentStates {
-  RecurrentStates(const ModelConfig& c, int max_tokens, int max_seqs)
+  RecurrentStates(const ModelConfig& c, int max_tokens, int max_seqs, bool chunked_deltanet)
       : dims(c.deltanet), mamba(c.mamba) {
     RecurrentWidths w;
+    bool has_deltanet = false;
     for (int l = 0; l < c.num_layers; ++l) {
+      has_deltanet = has_deltanet || c.layer_kind(l) == LayerKind::kDeltaNet;
       const LayerState state = c.layer_state(l);
       layer_offset.push_back(c.is_recurrent(l) ? slot_floats_ : -1);
       layer_conv_floats.push_back(state.conv_floats);
@@ -69,13 +74,32 @@ struct RecurrentStates {
     seq_real = DeviceBuffer<int32_t>(static_cast<size_t>(max_seqs));
     seq_slot = DeviceBuffer<int32_t>(static_cast<size_t>(max_seqs));
     host_seqs = PinnedBuffer<int32_t>(2 * static_cast<size_t>(max_seqs));
+    if (has_deltanet && chunked_deltanet) allocate_chunked(max_tokens, max_seqs);
+  }
+
+  // The chunked delta rule's workspace and plan buffers.
+  void allocate_chunked(int max_tokens, int max_seqs) {
+    chunked = true;
+    const size_t heads = static_cast<size_t>(max_tokens) * dims.num_v_heads;
+    chunk_w = DeviceBuffer<float>(heads * dims.k_head_dim);
+    chunk_u = DeviceBuffer<float>(heads * dims.v_head_dim);
+    chunk_scores = DeviceBuffer<float>(heads * deltanet_detail::kDeltaNetChunk);
+    chunk_log_decay = DeviceBuffer<float>(heads);
+    const size_t plan_ints = 3 * static_cast<size_t>(max_seqs) + 1 + 2 * max_deltanet_chunks(max_tokens, max_seqs);
+    chunk_plan = DeviceBuffer<int32_t>(plan_ints);
+    host_chunk_plan = PinnedBuffer<int32_t>(plan_ints);
+  }
+
+  deltanet_detail::DeltaNetChunkWork chunk_work() const {
+    return {chunk_w.get(), chunk_u.get(), chunk_scores.get(), chunk_log_decay.get()};
   }
 
   int64_t slot_floats() const { return slot_floats_; }
   int64_t slot_bytes() const { return slot_floats() * static_cast<int64_t>(sizeof(float)); }
   size_t device_bytes() const {
     return proj.bytes() + side.bytes() + conv_out.bytes() + gates.bytes() + core.bytes() + normed.bytes() +
-           seq_real.bytes() + seq_slot.bytes();
+           seq_real.bytes() + seq_slot.bytes() + chunk_w.bytes() + chunk_u.bytes() + chunk_scores.bytes() +
+           chunk_log_decay.bytes() + chunk_plan.bytes();
   }
   // Layer l's states in every slot (l a recurrent layer): its conv windows, then its matrices.
   deltanet_detail::DeltaNetStates layer_states(int l) const {
@@ -101,6 +125,19 @@ struct RecurrentStates {
   DeviceBuffer<int32_t> seq_real;  // (max_seqs) a step's real rows per sequence
   DeviceBuffer<int32_t> seq_slot;  // (max_seqs) its state slot per sequence
   PinnedBuffer<int32_t> host_seqs;  // (2, max_seqs) their staging copy
+  // The chunked delta rule (empty without it): its workspace (DeltaNetChunkWork), and the step's plan as
+  // prepare_states uploads it: [chunked (num_seqs) | seq (n) | seq_chunks (n + 1) | rows (num_chunks, 2)],
+  // n the chunked sequences, with the device views into it.
+  bool chunked = false;
+  DeviceBuffer<float> chunk_w;          // (max_tokens, num_v_heads, k_head_dim)
+  DeviceBuffer<float> chunk_u;          // (max_tokens, num_v_heads, v_head_dim)
+  DeviceBuffer<float> chunk_scores;     // (max_tokens, num_v_heads, kDeltaNetChunk)
+  DeviceBuffer<float> chunk_log_decay;  // (max_tokens, num_v_heads)
+  DeviceBuffer<int32_t> chunk_plan;     // (3 max_seqs + 1 + 2 max_deltanet_chunks)
+  PinnedBuffer<int32_t> host_chunk_plan;  // its staging copy
+  const int32_t* seq_chunked = nullptr;   // this step's chunked flags on the device, or null: none chunked
+  deltanet_detail::DeltaNetChunks chunks;  // this step's chunks on the device
+  int num_chunked_seqs = 0, num_chunks = 0;
 
  private:
   int64_t slot_floats_ = 0;

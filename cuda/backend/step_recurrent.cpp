@@ -6,16 +6,52 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cuda/backend/cuda_forward.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/recurrent/deltanet.hpp"
+#include "cuda/recurrent/deltanet_chunked.hpp"
 #include "cuda/recurrent/mamba2.hpp"
 #include "cuda/recurrent/short_conv.hpp"
 #include "engine/base/error.hpp"
 
 namespace cbatch {
+namespace {
+
+// The step's chunk plan (deltanet_chunk_plan.hpp: the sequences with kDeltaNetChunk real rows or more) on the
+// device, read by every DeltaNet layer; none without the chunked delta rule. begin and real (num_seqs) as
+// DeltaNetSeqs holds them, on the host.
+template <typename T>
+void upload_chunk_plan(RecurrentStates<T>& rs, const int32_t* begin, const int32_t* real, int num_seqs,
+                       cudaStream_t stream) {
+  rs.seq_chunked = nullptr;
+  rs.num_chunked_seqs = rs.num_chunks = 0;
+  if (!rs.chunked) return;
+  const DeltaNetChunkPlan plan = plan_deltanet_chunks(begin, real, num_seqs, deltanet_detail::kDeltaNetChunk);
+  if (plan.num_chunks() == 0) return;
+  int32_t* host = rs.host_chunk_plan.get();
+  size_t at = 0;
+  for (const std::vector<int32_t>* part : {&plan.chunked, &plan.seq, &plan.seq_chunks, &plan.rows}) {
+    if (at + part->size() > rs.host_chunk_plan.size()) {
+      throw Error("internal error: the DeltaNet chunk plan outgrows its " +
+                  std::to_string(rs.host_chunk_plan.size()) + " values");
+    }
+    std::copy(part->begin(), part->end(), host + at);
+    at += part->size();
+  }
+  CUDA_CHECK(cudaMemcpyAsync(rs.chunk_plan.get(), host, at * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  const int32_t* device = rs.chunk_plan.get();
+  const int n = plan.num_chunked_seqs();
+  rs.seq_chunked = device;
+  rs.chunks = {device + num_seqs, device + num_seqs + n, device + num_seqs + 2 * n + 1};
+  rs.num_chunked_seqs = n;
+  rs.num_chunks = plan.num_chunks();
+}
+
+}  // namespace
 
 template <typename T>
 void CudaBackend<T>::prepare_states(const RaggedBatch& batch, cudaStream_t stream) {
@@ -49,6 +85,7 @@ void CudaBackend<T>::prepare_states(const RaggedBatch& batch, cudaStream_t strea
   }
   CUDA_CHECK(cudaMemcpyAsync(rs.seq_real.get(), real, ns * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
   CUDA_CHECK(cudaMemcpyAsync(rs.seq_slot.get(), slots, ns * sizeof(int32_t), cudaMemcpyHostToDevice, stream));
+  upload_chunk_plan(rs, batch.query_start.data(), real, ns, stream);
 }
 
 // The layer's mixer by its kind (backend_checks.cpp admits only these), its input h already normed; its
@@ -66,7 +103,8 @@ void CudaBackend<T>::run_recurrent(int layer, const RaggedBatch& batch, const Ba
 }
 
 // x += out(gated_norm(delta_rule(conv(qkv(h))), z)): the layer's mixer, its input h already normed; its
-// output is left in the workspace's delta for the FFN's norm to add.
+// output is left in the workspace's delta for the FFN's norm to add. The delta rule runs token by token,
+// except on the sequences the step's chunk plan names (upload_chunk_plan), which take the chunked kernels.
 template <typename T>
 void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const BatchIndices& idx) {
   const LayerWeights<T>& w = weights_.layers[static_cast<size_t>(layer)];
@@ -81,12 +119,14 @@ void CudaBackend<T>::run_deltanet(int layer, const RaggedBatch& batch, const Bat
            sizes.conv_dim() + sizes.value_dim());
   add_lora(LoraProduct::kSsmBa, layer, idx, workspace_.h.get(), config_.dim, rs.side.get(), 2 * sizes.num_v_heads);
   profiler_.phase("gemm_ssm_in", stream);
-  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get()};
+  const DeltaNetSeqs seqs{idx.query_start, rs.seq_real.get(), rs.seq_slot.get(), rs.seq_chunked};
   const DeltaNetStates states = rs.layer_states(layer);
   deltanet_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kSsmConv), d, seqs, ns, states, stream);
   deltanet_gates<T>(rs.conv_out.get(), rs.gates.get(), rs.side.get(), w.vector(LayerTensor::kSsmDecay),
                     w.vector(LayerTensor::kSsmDtBias), d, n, stream);
   deltanet_delta_rule(rs.core.get(), rs.conv_out.get(), rs.gates.get(), d, seqs, ns, states, stream);
+  deltanet_chunked_delta_rule(rs.core.get(), rs.conv_out.get(), rs.gates.get(), rs.chunk_work(), d, seqs, rs.chunks,
+                              rs.num_chunked_seqs, rs.num_chunks, states, stream);
   deltanet_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kSsmNorm), d, n,
                          config_.rms_eps, stream);
   profiler_.phase("deltanet", stream);

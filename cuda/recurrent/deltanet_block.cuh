@@ -85,7 +85,8 @@ __device__ __forceinline__ void gates_block(float* __restrict__ conv_out,      /
 // Block (sequence blockIdx.x, value head blockIdx.y), thread j < v_head_dim owning column j of the head's
 // state S (k_head_dim, v_head_dim), held in shared memory (k_head_dim * (v_head_dim + 2) floats: S, then the
 // token's q and k). Token by token: S *= decay; S += k (beta (v - k S)); o = q S, each column summed over i in
-// order. The state is stored back after the last real row.
+// order. The state is stored back after the last real row. Sequences marked chunked are left to the chunked
+// kernels (deltanet_chunked_block.cuh).
 __device__ __forceinline__ void delta_rule_block(float* __restrict__ core,         // (rows, value_dim)
                                                  const float* __restrict__ conv_out,  // (rows, conv_dim): q|k|v
                                                  const float* __restrict__ gates,     // (rows, 2 num_v_heads)
@@ -94,7 +95,7 @@ __device__ __forceinline__ void delta_rule_block(float* __restrict__ core,      
   const int s = blockIdx.x, h = blockIdx.y, j = threadIdx.x;
   const int dk = d.k_head_dim, dv = d.v_head_dim, nv = d.num_v_heads, kh = d.key_head_of(h);
   const int begin = seqs.begin[s], count = seqs.begin[s + 1] - begin, real = seqs.real[s];
-  if (count == 0) return;
+  if (count == 0 || (seqs.chunked != nullptr && seqs.chunked[s] != 0)) return;
   float* state = states.recurrent + static_cast<int64_t>(seqs.slot[s]) * states.recurrent_stride +
                  static_cast<int64_t>(h) * dk * dv;
   float* S = smem;               // (dk, dv)

@@ -35,8 +35,9 @@ for value, needles in [
     ("sampling=gpu", ["sampling=gpu", "sampling takes device or host"]),
     ("moe-gemm=grouped-batched", ["moe-gemm takes grouped or loop"]),
     ("moe-experts=mxfp4", ["moe-experts takes blocks or dequant"]),
+    ("deltanet=chunk", ["deltanet=chunk", "deltanet takes chunked or recurrent"]),
     ("attention=paged", ["attention is not a CUDA kernel switch",
-                         "decode, prefill, sampling, moe-gemm or moe-experts"]),
+                         "decode, prefill, sampling, moe-gemm, moe-experts or deltanet"]),
     ("decode", ["--cuda-kernel decode: expected NAME=VALUE"]),
 ]:
     refused(["--cuda-kernel", value], needles)
@@ -60,7 +61,8 @@ elif not gpu:
 else:
     for value in ("decode=stream", "decode=tensor-cores-16", "decode=cuda-cores", "decode=paged", "decode=0",
                   "prefill=on", "prefill=off", "sampling=device", "sampling=host", "moe-gemm=grouped",
-                  "moe-gemm=loop", "moe-experts=blocks", "moe-experts=dequant"):
+                  "moe-gemm=loop", "moe-experts=blocks", "moe-experts=dequant", "deltanet=chunked",
+                  "deltanet=recurrent"):
         proc = run(["run", prompts, "-o", out, "--quiet", "--device", "cuda", "--cuda-kernel", value] + GGUF,
                    check=False)
         c.check(proc.returncode == 0, f"--cuda-kernel {value}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
