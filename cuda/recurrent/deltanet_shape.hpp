@@ -10,6 +10,9 @@
 namespace cbatch::deltanet_detail {
 
 constexpr int kMaxConvKernel = 8;  // taps a conv may have (Qwen3.5: 4)
+// Rows of a chunk of the chunked Mamba-2 scan (mamba2_chunked.hpp): sequences with at least this many rows in a
+// step take it, the others the token-by-token scan.
+constexpr int kMambaChunkRows = 64;
 
 // The step's sequences: rows [begin[s], begin[s + 1]), of which the first real[s] are real (padding rows
 // come last: they are computed from the state but leave it as it was); slot[s] is the sequence's state slot.

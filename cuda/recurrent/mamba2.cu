@@ -1,9 +1,8 @@
 // A Mamba-2 layer's steps between its products (mamba2.hpp): one launch each; the block code is
 // mamba2_block.cuh. The conv runs a thread per channel and the scan a block per (sequence, head), both over
 // the sequence's rows in token order (decode and prefill alike); the gated norm a warp per (row, group).
-// The scan is sequential over a sequence's tokens: a long prefill is one block walking its rows. A chunked
-// scan (the SSD form: within chunks of 64-256 tokens the outputs as masked matrix products on tensor cores,
-// the state carried between chunks) would spread a prefill over many blocks; decode rows gain nothing.
+// The scan is sequential over a sequence's tokens: a long prefill is one block walking its rows; the chunked
+// scan (mamba2_chunked.cu, the SSD form) takes the sequences of at least kMambaChunkRows rows where it is on.
 #include "cuda/recurrent/mamba2.hpp"
 
 #include <cuda_bf16.h>
@@ -32,9 +31,9 @@ template <typename T>
 __global__ void mamba2_scan_kernel(float* __restrict__ y, const float* __restrict__ xbc, const T* __restrict__ proj,
                                    const float* __restrict__ decay, const float* __restrict__ dt_bias,
                                    const float* __restrict__ skip, Mamba2Sizes d, RecurrentSeqs seqs,
-                                   RecurrentStates states) {
+                                   RecurrentStates states, int chunked_from) {
   extern __shared__ float smem[];
-  mamba2_scan_block<T>(y, xbc, proj, decay, dt_bias, skip, d, seqs, states, smem);
+  mamba2_scan_block<T>(y, xbc, proj, decay, dt_bias, skip, d, seqs, states, smem, chunked_from);
 }
 
 template <typename T>
@@ -72,7 +71,7 @@ void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float
 template <typename T>
 void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d_decay, const float* d_dt_bias,
                  const float* d_skip, const Mamba2Sizes& dims, const RecurrentSeqs& seqs, int num_seqs,
-                 const RecurrentStates& states, cudaStream_t stream) {
+                 const RecurrentStates& states, cudaStream_t stream, int chunked_from) {
   check_dims("mamba2_scan", dims);
   if (num_seqs == 0) return;
   const size_t smem = scan_smem(dims);
@@ -82,7 +81,7 @@ void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d
   }
   const dim3 grid(num_seqs, dims.num_heads);
   mamba2_scan_kernel<T><<<grid, scan_threads(dims), smem, stream>>>(d_y, d_xbc, d_proj, d_decay, d_dt_bias, d_skip,
-                                                                    dims, seqs, states);
+                                                                    dims, seqs, states, chunked_from);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -101,7 +100,7 @@ void mamba2_gated_norm(T* d_out, const float* d_y, const T* d_proj, const float*
                                const RecurrentSeqs&, int, const RecurrentStates&, cudaStream_t);               \
   template void mamba2_scan<T>(float*, const float*, const T*, const float*, const float*, const float*,        \
                                const Mamba2Sizes&, const RecurrentSeqs&, int, const RecurrentStates&,            \
-                               cudaStream_t);                                                                   \
+                               cudaStream_t, int);                                                              \
   template void mamba2_gated_norm<T>(T*, const float*, const T*, const float*, const Mamba2Sizes&, int, float,  \
                                      cudaStream_t);
 CBATCH_INSTANTIATE_MAMBA2(float)

@@ -6,6 +6,8 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "cuda/recurrent/deltanet_shape.hpp"
 #include "engine/model/recurrent_sizes.hpp"
 
@@ -20,10 +22,11 @@ void mamba2_conv(float* d_xbc, const T* d_proj, const float* d_taps, const float
 
 // y (rows, inner) fp32 = the selective scan's outputs (D skip included), token by token per sequence and head,
 // dt from proj's last num_heads values; the states advance past the real rows. decay A (heads), negative.
+// Sequences of at least chunked_from rows are skipped (left to mamba2_chunked_scan, mamba2_chunked.hpp).
 template <typename T>
 void mamba2_scan(float* d_y, const float* d_xbc, const T* d_proj, const float* d_decay, const float* d_dt_bias,
                  const float* d_skip, const Mamba2Sizes& dims, const deltanet_detail::DeltaNetSeqs& seqs, int num_seqs,
-                 const deltanet_detail::DeltaNetStates& states, cudaStream_t stream);
+                 const deltanet_detail::DeltaNetStates& states, cudaStream_t stream, int chunked_from = INT32_MAX);
 
 // out (rows, inner) T = RMSNorm(y silu(z)) weight per group of inner / num_groups values, z proj's first inner.
 template <typename T>

@@ -50,7 +50,8 @@ __device__ __forceinline__ void mamba2_conv_block(float* __restrict__ xbc, const
 // (head_dim, state_size), held in shared memory transposed ((state_size, head_dim): the threads read
 // consecutive words) with the token's B and C after it (state_size * (head_dim + 2) floats). Token by token:
 // dt = clamp(softplus(dt_raw + dt_bias), dt_min, dt_max); S = S exp(dt A) + (dt x) B^T; y = S C + D x, each
-// row summed over the state in order. The state is stored back after the last real row.
+// row summed over the state in order. The state is stored back after the last real row. Sequences of at
+// least chunked_from rows are left to the chunked scan (mamba2_chunked_block.cuh).
 template <typename T>
 __device__ __forceinline__ void mamba2_scan_block(float* __restrict__ y,            // (rows, inner)
                                                   const float* __restrict__ xbc,    // (rows, conv_dim)
@@ -59,11 +60,12 @@ __device__ __forceinline__ void mamba2_scan_block(float* __restrict__ y,        
                                                   const float* __restrict__ dt_bias,  // (heads)
                                                   const float* __restrict__ skip,     // (heads): D
                                                   const Mamba2Sizes& d, const RecurrentSeqs& seqs,
-                                                  const RecurrentStates& states, float* smem) {
+                                                  const RecurrentStates& states, float* smem,
+                                                  int chunked_from = INT32_MAX) {
   const int s = blockIdx.x, h = blockIdx.y, p = threadIdx.x;
   const int P = d.head_dim, N = d.state_size, g = d.group_of(h);
   const int begin = seqs.begin[s], count = seqs.begin[s + 1] - begin, real = seqs.real[s];
-  if (count == 0) return;
+  if (count == 0 || count >= chunked_from) return;
   float* state = states.recurrent + static_cast<int64_t>(seqs.slot[s]) * states.recurrent_stride +
                  static_cast<int64_t>(h) * P * N;
   float* S = smem;           // (N, P)

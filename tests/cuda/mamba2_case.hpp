@@ -22,7 +22,9 @@ struct Mamba2Case {
                         // (heads, head_dim, state_size)
 };
 
-inline Mamba2Case make_mamba2_case(const Mamba2Sizes& d, uint32_t seed) {
+// rows[s] rows of sequence s, real[s] of them real (recurrent_case.hpp's batch by default).
+inline Mamba2Case make_mamba2_case(const Mamba2Sizes& d, uint32_t seed, const std::vector<int>& rows = {9, 1, 6},
+                                   const std::vector<int>& real = {9, 1, 4}) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Mamba2Case c;
@@ -35,7 +37,7 @@ inline Mamba2Case make_mamba2_case(const Mamba2Sizes& d, uint32_t seed) {
   fill_uniform(rng, c.skip, d.num_heads, 1.0f);
   c.norm.resize(d.inner());
   for (float& w : c.norm) w = 1.0f + 0.3f * u(rng);
-  c.batch = make_recurrent_case({9, 1, 6}, {9, 1, 4}, d.in_proj_dim(), static_cast<int64_t>(d.conv_kernel - 1) * d.conv_dim(),
+  c.batch = make_recurrent_case(rows, real, d.in_proj_dim(), static_cast<int64_t>(d.conv_kernel - 1) * d.conv_dim(),
                                 static_cast<int64_t>(d.inner()) * d.state_size, rng);
   return c;
 }
