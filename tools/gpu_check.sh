@@ -74,11 +74,13 @@
 #   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
 #             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
 #             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
-#             the float64 reference, chunked = whole bit for bit; the delta-scaled norm, relu^2 and the
-#             ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
+#             the float64 reference, chunked = whole bit for bit, and the chunked Mamba-2 scan (SSD form) against
+#             the reference and the token-by-token scan on runs of 1 to 3Q + 5 rows; the delta-scaled norm,
+#             relu^2 and the ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
 #             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 and Qwen3-Next
-#             models, CUDA fp32 greedy tokens vs the float64 reference, modes, n = 2, preemption; deltanet's
-#             e2e half is the same)
+#             models, CUDA fp32 greedy tokens vs the float64 reference, modes, n = 2, preemption; long prompts
+#             on the Mamba-2 models: mamba-scan=recurrent bit for bit across budgets, chunked vs the reference;
+#             deltanet's e2e half is the same)
 #   gemma4    Gemma 4 on CUDA: the RoPE cases with the V norm and the shared layers' q-only step, the per-layer
 #             input kernels, the MoE routing with Gemma 4's scales, the refusals (test_cuda's cases), and
 #             tests/e2e/test_gpu_gemma4.py (tiny Gemma 4 dense with per-layer inputs, shared K/V, k_eq_v,
@@ -260,7 +262,7 @@ for s in "${@:-info unit sanitize e2e}"; do
         done ;;
       ssm)
         stage ssm-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*short conv*,*Mamba-2*,*rmsnorm*,*relu*,*moe*,*refuses what its kernels lack*'
-        stage ssm-e2e 550 python3 tests/e2e/test_gpu_hybrid.py ;;
+        stage ssm-e2e 600 python3 tests/e2e/test_gpu_hybrid.py ;;
       lora)
         stage lora-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*lora*,*LoRA*'
         stage lora-e2e 300 python3 tests/e2e/test_gpu_lora.py ;;

@@ -27,6 +27,7 @@ struct CudaKernelOptions {
   bool quantized_experts = true;     // moe-experts=blocks: MXFP4/GGUF/FP8 experts kept so; dequant: decoded to T
   bool chunked_deltanet = true;      // deltanet=chunked: runs of 64+ rows on the chunked delta rule; recurrent:
                                      // every row token by token (bit-identical across budgets)
+  bool chunked_mamba_scan = true;    // mamba-scan=chunked: runs of 64+ rows on the SSD scan; recurrent: token by token
   bool profile = false;              // --cuda-profile: device time of each phase of the step, printed at the end
 };
 

@@ -1,12 +1,14 @@
 // The recurrent layers of a hybrid model in a step of the CUDA backend (cuda_forward.hpp,
 // recurrent_states.hpp): the step's state copies (a fork's) and the zero states of the sequences that start,
 // then, per recurrent layer, its kind's products and kernels (cuda/recurrent/: deltanet.hpp, short_conv.hpp,
-// mamba2.hpp) over each sequence's state slot. The same order of operations as the CPU's cpu_deltanet.cpp,
-// cpu_short_conv.cpp and cpu_mamba2.cpp, LoRA adapters added after the in and out products as there.
+// mamba2.hpp, mamba2_chunked.hpp) over each sequence's state slot. The same order of operations as the CPU's
+// cpu_deltanet.cpp, cpu_short_conv.cpp and cpu_mamba2.cpp (the chunked delta rule and Mamba-2 scan: equal up to
+// rounding), LoRA adapters added after the in and out products as there.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,6 +17,7 @@
 #include "cuda/recurrent/deltanet.hpp"
 #include "cuda/recurrent/deltanet_chunked.hpp"
 #include "cuda/recurrent/mamba2.hpp"
+#include "cuda/recurrent/mamba2_chunked.hpp"
 #include "cuda/recurrent/short_conv.hpp"
 #include "engine/base/error.hpp"
 
@@ -170,8 +173,19 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
   const DeltaNetStates states = rs.layer_states(layer);
   mamba2_conv<T>(rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaConv),
                  w.vector(LayerTensor::kMambaConvBias), d, seqs, ns, states, stream);  // the bias null when absent
+  // Runs of kMambaChunkRows rows or more on the chunked scan (--cuda-kernel mamba-scan=chunked), the others
+  // (decode rows, short chunks) token by token.
+  int max_seq_rows = 0;
+  for (int s = 0; s < ns; ++s) max_seq_rows = std::max(max_seq_rows, batch.query_start[s + 1] - batch.query_start[s]);
+  const bool chunked = options_.kernels.chunked_mamba_scan && max_seq_rows >= deltanet_detail::kMambaChunkRows;
   mamba2_scan<T>(rs.core.get(), rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaDecay),
-                 w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns, states, stream);
+                 w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns, states, stream,
+                 chunked ? deltanet_detail::kMambaChunkRows : INT32_MAX);
+  if (chunked) {
+    mamba2_chunked_scan<T>(rs.core.get(), rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaDecay),
+                           w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns,
+                           max_seq_rows, states, stream);
+  }
   mamba2_gated_norm<T>(rs.normed.get(), rs.core.get(), rs.proj.get(), w.vector(LayerTensor::kMambaNorm), d, n,
                        config_.rms_eps, stream);
   profiler_.phase("mamba2", stream);

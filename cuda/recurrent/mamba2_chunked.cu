@@ -46,8 +46,9 @@ void allow_smem(Kernel kernel, size_t bytes, const char* op) {
   CUDA_CHECK(cudaGetDevice(&device));
   CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (bytes > static_cast<size_t>(optin)) {
-    throw Error(std::string(op) + ": a Mamba-2 head needs " + std::to_string(bytes) + " bytes of shared memory, the GPU has " +
-                std::to_string(optin) + " a block (use --cuda-kernel mamba-scan=recurrent)");
+    throw Error(std::string(op) + ": a Mamba-2 head needs " + std::to_string(bytes) +
+                " bytes of shared memory, the GPU has " + std::to_string(optin) +
+                " a block (use --cuda-kernel mamba-scan=recurrent)");
   }
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }

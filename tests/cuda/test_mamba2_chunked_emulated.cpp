@@ -43,7 +43,8 @@ std::vector<float> run_scan(const Mamba2Case& mc, const RecurrentCase& c, std::v
   });
   std::vector<float> smem(static_cast<size_t>(d.state_size) * (d.head_dim + 2));
   const int heads = d.num_heads;
-  block_emulator::launch({static_cast<unsigned>(ns), static_cast<unsigned>(heads), 1}, (d.head_dim + 31) / 32 * 32, [&] {
+  const int scan_threads = (d.head_dim + 31) / 32 * 32;
+  block_emulator::launch({static_cast<unsigned>(ns), static_cast<unsigned>(heads), 1}, scan_threads, [&] {
     mamba2_scan_block<float>(y.data(), xbc.data(), c.inputs.data(), mc.decay.data(), mc.dt_bias.data(), mc.skip.data(),
                              d, seqs, states, smem.data(), chunked ? Q : INT32_MAX);
   });
@@ -122,7 +123,9 @@ void check_continued(const Mamba2Sizes& d, uint32_t seed, int at, double toleran
       const bool early = t < at;
       const std::vector<float>& part_out = early ? out_first : out_second;
       const int64_t pr = (early ? first : second).begin[s] + (early ? t : t - at), r = c.begin[s] + t;
-      for (int i = 0; i < inner; ++i) worst = std::max(worst, std::abs(part_out[pr * inner + i] - expected[r * inner + i]));
+      for (int i = 0; i < inner; ++i) {
+        worst = std::max(worst, std::abs(part_out[pr * inner + i] - expected[r * inner + i]));
+      }
     }
   }
   CHECK(worst < tolerance);

@@ -36,8 +36,9 @@ for value, needles in [
     ("moe-gemm=grouped-batched", ["moe-gemm takes grouped or loop"]),
     ("moe-experts=mxfp4", ["moe-experts takes blocks or dequant"]),
     ("deltanet=chunk", ["deltanet=chunk", "deltanet takes chunked or recurrent"]),
+    ("mamba-scan=ssd", ["mamba-scan=ssd", "mamba-scan takes chunked or recurrent"]),
     ("attention=paged", ["attention is not a CUDA kernel switch",
-                         "decode, prefill, sampling, moe-gemm, moe-experts or deltanet"]),
+                         "decode, prefill, sampling, moe-gemm, moe-experts, deltanet or mamba-scan"]),
     ("decode", ["--cuda-kernel decode: expected NAME=VALUE"]),
 ]:
     refused(["--cuda-kernel", value], needles)
@@ -62,7 +63,7 @@ else:
     for value in ("decode=stream", "decode=tensor-cores-16", "decode=cuda-cores", "decode=paged", "decode=0",
                   "prefill=on", "prefill=off", "sampling=device", "sampling=host", "moe-gemm=grouped",
                   "moe-gemm=loop", "moe-experts=blocks", "moe-experts=dequant", "deltanet=chunked",
-                  "deltanet=recurrent"):
+                  "deltanet=recurrent", "mamba-scan=chunked", "mamba-scan=recurrent"):
         proc = run(["run", prompts, "-o", out, "--quiet", "--device", "cuda", "--cuda-kernel", value] + GGUF,
                    check=False)
         c.check(proc.returncode == 0, f"--cuda-kernel {value}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")

@@ -10,9 +10,10 @@ MLP layers, each a single sublayer):
   first step whose top-2 margin is at most 1e-3; bf16's leading agreement is printed;
 - the CUDA outputs are the same across modes, token budgets (a prompt's state carried over chunks), sequence
   caps, n = 2 (a fork copies its parent's state) and preemption under a small cache (its state rebuilt): bit
-  for bit with the token-by-token delta rule (--cuda-kernel deltanet=recurrent; the only kernel of the models
-  without DeltaNet layers); with the chunked one (the default, which prompts of 130 and 200 tokens take) each
-  of those runs agrees with the reference's decisive tokens instead, as its sums follow the chunks.
+  for bit with the token-by-token delta rule and Mamba-2 scan (--cuda-kernel deltanet=recurrent,
+  mamba-scan=recurrent; LFM2 has only its token-by-token conv); with the chunked ones (the default, which
+  prompts of 130 and 200 tokens take) each of those runs agrees with the reference's decisive tokens instead,
+  as their sums follow the chunks.
 A wrong kernel, state handling or row order fails here by name."""
 import os
 import random
@@ -30,7 +31,9 @@ INVARIANCE = [{"--mode": "static"}, {"--mode": "sequential"}, {"--max-num-batche
               {"--max-num-batched-tokens": "7", "--block-size": "8"}, {"--max-num-seqs": "2"},
               {"--kv-cache-blocks": "32", "--block-size": "8", "--max-num-batched-tokens": "16"}]
 RECURRENT = {"--cuda-kernel": "deltanet=recurrent"}
+MAMBA_RECURRENT = {"--cuda-kernel": "mamba-scan=recurrent"}
 DELTANET_MODELS = ("qwen3_5", "qwen3_5_moe", "qwen3_next")
+MAMBA_MODELS = ("granite_h", "granite_h_moe", "nemotron_h")
 
 c = Checks()
 work = tmpdir()
@@ -76,5 +79,7 @@ for name in ("qwen3_5", "qwen3_5_moe", "qwen3_next", "lfm2", "granite_h", "grani
     check_model(f"{name} gguf", gguf_path, reference.greedy(reference.load_gguf(gguf_path), prompts, NUM_TOKENS))
     if name in DELTANET_MODELS:
         check_invariance(name, hf_dir, expected, RECURRENT, exact=True)
-    check_invariance(name, hf_dir, expected, {}, exact=name not in DELTANET_MODELS)
+    if name in MAMBA_MODELS:
+        check_invariance(name, hf_dir, expected, MAMBA_RECURRENT, exact=True)
+    check_invariance(name, hf_dir, expected, {}, exact=name not in DELTANET_MODELS + MAMBA_MODELS)
 c.done()
