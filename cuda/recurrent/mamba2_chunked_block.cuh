@@ -17,7 +17,8 @@ namespace cbatch::recurrent_detail {
 
 using deltanet_detail::kMambaChunkRows;
 constexpr int kChunkThreads = 256;  // 16 x 16, a 4 x 4 tile each of a 64 x 64 product
-constexpr int kChunkCols = 32;      // state columns of a shared tile of B or C
+constexpr int kChunkCols = 32;      // state columns of a shared tile of B or C in the intra-chunk block
+constexpr int kStateCols = 64;      // and in the state block
 constexpr int kChunkOut = 64;       // head_dim columns of an output tile
 static_assert(kMambaChunkRows == 64, "a chunk is 16 threads x 4 rows");
 
@@ -29,7 +30,7 @@ __host__ __device__ inline int chunk_intra_floats() {
 }
 __host__ __device__ inline int chunk_state_floats(const Mamba2Sizes& d) {
   return 2 * kMambaChunkRows + d.head_dim * (d.state_size + 1) + kMambaChunkRows * d.head_dim +
-         kMambaChunkRows * (kChunkCols + 1);
+         kMambaChunkRows * (kStateCols + 1);
 }
 
 // dt (Q) and cum (Q) of head h for the chunk's rows [first, first + rows): dt as mamba2_scan_block, cum summed
@@ -53,13 +54,14 @@ __device__ __forceinline__ void chunk_decays(float* dt, float* cum, const T* __r
   __syncthreads();
 }
 
-// tile (Q, kChunkCols + 1) = columns [n0, n0 + kChunkCols) of the chunk's rows of xbc from column `offset`
-// (a group's B or C), zero past the rows, past the state and past `last_row`.
+// tile (Q, kCols + 1) = columns [n0, n0 + kCols) of the chunk's rows of xbc from column `offset` (a group's B
+// or C), zero past the rows, past the state and past `last_row`.
+template <int kCols>
 __device__ __forceinline__ void load_state_tile(float* tile, const float* __restrict__ xbc, int64_t first,
                                                int last_row, int offset, int n0, const Mamba2Sizes& d) {
-  for (int e = threadIdx.x; e < kMambaChunkRows * kChunkCols; e += blockDim.x) {
-    const int i = e / kChunkCols, k = e % kChunkCols;
-    tile[i * (kChunkCols + 1) + k] =
+  for (int e = threadIdx.x; e < kMambaChunkRows * kCols; e += blockDim.x) {
+    const int i = e / kCols, k = e % kCols;
+    tile[i * (kCols + 1) + k] =
         i <= last_row && n0 + k < d.state_size ? xbc[(first + i) * d.conv_dim() + offset + n0 + k] : 0.0f;
   }
 }
@@ -92,20 +94,26 @@ __device__ __forceinline__ void mamba2_chunk_intra_block(float* __restrict__ y, 
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   float acc[4][4] = {};
   for (int n0 = 0; n0 < N; n0 += kChunkCols) {
-    load_state_tile(c_tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
-    load_state_tile(b_tile, xbc, first, rows - 1, d.inner() + g * N, n0, d);
+    load_state_tile<kChunkCols>(c_tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
+    load_state_tile<kChunkCols>(b_tile, xbc, first, rows - 1, d.inner() + g * N, n0, d);
     __syncthreads();
     for (int k = 0; k < kChunkCols; ++k) {
       float ci[4], bj[4];
+      #pragma unroll
       for (int u = 0; u < 4; ++u) ci[u] = c_tile[(ty + 16 * u) * W + k];
+      #pragma unroll
       for (int v = 0; v < 4; ++v) bj[v] = b_tile[(tx + 16 * v) * W + k];
+      #pragma unroll
       for (int u = 0; u < 4; ++u) {
+        #pragma unroll
         for (int v = 0; v < 4; ++v) acc[u][v] += ci[u] * bj[v];
       }
     }
     __syncthreads();
   }
+  #pragma unroll
   for (int u = 0; u < 4; ++u) {
+    #pragma unroll
     for (int v = 0; v < 4; ++v) {
       const int i = ty + 16 * u, j = tx + 16 * v;
       m[i * (Q + 1) + j] = j <= i && i < rows ? acc[u][v] * expf(cum[i] - cum[j]) * dt[j] : 0.0f;
@@ -122,13 +130,19 @@ __device__ __forceinline__ void mamba2_chunk_intra_block(float* __restrict__ y, 
     float out[4][4] = {};
     for (int j = 0; j < rows; ++j) {
       float mi[4], xj[4];
+      #pragma unroll
       for (int u = 0; u < 4; ++u) mi[u] = m[(ty + 16 * u) * (Q + 1) + j];
+      #pragma unroll
       for (int v = 0; v < 4; ++v) xj[v] = x_tile[j * kChunkOut + tx + 16 * v];
+      #pragma unroll
       for (int u = 0; u < 4; ++u) {
+        #pragma unroll
         for (int v = 0; v < 4; ++v) out[u][v] += mi[u] * xj[v];
       }
     }
+    #pragma unroll
     for (int u = 0; u < 4; ++u) {
+      #pragma unroll
       for (int v = 0; v < 4; ++v) {
         const int i = ty + 16 * u, k = tx + 16 * v;
         if (i < rows && p0 + k < P) {
@@ -140,26 +154,47 @@ __device__ __forceinline__ void mamba2_chunk_intra_block(float* __restrict__ y, 
 }
 
 // dst (head_dim, state) = exp(cum_last) S + sum_{j<=last} exp(cum_last - cum_j) dt_j x_j B_j^T, dst either S
-// itself (stride state + 1: each thread rewrites only what it read) or the slot's state (stride state).
+// itself (stride state + 1: each thread rewrites only what it read) or the slot's state (stride state). A 4 x 4
+// tile of (p, n) a thread, over tiles of 64 x kStateCols.
 __device__ __forceinline__ void chunk_advance(float* dst, int64_t dst_stride, const float* S, float* xw, float* tile,
                                               const float* dt, const float* cum, int last,
                                               const float* __restrict__ xbc, int64_t first, int h, int g,
                                               const Mamba2Sizes& d) {
-  const int P = d.head_dim, N = d.state_size;
+  constexpr int W = kStateCols + 1;
+  const int P = d.head_dim, N = d.state_size, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for (int e = threadIdx.x; e < kMambaChunkRows * P; e += blockDim.x) {
     const int j = e / P, p = e % P;
     xw[e] = j <= last ? expf(cum[last] - cum[j]) * dt[j] * xbc[(first + j) * d.conv_dim() + h * P + p] : 0.0f;
   }
   const float factor = expf(cum[last]);
-  for (int n0 = 0; n0 < N; n0 += kChunkCols) {
-    load_state_tile(tile, xbc, first, last, d.inner() + g * N, n0, d);
+  for (int n0 = 0; n0 < N; n0 += kStateCols) {
+    load_state_tile<kStateCols>(tile, xbc, first, last, d.inner() + g * N, n0, d);
     __syncthreads();  // xw and the tile written
-    for (int e = threadIdx.x; e < P * kChunkCols; e += blockDim.x) {
-      const int p = e / kChunkCols, n = n0 + e % kChunkCols;
-      if (n >= N) continue;
-      float acc = 0.0f;
-      for (int j = 0; j <= last; ++j) acc += xw[j * P + p] * tile[j * (kChunkCols + 1) + e % kChunkCols];
-      dst[p * dst_stride + n] = factor * S[p * (N + 1) + n] + acc;
+    for (int p0 = 0; p0 < P; p0 += kChunkOut) {
+      float acc[4][4] = {};
+      for (int j = 0; j <= last; ++j) {
+        float xp[4], bn[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          const int p = p0 + ty + 16 * u;
+          xp[u] = xw[j * P + (p < P ? p : P - 1)];
+        }
+#pragma unroll
+        for (int v = 0; v < 4; ++v) bn[v] = tile[j * W + tx + 16 * v];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+#pragma unroll
+          for (int v = 0; v < 4; ++v) acc[u][v] += xp[u] * bn[v];
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+#pragma unroll
+        for (int v = 0; v < 4; ++v) {
+          const int p = p0 + ty + 16 * u, n = n0 + tx + 16 * v;
+          if (p < P && n < N) dst[p * dst_stride + n] = factor * S[p * (N + 1) + n] + acc[u][v];
+        }
+      }
     }
     __syncthreads();  // the tile read
   }
@@ -175,7 +210,7 @@ __device__ __forceinline__ void mamba2_chunk_state_block(float* __restrict__ y, 
                                                          const float* __restrict__ dt_bias,  // (heads)
                                                          const Mamba2Sizes& d, const RecurrentSeqs& seqs,
                                                          const RecurrentStates& states, float* smem) {
-  constexpr int Q = kMambaChunkRows, W = kChunkCols + 1;
+  constexpr int Q = kMambaChunkRows, W = kStateCols + 1;
   const int h = blockIdx.x, s = blockIdx.y;
   const int begin = seqs.begin[s], count = seqs.begin[s + 1] - begin, real = seqs.real[s];
   if (count < Q) return;
@@ -186,7 +221,7 @@ __device__ __forceinline__ void mamba2_chunk_state_block(float* __restrict__ y, 
   float* cum = dt + Q;           // (Q)
   float* S = cum + Q;            // (head_dim, state + 1)
   float* xw = S + P * (N + 1);   // (Q, head_dim): weighted x
-  float* tile = xw + Q * P;      // (Q, W)
+  float* tile = xw + Q * P;      // (Q, W): a tile of C or B
   for (int e = threadIdx.x; e < P * N; e += blockDim.x) S[(e / N) * (N + 1) + e % N] = state[e];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   for (int c0 = 0; c0 < count; c0 += Q) {
@@ -195,24 +230,30 @@ __device__ __forceinline__ void mamba2_chunk_state_block(float* __restrict__ y, 
     chunk_decays(dt, cum, proj, first, rows, h, decay[h], dt_bias[h], d);  // syncs: S loaded or advanced
     for (int p0 = 0; p0 < P; p0 += kChunkOut) {
       float acc[4][4] = {};
-      for (int n0 = 0; n0 < N; n0 += kChunkCols) {
-        load_state_tile(tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
+      for (int n0 = 0; n0 < N; n0 += kStateCols) {
+        load_state_tile<kStateCols>(tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
         __syncthreads();
-        const int cols = N - n0 < kChunkCols ? N - n0 : kChunkCols;
+        const int cols = N - n0 < kStateCols ? N - n0 : kStateCols;
         for (int k = 0; k < cols; ++k) {
           float ci[4], sp[4];
+          #pragma unroll
           for (int u = 0; u < 4; ++u) ci[u] = tile[(ty + 16 * u) * W + k];
+          #pragma unroll
           for (int v = 0; v < 4; ++v) {
             const int p = p0 + tx + 16 * v;
             sp[v] = S[(p < P ? p : P - 1) * (N + 1) + n0 + k];
           }
+          #pragma unroll
           for (int u = 0; u < 4; ++u) {
+            #pragma unroll
             for (int v = 0; v < 4; ++v) acc[u][v] += ci[u] * sp[v];
           }
         }
         __syncthreads();  // the tile read
       }
+      #pragma unroll
       for (int u = 0; u < 4; ++u) {
+        #pragma unroll
         for (int v = 0; v < 4; ++v) {
           const int i = ty + 16 * u, p = p0 + tx + 16 * v;
           if (i < rows && p < P) y[(first + i) * d.inner() + h * P + p] += expf(cum[i]) * acc[u][v];

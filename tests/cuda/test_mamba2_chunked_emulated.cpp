@@ -140,12 +140,12 @@ TEST_CASE("Mamba-2 chunked scan: 4 heads over 2 groups, a state short of a tile,
   check_chunked(dims(4, 16, 24, 2, 4, 0.0f, 0.0f), 11);
 }
 
-TEST_CASE("Mamba-2 chunked scan: one group, heads past an output tile, two state tiles, dt clamped both ways") {
+TEST_CASE("Mamba-2 chunked scan: one group, heads past an output tile, dt clamped both ways") {
   check_chunked(dims(2, 80, 40, 1, 2, 0.3f, 0.9f), 12);
 }
 
-TEST_CASE("Mamba-2 chunked scan: a group per head, dt clamped below") {
-  check_chunked(dims(3, 24, 32, 3, 3, 0.05f, 0.0f), 13);
+TEST_CASE("Mamba-2 chunked scan: a group per head, states past a tile of both blocks, dt clamped below") {
+  check_chunked(dims(3, 24, 72, 3, 3, 0.05f, 0.0f), 13);
 }
 
 TEST_CASE("Mamba-2 chunked scan: dt clamped small, the state carried over several chunks") {
