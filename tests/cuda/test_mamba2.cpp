@@ -83,7 +83,8 @@ TEST_CASE_TEMPLATE("Mamba-2 launchers on the GPU: the float64 reference, chunked
 template <typename T>
 void check_chunked_device(const Mamba2Sizes& d, uint32_t seed) {
   constexpr int Q = deltanet_detail::kMambaChunkRows;
-  Mamba2Case mc = make_mamba2_case(d, seed, {1, Q - 1, Q, Q + 1, 3 * Q + 5, 150}, {1, Q - 1, Q, Q + 1, 3 * Q + 5, 100});
+  Mamba2Case mc = make_mamba2_case(d, seed, {1, Q - 1, Q, Q + 1, 3 * Q + 5, 150, Q + 6},
+                                   {1, Q - 1, Q, Q + 1, 3 * Q + 5, 100, 0});  // padding inside a chunk; alone
   for (float& x : mc.batch.inputs) x = to_f32(from_f32<T>(x));
   const double tolerance = std::is_same_v<T, float> ? 2e-4 : 3e-2;
   const RecurrentCase& c = mc.batch;

@@ -1,7 +1,7 @@
 // The block code of the chunked Mamba-2 scan (mamba2_chunked_block.cuh) run on the CPU by the block emulator,
 // beside the token-by-token scan (mamba2_block.cuh) as the backend dispatches them: sequences of 1, Q - 1, Q,
-// Q + 1 and 3Q + 5 rows (Q = kMambaChunkRows) and two padded ones (the real rows ending inside a chunk and at
-// a chunk's end) in one batch, states non-zero, against mamba2_case.hpp's float64 reference and against the
+// Q + 1 and 3Q + 5 rows (Q = kMambaChunkRows) and three padded ones (the real rows ending inside a chunk, at
+// a chunk's end, and none) in one batch, states non-zero, against mamba2_case.hpp's float64 reference and against the
 // token-by-token scan alone (outputs and final states within a tolerance: the chunked sums round
 // differently); a second call continues the first. Head and state sizes past and short of the tiles, groups
 // shared by heads and one per head, dt clamped. Part of the host suite.
@@ -79,8 +79,9 @@ std::vector<float> run_layer(const Mamba2Case& mc, const RecurrentCase& c, std::
 
 std::vector<double> widen(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-const std::vector<int> kRows = {1, Q - 1, Q, Q + 1, 3 * Q + 5, 150, 2 * Q + 12};
-const std::vector<int> kReal = {1, Q - 1, Q, Q + 1, 3 * Q + 5, 100, 2 * Q};  // padding from inside a chunk, at its end
+// Padding from inside a chunk, from a chunk's end, and a run of padding alone (its state left as it was).
+const std::vector<int> kRows = {1, Q - 1, Q, Q + 1, 3 * Q + 5, 150, 2 * Q + 12, Q + 6};
+const std::vector<int> kReal = {1, Q - 1, Q, Q + 1, 3 * Q + 5, 100, 2 * Q, 0};
 
 // Every value of the chunked path against the float64 reference and against the token-by-token scan.
 void check_chunked(const Mamba2Sizes& d, uint32_t seed, double tolerance = 1e-4) {
@@ -105,7 +106,9 @@ void check_chunked(const Mamba2Sizes& d, uint32_t seed, double tolerance = 1e-4)
   }
 }
 
-// The rows split at `at` into two calls, the second continuing from the states the first left.
+// The rows split at `at` into two calls, the second continuing from the states the first left: the real rows'
+// outputs and the final states against the reference (padding rows continue from the state of their own call,
+// which for a run of padding split over two calls is not the reference's).
 void check_continued(const Mamba2Sizes& d, uint32_t seed, int at, double tolerance = 1e-4) {
   const Mamba2Case mc = make_mamba2_case(d, seed, kRows, kReal);
   const RecurrentCase& c = mc.batch;
@@ -119,7 +122,7 @@ void check_continued(const Mamba2Sizes& d, uint32_t seed, int at, double toleran
   double worst = 0;
   const int inner = d.inner();
   for (int s = 0; s < c.num_seqs(); ++s) {
-    for (int t = 0; t < c.begin[s + 1] - c.begin[s]; ++t) {
+    for (int t = 0; t < c.real[s]; ++t) {
       const bool early = t < at;
       const std::vector<float>& part_out = early ? out_first : out_second;
       const int64_t pr = (early ? first : second).begin[s] + (early ? t : t - at), r = c.begin[s] + t;
