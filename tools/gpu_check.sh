@@ -71,16 +71,19 @@
 #   deltanet-bench  bench, dummy Qwen3.5-4B shape (examples/models/qwen3.5-4b.json), 16 requests 4096 / 8,
 #             continuous, --cuda-profile: the chunked delta rule (deltanet-bench-chunked) against token by
 #             token (deltanet-bench-recurrent)
+#   mamba-bench  bench, dummy Granite-4.0-H-Micro shape (examples/models/granite-4.0-h-micro.json), 16 requests
+#             4096 / 8, continuous, --cuda-profile: the chunked Mamba-2 scan (mamba-bench-chunked) against token
+#             by token (mamba-bench-recurrent)
 #   ssm       hybrid models' other recurrent kinds on CUDA: LFM2's short-conv launcher (B * x, the conv with
 #             its window, C *) up to LFM2-350M's 1,024 channels and the Mamba-2 launchers (conv with bias and
 #             SiLU, the selective scan, the gated grouped norm) up to 64 x 128 heads, in fp32 and bf16 against
 #             the float64 reference, chunked = whole bit for bit, and the chunked Mamba-2 scan (SSD form) against
 #             the reference and the token-by-token scan on runs of 1 to 3Q + 5 rows; the delta-scaled norm,
-#             relu^2 and the ungated shared expert in the emulated unit cases; the refusals; and tests/e2e/test_gpu_hybrid.py
-#             (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the Qwen3.5 and Qwen3-Next
-#             models, CUDA fp32 greedy tokens vs the float64 reference, modes, n = 2, preemption; long prompts
-#             on the Mamba-2 models: mamba-scan=recurrent bit for bit across budgets, chunked vs the reference;
-#             deltanet's e2e half is the same)
+#             relu^2 and the ungated shared expert in the emulated unit cases; the refusals; and
+#             tests/e2e/test_gpu_hybrid.py (the tiny LFM2, Granite 4.0-H dense and MoE and Nemotron-H beside the
+#             Qwen3.5 and Qwen3-Next models, CUDA fp32 greedy tokens vs the float64 reference, modes, n = 2,
+#             preemption; the Mamba-2 models bit for bit across them with mamba-scan=recurrent, the chunked
+#             default against the reference's decisive tokens; deltanet's e2e half is the same)
 #   gemma4    Gemma 4 on CUDA: the RoPE cases with the V norm and the shared layers' q-only step, the per-layer
 #             input kernels, the MoE routing with Gemma 4's scales, the refusals (test_cuda's cases), and
 #             tests/e2e/test_gpu_gemma4.py (tiny Gemma 4 dense with per-layer inputs, shared K/V, k_eq_v,
@@ -259,6 +262,13 @@ for s in "${@:-info unit sanitize e2e}"; do
             --num-prompts 16 --input-len 4096 --output-len 8 --modes continuous --max-num-seqs 16 \
             --max-num-batched-tokens 8192 --dtype bf16 --device cuda --quiet --cuda-profile \
             --cuda-kernel "deltanet=$k" --json "$OUT_DIR/bench-deltanet-$k.json"
+        done ;;
+      mamba-bench)  # prefill-bound: 16 prompts of 4,096 tokens on Granite-4.0-H-Micro's shape, both scans
+        for k in chunked recurrent; do
+          stage "mamba-bench-$k" 300 "$CBATCH" bench --model dummy:examples/models/granite-4.0-h-micro.json \
+            --num-prompts 16 --input-len 4096 --output-len 8 --modes continuous --max-num-seqs 16 \
+            --max-num-batched-tokens 8192 --dtype bf16 --device cuda --quiet --cuda-profile \
+            --cuda-kernel "mamba-scan=$k" --json "$OUT_DIR/bench-mamba-$k.json"
         done ;;
       ssm)
         stage ssm-unit 120 "$BIN_DIR/tests/test_cuda" -tc='*short conv*,*Mamba-2*,*rmsnorm*,*relu*,*moe*,*refuses what its kernels lack*'

@@ -8,6 +8,8 @@ blocks and more, then different suffixes, and some that share nothing), with --d
   (--state-snapshots 1), and for n = 2 samples (a fork of a restored state);
 - the summary says caching is on with state snapshots, and the hits: in sequential mode exactly as many as on the
   CPU; --state-snapshots 0 turns caching off and says so.
+The Mamba-2 models run the token-by-token scan (--cuda-kernel mamba-scan=recurrent): the chunked one rounds by
+its chunks, which a restored prefix moves.
 A snapshot copied to the wrong slot, or a restored state zeroed as a new sequence's, fails here by name."""
 import json
 import os
@@ -20,6 +22,7 @@ need_modules("numpy", "gguf")
 import tiny_hybrid_models as tiny  # noqa: E402
 
 MODELS = ("qwen3_5", "lfm2", "granite_h", "nemotron_h")
+KERNELS = {name: {"--cuda-kernel": "mamba-scan=recurrent"} for name in ("granite_h", "nemotron_h")}
 NUM_TOKENS = 8
 BLOCK = 16
 PREFIX_LEN = 70  # 4 whole blocks of 16 and 6 tokens
@@ -45,9 +48,10 @@ write_jsonl(forks_path, [{"id": i, "prompt_token_ids": prompts[i], "max_tokens":
 
 
 def cbatch(model, options=None, path=prompts_path, caching=True):
-    """(results by id, summary) of a run."""
+    """(results by id, summary) of a run (with the kernel flags of KERNELS for the model's name)."""
     out, summary = os.path.join(work, "out.jsonl"), os.path.join(work, "summary.json")
-    flags = [x for k, v in dict(BASE, **(options or {})).items() for x in (k, v)]
+    kernel = KERNELS.get(os.path.basename(model), {})
+    flags = [x for k, v in dict(BASE, **kernel, **(options or {})).items() for x in (k, v)]
     if not caching:
         flags.append("--no-enable-prefix-caching")
     run(["run", path, "-o", out, "--summary", summary, "--model", model, "--quiet"] + flags)
