@@ -1,7 +1,7 @@
 // The chunked Mamba-2 scan (mamba2_chunked.hpp): two launches, the intra-chunk outputs (a block per chunk, head
-// and sequence) then the state pass (a block per head and sequence walking its chunks, the state in shared
-// memory); the block code is mamba2_chunked_block.cuh. fp32 on CUDA cores; the chunk's products (C B^T, the
-// masked product with x, S C and x^T B) are the parts a tensor-core version would take.
+// and sequence) then the state pass (a block per 32 rows of a head's state and sequence walking its chunks, its
+// rows of the state in shared memory); the block code is mamba2_chunked_block.cuh. fp32 on CUDA cores; the
+// chunk's products (C B^T, the masked product with x, S C and x^T B) are what a tensor-core version would take.
 #include "cuda/recurrent/mamba2_chunked.hpp"
 
 #include <cuda_bf16.h>
@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kChunkThreads)
 }
 
 // At least one block a SM (a block per head and sequence: few) lets ptxas give its 4 x 4 tiles the registers
-// they need (111, no spills; 64 with spills without the bound).
+// they need (105, no spills; 48 with spills without the bound).
 template <typename T>
 __global__ void __launch_bounds__(kChunkThreads, 1)
     mamba2_chunk_state_kernel(float* __restrict__ y, const float* __restrict__ xbc, const T* __restrict__ proj,
@@ -39,8 +39,9 @@ __global__ void __launch_bounds__(kChunkThreads, 1)
   mamba2_chunk_state_block<T>(y, xbc, proj, decay, dt_bias, d, seqs, states, smem);
 }
 
-// Raises the kernel's dynamic shared memory past the default 48 KB where it needs more (a 64 x 128 head's state
-// pass: 65 KB); a head too large for the GPU is refused by name.
+// Raises the kernel's dynamic shared memory past the default 48 KB where it needs more (a state of 64 x 128:
+// 42 KB a state block, 34 KB an intra-chunk one; a state past 200 columns needs more); a head too large for the GPU
+// is refused by name.
 template <typename Kernel>
 void allow_smem(Kernel kernel, size_t bytes, const char* op) {
   if (bytes <= 48 * 1024) return;
@@ -77,7 +78,7 @@ void mamba2_chunked_scan(float* d_y, const float* d_xbc, const T* d_proj, const 
   mamba2_chunk_intra_kernel<T><<<intra_grid, kChunkThreads, intra_smem, stream>>>(d_y, d_xbc, d_proj, d_decay,
                                                                                  d_dt_bias, d_skip, dims, seqs);
   CUDA_CHECK_LAUNCH();
-  const dim3 state_grid(dims.num_heads, num_seqs);
+  const dim3 state_grid(dims.num_heads * chunk_state_parts(dims), num_seqs);
   mamba2_chunk_state_kernel<T><<<state_grid, kChunkThreads, state_smem, stream>>>(d_y, d_xbc, d_proj, d_decay,
                                                                                  d_dt_bias, dims, seqs, states);
   CUDA_CHECK_LAUNCH();

@@ -4,9 +4,10 @@
 // mamba2_scan_block does, a_t = dt_t A and cum_i = a_0 + ... + a_i inside the chunk, S0 the state at its start:
 //   y_i   = exp(cum_i) S0 C_i + sum_{j<=i} exp(cum_i - cum_j) dt_j (C_i . B_j) x_j + D x_i
 //   S_end = exp(cum_last) S0 + sum_{j<=last} exp(cum_last - cum_j) dt_j x_j B_j^T
-// The intra-chunk part (no state) is a block per (chunk, head, sequence); the state part a block per (head,
-// sequence) walking the chunks. Padding rows are computed from the state and leave it as it was (the state is
-// stored as of the last real row). fp32 on CUDA cores, 16 x 16 threads each holding a 4 x 4 tile of a product.
+// The intra-chunk part (no state) is a block per (chunk, head, sequence); the state part a block per (32 rows
+// of a head's state, sequence) walking the chunks. Padding rows are computed from the state and leave it as it
+// was (the state is stored as of the last real row). fp32 on CUDA cores, 16 x 16 threads each holding a 4 x 4
+// (intra-chunk) or 4 x 2 (state) tile of a product.
 // Equal to the token-by-token scan up to rounding. Include it as causal_conv_block.cuh says.
 #pragma once
 #include <cstdint>
@@ -19,18 +20,24 @@ using deltanet_detail::kMambaChunkRows;
 constexpr int kChunkThreads = 256;  // 16 x 16, a 4 x 4 tile each of a 64 x 64 product
 constexpr int kChunkCols = 32;      // state columns of a shared tile of B or C in the intra-chunk block
 constexpr int kStateCols = 64;      // and in the state block
-constexpr int kChunkOut = 64;       // head_dim columns of an output tile
+constexpr int kChunkOut = 64;       // head_dim columns of an output tile of the intra-chunk block
+constexpr int kStateRows = 32;      // rows of a head's S a state block holds: a head over head_dim / 32 blocks
+constexpr int kStateUnroll = kStateRows / 16;  // a state block thread's rows of S in a tile
 static_assert(kMambaChunkRows == 64, "a chunk is 16 threads x 4 rows");
 
 // Floats of shared memory: the intra-chunk block (dt, cum, the masked Q x Q matrix, then B and C tiles or an x
-// tile) and the state block (dt, cum, S (head_dim, state + 1), weighted x (Q, head_dim), a B or C tile).
+// tile) and the state block (dt, cum, its rows of S (kStateRows, state + 1), their weighted x (Q, kStateRows),
+// a B or C tile); the state blocks a head takes.
 __host__ __device__ inline int chunk_intra_floats() {
   const int tiles = 2 * kMambaChunkRows * (kChunkCols + 1), x = kMambaChunkRows * kChunkOut;
   return 2 * kMambaChunkRows + kMambaChunkRows * (kMambaChunkRows + 1) + (tiles > x ? tiles : x);
 }
 __host__ __device__ inline int chunk_state_floats(const Mamba2Sizes& d) {
-  return 2 * kMambaChunkRows + d.head_dim * (d.state_size + 1) + kMambaChunkRows * d.head_dim +
+  return 2 * kMambaChunkRows + kStateRows * (d.state_size + 1) + kMambaChunkRows * kStateRows +
          kMambaChunkRows * (kStateCols + 1);
+}
+__host__ __device__ inline int chunk_state_parts(const Mamba2Sizes& d) {
+  return (d.head_dim + kStateRows - 1) / kStateRows;
 }
 
 // dt (Q) and cum (Q) of head h for the chunk's rows [first, first + rows): dt as mamba2_scan_block, cum summed
@@ -153,55 +160,53 @@ __device__ __forceinline__ void mamba2_chunk_intra_block(float* __restrict__ y, 
   }
 }
 
-// dst (head_dim, state) = exp(cum_last) S + sum_{j<=last} exp(cum_last - cum_j) dt_j x_j B_j^T, dst either S
-// itself (stride state + 1: each thread rewrites only what it read) or the slot's state (stride state). A 4 x 4
-// tile of (p, n) a thread, over tiles of 64 x kStateCols.
+// dst (rows, state) = exp(cum_last) S + sum_{j<=last} exp(cum_last - cum_j) dt_j x_j B_j^T for the block's
+// rows [p_lo, p_lo + rows) of the head's state, dst either S itself (stride state + 1: each thread rewrites
+// only what it read) or the slot's rows (stride state). A kStateUnroll x 4 tile of (p, n) a thread.
 __device__ __forceinline__ void chunk_advance(float* dst, int64_t dst_stride, const float* S, float* xw, float* tile,
                                               const float* dt, const float* cum, int last,
-                                              const float* __restrict__ xbc, int64_t first, int h, int g,
-                                              const Mamba2Sizes& d) {
+                                              const float* __restrict__ xbc, int64_t first, int h, int g, int p_lo,
+                                              int rows, const Mamba2Sizes& d) {
   constexpr int W = kStateCols + 1;
-  const int P = d.head_dim, N = d.state_size, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
-  for (int e = threadIdx.x; e < kMambaChunkRows * P; e += blockDim.x) {
-    const int j = e / P, p = e % P;
-    xw[e] = j <= last ? expf(cum[last] - cum[j]) * dt[j] * xbc[(first + j) * d.conv_dim() + h * P + p] : 0.0f;
+  const int N = d.state_size, tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const float* x = xbc + h * d.head_dim + p_lo;
+  for (int e = threadIdx.x; e < kMambaChunkRows * kStateRows; e += blockDim.x) {
+    const int j = e / kStateRows, p = e % kStateRows;
+    xw[e] = j <= last && p < rows ? expf(cum[last] - cum[j]) * dt[j] * x[(first + j) * d.conv_dim() + p] : 0.0f;
   }
   const float factor = expf(cum[last]);
   for (int n0 = 0; n0 < N; n0 += kStateCols) {
     load_state_tile<kStateCols>(tile, xbc, first, last, d.inner() + g * N, n0, d);
     __syncthreads();  // xw and the tile written
-    for (int p0 = 0; p0 < P; p0 += kChunkOut) {
-      float acc[4][4] = {};
-      for (int j = 0; j <= last; ++j) {
-        float xp[4], bn[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          const int p = p0 + ty + 16 * u;
-          xp[u] = xw[j * P + (p < P ? p : P - 1)];
-        }
-#pragma unroll
-        for (int v = 0; v < 4; ++v) bn[v] = tile[j * W + tx + 16 * v];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-#pragma unroll
-          for (int v = 0; v < 4; ++v) acc[u][v] += xp[u] * bn[v];
-        }
+    float acc[kStateUnroll][4] = {};
+    for (int j = 0; j <= last; ++j) {
+      float xp[kStateUnroll], bn[4];
+      #pragma unroll
+      for (int u = 0; u < kStateUnroll; ++u) xp[u] = xw[j * kStateRows + ty + 16 * u];
+      #pragma unroll
+      for (int v = 0; v < 4; ++v) bn[v] = tile[j * W + tx + 16 * v];
+      #pragma unroll
+      for (int u = 0; u < kStateUnroll; ++u) {
+        #pragma unroll
+        for (int v = 0; v < 4; ++v) acc[u][v] += xp[u] * bn[v];
       }
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-#pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          const int p = p0 + ty + 16 * u, n = n0 + tx + 16 * v;
-          if (p < P && n < N) dst[p * dst_stride + n] = factor * S[p * (N + 1) + n] + acc[u][v];
-        }
+    }
+    #pragma unroll
+    for (int u = 0; u < kStateUnroll; ++u) {
+      #pragma unroll
+      for (int v = 0; v < 4; ++v) {
+        const int p = ty + 16 * u, n = n0 + tx + 16 * v;
+        if (p < rows && n < N) dst[p * dst_stride + n] = factor * S[p * (N + 1) + n] + acc[u][v];
       }
     }
     __syncthreads();  // the tile read
   }
 }
 
-// Block (head blockIdx.x, sequence blockIdx.y) of a sequence with at least Q rows: S from the slot, then per
-// chunk y_i += exp(cum_i) S C_i and S advanced over the chunk; the slot gets S as of the last real row.
+// Block (head and part blockIdx.x: head blockIdx.x / parts, rows [32 part, 32 part + 32) of its state; sequence
+// blockIdx.y) of a sequence with at least Q rows: the rows of S from the slot, then per chunk
+// y_i += exp(cum_i) S C_i for those rows' outputs and S advanced over the chunk (the rows of S evolve apart);
+// the slot gets S as of the last real row.
 template <typename T>
 __device__ __forceinline__ void mamba2_chunk_state_block(float* __restrict__ y,            // (rows, inner)
                                                          const float* __restrict__ xbc,    // (rows, conv_dim)
@@ -211,61 +216,61 @@ __device__ __forceinline__ void mamba2_chunk_state_block(float* __restrict__ y, 
                                                          const Mamba2Sizes& d, const RecurrentSeqs& seqs,
                                                          const RecurrentStates& states, float* smem) {
   constexpr int Q = kMambaChunkRows, W = kStateCols + 1;
-  const int h = blockIdx.x, s = blockIdx.y;
+  const int parts = chunk_state_parts(d), h = blockIdx.x / parts, s = blockIdx.y;
   const int begin = seqs.begin[s], count = seqs.begin[s + 1] - begin, real = seqs.real[s];
   if (count < Q) return;
-  const int P = d.head_dim, N = d.state_size, g = d.group_of(h);
+  const int P = d.head_dim, N = d.state_size, g = d.group_of(h), p_lo = (blockIdx.x % parts) * kStateRows;
+  const int my_rows = P - p_lo < kStateRows ? P - p_lo : kStateRows;
   float* state = states.recurrent + static_cast<int64_t>(seqs.slot[s]) * states.recurrent_stride +
-                 static_cast<int64_t>(h) * P * N;  // (head_dim, state)
-  float* dt = smem;              // (Q)
-  float* cum = dt + Q;           // (Q)
-  float* S = cum + Q;            // (head_dim, state + 1)
-  float* xw = S + P * (N + 1);   // (Q, head_dim): weighted x
-  float* tile = xw + Q * P;      // (Q, W): a tile of C or B
-  for (int e = threadIdx.x; e < P * N; e += blockDim.x) S[(e / N) * (N + 1) + e % N] = state[e];
+                 (static_cast<int64_t>(h) * P + p_lo) * N;  // (my_rows, state)
+  float* dt = smem;                      // (Q)
+  float* cum = dt + Q;                   // (Q)
+  float* S = cum + Q;                    // (kStateRows, state + 1)
+  float* xw = S + kStateRows * (N + 1);  // (Q, kStateRows): weighted x
+  float* tile = xw + Q * kStateRows;     // (Q, W): a tile of C or B
+  for (int e = threadIdx.x; e < my_rows * N; e += blockDim.x) S[(e / N) * (N + 1) + e % N] = state[e];
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  float* y_head = y + h * P + p_lo;
   for (int c0 = 0; c0 < count; c0 += Q) {
     const int rows = count - c0 < Q ? count - c0 : Q;
     const int64_t first = begin + c0;
     chunk_decays(dt, cum, proj, first, rows, h, decay[h], dt_bias[h], d);  // syncs: S loaded or advanced
-    for (int p0 = 0; p0 < P; p0 += kChunkOut) {
-      float acc[4][4] = {};
-      for (int n0 = 0; n0 < N; n0 += kStateCols) {
-        load_state_tile<kStateCols>(tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
-        __syncthreads();
-        const int cols = N - n0 < kStateCols ? N - n0 : kStateCols;
-        for (int k = 0; k < cols; ++k) {
-          float ci[4], sp[4];
-          #pragma unroll
-          for (int u = 0; u < 4; ++u) ci[u] = tile[(ty + 16 * u) * W + k];
-          #pragma unroll
-          for (int v = 0; v < 4; ++v) {
-            const int p = p0 + tx + 16 * v;
-            sp[v] = S[(p < P ? p : P - 1) * (N + 1) + n0 + k];
-          }
-          #pragma unroll
-          for (int u = 0; u < 4; ++u) {
-            #pragma unroll
-            for (int v = 0; v < 4; ++v) acc[u][v] += ci[u] * sp[v];
-          }
-        }
-        __syncthreads();  // the tile read
-      }
-      #pragma unroll
-      for (int u = 0; u < 4; ++u) {
+    float acc[4][kStateUnroll] = {};
+    for (int n0 = 0; n0 < N; n0 += kStateCols) {
+      load_state_tile<kStateCols>(tile, xbc, first, rows - 1, d.inner() + d.num_groups * N + g * N, n0, d);
+      __syncthreads();
+      const int cols = N - n0 < kStateCols ? N - n0 : kStateCols;
+      for (int k = 0; k < cols; ++k) {
+        float ci[4], sp[kStateUnroll];
         #pragma unroll
-        for (int v = 0; v < 4; ++v) {
-          const int i = ty + 16 * u, p = p0 + tx + 16 * v;
-          if (i < rows && p < P) y[(first + i) * d.inner() + h * P + p] += expf(cum[i]) * acc[u][v];
+        for (int u = 0; u < 4; ++u) ci[u] = tile[(ty + 16 * u) * W + k];
+        #pragma unroll
+        for (int v = 0; v < kStateUnroll; ++v) {
+          const int p = tx + 16 * v;
+          sp[v] = S[(p < my_rows ? p : my_rows - 1) * (N + 1) + n0 + k];
         }
+        #pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          #pragma unroll
+          for (int v = 0; v < kStateUnroll; ++v) acc[u][v] += ci[u] * sp[v];
+        }
+      }
+      __syncthreads();  // the tile read
+    }
+    #pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      #pragma unroll
+      for (int v = 0; v < kStateUnroll; ++v) {
+        const int i = ty + 16 * u, p = tx + 16 * v;
+        if (i < rows && p < my_rows) y_head[(first + i) * d.inner() + p] += expf(cum[i]) * acc[u][v];
       }
     }
     if (c0 < real && real < c0 + rows) {  // the real rows end inside the chunk: the slot gets S there
-      chunk_advance(state, N, S, xw, tile, dt, cum, real - c0 - 1, xbc, first, h, g, d);
+      chunk_advance(state, N, S, xw, tile, dt, cum, real - c0 - 1, xbc, first, h, g, p_lo, my_rows, d);
     }
-    chunk_advance(S, N + 1, S, xw, tile, dt, cum, rows - 1, xbc, first, h, g, d);
+    chunk_advance(S, N + 1, S, xw, tile, dt, cum, rows - 1, xbc, first, h, g, p_lo, my_rows, d);
     if (real == c0 + rows) {
-      for (int e = threadIdx.x; e < P * N; e += blockDim.x) state[e] = S[(e / N) * (N + 1) + e % N];
+      for (int e = threadIdx.x; e < my_rows * N; e += blockDim.x) state[e] = S[(e / N) * (N + 1) + e % N];
     }
   }
 }

@@ -58,7 +58,8 @@ std::vector<float> run_scan(const Mamba2Case& mc, const RecurrentCase& c, std::v
                                     mc.skip.data(), d, seqs, intra.data());
   });
   std::vector<float> state_smem(static_cast<size_t>(chunk_state_floats(d)), NAN);
-  block_emulator::launch({static_cast<unsigned>(heads), static_cast<unsigned>(ns), 1}, kChunkThreads, [&] {
+  const unsigned state_blocks = static_cast<unsigned>(heads * chunk_state_parts(d));
+  block_emulator::launch({state_blocks, static_cast<unsigned>(ns), 1}, kChunkThreads, [&] {
     mamba2_chunk_state_block<float>(y.data(), xbc.data(), c.inputs.data(), mc.decay.data(), mc.dt_bias.data(), d,
                                     seqs, states, state_smem.data());
   });
