@@ -8,8 +8,9 @@ blocks and more, then different suffixes, and some that share nothing), with --d
   (--state-snapshots 1), and for n = 2 samples (a fork of a restored state);
 - the summary says caching is on with state snapshots, and the hits: in sequential mode exactly as many as on the
   CPU; --state-snapshots 0 turns caching off and says so.
-The Mamba-2 models run the token-by-token scan (--cuda-kernel mamba-scan=recurrent): the chunked one rounds by
-its chunks, which a restored prefix moves.
+Qwen3.5 runs the token-by-token delta rule (--cuda-kernel deltanet=recurrent) and the Mamba-2 models the
+token-by-token scan (mamba-scan=recurrent): the chunked kernels round by their chunks, which a restored prefix
+moves, and the equality asserted here is bit for bit.
 A snapshot copied to the wrong slot, or a restored state zeroed as a new sequence's, fails here by name."""
 import json
 import os
@@ -22,7 +23,8 @@ need_modules("numpy", "gguf")
 import tiny_hybrid_models as tiny  # noqa: E402
 
 MODELS = ("qwen3_5", "lfm2", "granite_h", "nemotron_h")
-KERNELS = {name: {"--cuda-kernel": "mamba-scan=recurrent"} for name in ("granite_h", "nemotron_h")}
+KERNELS = {"qwen3_5": {"--cuda-kernel": "deltanet=recurrent"}, "granite_h": {"--cuda-kernel": "mamba-scan=recurrent"},
+           "nemotron_h": {"--cuda-kernel": "mamba-scan=recurrent"}}
 NUM_TOKENS = 8
 BLOCK = 16
 PREFIX_LEN = 70  # 4 whole blocks of 16 and 6 tokens
