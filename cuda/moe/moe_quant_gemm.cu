@@ -54,38 +54,61 @@ void launch(T* d_y, const T* d_x, const W& w, const int32_t* d_offsets, int num_
   CUDA_CHECK_LAUNCH();
 }
 
+void check_sizes(const char* name, int n, int k, int num_picks, int num_experts) {
+  if (n <= 0 || k <= 0 || k % 32 != 0 || num_picks < 0 || num_experts <= 0 || n > 65535 * kQgBn) {
+    throw Error(std::string(name) + ": bad sizes n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                " (a multiple of 32)");
+  }
+}
+
+template <typename T>
+void launch_blocks(T* d_y, const T* d_x, DType dtype, const uint8_t* q, const int32_t* d_offsets, int num_picks,
+                   int num_experts, int n, int k, cudaStream_t stream) {
+  auto run = [&](const auto& weights) { launch(d_y, d_x, weights, d_offsets, num_picks, num_experts, n, k, stream); };
+  switch (dtype) {
+    case DType::kQ4_K: return run(KQuant45Weights<false>{q});
+    case DType::kQ5_K: return run(KQuant45Weights<true>{q});
+    case DType::kQ6_K: return run(Q6KWeights{q});
+    default:
+      return with_block_format(dtype, [&](auto format) {
+        if constexpr (decltype(format)::kElems == 32) run(BlockWeights<decltype(format)>{q});
+      });
+  }
+}
+
 }  // namespace
 
 bool expert_blocks_supported(DType dtype, int64_t k) {
   switch (dtype) {
     case DType::kMXFP4: case DType::kQ8_0: case DType::kQ4_0: case DType::kQ4_1: case DType::kQ5_0:
-    case DType::kQ5_1: case DType::kIQ4_NL: case DType::kQ4_Z: case DType::kQ8_Z: return k % 32 == 0;
+    case DType::kQ5_1: case DType::kIQ4_NL: case DType::kQ4_Z: case DType::kQ8_Z: case DType::kFP8:
+    case DType::kNVFP4: return k % 32 == 0;
     case DType::kQ4_K: case DType::kQ5_K: case DType::kQ6_K: return k % 256 == 0;
     default: return false;
   }
 }
 
 template <typename T>
+void quant_blocks_gemm(T* d_y, const T* d_x, DType dtype, const uint8_t* d_blocks, const int32_t* d_offsets,
+                       int num_picks, int num_experts, int n, int k, cudaStream_t stream) {
+  check_sizes("quant_blocks_gemm", n, k, num_picks, num_experts);
+  if (!expert_blocks_supported(dtype, k) || d_blocks == nullptr) {
+    throw Error("quant_blocks_gemm: weights (" + std::to_string(n) + ", " + std::to_string(k) + ") in " +
+                std::string(dtype_name(dtype)) + " blocks, which it does not read");
+  }
+  if (num_picks == 0) return;
+  launch_blocks(d_y, d_x, dtype, d_blocks, d_offsets, num_picks, num_experts, n, k, stream);
+}
+
+template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,
                     int num_experts, int n, int k, cudaStream_t stream) {
-  if (n <= 0 || k <= 0 || k % 32 != 0 || num_picks < 0 || num_experts <= 0 || n > 65535 * kQgBn) {
-    throw Error("moe_quant_gemm: bad sizes n=" + std::to_string(n) + " k=" + std::to_string(k) + " (a multiple of 32)");
-  }
+  check_sizes("moe_quant_gemm", n, k, num_picks, num_experts);
   if (num_picks == 0) return;
   const size_t rows = static_cast<size_t>(num_experts) * static_cast<size_t>(n);
   if (w.format == ExpertFormat::kBlocks && expert_blocks_supported(w.blocks, k) &&
       w.quant.size() == rows * static_cast<size_t>(row_bytes(w.blocks, k))) {
-    const uint8_t* q = w.quant.get();
-    auto run = [&](const auto& weights) { launch(d_y, d_x, weights, d_offsets, num_picks, num_experts, n, k, stream); };
-    switch (w.blocks) {
-      case DType::kQ4_K: return run(KQuant45Weights<false>{q});
-      case DType::kQ5_K: return run(KQuant45Weights<true>{q});
-      case DType::kQ6_K: return run(Q6KWeights{q});
-      default:
-        return with_block_format(w.blocks, [&](auto format) {
-          if constexpr (decltype(format)::kElems == 32) run(BlockWeights<decltype(format)>{q});
-        });
-    }
+    return launch_blocks(d_y, d_x, w.blocks, w.quant.get(), d_offsets, num_picks, num_experts, n, k, stream);
   }
   if (w.format == ExpertFormat::kFp8Row && w.quant.size() == rows * static_cast<size_t>(k) &&
       w.scales.size() == rows) {
@@ -109,6 +132,10 @@ template void moe_quant_gemm<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*
                                             const int32_t*, int, int, int, int, cudaStream_t);
 template void moe_quant_gemm<__half>(__half*, const __half*, const ExpertMatrix<__half>&, const int32_t*, int, int,
                                      int, int, cudaStream_t);
+template void quant_blocks_gemm<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, DType, const uint8_t*,
+                                               const int32_t*, int, int, int, int, cudaStream_t);
+template void quant_blocks_gemm<__half>(__half*, const __half*, DType, const uint8_t*, const int32_t*, int, int, int,
+                                        int, cudaStream_t);
 template void quantize_rows_fp8<float>(uint8_t*, float*, const float*, int64_t, int64_t, cudaStream_t);
 template void quantize_rows_fp8<__nv_bfloat16>(uint8_t*, float*, const __nv_bfloat16*, int64_t, int64_t,
                                                cudaStream_t);

@@ -1,6 +1,7 @@
 // The block code of the grouped expert GEMM over quantized weights (moe_quant_gemm.cu): for every expert e,
 // y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) T . dequant(W_e)^T, W_e (n, k) held
-// in ggml's 32-element blocks along k (BlockWeights<F>: MXFP4, Q8_0, Q4_0, ...), in its 256-element
+// in 32-element blocks along k (BlockWeights<F>: ggml's MXFP4, Q8_0, Q4_0, ..., and cbatch's Q4_Z, Q8_Z, FP8 with
+// its fp32 scale and NVFP4 with a scale per 16 elements), in ggml's 256-element
 // superblocks (SuperBlockWeights: Q4_K, Q5_K, Q6_K, read as pieces of 32), or as FP8 E4M3 codes with one
 // fp32 scale per output row (Fp8RowWeights). The offsets are read from device memory: the grid's m extent is
 // an upper bound on the tiles (moe_quant_gemm_tiles), each CTA finds its (expert, row tile) from the offsets
@@ -70,6 +71,8 @@ struct BlockWeights {
   static_assert(F::kElems == 32, "32-element blocks along k");
   static constexpr int kBlocksPerThread = kQgBn * (kQgBk / 32) / kQgThreads;
   static_assert(kBlocksPerThread >= 1 && kQgBn * (kQgBk / 32) % kQgThreads == 0, "whole blocks per thread");
+  static constexpr int kSubBlocks = 32 / F::kSubElems;
+  static_assert(F::kSubElems % 8 == 0 && 32 % F::kSubElems == 0, "sub-blocks of whole 8-element pieces");
   const uint8_t* w = nullptr;
 
   struct Regs {
@@ -96,16 +99,19 @@ struct BlockWeights {
 #pragma unroll
     for (int j = 0; j < kBlocksPerThread; ++j) {
       const int i = tid + j * kQgThreads, row = i / (kQgBk / 32), b = i % (kQgBk / 32);
-      const ScaleOffset so = r.valid[j] ? F::scale(r.bytes[j], 0) : ScaleOffset{};
+      ScaleOffset so[kSubBlocks];  // each sub-block's, decoded once (NVFP4: two of 16)
+#pragma unroll
+      for (int s = 0; s < kSubBlocks; ++s) so[s] = r.valid[j] ? F::scale(r.bytes[j], s) : ScaleOffset{};
       Bytes16* dst = reinterpret_cast<Bytes16*>(s_w + row * kQgLd + b * 32);
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {  // 4 pieces of 8 elements
+      for (int p = 0; p < 4; ++p) {  // 4 pieces of 8 elements, each inside one sub-block
         Bytes16 piece;
+        const ScaleOffset& sp = so[p * 8 / F::kSubElems];
 #pragma unroll
         for (int h = 0; h < 4; ++h) {
           const int e0 = p * 8 + 2 * h;
-          const float lo = r.valid[j] ? weight_value<F::kFormula>(so, F::value(F::code(r.bytes[j], e0))) : 0.0f;
-          const float hi = r.valid[j] ? weight_value<F::kFormula>(so, F::value(F::code(r.bytes[j], e0 + 1))) : 0.0f;
+          const float lo = r.valid[j] ? weight_value<F::kFormula>(sp, F::value(F::code(r.bytes[j], e0))) : 0.0f;
+          const float hi = r.valid[j] ? weight_value<F::kFormula>(sp, F::value(F::code(r.bytes[j], e0 + 1))) : 0.0f;
           piece.w[h] = pack2<T>(lo, hi);
         }
         dst[p] = piece;
