@@ -10,7 +10,7 @@
 namespace cbatch {
 namespace {
 
-constexpr const char* kSwitchNames = "decode, prefill, sampling, moe-gemm or moe-experts";
+constexpr const char* kSwitchNames = "decode, prefill, sampling, moe-gemm, moe-experts or weights";
 
 // The position of value among values; throws naming the flag and every value the switch takes.
 size_t choice(const std::string& flag, std::string_view name, std::string_view value,
@@ -37,6 +37,8 @@ void set_switch(CudaKernelOptions& k, const std::string& flag, std::string_view 
     k.grouped_moe_gemm = choice(flag, name, value, {"grouped", "loop"}) == 0;
   } else if (name == "moe-experts") {
     k.quantized_experts = choice(flag, name, value, {"blocks", "dequant"}) == 0;
+  } else if (name == "weights") {
+    k.linear_blocks = choice(flag, name, value, {"blocks", "dequant"}) == 0;
   } else {
     throw Error(flag + ": " + elide(name) + " is not a CUDA kernel switch (" + kSwitchNames + ")");
   }

@@ -25,6 +25,7 @@ struct CudaKernelOptions {
   bool device_sampling = true;       // sampling=device: rows drawn by sample_rows; host: logits to the host Sampler
   bool grouped_moe_gemm = true;      // moe-gemm=grouped (where cuBLAS has it, 12.5+); loop: one GEMM per expert
   bool quantized_experts = true;     // moe-experts=blocks: MXFP4/GGUF/FP8 experts kept so; dequant: decoded to T
+  bool linear_blocks = true;         // weights=blocks: linear weights kept in the model's blocks; dequant: decoded to T
   bool profile = false;              // --cuda-profile: device time of each phase of the step, printed at the end
 };
 

@@ -30,6 +30,7 @@
 #include "cuda/backend/weight_convert.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/gemm/fp8_gemm.hpp"
+#include "cuda/gemm/linear_blocks.hpp"
 #include "cuda/recurrent/deltanet.hpp"
 #include "engine/model/deltanet_layout.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -186,6 +187,35 @@ struct LinearSource {
 // `runs` (a DeltaNet projection grouped by key head: deltanet_layout.hpp) the stacked rows, once in T, are put
 // in the standard order by one device copy a run, before any FP8 quantization (which takes its scale from the
 // reordered rows); every source format and random weights alike, since the rows are T's by then.
+// A fused linear weight (out, in) kept as its parts' blocks (linear_blocks.hpp), stacked row by row as they are
+// stored; `runs` reorder whole rows of blocks as they reorder rows in T.
+template <typename T>
+LinearWeight<T> upload_linear_blocks(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in,
+                                     DType dtype, const std::vector<RowRun>& runs) {
+  int64_t out = 0;
+  for (const LinearSource& s : sources) out += s.rows;
+  const int64_t stride = row_bytes(dtype, in);
+  LinearWeight<T> w;
+  w.out = out;
+  w.in = in;
+  w.block_type = dtype;
+  w.blocks = DeviceBuffer<uint8_t>(static_cast<size_t>(out * stride));
+  int64_t row = 0;
+  for (const LinearSource& s : sources) {
+    up.upload_raw_blocks(s.tensor, s.rows, in, w.blocks.get() + row * stride);
+    row += s.rows;
+  }
+  if (runs.empty()) return w;
+  DeviceBuffer<uint8_t> stored = std::move(w.blocks);
+  w.blocks = DeviceBuffer<uint8_t>(stored.size());
+  copy_row_runs(runs, stride, [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
+    CUDA_CHECK(cudaMemcpyAsync(w.blocks.get() + dst_offset, stored.get() + src_offset, static_cast<size_t>(bytes),
+                               cudaMemcpyDeviceToDevice, up.stream()));
+  });
+  up.finish();  // the copies are done before `stored` is freed
+  return w;
+}
+
 template <typename T>
 LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8,
                               const std::vector<RowRun>& runs = {}) {
@@ -390,9 +420,17 @@ std::vector<RowRun> standard_row_runs(const ModelConfig& c, LayerTensor kind) {
 
 // A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
 // the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
+// How the layers' projections are kept (upload_weights' choices), and the tally of those in blocks.
+struct LinearKeep {
+  bool fp8 = false;
+  bool blocks = false;  // weights=blocks and T bf16 or fp16
+  LinearBlocksTally tally;
+};
+
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer, bool fp8,
-                             bool keep_quantized) {
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer,
+                             LinearKeep& keep, bool keep_quantized) {
+  const bool fp8 = keep.fp8;
   LayerWeights<T> w;
   for (const LayerTensorRow& row : layer_tensor_rows()) {
     if (row.joins != row.kind) continue;  // uploaded with its product's first row
@@ -421,11 +459,42 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
       sources.push_back(sources.back());
     }
     const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
-    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c, layer), quantize,
-                                          standard_row_runs(c, row.kind));
+    const int64_t in = size_of(row.shape.cols, c, layer);
+    if (row.role == Role::kProjection) {  // as with FP8: the MoE's cuBLAS GEMMs read the router and shared expert in T
+      std::vector<const TensorView*> views;
+      for (const LinearSource& s : sources) views.push_back(&s.tensor);
+      const LinearBlocksChoice choice = linear_blocks_choice(views, in);
+      keep.tally.add(sources.front().tensor.name, choice);
+      if (keep.blocks && choice.blocks) {
+        w.linear[row.kind] = upload_linear_blocks<T>(up, sources, in, choice.dtype, standard_row_runs(c, row.kind));
+        continue;
+      }
+    }
+    w.linear[row.kind] = upload_linear<T>(up, sources, in, quantize, standard_row_runs(c, row.kind));
   }
   if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
   return w;
+}
+
+template <typename T>
+const char* compute_name() {
+  return std::is_same_v<T, float> ? "fp32" : std::is_same_v<T, __half> ? "fp16" : "bf16";
+}
+
+// The load notes of the linear weights: which stay in blocks, which were decoded and why; with fp8 weights or
+// fp32 compute (no blocks kept), what happened to a model held in blocks.
+std::vector<std::string> linear_notes(const LinearKeep& keep, bool fp8, bool linear_blocks, const char* compute) {
+  const std::string tally = keep.tally.note(compute);
+  if (tally.empty()) return {};
+  if (fp8) {
+    return {"--quantization fp8: the model's linear weights in blocks are decoded and quantized again to FP8 "
+            "with a scale per tensor; their blocks are not kept (leave --quantization out to keep them)"};
+  }
+  if (!linear_blocks) return {"--cuda-kernel weights=dequant: every linear weight decoded to " + std::string(compute)};
+  if (!keep.blocks) {
+    return {"--dtype fp32: every linear weight decoded to fp32 (the block GEMM computes in bf16 or fp16)"};
+  }
+  return {tally};
 }
 
 }  // namespace
@@ -450,7 +519,19 @@ size_t DeviceWeights<T>::bytes() const {
 }
 
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized) {
+size_t DeviceWeights<T>::max_block_elems() const {
+  size_t most = 0;
+  for (const LayerWeights<T>& w : layers) {
+    for (const LinearWeight<T>& m : w.linear.items) {
+      if (m.is_blocks()) most = std::max(most, static_cast<size_t>(m.out) * static_cast<size_t>(m.in));
+    }
+  }
+  return most;
+}
+
+template <typename T>
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized,
+                                bool linear_blocks) {
   const ModelConfig& c = model.config;
   const ModelTensors& t = model.tensors;
   if (static_cast<int>(t.layers.size()) != c.num_layers) {
@@ -468,9 +549,11 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
       w.tables[row.kind] = up.upload<T>(t[row.kind], rows, cols);
     }
   }
+  LinearKeep keep{fp8_weights, linear_blocks && !fp8_weights && !std::is_same_v<T, float>, {}};
   for (int l = 0; l < c.num_layers; ++l) {
-    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, fp8_weights, keep_quantized));
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, keep, keep_quantized));
   }
+  w.notes = linear_notes(keep, fp8_weights, linear_blocks, compute_name<T>());
 
   // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap), each
   // as wide as the widest head's pairs (Gemma 4's global layers rotate their own head: rotary_dims_of).
@@ -492,8 +575,8 @@ template struct LayerWeights<__half>;
 template struct DeviceWeights<float>;
 template struct DeviceWeights<__nv_bfloat16>;
 template struct DeviceWeights<__half>;
-template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool);
-template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool);
-template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool, bool);
+template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool, bool);
+template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool, bool);
 
 }  // namespace cbatch
