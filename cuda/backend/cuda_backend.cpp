@@ -71,12 +71,12 @@ BackendTraits CudaBackend<T>::make_traits() const {
   t.device_name = std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");
   t.samples_on_device = device_sampling_;
   t.answers_logprob_queries = true;
-  // The layers' linear weights as kept: T, FP8 (1 byte a parameter) or blocks (Q4_K 0.5625, Q8_0 1.0625, ...);
-  // the lm_head, in T, is counted at that rate too.
+  // The layers' linear weights as kept: T, FP8 (1 byte a parameter; its one scale a tensor not counted) or blocks
+  // (Q4_K 0.5625, Q8_0 1.0625, ...); the lm_head, in T, is counted at that rate too.
   double linear_bytes = 0, linear_params = 0;
   for (const LayerWeights<T>& w : weights_.layers) {
     for (const LinearWeight<T>& m : w.linear.items) {
-      linear_bytes += static_cast<double>(m.bytes());
+      linear_bytes += static_cast<double>(m.weight.bytes() + m.codes.bytes() + m.blocks.bytes());
       linear_params += static_cast<double>(m.out) * static_cast<double>(m.in);
     }
   }
