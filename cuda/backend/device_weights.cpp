@@ -6,7 +6,9 @@
 // host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
 // backend adds it.
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
-// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
+// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload. Otherwise (bf16, fp16) a
+// projection whose parts are blocks the block GEMM reads is copied as its blocks and stays so (linear_blocks.hpp).
+// The chunked transfers themselves: weight_uploader.hpp.
 // Qwen3-Next's DeltaNet projections, grouped by key head in its files, are put in the standard order on the
 // device once their rows are in T (deltanet_layout.hpp), so that its layers run Qwen3.5's forward.
 // Experts (T bf16 or fp16): tensors in a block type that moe_quant_gemm reads (MXFP4, Q8_0, Q4_K, ...) are copied
@@ -28,6 +30,7 @@
 #include <vector>
 
 #include "cuda/backend/weight_convert.hpp"
+#include "cuda/backend/weight_uploader.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/gemm/fp8_gemm.hpp"
 #include "cuda/gemm/linear_blocks.hpp"
@@ -38,155 +41,60 @@
 namespace cbatch {
 namespace {
 
-constexpr int64_t kChunkFloats = int64_t{16} << 20;  // 64 MiB of fp32
-
-std::string shape_string(int64_t rows, int64_t cols) {
-  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
-}
-
-void expect_shape(const TensorView& t, int64_t rows, int64_t cols) {
-  if (t.empty()) throw Error("tensor '" + t.name + "' is missing");
-  const bool ok = (t.rows == rows && t.cols == cols) || (rows == 1 && t.numel() == cols);  // norms: any (1, dim) view
-  if (!ok) {
-    throw Error("tensor '" + t.name + "' has shape " + shape_string(t.rows, t.cols) + ", expected " +
-                shape_string(rows, cols));
-  }
-}
-
-class WeightUploader {
- public:
-  explicit WeightUploader(cudaStream_t stream) : stream_(stream), host_(kChunkFloats), device_(kChunkFloats) {}
-
-  // Writes tensor t, checked to be (rows, cols), to dst (rows, cols) in T.
-  template <typename T>
-  void upload(const TensorView& t, int64_t rows, int64_t cols, T* dst) {
-    expect_shape(t, rows, cols);
-    const size_t numel = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-    if (t.is_random && t.dtype == DType::kMXFP4) {
-      upload_random_blocks(t, dst);
-      return;
-    }
-    if (t.is_random) {
-      fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
-      return;
-    }
-    // Blocks are decoded on the device as stored; a tensor whose columns are its inputs permuted
-    // (input_order: a pre-quantized act-order weight) goes the fp32 way, which puts them back in order.
-    if (is_block_type(t.dtype) && t.input_order == nullptr) {
-      upload_blocks(t, dst);
-      return;
-    }
-    // Walk the tensor's own rows: a norm stored as (dim, 1) has the same flat layout as (1, dim).
-    if (t.cols > kChunkFloats) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = kChunkFloats / t.cols;
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      const size_t count = static_cast<size_t>(n * t.cols);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-      tensor_rows_to_f32(t, r0, n, host_.get());
-      CUDA_CHECK(cudaMemcpyAsync(device_.get(), host_.get(), count * sizeof(float), cudaMemcpyHostToDevice, stream_));
-      convert_f32<T>(dst + static_cast<size_t>(r0 * t.cols), device_.get(), count, stream_);
-    }
-  }
-
-  template <typename T>
-  DeviceBuffer<T> upload(const TensorView& t, int64_t rows, int64_t cols) {
-    DeviceBuffer<T> buffer(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-    upload(t, rows, cols, buffer.get());
-    return buffer;
-  }
-
-  // Vector t of n floats (checked to be (1, n)), plus offset, at dst: fp32 on the device.
-  void upload_vector(const TensorView& t, int64_t n, float offset, float* dst) {
-    expect_shape(t, 1, n);
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-    tensor_rows_to_f32(t, 0, t.rows, host_.get());  // all n values, stored as (1, n) or (n, 1)
-    for (int64_t i = 0; i < n; ++i) host_.get()[i] += offset;
-    CUDA_CHECK(cudaMemcpyAsync(dst, host_.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice,
-                               stream_));
-  }
-
-  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0).
-  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset) {
-    DeviceBuffer<float> buffer(static_cast<size_t>(n));
-    upload_vector(t, n, offset, buffer.get());
-    return buffer;
-  }
-
-  // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
-  void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
-    expect_shape(t, rows, cols);
-    if (t.input_order != nullptr) throw Error("internal error: tensor '" + t.name + "' has permuted inputs");
-    if (t.is_random) {  // a dummy MXFP4 tensor: its blocks generated in place
-      fill_random_mxfp4(dst, static_cast<size_t>(rows * cols / 32), t.random.seed, t.random.scale, 0, stream_);
-      return;
-    }
-    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
-    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = chunk_bytes / row;
-    auto* host = reinterpret_cast<uint8_t*>(host_.get());
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
-      CUDA_CHECK(cudaMemcpyAsync(dst + r0 * row, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
-    }
-  }
-
-  void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  // Tensor t stored in GGUF blocks, (t.rows, t.cols), to dst in T: its bytes copied as they are, whole
-  // rows at a time, and decoded on the device.
-  template <typename T>
-  void upload_blocks(const TensorView& t, T* dst) {
-    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
-    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = chunk_bytes / row, blocks_per_row = t.cols / dtype_block_elems(t.dtype);
-    auto* host = reinterpret_cast<uint8_t*>(host_.get());
-    auto* device = reinterpret_cast<uint8_t*>(device_.get());
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy and decode are done
-      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
-      CUDA_CHECK(cudaMemcpyAsync(device, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
-      decode_blocks<T>(dst + static_cast<size_t>(r0 * t.cols), device, t.dtype, static_cast<size_t>(n * blocks_per_row),
-                       stream_);
-    }
-  }
-
-  // A random MXFP4 tensor (t.rows, t.cols) to dst in T: its blocks generated on the device a chunk at a
-  // time and decoded as uploaded blocks are.
-  template <typename T>
-  void upload_random_blocks(const TensorView& t, T* dst) {
-    constexpr int64_t kBlockBytes = BlockFormat<DType::kMXFP4>::kBytes;
-    const int64_t chunk_blocks = kChunkFloats * int64_t{sizeof(float)} / kBlockBytes;
-    const int64_t num_blocks = t.numel() / 32;
-    auto* device = reinterpret_cast<uint8_t*>(device_.get());
-    for (int64_t b0 = 0; b0 < num_blocks; b0 += chunk_blocks) {
-      const int64_t n = std::min(chunk_blocks, num_blocks - b0);  // stream order: the last decode is done
-      fill_random_mxfp4(device, static_cast<size_t>(n), t.random.seed, t.random.scale, static_cast<uint64_t>(b0),
-                        stream_);
-      decode_blocks<T>(dst + static_cast<size_t>(b0 * 32), device, DType::kMXFP4, static_cast<size_t>(n), stream_);
-    }
-  }
-
-  cudaStream_t stream_;
-  PinnedBuffer<float> host_;    // (kChunkFloats)
-  DeviceBuffer<float> device_;  // (kChunkFloats)
-};
-
 // One part of a fused linear weight: a model tensor of `rows` rows.
 struct LinearSource {
   const TensorView& tensor;
   int64_t rows;
 };
 
+// Throws unless `runs` put all `out` rows of weight `name` in order.
+void check_runs_cover(const std::vector<RowRun>& runs, int64_t out, const std::string& name) {
+  int64_t covered = 0;
+  for (const RowRun& run : runs) covered += run.count;
+  if (covered != out) {
+    throw Error("internal error: the row order of '" + name + "' covers " + std::to_string(covered) + " of its " +
+                std::to_string(out) + " rows");
+  }
+}
+
 // The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8. With
 // `runs` (a DeltaNet projection grouped by key head: deltanet_layout.hpp) the stacked rows, once in T, are put
 // in the standard order by one device copy a run, before any FP8 quantization (which takes its scale from the
 // reordered rows); every source format and random weights alike, since the rows are T's by then.
+template <typename T>
+LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8,
+                              const std::vector<RowRun>& runs = {}) {
+  std::vector<WeightPart> parts;
+  int64_t out = 0;
+  for (const LinearSource& s : sources) {
+    if (fp8) check_fp8_weight_shape(s.tensor.name, s.tensor.rows, s.tensor.cols);  // before any upload
+    parts.push_back(WeightPart{s.tensor.name, out, s.rows});
+    out += s.rows;
+  }
+  DeviceBuffer<T> weight(static_cast<size_t>(out * in));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
+  }
+  if (!runs.empty()) {
+    check_runs_cover(runs, out, sources.front().tensor.name);
+    DeviceBuffer<T> stored = std::move(weight);
+    weight = DeviceBuffer<T>(static_cast<size_t>(out * in));
+    auto* dst = reinterpret_cast<uint8_t*>(weight.get());
+    const auto* src = reinterpret_cast<const uint8_t*>(stored.get());
+    copy_row_runs(runs, in * static_cast<int64_t>(sizeof(T)), [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
+      CUDA_CHECK(cudaMemcpyAsync(dst + dst_offset, src + src_offset, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
+                                 up.stream()));
+    });
+    up.finish();  // the copies are done before `stored` is freed
+  }
+  if (fp8) return quantize_weight_fp8<T>(std::move(weight), out, in, parts, up.stream());
+  LinearWeight<T> w;
+  w.out = out;
+  w.in = in;
+  w.weight = std::move(weight);
+  return w;
+}
+
 // A fused linear weight (out, in) kept as its parts' blocks (linear_blocks.hpp), stacked row by row as they are
 // stored; `runs` reorder whole rows of blocks as they reorder rows in T.
 template <typename T>
@@ -206,6 +114,7 @@ LinearWeight<T> upload_linear_blocks(WeightUploader& up, const std::vector<Linea
     row += s.rows;
   }
   if (runs.empty()) return w;
+  check_runs_cover(runs, out, sources.front().tensor.name);
   DeviceBuffer<uint8_t> stored = std::move(w.blocks);
   w.blocks = DeviceBuffer<uint8_t>(stored.size());
   copy_row_runs(runs, stride, [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
@@ -213,45 +122,6 @@ LinearWeight<T> upload_linear_blocks(WeightUploader& up, const std::vector<Linea
                                cudaMemcpyDeviceToDevice, up.stream()));
   });
   up.finish();  // the copies are done before `stored` is freed
-  return w;
-}
-
-template <typename T>
-LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in, bool fp8,
-                              const std::vector<RowRun>& runs = {}) {
-  std::vector<WeightPart> parts;
-  int64_t out = 0;
-  for (const LinearSource& s : sources) {
-    if (fp8) check_fp8_weight_shape(s.tensor.name, s.tensor.rows, s.tensor.cols);  // before any upload
-    parts.push_back(WeightPart{s.tensor.name, out, s.rows});
-    out += s.rows;
-  }
-  DeviceBuffer<T> weight(static_cast<size_t>(out * in));
-  for (size_t i = 0; i < sources.size(); ++i) {
-    up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
-  }
-  if (!runs.empty()) {
-    int64_t covered = 0;
-    for (const RowRun& run : runs) covered += run.count;
-    if (covered != out) {
-      throw Error("internal error: the row order of '" + sources.front().tensor.name + "' covers " +
-                  std::to_string(covered) + " of its " + std::to_string(out) + " rows");
-    }
-    DeviceBuffer<T> stored = std::move(weight);
-    weight = DeviceBuffer<T>(static_cast<size_t>(out * in));
-    auto* dst = reinterpret_cast<uint8_t*>(weight.get());
-    const auto* src = reinterpret_cast<const uint8_t*>(stored.get());
-    copy_row_runs(runs, in * static_cast<int64_t>(sizeof(T)), [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
-      CUDA_CHECK(cudaMemcpyAsync(dst + dst_offset, src + src_offset, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
-                                 up.stream()));
-    });
-    up.finish();  // the copies are done before `stored` is freed
-  }
-  if (fp8) return quantize_weight_fp8<T>(std::move(weight), out, in, parts, up.stream());
-  LinearWeight<T> w;
-  w.out = out;
-  w.in = in;
-  w.weight = std::move(weight);
   return w;
 }
 
@@ -418,8 +288,6 @@ std::vector<RowRun> standard_row_runs(const ModelConfig& c, LayerTensor kind) {
   return {};
 }
 
-// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
-// the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
 // How the layers' projections are kept (upload_weights' choices), and the tally of those in blocks.
 struct LinearKeep {
   bool fp8 = false;
@@ -427,6 +295,8 @@ struct LinearKeep {
   LinearBlocksTally tally;
 };
 
+// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the layers' projections)
+// FP8 with fp8 weights, or their blocks where linear_blocks_choice keeps them; then a sparse layer's experts.
 template <typename T>
 LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer,
                              LinearKeep& keep, bool keep_quantized) {

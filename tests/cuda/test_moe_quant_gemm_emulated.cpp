@@ -8,7 +8,7 @@
 // test_moe.cpp runs the same cases through the launcher on the GPU. Then a dense linear layer's use of it
 // (quant_blocks_gemm, one expert, offsets {0, m}): every block type it reads (FP8 and NVFP4 too) decoded into
 // the weight tile bit for bit as the engine's dequantize_blocks, and the product against float64 for m = 1, 7,
-// 16 on layer-sized n and k. Part of the host suite.
+// 16 on layer-sized k (4096, and the 8B's down projection's 14336). Part of the host suite.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
@@ -196,6 +196,7 @@ TEST_SUITE("host") {
         check_linear_blocks_gemm<__nv_bfloat16>(dtype, m, 192, 4096);  // k: an 8B layer's dim (n: a slice of it)
         check_linear_blocks_gemm<__half>(dtype, m, 72, 1536);          // n past whole tiles
       }
+      check_linear_blocks_gemm<__nv_bfloat16>(dtype, 16, 64, 14336);  // k: the 8B's down projection
     }
   }
 
