@@ -77,7 +77,7 @@ int main(int argc, char** argv) {
       max_elems = std::max(max_elems, static_cast<size_t>(s.out * s.in));
       max_in = std::max(max_in, s.in);
     }
-    LinearRunner<T> runner(ctx, false, max_rows, max_in, max_elems);
+    LinearRunner<T> runner(ctx, false, max_rows, max_in, max_elems, 28672);
     DeviceBuffer<T> x(static_cast<size_t>(max_rows) * max_in), y(static_cast<size_t>(max_rows) * 28672);
     CUDA_CHECK(cudaMemset(x.get(), 0, x.bytes()));
     DeviceBuffer<uint8_t> flush(size_t{256} << 20);

@@ -71,7 +71,7 @@ class CudaBackend final : public Backend {
                 std::max({config_.dim, config_.num_heads * config_.max_head_dim(), config_.max_hidden(),
                           config_.deltanet.value_dim(),
                           config_.mamba.inner(), config_.per_layer_dim}),
-                weights_.max_block_elems()),
+                weights_.max_block_elems(), weights_.max_block_out()),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),

@@ -400,6 +400,17 @@ size_t DeviceWeights<T>::max_block_elems() const {
 }
 
 template <typename T>
+int64_t DeviceWeights<T>::max_block_out() const {
+  int64_t most = 0;
+  for (const LayerWeights<T>& w : layers) {
+    for (const LinearWeight<T>& m : w.linear.items) {
+      if (m.is_blocks()) most = std::max(most, m.out);
+    }
+  }
+  return most;
+}
+
+template <typename T>
 DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized,
                                 bool linear_blocks) {
   const ModelConfig& c = model.config;

@@ -73,7 +73,8 @@ struct DeviceWeights {
     return rope_inv_freq.get() + static_cast<size_t>(set) * (rope_inv_freq.size() / kNumRopeTables);
   }
   size_t bytes() const;
-  size_t max_block_elems() const;  // out * in of the largest linear weight in blocks; 0 when none is
+  size_t max_block_elems() const;   // out * in of the largest linear weight in blocks; 0 when none is
+  int64_t max_block_out() const;    // the most outputs of a linear weight in blocks; 0 when none is
 };
 
 // Converts and uploads every tensor (host tensors in bounded chunks through fp32, random tensors

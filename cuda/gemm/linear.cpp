@@ -7,6 +7,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -42,10 +43,12 @@ LinearWeight<T> quantize_weight_fp8(DeviceBuffer<T> weight, int64_t out, int64_t
 
 template <typename T>
 LinearRunner<T>::LinearRunner(const CudaContext& context, bool fp8, int max_rows, int64_t max_in,
-                              size_t max_block_elems)
-    : context_(context), max_rows_(max_rows), max_in_(max_in) {
+                              size_t max_block_elems, int64_t max_block_out)
+    : context_(context), max_rows_(max_rows), max_in_(max_in), num_sms_(context.properties().multiProcessorCount) {
   if (max_block_elems > 0) {
     dequant_ = DeviceBuffer<T>(max_block_elems);
+    split_sums_ = DeviceBuffer<float>(static_cast<size_t>(kQuantGemmMaxSplits) * kBlockGemmMaxRows *
+                                      static_cast<size_t>(std::max<int64_t>(max_block_out, 1)));
     std::vector<int32_t> offsets(2 * (kBlockGemmMaxRows + 1));
     for (int m = 0; m <= kBlockGemmMaxRows; ++m) offsets[2 * m + 1] = m;
     row_offsets_ = DeviceBuffer<int32_t>(offsets.size());
@@ -66,7 +69,9 @@ template <typename T>
 void LinearRunner<T>::check(const LinearWeight<T>& w) {
   if (w.is_blocks()) {
     const size_t elems = static_cast<size_t>(w.out) * static_cast<size_t>(w.in);
+    const size_t split_floats = static_cast<size_t>(kQuantGemmMaxSplits) * kBlockGemmMaxRows * static_cast<size_t>(w.out);
     if (std::is_same_v<T, float> || !expert_blocks_supported(w.block_type, w.in) || elems > dequant_.size() ||
+        split_floats > split_sums_.size() ||
         w.blocks.size() != static_cast<size_t>(w.out * row_bytes(w.block_type, w.in))) {
       throw Error("linear layer: a weight (" + std::to_string(w.out) + ", " + std::to_string(w.in) + ") in " +
                   std::string(dtype_name(w.block_type)) + " blocks that this runner (scratch of " +
@@ -115,7 +120,13 @@ void LinearRunner<T>::forward_blocks(const LinearWeight<T>& w, T* d_y, const T* 
   } else {
     if (m <= 0) return;
     if (m <= kBlockGemmMaxRows && row_offsets_.size() > 0) {
-      quant_blocks_gemm<T>(d_y, d_x, w.block_type, w.blocks.get(), row_offsets_.get() + 2 * m, m, 1, out, in, stream);
+      const int splits = quant_gemm_k_splits(out, in, num_sms_);
+      if (static_cast<size_t>(splits) * static_cast<size_t>(m) * static_cast<size_t>(out) > split_sums_.size()) {
+        throw Error("linear layer: a weight (" + std::to_string(w.out) + ", " + std::to_string(w.in) +
+                    ") in blocks past the runner's split-k sums of " + std::to_string(split_sums_.size()) + " floats");
+      }
+      quant_blocks_gemm_split_k<T>(d_y, d_x, w.block_type, w.blocks.get(), row_offsets_.get() + 2 * m, m, out, in,
+                                   splits, split_sums_.get(), stream);
       return;
     }
     const size_t elems = static_cast<size_t>(w.out) * static_cast<size_t>(w.in);

@@ -3,7 +3,7 @@
 // (W ~ codes * scale) through cuBLASLt, the input quantized per call with a dynamic per-tensor scale
 // (fp8_quantize.hpp), or (--cuda-kernel weights=blocks, T bf16 or fp16) in the blocks of one DType the model
 // holds it in (which weights: linear_blocks.hpp): a step of at most kBlockGemmMaxRows rows multiplies the blocks
-// directly (quant_blocks_gemm, one expert), a larger one decodes them into the runner's scratch matrix in T
+// directly (quant_blocks_gemm_split_k, one expert, k split where n gives too few CTAs), a larger one decodes them into the runner's scratch matrix in T
 // (decode_blocks, the load path's decoder) and runs cuBLAS. LinearRunner::forward takes every kind, so the
 // forward pass never branches on it.
 #pragma once
@@ -62,8 +62,10 @@ class LinearRunner {
  public:
   // fp8: the layers it runs have FP8 weights (T bf16 or fp16); their inputs have at most max_rows rows of at
   // most max_in values. max_block_elems: out * in of the largest weight in blocks it runs (0: none), the size of
-  // its scratch matrix. Without either it holds nothing.
-  LinearRunner(const CudaContext& context, bool fp8, int max_rows, int64_t max_in, size_t max_block_elems = 0);
+  // its scratch matrix; max_block_out: the most outputs of one (the split-k partial sums'). Without either it
+  // holds nothing.
+  LinearRunner(const CudaContext& context, bool fp8, int max_rows, int64_t max_in, size_t max_block_elems = 0,
+               int64_t max_block_out = 0);
 
   // Throws cbatch::Error now if forward() could not run w (an FP8 weight cuBLASLt has no algorithm for, a
   // blocks weight past the scratch matrix or of a type the block GEMM does not read).
@@ -73,8 +75,10 @@ class LinearRunner {
   void forward(const LinearWeight<T>& w, T* d_y, const T* d_x, int m);
 
   // The device memory it holds (the scratch matrix of blocks weights, FP8 input codes).
-  size_t device_bytes() const { return x_codes_.bytes() + x_scale_.bytes() + partials_.bytes() + dequant_.bytes() +
-                                       row_offsets_.bytes(); }
+  size_t device_bytes() const {
+    return x_codes_.bytes() + x_scale_.bytes() + partials_.bytes() + dequant_.bytes() + row_offsets_.bytes() +
+           split_sums_.bytes();
+  }
 
  private:
   void forward_blocks(const LinearWeight<T>& w, T* d_y, const T* d_x, int m);
@@ -88,6 +92,8 @@ class LinearRunner {
   DeviceBuffer<float> partials_;       // (kFp8PartialFloats) the amax pass's scratch
   DeviceBuffer<T> dequant_;            // (max_block_elems) a blocks weight decoded to T for a many-row product
   DeviceBuffer<int32_t> row_offsets_;  // (kBlockGemmMaxRows + 1, 2): {0, m} at 2 m, the block GEMM's one expert
+  DeviceBuffer<float> split_sums_;     // (kQuantGemmMaxSplits, kBlockGemmMaxRows, max_block_out) split-k partials
+  int num_sms_ = 0;                    // the device's, for the split of k
 };
 
 }  // namespace cbatch

@@ -54,6 +54,19 @@ template <typename T>
 void quant_blocks_gemm(T* d_y, const T* d_x, DType dtype, const uint8_t* d_blocks, const int32_t* d_offsets,
                        int num_picks, int num_experts, int n, int k, cudaStream_t stream);
 
+// quant_blocks_gemm for one expert of m rows (d_offsets {0, m}) with its k tiles split over `splits` CTAs along the
+// grid's z (quant_gemm_k_splits), each writing fp32 partial sums to d_partial (splits, m, n), which one more
+// kernel adds in split order and rounds to T (deterministic): a dense layer's decode, whose n alone gives too few
+// CTAs. splits 1: quant_blocks_gemm (d_partial unused).
+template <typename T>
+void quant_blocks_gemm_split_k(T* d_y, const T* d_x, DType dtype, const uint8_t* d_blocks, const int32_t* d_offsets,
+                               int m, int n, int k, int splits, float* d_partial, cudaStream_t stream);
+
+// The splits of k that give a one-expert product of n columns about two CTAs on each of num_sms SMs: 1 where its
+// n tiles already do, at most kQuantGemmMaxSplits and the k tiles, none of them empty.
+constexpr int kQuantGemmMaxSplits = 8;
+int quant_gemm_k_splits(int n, int k, int num_sms);
+
 // codes (rows, cols) E4M3 and scales (rows) fp32 from x (rows, cols) T: each row's scale is its largest
 // magnitude / 448 (1 for an all-zero row; +infinity for a row holding a NaN or an infinity, which the
 // caller refuses), each code x / scale rounded to nearest even, saturating (engine/model/fp8.hpp).

@@ -13,6 +13,9 @@
 //    products, to overlap them) -> dequantised to T -> shared memory, two stages;
 //  - each warp owns 16 columns of the tile, all 32 rows: mma.m16n8k16, fp32 accumulators, A from the x
 //    tile and B from the weight tile by ldmatrix (rows padded by 16 bytes: distinct banks).
+// A dense layer's product (one expert) at decode splits k over the grid's z extent when its n tiles alone would
+// leave SMs idle (o and down of an 8B: 64 tiles on 132 SMs): each split writes fp32 partial sums, which
+// split_k_reduce adds in split order.
 // Why these sizes: a decode step gives an expert 1-16 rows, so a weight byte is read once per m tile
 // whatever BM; BM = 32 rather than 16 halves the re-reads of prefill at no cost to decode (the second
 // m16 tile is skipped when the expert's tile has at most 16 rows). BK = 64 is two ggml blocks per row,
@@ -326,6 +329,11 @@ struct QuantGemmArgs {
   W w;                    // the experts' weights, (num_experts, n, k) in W's format
   const int32_t* offsets;  // (num_experts + 1) device: each expert's first row, then num_picks
   int num_experts, n, k;
+  // Split k (a dense layer's few rows, whose n alone gives too few CTAs): CTA z of the grid's z extent sums k tiles
+  // [z split_k_tiles, (z + 1) split_k_tiles) into partial (gridDim.z, num_picks, n) fp32 instead of y, and
+  // split_k_reduce sums them in z order. 0: every k tile, into y.
+  int split_k_tiles = 0;
+  float* partial = nullptr;
 };
 
 // The row tile a CTA takes: `tile` counts the experts' row tiles in expert order; expert -1: none left.
@@ -387,7 +395,9 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
   const int m_tiles = et.rows > 16 ? 2 : 1;
   T* s_x = reinterpret_cast<T*>(smem);              // (2 stages, kQgBm, kQgLd)
   T* s_w = s_x + 2 * kQgXTileElems;                 // (2 stages, kQgBn, kQgLd)
-  const int num_k_tiles = (a.k + kQgBk - 1) / kQgBk;
+  const int all_k_tiles = (a.k + kQgBk - 1) / kQgBk;
+  const int kt0 = a.split_k_tiles > 0 ? static_cast<int>(blockIdx.z) * a.split_k_tiles : 0;
+  const int num_k_tiles = a.split_k_tiles > 0 ? min(all_k_tiles, kt0 + a.split_k_tiles) : all_k_tiles;
 
   float acc[2][2][4];  // (m16 tile, n8 tile of the warp's 16 columns, fragment)
 #pragma unroll
@@ -396,12 +406,12 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
     for (int nt = 0; nt < 2; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
   }
   typename W::Regs regs;
-  load_x_tile(a.x, et.row0, et.rows, a.k, 0, s_x, tid);
+  load_x_tile(a.x, et.row0, et.rows, a.k, kt0 * kQgBk, s_x, tid);
   cp_async_commit();
-  a.w.load(regs, e, a.n, a.k, n0, 0, tid);
+  a.w.load(regs, e, a.n, a.k, n0, kt0 * kQgBk, tid);
 
-  for (int kt = 0; kt < num_k_tiles; ++kt) {
-    const int stage = kt % 2;
+  for (int kt = kt0; kt < num_k_tiles; ++kt) {
+    const int stage = (kt - kt0) % 2;
     T* s_w_stage = s_w + stage * kQgWTileElems;
     a.w.template store<T>(regs, s_w_stage, tid);  // the stage's last readers passed two barriers ago
     if (kt + 1 < num_k_tiles) {
@@ -447,11 +457,26 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
       for (int i = 0; i < 4; ++i) {
         const int r = mt * 16 + g + (i / 2) * 8, col = n0 + warp * 16 + nt * 8 + 2 * t + i % 2;
         if (r < et.rows && col < a.n) {
-          a.y[static_cast<size_t>(et.row0 + r) * a.n + col] = from_float<T>(acc[mt][nt][i] * a.w.column_scale(e, a.n, col));
+          const float v = acc[mt][nt][i] * a.w.column_scale(e, a.n, col);
+          const size_t at = static_cast<size_t>(et.row0 + r) * a.n + col;
+          if (a.partial == nullptr) {
+            a.y[at] = from_float<T>(v);
+          } else {  // this split's slice of (splits, num_picks, n)
+            a.partial[static_cast<size_t>(blockIdx.z) * a.offsets[a.num_experts] * a.n + at] = v;
+          }
         }
       }
     }
   }
+}
+
+// Element i of y (elems = num_picks * n) from the splits' partial sums (splits, elems), added in split order
+// (deterministic whatever the schedule) and rounded to T once.
+template <typename T>
+__device__ __forceinline__ void split_k_reduce(T* y, const float* partial, int splits, size_t elems, size_t i) {
+  float sum = 0.0f;
+  for (int z = 0; z < splits; ++z) sum += partial[static_cast<size_t>(z) * elems + i];
+  y[i] = from_float<T>(sum);
 }
 
 }  // namespace cbatch::moe_quant_detail

@@ -1,8 +1,8 @@
 // Linear weights kept in the model's blocks (--cuda-kernel weights=blocks). Host suite: the rule of which
 // weights stay in blocks (linear_blocks.hpp: fused parts of one type, k the block GEMM reads, no act-order, no
 // random non-MXFP4 parts) and the load note. GPU: a LinearWeight in blocks through LinearRunner against the same
-// bytes decoded to T (the dequant path) for m = 1..256: the block GEMM's rows (m <= kBlockGemmMaxRows) within the
-// block GEMM's tolerance of the float64 product, the scratch path's rows bit for bit the T path's (the same
+// bytes decoded to T (the dequant path) for m = 1..256: the block GEMM's rows (m <= kBlockGemmMaxRows; n = 200 takes
+// the device's split of k) within the block GEMM's tolerance of the float64 product, the scratch path's rows bit for bit the T path's (the same
 // decoder, the same cuBLAS GEMM); every block type; and the runner's refusal of a weight past its scratch.
 #include <doctest/doctest.h>
 
@@ -69,7 +69,7 @@ void check_runner(const CudaContext& ctx, DType dtype, int n, int k) {
   CAPTURE(type_name<T>());
   constexpr int kMaxRows = 256;
   BlocksAndDense<T> w = make_weights<T>(dtype, n, k, ctx.stream());
-  LinearRunner<T> runner(ctx, false, kMaxRows, k, static_cast<size_t>(n) * k);
+  LinearRunner<T> runner(ctx, false, kMaxRows, k, static_cast<size_t>(n) * k, n);
   runner.check(w.blocks);
   const std::vector<float> x = round_to<T>(cbatch::testing::random_activations(static_cast<size_t>(kMaxRows) * k, 13));
   const std::vector<double> want = gemm_ref(x, w.values, kMaxRows, n, k);
@@ -166,9 +166,11 @@ TEST_CASE_TEMPLATE("linear blocks: LinearRunner on a weight in blocks against th
 TEST_CASE("linear blocks: the runner refuses a weight in blocks past its scratch, or a type the GEMM does not read") {
   CudaContext ctx(0);
   BlocksAndDense<__nv_bfloat16> w = make_weights<__nv_bfloat16>(DType::kQ8_0, 64, 256, ctx.stream());
-  LinearRunner<__nv_bfloat16> small(ctx, false, 64, 256, 64 * 128);
+  LinearRunner<__nv_bfloat16> small(ctx, false, 64, 256, 64 * 128, 64);
   CHECK_THROWS_AS(small.check(w.blocks), Error);
-  LinearRunner<__nv_bfloat16> runner(ctx, false, 64, 256, 64 * 256);
+  LinearRunner<__nv_bfloat16> narrow(ctx, false, 64, 256, 64 * 256, 32);  // split-k sums for 32 outputs
+  CHECK_THROWS_AS(narrow.check(w.blocks), Error);
+  LinearRunner<__nv_bfloat16> runner(ctx, false, 64, 256, 64 * 256, 64);
   runner.check(w.blocks);
   w.blocks.block_type = DType::kQ2_K;  // its bytes are not Q2_K's, and the GEMM reads no Q2_K
   CHECK_THROWS_AS(runner.check(w.blocks), Error);

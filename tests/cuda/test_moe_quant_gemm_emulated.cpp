@@ -8,7 +8,8 @@
 // test_moe.cpp runs the same cases through the launcher on the GPU. Then a dense linear layer's use of it
 // (quant_blocks_gemm, one expert, offsets {0, m}): every block type it reads (FP8 and NVFP4 too) decoded into
 // the weight tile bit for bit as the engine's dequantize_blocks, and the product against float64 for m = 1, 7,
-// 16 on layer-sized k (4096, and the 8B's down projection's 14336). Part of the host suite.
+// 16 on layer-sized k (4096, and the 8B's down projection's 14336), k split over the grid's z as the runner splits
+// it (fp32 partial sums, split_k_reduce) and not. Part of the host suite.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
@@ -22,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "cuda/moe/moe_quant_gemm.hpp"
 #include "tests/cuda/linear_blocks_case.hpp"
 #include "tests/cuda/moe_quant_case.hpp"
 #include "tests/cuda/test_util.hpp"
@@ -38,23 +40,36 @@ using namespace moe_quant_detail;
 
 constexpr int kPoisonRows = 3;  // rows of y past the picks, which no CTA may write
 
-// Runs the block code over the grid moe_quant_gemm.cu launches and returns y (num_picks + kPoisonRows, n).
+// Runs the block code over the grid moe_quant_gemm.cu launches and returns y (num_picks + kPoisonRows, n); with
+// splits > 1 (one expert: quant_blocks_gemm_split_k) over the splits of k along z into fp32 partial sums (poisoned
+// first), then split_k_reduce over y's elements.
 template <typename T, class W>
 std::vector<T> emulate_quant_gemm(const QuantGemmCase& qc, const std::vector<T>& x, const W& w,
-                                  const std::vector<int32_t>& offsets) {
+                                  const std::vector<int32_t>& offsets, int splits = 1) {
   const int num_picks = offsets.back();
   std::vector<T> y(static_cast<size_t>(num_picks + kPoisonRows) * qc.n, from_f32<T>(NAN));
-  const QuantGemmArgs<T, W> args{y.data(), x.data(), w, offsets.data(), qc.num_experts, qc.n, qc.k};
+  QuantGemmArgs<T, W> args{y.data(), x.data(), w, offsets.data(), qc.num_experts, qc.n, qc.k};
+  const int k_tiles = (qc.k + kQgBk - 1) / kQgBk, per = (k_tiles + splits - 1) / splits;
+  splits = (k_tiles + per - 1) / per;  // as the launcher: no empty split
+  const size_t elems = static_cast<size_t>(num_picks) * qc.n;
+  std::vector<float> partial(static_cast<size_t>(splits) * elems, NAN);
+  if (splits > 1) {
+    args.split_k_tiles = per;
+    args.partial = partial.data();
+  }
   const size_t smem_bytes = moe_quant_gemm_smem_bytes<T>();
   std::vector<Bytes16> smem(smem_bytes / sizeof(Bytes16));
   auto* s = reinterpret_cast<unsigned char*>(smem.data());
   warp_mma::begin_launch(s, smem_bytes, {{x.data(), x.size() * sizeof(T)}});
   const block_emulator::Index grid{static_cast<unsigned>(moe_quant_gemm_tiles(num_picks, qc.num_experts)),
-                                   static_cast<unsigned>((qc.n + kQgBn - 1) / kQgBn), 1};
+                                   static_cast<unsigned>((qc.n + kQgBn - 1) / kQgBn), static_cast<unsigned>(splits)};
   block_emulator::launch(grid, kQgThreads, [&] { moe_quant_gemm_block<T, W>(args, s); },
                          [](block_emulator::Index) { warp_mma::begin_block(); });
   warp_mma::end_launch();
   CHECK(warp_mma::memory().error == "");
+  if (splits > 1) {
+    for (size_t i = 0; i < elems; ++i) split_k_reduce(y.data(), partial.data(), splits, elems, i);
+  }
   return y;
 }
 
@@ -145,10 +160,11 @@ size_t tile_mismatches(const W& w, const std::vector<float>& values, int n, int 
   return mismatches;
 }
 
-// y (m, n) = x (m, k) W^T with W (n, k) in blocks of `dtype`, as quant_blocks_gemm runs it (one expert), against
-// the float64 product of the engine's values.
+// y (m, n) = x (m, k) W^T with W (n, k) in blocks of `dtype`, as quant_blocks_gemm_split_k runs it (one expert, k
+// in `splits`), against the float64 product of the engine's values.
 template <typename T>
-void check_linear_blocks_gemm(DType dtype, int m, int n, int k) {
+void check_linear_blocks_gemm(DType dtype, int m, int n, int k, int splits) {
+  CAPTURE(splits);
   std::vector<float> values;
   const std::vector<uint8_t> bytes = linear_blocks(dtype, n, k, 7 + static_cast<unsigned>(m + n), values);
   const std::vector<float> x = round_to<T>(cbatch::testing::random_activations(static_cast<size_t>(m) * k, 5 + m));
@@ -157,7 +173,9 @@ void check_linear_blocks_gemm(DType dtype, int m, int n, int k) {
   const QuantGemmCase qc{1, n, k, {m}};
   const std::vector<int32_t> offsets = quant_offsets(qc.rows);
   std::vector<T> y;
-  with_block_weights(dtype, bytes.data(), [&](const auto& w) { y = emulate_quant_gemm<T>(qc, x_t, w, offsets); });
+  with_block_weights(dtype, bytes.data(), [&](const auto& w) {
+    y = emulate_quant_gemm<T>(qc, x_t, w, offsets, splits);
+  });
   QuantExperts q{QuantFormat::kQ8_0, {}, {}, values};
   const std::vector<double> want = quant_gemm_ref(x, q, offsets, n, k);
   std::vector<float> got(want.size());
@@ -188,15 +206,23 @@ TEST_SUITE("host") {
   }
 
   TEST_CASE("linear blocks: one-expert block GEMM against float64 at m = 1, 7, 16 on a layer's n and k, every "
-            "block type (emulated)") {
+            "block type, k split as an H200's 132 SMs split it and not split (emulated)") {
+    // The splits the runner takes on 132 SMs: 8 for these n of a few column tiles (8, 3 and 28 k tiles each).
+    const int splits_4096 = quant_gemm_k_splits(192, 4096, 132), splits_1536 = quant_gemm_k_splits(72, 1536, 132);
+    CHECK(splits_4096 == 8);
+    CHECK(splits_1536 == 8);
+    CHECK(quant_gemm_k_splits(64, 14336, 132) == 8);
+    CHECK(quant_gemm_k_splits(28672, 4096, 132) == 1);  // the 8B's gate|up: 448 column tiles
+    CHECK(quant_gemm_k_splits(4096, 4096, 132) == 5);   // its o: 64 column tiles, 5 splits of 13 k tiles
     for (DType dtype : kLinearBlockTypes) {
       CAPTURE(dtype_name(dtype));
       for (const int m : {1, 7, 16}) {
         CAPTURE(m);
-        check_linear_blocks_gemm<__nv_bfloat16>(dtype, m, 192, 4096);  // k: an 8B layer's dim (n: a slice of it)
-        check_linear_blocks_gemm<__half>(dtype, m, 72, 1536);          // n past whole tiles
+        const bool split = m != 7;                      // m = 7: the unsplit path (one CTA over the whole k)
+        check_linear_blocks_gemm<__nv_bfloat16>(dtype, m, 192, 4096, split ? splits_4096 : 1);  // an 8B's k
+        check_linear_blocks_gemm<__half>(dtype, m, 72, 1536, split ? splits_1536 : 1);        // n past whole tiles
       }
-      check_linear_blocks_gemm<__nv_bfloat16>(dtype, 16, 64, 14336);  // k: the 8B's down projection
+      check_linear_blocks_gemm<__nv_bfloat16>(dtype, 16, 64, 14336, 8);  // k: the 8B's down projection
     }
   }
 
