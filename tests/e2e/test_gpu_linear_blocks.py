@@ -9,7 +9,9 @@ GEMM) and with a 16-token budget (prefill chunks on the block GEMM too):
   each weight to T as the load path's decoder does, and sums in another order);
 - the summary's weight_bytes is smaller with blocks;
 - the load note names the block types kept (and dequant's says every linear weight was decoded).
---quantization fp8 on the GPTQ directory says that the blocks are decoded and quantized again.
+--quantization fp8 on the GPTQ directory says that the blocks are decoded and quantized again. A PEFT LoRA adapter
+(q, v, down) on the GPTQ directory applies on top of the blocks: its tokens lead with dequant's as above and differ
+from the base model's.
 Arguments (--cuda-kernel NAME=VALUE) go to every CUDA run."""
 import json
 import os
@@ -24,6 +26,7 @@ import gguf  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tiny_models  # noqa: E402
+from lora_files import make_pairs, write_peft  # noqa: E402
 from prequantized_files import fp8, gptq, nvfp4, write_safetensors  # noqa: E402
 
 NUM_TOKENS = 12
@@ -37,10 +40,10 @@ write_jsonl(prompts, [{"id": i, "prompt_token_ids": [rng.randrange(3, 256) for _
                       for i, n in enumerate((5, 12, 21, 30, 40, 33))])
 
 
-def cbatch_run(model, flags):
+def cbatch_run(model, flags, path=prompts):
     """(output token lists by id, the summary, stderr) of one CUDA run."""
     out, summary = os.path.join(work, "out.jsonl"), os.path.join(work, "summary.json")
-    proc = run(["run", prompts, "-o", out, "--model", model, "--summary", summary, "--max-num-seqs", "8"]
+    proc = run(["run", path, "-o", out, "--model", model, "--summary", summary, "--max-num-seqs", "8"]
                + cuda_device() + flags)
     rows = sorted(read_jsonl(out), key=lambda r: r["id"])
     return [r["output_token_ids"] for r in rows], json.load(open(summary)), proc.stderr
@@ -112,6 +115,21 @@ for model, label, types in MODELS:
                     f"{name}: dequant's load note is missing:\n{dequant_log[-2000:]}")
             print(f"{name}: weight_bytes {blocks_summary['weight_bytes']} blocks, {dequant_summary['weight_bytes']} "
                   f"dequant")
+
+# A LoRA adapter over the GPTQ blocks: the delta is added after the block GEMM and after the scratch path's cuBLAS.
+adapter = os.path.join(work, "adapter")
+write_peft(adapter, make_pairs(11, 4, ["q_proj", "v_proj", "down_proj"], 0.3, tiny_models.to_bf16),
+           {"peft_type": "LORA", "r": 4, "lora_alpha": 8.0, "target_modules": ["q_proj", "v_proj", "down_proj"]})
+lora_prompts = os.path.join(work, "lora-prompts.jsonl")
+write_jsonl(lora_prompts, [dict(r, model="P") for r in read_jsonl(prompts)])
+lora_flags = ["--dtype", "bf16", "--lora-modules", f"P={adapter}"]
+with_lora, _, _ = cbatch_run(MODELS[1][0], lora_flags, lora_prompts)
+with_lora_dequant, _, _ = cbatch_run(MODELS[1][0], lora_flags + ["--cuda-kernel", "weights=dequant"], lora_prompts)
+base, _, _ = cbatch_run(MODELS[1][0], ["--dtype", "bf16"])
+lead = [leading_agreement(a, b) for a, b in zip(with_lora, with_lora_dequant)]
+print("gptq bf16 with LoRA: leading tokens of blocks equal to dequant's per prompt:", lead, f"of {NUM_TOKENS}")
+c.check(len(lead) == 6 and min(lead) >= NUM_TOKENS // 2, f"gptq with LoRA: blocks leave dequant early: {lead}")
+c.check(with_lora != base, "gptq with LoRA: the adapter changes no token of the blocks run")
 
 _, _, log = cbatch_run(MODELS[1][0], ["--dtype", "bf16", "--quantization", "fp8"])
 c.check("--quantization fp8: the model's linear weights in blocks are decoded and quantized again" in log,
