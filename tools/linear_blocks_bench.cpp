@@ -66,10 +66,13 @@ int main(int argc, char** argv) {
   app.add_option("--iters", iters, "timed runs a measurement")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
   try {
-    CudaContext ctx(0);
-    const cudaStream_t stream = ctx.stream();
+    std::vector<DType> dtypes;  // checked before the device is opened
+    for (const std::string& name : split(types)) dtypes.push_back(parse_dtype(name));
     std::vector<int> ms;
     for (const std::string& r : split(rows)) ms.push_back(std::stoi(r));
+    if (ms.empty() || *std::min_element(ms.begin(), ms.end()) < 1) throw Error("--rows: positive row counts");
+    CudaContext ctx(0);
+    const cudaStream_t stream = ctx.stream();
     const int max_rows = *std::max_element(ms.begin(), ms.end());
     size_t max_elems = 0;
     int64_t max_in = 0;
@@ -100,8 +103,8 @@ int main(int argc, char** argv) {
       dense.push_back(std::move(w));
     }
     std::printf("%-9s %6s %12s %12s %8s %10s\n", "type", "rows", "bf16_us", "blocks_us", "speedup", "blocks_TB/s");
-    for (const std::string& name : split(types)) {
-      const DType dtype = parse_dtype(name);
+    for (const DType dtype : dtypes) {
+      const std::string name(dtype_name(dtype));
       std::vector<LinearWeight<T>> blocks;
       size_t block_bytes = 0;
       for (const Shape& s : kShapes) {
