@@ -33,6 +33,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/model/fp8.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -75,6 +76,12 @@ struct BlockWeights {
   static constexpr int kBlocksPerThread = kQgBn * (kQgBk / 32) / kQgThreads;
   static_assert(kBlocksPerThread >= 1 && kQgBn * (kQgBk / 32) % kQgThreads == 0, "whole blocks per thread");
   static constexpr int kSubBlocks = 32 / F::kSubElems;
+  // A block is loaded in the widest words its size keeps aligned (every block starts at a multiple of kBytes
+  // from the buffer's 16-byte aligned start): Q8_0's 34 bytes in 17 halves, FP8's 36 in 9 words, NVFP4's 24
+  // in 3 double words, MXFP4's 17 byte by byte; little-endian, as the bytes lie.
+  static constexpr int kWordBytes = (F::kBytes & -F::kBytes) >= 8 ? 8 : (F::kBytes & -F::kBytes);
+  using Word = std::conditional_t<kWordBytes == 8, uint64_t, std::conditional_t<kWordBytes == 4, uint32_t,
+               std::conditional_t<kWordBytes == 2, uint16_t, uint8_t>>>;
   static_assert(F::kSubElems % 8 == 0 && 32 % F::kSubElems == 0, "sub-blocks of whole 8-element pieces");
   const uint8_t* w = nullptr;
 
@@ -92,8 +99,13 @@ struct BlockWeights {
       r.valid[j] = n0 + row < n && k0 + b * 32 < k;
       if (!r.valid[j]) continue;
       const uint8_t* src = w + (static_cast<size_t>(e) * n + n0 + row) * row_bytes + (k0 / 32 + b) * F::kBytes;
+      const auto* words = reinterpret_cast<const Word*>(src);
 #pragma unroll
-      for (int c = 0; c < F::kBytes; ++c) r.bytes[j][c] = src[c];
+      for (int c = 0; c < F::kBytes / kWordBytes; ++c) {
+        const Word v = words[c];
+#pragma unroll
+        for (int h = 0; h < kWordBytes; ++h) r.bytes[j][c * kWordBytes + h] = static_cast<uint8_t>(v >> (8 * h));
+      }
     }
   }
   // The blocks dequantised to T at their places in s_w (kQgBn, kQgLd); invalid ones as zeros.
