@@ -80,7 +80,8 @@ BackendTraits CudaBackend<T>::make_traits() const {
       linear_params += static_cast<double>(m.out) * static_cast<double>(m.in);
     }
   }
-  t.weight_bytes_per_param = linear_params > 0 ? linear_bytes / linear_params : (options_.fp8_weights ? 1.0 : sizeof(T));
+  t.weight_bytes_per_param =
+      linear_params > 0 ? linear_bytes / linear_params : (options_.fp8_weights ? 1.0 : sizeof(T));
   t.weight_bytes = static_cast<int64_t>(weights_.bytes());  // every matrix, table and vector as held on the device
   t.notes = weights_.notes;
   // Routed experts as kept (device_weights.hpp): MXFP4 17/32, Q8_0 34/32, FP8 1 + the row scales' 4 / k, else T.

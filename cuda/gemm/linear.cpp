@@ -69,7 +69,8 @@ template <typename T>
 void LinearRunner<T>::check(const LinearWeight<T>& w) {
   if (w.is_blocks()) {
     const size_t elems = static_cast<size_t>(w.out) * static_cast<size_t>(w.in);
-    const size_t split_floats = static_cast<size_t>(kQuantGemmMaxSplits) * kBlockGemmMaxRows * static_cast<size_t>(w.out);
+    const size_t split_floats =
+        static_cast<size_t>(kQuantGemmMaxSplits) * kBlockGemmMaxRows * static_cast<size_t>(w.out);
     if (std::is_same_v<T, float> || !expert_blocks_supported(w.block_type, w.in) || elems > dequant_.size() ||
         split_floats > split_sums_.size() ||
         w.blocks.size() != static_cast<size_t>(w.out * row_bytes(w.block_type, w.in))) {

@@ -3,9 +3,9 @@
 // (W ~ codes * scale) through cuBLASLt, the input quantized per call with a dynamic per-tensor scale
 // (fp8_quantize.hpp), or (--cuda-kernel weights=blocks, T bf16 or fp16) in the blocks of one DType the model
 // holds it in (which weights: linear_blocks.hpp): a step of at most kBlockGemmMaxRows rows multiplies the blocks
-// directly (quant_blocks_gemm_split_k, one expert, k split where n gives too few CTAs), a larger one decodes them into the runner's scratch matrix in T
-// (decode_blocks, the load path's decoder) and runs cuBLAS. LinearRunner::forward takes every kind, so the
-// forward pass never branches on it.
+// directly (quant_blocks_gemm_split_k: one expert, k split where n gives too few CTAs), a larger one decodes
+// them into the runner's scratch matrix in T (decode_blocks, the load path's decoder) and runs cuBLAS.
+// LinearRunner::forward takes every kind, so the forward pass never branches on it.
 #pragma once
 #include <cuda_runtime.h>
 

@@ -23,7 +23,8 @@ LinearBlocksChoice linear_blocks_choice(const std::vector<const TensorView*>& pa
     }
   }
   if (!expert_blocks_supported(dtype, k)) {
-    choice.reason = std::string(dtype_name(dtype)) + " with k = " + std::to_string(k) + " is not read by the block GEMM";
+    choice.reason =
+        std::string(dtype_name(dtype)) + " with k = " + std::to_string(k) + " is not read by the block GEMM";
     return choice;
   }
   for (const TensorView* p : parts) {

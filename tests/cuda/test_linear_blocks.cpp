@@ -1,9 +1,10 @@
 // Linear weights kept in the model's blocks (--cuda-kernel weights=blocks). Host suite: the rule of which
 // weights stay in blocks (linear_blocks.hpp: fused parts of one type, k the block GEMM reads, no act-order, no
 // random non-MXFP4 parts) and the load note. GPU: a LinearWeight in blocks through LinearRunner against the same
-// bytes decoded to T (the dequant path) for m = 1..256: the block GEMM's rows (m <= kBlockGemmMaxRows; n = 200 takes
-// the device's split of k) within the block GEMM's tolerance of the float64 product, the scratch path's rows bit for bit the T path's (the same
-// decoder, the same cuBLAS GEMM); every block type; and the runner's refusal of a weight past its scratch.
+// bytes decoded to T (the dequant path) for m = 1..256: the block GEMM's rows (m <= kBlockGemmMaxRows; n = 200
+// takes the device's split of k) within the block GEMM's tolerance of the float64 product, the scratch path's
+// rows bit for bit the T path's (the same decoder, the same cuBLAS GEMM); every block type; and the runner's
+// refusal of a weight past its scratch or its split-k sums, or of a type the GEMM does not read.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -121,7 +122,9 @@ TEST_SUITE("host") {
       CHECK(c.dtype == d);
     }
     // Types the block GEMM does not read.
-    for (DType d : {DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) CHECK_FALSE(choose({part("w", d, 8, 256)}, 256).blocks);
+    for (DType d : {DType::kQ2_K, DType::kQ3_K, DType::kIQ4_XS}) {
+      CHECK_FALSE(choose({part("w", d, 8, 256)}, 256).blocks);
+    }
     // A plain weight: nothing to keep and nothing to report.
     c = choose({part("q", DType::kBF16, 8, 64), part("k", DType::kBF16, 8, 64)}, 64);
     CHECK_FALSE(c.blocks);
