@@ -10,7 +10,7 @@
 namespace cbatch {
 namespace {
 
-constexpr const char* kSwitchNames = "decode, prefill, sampling, moe-gemm, moe-experts, deltanet or mamba-scan";
+constexpr const char* kSwitchNames = "decode, prefill, sampling, moe-gemm, moe-experts, deltanet, mamba-scan or weights";
 
 // The position of value among values; throws naming the flag and every value the switch takes.
 size_t choice(const std::string& flag, std::string_view name, std::string_view value,
@@ -41,6 +41,8 @@ void set_switch(CudaKernelOptions& k, const std::string& flag, std::string_view 
     k.chunked_deltanet = choice(flag, name, value, {"chunked", "recurrent"}) == 0;
   } else if (name == "mamba-scan") {
     k.chunked_mamba_scan = choice(flag, name, value, {"chunked", "recurrent"}) == 0;
+  } else if (name == "weights") {
+    k.linear_blocks = choice(flag, name, value, {"blocks", "dequant"}) == 0;
   } else {
     throw Error(flag + ": " + elide(name) + " is not a CUDA kernel switch (" + kSwitchNames + ")");
   }

@@ -3,8 +3,8 @@
 // docs/cuda.md).
 // The switches: decode=stream|tensor-cores-16|cuda-cores|paged (paged also spelled 0), prefill=on|off,
 // sampling=device|host, moe-gemm=grouped|loop, moe-experts=blocks|dequant, deltanet=chunked|recurrent,
-// mamba-scan=chunked|recurrent; the first value of each is the default. An unknown name or value, a missing '='
-// or a name given twice is an error naming the flag.
+// mamba-scan=chunked|recurrent, weights=blocks|dequant; the first value of each is the default. An unknown
+// name or value, a missing '=' or a name given twice is an error naming the flag.
 #pragma once
 #include <string>
 #include <vector>

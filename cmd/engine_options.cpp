@@ -100,7 +100,7 @@ void add_engine_options(CLI::App& app, EngineOptions& o) {
                  "NAME=VALUE: a CUDA kernel other than the default, to compare with it (repeatable): "
                  "decode=stream|tensor-cores-16|cuda-cores|paged, prefill=on|off, sampling=device|host, "
                  "moe-gemm=grouped|loop, moe-experts=blocks|dequant, deltanet=chunked|recurrent, "
-                 "mamba-scan=chunked|recurrent")
+                 "mamba-scan=chunked|recurrent, weights=blocks|dequant")
       ->allow_extra_args(false)
       ->take_all();
   app.add_flag("--cuda-profile", o.cuda_profile,

@@ -249,6 +249,7 @@ void print_load_line(const Model& model, const Backend& backend, std::chrono::st
                model.format.c_str(), model.weight_dtype.c_str(), static_cast<double>(model.config.num_parameters()) / 1e6,
                backend.traits().device_name.c_str(), seconds);
   for (const std::string& note : model.notes) std::fprintf(stderr, "[cbatch] note: %s\n", note.c_str());
+  for (const std::string& note : backend.traits().notes) std::fprintf(stderr, "[cbatch] note: %s\n", note.c_str());
 }
 
 }  // namespace cbatch

@@ -93,6 +93,14 @@
 #             head-512 line (gemma4-h512): paged_attention at head_dim 512 on the GPU vs the reference (every
 #             dtype, family builds, sinks, FP8 cache) and the layers in their own shapes (a cache slot wider
 #             than the layer, the tile list of another GQA group, every kernel), with their emulated cases
+#   linear-blocks  linear weights kept in their blocks (--cuda-kernel weights=blocks): test_cuda's linear-blocks
+#             cases (LinearRunner on every block type against the decoded T path for m = 1..256) and the
+#             quantized expert GEMM's (the same kernel), then tests/e2e/test_gpu_linear_blocks.py (a Q4_K_M-mix
+#             GGUF and GPTQ, FP8 and NVFP4 directories, weights=blocks vs weights=dequant: greedy agreement,
+#             weight_bytes smaller, the load notes)
+#   linear-blocks-bench  linear_blocks_bench: the Llama 3.1 8B layer's four products in bf16 against the same
+#             shapes in Q4_K, Q4_0, Q8_0, FP8 and NVFP4 blocks at 1-2048 rows (targets: 4-bit blocks >= 2x
+#             bf16 and FP8 >= 1.6x at 1-16 rows; 256 and 2048 rows within 10% of bf16)
 #   moe-e2e, gpt-oss-e2e, lora-e2e, features-e2e, fp8-kv-e2e  the end-to-end halves of moe, gpt-oss, lora,
 #             features and fp8-kv alone (after unit, which ran their CUDA cases already)
 #   moe-loop  the MoE backend case with --cuda-kernel moe-gemm=loop (one GEMM per expert segment; the grouped
@@ -325,6 +333,10 @@ for s in "${@:-info unit sanitize e2e}"; do
                 continuous,static --max-num-batched-tokens 8192 --cuda-kernel decode=tensor-cores-16 ;;
       8b-long-t16) bench 8b-long-t16 550 llama-3.1-8b.json 1000 1000 \
                      continuous --max-num-batched-tokens 8192 --cuda-kernel decode=tensor-cores-16 ;;
+      linear-blocks)
+        stage linear-blocks-unit 200 "$BIN_DIR/tests/test_cuda" -tc='*linear blocks*,*moe quantized*,*decode_blocks*'
+        stage linear-blocks-e2e 300 python3 tests/e2e/test_gpu_linear_blocks.py ;;
+      linear-blocks-bench) stage linear-blocks-bench 200 "$BIN_DIR/linear_blocks_bench" --iters 10 ;;
       fp8-kv)
         stage fp8-kv-unit 300 "$BIN_DIR/tests/test_cuda" -tc='*FP8*'
         stage fp8-kv-e2e 400 python3 tests/e2e/test_gpu_fp8kv.py ;;

@@ -71,8 +71,19 @@ BackendTraits CudaBackend<T>::make_traits() const {
   t.device_name = std::string("cuda:") + context_.properties().name + (options_.fp8_weights ? " (fp8 weights)" : "");
   t.samples_on_device = device_sampling_;
   t.answers_logprob_queries = true;
-  // With fp8 weights the layers stream 1 byte a parameter; the lm_head, still in T, is counted at 1 too.
-  t.weight_bytes_per_param = options_.fp8_weights ? 1.0 : sizeof(T);
+  // The layers' linear weights as kept: T, FP8 (1 byte a parameter; its one scale a tensor not counted) or blocks
+  // (Q4_K 0.5625, Q8_0 1.0625, ...); the lm_head, in T, is counted at that rate too.
+  double linear_bytes = 0, linear_params = 0;
+  for (const LayerWeights<T>& w : weights_.layers) {
+    for (const LinearWeight<T>& m : w.linear.items) {
+      linear_bytes += static_cast<double>(m.weight.bytes() + m.codes.bytes() + m.blocks.bytes());
+      linear_params += static_cast<double>(m.out) * static_cast<double>(m.in);
+    }
+  }
+  t.weight_bytes_per_param =
+      linear_params > 0 ? linear_bytes / linear_params : (options_.fp8_weights ? 1.0 : sizeof(T));
+  t.weight_bytes = static_cast<int64_t>(weights_.bytes());  // every matrix, table and vector as held on the device
+  t.notes = weights_.notes;
   // Routed experts as kept (device_weights.hpp): MXFP4 17/32, Q8_0 34/32, FP8 1 + the row scales' 4 / k, else T.
   double bytes = 0, params = 0;
   for (const LayerWeights<T>& w : weights_.layers) {

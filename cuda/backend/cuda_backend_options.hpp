@@ -28,6 +28,7 @@ struct CudaKernelOptions {
   bool chunked_deltanet = true;      // deltanet=chunked: runs of 64+ rows on the chunked delta rule; recurrent:
                                      // every row token by token (bit-identical across budgets)
   bool chunked_mamba_scan = true;    // mamba-scan=chunked: runs of 64+ rows on the SSD scan; recurrent: token by token
+  bool linear_blocks = true;         // weights=blocks: linear weights kept in the model's blocks; dequant: decoded to T
   bool profile = false;              // --cuda-profile: device time of each phase of the step, printed at the end
 };
 

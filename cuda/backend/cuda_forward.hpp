@@ -66,11 +66,12 @@ class CudaBackend final : public Backend {
         options_(options),
         context_(options.device_index),
         weights_(upload_weights<T>(model, context_with_shared_memory().stream(), options.fp8_weights,
-                                   options.kernels.quantized_experts)),
+                                   options.kernels.quantized_experts, options.kernels.linear_blocks)),
         linear_(context_, options.fp8_weights, options.max_batch_tokens,
                 std::max({config_.dim, config_.num_heads * config_.max_head_dim(), config_.max_hidden(),
                           config_.deltanet.value_dim(),
-                          config_.mamba.inner(), config_.per_layer_dim})),
+                          config_.mamba.inner(), config_.per_layer_dim}),
+                weights_.max_block_elems(), weights_.max_block_out()),
         workspace_(config_, options.max_batch_tokens, options.max_num_seqs),
         recurrent_(config_, options.max_batch_tokens, options.max_num_seqs, options.kernels.chunked_deltanet),
         moe_(config_, options.max_batch_tokens, options.kernels.grouped_moe_gemm),
@@ -243,7 +244,7 @@ class CudaBackend final : public Backend {
   CudaBackendOptions options_;
   CudaContext context_;
   DeviceWeights<T> weights_;
-  LinearRunner<T> linear_;      // the layers' linear weights, in T or FP8
+  LinearRunner<T> linear_;      // the layers' linear weights, in T, FP8 or blocks (with its scratch matrix)
   Workspace<T> workspace_;
   RecurrentStates<T> recurrent_;  // a hybrid model's state slots and recurrent buffers; empty without recurrent layers
   MoeFfn<T> moe_;               // sparse layers' routing, permutation and expert buffers

@@ -6,7 +6,9 @@
 // host, random ones included, so that the family's norm offset is added in fp32 exactly as the CPU
 // backend adds it.
 // With fp8 weights each linear weight is uploaded in T as above and then quantized on the device to FP8
-// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload.
+// (linear.cpp); its shape is checked against cuBLASLt's FP8 rule before the upload. Otherwise (bf16, fp16) a
+// projection whose parts are blocks the block GEMM reads is copied as its blocks and stays so (linear_blocks.hpp).
+// The chunked transfers themselves: weight_uploader.hpp.
 // Qwen3-Next's DeltaNet projections, grouped by key head in its files, are put in the standard order on the
 // device once their rows are in T (deltanet_layout.hpp), so that its layers run Qwen3.5's forward.
 // Experts (T bf16 or fp16): tensors in a block type that moe_quant_gemm reads (MXFP4, Q8_0, Q4_K, ...) are copied
@@ -28,8 +30,10 @@
 #include <vector>
 
 #include "cuda/backend/weight_convert.hpp"
+#include "cuda/backend/weight_uploader.hpp"
 #include "cuda/common/cuda_check.hpp"
 #include "cuda/gemm/fp8_gemm.hpp"
+#include "cuda/gemm/linear_blocks.hpp"
 #include "cuda/recurrent/deltanet.hpp"
 #include "engine/model/deltanet_layout.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -37,150 +41,21 @@
 namespace cbatch {
 namespace {
 
-constexpr int64_t kChunkFloats = int64_t{16} << 20;  // 64 MiB of fp32
-
-std::string shape_string(int64_t rows, int64_t cols) {
-  return "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")";
-}
-
-void expect_shape(const TensorView& t, int64_t rows, int64_t cols) {
-  if (t.empty()) throw Error("tensor '" + t.name + "' is missing");
-  const bool ok = (t.rows == rows && t.cols == cols) || (rows == 1 && t.numel() == cols);  // norms: any (1, dim) view
-  if (!ok) {
-    throw Error("tensor '" + t.name + "' has shape " + shape_string(t.rows, t.cols) + ", expected " +
-                shape_string(rows, cols));
-  }
-}
-
-class WeightUploader {
- public:
-  explicit WeightUploader(cudaStream_t stream) : stream_(stream), host_(kChunkFloats), device_(kChunkFloats) {}
-
-  // Writes tensor t, checked to be (rows, cols), to dst (rows, cols) in T.
-  template <typename T>
-  void upload(const TensorView& t, int64_t rows, int64_t cols, T* dst) {
-    expect_shape(t, rows, cols);
-    const size_t numel = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-    if (t.is_random && t.dtype == DType::kMXFP4) {
-      upload_random_blocks(t, dst);
-      return;
-    }
-    if (t.is_random) {
-      fill_random<T>(dst, numel, t.random.seed, t.random.scale, t.random.offset, stream_);
-      return;
-    }
-    // Blocks are decoded on the device as stored; a tensor whose columns are its inputs permuted
-    // (input_order: a pre-quantized act-order weight) goes the fp32 way, which puts them back in order.
-    if (is_block_type(t.dtype) && t.input_order == nullptr) {
-      upload_blocks(t, dst);
-      return;
-    }
-    // Walk the tensor's own rows: a norm stored as (dim, 1) has the same flat layout as (1, dim).
-    if (t.cols > kChunkFloats) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = kChunkFloats / t.cols;
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      const size_t count = static_cast<size_t>(n * t.cols);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-      tensor_rows_to_f32(t, r0, n, host_.get());
-      CUDA_CHECK(cudaMemcpyAsync(device_.get(), host_.get(), count * sizeof(float), cudaMemcpyHostToDevice, stream_));
-      convert_f32<T>(dst + static_cast<size_t>(r0 * t.cols), device_.get(), count, stream_);
-    }
-  }
-
-  template <typename T>
-  DeviceBuffer<T> upload(const TensorView& t, int64_t rows, int64_t cols) {
-    DeviceBuffer<T> buffer(static_cast<size_t>(rows) * static_cast<size_t>(cols));
-    upload(t, rows, cols, buffer.get());
-    return buffer;
-  }
-
-  // Vector t of n floats (checked to be (1, n)), plus offset, at dst: fp32 on the device.
-  void upload_vector(const TensorView& t, int64_t n, float offset, float* dst) {
-    expect_shape(t, 1, n);
-    CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-    tensor_rows_to_f32(t, 0, t.rows, host_.get());  // all n values, stored as (1, n) or (n, 1)
-    for (int64_t i = 0; i < n; ++i) host_.get()[i] += offset;
-    CUDA_CHECK(cudaMemcpyAsync(dst, host_.get(), static_cast<size_t>(n) * sizeof(float), cudaMemcpyHostToDevice,
-                               stream_));
-  }
-
-  // A vector (n) on the device: a norm weight with the family's offset added, or a bias (offset 0).
-  DeviceBuffer<float> upload_norm(const TensorView& t, int64_t n, float offset) {
-    DeviceBuffer<float> buffer(static_cast<size_t>(n));
-    upload_vector(t, n, offset, buffer.get());
-    return buffer;
-  }
-
-  // Tensor t in GGUF blocks, checked to be (rows, cols), copied to dst as its bytes (rows of row_bytes).
-  void upload_raw_blocks(const TensorView& t, int64_t rows, int64_t cols, uint8_t* dst) {
-    expect_shape(t, rows, cols);
-    if (t.input_order != nullptr) throw Error("internal error: tensor '" + t.name + "' has permuted inputs");
-    if (t.is_random) {  // a dummy MXFP4 tensor: its blocks generated in place
-      fill_random_mxfp4(dst, static_cast<size_t>(rows * cols / 32), t.random.seed, t.random.scale, 0, stream_);
-      return;
-    }
-    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
-    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = chunk_bytes / row;
-    auto* host = reinterpret_cast<uint8_t*>(host_.get());
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy is done with host_
-      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
-      CUDA_CHECK(cudaMemcpyAsync(dst + r0 * row, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
-    }
-  }
-
-  void finish() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
-  cudaStream_t stream() const { return stream_; }
-
- private:
-  // Tensor t stored in GGUF blocks, (t.rows, t.cols), to dst in T: its bytes copied as they are, whole
-  // rows at a time, and decoded on the device.
-  template <typename T>
-  void upload_blocks(const TensorView& t, T* dst) {
-    const int64_t row = row_bytes(t.dtype, t.cols), chunk_bytes = kChunkFloats * int64_t{sizeof(float)};
-    if (row > chunk_bytes) throw Error("tensor '" + t.name + "' has rows too long to upload");
-    const int64_t chunk_rows = chunk_bytes / row, blocks_per_row = t.cols / dtype_block_elems(t.dtype);
-    auto* host = reinterpret_cast<uint8_t*>(host_.get());
-    auto* device = reinterpret_cast<uint8_t*>(device_.get());
-    for (int64_t r0 = 0; r0 < t.rows; r0 += chunk_rows) {
-      const int64_t n = std::min(chunk_rows, t.rows - r0);
-      CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous chunk's copy and decode are done
-      std::memcpy(host, static_cast<const uint8_t*>(t.data) + r0 * row, static_cast<size_t>(n * row));
-      CUDA_CHECK(cudaMemcpyAsync(device, host, static_cast<size_t>(n * row), cudaMemcpyHostToDevice, stream_));
-      decode_blocks<T>(dst + static_cast<size_t>(r0 * t.cols), device, t.dtype, static_cast<size_t>(n * blocks_per_row),
-                       stream_);
-    }
-  }
-
-  // A random MXFP4 tensor (t.rows, t.cols) to dst in T: its blocks generated on the device a chunk at a
-  // time and decoded as uploaded blocks are.
-  template <typename T>
-  void upload_random_blocks(const TensorView& t, T* dst) {
-    constexpr int64_t kBlockBytes = BlockFormat<DType::kMXFP4>::kBytes;
-    const int64_t chunk_blocks = kChunkFloats * int64_t{sizeof(float)} / kBlockBytes;
-    const int64_t num_blocks = t.numel() / 32;
-    auto* device = reinterpret_cast<uint8_t*>(device_.get());
-    for (int64_t b0 = 0; b0 < num_blocks; b0 += chunk_blocks) {
-      const int64_t n = std::min(chunk_blocks, num_blocks - b0);  // stream order: the last decode is done
-      fill_random_mxfp4(device, static_cast<size_t>(n), t.random.seed, t.random.scale, static_cast<uint64_t>(b0),
-                        stream_);
-      decode_blocks<T>(dst + static_cast<size_t>(b0 * 32), device, DType::kMXFP4, static_cast<size_t>(n), stream_);
-    }
-  }
-
-  cudaStream_t stream_;
-  PinnedBuffer<float> host_;    // (kChunkFloats)
-  DeviceBuffer<float> device_;  // (kChunkFloats)
-};
-
 // One part of a fused linear weight: a model tensor of `rows` rows.
 struct LinearSource {
   const TensorView& tensor;
   int64_t rows;
 };
+
+// Throws unless `runs` put all `out` rows of weight `name` in order.
+void check_runs_cover(const std::vector<RowRun>& runs, int64_t out, const std::string& name) {
+  int64_t covered = 0;
+  for (const RowRun& run : runs) covered += run.count;
+  if (covered != out) {
+    throw Error("internal error: the row order of '" + name + "' covers " + std::to_string(covered) + " of its " +
+                std::to_string(out) + " rows");
+  }
+}
 
 // The linear weight (sum of the sources' rows, in) made of `sources` stacked, in T or (fp8) in FP8. With
 // `runs` (a DeltaNet projection grouped by key head: deltanet_layout.hpp) the stacked rows, once in T, are put
@@ -201,12 +76,7 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
     up.upload(sources[i].tensor, parts[i].rows, in, weight.get() + static_cast<size_t>(parts[i].first_row * in));
   }
   if (!runs.empty()) {
-    int64_t covered = 0;
-    for (const RowRun& run : runs) covered += run.count;
-    if (covered != out) {
-      throw Error("internal error: the row order of '" + sources.front().tensor.name + "' covers " +
-                  std::to_string(covered) + " of its " + std::to_string(out) + " rows");
-    }
+    check_runs_cover(runs, out, sources.front().tensor.name);
     DeviceBuffer<T> stored = std::move(weight);
     weight = DeviceBuffer<T>(static_cast<size_t>(out * in));
     auto* dst = reinterpret_cast<uint8_t*>(weight.get());
@@ -222,6 +92,36 @@ LinearWeight<T> upload_linear(WeightUploader& up, const std::vector<LinearSource
   w.out = out;
   w.in = in;
   w.weight = std::move(weight);
+  return w;
+}
+
+// A fused linear weight (out, in) kept as its parts' blocks (linear_blocks.hpp), stacked row by row as they are
+// stored; `runs` reorder whole rows of blocks as they reorder rows in T.
+template <typename T>
+LinearWeight<T> upload_linear_blocks(WeightUploader& up, const std::vector<LinearSource>& sources, int64_t in,
+                                     DType dtype, const std::vector<RowRun>& runs) {
+  int64_t out = 0;
+  for (const LinearSource& s : sources) out += s.rows;
+  const int64_t stride = row_bytes(dtype, in);
+  LinearWeight<T> w;
+  w.out = out;
+  w.in = in;
+  w.block_type = dtype;
+  w.blocks = DeviceBuffer<uint8_t>(static_cast<size_t>(out * stride));
+  int64_t row = 0;
+  for (const LinearSource& s : sources) {
+    up.upload_raw_blocks(s.tensor, s.rows, in, w.blocks.get() + row * stride);
+    row += s.rows;
+  }
+  if (runs.empty()) return w;
+  check_runs_cover(runs, out, sources.front().tensor.name);
+  DeviceBuffer<uint8_t> stored = std::move(w.blocks);
+  w.blocks = DeviceBuffer<uint8_t>(stored.size());
+  copy_row_runs(runs, stride, [&](int64_t dst_offset, int64_t src_offset, int64_t bytes) {
+    CUDA_CHECK(cudaMemcpyAsync(w.blocks.get() + dst_offset, stored.get() + src_offset, static_cast<size_t>(bytes),
+                               cudaMemcpyDeviceToDevice, up.stream()));
+  });
+  up.finish();  // the copies are done before `stored` is freed
   return w;
 }
 
@@ -388,11 +288,19 @@ std::vector<RowRun> standard_row_runs(const ModelConfig& c, LayerTensor kind) {
   return {};
 }
 
-// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the attention's and
-// the dense FFN's projections, with fp8 weights) FP8; then a sparse layer's experts.
+// How the layers' projections are kept (upload_weights' choices), and the tally of those in blocks.
+struct LinearKeep {
+  bool fp8 = false;
+  bool blocks = false;  // weights=blocks and T bf16 or fp16
+  LinearBlocksTally tally;
+};
+
+// A layer's products, row by row of the layer table: vectors fp32, linear weights in T or (the layers' projections)
+// FP8 with fp8 weights, or their blocks where linear_blocks_choice keeps them; then a sparse layer's experts.
 template <typename T>
-LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer, bool fp8,
-                             bool keep_quantized) {
+LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const ModelConfig& c, int layer,
+                             LinearKeep& keep, bool keep_quantized) {
+  const bool fp8 = keep.fp8;
   LayerWeights<T> w;
   for (const LayerTensorRow& row : layer_tensor_rows()) {
     if (row.joins != row.kind) continue;  // uploaded with its product's first row
@@ -421,11 +329,42 @@ LayerWeights<T> upload_layer(WeightUploader& up, const LayerTensors& t, const Mo
       sources.push_back(sources.back());
     }
     const bool quantize = fp8 && row.role == Role::kProjection;  // the MoE's GEMMs take no FP8 router or shared expert
-    w.linear[row.kind] = upload_linear<T>(up, sources, size_of(row.shape.cols, c, layer), quantize,
-                                          standard_row_runs(c, row.kind));
+    const int64_t in = size_of(row.shape.cols, c, layer);
+    if (row.role == Role::kProjection) {  // as with FP8: the MoE's cuBLAS GEMMs read the router and shared expert in T
+      std::vector<const TensorView*> views;
+      for (const LinearSource& s : sources) views.push_back(&s.tensor);
+      const LinearBlocksChoice choice = linear_blocks_choice(views, in);
+      keep.tally.add(sources.front().tensor.name, choice);
+      if (keep.blocks && choice.blocks) {
+        w.linear[row.kind] = upload_linear_blocks<T>(up, sources, in, choice.dtype, standard_row_runs(c, row.kind));
+        continue;
+      }
+    }
+    w.linear[row.kind] = upload_linear<T>(up, sources, in, quantize, standard_row_runs(c, row.kind));
   }
   if (c.is_sparse(layer)) upload_routed_experts<T>(up, t, c, fp8, keep_quantized, w);
   return w;
+}
+
+template <typename T>
+const char* compute_name() {
+  return std::is_same_v<T, float> ? "fp32" : std::is_same_v<T, __half> ? "fp16" : "bf16";
+}
+
+// The load notes of the linear weights: which stay in blocks, which were decoded and why; with fp8 weights or
+// fp32 compute (no blocks kept), what happened to a model held in blocks.
+std::vector<std::string> linear_notes(const LinearKeep& keep, bool fp8, bool linear_blocks, const char* compute) {
+  const std::string tally = keep.tally.note(compute);
+  if (tally.empty()) return {};
+  if (fp8) {
+    return {"--quantization fp8: the model's linear weights in blocks are decoded and quantized again to FP8 "
+            "with a scale per tensor; their blocks are not kept (leave --quantization out to keep them)"};
+  }
+  if (!linear_blocks) return {"--cuda-kernel weights=dequant: every linear weight decoded to " + std::string(compute)};
+  if (!keep.blocks) {
+    return {"--dtype fp32: every linear weight decoded to fp32 (the block GEMM computes in bf16 or fp16)"};
+  }
+  return {tally};
 }
 
 }  // namespace
@@ -450,7 +389,30 @@ size_t DeviceWeights<T>::bytes() const {
 }
 
 template <typename T>
-DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized) {
+size_t DeviceWeights<T>::max_block_elems() const {
+  size_t most = 0;
+  for (const LayerWeights<T>& w : layers) {
+    for (const LinearWeight<T>& m : w.linear.items) {
+      if (m.is_blocks()) most = std::max(most, static_cast<size_t>(m.out) * static_cast<size_t>(m.in));
+    }
+  }
+  return most;
+}
+
+template <typename T>
+int64_t DeviceWeights<T>::max_block_out() const {
+  int64_t most = 0;
+  for (const LayerWeights<T>& w : layers) {
+    for (const LinearWeight<T>& m : w.linear.items) {
+      if (m.is_blocks()) most = std::max(most, m.out);
+    }
+  }
+  return most;
+}
+
+template <typename T>
+DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights, bool keep_quantized,
+                                bool linear_blocks) {
   const ModelConfig& c = model.config;
   const ModelTensors& t = model.tensors;
   if (static_cast<int>(t.layers.size()) != c.num_layers) {
@@ -468,9 +430,11 @@ DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp
       w.tables[row.kind] = up.upload<T>(t[row.kind], rows, cols);
     }
   }
+  LinearKeep keep{fp8_weights, linear_blocks && !fp8_weights && !std::is_same_v<T, float>, {}};
   for (int l = 0; l < c.num_layers; ++l) {
-    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, fp8_weights, keep_quantized));
+    w.layers.push_back(upload_layer<T>(up, t.layers[static_cast<size_t>(l)], c, l, keep, keep_quantized));
   }
+  w.notes = linear_notes(keep, fp8_weights, linear_blocks, compute_name<T>());
 
   // Every RopeTable set, computed as the CPU backend computes them (sets a model does not use are cheap), each
   // as wide as the widest head's pairs (Gemma 4's global layers rotate their own head: rotary_dims_of).
@@ -492,8 +456,8 @@ template struct LayerWeights<__half>;
 template struct DeviceWeights<float>;
 template struct DeviceWeights<__nv_bfloat16>;
 template struct DeviceWeights<__half>;
-template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool);
-template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool);
-template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool);
+template DeviceWeights<float> upload_weights<float>(const Model&, cudaStream_t, bool, bool, bool);
+template DeviceWeights<__nv_bfloat16> upload_weights<__nv_bfloat16>(const Model&, cudaStream_t, bool, bool, bool);
+template DeviceWeights<__half> upload_weights<__half>(const Model&, cudaStream_t, bool, bool, bool);
 
 }  // namespace cbatch

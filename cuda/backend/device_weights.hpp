@@ -4,11 +4,13 @@
 // (their biases likewise) and gate, up into one (2 hidden, dim) matrix, so each needs one GEMM (the table's
 // `joins`). A tied lm_head is the embedding buffer itself. The family's optional tensors are empty buffers
 // where the model has none. With fp8 weights the four linear weights of each layer are FP8 E4M3 with one
-// scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM.
+// scale each (linear.hpp); the embedding and lm_head stay in T, as in vLLM. With weights=blocks they stay in
+// the blocks of the model's tensors where the block GEMM reads them (linear_blocks.hpp).
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "cuda/common/device_buffer.hpp"
@@ -57,6 +59,7 @@ struct DeviceWeights {
   ByKind<ModelTensor, DeviceBuffer<T>> tables;
   ByKind<ModelTensor, DeviceBuffer<float>> vectors;  // kFinalNorm (dim), the norm offset added
   std::vector<LayerWeights<T>> layers;
+  std::vector<std::string> notes;  // for the load line: which linear weights stay in their blocks (linear_blocks.hpp)
   DeviceBuffer<float> rope_inv_freq;  // (kNumRopeTables, max_head_dim / 2) from rope_inv_freq(config, .., local, long)
 
   const T* embedding() const { return tables[ModelTensor::kEmbedding].get(); }
@@ -70,6 +73,8 @@ struct DeviceWeights {
     return rope_inv_freq.get() + static_cast<size_t>(set) * (rope_inv_freq.size() / kNumRopeTables);
   }
   size_t bytes() const;
+  size_t max_block_elems() const;   // out * in of the largest linear weight in blocks; 0 when none is
+  int64_t max_block_out() const;    // the most outputs of a linear weight in blocks; 0 when none is
 };
 
 // Converts and uploads every tensor (host tensors in bounded chunks through fp32, random tensors
@@ -78,9 +83,10 @@ struct DeviceWeights {
 // fp16), the experts to FP8 with a scale per row; a weight whose shape cuBLASLt's FP8 GEMM (an expert's:
 // moe_quant_gemm, k a multiple of 32) cannot take, or that holds a NaN or an infinity, is refused with its
 // tensor's name. keep_quantized = false (--cuda-kernel moe-experts=dequant) keeps every expert in T (the
-// cuBLAS path, to compare).
+// cuBLAS path, to compare). linear_blocks (--cuda-kernel weights=blocks, T bf16 or fp16, without fp8 weights):
+// the layers' projections stay in the model's blocks where linear_blocks_choice says so, the others in T.
 template <typename T>
 DeviceWeights<T> upload_weights(const Model& model, cudaStream_t stream, bool fp8_weights = false,
-                                bool keep_quantized = true);
+                                bool keep_quantized = true, bool linear_blocks = false);
 
 }  // namespace cbatch

@@ -40,8 +40,9 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
   size_t total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const double budget = static_cast<double>(total_bytes) * options_.gpu_memory_utilization;
-  // Weights, workspace and the CUDA context; a cache this backend already holds is replaced, so it and its
-  // batch index buffer count as free.
+  // Weights, workspace, the linear layers' scratch (a blocks weight decoded for a many-row product, FP8 input
+  // codes) and the CUDA context; a cache this backend already holds is replaced, so it and its batch index
+  // buffer count as free.
   const double own_cache = static_cast<double>(kv_cache_.bytes() + uploader_.device_bytes() + recurrent_.slots.bytes());
   const double in_use = static_cast<double>(total_bytes - free_bytes) - own_cache;
   const double index_bytes = static_cast<double>(BatchUploader::capacity(limits(block_size, 0)) * sizeof(int32_t));
@@ -56,7 +57,7 @@ int64_t CudaBackend<T>::max_kv_blocks(int block_size) const {
                 gib_string(in_use) + " already in use (weights " + gib_string(static_cast<double>(weights_.bytes())) +
                 ", workspace " + gib_string(static_cast<double>(workspace_.device_bytes() + moe_.device_bytes() +
                                                       recurrent_.device_bytes())) +
-                "), leaving " +
+                ", linear scratch " + gib_string(static_cast<double>(linear_.device_bytes())) + "), leaving " +
                 gib_string(std::max(available, 0.0)) + " for " + std::to_string(blocks) + " blocks; one sequence of " +
                 std::to_string(max_context()) + " tokens needs " + std::to_string(needed) + " blocks of " +
                 std::to_string(block_bytes) + " bytes. Raise --gpu-memory-utilization, lower --max-num-batched-tokens "

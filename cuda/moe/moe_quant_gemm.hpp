@@ -21,10 +21,11 @@ enum class ExpertFormat {
   kFp8Row,  // FP8 E4M3 codes with a scale per row
 };
 
-// Whether moe_quant_gemm reads experts in blocks of `dtype`: MXFP4, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL and
-// cbatch's Q4_Z, Q8_Z (an asymmetric checkpoint's codes: 32-element blocks, k a multiple of 32), Q4_K, Q5_K,
-// Q6_K (256-element superblocks, k a multiple of 256).
-// Q2_K, Q3_K and IQ4_XS experts are decoded to T at load.
+// Whether moe_quant_gemm (and quant_blocks_gemm) reads weights in blocks of `dtype`: MXFP4, Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, IQ4_NL and cbatch's Q4_Z, Q8_Z (an asymmetric checkpoint's codes), FP8 (an FP8 checkpoint's E4M3
+// codes with their fp32 block scale) and NVFP4 (E2M1 codes, an fp32 scale per 16): 32-element blocks, k a
+// multiple of 32; Q4_K, Q5_K, Q6_K (256-element superblocks, k a multiple of 256).
+// Q2_K, Q3_K and IQ4_XS weights are decoded to T at load.
 bool expert_blocks_supported(DType dtype, int64_t k);
 
 // One stacked expert product, (num_experts, n, k) in `format`: expert e's matrix at e times its size.
@@ -46,6 +47,25 @@ struct ExpertMatrix {
 template <typename T>
 void moe_quant_gemm(T* d_y, const T* d_x, const ExpertMatrix<T>& w, const int32_t* d_offsets, int num_picks,
                     int num_experts, int n, int k, cudaStream_t stream);
+
+// moe_quant_gemm on weights held as bytes: d_blocks (num_experts, n, row_bytes(dtype, k)) in blocks of `dtype`,
+// which expert_blocks_supported(dtype, k) takes. A dense linear layer is one expert (offsets {0, m}).
+template <typename T>
+void quant_blocks_gemm(T* d_y, const T* d_x, DType dtype, const uint8_t* d_blocks, const int32_t* d_offsets,
+                       int num_picks, int num_experts, int n, int k, cudaStream_t stream);
+
+// quant_blocks_gemm for one expert of m rows (d_offsets {0, m}) with its k tiles split over `splits` CTAs along the
+// grid's z (quant_gemm_k_splits), each writing fp32 partial sums to d_partial (splits, m, n), which one more
+// kernel adds in split order and rounds to T (deterministic): a dense layer's decode, whose n alone gives too few
+// CTAs. splits 1: quant_blocks_gemm (d_partial unused).
+template <typename T>
+void quant_blocks_gemm_split_k(T* d_y, const T* d_x, DType dtype, const uint8_t* d_blocks, const int32_t* d_offsets,
+                               int m, int n, int k, int splits, float* d_partial, cudaStream_t stream);
+
+// The splits of k that give a one-expert product of n columns about two CTAs on each of num_sms SMs: 1 where its
+// n tiles already do, at most kQuantGemmMaxSplits and the k tiles, none of them empty.
+constexpr int kQuantGemmMaxSplits = 8;
+int quant_gemm_k_splits(int n, int k, int num_sms);
 
 // codes (rows, cols) E4M3 and scales (rows) fp32 from x (rows, cols) T: each row's scale is its largest
 // magnitude / 448 (1 for an all-zero row; +infinity for a row holding a NaN or an infinity, which the

@@ -1,6 +1,7 @@
 // The block code of the grouped expert GEMM over quantized weights (moe_quant_gemm.cu): for every expert e,
 // y[offsets[e] .. offsets[e + 1]) (m_e, n) = x[same rows] (m_e, k) T . dequant(W_e)^T, W_e (n, k) held
-// in ggml's 32-element blocks along k (BlockWeights<F>: MXFP4, Q8_0, Q4_0, ...), in its 256-element
+// in 32-element blocks along k (BlockWeights<F>: ggml's MXFP4, Q8_0, Q4_0, ..., and cbatch's Q4_Z, Q8_Z, FP8 with
+// its fp32 scale and NVFP4 with a scale per 16 elements), in ggml's 256-element
 // superblocks (SuperBlockWeights: Q4_K, Q5_K, Q6_K, read as pieces of 32), or as FP8 E4M3 codes with one
 // fp32 scale per output row (Fp8RowWeights). The offsets are read from device memory: the grid's m extent is
 // an upper bound on the tiles (moe_quant_gemm_tiles), each CTA finds its (expert, row tile) from the offsets
@@ -12,6 +13,9 @@
 //    products, to overlap them) -> dequantised to T -> shared memory, two stages;
 //  - each warp owns 16 columns of the tile, all 32 rows: mma.m16n8k16, fp32 accumulators, A from the x
 //    tile and B from the weight tile by ldmatrix (rows padded by 16 bytes: distinct banks).
+// A dense layer's product (one expert) at decode splits k over the grid's z extent when its n tiles alone would
+// leave SMs idle (o and down of an 8B: 64 tiles on 132 SMs): each split writes fp32 partial sums, which
+// split_k_reduce adds in split order.
 // Why these sizes: a decode step gives an expert 1-16 rows, so a weight byte is read once per m tile
 // whatever BM; BM = 32 rather than 16 halves the re-reads of prefill at no cost to decode (the second
 // m16 tile is skipped when the expert's tile has at most 16 rows). BK = 64 is two ggml blocks per row,
@@ -29,6 +33,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/model/fp8.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -70,6 +75,14 @@ struct BlockWeights {
   static_assert(F::kElems == 32, "32-element blocks along k");
   static constexpr int kBlocksPerThread = kQgBn * (kQgBk / 32) / kQgThreads;
   static_assert(kBlocksPerThread >= 1 && kQgBn * (kQgBk / 32) % kQgThreads == 0, "whole blocks per thread");
+  static constexpr int kSubBlocks = 32 / F::kSubElems;
+  // A block is loaded in the widest words its size keeps aligned (every block starts at a multiple of kBytes
+  // from the buffer's 16-byte aligned start): Q8_0's 34 bytes in 17 halves, FP8's 36 in 9 words, NVFP4's 24
+  // in 3 double words, MXFP4's 17 byte by byte; little-endian, as the bytes lie.
+  static constexpr int kWordBytes = (F::kBytes & -F::kBytes) >= 8 ? 8 : (F::kBytes & -F::kBytes);
+  using Word = std::conditional_t<kWordBytes == 8, uint64_t, std::conditional_t<kWordBytes == 4, uint32_t,
+               std::conditional_t<kWordBytes == 2, uint16_t, uint8_t>>>;
+  static_assert(F::kSubElems % 8 == 0 && 32 % F::kSubElems == 0, "sub-blocks of whole 8-element pieces");
   const uint8_t* w = nullptr;
 
   struct Regs {
@@ -86,8 +99,13 @@ struct BlockWeights {
       r.valid[j] = n0 + row < n && k0 + b * 32 < k;
       if (!r.valid[j]) continue;
       const uint8_t* src = w + (static_cast<size_t>(e) * n + n0 + row) * row_bytes + (k0 / 32 + b) * F::kBytes;
+      const auto* words = reinterpret_cast<const Word*>(src);
 #pragma unroll
-      for (int c = 0; c < F::kBytes; ++c) r.bytes[j][c] = src[c];
+      for (int c = 0; c < F::kBytes / kWordBytes; ++c) {
+        const Word v = words[c];
+#pragma unroll
+        for (int h = 0; h < kWordBytes; ++h) r.bytes[j][c * kWordBytes + h] = static_cast<uint8_t>(v >> (8 * h));
+      }
     }
   }
   // The blocks dequantised to T at their places in s_w (kQgBn, kQgLd); invalid ones as zeros.
@@ -96,16 +114,19 @@ struct BlockWeights {
 #pragma unroll
     for (int j = 0; j < kBlocksPerThread; ++j) {
       const int i = tid + j * kQgThreads, row = i / (kQgBk / 32), b = i % (kQgBk / 32);
-      const ScaleOffset so = r.valid[j] ? F::scale(r.bytes[j], 0) : ScaleOffset{};
+      ScaleOffset so[kSubBlocks];  // each sub-block's, decoded once (NVFP4: two of 16)
+#pragma unroll
+      for (int s = 0; s < kSubBlocks; ++s) so[s] = r.valid[j] ? F::scale(r.bytes[j], s) : ScaleOffset{};
       Bytes16* dst = reinterpret_cast<Bytes16*>(s_w + row * kQgLd + b * 32);
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {  // 4 pieces of 8 elements
+      for (int p = 0; p < 4; ++p) {  // 4 pieces of 8 elements, each inside one sub-block
         Bytes16 piece;
+        const ScaleOffset& sp = so[p * 8 / F::kSubElems];
 #pragma unroll
         for (int h = 0; h < 4; ++h) {
           const int e0 = p * 8 + 2 * h;
-          const float lo = r.valid[j] ? weight_value<F::kFormula>(so, F::value(F::code(r.bytes[j], e0))) : 0.0f;
-          const float hi = r.valid[j] ? weight_value<F::kFormula>(so, F::value(F::code(r.bytes[j], e0 + 1))) : 0.0f;
+          const float lo = r.valid[j] ? weight_value<F::kFormula>(sp, F::value(F::code(r.bytes[j], e0))) : 0.0f;
+          const float hi = r.valid[j] ? weight_value<F::kFormula>(sp, F::value(F::code(r.bytes[j], e0 + 1))) : 0.0f;
           piece.w[h] = pack2<T>(lo, hi);
         }
         dst[p] = piece;
@@ -320,6 +341,11 @@ struct QuantGemmArgs {
   W w;                    // the experts' weights, (num_experts, n, k) in W's format
   const int32_t* offsets;  // (num_experts + 1) device: each expert's first row, then num_picks
   int num_experts, n, k;
+  // Split k (a dense layer's few rows, whose n alone gives too few CTAs): CTA z of the grid's z extent sums k tiles
+  // [z split_k_tiles, (z + 1) split_k_tiles) into partial (gridDim.z, num_picks, n) fp32 instead of y, and
+  // split_k_reduce sums them in z order. 0: every k tile, into y.
+  int split_k_tiles = 0;
+  float* partial = nullptr;
 };
 
 // The row tile a CTA takes: `tile` counts the experts' row tiles in expert order; expert -1: none left.
@@ -381,7 +407,9 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
   const int m_tiles = et.rows > 16 ? 2 : 1;
   T* s_x = reinterpret_cast<T*>(smem);              // (2 stages, kQgBm, kQgLd)
   T* s_w = s_x + 2 * kQgXTileElems;                 // (2 stages, kQgBn, kQgLd)
-  const int num_k_tiles = (a.k + kQgBk - 1) / kQgBk;
+  const int all_k_tiles = (a.k + kQgBk - 1) / kQgBk;
+  const int kt0 = a.split_k_tiles > 0 ? static_cast<int>(blockIdx.z) * a.split_k_tiles : 0;
+  const int num_k_tiles = a.split_k_tiles > 0 ? min(all_k_tiles, kt0 + a.split_k_tiles) : all_k_tiles;
 
   float acc[2][2][4];  // (m16 tile, n8 tile of the warp's 16 columns, fragment)
 #pragma unroll
@@ -390,12 +418,12 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
     for (int nt = 0; nt < 2; ++nt) acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
   }
   typename W::Regs regs;
-  load_x_tile(a.x, et.row0, et.rows, a.k, 0, s_x, tid);
+  load_x_tile(a.x, et.row0, et.rows, a.k, kt0 * kQgBk, s_x, tid);
   cp_async_commit();
-  a.w.load(regs, e, a.n, a.k, n0, 0, tid);
+  a.w.load(regs, e, a.n, a.k, n0, kt0 * kQgBk, tid);
 
-  for (int kt = 0; kt < num_k_tiles; ++kt) {
-    const int stage = kt % 2;
+  for (int kt = kt0; kt < num_k_tiles; ++kt) {
+    const int stage = (kt - kt0) % 2;
     T* s_w_stage = s_w + stage * kQgWTileElems;
     a.w.template store<T>(regs, s_w_stage, tid);  // the stage's last readers passed two barriers ago
     if (kt + 1 < num_k_tiles) {
@@ -441,11 +469,26 @@ __device__ __forceinline__ void moe_quant_gemm_block(const QuantGemmArgs<T, W>& 
       for (int i = 0; i < 4; ++i) {
         const int r = mt * 16 + g + (i / 2) * 8, col = n0 + warp * 16 + nt * 8 + 2 * t + i % 2;
         if (r < et.rows && col < a.n) {
-          a.y[static_cast<size_t>(et.row0 + r) * a.n + col] = from_float<T>(acc[mt][nt][i] * a.w.column_scale(e, a.n, col));
+          const float v = acc[mt][nt][i] * a.w.column_scale(e, a.n, col);
+          const size_t at = static_cast<size_t>(et.row0 + r) * a.n + col;
+          if (a.partial == nullptr) {
+            a.y[at] = from_float<T>(v);
+          } else {  // this split's slice of (splits, num_picks, n)
+            a.partial[static_cast<size_t>(blockIdx.z) * a.offsets[a.num_experts] * a.n + at] = v;
+          }
         }
       }
     }
   }
+}
+
+// Element i of y (elems = num_picks * n) from the splits' partial sums (splits, elems), added in split order
+// (deterministic whatever the schedule) and rounded to T once.
+template <typename T>
+__device__ __forceinline__ void split_k_reduce(T* y, const float* partial, int splits, size_t elems, size_t i) {
+  float sum = 0.0f;
+  for (int z = 0; z < splits; ++z) sum += partial[static_cast<size_t>(z) * elems + i];
+  y[i] = from_float<T>(sum);
 }
 
 }  // namespace cbatch::moe_quant_detail

@@ -81,6 +81,9 @@ struct BackendTraits {
   // Bytes the backend holds its weight matrices in (packed panels, routed experts included; 0: not
   // counted). The summary's weight_bytes.
   int64_t weight_bytes = 0;
+  // Lines for the load log: how the backend holds the model where it has a choice (the CUDA backend: which
+  // linear weights stay in their blocks).
+  std::vector<std::string> notes;
   // Runs recurrent layers (a hybrid model's gated DeltaNet) with their per-sequence state slots; a backend
   // without it is refused a hybrid model before anything runs.
   bool runs_recurrent_layers = false;

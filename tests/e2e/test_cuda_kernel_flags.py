@@ -37,17 +37,19 @@ for value, needles in [
     ("moe-experts=mxfp4", ["moe-experts takes blocks or dequant"]),
     ("deltanet=chunk", ["deltanet=chunk", "deltanet takes chunked or recurrent"]),
     ("mamba-scan=ssd", ["mamba-scan=ssd", "mamba-scan takes chunked or recurrent"]),
+    ("weights=bf16", ["--cuda-kernel weights=bf16", "weights takes blocks or dequant"]),
     ("attention=paged", ["attention is not a CUDA kernel switch",
-                         "decode, prefill, sampling, moe-gemm, moe-experts, deltanet or mamba-scan"]),
+                         "decode, prefill, sampling, moe-gemm, moe-experts, deltanet, mamba-scan or weights"]),
     ("decode", ["--cuda-kernel decode: expected NAME=VALUE"]),
 ]:
     refused(["--cuda-kernel", value], needles)
 refused(["--cuda-kernel", "decode=stream", "--cuda-kernel", "decode=paged"], ["decode is given twice"])
+refused(["--cuda-kernel", "weights=blocks", "--cuda-kernel", "weights=dequant"], ["weights is given twice"])
 refused(["--cuda-kernel", "sampling=hostile"], ["sampling takes device or host"], BENCH)
 
 # On the CPU they name a kernel the run does not have: refused, never ignored.
 for args in (["--cuda-kernel", "decode=paged"], ["--cuda-profile"],
-             ["--cuda-kernel", "prefill=off", "--cuda-kernel", "moe-gemm=loop"]):
+             ["--cuda-kernel", "prefill=off", "--cuda-kernel", "moe-gemm=loop"], ["--cuda-kernel", "weights=dequant"]):
     refused(["--device", "cpu"] + args, [args[1] if args[0] == "--cuda-kernel" else args[0],
                                          "applies to the CUDA backend only, not --device cpu"])
 refused(["--device", "cpu", "--cuda-kernel", "sampling=host"], ["not --device cpu"], BENCH)
@@ -63,7 +65,8 @@ else:
     for value in ("decode=stream", "decode=tensor-cores-16", "decode=cuda-cores", "decode=paged", "decode=0",
                   "prefill=on", "prefill=off", "sampling=device", "sampling=host", "moe-gemm=grouped",
                   "moe-gemm=loop", "moe-experts=blocks", "moe-experts=dequant", "deltanet=chunked",
-                  "deltanet=recurrent", "mamba-scan=chunked", "mamba-scan=recurrent"):
+                  "deltanet=recurrent", "mamba-scan=chunked", "mamba-scan=recurrent", "weights=blocks",
+                  "weights=dequant"):
         proc = run(["run", prompts, "-o", out, "--quiet", "--device", "cuda", "--cuda-kernel", value] + GGUF,
                    check=False)
         c.check(proc.returncode == 0, f"--cuda-kernel {value}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
