@@ -1,8 +1,8 @@
 """Pre-quantized Hugging Face checkpoint files written with numpy from the formats' definitions, shared by
 tests/e2e/test_prequantized.py and tools/make_prequantized_bench.py: safetensors files of raw tensors, an
 integer quantizer per (output, group) and its exact dequantization, GPTQ's packing (qweight along the input,
-qzeros along the output, v1 zeros stored minus 1) with act-order g_idx, and FP8 E4M3 codes with a scale per
-block."""
+qzeros along the output, v1 zeros stored minus 1) with act-order g_idx, FP8 E4M3 codes with a scale per
+block, and compressed-tensors NVFP4 (E2M1 codes, an E4M3 scale per 16 inputs, a global scale) with its config."""
 import json
 import struct
 
@@ -96,3 +96,32 @@ def fp8(w, block, round_scale=np.float32):
             scales[i, j] = s
     rows = np.repeat(np.repeat(scales, br, 0), bc, 1)[:out, :inp]
     return codes, scales, (E4M3[codes].astype(np.float32) * rows).astype(np.float32)
+
+
+E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
+
+
+def nvfp4(w):
+    """compressed-tensors nvfp4-pack-quantized: a global scale g = 448 * 6 / max |w| (stored as the divisor),
+    per 16 inputs an F8_E4M3 scale code of max |block| / 6 * g, each weight the nearest E2M1 code of w / s with
+    s = fp8 / g (fp32); codes two a byte, the even input in the low nibble. Returns parts and w = e2m1 * s."""
+    out, inp = w.shape
+    g = np.float32(448.0 * 6.0 / np.abs(w).max())
+    blocks = w.reshape(out, inp // 16, 16)
+    target = np.abs(blocks).max(axis=2) / 6.0 * g
+    finite = np.where(np.isfinite(E4M3[:127]), E4M3[:127], np.inf)  # the non-negative codes, NaN never chosen
+    scale_codes = np.abs(target[..., None] - finite).argmin(axis=-1).astype(np.uint8)
+    s = (E4M3[scale_codes].astype(np.float32) / g).astype(np.float32)  # (out, inp / 16)
+    scaled = blocks / np.where(s > 0, s, 1)[..., None]
+    codes = np.abs(scaled[..., None] - E2M1).argmin(axis=-1).reshape(out, inp).astype(np.uint8)
+    exact = (E2M1[codes].reshape(out, inp // 16, 16) * s[..., None]).astype(np.float32).reshape(out, inp)
+    parts = {"weight_packed": ("U8", (codes[:, 0::2] | codes[:, 1::2] << 4).astype(np.uint8)),
+             "weight_scale": ("F8_E4M3", scale_codes), "weight_global_scale": ("F32", np.array([g], np.float32)),
+             "input_global_scale": ("F32", np.array([3.0], np.float32))}
+    return parts, exact
+
+
+NVFP4_ARGS = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
+NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
+             config_groups={"group_0": {"targets": ["Linear"], "weights": NVFP4_ARGS,
+                                        "input_activations": dict(NVFP4_ARGS, dynamic="local")}})

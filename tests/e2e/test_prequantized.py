@@ -39,7 +39,8 @@ import numpy as np  # noqa: E402
 
 import family_reference as reference  # noqa: E402
 import tiny_models  # noqa: E402
-from prequantized_files import E4M3, dequantized, fp8, gptq, int_quantize, pack, write_safetensors  # noqa: E402
+from prequantized_files import (E4M3, NVFP4, dequantized, fp8, gptq, int_quantize, nvfp4, pack,  # noqa: E402
+                                write_safetensors)
 
 NAME = "llama"
 MARGIN = 1e-3
@@ -110,29 +111,6 @@ def pack_quantized(w, bits, sym, group, nrng):
     return parts, dequantized(codes, zeros, scales, groups)
 
 
-E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0], np.float32)
-
-
-def nvfp4(w):
-    """compressed-tensors nvfp4-pack-quantized: a global scale g = 448 * 6 / max |w| (stored as the divisor),
-    per 16 inputs an F8_E4M3 scale code of max |block| / 6 * g, each weight the nearest E2M1 code of w / s with
-    s = fp8 / g (fp32); codes two a byte, the even input in the low nibble. Returns parts and w = e2m1 * s."""
-    out, inp = w.shape
-    g = np.float32(448.0 * 6.0 / np.abs(w).max())
-    blocks = w.reshape(out, inp // 16, 16)
-    target = np.abs(blocks).max(axis=2) / 6.0 * g
-    finite = np.where(np.isfinite(E4M3[:127]), E4M3[:127], np.inf)  # the non-negative codes, NaN never chosen
-    scale_codes = np.abs(target[..., None] - finite).argmin(axis=-1).astype(np.uint8)
-    s = (E4M3[scale_codes].astype(np.float32) / g).astype(np.float32)  # (out, inp / 16)
-    scaled = blocks / np.where(s > 0, s, 1)[..., None]
-    codes = np.abs(scaled[..., None] - E2M1).argmin(axis=-1).reshape(out, inp).astype(np.uint8)
-    exact = (E2M1[codes].reshape(out, inp // 16, 16) * s[..., None]).astype(np.float32).reshape(out, inp)
-    parts = {"weight_packed": ("U8", (codes[:, 0::2] | codes[:, 1::2] << 4).astype(np.uint8)),
-             "weight_scale": ("F8_E4M3", scale_codes), "weight_global_scale": f32(np.array([g])),
-             "input_global_scale": f32(np.array([3.0]))}
-    return parts, exact
-
-
 # ------------------------------------------------------------------------------------------- schemes
 def quantized_model(weights, scheme, nrng):
     """(quantized tensors, dequantized float weights, quantization_config) of one scheme."""
@@ -179,10 +157,6 @@ def packed_config(bits, sym, group):
                 config_groups={"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}})
 
 
-NVFP4_ARGS = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
-NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
-             config_groups={"group_0": {"targets": ["Linear"], "weights": NVFP4_ARGS,
-                                        "input_activations": dict(NVFP4_ARGS, dynamic="local")}})
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
     "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q4_Z",
