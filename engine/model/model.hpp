@@ -1,6 +1,7 @@
 // A loaded model: its configuration, views of its weight tensors (into memory-mapped files held by
-// `storage`, or buffers the loader made, held by the views themselves: TensorView::owner), and its tokenizer. Formats: GGUF, llama2.c .bin + tokenizer.bin,
-// Hugging Face directories, and dummy:CONFIG.json (random weights with real shapes).
+// `storage`, or buffers the loader made, held by the views themselves: TensorView::owner), and its
+// tokenizer. Formats: GGUF, llama2.c .bin + tokenizer.bin, Hugging Face directories, and
+// dummy:CONFIG.json (random weights with real shapes).
 #pragma once
 #include <memory>
 #include <string>
