@@ -107,7 +107,7 @@ int run(const BenchOptions& o) {
     throw Error("--lora-modules: bench's requests name no adapter; time a mixed file with `cbatch run` instead");
   }
   const RunPlan plan = resolve_run_plan(o.engine);
-  const Model model = load_model(plan.model);
+  Model model = load_model(plan.model);
   const ModelPlan model_plan = resolve_model_plan(plan, model);
   std::unique_ptr<Backend> backend = make_backend(plan, model_plan, model);
   BenchReport report;

@@ -146,7 +146,7 @@ int run(const RunOptions& o) {
     return 128 + hooks.stop_signal->load();
   }
   const auto load_start = std::chrono::steady_clock::now();
-  const Model model = load_model(plan.model);
+  Model model = load_model(plan.model);
   const ModelPlan model_plan = resolve_model_plan(plan, model);
   std::unique_ptr<Backend> backend;
   {

@@ -8,6 +8,7 @@
 #include "engine/base/elide.hpp"
 #include "engine/base/embedding_params.hpp"
 #include "engine/base/error.hpp"
+#include "engine/base/free_heap.hpp"
 #include "engine/text/reasoning_parser.hpp"
 
 namespace cbatch {
@@ -229,18 +230,24 @@ ModelPlan resolve_model_plan(const RunPlan& plan, const Model& model) {
                    ChatFormat(model.chat_template, chat_template_name(plan, model), *model.tokenizer), rerank};
 }
 
-std::unique_ptr<Backend> make_backend(const RunPlan& plan, const ModelPlan& model_plan, const Model& model) {
+std::unique_ptr<Backend> make_backend(const RunPlan& plan, const ModelPlan& model_plan, Model& model) {
+  std::unique_ptr<Backend> backend;
 #ifdef CBATCH_HAVE_CUDA
   if (plan.device == Device::kCuda) {
     CudaBackendOptions cuda = plan.cuda;
     cuda.max_context = model.config.max_context;
     cuda.loras = model_plan.loras;
-    return make_cuda_backend(model, cuda);
+    backend = make_cuda_backend(model, cuda);
+    take_tensors(model);  // uploaded: the host copies the loader made are freed
   }
 #endif
-  CpuBackendOptions cpu = plan.cpu;
-  cpu.loras = model_plan.loras;
-  return make_cpu_backend(model, cpu);
+  if (!backend) {
+    CpuBackendOptions cpu = plan.cpu;
+    cpu.loras = model_plan.loras;
+    backend = make_cpu_backend(model, take_tensors(model), cpu);
+  }
+  give_back_free_heap();
+  return backend;
 }
 
 void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start) {

@@ -58,8 +58,10 @@ struct ModelPlan {
 // Loads the adapters (their warnings on stderr); throws cbatch::Error naming the flag.
 ModelPlan resolve_model_plan(const RunPlan& plan, const Model& model);
 
-// The plan's backend for the model (the CUDA backend sized for the model's context), with the adapters.
-std::unique_ptr<Backend> make_backend(const RunPlan& plan, const ModelPlan& model_plan, const Model& model);
+// The plan's backend for the model (the CUDA backend sized for the model's context), with the adapters. It
+// takes the model's tensors (take_tensors): the model keeps none after, and the heap the loader's buffers
+// took is given back once the backend has its own copies.
+std::unique_ptr<Backend> make_backend(const RunPlan& plan, const ModelPlan& model_plan, Model& model);
 
 // "[cbatch] loaded PATH (format, dtype, parameters) on DEVICE in S s" on stderr.
 void print_load_line(const Model& model, const Backend& backend, std::chrono::steady_clock::time_point start);

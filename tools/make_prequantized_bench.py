@@ -7,6 +7,8 @@ pre-quantized Hugging Face checkpoint with GGUFs on the CPU (docs/benchmarks/REA
   embedding F16, norms F32, the tests' byte-level tokenizer.json;
 - with --fp8, OUT/fp8-b128/: an FP8 directory (quant_method fp8, E4M3 weights with a weight_scale_inv per
   128x128 block, as Qwen3's and DeepSeek's FP8 releases), and OUT/q8_0.gguf of the same float weights;
+- with --nvfp4, OUT/nvfp4/: a compressed-tensors nvfp4-pack-quantized directory (E2M1 codes two a byte, an
+  F8_E4M3 scale per 16 inputs, a global scale per Linear: the e2e test's quantizer, prequantized_files.nvfp4);
 - OUT/q4_0.gguf and, where every Linear's input width is a multiple of 256, OUT/q4_k.gguf: the same
   weights' Linears as Q4_0 (the gguf package's quantizer) and Q4_K (tiny_models.quantize_q4_k), the
   embedding F16 (tied, as in the GPTQ directory), the tokenizer keys of the GGUF given with --tokenizer-from
@@ -21,6 +23,7 @@ prompt ids from the whole vocabulary).
     tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape smollm2-135m --group 64
     tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape llama-3.2-1b --group 128
     tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape smollm2-135m --fp8
+    tools/make_prequantized_bench.py OUT --tokenizer-from SmolLM2.gguf --shape smollm2-135m --group 64 --nvfp4
 """
 import argparse
 import json
@@ -34,7 +37,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_models  # noqa: E402
 from make_random_gguf import tokenizer_of  # noqa: E402
-from prequantized_files import E4M3, gptq, write_safetensors  # noqa: E402
+from prequantized_files import E4M3, NVFP4, gptq, nvfp4, write_safetensors  # noqa: E402
 
 SHAPES = {
     "smollm2-135m": dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9,
@@ -107,7 +110,7 @@ def fp8_blocks(w, block=128):
     return codes, scales
 
 
-def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8):
+def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8, with_nvfp4):
     import gguf
     from gguf.quants import quantize
     vocab, write_tokenizer = tokenizer_of(tokenizer_from)
@@ -119,7 +122,7 @@ def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8):
         writers["q4_k"] = gguf.GGUFWriter(os.path.join(out, "q4_k.gguf"), "llama")
     if with_fp8:
         writers["q8_0"] = gguf.GGUFWriter(os.path.join(out, "q8_0.gguf"), "llama")
-    fp8_tensors = {}
+    fp8_tensors, nvfp4_tensors = {}, {}
     for w in writers.values():
         tiny_models.write_gguf_metadata(w, spec, "llama", c, write_tokenizer)
     gptq_dir = os.path.join(out, f"gptq-{bits}bit-g{group}" + ("" if sym else "-asym"))
@@ -146,10 +149,13 @@ def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8):
                 codes, scales = fp8_blocks(t)
                 fp8_tensors[name] = ("F8_E4M3", codes)
                 fp8_tensors[name[:-len("weight")] + "weight_scale_inv"] = ("F32", scales)
+            if with_nvfp4:
+                parts, _ = nvfp4(t)
+                nvfp4_tensors.update({name[:-len("weight")] + k: v for k, v in parts.items()})
         else:
             half = t.ndim == 2
             hf[name] = ("F16", t.astype("<f2")) if half else ("F32", t)
-            fp8_tensors[name] = hf[name]
+            fp8_tensors[name] = nvfp4_tensors[name] = hf[name]
             for w in writers.values():
                 w.add_tensor(gguf_name(name, c), t.astype(np.float16) if half else t)
         print(name, flush=True)
@@ -175,6 +181,13 @@ def write_all(out, shape, bits, group, sym, tokenizer_from, with_fp8):
         with open(os.path.join(fp8_dir, "config.json"), "w") as f:
             json.dump(config, f, indent=1)
         tiny_models.write_tokenizer(fp8_dir, tokens, {tiny_models.BOS: True, tiny_models.EOS: True}, ["Ġ t"])
+    if with_nvfp4:
+        nvfp4_dir = os.path.join(out, "nvfp4")
+        os.makedirs(nvfp4_dir, exist_ok=True)
+        write_safetensors(os.path.join(nvfp4_dir, "model.safetensors"), nvfp4_tensors)
+        with open(os.path.join(nvfp4_dir, "config.json"), "w") as f:
+            json.dump(dict(c, quantization_config=NVFP4), f, indent=1)
+        tiny_models.write_tokenizer(nvfp4_dir, tokens, {tiny_models.BOS: True, tiny_models.EOS: True}, ["Ġ t"])
 
 
 def main():
@@ -186,9 +199,10 @@ def main():
     ap.add_argument("--group", type=int, default=128)
     ap.add_argument("--asym", action="store_true", help="asymmetric GPTQ (zero points per group)")
     ap.add_argument("--fp8", action="store_true", help="also an FP8 directory (128x128 blocks) and a Q8_0 GGUF")
+    ap.add_argument("--nvfp4", action="store_true", help="also a compressed-tensors NVFP4 directory")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    write_all(args.out, args.shape, args.bits, args.group, not args.asym, args.tokenizer_from, args.fp8)
+    write_all(args.out, args.shape, args.bits, args.group, not args.asym, args.tokenizer_from, args.fp8, args.nvfp4)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,13 @@
 #include "engine/cpu/logprob_queries.hpp"
 
 namespace cbatch {
-CpuBackend::CpuBackend(const Model& model, const CpuBackendOptions& options)
+CpuBackend::CpuBackend(const Model& model, ModelTensors tensors, const CpuBackendOptions& options)
     : config_(model.config),
       options_(options),
       pool_(options.num_threads, kDecodeSpinNs),
       storage_(model.storage),
-      weights_(load_cpu_weights(model, {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
+      weights_(load_cpu_weights(model.config, std::move(tensors),
+                                {options.keep_blocks, options.int8_products, options.int8_planes}, pool_)),
       kv_groups_(kv_groups(model.config)),
       states_(model.config) {
   // auto: bf16 where K and V come out of 8-bit products (the activations are rounded already), else fp32
@@ -309,7 +310,11 @@ void CpuBackend::compute_logits(const RaggedBatch& batch, const StepRequest& req
 }
 
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options) {
-  return std::make_unique<CpuBackend>(model, options);
+  return std::make_unique<CpuBackend>(model, expect_tensors(model), options);
+}
+
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, ModelTensors tensors, const CpuBackendOptions& options) {
+  return std::make_unique<CpuBackend>(model, std::move(tensors), options);
 }
 
 }  // namespace cbatch

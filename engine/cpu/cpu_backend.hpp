@@ -14,6 +14,10 @@
 
 namespace cbatch {
 
+// Packs copies of the model's views: the model keeps its tensors (another backend can be built from it).
 std::unique_ptr<Backend> make_cpu_backend(const Model& model, const CpuBackendOptions& options);
+// Packs `tensors` (take_tensors(model)): the buffers the loader made are freed layer by layer as they are
+// packed, except those the backend still reads (an embedding table kept as stored).
+std::unique_ptr<Backend> make_cpu_backend(const Model& model, ModelTensors tensors, const CpuBackendOptions& options);
 
 }  // namespace cbatch

@@ -25,7 +25,9 @@ namespace cbatch {
 
 class CpuBackend final : public Backend {
  public:
-  CpuBackend(const Model& model, const CpuBackendOptions& options);
+  // tensors: the model's weight views, dropped layer by layer once packed (the model's own or taken from it:
+  // take_tensors).
+  CpuBackend(const Model& model, ModelTensors tensors, const CpuBackendOptions& options);
 
   const BackendTraits& traits() const override { return traits_; }
 

@@ -201,14 +201,17 @@ int matmul_panel_width() { return kLanes; }
 void PackedMatrix::FreeDeleter::operator()(void* p) const { std::free(p); }
 
 bool PackedMatrix::keeps_blocks(DType dtype, int64_t k) {
-  // FP8's codes are not integer values: its panels are Q8_0's (cpu_pack.cpp), or fp32.
-  return is_block_type(dtype) && dtype != DType::kFP8 && k > 0 && k % dtype_block_elems(dtype) == 0;
+  // FP8 (E4M3 codes, not integers) has no int8 panels of its own: on the 8-bit path it becomes Q8_0's
+  // (cpu_pack.cpp); its blocked panels serve the fp32 product.
+  return is_block_type(dtype) && k > 0 && k % dtype_block_elems(dtype) == 0;
 }
 
 PackedMatrix::PackedMatrix(int64_t n, int64_t k, DType dtype, const BlockRows& row_blocks, ThreadPool& pool,
                            bool int8, bool planes)
     : dtype_(dtype), int8_(int8), planes_(int8 && planes && has_int8_planes(dtype)), n_(n), k_(k) {
-  if (!keeps_blocks(dtype, k)) throw Error("internal error: weights of this type cannot stay in blocks");
+  if (!keeps_blocks(dtype, k) || (int8 && dtype == DType::kFP8)) {
+    throw Error("internal error: weights of this type cannot stay in these blocks");
+  }
   const int64_t panels = num_panels(n);
   const size_t blocked_bytes = static_cast<size_t>(k / kGroupK) * blocked_group_bytes(dtype);
   panel_bytes_ = int8 ? static_cast<size_t>(k / kGroupK) * int8_group_bytes(dtype, planes_) : blocked_bytes;

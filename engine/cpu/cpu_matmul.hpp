@@ -6,8 +6,9 @@
 // with M), and it is exactly matmul_ref's order.
 //
 // A weight stored in a GGUF block type (every one cbatch reads: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K,
-// IQ4_NL, IQ4_XS, MXFP4) stays in its blocks, regrouped by panel (cpu_matmul_blocks.hpp: per lane and 32 k, fp32
-// scales and offsets and the codes of a k's lanes side by side). The product decodes them to exactly the
+// IQ4_NL, IQ4_XS, MXFP4; and cbatch's own Q4_Z, Q8_Z, FP8 and NVFP4) stays in its blocks, regrouped by
+// panel (cpu_matmul_blocks.hpp: per lane and 32 k, fp32 scales and offsets and the codes of a k's lanes side
+// by side). The product decodes them to exactly the
 // values tensor_rows_to_f32 gives: for one row in registers as each weight is used, for more rows a few
 // panels at a time into a per-thread buffer that the fp32 kernel then runs on. Same bits as the fp32
 // panels; 3-6x less memory to fill at load and to stream per step.

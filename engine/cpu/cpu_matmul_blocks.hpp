@@ -4,12 +4,14 @@
 // (K-quant scales and minimums multiplied out at load; Q4_Z's and Q8_Z's integer zero points); then the
 // codes of its 32 k in k order: a byte per lane (int8 values: Q8_0, Q8_Z, Q5_*, Q5_K, Q6_K), or kLanes / 2
 // bytes of nibbles whose low nibble is lane j and high nibble lane j + kLanes / 2 (Q4_*, Q2_K, Q3_K, Q4_K,
-// IQ4_*, MXFP4: a nibble's value through the type's 16-entry table). A group decodes to exactly the values tensor_rows_to_f32 gives, through the formulas
+// IQ4_*, MXFP4: a nibble's value through the type's 16-entry table; FP8's E4M3 bytes through fp16, as
+// e4m3_as_half). A group decodes to exactly the values tensor_rows_to_f32 gives, through the formulas
 // of quant_blocks.hpp; lanes past N decode to +0, as the fp32 panels' padding.
 #pragma once
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "engine/cpu/cpu_matmul_vec.hpp"
 #include "engine/model/quant_blocks.hpp"
@@ -30,6 +32,7 @@ constexpr std::array<int8_t, 16> nibble_values() {
 template <class F>
 struct GroupLayout {
   static constexpr bool kNibbles = F::kCodeBits == 4;
+  static constexpr bool kE4M3 = std::is_same_v<F, BlockFormat<DType::kFP8>>;  // bytes that are E4M3 codes
   static constexpr int kSubs = kGroupK / F::kSubElems;  // scale sets per group: 1 or 2
   static constexpr int kSubK = kGroupK / kSubs;
   static constexpr bool kHasOffset = F::kFormula != Formula::kScaled;
@@ -76,6 +79,7 @@ class BlockedGroup {
 
   Vec weights(int i) const {
 #ifdef CBATCH_VECTOR_DECODE
+    if constexpr (L::kE4M3) return Vec::mul(vs_, Vec::from_e4m3_x512(values(i)));
     const Vec v = Vec::from_int8(values(i));
     if constexpr (F::kFormula == Formula::kScaled) {
       return Vec::mul(vs_, v);
@@ -95,6 +99,8 @@ class BlockedGroup {
       if constexpr (L::kNibbles) {
         const uint8_t b = codes_[i * kHalf + l % kHalf];
         value = L::kValues[l < kHalf ? b & 0x0F : b >> 4];
+      } else if constexpr (L::kE4M3) {
+        value = F::value(codes_[i * kLanes + l]);
       } else {
         value = static_cast<int8_t>(codes_[i * kLanes + l]);
       }

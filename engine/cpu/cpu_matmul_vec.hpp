@@ -13,6 +13,23 @@
 
 namespace cbatch::matmul_detail {
 
+#if defined(__AVX2__)
+// E4M3 codes (one a 16-bit lane) as fp16 bits of the value times 2^-8: the sign to bit 15, the exponent and
+// mantissa (bias 7, 3 bits) to bits 13..7, where fp16 (bias 15, 10 bits) reads them as the same number
+// scaled by 2^-8, subnormals included. Times 2^17 (exact), +0, it is quant_blocks.hpp's e4m3_value_x512
+// in fp32, -0 (code 0x80) made +0 as there.
+template <class V>
+V e4m3_as_half(V h) {
+  if constexpr (sizeof(V) == 32) {
+    return _mm256_or_si256(_mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x80)), 8),
+                           _mm256_slli_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7F)), 7));
+  } else {
+    return _mm_or_si128(_mm_slli_epi16(_mm_and_si128(h, _mm_set1_epi16(0x80)), 8),
+                        _mm_slli_epi16(_mm_and_si128(h, _mm_set1_epi16(0x7F)), 7));
+  }
+}
+#endif
+
 #if defined(__AVX512F__)
 constexpr int kLanes = 16;
 constexpr int kMR = 8;     // rows per register tile
@@ -26,6 +43,10 @@ struct Vec {
   static Vec broadcast(float x) { return {_mm512_set1_ps(x)}; }
   static Vec from_int8(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))}; }   // 16 lanes
   static Vec from_uint8(__m128i q) { return {_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(q))}; }
+  static Vec from_e4m3_x512(__m128i q) {  // 16 lanes (see e4m3_as_half)
+    return {_mm512_fmadd_ps(_mm512_cvtph_ps(e4m3_as_half(_mm256_cvtepu8_epi16(q))), _mm512_set1_ps(131072.0f),
+                            _mm512_setzero_ps())};
+  }
   static Vec mul(Vec a, Vec b) { return {_mm512_mul_ps(a.v, b.v)}; }
   static Vec add(Vec a, Vec b) { return {_mm512_add_ps(a.v, b.v)}; }
   static Vec sub(Vec a, Vec b) { return {_mm512_sub_ps(a.v, b.v)}; }
@@ -60,6 +81,12 @@ struct Vec {
   static Vec broadcast(float x) { return {_mm256_set1_ps(x)}; }
   static Vec from_int8(__m128i q) { return {_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q))}; }  // low 8 bytes
   static Vec from_uint8(__m128i q) { return {_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(q))}; }
+#if defined(__F16C__)
+  static Vec from_e4m3_x512(__m128i q) {  // the low 8 bytes (see e4m3_as_half)
+    return {_mm256_fmadd_ps(_mm256_cvtph_ps(e4m3_as_half(_mm_cvtepu8_epi16(q))), _mm256_set1_ps(131072.0f),
+                            _mm256_setzero_ps())};
+  }
+#endif
   static Vec mul(Vec a, Vec b) { return {_mm256_mul_ps(a.v, b.v)}; }
   static Vec add(Vec a, Vec b) { return {_mm256_add_ps(a.v, b.v)}; }
   static Vec sub(Vec a, Vec b) { return {_mm256_sub_ps(a.v, b.v)}; }
@@ -98,9 +125,9 @@ struct Vec {
 #endif
 
 // The blocked panels decode a group a k at a time with vector instructions where the build has them and
-// the fused multiply-add that Q4_1's formula computes (__FP_FAST_FMAF); else lane by lane through the
-// scalar formulas of quant_blocks.hpp.
-#if defined(__FP_FAST_FMAF) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__)))
+// the fused multiply-add that Q4_1's formula computes (__FP_FAST_FMAF) and fp16 conversions (FP8's codes);
+// else lane by lane through the scalar formulas of quant_blocks.hpp.
+#if defined(__FP_FAST_FMAF) && (defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)))
 #define CBATCH_VECTOR_DECODE 1
 #endif
 

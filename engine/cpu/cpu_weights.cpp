@@ -115,11 +115,18 @@ class WeightBuilder {
 
 }  // namespace
 
-CpuWeights load_cpu_weights(const Model& model, Packing packing, ThreadPool& pool) {
+CpuWeights load_cpu_weights(const ModelConfig& config, ModelTensors tensors, Packing packing, ThreadPool& pool) {
+  if (static_cast<int>(tensors.layers.size()) != config.num_layers) {
+    throw Error("internal error: " + std::to_string(tensors.layers.size()) + " layers of tensors, the config says " +
+                std::to_string(config.num_layers));
+  }
   CpuWeights weights;
-  WeightBuilder builder(model.config, packing, pool, weights);
-  for (const LayerTensors& t : model.tensors.layers) weights.layers.push_back(builder.layer(t));
-  builder.model_rows(model.tensors);
+  WeightBuilder builder(config, packing, pool, weights);
+  for (LayerTensors& t : tensors.layers) {
+    weights.layers.push_back(builder.layer(t));
+    t = LayerTensors{};  // its buffers freed here when these were their last views
+  }
+  builder.model_rows(tensors);
   return weights;
 }
 

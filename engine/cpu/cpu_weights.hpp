@@ -57,7 +57,9 @@ struct CpuWeights {
 };
 
 // Every row the model has, kept as its role says (Role): products packed with `packing` (routers without
-// the 8-bit product: a flipped choice would change the output far more), vectors in fp32.
-CpuWeights load_cpu_weights(const Model& model, Packing packing, ThreadPool& pool);
+// the 8-bit product: a flipped choice would change the output far more), vectors in fp32. Each layer's views
+// are dropped once it is packed (a view holds the buffer the loader made for it: TensorView::owner), so the
+// loader's blocks of a pre-quantized checkpoint and the panels made of them are not all in memory at once.
+CpuWeights load_cpu_weights(const ModelConfig& config, ModelTensors tensors, Packing packing, ThreadPool& pool);
 
 }  // namespace cbatch

@@ -32,6 +32,18 @@ std::vector<RowRun> grouped_ba_runs(const DeltaNetSizes& d) {
   return runs;
 }
 
+std::vector<int32_t> value_head_sources(const DeltaNetSizes& d, bool from_tiled, bool to_tiled) {
+  const int nk = d.num_k_heads, r = d.num_v_heads / d.num_k_heads;
+  std::vector<int32_t> sources(static_cast<size_t>(d.num_v_heads));
+  for (int h = 0; h < d.num_v_heads; ++h) {
+    int source = h;
+    if (to_tiled && !from_tiled) source = (h % nk) * r + h / nk;    // tiled h = j * nk + kh <- kh * r + j
+    if (!to_tiled && from_tiled) source = (h % r) * nk + h / r;     // grouped h = kh * r + j <- j * nk + kh
+    sources[static_cast<size_t>(h)] = static_cast<int32_t>(source);
+  }
+  return sources;
+}
+
 std::vector<int32_t> standard_order(const std::vector<RowRun>& runs, int64_t width) {
   std::vector<int32_t> order(static_cast<size_t>(width));
   for (const RowRun& run : runs) {

@@ -9,7 +9,8 @@
 // xlm-roberta) have their own names and no lm_head; a cross-encoder adds its pooler and classifier.
 // A pre-quantized checkpoint's Linear weights (GPTQ, AWQ, compressed-tensors, FP8: config.json's
 // quantization_config) become tensors the loader owns as they are read (hf_quantized.hpp): GGUF blocks of
-// the integer codes, or f32.
+// the integer codes, cbatch's FP8 and NVFP4 blocks, or f32; each view holds its buffer (TensorView::owner),
+// so a backend that takes the tensors (take_tensors) frees them once it has packed them.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -35,7 +36,7 @@ namespace fs = std::filesystem;
 
 std::string in_dir(const std::string& dir, const char* name) { return (fs::path(dir) / name).string(); }
 
-// Buffers the loader made (rearranged tensors) that the views point into, kept with the mapped files.
+// Buffers the loader made (rearranged experts) that the views point into, held by those views.
 using OwnedBuffers = std::vector<std::shared_ptr<const std::vector<uint8_t>>>;
 
 // Tensor name -> the file that holds it; a weight stored quantized is expanded when viewed.
@@ -59,7 +60,7 @@ class WeightFiles final : public TensorFile {
       OwnedTensor t = read_quantized(file_of_, quantization_, name);
       ++num_quantized_;
       if (t.view.dtype == DType::kF32) ++num_f32_;
-      expanded_.push_back(std::move(t.bytes));
+      t.view.owner = std::move(t.bytes);
       return t.view;
     }
     auto it = owner_.find(name);
@@ -75,7 +76,6 @@ class WeightFiles final : public TensorFile {
     return it == owner_.end() ? nullptr : it->second;
   }
   std::shared_ptr<const void> storage() const { return files_; }
-  const OwnedBuffers& expanded() const { return expanded_; }
   // Quantized weights read, and how many of them became f32.
   int num_quantized() const { return num_quantized_; }
   int num_f32() const { return num_f32_; }
@@ -114,7 +114,6 @@ class WeightFiles final : public TensorFile {
   std::string description_;
   QuantizationConfig quantization_;
   const TensorFileOf file_of_ = [this](const std::string& name) { return file_of(name); };
-  mutable OwnedBuffers expanded_;  // the quantized weights as read, (out, in) blocks or f32 each
   mutable int num_quantized_ = 0, num_f32_ = 0;
 };
 
@@ -155,8 +154,7 @@ std::string model_tensor_name(const WeightFiles& w, const HfName& name, const st
 // A sparse layer's routed experts: gpt-oss's stacked ones (hf_stacked_experts.hpp), else each expert's own
 // tensors, spelled as the layer's router is (Qwen-MoE's and OLMoE's mlp.experts.M, Mixtral's
 // block_sparse_moe.experts.M).
-void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l,
-                  OwnedBuffers& owned) {
+void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig& c, LayerTensors& l) {
   const TensorFileOf file_of = [&w](const std::string& name) { return w.file_of(name); };
   const Family* family = find_family(c.architecture);
   const std::string_view module = family != nullptr && family->gemma4_layers ? "" : "mlp.";  // Gemma 4: layers.N.experts
@@ -165,7 +163,12 @@ void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig&
     StackedExperts s = read_stacked_experts(file_of, p, c, out_in ? StackedLayout::kOutIn : StackedLayout::kInOutInterleaved,
                                             module);
     l.experts = std::move(s.experts);
-    owned.insert(owned.end(), s.buffers.begin(), s.buffers.end());
+    const auto owner = std::make_shared<const OwnedBuffers>(std::move(s.buffers));  // the layer's experts share them
+    for (ExpertTensors& expert : l.experts) {
+      for (TensorView& view : expert.items) {
+        if (!view.empty() && !view.is_random) view.owner = owner;
+      }
+    }
     return;
   }
   const int spelling = std::max(0, spelling_in_file(w, p, layer_row(LayerTensor::kRouter).hf));
@@ -187,14 +190,13 @@ void read_experts(const WeightFiles& w, const std::string& p, const ModelConfig&
 }
 
 // One layer's rows under the table's names (decoders' or BERT's), and the experts of a sparse one.
-LayerTensors read_layer(const WeightFiles& w, Dialect dialect, const std::string& p, const ModelConfig& c, int layer,
-                        OwnedBuffers& owned) {
+LayerTensors read_layer(const WeightFiles& w, Dialect dialect, const std::string& p, const ModelConfig& c, int layer) {
   LayerTensors l = read_layer_rows(w, dialect, p, c, layer);
-  if (c.is_sparse(layer)) read_experts(w, p, c, l, owned);
+  if (c.is_sparse(layer)) read_experts(w, p, c, l);
   return l;
 }
 
-ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& c, OwnedBuffers& owned) {
+ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& c) {
   const Family* family = find_family(c.architecture);
   const bool encoder = family != nullptr && family->bert_encoder;
   const std::string prefix = encoder ? encoder_prefix(w, *family) : tensor_prefix(w);
@@ -215,8 +217,7 @@ ModelTensors read_tensors(const WeightFiles& w, const ModelConfig& c, OwnedBuffe
   }
   const std::string layers = prefix + (encoder ? "encoder.layer." : "layers.");
   for (int i = 0; i < c.num_layers; ++i) {
-    t.layers.push_back(read_layer(w, encoder ? Dialect::kBert : Dialect::kHf, layers + std::to_string(i) + ".", c, i,
-                                  owned));
+    t.layers.push_back(read_layer(w, encoder ? Dialect::kBert : Dialect::kHf, layers + std::to_string(i) + ".", c, i));
   }
   return t;
 }
@@ -235,9 +236,7 @@ Model load_hf_model(const ModelSource& source) {
   model.format = "hf";
   model.config = hf.config;
   model.notes = hf.notes;
-  OwnedBuffers owned;
-  model.tensors = read_tensors(weights, hf.config, owned);
-  owned.insert(owned.end(), weights.expanded().begin(), weights.expanded().end());
+  model.tensors = read_tensors(weights, hf.config);
   model.quantization = describe_quantization(quantization);
   if (keeps_int_codes(quantization) && weights.num_f32() > 0) {  // said, not a quiet fallback
     model.notes.push_back(std::to_string(weights.num_f32()) + " of " + std::to_string(weights.num_quantized()) +
@@ -251,12 +250,7 @@ Model load_hf_model(const ModelSource& source) {
   model.weight_dtype = dominant_dtype(model.tensors);
   model.tokenizer = load_hf_tokenizer(dir, hf.bos_id, hf.eos_ids, &model.chat_template);
   model.embedding = read_sentence_transformers(dir);
-  if (owned.empty()) {
-    model.storage = weights.storage();
-  } else {
-    using Storage = std::pair<std::shared_ptr<const void>, OwnedBuffers>;
-    model.storage = std::make_shared<Storage>(weights.storage(), std::move(owned));
-  }
+  model.storage = weights.storage();
   return model;
 }
 

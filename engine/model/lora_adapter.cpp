@@ -13,6 +13,7 @@
 
 #include "engine/base/error.hpp"
 #include "engine/base/json_file.hpp"
+#include "engine/model/deltanet_layout.hpp"
 #include "engine/model/family.hpp"
 #include "engine/model/gguf.hpp"
 #include "engine/model/lora_targets.hpp"
@@ -42,6 +43,24 @@ void reorder_rope_rows(std::vector<float>& b, int64_t rows, int rank, int head_d
         const int64_t src_row = to == RopeLayout::kAdjacentPairs ? halves : pairs;
         std::copy_n(&src[static_cast<size_t>(src_row * rank)], rank, &b[static_cast<size_t>(dst_row * rank)]);
       }
+    }
+  }
+}
+
+// A DeltaNet pair's value heads from the adapter's order to the base's (lora_targets.hpp ValueHeadRows): B's
+// rows [begin, begin + num_v_heads * width), or A's columns, moved a head at a time.
+void reorder_value_heads(LoraPair& p, const ValueHeadRows& v, const DeltaNetSizes& d, bool base_tiled) {
+  const std::vector<int32_t> sources = value_head_sources(d, v.adapter_tiled, base_tiled);
+  const int64_t n = v.inputs ? p.rank : 1;       // rows moved alike: A's every row, or B once
+  const int64_t stride = v.inputs ? p.in_features : p.rank;  // floats per row of A, or per row of B
+  const int64_t run = v.inputs ? v.width : v.width * p.rank;  // floats per value head in one row (A) or in B
+  std::vector<float>& m = v.inputs ? p.a : p.b;
+  const std::vector<float> src = m;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = v.inputs ? i * stride : v.begin * stride;
+    for (size_t h = 0; h < sources.size(); ++h) {
+      const int64_t to = row + static_cast<int64_t>(h) * run, from = row + sources[h] * run;
+      std::copy_n(&src[static_cast<size_t>(from)], run, &m[static_cast<size_t>(to)]);
     }
   }
 }
@@ -105,6 +124,7 @@ class PairBuilder {
       }
       reorder_rope_rows(p.b, p.rows, p.rank, slot.head_dim, layout_, base_.rope_layout);
     }
+    if (slot.value_heads.reorder) reorder_value_heads(p, slot.value_heads, base_.deltanet, base_.deltanet.tiled_heads);
     return p;
   }
 

@@ -3,7 +3,8 @@
 // (each layer's kind and sizes: lora_targets.hpp). A pair adds scale * B (A x) to one projection: A (rank,
 // in_features), B (rows, rank). The backends fuse rows into one product (q|k|v, gate|up, a DeltaNet's q|k|v|z
 // and b|a), so a pair names its product and the rows it adds to (a q adapter only touches the q rows). B's q/k
-// rows are put in the base's RoPE row order (llama.cpp permutes `llama` q/k).
+// rows are put in the base's RoPE row order (llama.cpp permutes `llama` q/k), and a DeltaNet's value heads
+// (B's rows, out_proj's A columns) in the base's value-head order (llama.cpp tiles Qwen3.5's).
 #pragma once
 #include <cstdint>
 #include <string>

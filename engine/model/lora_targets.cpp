@@ -65,26 +65,29 @@ std::pair<int64_t, int64_t> product_rows(LayerTensor joins, LayerTensor kind, in
   return {before, total};
 }
 
-// A DeltaNet row's order in the file must be the base's: a PEFT adapter's rows are Hugging Face's (value heads
-// grouped by key head; Qwen3-Next's fused rows grouped per key head), a GGUF LoRA's llama.cpp's (tiled).
-void check_deltanet_order(LayerTensor kind, bool fused, bool gguf, const ModelConfig& c, const std::string& where) {
+// A DeltaNet module's value heads in the adapter's order and the base's: a PEFT adapter's are Hugging Face's
+// (grouped by key head), a GGUF LoRA's llama.cpp's (tiled where its converter tiles them, Qwen3.5); the
+// base's DeltaNetSizes::tiled_heads. Where they differ, the unfused modules' value-head rows (or out_proj's
+// inputs) are put in the base's order at load; Qwen3-Next's fused rows, grouped by key head, are never tiled.
+ValueHeadRows deltanet_value_heads(LayerTensor kind, bool fused, bool gguf, const ModelConfig& c,
+                                   const std::string& where) {
   const DeltaNetSizes& d = c.deltanet;
   const Family* family = find_family(c.architecture);
-  const bool gguf_tiled = family != nullptr && family->gguf_tiled_value_heads;
-  if (!gguf && d.tiled_heads) {
-    throw Error(where + ": the base stores the DeltaNet value heads in llama.cpp's tiled order (a GGUF), a PEFT "
-                "adapter in Hugging Face's: use the Hugging Face base model or a GGUF LoRA");
-  }
-  if (gguf && gguf_tiled && !d.tiled_heads) {
-    throw Error(where + ": a GGUF LoRA holds the DeltaNet value heads in llama.cpp's tiled order, the base in "
-                "Hugging Face's: use the GGUF base model or a PEFT adapter");
-  }
+  ValueHeadRows v;
+  v.adapter_tiled = gguf && family != nullptr && family->gguf_tiled_value_heads;
   const bool qkvz = kind == LayerTensor::kSsmQkv || kind == LayerTensor::kSsmZ;
   const bool ba = kind == LayerTensor::kSsmBeta || kind == LayerTensor::kSsmAlpha;
   if (!fused && ((qkvz && d.grouped_qkvz) || (ba && d.grouped_ba))) {
     throw Error(where + ": the base's DeltaNet input rows are grouped by key head (in_proj_qkvz, in_proj_ba): "
                 "an adapter on them targets those fused modules");
   }
+  if (v.adapter_tiled == d.tiled_heads || d.num_v_heads == d.num_k_heads) return v;
+  if (fused) throw Error(where + ": the adapter's fused DeltaNet rows are not in the base's value-head order");
+  v.reorder = true;
+  v.inputs = kind == LayerTensor::kSsmOut;
+  v.begin = kind == LayerTensor::kSsmQkv ? 2 * int64_t{d.key_dim()} : 0;
+  v.width = ba ? 1 : d.v_head_dim;
+  return v;
 }
 
 LoraTarget target_of(LayerTensor joins, LayerTensor kind, bool fused, int layer, const ModelConfig& c) {
@@ -129,10 +132,13 @@ LoraTarget resolve_lora_target(std::string_view module, int layer, bool gguf, co
       throw Error(where + ": LoRA on the experts (routed or shared) is not applied; adapt the attention and mixer "
                   "projections");
     }
+    ValueHeadRows value_heads;
     if (f.product == LayerProduct::kSsmQkvz || f.product == LayerProduct::kSsmBa) {
-      check_deltanet_order(f.product, true, gguf, c, where);
+      value_heads = deltanet_value_heads(f.product, true, gguf, c, where);
     }
-    return target_of(f.product, f.product, true, layer, c);
+    LoraTarget t = target_of(f.product, f.product, true, layer, c);
+    t.value_heads = value_heads;
+    return t;
   }
   if (named == nullptr && fused_named) {
     throw Error(where + ": the " + c.architecture + " base model has no such projection (its product is not fused)");
@@ -163,11 +169,14 @@ LoraTarget resolve_lora_target(std::string_view module, int layer, bool gguf, co
   if (present->role != Role::kProjection || !lora_product_of(present->joins)) {
     throw Error(where + ": cbatch does not apply LoRA to the " + std::string(present->label));
   }
+  ValueHeadRows value_heads;
   if (present->joins == LayerTensor::kSsmQkv || present->joins == LayerTensor::kSsmBeta ||
       present->joins == LayerTensor::kSsmOut) {
-    check_deltanet_order(present->kind, false, gguf, c, where);
+    value_heads = deltanet_value_heads(present->kind, false, gguf, c, where);
   }
-  return target_of(present->joins, present->kind, false, layer, c);
+  LoraTarget t = target_of(present->joins, present->kind, false, layer, c);
+  t.value_heads = value_heads;
+  return t;
 }
 
 }  // namespace cbatch

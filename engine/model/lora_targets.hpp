@@ -14,6 +14,18 @@
 
 namespace cbatch {
 
+// A gated DeltaNet target whose value heads the adapter holds in the other order from the base's (Qwen3.5: a
+// PEFT adapter's Hugging Face order on a GGUF base, whose heads llama.cpp's converter tiles, or a GGUF LoRA's
+// tiled heads on a Hugging Face base): B's value-head rows, or A's columns (out_proj's inputs), are put in the
+// base's order at load (deltanet_layout.hpp value_head_sources), for both backends.
+struct ValueHeadRows {
+  bool reorder = false;
+  bool adapter_tiled = false;  // the adapter's order (the base's is DeltaNetSizes::tiled_heads)
+  bool inputs = false;         // A's columns (out_proj), else B's rows
+  int64_t begin = 0;           // first value-head row of B (in_proj_qkv: after q and k)
+  int64_t width = 0;           // rows or columns per value head: v_head_dim (v, z, out), 1 (b, a)
+};
+
 struct LoraTarget {
   LoraProduct product = LoraProduct::kQkv;
   int64_t row_offset = 0;    // first row of the product it adds to
@@ -22,6 +34,7 @@ struct LoraTarget {
   bool rope_rows = false;    // a q or k projection: B's rows follow the base's RoPE layout (head_dim wide heads)
   int head_dim = 0;          // the layer's
   std::string unused;        // non-empty: the module exists in the checkpoint but the layer never uses it (why)
+  ValueHeadRows value_heads;
 };
 
 // The target of `module` in `layer`; throws cbatch::Error (the problem, naming the layer and the module) when

@@ -1,6 +1,7 @@
-// A loaded model: its configuration, views of its weight tensors (into memory-mapped files or owned
-// buffers held by `storage`), and its tokenizer. Formats: GGUF, llama2.c .bin + tokenizer.bin,
-// Hugging Face directories, and dummy:CONFIG.json (random weights with real shapes).
+// A loaded model: its configuration, views of its weight tensors (into memory-mapped files held by
+// `storage`, or buffers the loader made, held by the views themselves: TensorView::owner), and its
+// tokenizer. Formats: GGUF, llama2.c .bin + tokenizer.bin, Hugging Face directories, and
+// dummy:CONFIG.json (random weights with real shapes).
 #pragma once
 #include <memory>
 #include <string>
@@ -43,11 +44,12 @@ struct Model {
   std::string weight_dtype;        // as stored: "f32", "q4_1", "bf16", "random", ... (for inspect)
   std::string quantization;        // a pre-quantized checkpoint's scheme, bits and groups (for inspect)
   ModelConfig config;
-  ModelTensors tensors;
+  ModelTensors tensors;            // empty once handed to a backend (take_tensors)
+  bool tensors_taken = false;
   std::unique_ptr<Tokenizer> tokenizer;
   std::string chat_template;       // Jinja text from the model files, empty if none
   EmbeddingSpec embedding;         // sentence-transformers pooling (Hugging Face directories)
-  std::shared_ptr<const void> storage;  // keeps the mapped files and owned buffers alive
+  std::shared_ptr<const void> storage;  // keeps the mapped files alive
   // What the files hold that the loader leaves out on purpose (a vision tower, multi-token-prediction
   // layers), one sentence each, for the load line and inspect.
   std::vector<std::string> notes;
@@ -70,5 +72,14 @@ std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string
 
 // Checks shapes of every tensor against the config (throws cbatch::Error naming the tensor).
 void validate_model_tensors(const Model& model);
+
+// Hands the model's weight views to a backend that makes its own copies of them (the CPU's panels, the CUDA
+// upload): the model keeps none (tensors_taken), so a buffer the loader made (a pre-quantized checkpoint's
+// blocks) is freed as soon as the backend drops its last view of it, and nothing can read it afterwards;
+// a second backend or any later reader of model.tensors is refused (expect_tensors).
+ModelTensors take_tensors(Model& model);
+
+// Throws an internal error once the model's tensors were taken (take_tensors).
+const ModelTensors& expect_tensors(const Model& model);
 
 }  // namespace cbatch

@@ -1,6 +1,6 @@
 // load_model: picks the format from the path (dummy: prefix, a directory is Hugging Face, GGUF magic,
 // else a llama2.c checkpoint, unless the name ends in .gguf or the file is shorter than its header), runs its loader and checks every tensor shape against the config
-// (model_checks.cpp). The loaders never call back into this file.
+// (model_checks.cpp). The loaders never call back into this file. take_tensors hands the weights on to a backend.
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -76,6 +76,19 @@ std::unique_ptr<Tokenizer> load_tokenizer(const ModelSource& source, std::string
       return load_hf_model_tokenizer(source.path, &text);
   }
   return nullptr;
+}
+
+const ModelTensors& expect_tensors(const Model& model) {
+  if (model.tensors_taken) throw Error("internal error: the model's tensors were handed to a backend already");
+  return model.tensors;
+}
+
+ModelTensors take_tensors(Model& model) {
+  expect_tensors(model);
+  ModelTensors tensors = std::move(model.tensors);
+  model.tensors = ModelTensors{};
+  model.tensors_taken = true;
+  return tensors;
 }
 
 }  // namespace cbatch

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "engine/model/dtype.hpp"
@@ -39,6 +40,10 @@ struct TensorView {
   // values are blocks generated as such (random_weights.hpp random_mxfp4_block)
   bool is_random = false;
   RandomInit random;
+  // The buffer behind `data` when the loader made it (a pre-quantized checkpoint's blocks, rearranged
+  // experts), else nullptr (a view into a mapped file, which Model::storage keeps). Every copy of the view
+  // keeps the bytes alive, so they are freed with the last view and never before (take_tensors, model.hpp).
+  std::shared_ptr<const void> owner;
 
   int64_t numel() const { return rows * cols; }
   bool empty() const { return data == nullptr && !is_random; }

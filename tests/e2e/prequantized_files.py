@@ -2,7 +2,7 @@
 tests/e2e/test_prequantized.py and tools/make_prequantized_bench.py: safetensors files of raw tensors, an
 integer quantizer per (output, group) and its exact dequantization, GPTQ's packing (qweight along the input,
 qzeros along the output, v1 zeros stored minus 1) with act-order g_idx, FP8 E4M3 codes with a scale per
-block, and compressed-tensors NVFP4 (E2M1 codes, an E4M3 scale per 16 inputs, a global scale)."""
+block, and compressed-tensors NVFP4 (E2M1 codes, an E4M3 scale per 16 inputs, a global scale) with its config."""
 import json
 import struct
 
@@ -116,6 +116,12 @@ def nvfp4(w):
     codes = np.abs(scaled[..., None] - E2M1).argmin(axis=-1).reshape(out, inp).astype(np.uint8)
     exact = (E2M1[codes].reshape(out, inp // 16, 16) * s[..., None]).astype(np.float32).reshape(out, inp)
     parts = {"weight_packed": ("U8", (codes[:, 0::2] | codes[:, 1::2] << 4).astype(np.uint8)),
-             "weight_scale": ("F8_E4M3", scale_codes), "weight_global_scale": ("F32", np.array([g], "<f4")),
-             "input_global_scale": ("F32", np.array([3.0], "<f4"))}
+             "weight_scale": ("F8_E4M3", scale_codes), "weight_global_scale": ("F32", np.array([g], np.float32)),
+             "input_global_scale": ("F32", np.array([3.0], np.float32))}
     return parts, exact
+
+
+NVFP4_ARGS = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
+NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
+             config_groups={"group_0": {"targets": ["Linear"], "weights": NVFP4_ARGS,
+                                        "input_activations": dict(NVFP4_ARGS, dynamic="local")}})

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 import tiny_models  # noqa: E402
 from lora_files import make_pairs, write_peft  # noqa: E402
-from prequantized_files import fp8, gptq, nvfp4, write_safetensors  # noqa: E402
+from prequantized_files import NVFP4, fp8, gptq, nvfp4, write_safetensors  # noqa: E402
 
 NUM_TOKENS = 12
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
@@ -78,14 +78,11 @@ def write_prequantized(method):
             parts, _ = nvfp4(w)
             tensors.update({stem + k: v for k, v in parts.items()})
     write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
-    nvfp4_args = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
     config = {
         "gptq": dict(quant_method="gptq", bits=4, group_size=32, sym=True, desc_act=False, checkpoint_format="gptq",
                      modules_to_not_convert=["lm_head"]),
         "fp8": dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic", weight_block_size=[32, 32]),
-        "nvfp4": dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
-                      config_groups={"group_0": {"targets": ["Linear"], "weights": nvfp4_args,
-                                                 "input_activations": dict(nvfp4_args, dynamic="local")}}),
+        "nvfp4": NVFP4,
     }[method]
     path = os.path.join(directory, "config.json")
     cfg = json.load(open(path))

@@ -16,8 +16,11 @@ converter writes them). Checks:
   across modes, token budgets, block sizes and thread counts;
 - bad adapters exit 1 before anything runs, naming the adapter, the module and the layer: a DeltaNet module on an
   attention layer, the gated q with q_dim rows, a Mamba-2 module on Nemotron-H's MLP layer, a shared expert, a
-  v_proj on Gemma 4's K=V layer, a PEFT DeltaNet adapter on Qwen3.5's GGUF (value heads tiled), whose attention and
-  MLP adapter equals the merged directory."""
+  v_proj on Gemma 4's K=V layer;
+- Qwen3.5's GGUF holds the DeltaNet value heads tiled (as llama.cpp's converter writes them; the tiny model has
+  twice as many value heads as key heads, so the order differs): the PEFT adapter on every module kind, its value
+  heads put in the tiled order at load, gives on the GGUF the tokens of the merged directory (and of the adapter
+  on the Hugging Face base), and the GGUF LoRA (tiled) on the Hugging Face base likewise."""
 import os
 import sys
 
@@ -28,7 +31,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tiny_hybrid_models as th  # noqa: E402
-from lora_hybrid_files import (ATTN, FAMILIES, GLU, RANK, make_adapter, merged, targets,  # noqa: E402
+from lora_hybrid_files import (ATTN, FAMILIES, RANK, make_adapter, merged, targets,  # noqa: E402
                                write_gguf_lora, write_peft)
 
 COMMON = ["--device", "cpu", "--quiet"]
@@ -149,16 +152,16 @@ bad_adapter("shared expert", "qwen3_5_moe", Q35 + "0.mlp.shared_expert.gate_proj
 bad_adapter("v_proj of a K=V layer", "gemma4", Q35 + "2.self_attn.v_proj.weight", 32, 64,
             "layer 2 self_attn.v_proj", "values are its keys")
 
-# Qwen3.5's GGUF (value heads tiled by llama.cpp's converter): a PEFT adapter on attention and MLP equals the
-# merged directory; on the DeltaNet (rows in Hugging Face's order) it is refused by name.
-q_weights = models["qwen3_5"][2]
-q_gguf, q_attn, q_attn_merged = (os.path.join(work, n) for n in ("qwen3_5.gguf", "qwen3_5-attn", "qwen3_5-attn-merged"))
-attn_pairs = make_adapter(q_weights, ATTN + GLU, seed=5)
-write_peft(q_attn, attn_pairs, "qwen3_5")
-th.write_hf(q_attn_merged, "qwen3_5", merged(q_weights, attn_pairs))
-got, _ = run_rows(requests("A", "A"), q_gguf, ["--lora-modules", f"A={q_attn}"])
-ref, _ = run_rows(requests("A"), q_attn_merged)
-c.check(tokens(got) == tokens(ref), f"qwen3_5 GGUF + PEFT attention/MLP adapter: {tokens(got)} != {tokens(ref)}")
-bad_start("PEFT DeltaNet adapter on a tiled GGUF", q_gguf, models["qwen3_5"][1], "'BAD'", "linear_attn.", "tiled")
+# Qwen3.5's GGUF (value heads tiled by llama.cpp's converter) with the PEFT adapter on every module kind (value
+# heads in Hugging Face's order), and the Hugging Face base with the GGUF LoRA (tiled): both the merged directory's
+# tokens, which the same adapter gives on its own format's base (checked above).
+c.check(qc["linear_num_value_heads"] > qc["linear_num_key_heads"], "qwen3_5: the value heads are not tiled")
+q_dir, q_peft = models["qwen3_5"][0], models["qwen3_5"][1]
+q_gguf, q_gguf_lora = os.path.join(work, "qwen3_5.gguf"), os.path.join(work, "qwen3_5-lora.gguf")
+ref, _ = run_rows(requests("A"), os.path.join(work, "qwen3_5-merged"))
+for label, base, adapter in (("PEFT adapter on the GGUF", q_gguf, q_peft),
+                             ("GGUF LoRA on the Hugging Face base", q_dir, q_gguf_lora)):
+    got, _ = run_rows(requests("A", "A"), base, ["--lora-modules", f"A={adapter}"])
+    c.check(tokens(got) == tokens(ref), f"qwen3_5 {label}: {tokens(got)} != merged {tokens(ref)}")
 
 c.done()

@@ -39,7 +39,8 @@ import numpy as np  # noqa: E402
 
 import family_reference as reference  # noqa: E402
 import tiny_models  # noqa: E402
-from prequantized_files import dequantized, fp8, gptq, int_quantize, nvfp4, pack, write_safetensors  # noqa: E402
+from prequantized_files import (E4M3, NVFP4, dequantized, fp8, gptq, int_quantize, nvfp4, pack,  # noqa: E402
+                                write_safetensors)
 
 NAME = "llama"
 MARGIN = 1e-3
@@ -156,10 +157,6 @@ def packed_config(bits, sym, group):
                 config_groups={"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": None}})
 
 
-NVFP4_ARGS = dict(num_bits=4, type="float", strategy="tensor_group", group_size=16, symmetric=True, dynamic=False)
-NVFP4 = dict(quant_method="compressed-tensors", format="nvfp4-pack-quantized", ignore=["lm_head"],
-             config_groups={"group_0": {"targets": ["Linear"], "weights": NVFP4_ARGS,
-                                        "input_activations": dict(NVFP4_ARGS, dynamic="local")}})
 GPTQ = dict(quant_method="gptq", group_size=32, checkpoint_format="gptq", modules_to_not_convert=["lm_head"])
 SCHEMES = {
     "gptq4-asym-act": dict(method="gptq", bits=4, sym=False, desc_act=True, blocks="Q4_Z",

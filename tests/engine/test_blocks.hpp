@@ -2,8 +2,8 @@
 // activations for their products: random bytes
 // (every code, sub-block scale and minimum), with the f16 scales set to values of either sign, some
 // subnormal and some zero, MXFP4's E8M0 scale bytes to 2^-10..2^-4, sometimes the subnormal 2^-128 or
-// 2^-127, and NVFP4's fp32 scales to 2^-10..2^-4 or zero (finite products that a matmul can sum without
-// overflow).
+// 2^-127, and NVFP4's and FP8's fp32 scales to 2^-10..2^-4 or zero (finite products that a matmul can sum
+// without overflow; FP8's NaN codes, which the loader refuses, made finite).
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -26,6 +26,7 @@ inline std::vector<int> f16_offsets(DType dtype) {
     case DType::kQ3_K: return {108};
     case DType::kQ6_K: return {208};
     case DType::kMXFP4:   // an E8M0 byte, not f16
+    case DType::kFP8:     // an fp32 scale
     case DType::kNVFP4: return {};  // two fp32 scales
     default: return {0};  // Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS
   }
@@ -58,10 +59,15 @@ inline std::vector<uint8_t> random_blocks(DType dtype, int64_t rows, int64_t col
       const unsigned pick = rng() % 16;
       bytes[at] = static_cast<uint8_t>(pick < 2 ? pick : 118 + rng() % 7);
     }
-    for (int j = 0; dtype == DType::kNVFP4 && j < 2; ++j) {  // fp32 scales 2^-10..2^-5 of either sign, or 0
+    const int fp32_scales = dtype == DType::kNVFP4 ? 2 : dtype == DType::kFP8 ? 1 : 0;
+    for (int j = 0; j < fp32_scales; ++j) {  // fp32 scales 2^-10..2^-5 of either sign, or 0
       const float s = rng() % 16 == 0 ? 0.0f : std::ldexp(1.0f + static_cast<float>(rng() % 256) / 256.0f,
                                                          -10 + static_cast<int>(rng() % 6)) * ((rng() & 1) ? -1 : 1);
       std::memcpy(&bytes[at + static_cast<size_t>(4 * j)], &s, 4);
+    }
+    for (int e = 0; dtype == DType::kFP8 && e < 32; ++e) {
+      uint8_t& code = bytes[at + 4 + static_cast<size_t>(e)];
+      if ((code & 0x7F) == 0x7F) code ^= 1;
     }
   }
   return bytes;

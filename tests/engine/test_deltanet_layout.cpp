@@ -2,7 +2,8 @@
 // laid out as transformers' Qwen3-Next reads it back into Qwen3.5's order; the CPU backend's reading (the
 // product of the grouped weight, then its values reordered) and the CUDA upload's (the weight's rows copied
 // into the standard order run by run, then the product) give the same projections, bit for bit, from fp32
-// rows and from Q8_0 block rows moved as whole rows.
+// rows and from Q8_0 block rows moved as whole rows. Qwen3.5's value heads between Hugging Face's order and
+// llama.cpp's tiled one (the permutation its converter applies), each way.
 #include <doctest/doctest.h>
 
 #include <cstring>
@@ -150,6 +151,24 @@ TEST_CASE("DeltaNet layout: the CPU's reading and the upload's reordered rows gi
       CHECK(decode(standard_rows(*runs, blocks, q_row)) == decoded_std);
     }
   }
+}
+
+TEST_CASE("DeltaNet layout: Qwen3.5's value heads between Hugging Face's grouped order and llama.cpp's tiled one") {
+  const DeltaNetSizes d = small_sizes();  // 2 key heads, 6 value heads
+  // llama.cpp's converter: arange(6).reshape(2 key heads, 3).permute(1, 0) -> tiled head g holds grouped idx[g]
+  const std::vector<int32_t> to_tiled = {0, 3, 1, 4, 2, 5};
+  CHECK(value_head_sources(d, false, true) == to_tiled);
+  const std::vector<int32_t> back = value_head_sources(d, true, false);
+  for (int h = 0; h < d.num_v_heads; ++h) CHECK(to_tiled[static_cast<size_t>(back[static_cast<size_t>(h)])] == h);
+  DeltaNetSizes tiled = d, grouped = d;
+  tiled.tiled_heads = true;
+  for (int g = 0; g < d.num_v_heads; ++g) {  // a tiled head reads the key head its grouped source read
+    CHECK(tiled.key_head_of(g) == grouped.key_head_of(to_tiled[static_cast<size_t>(g)]));
+  }
+  std::vector<int32_t> identity(static_cast<size_t>(d.num_v_heads));
+  std::iota(identity.begin(), identity.end(), 0);
+  CHECK(value_head_sources(d, true, true) == identity);
+  CHECK(value_head_sources(d, false, false) == identity);
 }
 
 }  // namespace cbatch

@@ -149,12 +149,18 @@ TEST_CASE("FP8 blocks: every E4M3 code times its block's scale, bit for bit, and
   matmul(x.data(), fast, y_fast.data(), 3, pool);
   matmul(x.data(), direct, y_direct.data(), 3, pool);
   CHECK(y_fast == y_direct);
+  // The exact path keeps the blocks (9 bits a weight, not fp32's 32) and gives the bits of the fp32 product of
+  // the decoded weights, one row or several.
   const PackedMatrix exact = pack_stacked({&t.view}, pool, Packing{true, false, false});
-  CHECK(!exact.is_blocked());
-  std::vector<float> y_exact(y_fast.size()), y_ref(y_fast.size());
-  matmul(x.data(), exact, y_exact.data(), 3, pool);
-  matmul_ref(x.data(), want.data(), y_ref.data(), 3, out, in);
-  for (size_t i = 0; i < y_ref.size(); ++i) CHECK(y_exact[i] == doctest::Approx(y_ref[i]).epsilon(1e-5));
+  CHECK(exact.is_blocked());
+  CHECK(exact.dtype() == DType::kFP8);
+  CHECK(exact.bytes() * 3 < pack_stacked({&t.view}, pool, Packing{false, false, false}).bytes());  // fp32 panels
+  for (int m : {1, 3}) {
+    std::vector<float> y_exact(static_cast<size_t>(m * out)), y_ref(y_exact.size());
+    matmul(x.data(), exact, y_exact.data(), m, pool);
+    matmul_ref(x.data(), want.data(), y_ref.data(), m, out, in);
+    CHECK(std::memcmp(y_exact.data(), y_ref.data(), y_ref.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("pack-quantized: codes along the input minus 2^(bits - 1), or minus zeros packed along the output") {
