@@ -14,7 +14,6 @@ moves, and the equality asserted here is bit for bit.
 A snapshot copied to the wrong slot, or a restored state zeroed as a new sequence's, fails here by name."""
 import json
 import os
-import random
 
 from common import Checks, need_cuda_device, need_modules, read_jsonl, run, tmpdir, write_jsonl
 
@@ -35,12 +34,7 @@ CASES = [{}, {"--mode": "static"}, {"--max-num-batched-tokens": "16"}, {"--max-n
 
 c = Checks()
 work = tmpdir()
-rng = random.Random(23)  # test_hybrid_prefix.py's prompts
-prefix = [rng.randrange(3, 256) for _ in range(PREFIX_LEN)]
-other = [rng.randrange(3, 256) for _ in range(PREFIX_LEN)]
-shared = [prefix + [rng.randrange(3, 256) for _ in range(n)] for n in (30, 9, 3, 17, 22, 12, 26)]
-prompts = [shared[0], prefix[:60]] + shared[1:] + [other + [5, 6, 7], [rng.randrange(3, 256) for _ in range(40)],
-                                                   shared[0][:PREFIX_LEN + 20]]
+prompts, NUM_SHARED = tiny.shared_prefix_prompts(PREFIX_LEN)
 prompts_path = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
                             "ignore_eos": True} for i, p in enumerate(prompts)])
@@ -77,9 +71,9 @@ def check_model(name):
             f"{name}: {total} snapshots of {summary.get('state_snapshot_bytes')} bytes")
     results, summary = cbatch(hf_dir, {"--mode": "sequential"})
     c.check(tokens(results) == base, f"{name} sequential: outputs change with prefix caching")
-    c.check(summary.get("prefix_hits") == len(shared) and summary.get("state_snapshots_restored") == len(shared),
+    c.check(summary.get("prefix_hits") == NUM_SHARED and summary.get("state_snapshots_restored") == NUM_SHARED,
             f"{name} sequential: {summary.get('prefix_hits')} prefix hits, "
-            f"{summary.get('state_snapshots_restored')} restored, want {len(shared)}")
+            f"{summary.get('state_snapshots_restored')} restored, want {NUM_SHARED}")
     for options in CASES:
         results, summary = cbatch(hf_dir, options)
         c.check(tokens(results) == base, f"{name}: outputs change with prefix caching and {options}")

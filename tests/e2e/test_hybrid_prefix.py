@@ -12,7 +12,6 @@ and end in different suffixes (a system prompt), plus a few that share nothing:
 A hit that restored the wrong snapshot (the one a block earlier) was planted once and failed every model here."""
 import json
 import os
-import random
 
 from common import Checks, need_modules, read_jsonl, run, tmpdir, write_jsonl
 
@@ -34,14 +33,7 @@ PREEMPT = {"--kv-cache-blocks": "24", "--block-size": "8", "--max-num-batched-to
 
 c = Checks()
 work = tmpdir()
-rng = random.Random(23)
-prefix = [rng.randrange(3, 256) for _ in range(PREFIX_LEN)]
-other = [rng.randrange(3, 256) for _ in range(PREFIX_LEN)]
-shared = [prefix + [rng.randrange(3, 256) for _ in range(n)] for n in (30, 9, 3, 17, 22, 12, 26)]
-# The second prompt ends inside the prefix: it saves a snapshot a block before where the prefix's whole blocks end,
-# so a hit that restored the snapshot a block before its end would find one.
-prompts = [shared[0], prefix[:60]] + shared[1:] + [other + [5, 6, 7], [rng.randrange(3, 256) for _ in range(40)],
-                                                   shared[0][:PREFIX_LEN + 20]]
+prompts, NUM_SHARED = tiny.shared_prefix_prompts(PREFIX_LEN)
 prompts_path = os.path.join(work, "prompts.jsonl")
 write_jsonl(prompts_path, [{"id": i, "prompt_token_ids": p, "max_tokens": NUM_TOKENS, "temperature": 0,
                             "ignore_eos": True, "logprobs": 1} for i, p in enumerate(prompts)])
@@ -72,9 +64,9 @@ def check_sequential_hits(name, model, base):
     # shared ones restore, and so does the last prompt (shared[0] cut short: its K/V blocks are cached a block
     # further, but shared[0] saved no snapshot there).
     whole = PREFIX_LEN // BLOCK * BLOCK
-    want_tokens = 3 * BLOCK + (len(shared) - 1) * whole
-    c.check(summary.get("prefix_hits") == len(shared),
-            f"{name} sequential: {summary.get('prefix_hits')} prefix hits, want {len(shared)}")
+    want_tokens = 3 * BLOCK + (NUM_SHARED - 1) * whole
+    c.check(summary.get("prefix_hits") == NUM_SHARED,
+            f"{name} sequential: {summary.get('prefix_hits')} prefix hits, want {NUM_SHARED}")
     c.check(summary.get("cached_tokens") == want_tokens,
             f"{name} sequential: {summary.get('cached_tokens')} cached tokens, want {want_tokens}")
     c.check(summary.get("state_snapshots_restored") == summary.get("prefix_hits"),
@@ -93,7 +85,7 @@ def check_model(name):
     results, steps, summary = cbatch(hf_dir)
     c.check(outputs(results) == base, f"{name}: outputs change with prefix caching")
     c.check(summary.get("prefix_caching") == "on (state snapshots)", f"{name}: prefix caching {summary.get('prefix_caching')}")
-    c.check(summary.get("prefix_hits", 0) >= len(shared) - 2 and summary.get("cached_tokens", 0) >= 64 * (len(shared) - 2),
+    c.check(summary.get("prefix_hits", 0) >= NUM_SHARED - 2 and summary.get("cached_tokens", 0) >= 64 * (NUM_SHARED - 2),
             f"{name}: {summary.get('prefix_hits')} hits serving {summary.get('cached_tokens')} tokens")
     total = summary.get("state_snapshots_total", 0)
     c.check(total > 0 and summary.get("state_snapshot_bytes") == total * summary["state_slot_bytes"],

@@ -23,6 +23,7 @@ inside (0, 1), gates and betas are not saturated, Granite's multipliers are far 
 Nemotron-H's clamp (time_step_min 0.001), so a GGUF (which keeps no clamp, as llama.cpp applies none) agrees."""
 import json
 import os
+import random
 import zlib
 
 import numpy as np
@@ -572,3 +573,17 @@ def write_model(directory, name):
     write_hf(hf_dir, name, weights)
     write_gguf(hf_dir + ".gguf", name, weights)
     return hf_dir, hf_dir + ".gguf"
+
+
+def shared_prefix_prompts(prefix_len=70):
+    """The prefix-caching tests' prompts (test_hybrid_prefix.py, test_gpu_hybrid_prefix.py) and how many share the
+    prefix: seven of prefix_len random tokens and a suffix each; one that ends inside the prefix (it saves a
+    snapshot a block before the prefix's whole blocks end, so a hit that restored the snapshot a block before
+    its end would find one); two that share nothing; and the first cut short 20 tokens past the prefix."""
+    rng = random.Random(23)
+    prefix = [rng.randrange(3, 256) for _ in range(prefix_len)]
+    other = [rng.randrange(3, 256) for _ in range(prefix_len)]
+    shared = [prefix + [rng.randrange(3, 256) for _ in range(n)] for n in (30, 9, 3, 17, 22, 12, 26)]
+    prompts = [shared[0], prefix[:60]] + shared[1:] + [other + [5, 6, 7], [rng.randrange(3, 256) for _ in range(40)],
+                                                       shared[0][:prefix_len + 20]]
+    return prompts, len(shared)
