@@ -138,6 +138,7 @@ struct RecurrentStates {
   const int32_t* seq_chunked = nullptr;   // this step's chunked flags on the device, or null: none chunked
   deltanet_detail::DeltaNetChunks chunks;  // this step's chunks on the device
   int num_chunked_seqs = 0, num_chunks = 0;
+  int max_seq_rows = 0;  // this step's most rows of one sequence (prepare_states): the chunked Mamba-2 scan's grid
 
  private:
   int64_t slot_floats_ = 0;

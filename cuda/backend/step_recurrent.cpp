@@ -74,8 +74,10 @@ void CudaBackend<T>::prepare_states(const RaggedBatch& batch, cudaStream_t strea
   const int ns = batch.num_seqs();
   int32_t* real = rs.host_seqs.get();
   int32_t* slots = real + ns;
+  rs.max_seq_rows = 0;
   for (int s = 0; s < ns; ++s) {
     const int first = batch.query_start[s], end = batch.query_start[s + 1];
+    rs.max_seq_rows = std::max(rs.max_seq_rows, end - first);
     int n = 0;
     while (first + n < end && batch.slot_mapping[first + n] >= 0) ++n;  // padding rows come last
     real[s] = n;
@@ -175,8 +177,7 @@ void CudaBackend<T>::run_mamba2(int layer, const RaggedBatch& batch, const Batch
                  w.vector(LayerTensor::kMambaConvBias), d, seqs, ns, states, stream);  // the bias null when absent
   // Runs of kMambaChunkRows rows or more on the chunked scan (--cuda-kernel mamba-scan=chunked), the others
   // (decode rows, short chunks) token by token.
-  int max_seq_rows = 0;
-  for (int s = 0; s < ns; ++s) max_seq_rows = std::max(max_seq_rows, batch.query_start[s + 1] - batch.query_start[s]);
+  const int max_seq_rows = rs.max_seq_rows;
   const bool chunked = options_.kernels.chunked_mamba_scan && max_seq_rows >= deltanet_detail::kMambaChunkRows;
   mamba2_scan<T>(rs.core.get(), rs.conv_out.get(), rs.proj.get(), w.vector(LayerTensor::kMambaDecay),
                  w.vector(LayerTensor::kMambaDtBias), w.vector(LayerTensor::kMambaD), d, seqs, ns, states, stream,
