@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build-robust}
 seconds=${2:-30}
 out=${FUZZ_OUT:-$build/fuzz-out}
-targets="request_parser tokenizer model_file tokenizer_bin sharegpt constraint"
+targets="request_parser tokenizer model_file hf_directory tokenizer_bin sharegpt constraint"
 status=0
 for name in $targets; do
   bin="$build/tests/fuzz/fuzz_$name"
@@ -21,8 +21,10 @@ for name in $targets; do
   rm -rf "$out/$name/artifacts"
   mkdir -p "$scratch" "$out/$name/artifacts"
   log="$out/$name/log.txt"
+  max_len=65536
+  case $name in model_file|hf_directory) max_len=131072 ;; esac  # whole tiny models of every family
   echo "fuzz_$name: ${seconds} s from tests/fuzz/corpus/$name"
-  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=65536 \
+  if "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=512 -max_len=$max_len \
       -print_final_stats=1 -artifact_prefix="$out/$name/artifacts/" "$scratch" "tests/fuzz/corpus/$name" \
       > "$log" 2>&1; then
     grep -E "^stat::number_of_executed_units|^stat::peak_rss_mb" "$log" | tr '\n' ' '

@@ -1,10 +1,12 @@
 // Fuzz target: arbitrary bytes as a model file through load_model, which picks the format by the GGUF
 // magic (else a llama2.c checkpoint, read with a fixed valid tokenizer.bin). A corrupt or truncated
 // file must give cbatch::Error: any other exception, a crash, a sanitizer report or an allocation
-// beyond libFuzzer's -malloc_limit_mb is a finding. A model that loads must have a usable tokenizer.
+// beyond libFuzzer's -malloc_limit_mb is a finding. A model that loads must have a usable tokenizer, and
+// every weight must read whole (fuzz_tensors.hpp).
 #include "engine/base/error.hpp"
 #include "engine/model/model.hpp"
 #include "fuzz_support.hpp"
+#include "fuzz_tensors.hpp"
 
 using namespace cbatch;
 
@@ -39,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   source.tokenizer_path = tokenizer_path;
   try {
     const Model model = load_model(source);
+    fuzz::read_every_tensor(model);
     const std::vector<int32_t> ids = model.tokenizer->encode("ab a", true);
     for (int32_t id : ids) fuzz::require(id >= 0 && id < model.config.vocab_size, "token id within vocab_size");
     model.tokenizer->decode(ids);

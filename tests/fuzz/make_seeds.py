@@ -3,7 +3,13 @@
 the files are committed): JSONL prompt files, tokenizer texts, tiny valid model files (GGUF with F32 and
 F16 weights, a llama2.c checkpoint), llama2.c tokenizer.bin files, ShareGPT bench files, and regexes,
 GBNF grammars and JSON schemas for the constraint compilers (counted forms at and past their limits). The models are
-1 layer, dim 8, vocab 8, context 16, with weights from a fixed generator, a few KB each."""
+1 layer, dim 8, vocab 8, context 16, with weights from a fixed generator, a few KB each.
+
+model_seeds() adds a tiny model of every family (model_file: GGUF; hf_directory: config.json and
+model.safetensors, framed as that target reads them) and the fixed tokenizer of hf_directory (hf_tokenizer/), written
+by the e2e tests' own writers (tests/e2e/tiny_*models.py, prequantized_files.py; they need numpy and the gguf
+package) at shrunken sizes: dim 16 or 32, one or two layers of each kind, the 300-token byte-level vocabulary,
+under 128 KB each (run_fuzzers.sh's -max_len for these targets)."""
 import json
 import os
 import random
@@ -159,6 +165,124 @@ def main():
         {"conversations": [turn("human", "caf\u00e9 \U0001F600 \"q\"\n"), turn("gpt", "x" * 70)], "id": "d"}]))
     write("sharegpt", "odd.json", '[{"conversations": [{"value": 1}, {"value": "\\ud800"}]}, 5, '
                                   '{"conversations": "x"}, {"conversations": [[], {}]}] ')
+    model_seeds()
+
+
+# Each family's config changes for its seed: everything small, every layer kind kept.
+SMALL = dict(hidden_size=16, intermediate_size=16, num_attention_heads=2, num_key_value_heads=1, head_dim=8)
+DENSE_SEEDS = {"llama": {}, "qwen2": {}, "gemma2": dict(num_hidden_layers=2),
+               "gemma3": dict(num_hidden_layers=2, sliding_window_pattern=2), "phi3": {},
+               "smollm3": dict(num_hidden_layers=2, no_rope_layers=[1, 0]),
+               "qwen3-moe": dict(num_experts=4, moe_intermediate_size=8, mlp_only_layers=[1], num_hidden_layers=2),
+               "qwen2-moe": dict(num_experts=4, moe_intermediate_size=8, shared_expert_intermediate_size=8,
+                                 num_hidden_layers=1),
+               "mixtral": dict(num_local_experts=2, num_hidden_layers=1), "olmoe": dict(num_experts=4, num_hidden_layers=1)}
+LINEAR_SMALL = dict(SMALL, linear_key_head_dim=8, linear_value_head_dim=8, linear_num_key_heads=1,
+                    linear_num_value_heads=2, num_hidden_layers=2, layer_types=["linear_attention", "full_attention"])
+HYBRID_SEEDS = {
+    "qwen3_5": LINEAR_SMALL,
+    "qwen3_5_moe": dict(LINEAR_SMALL, num_experts=4, moe_intermediate_size=8, shared_expert_intermediate_size=8),
+    "qwen3_next": dict(LINEAR_SMALL, num_experts=4, moe_intermediate_size=8, shared_expert_intermediate_size=8),
+    "lfm2": dict(SMALL, intermediate_size=24, block_multiple_of=8, num_hidden_layers=2,
+                 layer_types=["conv", "full_attention"], full_attn_idxs=[1]),
+    "granite_h": dict(SMALL, shared_intermediate_size=16, num_hidden_layers=2, layer_types=["mamba", "attention"],
+                      mamba_n_heads=2, mamba_d_head=16, mamba_d_state=8, mamba_n_groups=1),
+    "granite_h_moe": dict(SMALL, intermediate_size=8, num_local_experts=4, num_hidden_layers=2,
+                          layer_types=["linear_attention", "full_attention"], mamba_n_heads=2, mamba_d_head=16,
+                          mamba_d_state=8),
+    "nemotron_h": dict(SMALL, hybrid_override_pattern="M*-", num_hidden_layers=3, mamba_num_heads=2,
+                       mamba_head_dim=16, ssm_state_size=8, n_groups=1)}
+
+
+def framed(directory):
+    """An HF directory as hf_directory reads it: the config's length (2 bytes), config.json, model.safetensors."""
+    config = open(os.path.join(directory, "config.json"), "rb").read()
+    return struct.pack("<H", len(config)) + config + open(os.path.join(directory, "model.safetensors"), "rb").read()
+
+
+def model_seeds():
+    import shutil
+    import sys
+    import tempfile
+    sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+    import numpy as np
+    import prequantized_files as pq
+    import tiny_gemma4_models as g4
+    import tiny_hybrid_models as th
+    import tiny_models as tm
+    work = tempfile.mkdtemp()
+    gguf_path = os.path.join(work, "model.gguf")
+
+    def put(name, gguf=None, hf=None):  # the written files as seeds
+        if gguf:
+            write("model_file", name + ".gguf", open(gguf, "rb").read())
+        if hf:
+            write("hf_directory", name, framed(hf))
+
+    tokenizer = os.path.join(HERE, "hf_tokenizer")
+    os.makedirs(tokenizer, exist_ok=True)
+    tm.write_tokenizer(tokenizer, tm.byte_tokens(), {tm.BOS: True, tm.EOS: True}, ["\u0120 t"])
+    for name, changes in DENSE_SEEDS.items():
+        seed = "seed-" + name
+        tm.MODELS[seed] = dict(tm.MODELS[name], config=dict(tm.MODELS[name]["config"], **SMALL, **changes))
+        weights = tm.random_weights(seed)
+        tm.write_gguf(gguf_path, seed, weights, matrix_dtype=np.float16)
+        tm.write_hf(os.path.join(work, seed), seed, weights)
+        put(name, gguf_path, os.path.join(work, seed))
+    tm.MODELS["seed-gpt-oss"] = dict(tm.MODELS["gpt-oss"], config=dict(
+        tm.GPT_OSS, **dict(SMALL, hidden_size=32, intermediate_size=32), num_local_experts=2, num_hidden_layers=2,
+        layer_types=["sliding_attention", "full_attention"]))
+    tm.MODELS["seed-gpt-oss-mxfp4"] = dict(tm.MODELS["seed-gpt-oss"], hf="mxfp4", weights_of="seed-gpt-oss")
+    tm.write_gguf(gguf_path, "seed-gpt-oss", tm.random_weights("seed-gpt-oss"), matrix_dtype=np.float16)
+    tm.write_hf(os.path.join(work, "mxfp4"), "seed-gpt-oss-mxfp4", tm.random_weights("seed-gpt-oss-mxfp4"))
+    put("gpt-oss", gguf_path, os.path.join(work, "mxfp4"))
+    for name, changes in HYBRID_SEEDS.items():
+        seed = "seed-" + name
+        th.MODELS[seed] = dict(th.MODELS[name], config=dict(th.MODELS[name]["config"], **changes), mtp=False)
+        th.write_gguf(gguf_path, seed, th.random_weights(seed, matrix_dtype=np.float16))
+        th.write_hf(os.path.join(work, seed), seed, th.random_weights(seed))
+        put(name, gguf_path, os.path.join(work, seed))
+    for name, layers in (("dense", dict(num_hidden_layers=3, layer_types=["sliding_attention", "full_attention",
+                                                                          "full_attention"], num_kv_shared_layers=1,
+                                        hidden_size_per_layer_input=4)),
+                         ("moe", dict(num_experts=4, moe_intermediate_size=8))):
+        seed = "seed-" + name
+        g4.MODELS[seed] = dict(g4.MODELS[name], **SMALL, global_head_dim=16, **layers)
+        weights = g4.random_weights(seed)
+        g4.write_gguf(gguf_path, seed, weights)
+        g4.write_hf(os.path.join(work, seed), seed, weights)
+        put("gemma4-" + name, gguf_path, os.path.join(work, seed))
+    # Pre-quantized checkpoints of a Llama at dim 32 (whole groups of 32): GPTQ 4-bit act-order, FP8 blocks, NVFP4.
+    tm.MODELS["seed-llama32"] = dict(tm.MODELS["llama"], config=dict(
+        tm.MODELS["llama"]["config"], **dict(SMALL, hidden_size=32, intermediate_size=32, num_attention_heads=4),
+        num_hidden_layers=1))
+    weights, nrng = tm.random_weights("seed-llama32"), np.random.default_rng(0)
+    gptq = dict(quant_method="gptq", bits=4, group_size=32, desc_act=True, sym=False, checkpoint_format="gptq")
+    fp8 = dict(quant_method="fp8", fmt="e4m3", activation_scheme="dynamic", weight_block_size=[32, 32])
+    for scheme, config in (("gptq", gptq), ("fp8", fp8), ("nvfp4", pq.NVFP4)):
+        tensors = {}
+        for name, w in weights.items():
+            stem = name[:-len("weight")]
+            if w.ndim == 2 and ".layers." in name:
+                if scheme == "gptq":
+                    parts = pq.gptq(w, 4, False, True, nrng)[0]
+                elif scheme == "fp8":
+                    codes, scales, _ = pq.fp8(w, (32, 32))
+                    parts = {"weight": ("F8_E4M3", codes), "weight_scale_inv": ("F32", scales)}
+                else:
+                    parts = pq.nvfp4(w)[0]
+                tensors.update({stem + k: v for k, v in parts.items()})
+            else:
+                tensors[name] = ("BF16", (np.asarray(w, np.float32).view(np.uint32) >> 16).astype("<u2"))
+        directory = os.path.join(work, scheme)
+        tm.write_hf(directory, "seed-llama32", {"model.embed_tokens.weight": np.zeros((1, 1), np.float32)})
+        pq.write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
+        config_path = os.path.join(directory, "config.json")
+        full = json.load(open(config_path))
+        full["quantization_config"] = config
+        json.dump(full, open(config_path, "w"))
+        put(scheme, hf=directory)
+    shutil.rmtree(work)
 
 
 if __name__ == "__main__":
