@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 build=${1:-build-robust}
 seconds=${2:-30}
 out=${FUZZ_OUT:-$build/fuzz-out}
-targets="request_parser tokenizer model_file hf_directory tokenizer_bin sharegpt constraint"
+targets="request_parser tokenizer model_file hf_directory lora_adapter tokenizer_bin sharegpt constraint"
 status=0
 for name in $targets; do
   bin="$build/tests/fuzz/fuzz_$name"

@@ -6,7 +6,8 @@ GBNF grammars and JSON schemas for the constraint compilers (counted forms at an
 1 layer, dim 8, vocab 8, context 16, with weights from a fixed generator, a few KB each.
 
 model_seeds() adds a tiny model of every family (model_file: GGUF; hf_directory: config.json and
-model.safetensors, framed as that target reads them) and the fixed tokenizer of hf_directory (hf_tokenizer/), written
+model.safetensors, framed as that target reads them), LoRA adapters for four of them (lora_adapter: lora_seeds) and
+the fixed tokenizer of hf_directory (hf_tokenizer/), written
 by the e2e tests' own writers (tests/e2e/tiny_*models.py, prequantized_files.py; they need numpy and the gguf
 package) at shrunken sizes: dim 16 or 32, one or two layers of each kind, the 300-token byte-level vocabulary,
 under 128 KB each (run_fuzzers.sh's -max_len for these targets)."""
@@ -282,7 +283,52 @@ def model_seeds():
         full["quantization_config"] = config
         json.dump(full, open(config_path, "w"))
         put(scheme, hf=directory)
+    lora_seeds(work)
     shutil.rmtree(work)
+
+
+def lora_seeds(work):
+    """lora_adapter's seeds: a PEFT directory and a GGUF LoRA (none for Granite) for each of its bases (the
+    model_file seeds llama.gguf, qwen3_5.gguf, lfm2.gguf, granite_h.gguf: byte 0), every module kind targeted,
+    framed as the target reads them (byte 1: 0 GGUF, 1 PEFT, whose adapter_config.json's length, 2 bytes, comes
+    first)."""
+    import lora_files as lf
+    import lora_hybrid_files as lh
+    import tiny_hybrid_models as th
+    import tiny_models as tm
+    import numpy as np
+
+    def put(name, base, path):
+        if os.path.isdir(path):
+            config = open(os.path.join(path, "adapter_config.json"), "rb").read()
+            body = b"\1" + struct.pack("<H", len(config)) + config
+            body += open(os.path.join(path, "adapter_model.safetensors"), "rb").read()
+        else:
+            body = b"\0" + open(path, "rb").read()
+        write("lora_adapter", name, bytes([base]) + body)
+
+    c = tm.config_of("seed-llama")
+    lf.HEADS, lf.KV_HEADS = c["num_attention_heads"], c["num_key_value_heads"]  # its q/k rows' permutation
+    weights, rng = tm.random_weights("seed-llama"), np.random.default_rng(1)
+    pairs = {}
+    for layer in range(c["num_hidden_layers"]):
+        for m, (block, _, _) in lf.SHAPES.items():
+            out, inp = weights[f"model.layers.{layer}.{block}.{m}.weight"].shape
+            pairs[(layer, m)] = (rng.uniform(-1, 1, (2, inp)).astype(np.float32),
+                                 rng.uniform(-1, 1, (out, 2)).astype(np.float32))
+    lf.write_gguf_lora(os.path.join(work, "llama-lora.gguf"), pairs, 4.0)
+    lf.write_peft(os.path.join(work, "llama-peft"), pairs, {"peft_type": "LORA", "r": 2, "lora_alpha": 4.0,
+                                                            "target_modules": sorted(lf.SHAPES)})
+    put("llama-gguf", 0, os.path.join(work, "llama-lora.gguf"))
+    put("llama-peft", 0, os.path.join(work, "llama-peft"))
+    for base, family in ((1, "qwen3_5"), (2, "lfm2"), (3, "granite_h")):
+        seed = "seed-" + family
+        hybrid_pairs = lh.make_adapter(th.random_weights(seed), lh.FAMILIES[family][2], base)
+        lh.write_peft(os.path.join(work, family + "-peft"), hybrid_pairs, seed)
+        put(family + "-peft", base, os.path.join(work, family + "-peft"))
+        if family != "granite_h":  # the e2e writer's GGUF LoRAs: the families llama.cpp converts adapters of
+            lh.write_gguf_lora(os.path.join(work, family + "-lora.gguf"), hybrid_pairs, seed)
+            put(family + "-gguf", base, os.path.join(work, family + "-lora.gguf"))
 
 
 if __name__ == "__main__":
