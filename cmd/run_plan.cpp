@@ -9,6 +9,7 @@
 #include "engine/base/embedding_params.hpp"
 #include "engine/base/error.hpp"
 #include "engine/base/free_heap.hpp"
+#include "engine/core/state_snapshots.hpp"
 #include "engine/text/reasoning_parser.hpp"
 
 namespace cbatch {
@@ -91,8 +92,10 @@ CudaBackendOptions cuda_options(const EngineOptions& o, const CudaKernelOptions&
   cuda.fp8_weights = o.quantization == "fp8";
   cuda.fp8_kv_cache = o.kv_cache_dtype != "auto";
   // A hybrid model's prefix cache keeps recurrent-state snapshots in slots beyond the running ones: those
-  // --state-snapshots asks, else a quarter of the state memory, as on the CPU (S = (max_num_seqs + S) / 4).
-  if (o.enable_prefix_caching) cuda.state_snapshots = o.state_snapshots >= 0 ? o.state_snapshots : (o.max_num_seqs + 2) / 3;
+  // --state-snapshots asks, else a quarter of the state memory, as the engine splits it on the CPU.
+  if (o.enable_prefix_caching) {
+    cuda.state_snapshots = o.state_snapshots >= 0 ? o.state_snapshots : snapshots_beside(o.max_num_seqs);
+  }
   cuda.kernels = kernels;
   return cuda;
 }

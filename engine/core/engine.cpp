@@ -313,7 +313,8 @@ int recurrent_layers(const ModelConfig& c) {
 }
 
 // With prefix caching on a backend that keeps them, the same memory holds the state snapshots: --state-snapshots
-// N, or a quarter of the slots that fit (more when the running slots leave more), at most one per KV block.
+// N, or a quarter of the slots that fit (default_snapshot_share; more when the running slots leave more), at most
+// one per KV block.
 struct StateCounts {
   int slots = 0;
   int snapshots = 0;
@@ -348,7 +349,7 @@ StateCounts state_counts(const EngineConfig& config, const Model& model, const B
     return {static_cast<int>(std::min<int64_t>(fit - config.state_snapshots, config.scheduler.max_num_seqs)),
             config.state_snapshots};
   }
-  const int64_t reserved = caching ? std::min<int64_t>(fit / 4, fit - 1) : 0;
+  const int64_t reserved = caching ? default_snapshot_share(fit) : 0;
   const int64_t slots = std::min<int64_t>(fit - reserved, config.scheduler.max_num_seqs);
   const int64_t snapshots = caching ? std::min<int64_t>(fit - slots, num_blocks) : 0;
   return {static_cast<int>(slots), static_cast<int>(snapshots)};

@@ -1,11 +1,16 @@
 // The recurrent-state snapshot pool (state_snapshots.hpp).
 #include "engine/core/state_snapshots.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "engine/base/error.hpp"
 
 namespace cbatch {
+
+int64_t default_snapshot_share(int64_t fit) { return std::min<int64_t>(fit / 4, fit - 1); }
+
+int snapshots_beside(int running) { return (running + 2) / 3; }
 
 StateSnapshots::StateSnapshots(int num_snapshots, int first_slot)
     : num_snapshots_(num_snapshots), first_slot_(first_slot) {

@@ -20,6 +20,16 @@
 
 namespace cbatch {
 
+// How many of the state slots that fit (`fit`) hold snapshots when --state-snapshots is not given: a quarter,
+// leaving at least one to run. The engine's split (state_counts) gives the rest to running sequences, up to
+// --max-num-seqs, and any slots past that to snapshots too.
+int64_t default_snapshot_share(int64_t fit);
+
+// The snapshots a backend that sizes its state memory for `running` slots (CUDA: --max-num-seqs) reserves
+// beside them when --state-snapshots is not given: a third of `running`, rounded up, so that they are at least
+// a quarter of the whole, and the engine's split of the whole gives back `running` slots and these snapshots.
+int snapshots_beside(int running);
+
 class StateSnapshots {
  public:
   StateSnapshots(int num_snapshots, int first_slot);

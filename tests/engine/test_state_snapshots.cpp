@@ -4,6 +4,7 @@
 // restored, forked, preempted or evicted; hits happen, and every block, slot and pin is back at the end.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <set>
@@ -20,6 +21,25 @@ namespace {
 BlockHash name(uint64_t i) { return BlockHash{i, i * 31 + 7}; }
 
 }  // namespace
+
+TEST_CASE("state snapshots: a backend's reservation beside its running slots is the engine's default split") {
+  // The engine's split of `fit` state slots (engine.cpp state_counts): the default share to snapshots, the rest
+  // to running sequences up to max_num_seqs, and what they leave to snapshots too.
+  for (int running = 1; running <= 300; ++running) {
+    const int snapshots = snapshots_beside(running);
+    const int64_t fit = running + snapshots;
+    const int64_t reserved = default_snapshot_share(fit);
+    CHECK(reserved <= snapshots);
+    const int64_t slots = std::min<int64_t>(fit - reserved, running);
+    CHECK(slots == running);
+    CHECK(fit - slots == snapshots);
+    CHECK(4 * snapshots >= fit);  // a quarter of the whole at least,
+    CHECK(3 * (snapshots - 1) < running);  // and no more than a third of the running slots, rounded up
+  }
+  CHECK(default_snapshot_share(1) == 0);  // the one slot that fits runs
+  CHECK(default_snapshot_share(2) == 0);
+  CHECK(default_snapshot_share(8) == 2);
+}
 
 TEST_CASE("state snapshots: capture, find, least recently used eviction, pins") {
   StateSnapshots pool(2, 5);
