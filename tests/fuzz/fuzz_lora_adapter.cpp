@@ -1,15 +1,12 @@
 // Fuzz target: arbitrary bytes as a LoRA adapter through load_lora_adapter, against one of four tiny bases
-// (the model_file seeds llama.gguf, qwen3_5.gguf, lfm2.gguf and granite_h.gguf: RoPE rows, DeltaNet value heads,
-// short convolutions, Mamba-2 projections). Byte 0 picks the base (mod 4), byte 1 the format: even, the rest is a llama.cpp GGUF LoRA file;
-// odd, a PEFT directory framed as a little-endian uint16 n, n bytes of adapter_config.json, then
-// adapter_model.safetensors. A bad adapter must give cbatch::Error: any other exception, a crash, a sanitizer
+// (the model_file seeds llama.gguf, qwen3_5.gguf, lfm2.gguf and granite_h.gguf: RoPE rows, DeltaNet value
+// heads, short convolutions, Mamba-2 projections). Byte 0 picks the base (mod 4), byte 1 the format: even, the
+// rest is a llama.cpp GGUF LoRA file; odd, a PEFT directory, its two files framed as fuzz_support.hpp's
+// split_two_files reads them (adapter_config.json, adapter_model.safetensors). A bad adapter must give cbatch::Error: any other exception, a crash, a sanitizer
 // report or an allocation beyond libFuzzer's -malloc_limit_mb is a finding. An adapter that loads must hold
 // pairs whose sizes are their shapes' and whose place in the base is the one its module resolves to.
-#include <unistd.h>
-
 #include <array>
 #include <filesystem>
-#include <stdexcept>
 
 #include "engine/base/error.hpp"
 #include "engine/model/lora_adapter.hpp"
@@ -41,24 +38,6 @@ const std::array<ModelConfig, kNumBases>& bases() {
   return configs;
 }
 
-// A PEFT directory whose two files link to in-memory ones; removed at exit.
-struct PeftDirectory {
-  fuzz::MemFile config{"adapter_config.json"}, weights{"adapter_model.safetensors"};
-  std::string path;
-
-  PeftDirectory() {
-    char name[] = "/tmp/cbatch-fuzz-peft-XXXXXX";
-    if (mkdtemp(name) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path = name;
-    fs::create_symlink(config.path(), fs::path(path) / "adapter_config.json");
-    fs::create_symlink(weights.path(), fs::path(path) / "adapter_model.safetensors");
-  }
-  ~PeftDirectory() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 void check_pairs(const LoraAdapter& adapter, const ModelConfig& base, bool gguf) {
   for (const LoraPair& p : adapter.pairs) {
     fuzz::require(p.layer >= 0 && p.layer < base.num_layers, "pair layer within the base", p.module);
@@ -76,23 +55,17 @@ void check_pairs(const LoraAdapter& adapter, const ModelConfig& base, bool gguf)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fuzz::MemFile gguf_file("adapter.gguf");
-  static const PeftDirectory peft;
+  static const fuzz::MemDirectory peft("peft", {"adapter_config.json", "adapter_model.safetensors"});
   if (size < 2) return 0;
   const ModelConfig& base = bases()[data[0] % kNumBases];
   const bool is_peft = (data[1] & 1) != 0;
-  const uint8_t* rest = data + 2;
-  const size_t rest_size = size - 2;
   LoraModuleArg arg;
   arg.name = "fuzz";
   if (is_peft) {
-    size_t n = 0;
-    if (rest_size >= 2) n = std::min<size_t>(rest[0] | (size_t{rest[1]} << 8), rest_size - 2);
-    const uint8_t* config = rest_size >= 2 ? rest + 2 : rest;
-    peft.config.write(config, n);
-    peft.weights.write(config + n, rest_size - std::min<size_t>(rest_size, 2) - n);
-    arg.path = peft.path;
+    fuzz::write_two_files(peft, data + 2, size - 2);
+    arg.path = peft.path();
   } else {
-    arg.path = gguf_file.write(rest, rest_size);
+    arg.path = gguf_file.write(data + 2, size - 2);
   }
   LoraAdapter adapter;
   try {
