@@ -326,7 +326,7 @@ def lora_seeds(work):
         hybrid_pairs = lh.make_adapter(th.random_weights(seed), lh.FAMILIES[family][2], base)
         lh.write_peft(os.path.join(work, family + "-peft"), hybrid_pairs, seed)
         put(family + "-peft", base, os.path.join(work, family + "-peft"))
-        if family != "granite_h":  # the e2e writer's GGUF LoRAs: the families llama.cpp converts adapters of
+        if family != "granite_h":  # the e2e writer has GGUF names for LFM2's and Qwen3.5's modules, not Granite's
             lh.write_gguf_lora(os.path.join(work, family + "-lora.gguf"), hybrid_pairs, seed)
             put(family + "-gguf", base, os.path.join(work, family + "-lora.gguf"))
 
